@@ -1,0 +1,124 @@
+//! File-system helpers shared by tools and sessions: atomic replacement of a file, and
+//! resolving a model-supplied path so it can never leave the workspace.
+
+use std::io::{self, Write};
+use std::path::{Component, Path, PathBuf};
+
+/// Replaces `path` with `data` atomically: a temp file in the same folder, fsync, rename.
+/// `mode` sets the permission bits of the new file (an existing file's mode is kept when
+/// `mode` is `None`). The temp file is removed on failure, so a crash leaves either the old
+/// or the new content, never a mix.
+pub fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| io::Error::other("path has no file name"))?;
+    let keep_mode = match mode {
+        Some(m) => m,
+        None => match std::fs::metadata(path) {
+            Ok(meta) => meta.permissions().mode() & 0o7777,
+            Err(_) => 0o644,
+        },
+    };
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(keep_mode)
+            .open(&tmp)?;
+        file.write_all(data)?;
+        // The umask may have narrowed the mode at creation; set it exactly.
+        file.set_permissions(std::fs::Permissions::from_mode(keep_mode))?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Why a path was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("path is empty")]
+    Empty,
+    #[error("path contains a NUL byte")]
+    Nul,
+    #[error("path {0:?} is outside the workspace")]
+    Outside(String),
+    #[error("cannot resolve {path:?}: {reason}")]
+    Io { path: String, reason: String },
+}
+
+/// Resolves `raw` (relative to `workspace`, or absolute) to a canonical path inside the
+/// canonical `workspace`, following symlinks. The file itself need not exist (for `write`):
+/// then its deepest existing ancestor is resolved and the rest appended, and `..` in that
+/// rest is refused. Containment is compared by path components, so `/w/p-evil` is not inside
+/// `/w/p`.
+pub fn resolve_in_workspace(workspace: &Path, raw: &str) -> Result<PathBuf, PathError> {
+    if raw.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if raw.contains('\0') {
+        return Err(PathError::Nul);
+    }
+    let joined = workspace.join(raw);
+    let outside = || PathError::Outside(raw.to_string());
+    // Walk up until an existing ancestor is found; canonicalize it; re-append the rest.
+    let mut existing = joined.as_path();
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    let canonical = loop {
+        match existing.canonicalize() {
+            Ok(c) => break c,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // A dangling symlink must not be written through: refuse it.
+                if std::fs::symlink_metadata(existing).is_ok() {
+                    return Err(PathError::Io {
+                        path: raw.to_string(),
+                        reason: "it is a broken symbolic link".to_string(),
+                    });
+                }
+                match (existing.parent(), existing.file_name()) {
+                    (Some(parent), Some(name)) => {
+                        rest.push(name);
+                        existing = parent;
+                    }
+                    _ => return Err(outside()),
+                }
+            }
+            Err(e) => {
+                return Err(PathError::Io { path: raw.to_string(), reason: e.to_string() });
+            }
+        }
+    };
+    let mut full = canonical;
+    for part in rest.iter().rev() {
+        match Path::new(part).components().next() {
+            Some(Component::Normal(_)) => full.push(part),
+            _ => return Err(outside()),
+        }
+    }
+    if full.starts_with(workspace) { Ok(full) } else { Err(outside()) }
+}
+
+/// Shows `path` relative to the workspace when it is inside it.
+pub fn display_path(workspace: &Path, path: &Path) -> String {
+    path.strip_prefix(workspace).unwrap_or(path).display().to_string()
+}
+
+/// Creates `dir` (and parents) with mode 0700 for folders we own, such as `.minicode/sessions`.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// `PathBuf` helper for tests and callers that hold a `&str` workspace.
+pub fn canonical_workspace(dir: &Path) -> io::Result<PathBuf> {
+    dir.canonicalize()
+}

@@ -1,0 +1,20 @@
+//! minicode: a terminal coding agent for OpenAI-compatible model servers.
+//!
+//! Architecture in one breath: `cli` builds an immutable [`config::Config`], picks a
+//! [`provider::Provider`], a [`tools::Registry`] and a [`session::Session`], and hands them to
+//! [`agent::spawn`]. The agent core speaks only the typed [`protocol`]: frontends send `Op`s and
+//! read `Event`s. The one-shot printer (`print`), the full-screen UI (`tui`) and the tests are
+//! three consumers of that same contract; nothing below `agent` knows a terminal exists.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod fsutil;
+pub mod logging;
+pub mod print;
+pub mod protocol;
+pub mod provider;
+pub mod session;
+pub mod tools;
+pub mod tui;

@@ -1,0 +1,185 @@
+//! The only contract between frontends and the agent core: `Op`s go in, `Event`s come out.
+//!
+//! Payloads are typed (the only free-form JSON is tool arguments) and serialize with a `type`
+//! tag, so `--output-format stream-json` and a later JSON-RPC mode print them as they are.
+//! Frontends match exhaustively; adding a variant is a deliberate, visible change.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::provider::Usage;
+
+/// Identifies a tool call within a session (the model's call id).
+pub type CallId = String;
+
+/// What a frontend asks the core to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Run a user turn (queued if a turn is running).
+    Submit(String),
+    /// Answer an `ApprovalRequested` event.
+    Decide { call: CallId, decision: Decision },
+    /// Stop the running turn: drop the stream, kill the running tool, keep history valid.
+    Interrupt,
+    /// Compact the context now, with optional focus instructions for the summariser.
+    Compact(Option<String>),
+    /// Start a fresh session in the same workspace.
+    NewSession,
+    /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
+    Shutdown,
+}
+
+/// The user's answer to an approval request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run this call.
+    Approve,
+    /// Run this call and every later call of the same tool in this session.
+    ApproveTool,
+    /// Do not run it; the optional reason is passed to the model.
+    Deny { reason: Option<String> },
+}
+
+/// What the user must see to decide on a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ApprovalRequest {
+    /// A shell command to run in the workspace.
+    Command { command: String },
+    /// A file change as a unified diff against the current file (empty old side for new files).
+    Diff { path: String, diff: String },
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum TurnEnd {
+    Completed,
+    /// The round limit was reached; the summary reply was shown.
+    RoundLimit { rounds: u32 },
+    /// The user interrupted it.
+    Interrupted,
+    /// A provider or local error ended it.
+    Failed { error: String },
+}
+
+impl TurnEnd {
+    pub fn is_success(&self) -> bool {
+        matches!(self, TurnEnd::Completed)
+    }
+}
+
+/// Token accounting for a turn: never estimated, only what servers reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TokenStats {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    /// Replies that carried usage.
+    pub replies_with_usage: u32,
+    /// Replies that did not.
+    pub replies_without_usage: u32,
+}
+
+impl TokenStats {
+    pub fn add(&mut self, usage: Option<Usage>) {
+        match usage {
+            Some(u) => {
+                self.input_tokens += u.input_tokens;
+                self.output_tokens += u.output_tokens;
+                self.total_tokens += u.total_tokens;
+                self.replies_with_usage += 1;
+            }
+            None => self.replies_without_usage += 1,
+        }
+    }
+
+    /// No reply carried usage.
+    pub fn unavailable(&self) -> bool {
+        self.replies_with_usage == 0
+    }
+
+    /// Some replies carried usage and some did not.
+    pub fn partial(&self) -> bool {
+        self.replies_with_usage > 0 && self.replies_without_usage > 0
+    }
+}
+
+/// Per-turn statistics, reported on every ending alike.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TurnStats {
+    #[serde(serialize_with = "ser_millis")]
+    pub wall: Duration,
+    pub model_calls: u32,
+    pub tool_calls: u32,
+    pub tokens: TokenStats,
+    /// Summary calls made by compaction, counted apart from the main conversation.
+    pub summary_calls: u32,
+    pub summary_tokens: TokenStats,
+}
+
+fn ser_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Succeeded,
+    /// It ran (or tried to) and failed; the output says why.
+    Failed,
+    /// The user refused it; nothing ran.
+    Denied,
+    /// Arguments were invalid; nothing ran.
+    Rejected,
+    /// Interrupted by the user; the process group was killed.
+    Interrupted,
+}
+
+/// Something that happened in the core.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The session is ready (sent first, and again after `NewSession`).
+    SessionConfigured {
+        session_id: String,
+        session_path: String,
+        model: String,
+        context_window: u64,
+        /// Messages restored from disk (0 for a new session).
+        resumed_messages: usize,
+    },
+    TurnStarted { turn: u64 },
+    /// A model request began (round 1 is the first of the turn).
+    ModelRequestStarted { round: u32 },
+    /// A piece of assistant text as it streams.
+    TextDelta { text: String },
+    /// The assistant's complete text for one reply (may be empty beside tool calls).
+    AssistantMessage { text: String },
+    /// The provider is about to send a failed request again.
+    Retrying { attempt: u32, max_attempts: u32, delay_ms: u64, reason: String },
+    /// The model asked for a tool; `summary` is a one-line description of the arguments.
+    ToolCallBegan { call: CallId, tool: String, summary: String, arguments: serde_json::Value },
+    /// The core waits for an `Op::Decide` for this call.
+    ApprovalRequested { call: CallId, tool: String, request: ApprovalRequest },
+    /// The answer that was applied (from the user, the session's "always", or `--yes`).
+    ApprovalDecided { call: CallId, decision: Decision },
+    ToolCallEnded { call: CallId, status: ToolStatus, output: String },
+    /// Something worth telling the user that does not end the turn.
+    Warning { message: String },
+    /// The context was compacted.
+    Compacted { tokens_before: u64, tokens_after: u64, messages_summarized: usize },
+    /// Project memory was (re)loaded.
+    MemoryLoaded { path: String, tokens: u64 },
+    /// The estimated context size after the last request (tokens).
+    ContextUsage { tokens: u64, window: u64 },
+    /// Exactly once per `TurnStarted`.
+    TurnEnded { turn: u64, end: TurnEnd, stats: TurnStats },
+    /// A request that could not be carried out (e.g. `Decide` for an unknown call).
+    Error { message: String },
+    /// The core stopped after `Shutdown`; nothing follows.
+    ShutdownComplete,
+}

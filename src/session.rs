@@ -1,0 +1,2 @@
+//! (being implemented)
+pub struct Session;

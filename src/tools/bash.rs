@@ -1,0 +1,22 @@
+//! The `bash` tool (being implemented).
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
+use crate::provider::ToolSpec;
+
+pub struct Bash;
+
+impl Tool for Bash {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec { name: "bash", description: "", parameters: serde_json::json!({"type": "object"}) }
+    }
+
+    fn prepare(&self, _args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
+        Err("not implemented".into())
+    }
+
+    fn run<'a>(&'a self, _args: serde_json::Value, _ctx: &'a ToolCtx, _cancel: CancellationToken) -> ToolFuture<'a> {
+        Box::pin(async { ToolOutput::failed("not implemented") })
+    }
+}
