@@ -1,2 +1,441 @@
-//! (being implemented)
-pub struct Session;
+//! Sessions: the conversation history of one workspace saved as a versioned JSON snapshot at
+//! `<workspace>/.minicode/sessions/<id>.json`, written atomically, locked against a second
+//! process, and validated (and repaired where the truth is known) on load. It stores what the
+//! agent hands it and must not know about providers' transports, tools' effects or terminals;
+//! the system prompt is never stored.
+
+mod snapshot;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil;
+use crate::provider::{Message, Role};
+
+pub use snapshot::INTERRUPTED_RESULT;
+use snapshot::{LoadError, Problem, Snapshot, SnapshotRef};
+
+/// The snapshot format written by this build. Older files load through one migration path.
+pub const SNAPSHOT_VERSION: u32 = 2;
+
+/// Running totals over the whole session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Totals {
+    pub turns: u64,
+    pub model_calls: u64,
+    pub tool_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+}
+
+/// A compaction result: the model sees `summary` in place of `messages[..first_kept_index]`.
+/// The full history stays in the file, so nothing is lost by compacting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    pub summary: String,
+    pub first_kept_index: usize,
+}
+
+/// One line of `minicode sessions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub id: String,
+    /// Last save (the file's modification time when the file cannot be read).
+    pub updated: SystemTime,
+    /// First line of the first user message; empty when there is none.
+    pub first_prompt: String,
+    pub path: PathBuf,
+    /// Why the file cannot be opened, when it cannot; such sessions are listed, not hidden.
+    pub problem: Option<String>,
+}
+
+/// Why a session could not be created, opened or saved.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(
+        "invalid session id {0:?}: expected a lowercase uuid such as 0b5e2c7a-7d4f-4d0e-9a51-3c2f8e1d6b90"
+    )]
+    InvalidId(String),
+    #[error("{}", not_found_message(.id))]
+    NotFound { id: Option<String> },
+    #[error("session {id} is in use by another minicode process")]
+    Locked { id: String },
+    #[error("session file {} is corrupt: {reason} (the file was left untouched)", .path.display())]
+    Corrupt { path: PathBuf, reason: String },
+    #[error(
+        "session file {} has format version {version}, but this minicode understands up to {SNAPSHOT_VERSION}; use a newer minicode",
+        .path.display()
+    )]
+    TooNew { path: PathBuf, version: u32 },
+    #[error("session {id} belongs to workspace {}, not {}", .found.display(), .expected.display())]
+    WrongWorkspace {
+        id: String,
+        expected: PathBuf,
+        found: PathBuf,
+    },
+    /// The in-memory history cannot be stored as it is (a bug in the caller).
+    #[error("refusing to save session {id}: {reason}")]
+    Invalid { id: String, reason: String },
+    #[error("session storage {}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn not_found_message(id: &Option<String>) -> String {
+    match id {
+        Some(id) => format!("no session {id} in this workspace"),
+        None => "no saved session in this workspace".to_string(),
+    }
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> SessionError + '_ {
+    move |source| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// An open session. It holds an exclusive lock on `<id>.lock` for its whole lifetime, so no
+/// second process can interleave writes; dropping it releases the lock.
+pub struct Session {
+    id: String,
+    path: PathBuf,
+    workspace: PathBuf,
+    created: SystemTime,
+    messages: Vec<Message>,
+    totals: Totals,
+    checkpoint: Option<Checkpoint>,
+    repaired: Vec<String>,
+    /// Size of the last snapshot written, to size the next buffer in one allocation.
+    last_size: usize,
+    _lock: File,
+}
+
+impl std::fmt::Debug for Session {
+    /// Shows where the session lives, never message contents.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("path", &self.path)
+            .field("messages", &self.messages.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `<workspace>/.minicode/sessions`
+pub fn sessions_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".minicode").join("sessions")
+}
+
+/// Whether `id` is a lowercase, hyphenated uuid (and therefore a plain file name).
+pub fn is_valid_id(id: &str) -> bool {
+    id.len() == 36
+        && id.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        })
+}
+
+impl Session {
+    /// Starts a new session with a fresh id and writes its file at once, so it can be
+    /// resumed even if the first turn never completes.
+    pub fn create(workspace: &Path) -> Result<Session, SessionError> {
+        let workspace = canonical(workspace)?;
+        let dir = sessions_dir(&workspace);
+        fsutil::create_private_dir(&dir).map_err(io_error(&dir))?;
+        let id = uuid::Uuid::new_v4().hyphenated().to_string();
+        let lock = lock(&dir, &id)?;
+        let mut session = Session {
+            path: dir.join(format!("{id}.json")),
+            id,
+            workspace,
+            created: SystemTime::now(),
+            messages: Vec::new(),
+            totals: Totals::default(),
+            checkpoint: None,
+            repaired: Vec::new(),
+            last_size: 0,
+            _lock: lock,
+        };
+        session.save()?;
+        Ok(session)
+    }
+
+    /// Opens an existing session of this workspace by id (never a path).
+    pub fn open(workspace: &Path, id: &str) -> Result<Session, SessionError> {
+        if !is_valid_id(id) {
+            return Err(SessionError::InvalidId(id.to_string()));
+        }
+        let workspace = canonical(workspace)?;
+        let dir = sessions_dir(&workspace);
+        let path = dir.join(format!("{id}.json"));
+        if !path.is_file() {
+            return Err(SessionError::NotFound {
+                id: Some(id.to_string()),
+            });
+        }
+        // Lock before reading, so the history cannot change between reading and owning it.
+        let lock = lock(&dir, id)?;
+        let loaded = load(&path, id, &workspace)?;
+        Ok(Session {
+            id: id.to_string(),
+            path,
+            workspace,
+            created: loaded.created,
+            messages: loaded.messages,
+            totals: loaded.totals,
+            checkpoint: loaded.checkpoint,
+            repaired: loaded.repaired,
+            last_size: loaded.size,
+            _lock: lock,
+        })
+    }
+
+    /// Opens this workspace's most recently updated session. When that one is unreadable the
+    /// error says so rather than silently resuming an older conversation.
+    pub fn open_latest(workspace: &Path) -> Result<Session, SessionError> {
+        let newest = Self::list(workspace)?.into_iter().next();
+        match newest {
+            Some(info) => Self::open(workspace, &info.id),
+            None => Err(SessionError::NotFound { id: None }),
+        }
+    }
+
+    /// This workspace's sessions, newest first. Files that cannot be loaded are listed with
+    /// their problem; listing itself fails only when the folder cannot be read.
+    pub fn list(workspace: &Path) -> Result<Vec<SessionInfo>, SessionError> {
+        let workspace = canonical(workspace)?;
+        let dir = sessions_dir(&workspace);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&dir)(e)),
+        };
+        let mut infos = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_error(&dir))?;
+            let path = entry.path();
+            let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+                .filter(|id| is_valid_id(id))
+            else {
+                continue; // lock files, temp files, anything not ours
+            };
+            infos.push(info(&path, id, &workspace));
+        }
+        infos.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
+        Ok(infos)
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The canonical workspace path.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The full history, without the system prompt.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Appends to the history; nothing is written until [`Session::save`].
+    pub fn push(&mut self, message: Message) {
+        self.messages.push(message);
+    }
+
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
+    pub fn totals_mut(&mut self) -> &mut Totals {
+        &mut self.totals
+    }
+
+    pub fn checkpoint(&self) -> Option<&Checkpoint> {
+        self.checkpoint.as_ref()
+    }
+
+    /// Replaces the compaction checkpoint; it is checked against the history on save.
+    pub fn set_checkpoint(&mut self, checkpoint: Option<Checkpoint>) {
+        self.checkpoint = checkpoint;
+    }
+
+    /// Call ids that had no result at the end of the loaded history and were given an
+    /// "interrupted, outcome unknown" result instead of being run again.
+    pub fn repaired_calls(&self) -> &[String] {
+        &self.repaired
+    }
+
+    /// Writes the snapshot atomically (temp file, fsync, rename; mode 0600). Refuses a history
+    /// holding a system message or a checkpoint that does not fit it.
+    pub fn save(&mut self) -> Result<(), SessionError> {
+        let invalid = |reason: String| SessionError::Invalid {
+            id: self.id.clone(),
+            reason,
+        };
+        if let Some(index) = self.messages.iter().position(|m| m.role == Role::System) {
+            return Err(invalid(format!("message {index} is a system message")));
+        }
+        if let Some(checkpoint) = &self.checkpoint {
+            snapshot::check_checkpoint(checkpoint, &self.messages).map_err(invalid)?;
+        }
+        let snapshot = SnapshotRef {
+            version: SNAPSHOT_VERSION,
+            id: &self.id,
+            workspace: &self.workspace,
+            created: snapshot::format_time(self.created),
+            updated: snapshot::format_time(SystemTime::now()),
+            messages: &self.messages,
+            totals: &self.totals,
+            checkpoint: self.checkpoint.as_ref(),
+        };
+        let mut buf = Vec::with_capacity(self.last_size + self.last_size / 8 + 4096);
+        serde_json::to_writer(&mut buf, &snapshot)
+            .map_err(|e| invalid(format!("cannot serialize: {e}")))?;
+        fsutil::write_atomic(&self.path, &buf, Some(0o600)).map_err(io_error(&self.path))?;
+        self.last_size = buf.len();
+        Ok(())
+    }
+}
+
+fn canonical(workspace: &Path) -> Result<PathBuf, SessionError> {
+    workspace.canonicalize().map_err(io_error(workspace))
+}
+
+/// Takes `flock(LOCK_EX | LOCK_NB)` on `<dir>/<id>.lock`. The lock file is never deleted:
+/// removing it could let two processes lock two different files of the same name.
+fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(format!("{id}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(io_error(&path))?;
+    // SAFETY: flock only reads the descriptor, which `file` keeps open for this call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let err = std::io::Error::last_os_error();
+        return Err(if err.kind() == std::io::ErrorKind::WouldBlock {
+            SessionError::Locked { id: id.to_string() }
+        } else {
+            io_error(&path)(err)
+        });
+    }
+    Ok(file)
+}
+
+struct Loaded {
+    created: SystemTime,
+    messages: Vec<Message>,
+    totals: Totals,
+    checkpoint: Option<Checkpoint>,
+    repaired: Vec<String>,
+    size: usize,
+}
+
+/// Reads and validates a snapshot; a call left open at the end gets an "interrupted" result
+/// in memory only. The file itself is never modified here.
+fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError> {
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let corrupt = |reason: String| SessionError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let snapshot: Snapshot = snapshot::parse(&bytes).map_err(|e| match e {
+        LoadError::TooNew(version) => SessionError::TooNew {
+            path: path.to_path_buf(),
+            version,
+        },
+        LoadError::Corrupt(reason) => corrupt(reason),
+    })?;
+    let open = snapshot::validate(&snapshot, id, workspace).map_err(|p| match p {
+        Problem::Corrupt(reason) => corrupt(reason),
+        Problem::WrongWorkspace(found) => SessionError::WrongWorkspace {
+            id: id.to_string(),
+            expected: workspace.to_path_buf(),
+            found,
+        },
+    })?;
+    // Validation checked the time parses; fall back to now only as a defensive default.
+    let created = snapshot::parse_time(&snapshot.created).unwrap_or_else(SystemTime::now);
+    let mut messages = snapshot.messages;
+    for call_id in &open {
+        messages.push(Message::tool_result(call_id.clone(), INTERRUPTED_RESULT));
+    }
+    Ok(Loaded {
+        created,
+        messages,
+        totals: snapshot.totals,
+        checkpoint: snapshot.checkpoint,
+        repaired: open,
+        size: bytes.len(),
+    })
+}
+
+/// Summarises one file for `list` without locking it (listing must work while a session runs).
+fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
+    let mtime = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let broken = |problem: String| SessionInfo {
+        id: id.to_string(),
+        updated: mtime,
+        first_prompt: String::new(),
+        path: path.to_path_buf(),
+        problem: Some(problem),
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => return broken(format!("cannot read: {e}")),
+    };
+    let snapshot = match snapshot::parse(&bytes) {
+        Ok(s) => s,
+        Err(LoadError::TooNew(v)) => {
+            return broken(format!("format version {v} is newer than this minicode"));
+        }
+        Err(LoadError::Corrupt(reason)) => return broken(format!("corrupt: {reason}")),
+    };
+    match snapshot::validate(&snapshot, id, workspace) {
+        Ok(_) => {}
+        Err(Problem::Corrupt(reason)) => return broken(format!("corrupt: {reason}")),
+        Err(Problem::WrongWorkspace(found)) => {
+            return broken(format!("belongs to workspace {}", found.display()));
+        }
+    }
+    let first_prompt = snapshot
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.text().lines().next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    SessionInfo {
+        id: id.to_string(),
+        updated: snapshot::parse_time(&snapshot.updated).unwrap_or(mtime),
+        first_prompt,
+        path: path.to_path_buf(),
+        problem: None,
+    }
+}

@@ -1,0 +1,229 @@
+//! Reading one TOML configuration file into its raw, all-optional shape, and turning toml's
+//! errors into messages that name the file, line and field but never quote the file's text:
+//! a configuration line may hold an API key, so neither the source snippet toml renders nor
+//! the value serde echoes in "invalid type" errors may reach the user. Precedence and value
+//! checks live in `config.rs`, not here.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{ConfigError, ProviderKind, Secret};
+
+/// The whole file. Every field is optional here because the environment and flags may supply
+/// what the file leaves out; `config.rs` decides what is required.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileConfig {
+    #[serde(default)]
+    pub model: ModelTable,
+    #[serde(default)]
+    pub tools: ToolsTable,
+    #[serde(default)]
+    pub context: ContextTable,
+    #[serde(default)]
+    pub ui: UiTable,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ModelTable {
+    pub provider: Option<ProviderKind>,
+    pub base_url: Option<String>,
+    pub name: Option<String>,
+    pub api_key: Option<Secret>,
+    pub api_key_env: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_tokens: Option<u32>,
+    pub request_timeout_secs: Option<u64>,
+    pub stream_idle_timeout_secs: Option<u64>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolsTable {
+    pub bash_timeout_secs: Option<u64>,
+    pub max_rounds: Option<u32>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ContextTable {
+    pub reserve_tokens: Option<u64>,
+    pub keep_recent_tokens: Option<u64>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UiTable {
+    pub exit_transcript_turns: Option<u32>,
+}
+
+/// Reads and parses `path`. A directory, a broken symbolic link or an unreadable file is an
+/// error here, so the caller never falls through to the next location.
+pub(super) fn read(path: &Path) -> Result<FileConfig, ConfigError> {
+    let unreadable = |source: std::io::Error| ConfigError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(unreadable(std::io::Error::other("it is a directory")));
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // `locate` saw the entry itself, so only its target can be missing.
+            return Err(unreadable(std::io::Error::other(
+                "it is a broken symbolic link",
+            )));
+        }
+        Err(e) => return Err(unreadable(e)),
+    }
+    let bytes = std::fs::read(path).map_err(unreadable)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| unreadable(std::io::Error::other("it is not valid UTF-8")))?;
+    parse(path, &text)
+}
+
+/// Parses the text of a configuration file; `path` only names it in errors.
+pub(super) fn parse(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
+    // Syntax first, so a malformed file is reported as such and not as a field problem.
+    if let Err(e) = text.parse::<toml::Table>() {
+        let (line, column) = line_column(text, e.span().map_or(0, |s| s.start));
+        return Err(ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: first_line(e.message()).to_string(),
+        });
+    }
+    toml::from_str::<FileConfig>(text).map_err(|e| field_error(path, text, &e))
+}
+
+fn field_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
+    let span = e.span().unwrap_or(0..0);
+    let (line, column) = line_column(text, span.start);
+    let message = first_line(e.message());
+    let field = field_name(text, &span, message).unwrap_or_else(|| "?".to_string());
+    ConfigError::Field {
+        path: PathBuf::from(path),
+        line,
+        column,
+        field,
+        reason: redact(message),
+    }
+}
+
+fn first_line(message: &str) -> &str {
+    message.lines().next().unwrap_or("").trim()
+}
+
+/// Drops the value serde quotes in "invalid type: string \"...\", expected ..." and similar
+/// messages; only the expectation is kept.
+fn redact(message: &str) -> String {
+    for prefix in [
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "unknown variant",
+    ] {
+        if message.starts_with(prefix) {
+            // The expectation comes last, so the final ", expected " is serde's own.
+            return match message.rfind(", expected ") {
+                Some(i) => format!("{prefix}, expected {}", &message[i + ", expected ".len()..]),
+                None => prefix.to_string(),
+            };
+        }
+    }
+    message.to_string()
+}
+
+/// 1-based line and column (in characters) of byte `offset`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// The dotted name of the field an error points at, e.g. `model.context_window`, worked out
+/// from the error's span: the key comes from the message (unknown/missing field) or from the
+/// text before `=` on that line, the table from the nearest `[header]` above.
+fn field_name(text: &str, span: &Range<usize>, message: &str) -> Option<String> {
+    let start = span.start.min(text.len());
+    let lines: Vec<&str> = text[..floor_boundary(text, start)].split('\n').collect();
+    let current = *lines.last()?;
+    let rest_of_line = text[floor_boundary(text, start)..]
+        .split('\n')
+        .next()
+        .unwrap_or("");
+    let whole_line = format!("{current}{rest_of_line}");
+    let on_header = header_name(&whole_line);
+
+    let key = match backticked(message, "unknown field `")
+        .or_else(|| backticked(message, "missing field `"))
+    {
+        Some(k) => k.to_string(),
+        None => {
+            if let Some(header) = on_header {
+                // A whole table has the wrong shape; name the table.
+                return Some(header.to_string());
+            }
+            let eq = current.rfind('=')?;
+            let key = current[..eq].trim().trim_matches('"');
+            if key.is_empty()
+                || !key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+            {
+                return None;
+            }
+            key.to_string()
+        }
+    };
+    // The table containing the key: for an error on a header line (an unknown table such as
+    // `[modle]`) that is the header's parent, otherwise the nearest header above.
+    let table = match on_header {
+        Some(header) => header
+            .rsplit_once('.')
+            .map(|(parent, _)| parent.to_string()),
+        None => lines
+            .iter()
+            .rev()
+            .skip(1)
+            .find_map(|l| header_name(l))
+            .map(str::to_string),
+    };
+    Some(match table {
+        Some(t) if !t.is_empty() && !key.starts_with(&format!("{t}.")) => format!("{t}.{key}"),
+        _ => key,
+    })
+}
+
+fn floor_boundary(text: &str, mut offset: usize) -> usize {
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// `model` for a line `[model]` (comments and spaces allowed), else `None`.
+fn header_name(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let inner = line.strip_prefix('[')?;
+    if inner.starts_with('[') {
+        return None; // arrays of tables are not part of our format
+    }
+    let end = inner.find(']')?;
+    Some(inner[..end].trim())
+}
+
+fn backticked<'a>(message: &'a str, prefix: &str) -> Option<&'a str> {
+    let rest = message.strip_prefix(prefix)?;
+    rest.split('`').next()
+}

@@ -1,0 +1,240 @@
+//! The on-disk snapshot format: its serde shapes, the one `migrate` path from older versions,
+//! and the checks a loaded snapshot must pass (id, workspace, roles, tool-call pairing,
+//! checkpoint). Pure data work: no files, no locks (those are `session.rs`'s).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::provider::{Message, Role};
+
+use super::{Checkpoint, SNAPSHOT_VERSION, Totals};
+
+/// The tool result put in place of a call whose outcome was lost (the process died while it
+/// ran). It tells the model the truth: the call may or may not have had effects.
+pub const INTERRUPTED_RESULT: &str = "interrupted: minicode stopped while this tool call was \
+running, so its outcome is unknown. It was not run again; check the current state before \
+repeating it.";
+
+/// A snapshot as read from disk (the current version).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Snapshot {
+    pub version: u32,
+    pub id: String,
+    pub workspace: PathBuf,
+    pub created: String,
+    pub updated: String,
+    pub messages: Vec<Message>,
+    #[serde(default)]
+    pub totals: Totals,
+    #[serde(default)]
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// The same shape, borrowed, for writing without cloning the history.
+#[derive(Serialize)]
+pub(super) struct SnapshotRef<'a> {
+    pub version: u32,
+    pub id: &'a str,
+    pub workspace: &'a Path,
+    pub created: String,
+    pub updated: String,
+    pub messages: &'a [Message],
+    pub totals: &'a Totals,
+    pub checkpoint: Option<&'a Checkpoint>,
+}
+
+/// Only the version, read first so an unknown future format is refused with a clear message
+/// instead of a confusing field error.
+#[derive(Deserialize)]
+struct VersionProbe {
+    version: u32,
+}
+
+/// How a file failed to load, before `session.rs` attaches the path.
+pub(super) enum LoadError {
+    TooNew(u32),
+    Corrupt(String),
+}
+
+/// Parses bytes into a current-version snapshot, migrating older versions.
+pub(super) fn parse(bytes: &[u8]) -> Result<Snapshot, LoadError> {
+    let corrupt = |e: serde_json::Error| LoadError::Corrupt(json_reason(&e));
+    let probe: VersionProbe = serde_json::from_slice(bytes).map_err(corrupt)?;
+    match probe.version {
+        SNAPSHOT_VERSION => serde_json::from_slice(bytes).map_err(corrupt),
+        v if v > SNAPSHOT_VERSION => Err(LoadError::TooNew(v)),
+        _ => {
+            let value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
+            migrate(value).map_err(LoadError::Corrupt)
+        }
+    }
+}
+
+fn json_reason(e: &serde_json::Error) -> String {
+    if e.is_eof() {
+        format!(
+            "the file is truncated (line {}, column {})",
+            e.line(),
+            e.column()
+        )
+    } else {
+        // serde_json messages quote at most a field name or a short token, never whole values.
+        e.to_string()
+    }
+}
+
+/// Brings an older snapshot up to [`SNAPSHOT_VERSION`]. Every format change adds one step
+/// here, so loading has a single path for old files.
+///
+/// - v1 → v2: v2 adds the optional `checkpoint` (compaction summary); v1 files have none.
+pub(super) fn migrate(mut value: serde_json::Value) -> Result<Snapshot, String> {
+    let object = value
+        .as_object_mut()
+        .ok_or("the snapshot is not a JSON object")?;
+    let version = object
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or("missing version")?;
+    if version == 1 {
+        if object.contains_key("checkpoint") {
+            return Err("a version 1 snapshot cannot have a checkpoint".to_string());
+        }
+        object.insert("version".into(), 2.into());
+    } else if version != u64::from(SNAPSHOT_VERSION) {
+        return Err(format!("unknown snapshot version {version}"));
+    }
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// Checks a parsed snapshot belongs to `id` in `workspace` and that its history is one the
+/// agent could have written. Returns the call ids left open at the very end (the process
+/// died mid-call); any other pairing problem is corruption.
+pub(super) fn validate(
+    snapshot: &Snapshot,
+    id: &str,
+    workspace: &Path,
+) -> Result<Vec<String>, Problem> {
+    if snapshot.version != SNAPSHOT_VERSION {
+        return Err(Problem::Corrupt(format!(
+            "unexpected version {}",
+            snapshot.version
+        )));
+    }
+    if snapshot.id != id {
+        return Err(Problem::Corrupt(format!(
+            "it names session {:?}, not the {id} its file name says",
+            snapshot.id
+        )));
+    }
+    if snapshot.workspace != workspace {
+        return Err(Problem::WrongWorkspace(snapshot.workspace.clone()));
+    }
+    for (label, text) in [
+        ("created", &snapshot.created),
+        ("updated", &snapshot.updated),
+    ] {
+        parse_time(text)
+            .ok_or_else(|| Problem::Corrupt(format!("`{label}` is not an RFC 3339 time")))?;
+    }
+    let open = check_history(&snapshot.messages).map_err(Problem::Corrupt)?;
+    if let Some(checkpoint) = &snapshot.checkpoint {
+        check_checkpoint(checkpoint, &snapshot.messages).map_err(Problem::Corrupt)?;
+    }
+    Ok(open)
+}
+
+pub(super) enum Problem {
+    Corrupt(String),
+    WrongWorkspace(PathBuf),
+}
+
+/// Walks the history: no system messages; every assistant tool call answered by exactly one
+/// tool message with its id before any other role follows; no tool message without an open
+/// call. Returns the calls still open at the end.
+pub(super) fn check_history(messages: &[Message]) -> Result<Vec<String>, String> {
+    let mut open: Vec<String> = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        match message.role {
+            Role::System => {
+                return Err(format!(
+                    "message {index} is a system message (those are never stored)"
+                ));
+            }
+            Role::Tool => {
+                let Some(call_id) = &message.tool_call_id else {
+                    return Err(format!("tool message {index} has no tool_call_id"));
+                };
+                match open.iter().position(|c| c == call_id) {
+                    Some(at) => {
+                        open.remove(at);
+                    }
+                    None => {
+                        return Err(format!(
+                            "tool message {index} answers call {call_id:?}, which is not open"
+                        ));
+                    }
+                }
+                if !message.tool_calls.is_empty() {
+                    return Err(format!("tool message {index} carries tool calls"));
+                }
+            }
+            Role::User | Role::Assistant => {
+                if let Some(call_id) = open.first() {
+                    return Err(format!(
+                        "tool call {call_id:?} has no result before message {index}"
+                    ));
+                }
+                if message.role == Role::User && !message.tool_calls.is_empty() {
+                    return Err(format!("user message {index} carries tool calls"));
+                }
+                let mut seen = HashSet::new();
+                for call in &message.tool_calls {
+                    if call.id.is_empty() {
+                        return Err(format!("a tool call in message {index} has an empty id"));
+                    }
+                    if !seen.insert(call.id.as_str()) {
+                        return Err(format!(
+                            "message {index} repeats tool call id {:?}",
+                            call.id
+                        ));
+                    }
+                    open.push(call.id.clone());
+                }
+            }
+        }
+    }
+    Ok(open)
+}
+
+/// A checkpoint must point at a message boundary inside the history, never between a tool
+/// call and its results.
+pub(super) fn check_checkpoint(
+    checkpoint: &Checkpoint,
+    messages: &[Message],
+) -> Result<(), String> {
+    let index = checkpoint.first_kept_index;
+    if index > messages.len() {
+        return Err(format!(
+            "checkpoint keeps messages from {index}, but there are only {}",
+            messages.len()
+        ));
+    }
+    if messages.get(index).is_some_and(|m| m.role == Role::Tool) {
+        return Err(format!(
+            "checkpoint starts at message {index}, inside a tool batch"
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn format_time(time: SystemTime) -> String {
+    humantime::format_rfc3339_micros(time).to_string()
+}
+
+pub(super) fn parse_time(text: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339(text).ok()
+}
