@@ -2,14 +2,20 @@
 //! `Event`s. Frontends hold an `AgentHandle` and nothing else; the core never touches a
 //! terminal and asks for approvals only through `Event::ApprovalRequested` / `Op::Decide`.
 
+pub mod context;
+pub mod memory;
+pub mod prompt;
 pub mod turn;
+pub mod validate;
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{Event, Op};
-use crate::provider::Provider;
+use crate::protocol::{CallId, Decision, Event, Op, TurnEnd};
+use crate::provider::{Message, Provider};
 use crate::session::Session;
 use crate::tools::{Registry, ToolCtx};
 
@@ -28,7 +34,12 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self { max_rounds: 500, max_tokens: 8192, context_window: 262_144, auto_approve: false }
+        Self {
+            max_rounds: 500,
+            max_tokens: 8192,
+            context_window: 262_144,
+            auto_approve: false,
+        }
     }
 }
 
@@ -84,7 +95,186 @@ pub fn spawn(setup: Setup) -> AgentHandle {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     tokio::spawn(run_core(setup, ops_rx, events_tx));
-    AgentHandle { ops: ops_tx, events: events_rx }
+    AgentHandle {
+        ops: ops_tx,
+        events: events_rx,
+    }
 }
 
-async fn run_core(_setup: Setup, _ops: mpsc::UnboundedReceiver<Op>, _events: mpsc::UnboundedSender<Event>) {}
+/// The state one core task owns: the session and what a turn needs to run.
+pub(crate) struct Core {
+    provider: Arc<dyn Provider>,
+    registry: Arc<Registry>,
+    tools: Arc<ToolCtx>,
+    session: Session,
+    options: Options,
+    system_prompt: Message,
+    /// Tools the user approved "always" for this session.
+    approved_tools: HashSet<String>,
+    events: mpsc::UnboundedSender<Event>,
+    turns: u64,
+}
+
+impl Core {
+    fn emit(&self, event: Event) {
+        // A frontend that went away cannot be told anything; the turn still finishes and saves.
+        let _ = self.events.send(event);
+    }
+
+    /// Saves the session, reporting (not failing on) errors: the turn's work is still valid.
+    fn save(&mut self) {
+        if let Err(e) = self.session.save() {
+            tracing::error!(error = %e, "session save failed");
+            self.emit(Event::Warning {
+                message: format!("could not save the session: {e}"),
+            });
+        }
+    }
+
+    fn configured(&self) -> Event {
+        Event::SessionConfigured {
+            session_id: self.session.id().to_string(),
+            session_path: self.session.path().display().to_string(),
+            model: self.provider.model().to_string(),
+            context_window: self.options.context_window,
+            resumed_messages: self.session.messages().len(),
+        }
+    }
+
+    /// Runs one turn while still serving ops: decisions go to the turn, interrupts cancel it,
+    /// new prompts are queued. Returns true if a shutdown was asked for meanwhile.
+    async fn turn(
+        &mut self,
+        input: String,
+        ops: &mut mpsc::UnboundedReceiver<Op>,
+        queue: &mut VecDeque<String>,
+    ) -> bool {
+        self.turns += 1;
+        let turn = self.turns;
+        self.emit(Event::TurnStarted { turn });
+        let cancel = CancellationToken::new();
+        let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
+        let mut shutdown = false;
+        let events = self.events.clone();
+        let (end, stats) = {
+            let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
+            tokio::pin!(running);
+            let mut ops_open = true;
+            loop {
+                tokio::select! {
+                    result = &mut running => break result,
+                    op = ops.recv(), if ops_open => match op {
+                        Some(Op::Interrupt) => cancel.cancel(),
+                        Some(Op::Decide { call, decision }) => {
+                            let _ = decide_tx.send((call, decision));
+                        }
+                        Some(Op::Submit(text)) => queue.push_back(text),
+                        Some(Op::Compact(_)) | Some(Op::NewSession) => {
+                            let _ = events.send(Event::Error {
+                                message: "busy: wait for the turn to end or interrupt it".into(),
+                            });
+                        }
+                        Some(Op::Shutdown) => {
+                            shutdown = true;
+                            cancel.cancel();
+                        }
+                        None => {
+                            ops_open = false;
+                            shutdown = true;
+                            cancel.cancel();
+                        }
+                    },
+                }
+            }
+        };
+        let totals = self.session.totals_mut();
+        totals.turns += 1;
+        totals.model_calls += u64::from(stats.model_calls + stats.summary_calls);
+        totals.tool_calls += u64::from(stats.tool_calls);
+        for tokens in [stats.tokens, stats.summary_tokens] {
+            totals.input_tokens += tokens.input_tokens;
+            totals.output_tokens += tokens.output_tokens;
+            totals.total_tokens += tokens.total_tokens;
+        }
+        self.save();
+        if let TurnEnd::Failed { error } = &end {
+            tracing::warn!(%error, "turn failed");
+        }
+        self.emit(Event::TurnEnded { turn, end, stats });
+        shutdown
+    }
+
+    /// Replaces the session with a fresh one in the same workspace.
+    fn new_session(&mut self) {
+        match Session::create(&self.tools.workspace) {
+            Ok(session) => {
+                self.save();
+                self.session = session;
+                self.approved_tools.clear();
+                self.emit(self.configured());
+            }
+            Err(e) => self.emit(Event::Error {
+                message: format!("could not start a new session: {e}"),
+            }),
+        }
+    }
+}
+
+/// The core's task: serve ops until `Shutdown` (or every sender is gone).
+async fn run_core(
+    setup: Setup,
+    mut ops: mpsc::UnboundedReceiver<Op>,
+    events: mpsc::UnboundedSender<Event>,
+) {
+    let system_prompt = Message::system(prompt::system_prompt(&setup.tools.workspace));
+    let mut core = Core {
+        provider: setup.provider,
+        registry: setup.registry,
+        tools: setup.tools,
+        session: setup.session,
+        options: setup.options,
+        system_prompt,
+        approved_tools: HashSet::new(),
+        events,
+        turns: 0,
+    };
+    for call in core.session.repaired_calls() {
+        core.emit(Event::Warning {
+            message: format!(
+                "tool call {call} was interrupted by an earlier exit; its outcome is unknown"
+            ),
+        });
+    }
+    core.emit(core.configured());
+    let mut queue: VecDeque<String> = VecDeque::new();
+    loop {
+        let op = match queue.pop_front() {
+            Some(text) => Op::Submit(text),
+            None => match ops.recv().await {
+                Some(op) => op,
+                None => break,
+            },
+        };
+        match op {
+            Op::Submit(text) => {
+                if core.turn(text, &mut ops, &mut queue).await {
+                    break;
+                }
+            }
+            Op::Decide { call, .. } => core.emit(Event::Error {
+                message: format!("no approval is pending for call {call:?}"),
+            }),
+            Op::Interrupt => {}
+            Op::Compact(_) => core.emit(Event::Warning {
+                message: "compaction is not available yet".to_string(),
+            }),
+            Op::NewSession => core.new_session(),
+            Op::Shutdown => break,
+        }
+    }
+    core.save();
+    // Release the session (and its lock) before saying we are done.
+    let events = core.events.clone();
+    drop(core);
+    let _ = events.send(Event::ShutdownComplete);
+}

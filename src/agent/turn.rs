@@ -1,1 +1,319 @@
-//! (being implemented)
+//! One user turn: stream a reply → validate, approve and run its tool calls in order → append
+//! the results → ask again, until a reply has no tool calls, the round limit is hit, the user
+//! interrupts, or a provider error ends it.
+//!
+//! Invariants kept here: a failed or cancelled stream adds nothing to history and runs none of
+//! its calls; every tool call in history gets exactly one result, in call order, even when the
+//! turn is interrupted halfway through a batch.
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Core;
+use crate::protocol::{ApprovalRequest, CallId, Decision, Event, ToolStatus, TurnEnd, TurnStats};
+use crate::provider::{ChatRequest, Message, ProviderError, Reply, StreamEvent, ToolCall};
+use crate::tools::ToolOutput;
+
+/// The instruction for the last request once the round limit is reached.
+const ROUND_LIMIT_PROMPT: &str = "You have used the maximum number of tool rounds for this task. \
+Do not call any tools. Reply with a short summary: what was done, what remains, and what the \
+user should do next.";
+
+/// What ended the wait for one streamed reply.
+enum StreamOutcome {
+    Reply(Reply),
+    Failed(ProviderError),
+    Cancelled,
+}
+
+/// Runs one turn to its end and reports how it ended. History and totals in `core.session` are
+/// updated as it goes; the caller saves at the end.
+pub(crate) async fn run(
+    core: &mut Core,
+    input: String,
+    cancel: CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+) -> (TurnEnd, TurnStats) {
+    let started = Instant::now();
+    let mut stats = TurnStats::default();
+    core.session.push(Message::user(input));
+    let span = tracing::info_span!("turn", session = %core.session.id());
+    let end = async {
+        let mut round: u32 = 0;
+        loop {
+            if round >= core.options.max_rounds {
+                return final_summary(core, &cancel, &mut stats, round).await;
+            }
+            round += 1;
+            core.emit(Event::ModelRequestStarted { round });
+            let reply = match stream_reply(core, &cancel, &mut stats, None).await {
+                StreamOutcome::Reply(reply) => reply,
+                StreamOutcome::Failed(e) => {
+                    return TurnEnd::Failed {
+                        error: e.to_string(),
+                    };
+                }
+                StreamOutcome::Cancelled => return TurnEnd::Interrupted,
+            };
+            core.session.push(reply.to_message());
+            if reply.tool_calls.is_empty() {
+                return TurnEnd::Completed;
+            }
+            let interrupted =
+                run_batch(core, &reply.tool_calls, &cancel, decisions, &mut stats).await;
+            core.save();
+            if interrupted {
+                return TurnEnd::Interrupted;
+            }
+        }
+    }
+    .instrument(span)
+    .await;
+    stats.wall = started.elapsed();
+    (end, stats)
+}
+
+/// Streams one reply, forwarding text as it arrives. `extra` is a transient instruction added
+/// after the history for this request only.
+async fn stream_reply(
+    core: &Core,
+    cancel: &CancellationToken,
+    stats: &mut TurnStats,
+    extra: Option<&Message>,
+) -> StreamOutcome {
+    let system = &core.system_prompt;
+    let mut messages: Vec<&Message> = Vec::with_capacity(core.session.messages().len() + 2);
+    messages.push(system);
+    messages.extend(core.session.messages());
+    messages.extend(extra);
+    let tools = if extra.is_some() {
+        &[][..]
+    } else {
+        core.registry.specs()
+    };
+    let request = ChatRequest {
+        messages: &messages,
+        tools,
+        max_tokens: core.options.max_tokens,
+    };
+    let span = tracing::info_span!("model_call", model = core.provider.model());
+    let mut stream = core.provider.stream(&request);
+    drop(messages);
+    stats.model_calls += 1;
+    let outcome = async {
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return StreamOutcome::Cancelled,
+                next = stream.next() => next,
+            };
+            match next {
+                Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
+                Some(Ok(StreamEvent::ToolCallStarted { .. })) => {}
+                Some(Ok(StreamEvent::Retrying {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                    reason,
+                })) => {
+                    core.emit(Event::Retrying {
+                        attempt,
+                        max_attempts,
+                        delay_ms,
+                        reason,
+                    });
+                }
+                Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(reply),
+                Some(Err(e)) => return StreamOutcome::Failed(e),
+                None => {
+                    return StreamOutcome::Failed(ProviderError::Protocol(
+                        "stream ended without a complete reply".to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    .instrument(span)
+    .await;
+    if let StreamOutcome::Reply(reply) = &outcome {
+        stats.tokens.add(reply.usage);
+        tracing::debug!(usage = ?reply.usage, tools = reply.tool_calls.len(), "model call finished");
+        core.emit(Event::AssistantMessage {
+            text: reply.text.clone(),
+        });
+    } else if let StreamOutcome::Failed(e) = &outcome {
+        tracing::warn!(error = %e, "model call failed");
+    }
+    outcome
+}
+
+/// The round limit was reached: one last request without tools for a summary.
+async fn final_summary(
+    core: &mut Core,
+    cancel: &CancellationToken,
+    stats: &mut TurnStats,
+    rounds: u32,
+) -> TurnEnd {
+    core.emit(Event::Warning {
+        message: format!(
+            "reached the limit of {rounds} tool rounds; asking the model for a summary"
+        ),
+    });
+    let instruction = Message::user(ROUND_LIMIT_PROMPT);
+    match stream_reply(core, cancel, stats, Some(&instruction)).await {
+        StreamOutcome::Reply(reply) => {
+            // Only the text is kept: a model that still asks for tools is not obeyed.
+            core.session
+                .push(Message::assistant(Some(reply.text), Vec::new()));
+            TurnEnd::RoundLimit { rounds }
+        }
+        StreamOutcome::Failed(e) => TurnEnd::Failed {
+            error: e.to_string(),
+        },
+        StreamOutcome::Cancelled => TurnEnd::Interrupted,
+    }
+}
+
+/// Runs a batch of calls in order, appending one result per call. Returns true if the user
+/// interrupted; then the calls not yet run are answered as skipped.
+async fn run_batch(
+    core: &mut Core,
+    calls: &[ToolCall],
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+    stats: &mut TurnStats,
+) -> bool {
+    for (index, call) in calls.iter().enumerate() {
+        if cancel.is_cancelled() {
+            for skipped in &calls[index..] {
+                core.session.push(Message::tool_result(
+                    skipped.id.clone(),
+                    "not run: the user interrupted the turn",
+                ));
+            }
+            return true;
+        }
+        stats.tool_calls += 1;
+        let output = run_call(core, call, cancel, decisions).await;
+        core.emit(Event::ToolCallEnded {
+            call: call.id.clone(),
+            status: output.status,
+            output: output.content.clone(),
+        });
+        core.session
+            .push(Message::tool_result(call.id.clone(), output.content));
+    }
+    cancel.is_cancelled()
+}
+
+/// Validates, approves and runs one call; every path yields the output the model will read.
+async fn run_call(
+    core: &mut Core,
+    call: &ToolCall,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+) -> ToolOutput {
+    let registry = core.registry.clone();
+    let (tool, args) = match registry.resolve(&call.name, &call.arguments) {
+        Ok(found) => found,
+        Err(message) => {
+            core.emit(began(call, call.name.clone(), serde_json::Value::Null));
+            return rejected(message);
+        }
+    };
+    let prepared = tool.prepare(&args, &core.tools);
+    let summary = prepared
+        .as_ref()
+        .map(|p| p.summary.clone())
+        .unwrap_or_default();
+    core.emit(began(call, summary, args.clone()));
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(message) => return rejected(message),
+    };
+    if let Some(request) = prepared.approval {
+        match approve(core, call, request, cancel, decisions).await {
+            Some(Decision::Deny { reason }) => {
+                let mut text = "the user denied this call; it did not run".to_string();
+                if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
+                    text.push_str(&format!(". Reason: {reason}"));
+                }
+                return ToolOutput {
+                    status: ToolStatus::Denied,
+                    content: text,
+                };
+            }
+            Some(_) => {}
+            None => return ToolOutput::interrupted("not run: the user interrupted the turn"),
+        }
+    }
+    let span = tracing::info_span!("tool_call", tool = %call.name, call = %call.id);
+    tool.run(args, &core.tools, cancel.child_token())
+        .instrument(span)
+        .await
+}
+
+/// Asks for approval unless `--yes` or an earlier "always" covers this tool. `None` means the
+/// turn was interrupted while waiting.
+async fn approve(
+    core: &mut Core,
+    call: &ToolCall,
+    request: ApprovalRequest,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+) -> Option<Decision> {
+    if core.options.auto_approve || core.approved_tools.contains(&call.name) {
+        core.emit(Event::ApprovalDecided {
+            call: call.id.clone(),
+            decision: Decision::Approve,
+        });
+        return Some(Decision::Approve);
+    }
+    core.emit(Event::ApprovalRequested {
+        call: call.id.clone(),
+        tool: call.name.clone(),
+        request,
+    });
+    let decision = loop {
+        let answer = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return None,
+            answer = decisions.recv() => answer,
+        };
+        match answer {
+            Some((id, decision)) if id == call.id => break decision,
+            Some((id, _)) => core.emit(Event::Error {
+                message: format!("no approval is pending for call {id:?}"),
+            }),
+            None => return None,
+        }
+    };
+    if decision == Decision::ApproveTool {
+        core.approved_tools.insert(call.name.clone());
+    }
+    core.emit(Event::ApprovalDecided {
+        call: call.id.clone(),
+        decision: decision.clone(),
+    });
+    Some(decision)
+}
+
+fn began(call: &ToolCall, summary: String, arguments: serde_json::Value) -> Event {
+    Event::ToolCallBegan {
+        call: call.id.clone(),
+        tool: call.name.clone(),
+        summary,
+        arguments,
+    }
+}
+
+fn rejected(message: String) -> ToolOutput {
+    ToolOutput {
+        status: ToolStatus::Rejected,
+        content: message,
+    }
+}

@@ -1,1 +1,363 @@
-//! (being implemented)
+//! The offline demo model: a deterministic `Provider` that needs no key and no network.
+//!
+//! It behaves like a small, careful agent so a new user sees the real loop at work: it lists
+//! the workspace with `bash`, reads the file the prompt names (or the README), proposes an
+//! `edit` when asked to change something, and ends with a Markdown summary built from what the
+//! tools actually returned. Each step is decided from the conversation alone, so resuming a
+//! demo session continues where it stopped.
+
+use std::time::Duration;
+
+use futures_util::stream;
+
+use super::{
+    ChatRequest, EventStream, Message, Provider, Reply, ReplyFuture, Role, StreamEvent, ToolCall,
+    Usage,
+};
+
+/// Pause between streamed pieces, so the reply visibly arrives like a real model's.
+const PIECE_DELAY: Duration = Duration::from_millis(6);
+const PIECE_CHARS: usize = 12;
+
+/// Words that mean the user wants something changed.
+const CHANGE_WORDS: &[&str] = &[
+    "change", "edit", "fix", "add", "update", "rename", "replace", "modify", "append", "insert",
+    "improve", "refactor", "write",
+];
+
+/// The listing command the demo runs first.
+const LIST_COMMAND: &str = "find . -maxdepth 2 -type f -not -path './.git/*' -not -path './target/*' \
+-not -path './.minicode/*' -not -path './node_modules/*' | sort | head -n 200";
+
+pub struct Demo {
+    piece_delay: Duration,
+}
+
+impl Default for Demo {
+    fn default() -> Self {
+        Self {
+            piece_delay: PIECE_DELAY,
+        }
+    }
+}
+
+impl Demo {
+    /// A demo model that streams without pauses (for tests and benchmarks).
+    pub fn instant() -> Self {
+        Self {
+            piece_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl Provider for Demo {
+    fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
+        let reply = plan(request);
+        let delay = self.piece_delay;
+        let mut events: Vec<StreamEvent> = chunk_text(&reply.text).map(StreamEvent::Text).collect();
+        for (index, call) in reply.tool_calls.iter().enumerate() {
+            events.push(StreamEvent::ToolCallStarted {
+                index,
+                name: call.name.clone(),
+            });
+        }
+        events.push(StreamEvent::Done(reply));
+        Box::pin(stream::unfold(
+            events.into_iter(),
+            move |mut rest| async move {
+                let next = rest.next()?;
+                if !delay.is_zero() && matches!(next, StreamEvent::Text(_)) {
+                    tokio::time::sleep(delay).await;
+                }
+                Some((Ok(next), rest))
+            },
+        ))
+    }
+
+    fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
+        let reply = plan(request);
+        Box::pin(async move { Ok(reply) })
+    }
+
+    fn model(&self) -> &str {
+        "demo"
+    }
+}
+
+fn chunk_text(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest
+            .char_indices()
+            .nth(PIECE_CHARS)
+            .map_or(rest.len(), |(i, _)| i);
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece.to_string())
+    })
+}
+
+/// What the demo has learned since the user's latest prompt.
+#[derive(Default)]
+struct Progress<'a> {
+    prompt: &'a str,
+    listing: Option<&'a str>,
+    read: Option<(String, &'a str)>,
+    edit: Option<(String, &'a str)>,
+    calls: usize,
+}
+
+/// Decides the next reply from the conversation.
+fn plan(request: &ChatRequest<'_>) -> Reply {
+    let progress = progress(request.messages);
+    let input_tokens: u64 = request
+        .messages
+        .iter()
+        .map(|m| m.text().len() as u64 / 4 + 4)
+        .sum();
+    let mut reply = if request.tools.is_empty() {
+        Reply {
+            text: summary(&progress),
+            ..Reply::default()
+        }
+    } else {
+        next_step(&progress)
+    };
+    let output_tokens = (reply.text.len()
+        + reply
+            .tool_calls
+            .iter()
+            .map(|c| c.arguments.len())
+            .sum::<usize>()) as u64
+        / 4
+        + 1;
+    reply.finish_reason = Some(
+        if reply.tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }
+        .to_string(),
+    );
+    reply.usage = Some(Usage::new(input_tokens, output_tokens, 0));
+    reply
+}
+
+fn progress<'a>(messages: &[&'a Message]) -> Progress<'a> {
+    let start = messages
+        .iter()
+        .rposition(|m| m.role == Role::User && !m.text().starts_with("<project-memory>"))
+        .unwrap_or(0);
+    let mut p = Progress {
+        prompt: messages.get(start).map_or("", |m| m.text()),
+        ..Default::default()
+    };
+    let mut pending: Vec<&ToolCall> = Vec::new();
+    for message in &messages[start..] {
+        match message.role {
+            Role::Assistant => pending.extend(message.tool_calls.iter()),
+            Role::Tool => {
+                let Some(call) = pending
+                    .iter()
+                    .find(|c| Some(&c.id) == message.tool_call_id.as_ref())
+                else {
+                    continue;
+                };
+                p.calls += 1;
+                let path = argument(call, "path");
+                match call.name.as_str() {
+                    "bash" => p.listing = Some(message.text()),
+                    "read" => p.read = Some((path, message.text())),
+                    "edit" => p.edit = Some((path, message.text())),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    p
+}
+
+fn argument(call: &ToolCall, key: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(&call.arguments)
+        .ok()
+        .and_then(|v| v.get(key).and_then(|s| s.as_str()).map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn next_step(p: &Progress<'_>) -> Reply {
+    let call = |name: &str, args: serde_json::Value, text: &str| Reply {
+        text: text.to_string(),
+        tool_calls: vec![ToolCall {
+            id: format!("demo_{}_{}", name, p.calls + 1),
+            name: name.to_string(),
+            arguments: args.to_string(),
+        }],
+        ..Reply::default()
+    };
+    let Some(listing) = p.listing else {
+        return call(
+            "bash",
+            serde_json::json!({ "command": LIST_COMMAND }),
+            "I'll start by looking at what is in this workspace.\n",
+        );
+    };
+    let files = listed_files(listing);
+    if p.read.is_none() {
+        if let Some(target) = target_file(p.prompt, &files) {
+            return call(
+                "read",
+                serde_json::json!({ "path": target }),
+                &format!("Let me read `{target}`.\n"),
+            );
+        }
+    }
+    if let (Some((path, content)), None) = (&p.read, &p.edit) {
+        if wants_change(p.prompt) {
+            if let Some((old, new)) = proposed_edit(path, content, p.prompt) {
+                return call(
+                    "edit",
+                    serde_json::json!({ "path": path, "old_string": old, "new_string": new }),
+                    &format!("You asked for a change, so I'll propose a small edit to `{path}`.\n"),
+                );
+            }
+        }
+    }
+    Reply {
+        text: summary(p),
+        ..Reply::default()
+    }
+}
+
+/// File paths from the listing output (lines starting with `./`).
+fn listed_files(listing: &str) -> Vec<&str> {
+    listing
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("./"))
+        .collect()
+}
+
+/// The file the prompt names, else a README, else the first listed file.
+fn target_file(prompt: &str, files: &[&str]) -> Option<String> {
+    let named = prompt
+        .split(|c: char| c.is_whitespace() || "`'\",;:()".contains(c))
+        .map(|w| w.trim_start_matches("./").trim_end_matches(['.', '?', '!']))
+        .find(|w| {
+            !w.is_empty()
+                && files
+                    .iter()
+                    .any(|f| f == w || f.ends_with(&format!("/{w}")))
+        });
+    if let Some(word) = named {
+        return files
+            .iter()
+            .find(|f| **f == word || f.ends_with(&format!("/{word}")))
+            .map(|f| f.to_string());
+    }
+    files
+        .iter()
+        .find(|f| f.to_ascii_lowercase().starts_with("readme"))
+        .or_else(|| files.first())
+        .map(|f| f.to_string())
+}
+
+fn wants_change(prompt: &str) -> bool {
+    let lower = prompt.to_lowercase();
+    lower.split(|c: char| !c.is_alphanumeric()).any(|w| {
+        CHANGE_WORDS
+            .iter()
+            .any(|c| w == *c || (w.starts_with(c) && w.len() <= c.len() + 2))
+    })
+}
+
+/// Strips the `read` tool's line numbers (`     1\tline`).
+fn file_lines(read_output: &str) -> Vec<&str> {
+    read_output
+        .lines()
+        .filter_map(|l| {
+            l.split_once('\t')
+                .filter(|(n, _)| n.trim().parse::<u64>().is_ok())
+                .map(|(_, t)| t)
+        })
+        .collect()
+}
+
+/// Inserts a note after the first non-empty line that occurs once in the file.
+fn proposed_edit(path: &str, read_output: &str, prompt: &str) -> Option<(String, String)> {
+    let lines = file_lines(read_output);
+    let anchor = lines
+        .iter()
+        .find(|l| !l.trim().is_empty() && lines.iter().filter(|o| o == l).count() == 1)?;
+    let request: String = prompt
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(60)
+        .collect();
+    let note = format!("minicode demo: noted request \"{}\"", request.trim());
+    let comment = match path.rsplit('.').next().unwrap_or("") {
+        "rs" | "js" | "ts" | "go" | "c" | "h" | "cpp" | "java" | "kt" | "swift" => {
+            format!("// {note}")
+        }
+        "md" | "html" | "xml" => format!("<!-- {note} -->"),
+        _ => format!("# {note}"),
+    };
+    Some((anchor.to_string(), format!("{anchor}\n{comment}")))
+}
+
+fn summary(p: &Progress<'_>) -> String {
+    let mut out = String::from("## What I found\n\n");
+    let files = p.listing.map(listed_files).unwrap_or_default();
+    if files.is_empty() {
+        out.push_str("The workspace listing came back empty (or was not run).\n");
+    } else {
+        out.push_str(&format!(
+            "The workspace has **{}** files (top two levels).",
+            files.len()
+        ));
+        let mut kinds: Vec<(String, usize)> = Vec::new();
+        for f in &files {
+            let ext = f
+                .rsplit_once('.')
+                .map_or("(none)".to_string(), |(_, e)| format!(".{e}"));
+            match kinds.iter_mut().find(|(k, _)| *k == ext) {
+                Some((_, n)) => *n += 1,
+                None => kinds.push((ext, 1)),
+            }
+        }
+        kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.push_str(" By kind:\n\n| kind | files |\n| --- | --- |\n");
+        for (kind, n) in kinds.iter().take(6) {
+            out.push_str(&format!("| `{kind}` | {n} |\n"));
+        }
+    }
+    if let Some((path, content)) = &p.read {
+        let lines = file_lines(content);
+        out.push_str(&format!("\n### `{path}`\n\n{} lines shown", lines.len()));
+        match lines
+            .iter()
+            .find(|l| l.starts_with('#'))
+            .or_else(|| lines.iter().find(|l| !l.trim().is_empty()))
+        {
+            Some(first) => out.push_str(&format!("; it opens with:\n\n> {}\n", first.trim())),
+            None => out.push_str(".\n"),
+        }
+    }
+    if let Some((path, result)) = &p.edit {
+        let verdict = if result.contains("denied") {
+            "was **denied**, so nothing changed"
+        } else {
+            "was applied"
+        };
+        out.push_str(&format!("\nThe proposed edit to `{path}` {verdict}.\n"));
+    }
+    out.push_str(
+        "\n### Next steps\n\n- This was the built-in **offline demo model**: it follows a fixed plan.\n\
+         - Point minicode at a real model server (see `config/config.example.toml`) to get real work done.\n",
+    );
+    out
+}
