@@ -131,7 +131,16 @@ fn redact(message: &str) -> String {
         if message.starts_with(prefix) {
             // The expectation comes last, so the final ", expected " is serde's own.
             return match message.rfind(", expected ") {
-                Some(i) => format!("{prefix}, expected {}", &message[i + ", expected ".len()..]),
+                Some(i) => {
+                    let expected = &message[i + ", expected ".len()..];
+                    // Our serde struct names mean nothing to a user; a struct is a TOML table.
+                    let expected = if expected.starts_with("struct ") {
+                        "a table"
+                    } else {
+                        expected
+                    };
+                    format!("{prefix}, expected {expected}")
+                }
                 None => prefix.to_string(),
             };
         }

@@ -1,0 +1,526 @@
+//! Configuration: file location and precedence, strictness, and that errors never echo a key.
+//! The environment is passed as a closure; the process environment is never touched.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use minicode::config::{self, Config, ConfigError, Overrides, ProviderKind};
+
+const KEY: &str = "sk-test-7f3a9c1e55d2b8a0";
+
+struct Env(HashMap<String, String>);
+
+impl Env {
+    fn new(vars: &[(&str, &str)]) -> Self {
+        Env(vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    fn get(&self) -> impl Fn(&str) -> Option<String> + '_ {
+        |name| self.0.get(name).cloned()
+    }
+}
+
+/// A launch directory and a separate HOME, both empty.
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    launch: PathBuf,
+    home: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let launch = tmp.path().join("project");
+    let home = tmp.path().join("home");
+    fs::create_dir_all(&launch).unwrap();
+    fs::create_dir_all(&home).unwrap();
+    Dirs {
+        launch,
+        home,
+        _tmp: tmp,
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn project_file(d: &Dirs) -> PathBuf {
+    d.launch.join("config").join("config.toml")
+}
+
+fn load(d: &Dirs, vars: &[(&str, &str)], overrides: &Overrides) -> Result<Config, ConfigError> {
+    let home = d.home.to_string_lossy().to_string();
+    let mut all = vec![("HOME", home.as_str())];
+    all.extend_from_slice(vars);
+    let env = Env::new(&all);
+    config::load(&d.launch, &env.get(), overrides)
+}
+
+const BASIC: &str = r#"
+[model]
+base_url = "http://file.example/v1/"
+name = "file-model"
+api_key = "sk-test-7f3a9c1e55d2b8a0"
+"#;
+
+/// Every way an error can be shown must be free of the key.
+fn assert_no_key(err: &ConfigError) {
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains(KEY), "key leaked: {shown}");
+    assert!(!shown.contains("7f3a9c1e"), "key leaked: {shown}");
+}
+
+#[test]
+fn project_file_is_read_with_defaults() {
+    let d = dirs();
+    write(&project_file(&d), BASIC);
+    let c = load(&d, &[], &Overrides::default()).unwrap();
+    assert_eq!(c.provider, ProviderKind::OpenAi);
+    assert_eq!(c.base_url, "http://file.example/v1");
+    assert_eq!(c.model, "file-model");
+    assert_eq!(c.api_key.as_ref().unwrap().expose(), KEY);
+    assert_eq!(c.api_key_env, None);
+    assert_eq!(c.context_window, 262_144);
+    assert_eq!(c.max_tokens, 8192);
+    assert_eq!(c.request_timeout, None);
+    assert_eq!(c.stream_idle_timeout, Duration::from_secs(300));
+    assert_eq!(c.bash_timeout, Duration::from_secs(120));
+    assert_eq!(c.max_rounds, 500);
+    assert_eq!(c.reserve_tokens, None);
+    assert_eq!(c.keep_recent_tokens, None);
+    assert_eq!(c.exit_transcript_turns, None);
+    assert_eq!(c.source.as_deref(), Some(project_file(&d).as_path()));
+}
+
+#[test]
+fn every_field_is_read() {
+    let d = dirs();
+    write(
+        &project_file(&d),
+        r#"
+[model]
+provider = "openai"
+base_url = "https://api.example.com/v1"
+name = "m"
+api_key_env = "MY_KEY"
+context_window = 1000
+max_tokens = 100
+request_timeout_secs = 30
+stream_idle_timeout_secs = 20
+[tools]
+bash_timeout_secs = 600
+max_rounds = 7
+[context]
+reserve_tokens = 200
+keep_recent_tokens = 300
+[ui]
+exit_transcript_turns = 0
+"#,
+    );
+    let c = load(&d, &[("MY_KEY", KEY)], &Overrides::default()).unwrap();
+    assert_eq!(c.api_key.as_ref().unwrap().expose(), KEY);
+    assert_eq!(c.api_key_env.as_deref(), Some("MY_KEY"));
+    assert_eq!(c.context_window, 1000);
+    assert_eq!(c.max_tokens, 100);
+    assert_eq!(c.request_timeout, Some(Duration::from_secs(30)));
+    assert_eq!(c.stream_idle_timeout, Duration::from_secs(20));
+    assert_eq!(c.bash_timeout, Duration::from_secs(600));
+    assert_eq!(c.max_rounds, 7);
+    assert_eq!(c.reserve_tokens, Some(200));
+    assert_eq!(c.keep_recent_tokens, Some(300));
+    assert_eq!(c.exit_transcript_turns, Some(0));
+}
+
+#[test]
+fn env_overrides_file_and_flags_override_env() {
+    let d = dirs();
+    write(&project_file(&d), BASIC);
+    let env = [
+        ("MINICODE_BASE_URL", "http://env.example"),
+        ("MINICODE_MODEL", "env-model"),
+        ("MINICODE_API_KEY", "sk-env"),
+    ];
+    let c = load(&d, &env, &Overrides::default()).unwrap();
+    assert_eq!(c.base_url, "http://env.example");
+    assert_eq!(c.model, "env-model");
+    assert_eq!(c.api_key.as_ref().unwrap().expose(), "sk-env");
+    assert_eq!(c.api_key_env.as_deref(), Some("MINICODE_API_KEY"));
+
+    let flags = Overrides {
+        model: Some("flag-model".into()),
+        base_url: Some("http://flag.example".into()),
+        ..Overrides::default()
+    };
+    let c = load(&d, &env, &flags).unwrap();
+    assert_eq!(c.base_url, "http://flag.example");
+    assert_eq!(c.model, "flag-model");
+}
+
+#[test]
+fn empty_env_values_count_as_unset() {
+    let d = dirs();
+    write(&project_file(&d), BASIC);
+    let c = load(&d, &[("MINICODE_MODEL", "")], &Overrides::default()).unwrap();
+    assert_eq!(c.model, "file-model");
+}
+
+#[test]
+fn explicit_config_path_wins_and_must_exist() {
+    let d = dirs();
+    write(&project_file(&d), BASIC);
+    let other = d.home.join("other.toml");
+    write(
+        &other,
+        "[model]\nbase_url = \"http://other\"\nname = \"other\"\n",
+    );
+    let flags = Overrides {
+        config_path: Some(other.clone()),
+        ..Overrides::default()
+    };
+    let c = load(&d, &[], &flags).unwrap();
+    assert_eq!(c.model, "other");
+    assert_eq!(c.source.as_deref(), Some(other.as_path()));
+
+    let missing = Overrides {
+        config_path: Some(d.home.join("nope.toml")),
+        ..Overrides::default()
+    };
+    let err = load(&d, &[], &missing).unwrap_err();
+    assert!(matches!(err, ConfigError::NotFound { .. }), "{err:?}");
+    assert!(err.to_string().contains("nope.toml"));
+}
+
+#[test]
+fn xdg_config_home_is_used_then_home_dot_config() {
+    let d = dirs();
+    let xdg = d.home.join("xdg");
+    write(
+        &xdg.join("minicode/config.toml"),
+        "[model]\nbase_url = \"http://x\"\nname = \"xdg\"\n",
+    );
+    write(
+        &d.home.join(".config/minicode/config.toml"),
+        "[model]\nbase_url = \"http://h\"\nname = \"home\"\n",
+    );
+    let xdg_s = xdg.to_string_lossy().to_string();
+    let c = load(&d, &[("XDG_CONFIG_HOME", &xdg_s)], &Overrides::default()).unwrap();
+    assert_eq!(c.model, "xdg");
+    let c = load(&d, &[("XDG_CONFIG_HOME", "")], &Overrides::default()).unwrap();
+    assert_eq!(c.model, "home");
+    let c = load(&d, &[], &Overrides::default()).unwrap();
+    assert_eq!(c.model, "home");
+}
+
+#[test]
+fn project_file_wins_over_user_file() {
+    let d = dirs();
+    write(&project_file(&d), BASIC);
+    write(
+        &d.home.join(".config/minicode/config.toml"),
+        "[model]\nbase_url = \"http://h\"\nname = \"home\"\n",
+    );
+    assert_eq!(
+        load(&d, &[], &Overrides::default()).unwrap().model,
+        "file-model"
+    );
+}
+
+#[test]
+fn unknown_field_is_refused_naming_file_and_field() {
+    let d = dirs();
+    write(
+        &project_file(&d),
+        "[model]\nbase_url = \"http://x\"\nname = \"m\"\ntemperature = 1\n",
+    );
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ConfigError::Field { line: 4, .. }), "{err:?}");
+    assert!(text.contains("config.toml"), "{text}");
+    assert!(text.contains("model.temperature"), "{text}");
+}
+
+#[test]
+fn unknown_table_is_refused() {
+    let d = dirs();
+    write(&project_file(&d), "[modle]\nname = \"m\"\n");
+    let text = load(&d, &[], &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("`modle`"), "{text}");
+}
+
+#[test]
+fn wrong_type_is_refused_naming_the_field_without_the_value() {
+    let d = dirs();
+    write(
+        &project_file(&d),
+        "[model]\nbase_url = \"http://x\"\nname = \"m\"\ncontext_window = \"sk-test-7f3a9c1e55d2b8a0\"\n",
+    );
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("model.context_window"), "{text}");
+    assert!(text.contains("line 4"), "{text}");
+    assert_no_key(&err);
+
+    let d = dirs();
+    write(
+        &project_file(&d),
+        "[model]\nbase_url = \"http://x\"\nname = \"m\"\napi_key = 12345\n",
+    );
+    let text = load(&d, &[], &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("model.api_key"), "{text}");
+    assert!(!text.contains("12345"), "{text}");
+}
+
+#[test]
+fn missing_required_field_names_file_and_field() {
+    let d = dirs();
+    write(&project_file(&d), "[model]\nbase_url = \"http://x\"\n");
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(
+            err,
+            ConfigError::Required {
+                field: "model.name",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(text.contains("config.toml"), "{text}");
+    // The environment can supply what the file lacks.
+    let c = load(&d, &[("MINICODE_MODEL", "m")], &Overrides::default()).unwrap();
+    assert_eq!(c.model, "m");
+}
+
+#[test]
+fn key_is_optional_for_local_servers() {
+    let d = dirs();
+    write(
+        &project_file(&d),
+        "[model]\nbase_url = \"http://127.0.0.1:8080/v1\"\nname = \"m\"\n",
+    );
+    let c = load(&d, &[], &Overrides::default()).unwrap();
+    assert!(c.api_key.is_none());
+    assert!(c.api_key_env.is_none());
+}
+
+#[test]
+fn parse_error_never_echoes_the_line() {
+    let d = dirs();
+    // Unquoted key: the classic mistake, and exactly the line that must not be printed.
+    write(
+        &project_file(&d),
+        "[model]\nbase_url = \"http://x\"\nname = \"m\"\napi_key = sk-test-7f3a9c1e55d2b8a0\n",
+    );
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::Syntax { line: 4, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("config.toml"), "{err}");
+    assert_no_key(&err);
+
+    let d = dirs();
+    write(
+        &project_file(&d),
+        "[model]\napi_key = \"sk-test-7f3a9c1e55d2b8a0\n",
+    );
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(matches!(err, ConfigError::Syntax { .. }), "{err:?}");
+    assert_no_key(&err);
+}
+
+#[test]
+fn debug_output_hides_the_key() {
+    let d = dirs();
+    write(&project_file(&d), BASIC);
+    let c = load(&d, &[], &Overrides::default()).unwrap();
+    let shown = format!("{c:?} {}", c.api_key.as_ref().unwrap());
+    assert!(!shown.contains(KEY), "{shown}");
+    assert!(shown.contains("***"));
+}
+
+#[test]
+fn directory_in_place_of_file_is_an_error_not_a_fall_through() {
+    let d = dirs();
+    fs::create_dir_all(project_file(&d)).unwrap();
+    write(&d.home.join(".config/minicode/config.toml"), BASIC);
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(matches!(err, ConfigError::Unreadable { .. }), "{err:?}");
+    assert!(err.to_string().contains("directory"), "{err}");
+}
+
+#[test]
+fn broken_symlink_is_an_error_not_a_fall_through() {
+    let d = dirs();
+    fs::create_dir_all(d.launch.join("config")).unwrap();
+    std::os::unix::fs::symlink(d.home.join("gone.toml"), project_file(&d)).unwrap();
+    write(&d.home.join(".config/minicode/config.toml"), BASIC);
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(matches!(err, ConfigError::Unreadable { .. }), "{err:?}");
+    assert!(err.to_string().contains("broken symbolic link"), "{err}");
+}
+
+#[test]
+fn unreadable_file_is_an_error_not_a_fall_through() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dirs();
+    write(&project_file(&d), BASIC);
+    fs::set_permissions(project_file(&d), fs::Permissions::from_mode(0o000)).unwrap();
+    if fs::read(project_file(&d)).is_ok() {
+        return; // running as root: permissions cannot make the file unreadable
+    }
+    write(&d.home.join(".config/minicode/config.toml"), BASIC);
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(matches!(err, ConfigError::Unreadable { .. }), "{err:?}");
+    assert_no_key(&err);
+}
+
+#[test]
+fn api_key_and_api_key_env_together_are_refused() {
+    let d = dirs();
+    write(
+        &project_file(&d),
+        &format!("{BASIC}api_key_env = \"MY_KEY\"\n"),
+    );
+    let err = load(&d, &[("MY_KEY", "x")], &Overrides::default()).unwrap_err();
+    assert!(err.to_string().contains("model.api_key_env"), "{err}");
+    assert_no_key(&err);
+}
+
+#[test]
+fn api_key_env_naming_an_unset_variable_is_refused() {
+    let d = dirs();
+    write(
+        &project_file(&d),
+        "[model]\nbase_url = \"http://x\"\nname = \"m\"\napi_key_env = \"MY_KEY\"\n",
+    );
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(err.to_string().contains("MY_KEY is not set"), "{err}");
+}
+
+#[test]
+fn invalid_values_are_refused() {
+    for (extra, field) in [
+        ("[model]\ncontext_window = 0\n", "model.context_window"),
+        ("[model]\nmax_tokens = 0\n", "model.max_tokens"),
+        (
+            "[tools]\nbash_timeout_secs = 601\n",
+            "tools.bash_timeout_secs",
+        ),
+        ("[tools]\nmax_rounds = 0\n", "tools.max_rounds"),
+        ("[model]\nname = \"\"\n", "model.name"),
+        ("[model]\nbase_url = \"\"\n", "model.base_url"),
+        ("[model]\nbase_url = \"ftp://x\"\n", "model.base_url"),
+        ("[model]\napi_key = \"\"\n", "model.api_key"),
+        ("[model]\ncontext_window = -5\n", "model.context_window"),
+    ] {
+        let d = dirs();
+        // Fill in whatever the case leaves out through the environment.
+        write(&project_file(&d), extra);
+        let vars = [("MINICODE_BASE_URL", "http://x"), ("MINICODE_MODEL", "m")];
+        let vars: Vec<_> = vars
+            .into_iter()
+            .filter(|(k, _)| {
+                !(extra.contains("name =") && *k == "MINICODE_MODEL")
+                    && !(extra.contains("base_url =") && *k == "MINICODE_BASE_URL")
+            })
+            .collect();
+        let err = load(&d, &vars, &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains(field), "{extra}: {err}");
+    }
+}
+
+#[test]
+fn env_alone_is_a_usable_configuration() {
+    let d = dirs();
+    let vars = [("MINICODE_BASE_URL", "http://x"), ("MINICODE_MODEL", "m")];
+    let c = load(&d, &vars, &Overrides::default()).unwrap();
+    assert_eq!(c.model, "m");
+    assert!(c.source.is_none());
+    let err = load(&d, &vars[..1], &Overrides::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::Required {
+                field: "model.name",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn demo_needs_nothing() {
+    let d = dirs();
+    let c = load(
+        &d,
+        &[],
+        &Overrides {
+            demo: true,
+            ..Overrides::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(c.provider, ProviderKind::Demo);
+    assert_eq!(c.model, "demo");
+    assert!(c.api_key.is_none());
+
+    let d = dirs();
+    write(
+        &project_file(&d),
+        "[model]\nprovider = \"demo\"\n[tools]\nmax_rounds = 3\n",
+    );
+    let c = load(&d, &[], &Overrides::default()).unwrap();
+    assert_eq!(c.provider, ProviderKind::Demo);
+    assert_eq!(c.max_rounds, 3);
+}
+
+#[test]
+fn unknown_provider_is_refused() {
+    let d = dirs();
+    write(&project_file(&d), "[model]\nprovider = \"anthropic\"\n");
+    let text = load(&d, &[], &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("model.provider"), "{text}");
+}
+
+#[test]
+fn nothing_configured_gives_a_how_to() {
+    let d = dirs();
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(matches!(err, ConfigError::Missing), "{err:?}");
+    let text = err.to_string();
+    for needle in [
+        "config/config.example.toml",
+        "MINICODE_BASE_URL",
+        "--demo",
+        "~/.config/minicode",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from: {text}");
+    }
+}
+
+#[test]
+fn shipped_example_file_parses() {
+    let d = dirs();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/config.example.toml");
+    let flags = Overrides {
+        config_path: Some(example),
+        ..Overrides::default()
+    };
+    let c = load(&d, &[("OPENAI_API_KEY", "sk-x")], &flags).unwrap();
+    assert_eq!(c.provider, ProviderKind::OpenAi);
+}
