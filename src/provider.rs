@@ -5,6 +5,7 @@
 //! server, kept in history and stored in session files. Nothing here knows about terminals.
 
 pub mod demo;
+pub mod http_error;
 pub mod openai;
 pub mod retry;
 pub mod sse;

@@ -1,1 +1,375 @@
-//! (being implemented)
+//! The OpenAI-compatible client: builds `/chat/completions` requests, sends them over reqwest
+//! (rustls, HTTP/1.1 keep-alive) and turns every HTTP answer into a `Reply` or a classified
+//! [`ProviderError`]. Retries and stream decoding live in `retry` and `sse`; this file owns the
+//! wire: request body, headers, and the one mapping from error responses to errors.
+//!
+//! The API key goes only into the `Authorization` header (marked sensitive); it is scrubbed
+//! from any error text and never logged.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::http_error::{clean, error_from_payload, error_from_response, retry_after_ms, scrub};
+use super::retry::{self, ByteStream, Policy, StreamLimits};
+use super::sse::WireUsage;
+use super::{
+    ChatRequest, EventStream, Message, Provider, ProviderError, Reply, ReplyFuture, ToolCall,
+    ToolSpec,
+};
+
+/// How to reach one OpenAI-compatible server.
+#[derive(Debug, Clone)]
+pub struct OpenAiOptions {
+    /// E.g. `https://api.openai.com/v1`; requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+    /// Limit for a whole non-streaming call, and for the wait until response headers of a
+    /// streaming one; `None` uses `stream_idle_timeout` for the latter and no limit for the former.
+    pub request_timeout: Option<Duration>,
+    /// Longest silence inside a streamed response before it fails with a timeout.
+    pub stream_idle_timeout: Duration,
+    /// Attempts in total for failures before any response byte (429, 5xx, connect).
+    pub max_attempts: u32,
+    /// The first backoff wait (doubled per retry, ±25 % jitter); tests make it small.
+    pub retry_base_delay: Duration,
+}
+
+impl Default for OpenAiOptions {
+    fn default() -> Self {
+        Self {
+            base_url: String::new(),
+            api_key: None,
+            model: String::new(),
+            request_timeout: None,
+            stream_idle_timeout: Duration::from_secs(300),
+            max_attempts: 4,
+            retry_base_delay: Duration::from_millis(500),
+        }
+    }
+}
+
+/// An OpenAI-compatible model server.
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    client: reqwest::Client,
+    url: String,
+    model: String,
+    /// The key, kept only to scrub it from error text.
+    key: Option<String>,
+    headers: HeaderMap,
+    request_timeout: Option<Duration>,
+    limits: StreamLimits,
+}
+
+impl OpenAi {
+    pub fn new(opts: OpenAiOptions) -> Result<OpenAi, ProviderError> {
+        let base = opts.base_url.trim().trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://"))
+            || reqwest::Url::parse(base).is_err()
+        {
+            return Err(config_error("base url must be an http:// or https:// url"));
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let key = opts
+            .api_key
+            .filter(|k| !k.trim().is_empty())
+            .map(|k| k.trim().to_string());
+        if let Some(key) = &key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| config_error("api key contains characters not allowed in a header"))?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let connect = opts
+            .request_timeout
+            .unwrap_or(Duration::from_secs(30))
+            .min(Duration::from_secs(30));
+        let client = reqwest::Client::builder()
+            .http1_only()
+            .connect_timeout(connect)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| {
+                config_error(&format!(
+                    "could not build the http client: {}",
+                    e.without_url()
+                ))
+            })?;
+        let policy = Policy {
+            max_attempts: opts.max_attempts.max(1),
+            base_delay: opts.retry_base_delay,
+            ..Policy::default()
+        };
+        Ok(OpenAi {
+            client,
+            url: format!("{base}/chat/completions"),
+            model: opts.model,
+            key,
+            headers,
+            request_timeout: opts.request_timeout,
+            limits: StreamLimits {
+                policy,
+                idle_timeout: opts.stream_idle_timeout,
+            },
+        })
+    }
+
+    fn body(&self, request: &ChatRequest<'_>, stream: bool) -> Result<Bytes, ProviderError> {
+        let wire = WireRequest {
+            model: &self.model,
+            messages: request.messages,
+            tools: request
+                .tools
+                .iter()
+                .map(|function| WireTool {
+                    kind: "function",
+                    function,
+                })
+                .collect(),
+            max_tokens: request.max_tokens,
+            stream,
+            stream_options: stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        };
+        serde_json::to_vec(&wire)
+            .map(Bytes::from)
+            .map_err(|e| ProviderError::Protocol(format!("could not encode the request: {e}")))
+    }
+
+    /// Sends one attempt and waits for the response head; non-2xx answers become errors.
+    fn send(
+        &self,
+        body: Bytes,
+        accept: &'static str,
+    ) -> impl Future<Output = Result<reqwest::Response, ProviderError>> + Send + 'static + use<>
+    {
+        let request = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .header(ACCEPT, accept)
+            .body(body);
+        let head_timeout = self.request_timeout.unwrap_or(self.limits.idle_timeout);
+        let key = self.key.clone();
+        async move {
+            let response = match tokio::time::timeout(head_timeout, request.send()).await {
+                Err(_) => {
+                    return Err(ProviderError::Timeout(format!(
+                        "no response within {:.1} s",
+                        head_timeout.as_secs_f64()
+                    )));
+                }
+                Ok(Err(e)) => return Err(scrub(send_error(&e), key.as_deref())),
+                Ok(Ok(r)) => r,
+            };
+            let status = response.status().as_u16();
+            tracing::debug!(status, "model server answered");
+            if (200..300).contains(&status) {
+                return Ok(response);
+            }
+            let retry_after = retry_after_ms(response.headers());
+            let body = read_capped(response, head_timeout).await;
+            Err(scrub(
+                error_from_response(status, retry_after, &body),
+                key.as_deref(),
+            ))
+        }
+    }
+}
+
+impl Provider for OpenAi {
+    fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
+        let span = tracing::debug_span!("model_call", model = %self.model, stream = true);
+        let body = match self.body(request, true) {
+            Ok(b) => b,
+            Err(e) => return Box::pin(futures_util::stream::once(async move { Err(e) })),
+        };
+        tracing::debug!(parent: &span, bytes = body.len(), messages = request.messages.len(), "sending request");
+        let this = self.clone();
+        let open = move || {
+            let sent = this.send(body.clone(), "text/event-stream");
+            let key = this.key.clone();
+            async move {
+                let response = sent.await?;
+                let bytes = response.bytes_stream().map(move |r| {
+                    r.map_err(|e| {
+                        scrub(
+                            ProviderError::Network(format!("stream broken: {}", e.without_url())),
+                            key.as_deref(),
+                        )
+                    })
+                });
+                Ok(Box::pin(bytes) as ByteStream)
+            }
+        };
+        let key = self.key.clone();
+        Box::pin(
+            retry::drive(self.limits, open, span)
+                .map(move |r| r.map_err(|e| scrub(e, key.as_deref()))),
+        )
+    }
+
+    fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
+        let span = tracing::debug_span!("model_call", model = %self.model, stream = false);
+        let body = self.body(request, false);
+        let this = self.clone();
+        Box::pin(tracing::Instrument::instrument(
+            async move {
+                let body = body?;
+                let whole = async {
+                    retry::call_with_retry(this.limits.policy, || {
+                        let sent = this.send(body.clone(), "application/json");
+                        async move {
+                            let response = sent.await?;
+                            response.bytes().await.map_err(|e| {
+                                ProviderError::Network(format!(
+                                    "response broken: {}",
+                                    e.without_url()
+                                ))
+                            })
+                        }
+                    })
+                    .await
+                };
+                let bytes = match this.request_timeout {
+                    Some(limit) => tokio::time::timeout(limit, whole).await.map_err(|_| {
+                        ProviderError::Timeout(format!(
+                            "no complete answer within {:.1} s",
+                            limit.as_secs_f64()
+                        ))
+                    })??,
+                    None => whole.await?,
+                };
+                parse_completion(&bytes).map_err(|e| scrub(e, this.key.as_deref()))
+            },
+            span,
+        ))
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: &'a [&'a Message],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "is_zero")]
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: &'a ToolSpec,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    #[serde(default)]
+    choices: Vec<CompletionChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct CompletionChoice {
+    #[serde(default)]
+    index: u32,
+    #[serde(default)]
+    message: Option<CompletionMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CompletionMessage {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+}
+
+/// Parses a whole (non-streamed) `chat.completion` body.
+fn parse_completion(bytes: &[u8]) -> Result<Reply, ProviderError> {
+    let c: Completion = serde_json::from_slice(bytes)
+        .map_err(|e| ProviderError::Protocol(format!("malformed completion json: {e}")))?;
+    if let Some(err) = &c.error {
+        return Err(error_from_payload(None, err));
+    }
+    let choice = c
+        .choices
+        .into_iter()
+        .find(|ch| ch.index == 0)
+        .ok_or_else(|| ProviderError::Protocol("completion has no choice 0".into()))?;
+    let message = choice.message.unwrap_or(CompletionMessage {
+        content: None,
+        tool_calls: Vec::new(),
+    });
+    Ok(Reply {
+        text: message.content.unwrap_or_default(),
+        tool_calls: message.tool_calls,
+        finish_reason: choice.finish_reason,
+        usage: c.usage.map(|u| u.to_usage()),
+    })
+}
+
+fn config_error(message: &str) -> ProviderError {
+    ProviderError::Request {
+        status: 0,
+        message: message.to_string(),
+    }
+}
+
+/// A failure of `send()`: nothing of the response arrived, so it is safe to send again.
+fn send_error(e: &reqwest::Error) -> ProviderError {
+    let e = clean(&e.to_string());
+    if e.contains("timed out") {
+        ProviderError::Timeout(e)
+    } else {
+        ProviderError::Connect(e)
+    }
+}
+
+/// Reads at most 64 KiB of an error body; the rest is dropped with the connection.
+async fn read_capped(response: reqwest::Response, limit: Duration) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut body = response.bytes_stream();
+    let read = async {
+        while let Some(Ok(chunk)) = body.next().await {
+            out.extend_from_slice(&chunk);
+            if out.len() >= 64 * 1024 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(limit, read).await;
+    out
+}

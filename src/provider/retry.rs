@@ -1,1 +1,242 @@
-//! (being implemented)
+//! Retries and the streaming driver: exponential backoff with jitter, `Retry-After`, the
+//! stream idle timeout, and the rule that a request is sent again only while no response has
+//! started. It knows nothing of HTTP clients: a provider hands it a function that opens one
+//! attempt and yields body bytes, and gets back an [`EventStream`].
+//!
+//! Everything is awaited inside the returned stream, so dropping it cancels a backoff wait or
+//! an open connection at once. It never falls back to a non-streaming request.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{FutureExt, Stream, StreamExt};
+use tracing::Instrument;
+
+use super::sse::Decoder;
+use super::{EventStream, ProviderError, StreamEvent};
+
+/// Response body bytes of one attempt; errors are already mapped (mid-stream → `Network`).
+pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
+
+/// When and how often to send a request again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Attempts in total, the first included; 1 disables retries.
+    pub max_attempts: u32,
+    /// The wait after the first failure; doubled after each further one.
+    pub base_delay: Duration,
+    /// Upper bound of the computed (not server-requested) wait.
+    pub max_delay: Duration,
+    /// Upper bound of a server's `Retry-After`, so a hostile header cannot park us for hours.
+    pub retry_after_cap: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            retry_after_cap: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Policy {
+    /// The wait after failed attempt number `failed` (1-based). A server-requested wait wins
+    /// (capped); otherwise `base × 2^(failed-1)` with ±25 % jitter so clients spread out.
+    pub fn delay(&self, failed: u32, retry_after_ms: Option<u64>) -> Duration {
+        if let Some(ms) = retry_after_ms {
+            return Duration::from_millis(ms).min(self.retry_after_cap);
+        }
+        let exp = 2u32.saturating_pow(failed.saturating_sub(1).min(20));
+        let nominal = self.base_delay.saturating_mul(exp).min(self.max_delay);
+        let jitter = 0.75 + fastrand::f64() * 0.5;
+        nominal.mul_f64(jitter)
+    }
+
+    /// Whether another attempt follows failed attempt `failed` with this error.
+    pub fn should_retry(&self, failed: u32, err: &ProviderError) -> bool {
+        failed < self.max_attempts && err.is_retryable()
+    }
+}
+
+/// Runs `call` until it succeeds, fails for good, or attempts run out (non-streaming calls).
+pub async fn call_with_retry<T, F, Fut>(policy: Policy, mut call: F) -> Result<T, ProviderError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ProviderError>>,
+{
+    let mut attempt = 1;
+    loop {
+        match call().await {
+            Ok(v) => return Ok(v),
+            Err(e) if policy.should_retry(attempt, &e) => {
+                let delay = policy.delay(attempt, e.retry_after_ms());
+                tracing::debug!(attempt, delay_ms = delay.as_millis() as u64, error = %e, "retrying model call");
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Limits of one streamed call.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamLimits {
+    pub policy: Policy,
+    /// Longest silence (no bytes at all, heartbeats included) before the call times out.
+    pub idle_timeout: Duration,
+}
+
+enum State<F> {
+    Connect {
+        open: F,
+        attempt: u32,
+    },
+    Backoff {
+        open: F,
+        attempt: u32,
+        delay: Duration,
+    },
+    Streaming {
+        body: ByteStream,
+        decoder: Box<Decoder>,
+        pending: std::vec::IntoIter<StreamEvent>,
+    },
+    Draining {
+        pending: std::vec::IntoIter<StreamEvent>,
+    },
+    Finished,
+}
+
+/// Drives a streamed call: `open` sends one attempt and returns the body of a successful
+/// (status 200) response, or the classified error. Failures of `open` are retried per
+/// `limits.policy`, announcing each retry with `StreamEvent::Retrying` before waiting; once a
+/// body is returned nothing is retried. The stream ends with one `Done` or one `Err`.
+pub fn drive<F, Fut>(limits: StreamLimits, open: F, span: tracing::Span) -> EventStream
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<ByteStream, ProviderError>> + Send + 'static,
+{
+    let state = State::Connect { open, attempt: 1 };
+    let stream = futures_util::stream::unfold(state, move |state| {
+        step(limits, state).instrument(span.clone())
+    });
+    Box::pin(stream)
+}
+
+type Step<F> = Option<(Result<StreamEvent, ProviderError>, State<F>)>;
+
+async fn step<F, Fut>(limits: StreamLimits, mut state: State<F>) -> Step<F>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<ByteStream, ProviderError>> + Send + 'static,
+{
+    loop {
+        state = match state {
+            State::Finished => return None,
+            State::Draining { mut pending } => {
+                let ev = pending.next()?;
+                return Some((Ok(ev), State::Draining { pending }));
+            }
+            State::Backoff {
+                open,
+                attempt,
+                delay,
+            } => {
+                tokio::time::sleep(delay).await;
+                State::Connect { open, attempt }
+            }
+            State::Connect { mut open, attempt } => match open().await {
+                Ok(body) => {
+                    tracing::debug!(attempt, "response streaming");
+                    let pending = Vec::new().into_iter();
+                    State::Streaming {
+                        body,
+                        decoder: Box::default(),
+                        pending,
+                    }
+                }
+                Err(e) if limits.policy.should_retry(attempt, &e) => {
+                    let delay = limits.policy.delay(attempt, e.retry_after_ms());
+                    let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+                    let max_attempts = limits.policy.max_attempts;
+                    tracing::debug!(attempt, delay_ms, error = %e, "retrying model call");
+                    let ev = StreamEvent::Retrying {
+                        attempt: attempt + 1,
+                        max_attempts,
+                        delay_ms,
+                        reason: e.to_string(),
+                    };
+                    return Some((
+                        Ok(ev),
+                        State::Backoff {
+                            open,
+                            attempt: attempt + 1,
+                            delay,
+                        },
+                    ));
+                }
+                Err(e) => {
+                    tracing::debug!(attempt, error = %e, "model call failed");
+                    return Some((Err(e), State::Finished));
+                }
+            },
+            State::Streaming {
+                mut body,
+                mut decoder,
+                mut pending,
+            } => {
+                if let Some(ev) = pending.next() {
+                    return Some((
+                        Ok(ev),
+                        State::Streaming {
+                            body,
+                            decoder,
+                            pending,
+                        },
+                    ));
+                }
+                let next = match tokio::time::timeout(limits.idle_timeout, body.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        let secs = limits.idle_timeout.as_secs_f64();
+                        let e = ProviderError::Timeout(format!(
+                            "no data from the server for {secs:.1} s"
+                        ));
+                        return Some((Err(e), State::Finished));
+                    }
+                };
+                let mut out = Vec::new();
+                let fed = match next {
+                    Some(Ok(bytes)) => decoder.feed(&bytes, &mut out),
+                    Some(Err(e)) => Err(e),
+                    None => decoder.end(),
+                };
+                if let Err(e) = fed {
+                    tracing::debug!(error = %e, "stream failed");
+                    return Some((Err(e), State::Finished));
+                }
+                if decoder.is_done() {
+                    // Read the end of the body if it is already here, so the connection can be
+                    // reused; never wait for it.
+                    let _ = body.next().now_or_never();
+                    tracing::debug!("stream complete");
+                    State::Draining {
+                        pending: out.into_iter(),
+                    }
+                } else {
+                    State::Streaming {
+                        body,
+                        decoder,
+                        pending: out.into_iter(),
+                    }
+                }
+            }
+        };
+    }
+}
