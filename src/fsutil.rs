@@ -10,8 +10,13 @@ use std::path::{Component, Path, PathBuf};
 /// or the new content, never a mix.
 pub fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| io::Error::other("path has no file name"))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::other("path has no file name"))?;
     let keep_mode = match mode {
         Some(m) => m,
         None => match std::fs::metadata(path) {
@@ -92,7 +97,10 @@ pub fn resolve_in_workspace(workspace: &Path, raw: &str) -> Result<PathBuf, Path
                 }
             }
             Err(e) => {
-                return Err(PathError::Io { path: raw.to_string(), reason: e.to_string() });
+                return Err(PathError::Io {
+                    path: raw.to_string(),
+                    reason: e.to_string(),
+                });
             }
         }
     };
@@ -103,18 +111,106 @@ pub fn resolve_in_workspace(workspace: &Path, raw: &str) -> Result<PathBuf, Path
             _ => return Err(outside()),
         }
     }
-    if full.starts_with(workspace) { Ok(full) } else { Err(outside()) }
+    if full.starts_with(workspace) {
+        return Ok(full);
+    }
+    // `workspace` should already be canonical; if a caller passed one reached through a
+    // symlink, compare against its canonical form rather than refusing every path.
+    match workspace.canonicalize() {
+        Ok(ws) if ws != workspace && full.starts_with(&ws) => Ok(full),
+        _ => Err(outside()),
+    }
+}
+
+/// How many leading bytes are checked for a NUL byte when deciding a file is binary.
+pub const SNIFF_BYTES: usize = 8192;
+
+/// True when `bytes` look binary: a NUL byte within the first [`SNIFF_BYTES`].
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0)
+}
+
+/// What a file tool found at a resolved path.
+#[derive(Debug)]
+pub enum Existing {
+    /// Nothing there yet.
+    Missing,
+    /// A regular file and its whole content.
+    File {
+        bytes: Vec<u8>,
+        meta: std::fs::Metadata,
+    },
+}
+
+/// Why [`load_existing`] could not give a file's content.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("it is a directory")]
+    Directory,
+    #[error("it is not a regular file")]
+    NotRegular,
+    #[error("it is too large ({len} bytes; the limit is {max})")]
+    TooLarge { len: u64, max: u64 },
+    #[error("cannot read it")]
+    Io(#[source] io::Error),
+}
+
+/// Loads the regular file at `path` whole, refusing directories, devices and files over
+/// `max_bytes` (so a tool never pulls a huge file into memory). A missing file is not an error.
+pub fn load_existing(path: &Path, max_bytes: u64) -> Result<Existing, LoadError> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
+        Err(e) => {
+            return match std::fs::metadata(path) {
+                Ok(meta) if meta.is_dir() => Err(LoadError::Directory),
+                _ => Err(LoadError::Io(e)),
+            };
+        }
+    };
+    let meta = file.metadata().map_err(LoadError::Io)?;
+    if meta.is_dir() {
+        return Err(LoadError::Directory);
+    }
+    if !meta.is_file() {
+        return Err(LoadError::NotRegular);
+    }
+    if meta.len() > max_bytes {
+        return Err(LoadError::TooLarge {
+            len: meta.len(),
+            max: max_bytes,
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // `take` bounds memory even if the file grows while we read it.
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(LoadError::Io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(LoadError::TooLarge {
+            len: bytes.len() as u64,
+            max: max_bytes,
+        });
+    }
+    Ok(Existing::File { bytes, meta })
 }
 
 /// Shows `path` relative to the workspace when it is inside it.
 pub fn display_path(workspace: &Path, path: &Path) -> String {
-    path.strip_prefix(workspace).unwrap_or(path).display().to_string()
+    path.strip_prefix(workspace)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// Creates `dir` (and parents) with mode 0700 for folders we own, such as `.minicode/sessions`.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 

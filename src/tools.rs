@@ -5,6 +5,7 @@
 //! user; the agent asks for approval with what `prepare` describes, then calls `run`.
 
 pub mod bash;
+pub mod diff;
 pub mod edit;
 pub mod read;
 pub mod write;

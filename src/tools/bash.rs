@@ -1,22 +1,409 @@
-//! The `bash` tool (being implemented).
+//! The `bash` tool: runs one command with `bash -c` in the workspace root.
+//!
+//! Each call gets a fresh shell in its own process group, stdin from /dev/null and one pipe
+//! for stdout and stderr (so output interleaves in arrival order). A timeout, a cancel or
+//! dropping the call kills the whole group with SIGKILL, grandchildren included; background
+//! jobs do not outlive the call. Output for the model is capped (head and tail kept) while the
+//! full text is streamed to a log file, so memory stays bounded. Secrets are removed from the
+//! child's environment. It must never prompt the user or print anything itself.
 
+use std::io::Write as _;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
+use super::{MAX_BASH_TIMEOUT, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use crate::fsutil;
+use crate::protocol::ApprovalRequest;
 use crate::provider::ToolSpec;
+
+/// Most bytes of output the model sees per call (head and tail together).
+pub const OUTPUT_CAP: usize = 64 * 1024;
+/// How long to keep reading after the group was killed, in case a process that escaped the
+/// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
+const DRAIN_GRACE: Duration = Duration::from_millis(300);
+
+const DESCRIPTION: &str = "Run a shell command with `bash -c` in the workspace root. Each call \
+starts a fresh shell (no state is kept between calls); stdin is empty. stdout and stderr are \
+returned together, capped at 64 KiB (head and tail kept; the full output is saved to a file \
+whose path is given). The exit status is reported. Background processes are killed when the \
+command ends. timeout_secs defaults to the configured limit (at most 600).";
 
 pub struct Bash;
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: String,
+    timeout_secs: Option<u64>,
+}
+
+struct Call {
+    command: String,
+    timeout: Duration,
+}
+
+fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
+    let args: Args = parse_args(args)?;
+    if args.command.trim().is_empty() {
+        return Err("command is empty".to_string());
+    }
+    let timeout = match args.timeout_secs {
+        Some(0) => return Err("timeout_secs must be at least 1".to_string()),
+        Some(s) => Duration::from_secs(s),
+        None => ctx.bash_timeout,
+    };
+    Ok(Call {
+        command: args.command,
+        timeout: timeout.min(MAX_BASH_TIMEOUT),
+    })
+}
+
 impl Tool for Bash {
     fn spec(&self) -> ToolSpec {
-        ToolSpec { name: "bash", description: "", parameters: serde_json::json!({"type": "object"}) }
+        ToolSpec {
+            name: "bash",
+            description: DESCRIPTION,
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command to run with bash -c"},
+                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Kill the command after this many seconds"}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        }
     }
 
-    fn prepare(&self, _args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        Err("not implemented".into())
+    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
+        let call = check(args, ctx)?;
+        let first = call
+            .command
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default();
+        let summary = if call.command.trim_end().contains('\n') {
+            format!("{} …", first.trim_end())
+        } else {
+            first.trim_end().to_string()
+        };
+        Ok(Prepared {
+            summary,
+            approval: Some(ApprovalRequest::Command {
+                command: call.command,
+            }),
+        })
     }
 
-    fn run<'a>(&'a self, _args: serde_json::Value, _ctx: &'a ToolCtx, _cancel: CancellationToken) -> ToolFuture<'a> {
-        Box::pin(async { ToolOutput::failed("not implemented") })
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolCtx,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        let span = tracing::debug_span!("tool", name = "bash");
+        Box::pin(
+            async move {
+                let call = match check(&args, ctx) {
+                    Ok(c) => c,
+                    Err(e) => return ToolOutput::failed(e),
+                };
+                if cancel.is_cancelled() {
+                    return ToolOutput::interrupted(
+                        "interrupted by the user; the command did not run",
+                    );
+                }
+                tracing::debug!(timeout_s = call.timeout.as_secs(), "bash start");
+                let out = execute(&call, ctx, &cancel).await;
+                tracing::debug!(status = ?out.status, "bash end");
+                out
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// Kills the process group when dropped, so a dropped call (not only a cancelled one) leaves
+/// nothing running.
+struct GroupGuard(libc::pid_t);
+
+impl GroupGuard {
+    fn kill(&self) {
+        // SAFETY: killpg only sends a signal; a group that is already gone gives ESRCH, which
+        // is fine. The pgid is the shell's pid, fixed at spawn.
+        unsafe {
+            libc::killpg(self.0, libc::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+enum End {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+    WaitFailed(std::io::Error),
+}
+
+async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> ToolOutput {
+    let (reader, writer) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::failed(format!("could not create a pipe: {e}")),
+    };
+    let writer2 = match writer.try_clone() {
+        Ok(w) => w,
+        Err(e) => return ToolOutput::failed(format!("could not create a pipe: {e}")),
+    };
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-c")
+        .arg(&call.command)
+        .current_dir(&ctx.workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer2))
+        .process_group(0)
+        .kill_on_drop(true);
+    scrub_env(&mut cmd, &ctx.scrub_env);
+    let spawned = cmd.spawn();
+    // The command holds our copies of the pipe's write end; drop them now or EOF never comes.
+    drop(cmd);
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
+    };
+    let Some(pid) = child.id() else {
+        return ToolOutput::failed("could not start bash: no process id");
+    };
+    let group = GroupGuard(pid as libc::pid_t);
+    let mut rx = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::failed(format!("could not read the command's output: {e}")),
+    };
+
+    let mut sink = Sink::new(&ctx.data_dir);
+    let mut buf = vec![0u8; 16 * 1024];
+    let deadline = tokio::time::sleep(call.timeout);
+    tokio::pin!(deadline);
+    let mut eof = false;
+    let mut status: Option<ExitStatus> = None;
+    let end = loop {
+        if let (Some(s), true) = (status, eof) {
+            break End::Exited(s);
+        }
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break End::Cancelled,
+            _ = &mut deadline => break End::TimedOut,
+            r = rx.read(&mut buf), if !eof => match r {
+                Ok(0) => eof = true,
+                Ok(n) => sink.push(&buf[..n]),
+                Err(e) => {
+                    sink.note(&format!("\n[reading output failed: {e}]\n"));
+                    eof = true;
+                }
+            },
+            w = child.wait(), if status.is_none() => match w {
+                // The shell is done; anything left in its group is a background job that
+                // must not outlive the call. Kill it below, then drain what was written.
+                Ok(s) => {
+                    status = Some(s);
+                    if !eof {
+                        break End::Exited(s);
+                    }
+                }
+                Err(e) => break End::WaitFailed(e),
+            },
+        }
+    };
+    group.kill();
+    if !eof {
+        let drain = async {
+            loop {
+                match rx.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => sink.push(&buf[..n]),
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_GRACE, drain).await;
+    }
+    if status.is_none() {
+        // Reap the killed shell; SIGKILL makes this quick, the grace only guards odd cases.
+        let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
+    }
+    let mut content = sink.finish(&ctx.workspace);
+    if !content.is_empty() && !content.ends_with('\n') {
+        content.push('\n');
+    }
+    let secs = call.timeout.as_secs();
+    match end {
+        End::Exited(s) => {
+            let line = describe(s);
+            if content.is_empty() {
+                content.push_str("(no output)\n");
+            }
+            content.push_str(&format!("[{line}]"));
+            if s.success() {
+                ToolOutput::ok(content)
+            } else {
+                ToolOutput::failed(content)
+            }
+        }
+        End::TimedOut => {
+            content.push_str(&format!(
+                "[timed out after {secs} s; the process group was killed]"
+            ));
+            ToolOutput::failed(content)
+        }
+        End::Cancelled => {
+            content.push_str("[interrupted by the user; the process group was killed]");
+            ToolOutput::interrupted(content)
+        }
+        End::WaitFailed(e) => {
+            content.push_str(&format!(
+                "[could not wait for the command: {e}; the process group was killed]"
+            ));
+            ToolOutput::failed(content)
+        }
+    }
+}
+
+/// Removes secrets from the child's environment: the configured names, every `MINICODE_*`
+/// variable and `OPENAI_API_KEY`.
+fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
+    for name in names {
+        cmd.env_remove(name);
+    }
+    for (key, _) in std::env::vars_os() {
+        if key.as_encoded_bytes().starts_with(b"MINICODE_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env_remove("OPENAI_API_KEY");
+}
+
+fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        (None, None) => "exit status unknown".to_string(),
+    }
+}
+
+/// Collects output with bounded memory: the first half of the cap, a ring of the last half,
+/// and — once the total passes the cap — the whole stream written to a log file as it comes.
+struct Sink {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    total: u64,
+    outputs_dir: PathBuf,
+    log: Option<Result<(PathBuf, std::fs::File), String>>,
+    notes: String,
+}
+
+const HEAD_CAP: usize = OUTPUT_CAP / 2;
+const TAIL_CAP: usize = OUTPUT_CAP - HEAD_CAP;
+
+impl Sink {
+    fn new(data_dir: &Path) -> Self {
+        Self {
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            total: 0,
+            outputs_dir: data_dir.join("outputs"),
+            log: None,
+            notes: String::new(),
+        }
+    }
+
+    fn push(&mut self, mut data: &[u8]) {
+        self.total += data.len() as u64;
+        if self.total > OUTPUT_CAP as u64 && self.log.is_none() {
+            // First time over the cap: everything so far is still in head + tail (together
+            // they hold exactly the cap), so the log starts complete.
+            self.log = Some(self.open_log());
+        }
+        if let Some(Ok((_, file))) = &mut self.log
+            && let Err(e) = file.write_all(data)
+        {
+            self.log = Some(Err(format!("writing the log failed: {e}")));
+        }
+        let room = HEAD_CAP.saturating_sub(self.head.len()).min(data.len());
+        self.head.extend_from_slice(&data[..room]);
+        data = &data[room..];
+        if data.len() >= TAIL_CAP {
+            self.tail.clear();
+            self.tail.extend(&data[data.len() - TAIL_CAP..]);
+        } else {
+            let overflow = (self.tail.len() + data.len()).saturating_sub(TAIL_CAP);
+            self.tail.drain(..overflow);
+            self.tail.extend(data);
+        }
+    }
+
+    fn open_log(&self) -> Result<(PathBuf, std::fs::File), String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        fsutil::create_private_dir(&self.outputs_dir)
+            .map_err(|e| format!("could not create {}: {e}", self.outputs_dir.display()))?;
+        let path = self
+            .outputs_dir
+            .join(format!("{}.log", uuid::Uuid::new_v4().simple()));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| format!("could not create {}: {e}", path.display()))?;
+        let (a, b) = self.tail.as_slices();
+        for part in [&self.head[..], a, b] {
+            file.write_all(part)
+                .map_err(|e| format!("writing the log failed: {e}"))?;
+        }
+        Ok((path, file))
+    }
+
+    /// A note from us (not the command), shown after the output.
+    fn note(&mut self, text: &str) {
+        self.notes.push_str(text);
+    }
+
+    /// The text for the model: everything, or head + marker + tail when over the cap.
+    fn finish(mut self, workspace: &Path) -> String {
+        let tail: Vec<u8> = self.tail.drain(..).collect();
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        if self.total > OUTPUT_CAP as u64 {
+            let cut = self.total - (self.head.len() + tail.len()) as u64;
+            let saved = match &mut self.log {
+                Some(Ok((path, file))) => match file.sync_all() {
+                    Ok(()) => format!(
+                        "full output saved to {}",
+                        fsutil::display_path(workspace, path)
+                    ),
+                    Err(e) => format!("saving the full output failed: {e}"),
+                },
+                Some(Err(e)) => format!("full output not saved: {e}"),
+                None => "full output not saved".to_string(),
+            };
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&format!("[... {cut} bytes cut; {saved} ...]\n"));
+        }
+        out.push_str(&String::from_utf8_lossy(&tail));
+        out.push_str(&self.notes);
+        out
     }
 }

@@ -1,22 +1,208 @@
-//! The `edit` tool (being implemented).
+//! The `edit` tool: replaces an exact piece of text in a file the model has already read.
+//!
+//! It refuses to edit blind: the file must have been read or written earlier in this session
+//! and be unchanged on disk since, so the model never overwrites changes it has not seen. The
+//! same checks run in `prepare` (so a bad edit is refused before the user is asked) and again in
+//! `run` (the file may have changed while the user decided). It never prompts anyone itself.
 
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
+use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
+use crate::fsutil::{self, Existing};
+use crate::protocol::ApprovalRequest;
 use crate::provider::ToolSpec;
+
+/// Largest file `edit` (and `write`'s approval diff) will load whole.
+pub const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
+/// The approval diff is cut beyond this, so the prompt stays usable.
+pub const APPROVAL_DIFF_LINES: usize = 4000;
+pub const APPROVAL_DIFF_BYTES: usize = 512 * 1024;
+/// The diff shown to the model in the result is kept short.
+pub const RESULT_DIFF_LINES: usize = 60;
+pub const RESULT_DIFF_BYTES: usize = 6 * 1024;
+
+const DESCRIPTION: &str = "Replace exact text in an existing file. The file must have been read \
+(read tool) or written (write tool) earlier in this session and not changed since. old_string \
+must match the file exactly (including whitespace and indentation) and exactly once, unless \
+replace_all is true; include enough surrounding lines to make it unique. Returns a unified diff.";
 
 pub struct Edit;
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+/// A checked edit, ready to write.
+struct Plan {
+    path: PathBuf,
+    display: String,
+    old: String,
+    new: String,
+    replacements: usize,
+}
+
+fn plan(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Plan, String> {
+    let args: Args = parse_args(args)?;
+    if args.old_string.is_empty() {
+        return Err("old_string must not be empty; use the write tool to create a file".into());
+    }
+    if args.old_string == args.new_string {
+        return Err("old_string and new_string are identical; nothing would change".into());
+    }
+    let path = fsutil::resolve_in_workspace(&ctx.workspace, &args.path)
+        .map_err(|e| format!("cannot edit: {e}"))?;
+    let display = fsutil::display_path(&ctx.workspace, &path);
+    let (bytes, meta) = match fsutil::load_existing(&path, MAX_EDIT_BYTES) {
+        Ok(Existing::File { bytes, meta }) => (bytes, meta),
+        Ok(Existing::Missing) => {
+            return Err(format!(
+                "cannot edit {display}: it does not exist; use the write tool to create it"
+            ));
+        }
+        Err(e) => return Err(format!("cannot edit {display}: {e}")),
+    };
+    let Some(seen) = ctx.recall(&path) else {
+        return Err(format!(
+            "cannot edit {display}: it has not been read in this session; read it first"
+        ));
+    };
+    if !same_content(&seen, &Fingerprint::of(&bytes, &meta)) {
+        return Err(format!(
+            "cannot edit {display}: it has changed on disk since it was last read; read it again"
+        ));
+    }
+    if fsutil::looks_binary(&bytes) {
+        return Err(format!(
+            "cannot edit {display}: it looks like a binary file"
+        ));
+    }
+    let old = String::from_utf8(bytes)
+        .map_err(|_| format!("cannot edit {display}: it is not valid UTF-8 text"))?;
+    let matches = old.matches(args.old_string.as_str()).count();
+    let (new, replacements) = match matches {
+        0 => {
+            return Err(format!(
+                "old_string not found in {display} (0 matches); read the file again and copy \
+                 the text exactly, including whitespace"
+            ));
+        }
+        1 => (old.replacen(&args.old_string, &args.new_string, 1), 1),
+        n if args.replace_all => (old.replace(&args.old_string, &args.new_string), n),
+        n => {
+            return Err(format!(
+                "found {n} matches of old_string in {display}; add context to make it unique, \
+                 or set replace_all to replace all {n}"
+            ));
+        }
+    };
+    Ok(Plan {
+        path,
+        display,
+        old,
+        new,
+        replacements,
+    })
+}
+
+/// Compares what matters for "changed since read": the content. A `touch` that only moves the
+/// modification time does not force a re-read; a same-size rewrite is caught by the hash.
+fn same_content(a: &Fingerprint, b: &Fingerprint) -> bool {
+    a.len == b.len && a.hash == b.hash
+}
+
 impl Tool for Edit {
     fn spec(&self) -> ToolSpec {
-        ToolSpec { name: "edit", description: "", parameters: serde_json::json!({"type": "object"}) }
+        ToolSpec {
+            name: "edit",
+            description: DESCRIPTION,
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace root"},
+                    "old_string": {"type": "string", "description": "Exact text to replace (must be unique unless replace_all)"},
+                    "new_string": {"type": "string", "description": "Replacement text"},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+                },
+                "required": ["path", "old_string", "new_string"],
+                "additionalProperties": false
+            }),
+        }
     }
 
-    fn prepare(&self, _args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        Err("not implemented".into())
+    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
+        let plan = plan(args, ctx)?;
+        let full = diff::unified(&plan.display, Some(&plan.old), &plan.new);
+        let shown = diff::cap(&full, APPROVAL_DIFF_LINES, APPROVAL_DIFF_BYTES);
+        let times = match plan.replacements {
+            1 => String::new(),
+            n => format!(" ({n} replacements)"),
+        };
+        Ok(Prepared {
+            summary: format!("{}{times}", plan.display),
+            approval: Some(ApprovalRequest::Diff {
+                path: plan.display,
+                diff: shown,
+            }),
+        })
     }
 
-    fn run<'a>(&'a self, _args: serde_json::Value, _ctx: &'a ToolCtx, _cancel: CancellationToken) -> ToolFuture<'a> {
-        Box::pin(async { ToolOutput::failed("not implemented") })
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolCtx,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        let span = tracing::debug_span!("tool", name = "edit");
+        Box::pin(
+            async move {
+                if cancel.is_cancelled() {
+                    return ToolOutput::interrupted("interrupted by the user; nothing was changed");
+                }
+                let plan = match plan(&args, ctx) {
+                    Ok(p) => p,
+                    Err(e) => return ToolOutput::failed(e),
+                };
+                tracing::debug!(path = %plan.display, replacements = plan.replacements, "edit");
+                match apply(&plan) {
+                    Ok(fp) => {
+                        ctx.remember(&plan.path, fp);
+                        let full = diff::unified(&plan.display, Some(&plan.old), &plan.new);
+                        let what = match plan.replacements {
+                            1 => "1 replacement".to_string(),
+                            n => format!("{n} replacements"),
+                        };
+                        ToolOutput::ok(format!(
+                            "edited {} ({what})\n{}",
+                            plan.display,
+                            diff::cap(&full, RESULT_DIFF_LINES, RESULT_DIFF_BYTES)
+                        ))
+                    }
+                    Err(e) => ToolOutput::failed(format!("cannot edit {}: {e}", plan.display)),
+                }
+            }
+            .instrument(span),
+        )
     }
+}
+
+/// Writes the new content atomically and returns its fingerprint.
+fn apply(plan: &Plan) -> std::io::Result<Fingerprint> {
+    fsutil::write_atomic(&plan.path, plan.new.as_bytes(), None)?;
+    fingerprint_written(&plan.path, plan.new.as_bytes())
+}
+
+/// The fingerprint of content we just wrote to `path`.
+pub(crate) fn fingerprint_written(path: &Path, content: &[u8]) -> std::io::Result<Fingerprint> {
+    let meta = std::fs::metadata(path)?;
+    Ok(Fingerprint::of(content, &meta))
 }

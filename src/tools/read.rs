@@ -1,22 +1,332 @@
-//! The `read` tool (being implemented).
+//! The `read` tool: shows a text file in the workspace as numbered lines, a window at a time.
+//!
+//! It streams the file through a `BufReader`, so a huge file (or one huge line) is never held
+//! in memory whole, and refuses binary files instead of feeding the model garbage. It must not
+//! change anything on disk; it only records what the model has seen so `edit` can check it.
 
+use std::io::{BufRead, BufReader, Read as _};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
+use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use crate::fsutil;
 use crate::provider::ToolSpec;
+
+/// Most lines shown by one call.
+pub const MAX_LINES: u64 = 2000;
+/// Most bytes of output produced by one call.
+pub const MAX_OUTPUT_BYTES: usize = 50 * 1024;
+/// Longer lines are cut to this many characters, with a marker.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Files up to this size are read whole and fingerprinted (content hash), so they can be
+/// edited afterwards; larger ones are streamed and not remembered (`edit` refuses them anyway).
+pub const MAX_FINGERPRINT_BYTES: u64 = super::edit::MAX_EDIT_BYTES;
+
+const DESCRIPTION: &str = "Read a text file from the workspace. Returns numbered lines \
+(line number, tab, text). At most 2000 lines or 50 KB per call; when more follows, the result \
+ends with the offset to continue from. Lines longer than 2000 characters are cut. Binary files \
+are refused. Read a file before editing it with the edit tool.";
 
 pub struct Read;
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// Relative to the workspace root (absolute paths inside the workspace also work).
+    path: String,
+    /// First line to show, 1-based.
+    offset: Option<u64>,
+    /// How many lines to show at most.
+    limit: Option<u64>,
+}
+
+/// A validated call.
+struct Call {
+    path: PathBuf,
+    display: String,
+    offset: u64,
+    limit: u64,
+}
+
+fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
+    let args: Args = parse_args(args)?;
+    // Models often count from 0; treat it as the first line rather than failing the call.
+    let offset = args.offset.unwrap_or(1).max(1);
+    let limit = match args.limit {
+        Some(0) => return Err("limit must be at least 1".to_string()),
+        Some(n) => n.min(MAX_LINES),
+        None => MAX_LINES,
+    };
+    let path = fsutil::resolve_in_workspace(&ctx.workspace, &args.path)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let display = fsutil::display_path(&ctx.workspace, &path);
+    Ok(Call {
+        path,
+        display,
+        offset,
+        limit,
+    })
+}
+
 impl Tool for Read {
     fn spec(&self) -> ToolSpec {
-        ToolSpec { name: "read", description: "", parameters: serde_json::json!({"type": "object"}) }
+        ToolSpec {
+            name: "read",
+            description: DESCRIPTION,
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace root"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start from (default 1)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to show (default and maximum 2000)"}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        }
     }
 
-    fn prepare(&self, _args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        Err("not implemented".into())
+    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
+        let call = check(args, ctx)?;
+        let summary = match (call.offset, call.limit) {
+            (1, MAX_LINES) => call.display,
+            (o, MAX_LINES) => format!("{} (from line {o})", call.display),
+            (o, l) => format!("{}:{o}-{}", call.display, o + l - 1),
+        };
+        Ok(Prepared {
+            summary,
+            approval: None,
+        })
     }
 
-    fn run<'a>(&'a self, _args: serde_json::Value, _ctx: &'a ToolCtx, _cancel: CancellationToken) -> ToolFuture<'a> {
-        Box::pin(async { ToolOutput::failed("not implemented") })
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolCtx,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        let span = tracing::debug_span!("tool", name = "read");
+        Box::pin(
+            async move {
+                let call = match check(&args, ctx) {
+                    Ok(c) => c,
+                    Err(e) => return ToolOutput::failed(e),
+                };
+                tracing::debug!(path = %call.display, offset = call.offset, limit = call.limit, "read");
+                if cancel.is_cancelled() {
+                    return ToolOutput::interrupted("interrupted by the user");
+                }
+                let Call { path, display, offset, limit } = call;
+                let remembered = path.clone();
+                let job =
+                    tokio::task::spawn_blocking(move || read_file(&path, &display, offset, limit));
+                let result = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return ToolOutput::interrupted("interrupted by the user"),
+                    r = job => r,
+                };
+                match result {
+                    Ok(Ok((text, fingerprint))) => {
+                        if let Some(fp) = fingerprint {
+                            ctx.remember(&remembered, fp);
+                        }
+                        ToolOutput::ok(text)
+                    }
+                    Ok(Err(message)) => ToolOutput::failed(message),
+                    Err(e) => ToolOutput::failed(format!("read failed: {e}")),
+                }
+            }
+            .instrument(span),
+        )
     }
+}
+
+/// Reads and renders one window of the file; also returns the whole file's fingerprint when
+/// it was small enough to hash.
+fn read_file(
+    path: &Path,
+    display: &str,
+    offset: u64,
+    limit: u64,
+) -> Result<(String, Option<Fingerprint>), String> {
+    let fail = |what: &str, e: std::io::Error| format!("cannot read {display}: {what}{e}");
+    let file = std::fs::File::open(path).map_err(|e| fail("", e))?;
+    let meta = file.metadata().map_err(|e| fail("", e))?;
+    if meta.is_dir() {
+        return Err(format!(
+            "cannot read {display}: it is a directory; list it with bash (e.g. `ls {display}`)"
+        ));
+    }
+    if !meta.is_file() {
+        return Err(format!("cannot read {display}: it is not a regular file"));
+    }
+    let binary = || {
+        format!(
+            "cannot read {display}: it looks like a binary file, not text; inspect it with bash if needed"
+        )
+    };
+    if meta.len() <= MAX_FINGERPRINT_BYTES {
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(MAX_FINGERPRINT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail("", e))?;
+        if fsutil::looks_binary(&bytes) || std::str::from_utf8(&bytes).is_err() {
+            return Err(binary());
+        }
+        let total = count_lines(&bytes);
+        let fingerprint = Fingerprint::of(&bytes, &meta);
+        let text =
+            render(&bytes[..], display, offset, limit, Some(total)).map_err(|e| match e {
+                RenderError::Binary => binary(),
+                RenderError::Io(e) => fail("", e),
+                RenderError::PastEnd(m) => m,
+            })?;
+        return Ok((text, Some(fingerprint)));
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let head = reader.fill_buf().map_err(|e| fail("", e))?;
+    if fsutil::looks_binary(head) {
+        return Err(binary());
+    }
+    let text = render(reader, display, offset, limit, None).map_err(|e| match e {
+        RenderError::Binary => binary(),
+        RenderError::Io(e) => fail("", e),
+        RenderError::PastEnd(m) => m,
+    })?;
+    Ok((text, None))
+}
+
+fn count_lines(bytes: &[u8]) -> u64 {
+    let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    if bytes.last().is_some_and(|&b| b != b'\n') {
+        newlines + 1
+    } else {
+        newlines
+    }
+}
+
+enum RenderError {
+    Binary,
+    Io(std::io::Error),
+    PastEnd(String),
+}
+
+/// One line as read: its first bytes (enough for [`MAX_LINE_CHARS`]) and how many characters
+/// were beyond them.
+struct Line {
+    kept: Vec<u8>,
+    skipped_chars: u64,
+}
+
+/// Bytes kept per line: enough for `MAX_LINE_CHARS` characters of up to 4 bytes each.
+const KEEP_BYTES: usize = MAX_LINE_CHARS * 4;
+
+/// Reads one line without ever holding more than [`KEEP_BYTES`] of it.
+fn next_line(reader: &mut impl BufRead) -> std::io::Result<Option<Line>> {
+    let mut kept = Vec::new();
+    let mut skipped_chars = 0u64;
+    let mut any = false;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(any.then_some(Line {
+                kept,
+                skipped_chars,
+            }));
+        }
+        any = true;
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1),
+            None => (buf, buf.len()),
+        };
+        let room = KEEP_BYTES.saturating_sub(kept.len()).min(chunk.len());
+        kept.extend_from_slice(&chunk[..room]);
+        // Count characters (not bytes) in what is dropped: every byte that is not a UTF-8
+        // continuation byte starts a character.
+        skipped_chars += chunk[room..].iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
+        let ended = done > chunk.len();
+        reader.consume(done);
+        if ended {
+            return Ok(Some(Line {
+                kept,
+                skipped_chars,
+            }));
+        }
+    }
+}
+
+/// Formats lines `offset..offset+limit` (within the output caps) as `{n:>6}\t{line}`, with a
+/// continuation hint when more follows.
+fn render(
+    mut reader: impl BufRead,
+    display: &str,
+    offset: u64,
+    limit: u64,
+    total: Option<u64>,
+) -> Result<String, RenderError> {
+    let mut out = String::new();
+    let mut number = 0u64;
+    let mut shown = 0u64;
+    let mut next = None;
+    while let Some(line) = next_line(&mut reader).map_err(RenderError::Io)? {
+        number += 1;
+        if number < offset {
+            continue;
+        }
+        if shown == limit {
+            next = Some(number);
+            break;
+        }
+        let formatted = format_line(number, &line)?;
+        if shown > 0 && out.len() + formatted.len() > MAX_OUTPUT_BYTES {
+            next = Some(number);
+            break;
+        }
+        out.push_str(&formatted);
+        shown += 1;
+    }
+    if shown == 0 {
+        if number == 0 {
+            return Ok(format!("({display} is empty)"));
+        }
+        return Err(RenderError::PastEnd(format!(
+            "offset {offset} is past the end of {display}, which has {number} lines"
+        )));
+    }
+    if let Some(next) = next {
+        let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+        out.push_str(&format!(
+            "... showing lines {offset}-{}{of}; use offset={next} to continue\n",
+            offset + shown - 1
+        ));
+    }
+    Ok(out)
+}
+
+fn format_line(number: u64, line: &Line) -> Result<String, RenderError> {
+    let text = match std::str::from_utf8(&line.kept) {
+        Ok(t) => t,
+        // The keep limit may have split a character: that is a cut, not invalid text.
+        Err(e) if e.error_len().is_none() && line.kept.len() == KEEP_BYTES => {
+            // Invariant: `valid_up_to` is a char boundary, so this slice is valid UTF-8.
+            std::str::from_utf8(&line.kept[..e.valid_up_to()]).map_err(|_| RenderError::Binary)?
+        }
+        Err(_) => return Err(RenderError::Binary),
+    };
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    let chars = text.chars().count() as u64 + line.skipped_chars;
+    if chars as usize <= MAX_LINE_CHARS {
+        return Ok(format!("{number:>6}\t{text}\n"));
+    }
+    let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
+    Ok(format!(
+        "{number:>6}\t{cut} [... line cut: {chars} characters, first {MAX_LINE_CHARS} shown ...]\n"
+    ))
 }

@@ -1,22 +1,164 @@
-//! The `write` tool (being implemented).
+//! The `write` tool: creates or replaces a whole file in the workspace.
+//!
+//! The write is atomic (temp file, fsync, rename) and keeps an existing file's mode; parent
+//! folders are created. `prepare` shows the user a diff against the current file. It must never
+//! write outside the workspace, and never prompts anyone itself.
 
+use std::path::PathBuf;
+
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
+use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
+use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
+use crate::fsutil::{self, Existing, LoadError};
+use crate::protocol::ApprovalRequest;
 use crate::provider::ToolSpec;
+
+const DESCRIPTION: &str = "Create a file or replace its whole content. Parent folders are \
+created. Prefer the edit tool for changing part of an existing file. The path is relative to \
+the workspace root and must stay inside it.";
 
 pub struct Write;
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    content: String,
+}
+
+struct Call {
+    path: PathBuf,
+    display: String,
+    content: String,
+}
+
+fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
+    let args: Args = parse_args(args)?;
+    let path = fsutil::resolve_in_workspace(&ctx.workspace, &args.path)
+        .map_err(|e| format!("cannot write: {e}"))?;
+    let display = fsutil::display_path(&ctx.workspace, &path);
+    if path.is_dir() {
+        return Err(format!("cannot write {display}: it is a directory"));
+    }
+    Ok(Call {
+        path,
+        display,
+        content: args.content,
+    })
+}
+
+/// The diff the user approves: against the current text, all-added for a new file, or a note
+/// when the current file cannot be shown as text.
+fn approval_diff(call: &Call) -> Result<String, String> {
+    let full = match fsutil::load_existing(&call.path, MAX_EDIT_BYTES) {
+        Ok(Existing::Missing) => diff::unified(&call.display, None, &call.content),
+        Ok(Existing::File { bytes, .. }) => {
+            match (fsutil::looks_binary(&bytes), std::str::from_utf8(&bytes)) {
+                (false, Ok(old)) => {
+                    let d = diff::unified(&call.display, Some(old), &call.content);
+                    if d.is_empty() {
+                        "(no changes: the file already has this content)\n".into()
+                    } else {
+                        d
+                    }
+                }
+                _ => format!(
+                    "(the current {} bytes are not text; they will be replaced)\n{}",
+                    bytes.len(),
+                    diff::unified(&call.display, None, &call.content)
+                ),
+            }
+        }
+        Err(LoadError::TooLarge { len, .. }) => format!(
+            "(the current file has {len} bytes, too large to compare; it will be replaced)\n{}",
+            diff::unified(&call.display, None, &call.content)
+        ),
+        Err(e) => return Err(format!("cannot write {}: {e}", call.display)),
+    };
+    Ok(diff::cap(&full, APPROVAL_DIFF_LINES, APPROVAL_DIFF_BYTES))
+}
+
+fn line_count(text: &str) -> usize {
+    let n = text.matches('\n').count();
+    if text.is_empty() || text.ends_with('\n') {
+        n
+    } else {
+        n + 1
+    }
+}
+
 impl Tool for Write {
     fn spec(&self) -> ToolSpec {
-        ToolSpec { name: "write", description: "", parameters: serde_json::json!({"type": "object"}) }
+        ToolSpec {
+            name: "write",
+            description: DESCRIPTION,
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace root"},
+                    "content": {"type": "string", "description": "The complete new content of the file"}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        }
     }
 
-    fn prepare(&self, _args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        Err("not implemented".into())
+    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
+        let call = check(args, ctx)?;
+        let diff = approval_diff(&call)?;
+        Ok(Prepared {
+            summary: format!("{} ({} bytes)", call.display, call.content.len()),
+            approval: Some(ApprovalRequest::Diff {
+                path: call.display,
+                diff,
+            }),
+        })
     }
 
-    fn run<'a>(&'a self, _args: serde_json::Value, _ctx: &'a ToolCtx, _cancel: CancellationToken) -> ToolFuture<'a> {
-        Box::pin(async { ToolOutput::failed("not implemented") })
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolCtx,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        let span = tracing::debug_span!("tool", name = "write");
+        Box::pin(
+            async move {
+                if cancel.is_cancelled() {
+                    return ToolOutput::interrupted("interrupted by the user; nothing was written");
+                }
+                let call = match check(&args, ctx) {
+                    Ok(c) => c,
+                    Err(e) => return ToolOutput::failed(e),
+                };
+                tracing::debug!(path = %call.display, bytes = call.content.len(), "write");
+                let existed = call.path.exists();
+                let result = (|| {
+                    if let Some(parent) = call.path.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    fsutil::write_atomic(&call.path, call.content.as_bytes(), None)?;
+                    fingerprint_written(&call.path, call.content.as_bytes())
+                })();
+                match result {
+                    Ok(fp) => {
+                        ctx.remember(&call.path, fp);
+                        ToolOutput::ok(format!(
+                            "{} {} ({} bytes, {} lines)",
+                            if existed { "overwrote" } else { "created" },
+                            call.display,
+                            call.content.len(),
+                            line_count(&call.content)
+                        ))
+                    }
+                    Err(e) => ToolOutput::failed(format!("cannot write {}: {e}", call.display)),
+                }
+            }
+            .instrument(span),
+        )
     }
 }
