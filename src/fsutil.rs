@@ -159,20 +159,16 @@ pub enum LoadError {
 /// `max_bytes` (so a tool never pulls a huge file into memory). A missing file is not an error.
 pub fn load_existing(path: &Path, max_bytes: u64) -> Result<Existing, LoadError> {
     use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
+    // Look before opening: opening a FIFO for reading would block until a writer appears.
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => return Err(LoadError::Directory),
+        Ok(meta) if !meta.is_file() => return Err(LoadError::NotRegular),
+        Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
-        Err(e) => {
-            return match std::fs::metadata(path) {
-                Ok(meta) if meta.is_dir() => Err(LoadError::Directory),
-                _ => Err(LoadError::Io(e)),
-            };
-        }
-    };
-    let meta = file.metadata().map_err(LoadError::Io)?;
-    if meta.is_dir() {
-        return Err(LoadError::Directory);
+        Err(e) => return Err(LoadError::Io(e)),
     }
+    let file = std::fs::File::open(path).map_err(LoadError::Io)?;
+    let meta = file.metadata().map_err(LoadError::Io)?;
     if !meta.is_file() {
         return Err(LoadError::NotRegular);
     }

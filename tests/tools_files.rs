@@ -585,3 +585,27 @@ async fn edit_rejects_bad_arguments_and_pointless_edits() {
     }
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
 }
+
+#[tokio::test]
+async fn read_refuses_missing_files_and_fifos_without_blocking() {
+    let (_d, ws, ctx) = setup();
+    let out = call(&ctx, "read", json!({ "path": "nope.txt" }))
+        .await
+        .unwrap();
+    assert_eq!(out.status, ToolStatus::Failed);
+    assert!(out.content.contains("nope.txt"), "{}", out.content);
+    let fifo = ws.join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = call(&ctx, "read", json!({ "path": "pipe" })).await.unwrap();
+    assert!(
+        out.content.contains("not a regular file"),
+        "{}",
+        out.content
+    );
+    let e = prepare(&ctx, "write", json!({ "path": "pipe", "content": "x" })).unwrap_err();
+    assert!(e.contains("not a regular file"), "{e}");
+}

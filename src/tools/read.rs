@@ -94,7 +94,7 @@ impl Tool for Read {
         let summary = match (call.offset, call.limit) {
             (1, MAX_LINES) => call.display,
             (o, MAX_LINES) => format!("{} (from line {o})", call.display),
-            (o, l) => format!("{}:{o}-{}", call.display, o + l - 1),
+            (o, l) => format!("{}:{o}-{}", call.display, o.saturating_add(l - 1)),
         };
         Ok(Prepared {
             summary,
@@ -152,9 +152,9 @@ fn read_file(
     offset: u64,
     limit: u64,
 ) -> Result<(String, Option<Fingerprint>), String> {
-    let fail = |what: &str, e: std::io::Error| format!("cannot read {display}: {what}{e}");
-    let file = std::fs::File::open(path).map_err(|e| fail("", e))?;
-    let meta = file.metadata().map_err(|e| fail("", e))?;
+    let fail = |e: std::io::Error| format!("cannot read {display}: {e}");
+    // Look before opening: opening a FIFO for reading would block until a writer appears.
+    let meta = std::fs::metadata(path).map_err(fail)?;
     if meta.is_dir() {
         return Err(format!(
             "cannot read {display}: it is a directory; list it with bash (e.g. `ls {display}`)"
@@ -163,6 +163,8 @@ fn read_file(
     if !meta.is_file() {
         return Err(format!("cannot read {display}: it is not a regular file"));
     }
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let meta = file.metadata().map_err(fail)?;
     let binary = || {
         format!(
             "cannot read {display}: it looks like a binary file, not text; inspect it with bash if needed"
@@ -172,7 +174,7 @@ fn read_file(
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         file.take(MAX_FINGERPRINT_BYTES + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| fail("", e))?;
+            .map_err(fail)?;
         if fsutil::looks_binary(&bytes) || std::str::from_utf8(&bytes).is_err() {
             return Err(binary());
         }
@@ -181,19 +183,19 @@ fn read_file(
         let text =
             render(&bytes[..], display, offset, limit, Some(total)).map_err(|e| match e {
                 RenderError::Binary => binary(),
-                RenderError::Io(e) => fail("", e),
+                RenderError::Io(e) => fail(e),
                 RenderError::PastEnd(m) => m,
             })?;
         return Ok((text, Some(fingerprint)));
     }
     let mut reader = BufReader::with_capacity(64 * 1024, file);
-    let head = reader.fill_buf().map_err(|e| fail("", e))?;
+    let head = reader.fill_buf().map_err(fail)?;
     if fsutil::looks_binary(head) {
         return Err(binary());
     }
     let text = render(reader, display, offset, limit, None).map_err(|e| match e {
         RenderError::Binary => binary(),
-        RenderError::Io(e) => fail("", e),
+        RenderError::Io(e) => fail(e),
         RenderError::PastEnd(m) => m,
     })?;
     Ok((text, None))

@@ -40,8 +40,14 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     let path = fsutil::resolve_in_workspace(&ctx.workspace, &args.path)
         .map_err(|e| format!("cannot write: {e}"))?;
     let display = fsutil::display_path(&ctx.workspace, &path);
-    if path.is_dir() {
-        return Err(format!("cannot write {display}: it is a directory"));
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(format!("cannot write {display}: it is a directory"));
+        }
+        Ok(meta) if !meta.is_file() => {
+            return Err(format!("cannot write {display}: it is not a regular file"));
+        }
+        _ => {}
     }
     Ok(Call {
         path,
