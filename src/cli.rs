@@ -1,1 +1,233 @@
-//! (being implemented)
+//! Arguments and assembly: parses the command line, builds the config, the provider, the tool
+//! registry and the session, and picks the frontend (full-screen, one-shot, or `sessions`).
+//! Every usage, config or input error becomes exit code 2 here; `main` only exits.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::agent::{self, Options, Setup};
+use crate::config::{self, Config, Overrides, ProviderKind};
+use crate::print::{self, OutputFormat};
+use crate::provider::Provider;
+use crate::provider::demo::Demo;
+use crate::provider::openai::{OpenAi, OpenAiOptions};
+use crate::session::Session;
+use crate::tools::{Registry, ToolCtx};
+
+/// Exit code for usage, configuration and input errors.
+pub const EXIT_USAGE: u8 = 2;
+
+/// minicode: a terminal coding agent for OpenAI-compatible model servers.
+#[derive(Debug, Parser)]
+#[command(
+    name = "minicode",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Args {
+    /// The task. Without it, a terminal opens the full-screen session; piped stdin is the task.
+    pub prompt: Option<String>,
+    /// Use this config file instead of the usual locations.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Model name (overrides the config file and MINICODE_MODEL).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Server base URL, e.g. http://127.0.0.1:8080/v1 (overrides config and MINICODE_BASE_URL).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Use the built-in offline demo model (no key, no network).
+    #[arg(long)]
+    pub demo: bool,
+    /// Approve every tool call without asking.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Resume this session of the current workspace (its id).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_")]
+    pub session: Option<String>,
+    /// Resume the most recent session of this workspace.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_: bool,
+    /// One-shot output: text (the answer), json (one object), stream-json (one event per line).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List this workspace's sessions, newest first.
+    Sessions,
+}
+
+/// A failure that ends the program, with its exit code.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+fn usage(message: impl std::fmt::Display) -> Failure {
+    Failure {
+        code: EXIT_USAGE,
+        message: message.to_string(),
+    }
+}
+
+/// Runs minicode with parsed arguments; the returned code is the process exit status.
+pub fn run(args: Args) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(failure) => {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "minicode: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn run_inner(args: Args) -> Result<ExitCode, Failure> {
+    let launch = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
+    if let Some(Command::Sessions) = args.command {
+        return list_sessions(&launch);
+    }
+    let overrides = Overrides {
+        config_path: args.config.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        demo: args.demo,
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let config = config::load(&launch, &env, &overrides).map_err(usage)?;
+    let interactive =
+        args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let prompt = match (&args.prompt, interactive) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => None,
+        (None, false) if std::io::stdin().is_terminal() => {
+            return Err(usage(
+                "no prompt given: pass one as an argument or pipe it on stdin",
+            ));
+        }
+        (None, false) => Some(read_stdin()?),
+    };
+    if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
+        return Err(usage("the prompt is empty"));
+    }
+    let _log = crate::logging::init(&launch.join(".minicode"), interactive);
+    let session = open_session(&launch, &args)?;
+    let history = if interactive {
+        session.messages().to_vec()
+    } else {
+        Vec::new()
+    };
+    let setup = Setup {
+        provider: build_provider(&config)?,
+        registry: Arc::new(Registry::builtin()),
+        tools: Arc::new(ToolCtx::new(
+            launch.clone(),
+            config.bash_timeout,
+            scrubbed_env(&config),
+        )),
+        session,
+        options: Options {
+            max_rounds: config.max_rounds,
+            max_tokens: config.max_tokens,
+            context_window: config.context_window,
+            auto_approve: args.yes,
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot start the runtime: {e}"),
+        })?;
+    let code = runtime.block_on(async move {
+        let handle = agent::spawn(setup);
+        match prompt {
+            Some(prompt) => print::run(handle, prompt, args.output_format).await,
+            None => full_screen(handle, &config, history).await,
+        }
+    });
+    // A tool child that ignores its kill must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(code)
+}
+
+fn read_stdin() -> Result<String, Failure> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| usage(format!("cannot read the prompt from stdin: {e}")))?;
+    Ok(text)
+}
+
+fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
+    let result = match (&args.session, args.continue_) {
+        (Some(id), _) => Session::open(workspace, id),
+        (None, true) => Session::open_latest(workspace),
+        (None, false) => Session::create(workspace),
+    };
+    result.map_err(usage)
+}
+
+fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, Failure> {
+    Ok(match config.provider {
+        ProviderKind::Demo => Arc::new(Demo::default()),
+        ProviderKind::OpenAi => Arc::new(
+            OpenAi::new(OpenAiOptions {
+                base_url: config.base_url.clone(),
+                api_key: config.api_key.as_ref().map(|k| k.expose().to_string()),
+                model: config.model.clone(),
+                request_timeout: config.request_timeout,
+                stream_idle_timeout: config.stream_idle_timeout,
+                ..OpenAiOptions::default()
+            })
+            .map_err(usage)?,
+        ),
+    })
+}
+
+/// Variables tools must never see: the configured key's variable (the rest are fixed names).
+fn scrubbed_env(config: &Config) -> Vec<String> {
+    let mut names = vec!["MINICODE_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
+    names.extend(config.api_key_env.clone());
+    names
+}
+
+fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
+    let sessions = Session::list(workspace).map_err(usage)?;
+    let mut out = std::io::stdout().lock();
+    if sessions.is_empty() {
+        let _ = writeln!(std::io::stderr(), "no sessions in this workspace yet");
+    }
+    for s in sessions {
+        let when = humantime::format_rfc3339_seconds(s.updated);
+        let _ = writeln!(out, "{}  {}  {}", s.id, when, s.first_prompt);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The full-screen session (wired once `tui::run` lands).
+async fn full_screen(
+    _handle: agent::AgentHandle,
+    _config: &Config,
+    _history: Vec<crate::provider::Message>,
+) -> ExitCode {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "minicode: the full-screen session is not available yet; pass a prompt"
+    );
+    ExitCode::from(EXIT_USAGE)
+}

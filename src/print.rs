@@ -1,1 +1,304 @@
-//! (being implemented)
+//! The one-shot frontend: submits one prompt, turns core events into output, and decides the
+//! exit status. stdout carries only the answer (or JSON); activity, approvals, retries and
+//! stats go to stderr. Approvals are asked on the controlling terminal (`/dev/tty`) when there
+//! is one, otherwise refused with a hint about `--yes`.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::agent::{AgentHandle, OpSender};
+use crate::protocol::{ApprovalRequest, Decision, Event, Op, TurnEnd, TurnStats};
+
+/// How the result is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The final answer as Markdown text.
+    #[default]
+    Text,
+    /// One JSON object at the end.
+    Json,
+    /// One JSON event per line as they happen.
+    StreamJson,
+}
+
+/// The exit code after an interrupt by SIGINT (128 + 2), as shells expect.
+pub const EXIT_SIGINT: u8 = 130;
+
+/// The JSON object printed by `--output-format json`.
+#[derive(Serialize)]
+struct JsonResult<'a> {
+    session_id: &'a str,
+    result: &'a str,
+    status: &'a TurnEnd,
+    stats: &'a TurnStats,
+    error: Option<String>,
+}
+
+/// Runs `prompt` as one turn and prints the outcome.
+pub async fn run(handle: AgentHandle, prompt: String, format: OutputFormat) -> ExitCode {
+    let (ops, mut events) = handle.split();
+    let interrupted_by = spawn_signal_watch(ops.clone());
+    ops.send(Op::Submit(prompt));
+    let mut session_id = String::new();
+    let mut last_text = String::new();
+    let live_stdout = format == OutputFormat::Text && io::stdout().is_terminal();
+    let mut out = io::stdout().lock();
+    let mut err = io::stderr().lock();
+    let mut ended: Option<(TurnEnd, TurnStats)> = None;
+    while let Some(event) = events.recv().await {
+        if format == OutputFormat::StreamJson {
+            if let Ok(line) = serde_json::to_string(&event) {
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+        }
+        match event {
+            Event::SessionConfigured { session_id: id, .. } => session_id = id,
+            Event::TextDelta { text } if live_stdout => {
+                let _ = out.write_all(text.as_bytes());
+                if text.contains('\n') {
+                    let _ = out.flush();
+                }
+            }
+            Event::AssistantMessage { text } => {
+                if live_stdout && !text.is_empty() {
+                    let _ = writeln!(out);
+                    let _ = out.flush();
+                }
+                last_text = text;
+            }
+            Event::ApprovalRequested {
+                call,
+                tool,
+                request,
+            } => {
+                let decision = ask(&tool, &request).await;
+                ops.send(Op::Decide { call, decision });
+            }
+            Event::TurnEnded { end, stats, .. } => {
+                ended = Some((end, stats));
+                ops.send(Op::Shutdown);
+            }
+            Event::ShutdownComplete => break,
+            other if format != OutputFormat::StreamJson => report(&mut err, &other),
+            _ => {}
+        }
+    }
+    let Some((end, stats)) = ended else {
+        let _ = writeln!(err, "minicode: the agent stopped unexpectedly");
+        return ExitCode::FAILURE;
+    };
+    let _ = writeln!(err, "{}", describe_end(&end, &stats));
+    match format {
+        OutputFormat::Text if !live_stdout && !last_text.is_empty() => {
+            let _ = writeln!(out, "{last_text}");
+        }
+        OutputFormat::Json => {
+            let error = match &end {
+                TurnEnd::Failed { error } => Some(error.clone()),
+                TurnEnd::Interrupted => Some("interrupted".to_string()),
+                TurnEnd::RoundLimit { rounds } => {
+                    Some(format!("reached the limit of {rounds} tool rounds"))
+                }
+                TurnEnd::Completed => None,
+            };
+            let result = JsonResult {
+                session_id: &session_id,
+                result: &last_text,
+                status: &end,
+                stats: &stats,
+                error,
+            };
+            if let Ok(line) = serde_json::to_string(&result) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        _ => {}
+    }
+    let _ = out.flush();
+    let _ = writeln!(
+        err,
+        "session {session_id} (resume with: minicode --session {session_id})"
+    );
+    match (end, *interrupted_by.borrow()) {
+        (TurnEnd::Completed, _) => ExitCode::SUCCESS,
+        (TurnEnd::Interrupted, Some(Signal::Interrupt)) => ExitCode::from(EXIT_SIGINT),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    Interrupt,
+    Terminate,
+}
+
+/// Interrupts the turn on SIGINT/SIGTERM and remembers which one came.
+fn spawn_signal_watch(ops: OpSender) -> tokio::sync::watch::Receiver<Option<Signal>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        loop {
+            let which = tokio::select! {
+                _ = int.recv() => Signal::Interrupt,
+                _ = term.recv() => Signal::Terminate,
+            };
+            let _ = tx.send(Some(which));
+            ops.send(Op::Interrupt);
+        }
+    });
+    rx
+}
+
+/// One stderr line per event worth telling.
+fn report(err: &mut impl Write, event: &Event) {
+    let line = match event {
+        Event::ToolCallBegan { tool, summary, .. } => format!("▶ {tool} {summary}"),
+        Event::ToolCallEnded { status, output, .. } => {
+            let first = output.lines().next().unwrap_or("");
+            let status = serde_json::to_value(status).ok();
+            let status = status.as_ref().and_then(|v| v.as_str()).unwrap_or("ended");
+            format!("  {status}: {}", truncate(first, 120))
+        }
+        Event::Retrying {
+            attempt,
+            max_attempts,
+            delay_ms,
+            reason,
+        } => {
+            format!(
+                "retrying ({attempt}/{max_attempts}) in {:.1}s: {reason}",
+                *delay_ms as f64 / 1000.0
+            )
+        }
+        Event::Warning { message } => format!("warning: {message}"),
+        Event::Error { message } => format!("error: {message}"),
+        Event::Compacted {
+            tokens_before,
+            tokens_after,
+            messages_summarized,
+        } => format!(
+            "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
+        ),
+        Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
+        Event::ApprovalDecided {
+            decision: Decision::Deny { .. },
+            ..
+        } => "  denied".to_string(),
+        _ => return,
+    };
+    let _ = writeln!(err, "{}", sanitize(&line));
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// The closing stats line.
+pub fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
+    let status = match end {
+        TurnEnd::Completed => "completed".to_string(),
+        TurnEnd::RoundLimit { rounds } => format!("stopped at the limit of {rounds} tool rounds"),
+        TurnEnd::Interrupted => "interrupted".to_string(),
+        TurnEnd::Failed { error } => format!("failed: {error}"),
+    };
+    let t = &stats.tokens;
+    let tokens = if t.unavailable() {
+        "tokens unavailable".to_string()
+    } else {
+        let partial = if t.partial() { " (partial)" } else { "" };
+        format!(
+            "tokens in {} / out {} / total {}{partial}",
+            t.input_tokens, t.output_tokens, t.total_tokens
+        )
+    };
+    let summaries = if stats.summary_calls > 0 {
+        format!(
+            " · {} summary calls ({} tokens)",
+            stats.summary_calls, stats.summary_tokens.total_tokens
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}",
+        stats.wall.as_secs_f64(),
+        stats.model_calls,
+        stats.tool_calls
+    )
+}
+
+/// Asks on `/dev/tty`; without one, refuses and says how to allow tools.
+async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
+    let prompt = match request {
+        ApprovalRequest::Command { command } => format!("\n{tool} wants to run:\n  {command}\n"),
+        ApprovalRequest::Diff { path, diff } => {
+            format!("\n{tool} wants to change {path}:\n{diff}\n")
+        }
+    };
+    let (tx, mut rx) = mpsc::channel(1);
+    std::thread::spawn(move || {
+        let _ = tx.blocking_send(ask_tty(&prompt));
+    });
+    match rx.recv().await.flatten() {
+        Some(decision) => decision,
+        None => {
+            let mut err = io::stderr().lock();
+            let _ = writeln!(
+                err,
+                "minicode: {tool} call refused: no terminal to ask for approval; rerun with --yes to allow tool calls"
+            );
+            Decision::Deny {
+                reason: Some("no terminal was available to ask the user; the user can rerun with --yes to allow tool calls".to_string()),
+            }
+        }
+    }
+}
+
+/// `None` when there is no controlling terminal.
+fn ask_tty(prompt: &str) -> Option<Decision> {
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()?;
+    let mut writer = tty.try_clone().ok()?;
+    let _ = write!(
+        writer,
+        "{}Allow? [y]es / [a]lways for this tool / [n]o (optionally: n <reason>): ",
+        sanitize(prompt)
+    );
+    let _ = writer.flush();
+    let mut line = String::new();
+    io::BufReader::new(tty).read_line(&mut line).ok()?;
+    let answer = line.trim();
+    let (word, reason) = answer
+        .split_once(char::is_whitespace)
+        .unwrap_or((answer, ""));
+    Some(match word.to_lowercase().as_str() {
+        "y" | "yes" => Decision::Approve,
+        "a" | "always" => Decision::ApproveTool,
+        _ => Decision::Deny {
+            reason: (!reason.trim().is_empty()).then(|| reason.trim().to_string()),
+        },
+    })
+}
+
+/// Drops control characters (except newline and tab) so tool text cannot drive the terminal.
+fn sanitize(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect()
+}

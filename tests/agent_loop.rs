@@ -34,7 +34,10 @@ struct Scripted {
 
 impl Scripted {
     fn new(replies: Vec<Result<Reply, ProviderError>>) -> Self {
-        Self { replies: Arc::new(Mutex::new(replies.into())), ..Self::default() }
+        Self {
+            replies: Arc::new(Mutex::new(replies.into())),
+            ..Self::default()
+        }
     }
 
     fn seen(&self) -> Vec<Seen> {
@@ -49,10 +52,18 @@ impl Scripted {
         });
         if let Some(command) = &self.endless_tool {
             if !request.tools.is_empty() {
-                return Ok(tool_reply(&[(&format!("call_{}", seen.len()), "bash", &serde_json::json!({ "command": command }).to_string())]));
+                return Ok(tool_reply(&[(
+                    &format!("call_{}", seen.len()),
+                    "bash",
+                    &serde_json::json!({ "command": command }).to_string(),
+                )]));
             }
         }
-        self.replies.lock().unwrap().pop_front().unwrap_or_else(|| Ok(text_reply("(script exhausted)")))
+        self.replies
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Ok(text_reply("(script exhausted)")))
     }
 }
 
@@ -97,7 +108,11 @@ fn tool_reply(calls: &[(&str, &str, &str)]) -> Reply {
     Reply {
         tool_calls: calls
             .iter()
-            .map(|(id, name, args)| ToolCall { id: id.to_string(), name: name.to_string(), arguments: args.to_string() })
+            .map(|(id, name, args)| ToolCall {
+                id: id.to_string(),
+                name: name.to_string(),
+                arguments: args.to_string(),
+            })
             .collect(),
         finish_reason: Some("tool_calls".into()),
         usage: Some(Usage::new(10, 5, 15)),
@@ -106,7 +121,11 @@ fn tool_reply(calls: &[(&str, &str, &str)]) -> Reply {
 }
 
 fn bash(id: &str, command: &str) -> Reply {
-    tool_reply(&[(id, "bash", &serde_json::json!({ "command": command }).to_string())])
+    tool_reply(&[(
+        id,
+        "bash",
+        &serde_json::json!({ "command": command }).to_string(),
+    )])
 }
 
 fn start(dir: &Path, model: Scripted, options: Options) -> AgentHandle {
@@ -136,7 +155,10 @@ async fn run_turn(
             .expect("core stopped");
         if let Event::ApprovalRequested { call, tool, .. } = &event {
             if let Some(decision) = decide(tool) {
-                handle.send(Op::Decide { call: call.clone(), decision });
+                handle.send(Op::Decide {
+                    call: call.clone(),
+                    decision,
+                });
             }
         }
         if let Event::TurnEnded { end, stats, .. } = &event {
@@ -168,16 +190,31 @@ async fn text_reply_completes_turn_and_streams_deltas() {
     let model = Scripted::new(vec![Ok(text_reply("hello there"))]);
     let mut handle = start(dir.path(), model.clone(), Options::default());
     let first = handle.next_event().await.unwrap();
-    assert!(matches!(first, Event::SessionConfigured { resumed_messages: 0, .. }));
+    assert!(matches!(
+        first,
+        Event::SessionConfigured {
+            resumed_messages: 0,
+            ..
+        }
+    ));
     let (events, end, stats) = run_turn(&mut handle, "hi", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
     let streamed: String = events
         .iter()
-        .filter_map(|e| if let Event::TextDelta { text } = e { Some(text.as_str()) } else { None })
+        .filter_map(|e| {
+            if let Event::TextDelta { text } = e {
+                Some(text.as_str())
+            } else {
+                None
+            }
+        })
         .collect();
     assert_eq!(streamed, "hello there");
     assert_eq!(stats.model_calls, 1);
-    assert_eq!(stats.tokens.total_tokens, 15, "total filled in as input + output");
+    assert_eq!(
+        stats.tokens.total_tokens, 15,
+        "total filled in as input + output"
+    );
     let seen = model.seen();
     assert_eq!(seen[0].messages[0].role, Role::System);
     assert_eq!(seen[0].messages[1], Message::user("hi"));
@@ -187,35 +224,54 @@ async fn text_reply_completes_turn_and_streams_deltas() {
 #[tokio::test]
 async fn approved_bash_call_runs_and_result_goes_back_to_model() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![Ok(bash("c1", "echo ran > marker.txt; echo done")), Ok(text_reply("finished"))]);
+    let model = Scripted::new(vec![
+        Ok(bash("c1", "echo ran > marker.txt; echo done")),
+        Ok(text_reply("finished")),
+    ]);
     let mut handle = start(dir.path(), model.clone(), Options::default());
     let (events, end, stats) = run_turn(&mut handle, "make a marker", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
     assert!(dir.path().join("marker.txt").exists());
     assert_eq!(stats.tool_calls, 1);
     assert_eq!(stats.model_calls, 2);
-    assert!(events.iter().any(|e| matches!(e, Event::ApprovalRequested { .. })));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ApprovalRequested { .. }))
+    );
     let second = &model.seen()[1].messages;
     let result = second.last().unwrap();
     assert_eq!(result.role, Role::Tool);
     assert_eq!(result.tool_call_id.as_deref(), Some("c1"));
-    assert!(result.text().contains("done"), "tool output reaches the model: {}", result.text());
+    assert!(
+        result.text().contains("done"),
+        "tool output reaches the model: {}",
+        result.text()
+    );
 }
 
 #[tokio::test]
 async fn refused_call_runs_nothing_and_tells_model_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![Ok(bash("c1", "touch should-not-exist")), Ok(text_reply("ok"))]);
+    let model = Scripted::new(vec![
+        Ok(bash("c1", "touch should-not-exist")),
+        Ok(text_reply("ok")),
+    ]);
     let mut handle = start(dir.path(), model.clone(), Options::default());
     let (events, end, _) = run_turn(&mut handle, "try", |_| {
-        Some(Decision::Deny { reason: Some("not today".into()) })
+        Some(Decision::Deny {
+            reason: Some("not today".into()),
+        })
     })
     .await;
     assert_eq!(end, TurnEnd::Completed);
     assert!(!dir.path().join("should-not-exist").exists());
     assert_eq!(tool_results(&events)[0].0, ToolStatus::Denied);
     let result = model.seen()[1].messages.last().unwrap().text().to_string();
-    assert!(result.contains("denied") && result.contains("not today"), "{result}");
+    assert!(
+        result.contains("denied") && result.contains("not today"),
+        "{result}"
+    );
 }
 
 #[tokio::test]
@@ -242,11 +298,18 @@ async fn approve_always_skips_later_prompts_for_that_tool() {
 async fn auto_approve_runs_without_asking() {
     let dir = tempfile::tempdir().unwrap();
     let model = Scripted::new(vec![Ok(bash("c1", "echo hi")), Ok(text_reply("ok"))]);
-    let options = Options { auto_approve: true, ..Options::default() };
+    let options = Options {
+        auto_approve: true,
+        ..Options::default()
+    };
     let mut handle = start(dir.path(), model, options);
     let (events, end, _) = run_turn(&mut handle, "go", |_| panic!("must not ask")).await;
     assert_eq!(end, TurnEnd::Completed);
-    assert!(!events.iter().any(|e| matches!(e, Event::ApprovalRequested { .. })));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ApprovalRequested { .. }))
+    );
     assert_eq!(tool_results(&events)[0].0, ToolStatus::Succeeded);
 }
 
@@ -260,10 +323,20 @@ async fn two_calls_in_one_reply_get_results_in_call_order() {
         ])),
         Ok(text_reply("ok")),
     ]);
-    let mut handle = start(dir.path(), model.clone(), Options { auto_approve: true, ..Options::default() });
+    let mut handle = start(
+        dir.path(),
+        model.clone(),
+        Options {
+            auto_approve: true,
+            ..Options::default()
+        },
+    );
     run_turn(&mut handle, "go", approve_all).await;
     let messages = &model.seen()[1].messages;
-    let ids: Vec<_> = messages.iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+    let ids: Vec<_> = messages
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
     assert_eq!(ids, ["a", "b"]);
 }
 
@@ -278,12 +351,22 @@ async fn invalid_arguments_are_rejected_without_running() {
         ])),
         Ok(text_reply("ok")),
     ]);
-    let mut handle = start(dir.path(), model, Options { auto_approve: true, ..Options::default() });
+    let mut handle = start(
+        dir.path(),
+        model,
+        Options {
+            auto_approve: true,
+            ..Options::default()
+        },
+    );
     let (events, end, _) = run_turn(&mut handle, "go", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
     let results = tool_results(&events);
     assert_eq!(results.len(), 3);
-    assert!(results.iter().all(|(s, _)| *s == ToolStatus::Rejected), "{results:?}");
+    assert!(
+        results.iter().all(|(s, _)| *s == ToolStatus::Rejected),
+        "{results:?}"
+    );
     assert!(results[1].1.contains("unknown tool"));
     assert!(!dir.path().join("nope").exists());
 }
@@ -293,15 +376,27 @@ async fn round_limit_asks_for_summary_without_tools_and_fails_turn() {
     let dir = tempfile::tempdir().unwrap();
     let mut model = Scripted::new(vec![Ok(text_reply("here is my summary"))]);
     model.endless_tool = Some("true".into());
-    let options = Options { max_rounds: 3, auto_approve: true, ..Options::default() };
+    let options = Options {
+        max_rounds: 3,
+        auto_approve: true,
+        ..Options::default()
+    };
     let mut handle = start(dir.path(), model.clone(), options);
     let (events, end, stats) = run_turn(&mut handle, "loop forever", approve_all).await;
     assert_eq!(end, TurnEnd::RoundLimit { rounds: 3 });
     assert!(!end.is_success());
     assert_eq!(stats.model_calls, 4, "3 tool rounds + 1 summary");
     let seen = model.seen();
-    assert_eq!(seen.last().unwrap().tools, 0, "the summary request offers no tools");
-    assert!(events.iter().any(|e| matches!(e, Event::AssistantMessage { text } if text == "here is my summary")));
+    assert_eq!(
+        seen.last().unwrap().tools,
+        0,
+        "the summary request offers no tools"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::AssistantMessage { text } if text == "here is my summary"))
+    );
 }
 
 #[tokio::test]
@@ -313,19 +408,34 @@ async fn failed_stream_adds_nothing_and_session_stays_usable() {
     ]);
     let mut handle = start(dir.path(), model.clone(), Options::default());
     let (_, end, _) = run_turn(&mut handle, "first", approve_all).await;
-    assert!(matches!(end, TurnEnd::Failed { ref error } if error.contains("[DONE]")), "{end:?}");
+    assert!(
+        matches!(end, TurnEnd::Failed { ref error } if error.contains("[DONE]")),
+        "{end:?}"
+    );
     let (_, end, _) = run_turn(&mut handle, "second", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
     let messages = &model.seen()[1].messages;
-    assert!(messages.iter().all(|m| m.text() != "partial"), "nothing half-finished kept");
-    assert_eq!(messages.iter().filter(|m| m.role == Role::Assistant).count(), 0);
+    assert!(
+        messages.iter().all(|m| m.text() != "partial"),
+        "nothing half-finished kept"
+    );
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .count(),
+        0
+    );
 }
 
 #[tokio::test]
 async fn interrupt_while_waiting_for_approval_keeps_history_valid() {
     let dir = tempfile::tempdir().unwrap();
     let model = Scripted::new(vec![
-        Ok(tool_reply(&[("a", "bash", r#"{"command":"touch one"}"#), ("b", "bash", r#"{"command":"touch two"}"#)])),
+        Ok(tool_reply(&[
+            ("a", "bash", r#"{"command":"touch one"}"#),
+            ("b", "bash", r#"{"command":"touch two"}"#),
+        ])),
         Ok(text_reply("after")),
     ]);
     let mut handle = start(dir.path(), model.clone(), Options::default());
@@ -340,15 +450,29 @@ async fn interrupt_while_waiting_for_approval_keeps_history_valid() {
     let (_, end, _) = run_turn(&mut handle, "continue", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
     let messages = &model.seen()[1].messages;
-    let answered: Vec<_> = messages.iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
-    assert_eq!(answered, ["a", "b"], "every call answered even when interrupted");
+    let answered: Vec<_> = messages
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    assert_eq!(
+        answered,
+        ["a", "b"],
+        "every call answered even when interrupted"
+    );
 }
 
 #[tokio::test]
 async fn interrupt_kills_running_command_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let model = Scripted::new(vec![Ok(bash("a", "sleep 30")), Ok(text_reply("after"))]);
-    let mut handle = start(dir.path(), model, Options { auto_approve: true, ..Options::default() });
+    let mut handle = start(
+        dir.path(),
+        model,
+        Options {
+            auto_approve: true,
+            ..Options::default()
+        },
+    );
     handle.send(Op::Submit("go".into()));
     let started = std::time::Instant::now();
     loop {
@@ -364,7 +488,11 @@ async fn interrupt_kills_running_command_promptly() {
             _ => {}
         }
     }
-    assert!(started.elapsed() < Duration::from_secs(10), "interrupt took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "interrupt took {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -373,7 +501,14 @@ async fn usage_missing_from_some_replies_is_marked_partial() {
     let mut no_usage = bash("a", "true");
     no_usage.usage = None;
     let model = Scripted::new(vec![Ok(no_usage), Ok(text_reply("ok"))]);
-    let mut handle = start(dir.path(), model, Options { auto_approve: true, ..Options::default() });
+    let mut handle = start(
+        dir.path(),
+        model,
+        Options {
+            auto_approve: true,
+            ..Options::default()
+        },
+    );
     let (_, _, stats) = run_turn(&mut handle, "go", approve_all).await;
     assert!(stats.tokens.partial());
     assert_eq!(stats.tokens.total_tokens, 15);
@@ -384,7 +519,12 @@ async fn session_file_holds_history_after_turn_and_shutdown_completes() {
     let dir = tempfile::tempdir().unwrap();
     let model = Scripted::new(vec![Ok(text_reply("saved reply"))]);
     let mut handle = start(dir.path(), model, Options::default());
-    let Event::SessionConfigured { session_path, session_id, .. } = handle.next_event().await.unwrap() else {
+    let Event::SessionConfigured {
+        session_path,
+        session_id,
+        ..
+    } = handle.next_event().await.unwrap()
+    else {
         panic!("first event must configure the session");
     };
     run_turn(&mut handle, "remember me", approve_all).await;
@@ -396,7 +536,10 @@ async fn session_file_holds_history_after_turn_and_shutdown_completes() {
     }
     let text = std::fs::read_to_string(&session_path).unwrap();
     assert!(text.contains("remember me") && text.contains("saved reply"));
-    assert!(!text.contains("You are minicode"), "the system prompt is not stored");
+    assert!(
+        !text.contains("You are minicode"),
+        "the system prompt is not stored"
+    );
     let workspace = dir.path().canonicalize().unwrap();
     let resumed = Session::open(&workspace, &session_id).unwrap();
     assert_eq!(resumed.messages().len(), 2);

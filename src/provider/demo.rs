@@ -257,6 +257,10 @@ fn target_file(prompt: &str, files: &[&str]) -> Option<String> {
             .find(|f| **f == word || f.ends_with(&format!("/{word}")))
             .map(|f| f.to_string());
     }
+    if files.is_empty() {
+        // The listing was refused or empty: a README is still the best first guess.
+        return Some("README.md".to_string());
+    }
     files
         .iter()
         .find(|f| f.to_ascii_lowercase().starts_with("readme"))
@@ -337,14 +341,16 @@ fn summary(p: &Progress<'_>) -> String {
     }
     if let Some((path, content)) = &p.read {
         let lines = file_lines(content);
-        out.push_str(&format!("\n### `{path}`\n\n{} lines shown", lines.len()));
-        match lines
-            .iter()
-            .find(|l| l.starts_with('#'))
-            .or_else(|| lines.iter().find(|l| !l.trim().is_empty()))
-        {
-            Some(first) => out.push_str(&format!("; it opens with:\n\n> {}\n", first.trim())),
-            None => out.push_str(".\n"),
+        if lines.is_empty() {
+            let why = content.lines().next().unwrap_or("no output");
+            out.push_str(&format!("\nI could not read `{path}`: {why}\n"));
+        } else {
+            out.push_str(&format!("\n### `{path}`\n\n{} lines shown", lines.len()));
+            let heading = lines.iter().find(|l| l.starts_with('#'));
+            match heading.or_else(|| lines.iter().find(|l| !l.trim().is_empty())) {
+                Some(first) => out.push_str(&format!("; it opens with:\n\n> {}\n", first.trim())),
+                None => out.push_str(".\n"),
+            }
         }
     }
     if let Some((path, result)) = &p.edit {
