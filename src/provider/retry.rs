@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{FutureExt, Stream, StreamExt};
+use futures_util::{Stream, StreamExt};
 use tracing::Instrument;
 
 use super::sse::Decoder;
@@ -222,9 +222,7 @@ where
                     return Some((Err(e), State::Finished));
                 }
                 if decoder.is_done() {
-                    // Read the end of the body if it is already here, so the connection can be
-                    // reused; never wait for it.
-                    let _ = body.next().now_or_never();
+                    finish_body(body).await;
                     tracing::debug!("stream complete");
                     State::Draining {
                         pending: out.into_iter(),
@@ -239,4 +237,20 @@ where
             }
         };
     }
+}
+
+/// Reads what is left of a finished body (the end of the chunked encoding, sent right after
+/// `[DONE]` by real servers) so the connection returns to the pool instead of being closed.
+/// Bounded in time and size: a server that keeps talking after `[DONE]` costs at most 100 ms.
+async fn finish_body(mut body: ByteStream) {
+    let drain = async {
+        let mut left: usize = 64 * 1024;
+        while let Some(Ok(b)) = body.next().await {
+            left = match left.checked_sub(b.len()) {
+                Some(l) => l,
+                None => return,
+            };
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(100), drain).await;
 }
