@@ -1,1 +1,168 @@
-//! (being implemented)
+//! The full-screen interactive session: one task owns the terminal and runs one `select!` loop
+//! over terminal input, agent events, signals and a redraw timer that only runs when something
+//! changed (at most one frame per [`FRAME`], no wake-ups when idle).
+//!
+//! The UI is one more consumer of the core's events: it turns keys into `Op`s and events into
+//! state, and adds no agent logic. State and drawing live in `tui/state` and `tui/view`.
+
+pub mod input;
+pub mod markdown;
+pub mod state;
+pub mod stream;
+pub mod terminal;
+pub mod transcript;
+pub mod view;
+pub mod wrap;
+
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event as TermEvent, EventStream};
+use futures_util::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::agent::{AgentHandle, OpSender};
+use crate::protocol::{Event, Op};
+use crate::provider::Message;
+use state::{Effect, Msg, State};
+
+/// The shortest time between two frames (coalesces streaming redraws to ~30 fps).
+pub const FRAME: Duration = Duration::from_millis(33);
+/// How long to wait for the core to save and stop on exit.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
+/// Agent events handled before a frame may be drawn, so a flood cannot starve input.
+const EVENT_BATCH: usize = 4096;
+
+/// How the session starts.
+pub struct Options {
+    pub model: String,
+    pub context_window: u64,
+    /// Messages of a resumed session, to rebuild the earlier transcript (empty for a new one).
+    pub history: Vec<Message>,
+    /// How many of the last turns to print to the normal screen on exit (None = all, Some(0) = none).
+    pub exit_transcript_turns: Option<u32>,
+}
+
+/// What the caller needs after the session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub session_id: Option<String>,
+}
+
+/// Runs the session until the user exits. Sends `Op::Shutdown` on exit and waits (bounded) for
+/// `Event::ShutdownComplete`. Returns the session id last seen (for the "resume with" line).
+pub async fn run(handle: AgentHandle, options: Options) -> io::Result<Outcome> {
+    let (ops, mut events) = handle.split();
+    let mut state = State::new(&options.model, options.context_window, &options.history);
+    let guard = terminal::Guard::enter(true)?;
+    let result = session(&mut state, &ops, &mut events).await;
+    drop(guard);
+
+    ops.send(Op::Shutdown);
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_WAIT;
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.recv()).await {
+        if event == Event::ShutdownComplete {
+            break;
+        }
+        if let Event::SessionConfigured { session_id, .. } = &event {
+            state.session_id = Some(session_id.clone());
+        }
+    }
+
+    let width = crossterm::terminal::size().map_or(80, |(w, _)| w as usize);
+    let text = state.exit_transcript(options.exit_transcript_turns, width.max(20));
+    if !text.is_empty() {
+        let mut out = io::stdout();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+    }
+    result?;
+    Ok(Outcome {
+        session_id: state.session_id.clone(),
+    })
+}
+
+async fn session(
+    state: &mut State,
+    ops: &OpSender,
+    events: &mut UnboundedReceiver<Event>,
+) -> io::Result<()> {
+    let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    term.clear()?;
+    let size = term.size()?;
+    state.size = (size.width, size.height);
+
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigtstp = signal(SignalKind::from_raw(libc::SIGTSTP))?;
+    let mut reader = EventStream::new();
+
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - FRAME;
+    loop {
+        let next_frame = tokio::time::Instant::from_std((last_draw + FRAME).max(Instant::now()));
+        let effects = tokio::select! {
+            _ = sigterm.recv() => return Ok(()),
+            _ = sighup.recv() => return Ok(()),
+            _ = sigint.recv() => return Ok(()),
+            _ = sigtstp.recv() => vec![Effect::Suspend],
+            input = reader.next() => match input {
+                Some(Ok(ev)) => match to_msg(ev) {
+                    Some(msg) => {
+                        dirty = true;
+                        state.update(msg)
+                    }
+                    None => Vec::new(),
+                },
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
+            },
+            event = events.recv() => {
+                let Some(event) = event else { return Ok(()) };
+                dirty = true;
+                let mut effects = state.update(Msg::Agent(event));
+                // Take whatever else is already waiting, so a burst costs one frame.
+                for _ in 0..EVENT_BATCH {
+                    match events.try_recv() {
+                        Ok(e) => effects.extend(state.update(Msg::Agent(e))),
+                        Err(_) => break,
+                    }
+                }
+                effects
+            }
+            _ = tokio::time::sleep_until(next_frame), if dirty => {
+                term.draw(|f| view::render(state, f))?;
+                last_draw = Instant::now();
+                dirty = false;
+                Vec::new()
+            }
+        };
+        for effect in effects {
+            match effect {
+                Effect::Op(op) => ops.send(op),
+                Effect::Exit => return Ok(()),
+                Effect::Copy(text) => terminal::copy_to_clipboard(&text)?,
+                Effect::MouseCapture(on) => terminal::set_mouse(on)?,
+                Effect::Suspend => {
+                    terminal::suspend()?;
+                    term.clear()?;
+                    dirty = true;
+                }
+            }
+        }
+    }
+}
+
+fn to_msg(ev: TermEvent) -> Option<Msg> {
+    match ev {
+        TermEvent::Key(k) => Some(Msg::Key(k)),
+        TermEvent::Paste(p) => Some(Msg::Paste(p)),
+        TermEvent::Mouse(m) => Some(Msg::Mouse(m)),
+        TermEvent::Resize(w, h) => Some(Msg::Resize(w, h)),
+        TermEvent::FocusGained | TermEvent::FocusLost => None,
+    }
+}

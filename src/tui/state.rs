@@ -1,0 +1,820 @@
+//! The UI state and `update`: every key, paste, mouse event, resize and agent event becomes a
+//! [`Msg`]; `update` changes the [`State`] and returns [`Effect`]s (ops for the core, exit,
+//! clipboard, mouse capture, suspend) for the run loop to carry out.
+//!
+//! No I/O and no drawing here (that is `view`), and no agent logic: the core decides, this only
+//! reflects what it reported and turns user intent into ops.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::Rect;
+
+use super::input::Draft;
+use super::transcript::{Kind, Level, Reply, Scroll, ToolEntry, Transcript};
+use super::view;
+use super::wrap;
+use crate::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
+use crate::provider::{Message, Role};
+
+/// Rows moved by one mouse-wheel notch.
+pub const WHEEL_ROWS: usize = 3;
+/// A second Ctrl+C within this time exits.
+pub const EXIT_CONFIRM: Duration = Duration::from_secs(2);
+
+/// The slash commands and what they do (shown by `/help` and the completion hint).
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("/help", "keys and commands"),
+    ("/exit", "leave the session"),
+    ("/quit", "leave the session"),
+    ("/clear", "start a fresh session"),
+    ("/session", "show the session id and file"),
+    ("/copy", "copy the last reply to the clipboard"),
+    ("/compact", "compact the context now (optional focus text)"),
+];
+
+/// Something that happened, for `update`.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(KeyEvent),
+    Paste(String),
+    Mouse(MouseEvent),
+    Resize(u16, u16),
+    Agent(Event),
+}
+
+/// Something for the run loop to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Op(Op),
+    Exit,
+    /// Put text on the clipboard (OSC 52).
+    Copy(String),
+    /// Turn mouse reporting on or off.
+    MouseCapture(bool),
+    /// Restore the terminal and stop the process until it is resumed (Ctrl+Z).
+    Suspend,
+}
+
+/// What the session is doing, for the status bar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Activity {
+    Idle,
+    Waiting,
+    Streaming,
+    Tool(String),
+    Approval(String),
+}
+
+impl Activity {
+    pub fn label(&self) -> String {
+        match self {
+            Activity::Idle => "idle".into(),
+            Activity::Waiting => "waiting for the model".into(),
+            Activity::Streaming => "streaming".into(),
+            Activity::Tool(t) => format!("running {t}"),
+            Activity::Approval(t) => format!("approve {t}?"),
+        }
+    }
+}
+
+/// An approval the core waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingApproval {
+    pub call: String,
+    pub tool: String,
+    /// The user is typing a reason for a denial (the draft holds it).
+    pub typing_reason: bool,
+    /// The draft that was there before the reason was typed.
+    pub stashed_draft: String,
+}
+
+/// Everything the view shows.
+pub struct State {
+    pub transcript: Transcript,
+    pub draft: Draft,
+    pub scroll: Scroll,
+    pub size: (u16, u16),
+    pub model: String,
+    pub session_id: Option<String>,
+    pub session_path: Option<String>,
+    pub context_window: u64,
+    pub context_tokens: Option<u64>,
+    /// Tokens (None when unavailable) and wall time of the last turn.
+    pub last_turn: Option<(Option<u64>, Duration)>,
+    pub activity: Activity,
+    pub busy: bool,
+    pub queue: VecDeque<String>,
+    pub approval: Option<PendingApproval>,
+    pub mouse_capture: bool,
+    /// A transient line above the input box.
+    pub hint: Option<String>,
+    /// Rows of a mouse selection in the transcript area (start, end).
+    pub selection: Option<(u16, u16)>,
+    last_ctrl_c: Option<Instant>,
+    streaming: Option<usize>,
+    interrupted_during: Option<String>,
+    sessions_seen: u32,
+}
+
+impl State {
+    /// A fresh state; `history` rebuilds the transcript of a resumed session.
+    pub fn new(model: &str, context_window: u64, history: &[Message]) -> Self {
+        let mut s = Self {
+            transcript: Transcript::default(),
+            draft: Draft::default(),
+            scroll: Scroll::Tail,
+            size: (80, 24),
+            model: model.to_string(),
+            session_id: None,
+            session_path: None,
+            context_window,
+            context_tokens: None,
+            last_turn: None,
+            activity: Activity::Idle,
+            busy: false,
+            queue: VecDeque::new(),
+            approval: None,
+            mouse_capture: true,
+            hint: None,
+            selection: None,
+            last_ctrl_c: None,
+            streaming: None,
+            interrupted_during: None,
+            sessions_seen: 0,
+        };
+        s.restore(history);
+        s
+    }
+
+    fn restore(&mut self, history: &[Message]) {
+        for m in history {
+            match m.role {
+                Role::System => {}
+                Role::User => {
+                    // Injected project memory is context, not something the user typed.
+                    if m.text().starts_with("<project-memory>") {
+                        continue;
+                    }
+                    self.draft.remember(m.text());
+                    self.transcript.push(Kind::User(m.text().to_string()));
+                }
+                Role::Assistant => {
+                    if !m.text().trim().is_empty() {
+                        self.transcript.push(Kind::Assistant(Reply::new(m.text())));
+                    }
+                    for c in &m.tool_calls {
+                        self.transcript.push(Kind::Tool(ToolEntry {
+                            call: c.id.clone(),
+                            tool: c.name.clone(),
+                            summary: wrap::truncate(&c.arguments.replace('\n', " "), 200),
+                            approval: None,
+                            decision: None,
+                            status: None,
+                            output: String::new(),
+                        }));
+                    }
+                }
+                Role::Tool => {
+                    let id = m.tool_call_id.as_deref().unwrap_or("");
+                    if let Some(i) = self.transcript.find_tool(id) {
+                        let out = m.text().to_string();
+                        self.transcript.edit(i, |k| {
+                            if let Kind::Tool(t) = k {
+                                t.status = Some(crate::protocol::ToolStatus::Succeeded);
+                                t.output = out;
+                            }
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn transcript_area(&self) -> Rect {
+        view::areas(self, Rect::new(0, 0, self.size.0, self.size.1)).transcript
+    }
+
+    fn notice(&mut self, level: Level, text: impl Into<String>) {
+        self.transcript.push(Kind::Notice(level, text.into()));
+    }
+
+    /// The text of the last assistant reply, for `/copy`.
+    pub fn last_reply(&self) -> Option<&str> {
+        self.transcript
+            .entries()
+            .iter()
+            .rev()
+            .find_map(|e| match e.kind() {
+                Kind::Assistant(r) if !r.text.trim().is_empty() => Some(r.text.as_str()),
+                _ => None,
+            })
+    }
+
+    /// Slash commands matching the draft, for the completion hint.
+    pub fn completions(&self) -> Vec<&'static str> {
+        let text = self.draft.text();
+        if !text.starts_with('/') || text.contains([' ', '\n']) {
+            return Vec::new();
+        }
+        COMMANDS
+            .iter()
+            .map(|(c, _)| *c)
+            .filter(|c| c.starts_with(text.as_str()))
+            .collect()
+    }
+
+    pub fn scroll_up(&mut self, n: usize) {
+        let area = self.transcript_area();
+        let (w, h) = (area.width as usize, area.height as usize);
+        let top = match self.scroll {
+            Scroll::Tail => self.transcript.tail_top(w, h),
+            Scroll::Anchor { entry, line } => (entry, line),
+        };
+        let (entry, line) = self.transcript.up(top, n, w);
+        // Content shorter than the window: nothing to scroll.
+        if self.transcript.down((entry, line), 0, w, h).is_some() {
+            self.scroll = Scroll::Anchor { entry, line };
+        }
+    }
+
+    pub fn scroll_down(&mut self, n: usize) {
+        let Scroll::Anchor { entry, line } = self.scroll else {
+            return;
+        };
+        let area = self.transcript_area();
+        self.scroll =
+            match self
+                .transcript
+                .down((entry, line), n, area.width as usize, area.height as usize)
+            {
+                Some((entry, line)) => Scroll::Anchor { entry, line },
+                None => Scroll::Tail,
+            };
+    }
+
+    fn page(&self) -> usize {
+        (self.transcript_area().height as usize)
+            .saturating_sub(1)
+            .max(1)
+    }
+
+    /// One step of the Elm loop.
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Key(k) if k.kind == KeyEventKind::Release => Vec::new(),
+            Msg::Key(k) => self.key(k),
+            Msg::Paste(text) => {
+                self.draft.insert_str(&text);
+                Vec::new()
+            }
+            Msg::Mouse(m) => self.mouse(m),
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                self.selection = None;
+                Vec::new()
+            }
+            Msg::Agent(e) => self.agent(e),
+        }
+    }
+
+    fn key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        let shift = k.modifiers.contains(KeyModifiers::SHIFT);
+        if !matches!(k.code, KeyCode::Char('c') if ctrl) {
+            self.last_ctrl_c = None;
+            if self
+                .hint
+                .as_deref()
+                .is_some_and(|h| h.contains("Ctrl+C again"))
+            {
+                self.hint = None;
+            }
+        }
+        match k.code {
+            KeyCode::Char('c') if ctrl => return self.ctrl_c(),
+            KeyCode::Char('z') if ctrl => return vec![Effect::Suspend],
+            KeyCode::Char('d') if ctrl => {
+                if self.draft.is_empty() {
+                    return vec![Effect::Exit];
+                }
+                self.draft.delete();
+                return Vec::new();
+            }
+            KeyCode::F(2) => {
+                self.mouse_capture = !self.mouse_capture;
+                self.selection = None;
+                return vec![Effect::MouseCapture(self.mouse_capture)];
+            }
+            KeyCode::Char('o') if ctrl => {
+                self.transcript.toggle_expanded();
+                return Vec::new();
+            }
+            KeyCode::Esc => return self.escape(),
+            KeyCode::PageUp => {
+                self.scroll_up(self.page());
+                return Vec::new();
+            }
+            KeyCode::PageDown => {
+                self.scroll_down(self.page());
+                return Vec::new();
+            }
+            KeyCode::Home if ctrl || self.draft.is_empty() => {
+                self.scroll_up(usize::MAX / 2);
+                return Vec::new();
+            }
+            KeyCode::End if ctrl || self.draft.is_empty() => {
+                self.scroll = Scroll::Tail;
+                return Vec::new();
+            }
+            _ => {}
+        }
+        if let Some(effects) = self.approval_key(&k) {
+            return effects;
+        }
+        match k.code {
+            KeyCode::Enter if shift || alt => self.draft.newline(),
+            KeyCode::Char('j') if ctrl => self.draft.newline(),
+            KeyCode::Enter => return self.enter(),
+            KeyCode::Tab => {
+                if let Some(c) = self.completions().first() {
+                    self.draft.set_text(&format!("{c} "));
+                }
+            }
+            KeyCode::Char('a') if ctrl => self.draft.home(),
+            KeyCode::Char('e') if ctrl => self.draft.end(),
+            KeyCode::Char('w') if ctrl => self.draft.delete_word(),
+            KeyCode::Char('u') if ctrl => self.draft.kill_to_start(),
+            KeyCode::Char('k') if ctrl => self.draft.kill_to_end(),
+            KeyCode::Char('b') if alt => self.draft.word_left(),
+            KeyCode::Char('f') if alt => self.draft.word_right(),
+            KeyCode::Left if ctrl || alt => self.draft.word_left(),
+            KeyCode::Right if ctrl || alt => self.draft.word_right(),
+            KeyCode::Char(_) if ctrl => {}
+            KeyCode::Char(c) => self.draft.insert_char(c),
+            KeyCode::Backspace if ctrl || alt => self.draft.delete_word(),
+            KeyCode::Backspace => self.draft.backspace(),
+            KeyCode::Delete => self.draft.delete(),
+            KeyCode::Left => self.draft.left(),
+            KeyCode::Right => self.draft.right(),
+            KeyCode::Home => self.draft.home(),
+            KeyCode::End => self.draft.end(),
+            KeyCode::Up => {
+                // On an empty draft, a queued prompt comes back for editing first.
+                if self.draft.is_empty()
+                    && let Some(q) = self.queue.pop_back()
+                {
+                    self.draft.set_text(&q);
+                } else {
+                    self.draft.up();
+                }
+            }
+            KeyCode::Down => {
+                self.draft.down();
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// y / a / n / r while an approval is pending; `None` lets the key reach the draft.
+    fn approval_key(&mut self, k: &KeyEvent) -> Option<Vec<Effect>> {
+        let pending = self.approval.as_mut()?;
+        if pending.typing_reason {
+            if k.code == KeyCode::Enter && k.modifiers.is_empty() {
+                let reason = self.draft.text();
+                let stash = std::mem::take(&mut pending.stashed_draft);
+                let call = pending.call.clone();
+                pending.typing_reason = false;
+                self.draft.clear();
+                self.draft.set_text(&stash);
+                let reason = (!reason.trim().is_empty()).then(|| reason.trim().to_string());
+                return Some(vec![Effect::Op(Op::Decide {
+                    call,
+                    decision: Decision::Deny { reason },
+                })]);
+            }
+            return None;
+        }
+        if !k.modifiers.difference(KeyModifiers::SHIFT).is_empty() {
+            return None;
+        }
+        let decision = match k.code {
+            KeyCode::Char('y') => Decision::Approve,
+            KeyCode::Char('a') => Decision::ApproveTool,
+            KeyCode::Char('n') => Decision::Deny { reason: None },
+            KeyCode::Char('r') => {
+                pending.typing_reason = true;
+                pending.stashed_draft = self.draft.text();
+                self.draft.clear();
+                return Some(Vec::new());
+            }
+            _ => return None,
+        };
+        Some(vec![Effect::Op(Op::Decide {
+            call: pending.call.clone(),
+            decision,
+        })])
+    }
+
+    fn ctrl_c(&mut self) -> Vec<Effect> {
+        if self.busy {
+            return self.interrupt();
+        }
+        let now = Instant::now();
+        if self
+            .last_ctrl_c
+            .is_some_and(|t| now.duration_since(t) <= EXIT_CONFIRM)
+        {
+            return vec![Effect::Exit];
+        }
+        self.last_ctrl_c = Some(now);
+        self.draft.clear();
+        self.hint = Some("press Ctrl+C again to exit".into());
+        Vec::new()
+    }
+
+    fn escape(&mut self) -> Vec<Effect> {
+        if let Some(p) = &mut self.approval
+            && p.typing_reason
+        {
+            p.typing_reason = false;
+            let stash = std::mem::take(&mut p.stashed_draft);
+            self.draft.clear();
+            self.draft.set_text(&stash);
+            return Vec::new();
+        }
+        if self.busy {
+            return self.interrupt();
+        }
+        self.selection = None;
+        self.hint = None;
+        Vec::new()
+    }
+
+    /// Interrupts the turn; a pending approval is denied first so the core can unwind.
+    fn interrupt(&mut self) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if let Some(p) = self.approval.take() {
+            effects.push(Effect::Op(Op::Decide {
+                call: p.call,
+                decision: Decision::Deny { reason: None },
+            }));
+        }
+        self.interrupted_during = Some(self.activity.label());
+        self.hint = Some("interrupting…".into());
+        effects.push(Effect::Op(Op::Interrupt));
+        effects
+    }
+
+    fn enter(&mut self) -> Vec<Effect> {
+        let text = self.draft.text();
+        if text.trim().is_empty() {
+            return Vec::new();
+        }
+        if text.starts_with('/') {
+            let text = self.draft.take();
+            return self.command(text.trim());
+        }
+        let text = self.draft.take();
+        self.scroll = Scroll::Tail;
+        if self.busy {
+            self.queue.push_back(text);
+            return Vec::new();
+        }
+        self.submit(text)
+    }
+
+    fn submit(&mut self, text: String) -> Vec<Effect> {
+        self.transcript.push(Kind::User(text.clone()));
+        self.busy = true;
+        self.activity = Activity::Waiting;
+        self.hint = None;
+        vec![Effect::Op(Op::Submit(text))]
+    }
+
+    fn command(&mut self, line: &str) -> Vec<Effect> {
+        let (cmd, arg) = line
+            .split_once(' ')
+            .map_or((line, ""), |(c, a)| (c, a.trim()));
+        self.scroll = Scroll::Tail;
+        match cmd {
+            "/exit" | "/quit" => return vec![Effect::Exit],
+            "/help" => {
+                let mut text = String::from(
+                    "Enter send · Shift/Alt+Enter or Ctrl+J newline · Esc interrupt · Ctrl+C interrupt, twice at idle to exit · Ctrl+D exit on empty draft · PageUp/PageDown, wheel, Ctrl+Home/Ctrl+End scroll · Ctrl+O fold/unfold tool output · F2 mouse capture on/off (off: the terminal selects text) · Ctrl+Z suspend · approvals: y yes, a always, n no, r no with a reason.",
+                );
+                for (c, d) in COMMANDS {
+                    text.push_str(&format!("\n{c} — {d}"));
+                }
+                self.notice(Level::Info, text);
+            }
+            "/clear" => {
+                if self.busy {
+                    self.notice(
+                        Level::Warning,
+                        "/clear waits for an idle session (Esc interrupts the turn)",
+                    );
+                    return Vec::new();
+                }
+                self.transcript.clear();
+                self.queue.clear();
+                self.context_tokens = None;
+                return vec![Effect::Op(Op::NewSession)];
+            }
+            "/session" => {
+                let text = match (&self.session_id, &self.session_path) {
+                    (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
+                    _ => "no session yet".to_string(),
+                };
+                self.notice(Level::Info, text);
+            }
+            "/copy" => match self.last_reply().map(str::to_string) {
+                Some(text) => {
+                    self.hint = Some(format!("copied the last reply ({} bytes)", text.len()));
+                    return vec![Effect::Copy(text)];
+                }
+                None => self.notice(Level::Info, "nothing to copy yet"),
+            },
+            "/compact" => {
+                if self.busy {
+                    self.notice(Level::Warning, "/compact waits for an idle session");
+                    return Vec::new();
+                }
+                self.notice(Level::Info, "compacting the context…");
+                return vec![Effect::Op(Op::Compact(
+                    (!arg.is_empty()).then(|| arg.to_string()),
+                ))];
+            }
+            other => self.notice(
+                Level::Warning,
+                format!("unknown command {other} (try /help)"),
+            ),
+        }
+        Vec::new()
+    }
+
+    fn mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
+        let area = self.transcript_area();
+        match m.kind {
+            MouseEventKind::ScrollUp => self.scroll_up(WHEEL_ROWS),
+            MouseEventKind::ScrollDown => self.scroll_down(WHEEL_ROWS),
+            MouseEventKind::Down(MouseButton::Left) if m.row < area.bottom() => {
+                self.selection = Some((m.row, m.row));
+            }
+            MouseEventKind::Drag(MouseButton::Left) => {
+                if let Some((start, _)) = self.selection {
+                    self.selection = Some((start, m.row.min(area.bottom().saturating_sub(1))));
+                }
+            }
+            MouseEventKind::Up(MouseButton::Left) => {
+                if let Some((a, b)) = self.selection {
+                    if a == b {
+                        self.selection = None;
+                        return Vec::new();
+                    }
+                    let text = self.selected_text(a.min(b), a.max(b));
+                    self.hint = Some(format!("copied {} lines", a.abs_diff(b) + 1));
+                    return vec![Effect::Copy(text)];
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Plain text of transcript rows `top..=bottom` as they are on screen.
+    pub fn selected_text(&self, top: u16, bottom: u16) -> String {
+        let area = self.transcript_area();
+        let rows = self
+            .transcript
+            .window(self.scroll, area.width as usize, area.height as usize);
+        let mut out = Vec::new();
+        for (r, (entry, line)) in rows.iter().enumerate() {
+            let y = area.y as usize + r;
+            if y >= top as usize && y <= bottom as usize {
+                let text =
+                    self.transcript
+                        .with_line(*entry, *line, area.width as usize, wrap::line_text);
+                out.push(text.unwrap_or_default().trim_end().to_string());
+            }
+        }
+        out.join("\n")
+    }
+
+    fn agent(&mut self, e: Event) -> Vec<Effect> {
+        match e {
+            Event::SessionConfigured { session_id, session_path, model, context_window, .. } => {
+                self.sessions_seen += 1;
+                if self.sessions_seen > 1 {
+                    self.notice(Level::Info, format!("new session {session_id}"));
+                }
+                self.session_id = Some(session_id);
+                self.session_path = Some(session_path);
+                self.model = model;
+                self.context_window = context_window;
+            }
+            Event::TurnStarted { .. } => {
+                self.busy = true;
+                self.activity = Activity::Waiting;
+            }
+            Event::ModelRequestStarted { .. } => self.activity = Activity::Waiting,
+            Event::TextDelta { text } => {
+                self.activity = Activity::Streaming;
+                let i = match self.streaming {
+                    Some(i) => i,
+                    None => {
+                        self.transcript.push(Kind::Assistant(Reply::default()));
+                        let i = self.transcript.len() - 1;
+                        self.streaming = Some(i);
+                        i
+                    }
+                };
+                self.transcript.edit(i, |k| {
+                    if let Kind::Assistant(r) = k {
+                        r.push(&text);
+                    }
+                });
+            }
+            Event::AssistantMessage { text } => {
+                match self.streaming.take() {
+                    Some(i) => self.transcript.edit(i, |k| {
+                        if let Kind::Assistant(r) = k
+                            && r.text != text
+                        {
+                            *r = Reply::new(&text);
+                        }
+                    }),
+                    None if !text.trim().is_empty() => self.transcript.push(Kind::Assistant(Reply::new(&text))),
+                    None => {}
+                }
+            }
+            Event::Retrying { attempt, max_attempts, delay_ms, reason } => {
+                let secs = delay_ms as f64 / 1000.0;
+                self.notice(Level::Warning, format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s: {reason}"));
+            }
+            Event::ToolCallBegan { call, tool, summary, .. } => {
+                self.streaming = None;
+                self.activity = Activity::Tool(tool.clone());
+                let t = ToolEntry { call, tool, summary, approval: None, decision: None, status: None, output: String::new() };
+                self.transcript.push(Kind::Tool(t));
+            }
+            Event::ApprovalRequested { call, tool, request } => {
+                if let Some(i) = self.transcript.find_tool(&call) {
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k {
+                            t.approval = Some(request);
+                        }
+                    });
+                }
+                self.activity = Activity::Approval(tool.clone());
+                self.approval = Some(PendingApproval { call, tool, typing_reason: false, stashed_draft: String::new() });
+            }
+            Event::ApprovalDecided { call, decision } => {
+                if let Some(i) = self.transcript.find_tool(&call) {
+                    let tool = match self.transcript.entries()[i].kind() {
+                        Kind::Tool(t) => t.tool.clone(),
+                        _ => String::new(),
+                    };
+                    self.activity = Activity::Tool(tool);
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k {
+                            t.decision = Some(decision);
+                        }
+                    });
+                }
+                if self.approval.as_ref().is_some_and(|p| p.call == call) {
+                    self.approval = None;
+                }
+            }
+            Event::ToolCallEnded { call, status, output } => {
+                if let Some(i) = self.transcript.find_tool(&call) {
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k {
+                            t.status = Some(status);
+                            t.output = output;
+                        }
+                    });
+                }
+                self.activity = Activity::Waiting;
+            }
+            Event::Warning { message } => self.notice(Level::Warning, message),
+            Event::Error { message } => self.notice(Level::Error, message),
+            Event::Compacted { tokens_before, tokens_after, messages_summarized } => self.notice(
+                Level::Info,
+                format!("context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarized)"),
+            ),
+            Event::MemoryLoaded { path, tokens } => {
+                self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
+            }
+            Event::ContextUsage { tokens, window } => {
+                self.context_tokens = Some(tokens);
+                self.context_window = window;
+            }
+            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, stats),
+            Event::ShutdownComplete => {}
+        }
+        Vec::new()
+    }
+
+    fn turn_ended(&mut self, end: TurnEnd, stats: TurnStats) -> Vec<Effect> {
+        self.streaming = None;
+        self.busy = false;
+        self.activity = Activity::Idle;
+        self.approval = None;
+        if self.hint.as_deref() == Some("interrupting…") {
+            self.hint = None;
+        }
+        match &end {
+            TurnEnd::Completed => {}
+            TurnEnd::Interrupted => {
+                let what = self
+                    .interrupted_during
+                    .take()
+                    .unwrap_or_else(|| "the turn".into());
+                self.notice(Level::Warning, format!("interrupted ({what})"));
+            }
+            TurnEnd::RoundLimit { rounds } => {
+                self.notice(
+                    Level::Warning,
+                    format!("stopped after {rounds} tool rounds (the summary is above)"),
+                );
+            }
+            TurnEnd::Failed { error } => self.notice(Level::Error, format!("turn failed: {error}")),
+        }
+        self.interrupted_during = None;
+        let tokens = (!stats.tokens.unavailable()).then_some(stats.tokens.total_tokens);
+        self.last_turn = Some((tokens, stats.wall));
+        self.transcript.push(Kind::Stats(stats_line(&stats)));
+        match self.queue.pop_front() {
+            Some(next) => self.submit(next),
+            None => Vec::new(),
+        }
+    }
+
+    /// Plain text of the transcript (or its last `turns` turns) for the normal screen on exit.
+    pub fn exit_transcript(&self, turns: Option<u32>, width: usize) -> String {
+        let entries = self.transcript.entries();
+        let start = match turns {
+            None => 0,
+            Some(0) => return String::new(),
+            Some(n) => {
+                let starts: Vec<usize> = entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| matches!(e.kind(), Kind::User(_)))
+                    .map(|(i, _)| i)
+                    .collect();
+                starts
+                    .len()
+                    .checked_sub(n as usize)
+                    .map_or(0, |k| starts[k])
+            }
+        };
+        let mut out = String::new();
+        for i in start..entries.len() {
+            for l in 0..self.transcript.height(i, width) {
+                if let Some(text) = self.transcript.with_line(i, l, width, wrap::line_text) {
+                    out.push_str(text.trim_end());
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One line of per-turn statistics.
+pub fn stats_line(s: &TurnStats) -> String {
+    let mut parts = vec![format!("{:.1} s", s.wall.as_secs_f64())];
+    parts.push(plural(s.model_calls as u64, "model call"));
+    if s.tool_calls > 0 {
+        parts.push(plural(s.tool_calls as u64, "tool call"));
+    }
+    let t = &s.tokens;
+    if t.unavailable() {
+        parts.push("tokens unavailable".into());
+    } else {
+        let partial = if t.partial() { ", partial" } else { "" };
+        parts.push(format!(
+            "{} tokens (in {} / out {}{partial})",
+            t.total_tokens, t.input_tokens, t.output_tokens
+        ));
+    }
+    if s.summary_calls > 0 {
+        parts.push(format!("{} summary tokens", s.summary_tokens.total_tokens));
+    }
+    parts.join(" · ")
+}
+
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}

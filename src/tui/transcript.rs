@@ -1,0 +1,543 @@
+//! The session transcript: entries (prompts, replies, tool calls, notices, stats), their
+//! rendered lines cached per entry and width, and the visible window.
+//!
+//! Frame cost is flat in transcript length: only entries that are on screen are laid out, a
+//! streaming reply re-renders only its open segment, and caches far from the view are dropped
+//! so memory stays bounded. Scrolling is anchored to an entry, never to a global line number,
+//! so nothing needs the height of the whole transcript. No terminal I/O here.
+
+use std::cell::{Cell, RefCell};
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::markdown;
+use super::stream::Splitter;
+use super::wrap::{self, Run, sanitize};
+use crate::protocol::{ApprovalRequest, Decision, ToolStatus};
+
+/// Lines of tool output shown while a result is folded.
+pub const FOLDED_OUTPUT_LINES: usize = 4;
+
+/// Cached lines beyond which caches of entries far from the view are dropped.
+const CACHE_LINE_BUDGET: usize = 20_000;
+
+/// How loud a notice is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warning,
+    Error,
+}
+
+/// A streamed or restored assistant reply (Markdown).
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    pub text: String,
+    splitter: Splitter,
+}
+
+impl Reply {
+    pub fn new(text: &str) -> Self {
+        let mut r = Self::default();
+        r.push(text);
+        r
+    }
+
+    pub fn push(&mut self, delta: &str) {
+        self.text.push_str(delta);
+        self.splitter.feed(&self.text);
+    }
+}
+
+/// A tool call with its approval and result.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    pub call: String,
+    pub tool: String,
+    pub summary: String,
+    pub approval: Option<ApprovalRequest>,
+    pub decision: Option<Decision>,
+    pub status: Option<ToolStatus>,
+    pub output: String,
+}
+
+/// What an entry shows.
+#[derive(Debug, Clone)]
+pub enum Kind {
+    User(String),
+    Assistant(Reply),
+    Tool(ToolEntry),
+    Notice(Level, String),
+    Stats(String),
+}
+
+struct Layout {
+    width: usize,
+    rev: u64,
+    /// Lines of closed segments (replies) or all lines (everything else).
+    head: Vec<Line<'static>>,
+    /// Closed reply segments already in `head`.
+    head_segments: usize,
+    /// Lines of the open reply segment, plus the blank line that ends every entry.
+    tail: Vec<Line<'static>>,
+}
+
+impl Layout {
+    fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&Line<'static>> {
+        if i < self.head.len() {
+            self.head.get(i)
+        } else {
+            self.tail.get(i - self.head.len())
+        }
+    }
+}
+
+/// One transcript entry and its render cache.
+pub struct Entry {
+    kind: Kind,
+    rev: u64,
+    cache: RefCell<Option<Layout>>,
+}
+
+impl Entry {
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+}
+
+/// Where the view is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scroll {
+    /// Follow the live tail.
+    #[default]
+    Tail,
+    /// The top row shows this line of this entry; new output does not move it.
+    Anchor { entry: usize, line: usize },
+}
+
+/// The entries and everything needed to draw a window of them.
+#[derive(Default)]
+pub struct Transcript {
+    entries: Vec<Entry>,
+    expanded: bool,
+    /// Entries holding a cache, and the total of their cached lines.
+    cached: RefCell<Vec<usize>>,
+    cached_lines: Cell<usize>,
+}
+
+impl Transcript {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.cached.borrow_mut().clear();
+        self.cached_lines.set(0);
+    }
+
+    pub fn push(&mut self, kind: Kind) {
+        self.entries.push(Entry {
+            kind,
+            rev: 0,
+            cache: RefCell::new(None),
+        });
+    }
+
+    /// Mutates entry `i` and marks it for re-layout.
+    pub fn edit(&mut self, i: usize, f: impl FnOnce(&mut Kind)) {
+        if let Some(e) = self.entries.get_mut(i) {
+            f(&mut e.kind);
+            e.rev += 1;
+        }
+    }
+
+    pub fn last_mut_index(&self) -> Option<usize> {
+        self.entries.len().checked_sub(1)
+    }
+
+    /// Index of the tool entry for `call`, searching from the end (recent calls are near it).
+    pub fn find_tool(&self, call: &str) -> Option<usize> {
+        self.entries
+            .iter()
+            .rposition(|e| matches!(&e.kind, Kind::Tool(t) if t.call == call))
+    }
+
+    pub fn expanded(&self) -> bool {
+        self.expanded
+    }
+
+    /// Folds or unfolds every tool result.
+    pub fn toggle_expanded(&mut self) {
+        self.expanded = !self.expanded;
+        for e in &mut self.entries {
+            if matches!(e.kind, Kind::Tool(_)) {
+                e.rev += 1;
+            }
+        }
+    }
+
+    /// Number of lines entry `i` takes at `width`.
+    pub fn height(&self, i: usize, width: usize) -> usize {
+        self.with_layout(i, width, |l| l.len()).unwrap_or(0)
+    }
+
+    /// Line `line` of entry `i` at `width`, handed to `f`.
+    pub fn with_line<R>(
+        &self,
+        i: usize,
+        line: usize,
+        width: usize,
+        f: impl FnOnce(&Line<'static>) -> R,
+    ) -> Option<R> {
+        self.with_layout(i, width, |l| l.get(line).map(f)).flatten()
+    }
+
+    fn with_layout<R>(&self, i: usize, width: usize, f: impl FnOnce(&Layout) -> R) -> Option<R> {
+        let entry = self.entries.get(i)?;
+        let mut cache = entry.cache.borrow_mut();
+        let old_len = cache.as_ref().map(Layout::len);
+        let fresh = matches!(&*cache, Some(l) if l.width == width && l.rev == entry.rev);
+        if !fresh {
+            let mut layout = match cache.take() {
+                Some(l) if l.width == width => l,
+                _ => Layout {
+                    width,
+                    rev: entry.rev,
+                    head: Vec::new(),
+                    head_segments: 0,
+                    tail: Vec::new(),
+                },
+            };
+            layout.rev = entry.rev;
+            relayout(&entry.kind, &mut layout, self.expanded);
+            *cache = Some(layout);
+        }
+        let layout = cache.as_ref()?;
+        if old_len.is_none() {
+            self.cached.borrow_mut().push(i);
+        }
+        let new_len = layout.len();
+        self.cached_lines
+            .set(self.cached_lines.get().saturating_sub(old_len.unwrap_or(0)) + new_len);
+        Some(f(layout))
+    }
+
+    /// The rows of a `height`-row window at `width`: `(entry, line)` pairs from the top.
+    /// An anchor that can no longer fill the window falls back to the tail.
+    pub fn window(&self, scroll: Scroll, width: usize, height: usize) -> Vec<(usize, usize)> {
+        let rows = match scroll {
+            Scroll::Anchor { entry, line } => {
+                let rows = self.rows_from(entry, line, width, height);
+                if rows.len() == height {
+                    rows
+                } else {
+                    self.tail_rows(width, height)
+                }
+            }
+            Scroll::Tail => self.tail_rows(width, height),
+        };
+        self.evict(&rows);
+        rows
+    }
+
+    fn rows_from(
+        &self,
+        mut entry: usize,
+        mut line: usize,
+        width: usize,
+        height: usize,
+    ) -> Vec<(usize, usize)> {
+        let mut rows = Vec::with_capacity(height);
+        while rows.len() < height && entry < self.entries.len() {
+            let h = self.height(entry, width);
+            while line < h && rows.len() < height {
+                rows.push((entry, line));
+                line += 1;
+            }
+            entry += 1;
+            line = 0;
+        }
+        rows
+    }
+
+    fn tail_rows(&self, width: usize, height: usize) -> Vec<(usize, usize)> {
+        let (entry, line) = self.tail_top(width, height);
+        self.rows_from(entry, line, width, height)
+    }
+
+    /// The top row of the tail window.
+    pub fn tail_top(&self, width: usize, height: usize) -> (usize, usize) {
+        let mut need = height;
+        let mut i = self.entries.len();
+        while i > 0 {
+            i -= 1;
+            let h = self.height(i, width);
+            if h >= need {
+                return (i, h - need);
+            }
+            need -= h;
+        }
+        (0, 0)
+    }
+
+    /// Moves a position `n` rows up (towards the start).
+    pub fn up(
+        &self,
+        (mut entry, mut line): (usize, usize),
+        mut n: usize,
+        width: usize,
+    ) -> (usize, usize) {
+        while n > 0 {
+            if line >= n {
+                return (entry, line - n);
+            }
+            n -= line;
+            if entry == 0 {
+                return (0, 0);
+            }
+            entry -= 1;
+            line = self.height(entry, width);
+        }
+        (entry, line)
+    }
+
+    /// Moves a position `n` rows down; `None` when that reaches the tail window.
+    pub fn down(
+        &self,
+        (mut entry, mut line): (usize, usize),
+        n: usize,
+        width: usize,
+        height: usize,
+    ) -> Option<(usize, usize)> {
+        let mut left = n;
+        while left > 0 && entry < self.entries.len() {
+            let h = self.height(entry, width);
+            let step = left.min(h.saturating_sub(line));
+            line += step;
+            left -= step;
+            if line >= h {
+                entry += 1;
+                line = 0;
+            }
+        }
+        (self.rows_from(entry, line, width, height + 1).len() > height).then_some((entry, line))
+    }
+
+    /// Drops caches of entries far from the visible rows once the budget is exceeded.
+    fn evict(&self, rows: &[(usize, usize)]) {
+        if self.cached_lines.get() <= CACHE_LINE_BUDGET {
+            return;
+        }
+        let lo = rows.first().map_or(0, |r| r.0).saturating_sub(64);
+        let hi = rows.last().map_or(0, |r| r.0) + 64;
+        let mut cached = self.cached.borrow_mut();
+        let mut total = 0;
+        cached.retain(|&i| {
+            let Some(e) = self.entries.get(i) else {
+                return false;
+            };
+            if i >= lo && i <= hi {
+                total += e.cache.borrow().as_ref().map_or(0, Layout::len);
+                return true;
+            }
+            *e.cache.borrow_mut() = None;
+            false
+        });
+        self.cached_lines.set(total);
+    }
+
+    /// Lines currently cached (for tests and benchmarks of the memory bound).
+    pub fn cached_lines(&self) -> usize {
+        self.cached_lines.get()
+    }
+}
+
+fn relayout(kind: &Kind, layout: &mut Layout, expanded: bool) {
+    let width = layout.width;
+    match kind {
+        Kind::Assistant(reply) => {
+            let cuts = reply.splitter.cuts();
+            while layout.head_segments < cuts.len() {
+                let k = layout.head_segments;
+                let lines = segment(reply, k, width);
+                layout.head.extend(lines);
+                layout.head_segments += 1;
+            }
+            layout.tail = segment(reply, cuts.len(), width);
+            layout.tail.push(Line::default());
+        }
+        other => {
+            layout.head = lines_of(other, width, expanded);
+            layout.head.push(Line::default());
+            layout.tail.clear();
+        }
+    }
+}
+
+/// Renders segment `k` of a reply (the open tail when `k == cuts.len()`).
+fn segment(reply: &Reply, k: usize, width: usize) -> Vec<Line<'static>> {
+    let cuts = reply.splitter.cuts();
+    let start = if k == 0 { 0 } else { cuts[k - 1].end };
+    let end = cuts.get(k).map_or(reply.text.len(), |c| c.end);
+    let prev = k.checked_sub(1).and_then(|p| cuts.get(p));
+    let body = &reply.text[start..end];
+    let mut lines = Vec::new();
+    if prev.is_some_and(|c| c.separate) && !body.trim().is_empty() {
+        lines.push(Line::default());
+    }
+    let rendered = match prev.and_then(|c| c.reopen.as_deref()) {
+        Some(opener) => markdown::render(&format!("{opener}\n{body}"), width),
+        None => markdown::render(body, width),
+    };
+    lines.extend(rendered);
+    lines
+}
+
+fn lines_of(kind: &Kind, width: usize, expanded: bool) -> Vec<Line<'static>> {
+    match kind {
+        Kind::User(text) => {
+            let style = Style::new().add_modifier(Modifier::BOLD);
+            let first = [Span::styled(
+                "› ",
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            )];
+            wrap::wrap(
+                &[Run::new(sanitize(text), style)],
+                width,
+                &first,
+                &[Span::raw("  ")],
+            )
+        }
+        Kind::Assistant(reply) => markdown::render(&reply.text, width),
+        Kind::Tool(t) => tool_lines(t, width, expanded),
+        Kind::Notice(level, text) => {
+            let (mark, style) = match level {
+                Level::Info => ("· ", Style::new().fg(Color::DarkGray)),
+                Level::Warning => ("⚠ ", Style::new().fg(Color::Yellow)),
+                Level::Error => ("✗ ", Style::new().fg(Color::Red)),
+            };
+            wrap::wrap(
+                &[Run::new(sanitize(text), style)],
+                width,
+                &[Span::styled(mark, style)],
+                &[Span::raw("  ")],
+            )
+        }
+        Kind::Stats(text) => {
+            let style = Style::new().fg(Color::DarkGray);
+            wrap::wrap(
+                &[Run::new(sanitize(text), style)],
+                width,
+                &[Span::styled("  ", style)],
+                &[Span::raw("  ")],
+            )
+        }
+    }
+}
+
+fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>> {
+    let (mark, mark_style) = match t.status {
+        None => ("◦", Style::new().fg(Color::Yellow)),
+        Some(ToolStatus::Succeeded) => ("✓", Style::new().fg(Color::Green)),
+        Some(ToolStatus::Failed) => ("✗", Style::new().fg(Color::Red)),
+        Some(ToolStatus::Denied) => ("⊘", Style::new().fg(Color::Red)),
+        Some(ToolStatus::Rejected) => ("!", Style::new().fg(Color::Red)),
+        Some(ToolStatus::Interrupted) => ("■", Style::new().fg(Color::Yellow)),
+    };
+    let first = [Span::styled(format!("{mark} "), mark_style)];
+    let runs = [
+        Run::new(sanitize(&t.tool), Style::new().add_modifier(Modifier::BOLD)),
+        Run::new(
+            format!(" {}", sanitize(&t.summary)),
+            Style::new().fg(Color::Gray),
+        ),
+    ];
+    let mut lines = wrap::wrap(&runs, width, &first, &[Span::raw("  ")]);
+    let indent = || vec![Span::raw("    ")];
+    if let Some(req) = &t.approval {
+        match req {
+            ApprovalRequest::Command { command } => {
+                let mut first = indent();
+                first.push(Span::styled("$ ", Style::new().fg(Color::Cyan)));
+                let runs = [Run::new(sanitize(command), Style::new())];
+                lines.extend(wrap::wrap(&runs, width, &first, &indent()));
+            }
+            ApprovalRequest::Diff { path, diff } => {
+                let runs = [Run::new(sanitize(path), Style::new().fg(Color::Cyan))];
+                lines.extend(wrap::wrap(&runs, width, &indent(), &indent()));
+                for l in sanitize(diff).lines() {
+                    let style = diff_style(l);
+                    lines.extend(markdown::wrap_hard(l, width, indent(), indent(), style));
+                }
+            }
+        }
+    }
+    if let Some(d) = &t.decision {
+        let (text, style) = match d {
+            Decision::Approve => ("approved".to_string(), Style::new().fg(Color::Green)),
+            Decision::ApproveTool => (
+                format!("approved: always {} in this session", t.tool),
+                Style::new().fg(Color::Green),
+            ),
+            Decision::Deny { reason: None } => ("denied".to_string(), Style::new().fg(Color::Red)),
+            Decision::Deny { reason: Some(r) } => {
+                (format!("denied: {r}"), Style::new().fg(Color::Red))
+            }
+        };
+        lines.extend(wrap::wrap(
+            &[Run::new(sanitize(&text), style)],
+            width,
+            &indent(),
+            &indent(),
+        ));
+    }
+    if t.status.is_some() && !t.output.trim().is_empty() {
+        let out = sanitize(&t.output);
+        let all: Vec<&str> = out.trim_end_matches('\n').split('\n').collect();
+        let shown = if expanded {
+            all.len()
+        } else {
+            all.len().min(FOLDED_OUTPUT_LINES)
+        };
+        let style = Style::new().fg(Color::DarkGray);
+        for l in &all[..shown] {
+            lines.extend(markdown::wrap_hard(l, width, indent(), indent(), style));
+        }
+        if shown < all.len() {
+            let more = format!("… {} more lines (Ctrl+O to expand)", all.len() - shown);
+            lines.push(Line::from(vec![
+                Span::raw("    "),
+                Span::styled(more, style.add_modifier(Modifier::ITALIC)),
+            ]));
+        }
+    }
+    lines
+}
+
+fn diff_style(line: &str) -> Style {
+    if line.starts_with("+++") || line.starts_with("---") {
+        Style::new().add_modifier(Modifier::BOLD)
+    } else if line.starts_with('+') {
+        Style::new().fg(Color::Green)
+    } else if line.starts_with('-') {
+        Style::new().fg(Color::Red)
+    } else if line.starts_with("@@") {
+        Style::new().fg(Color::Cyan)
+    } else {
+        Style::new()
+    }
+}

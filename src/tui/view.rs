@@ -1,0 +1,256 @@
+//! Drawing: a pure function of [`State`] into a ratatui frame. Transcript on top, queued
+//! prompts and a hint line, the input box, and a one-line status bar.
+//!
+//! `render` only reads state (the transcript's line cache is a memo behind `&`); it must never
+//! change what `update` owns or perform I/O.
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::state::{COMMANDS, State};
+use super::transcript::Scroll;
+use super::wrap;
+
+/// Queued prompts listed above the input box before the rest are summarised.
+const QUEUE_ROWS: usize = 3;
+
+/// Where each part of the screen goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Areas {
+    pub transcript: Rect,
+    pub queue: Rect,
+    pub hint: Rect,
+    pub border: Rect,
+    pub input: Rect,
+    pub status: Rect,
+}
+
+/// The prompt shown left of the draft.
+fn prompt(state: &State) -> &'static str {
+    match &state.approval {
+        Some(p) if p.typing_reason => "reason › ",
+        _ => "› ",
+    }
+}
+
+/// Splits `area` for `state`: the input box follows the draft (1 to min(6, a third) rows).
+pub fn areas(state: &State, area: Rect) -> Areas {
+    let h = area.height;
+    let w = area.width as usize;
+    let status_h = u16::from(h >= 1);
+    let text_w = w.saturating_sub(wrap::width(prompt(state)));
+    let (rows, _) = state.draft.layout(text_w);
+    let max_in = 6.min(h / 3).max(1);
+    let input_h = (rows.len() as u16)
+        .clamp(1, max_in)
+        .min(h.saturating_sub(status_h));
+    let border_h = u16::from(h >= 6);
+    let hint_h = u16::from(has_hint(state) && h >= 8);
+    let queue_rows =
+        state.queue.len().min(QUEUE_ROWS) + usize::from(state.queue.len() > QUEUE_ROWS);
+    let queue_h = if h >= 12 { queue_rows as u16 } else { 0 };
+    let fixed = status_h + input_h + border_h + hint_h + queue_h;
+    let transcript_h = h.saturating_sub(fixed);
+    let mut y = area.y;
+    let mut take = |n: u16| {
+        let r = Rect::new(area.x, y, area.width, n);
+        y += n;
+        r
+    };
+    Areas {
+        transcript: take(transcript_h),
+        queue: take(queue_h),
+        hint: take(hint_h),
+        border: take(border_h),
+        input: take(input_h),
+        status: take(status_h),
+    }
+}
+
+fn has_hint(state: &State) -> bool {
+    state.approval.is_some() || !state.completions().is_empty() || state.hint.is_some()
+}
+
+/// Draws the whole screen.
+pub fn render(state: &State, frame: &mut Frame<'_>) {
+    let area = frame.area();
+    let a = areas(state, area);
+    let buf = frame.buffer_mut();
+    transcript(state, a.transcript, buf);
+    queue(state, a.queue, buf);
+    hint(state, a.hint, buf);
+    if a.border.height > 0 {
+        let line = Line::styled(
+            "─".repeat(a.border.width as usize),
+            Style::new().fg(Color::DarkGray),
+        );
+        buf.set_line(a.border.x, a.border.y, &line, a.border.width);
+    }
+    if let Some(cursor) = input(state, a.input, buf) {
+        frame.set_cursor_position(cursor);
+    }
+    status(state, a.status, frame.buffer_mut());
+}
+
+fn transcript(state: &State, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let width = area.width as usize;
+    let rows = state
+        .transcript
+        .window(state.scroll, width, area.height as usize);
+    let selected = state.selection.map(|(a, b)| (a.min(b), a.max(b)));
+    for (r, (entry, line)) in rows.iter().enumerate() {
+        let y = area.y + r as u16;
+        state.transcript.with_line(*entry, *line, width, |l| {
+            buf.set_line(area.x, y, l, area.width);
+        });
+        if selected.is_some_and(|(top, bottom)| y >= top && y <= bottom) {
+            buf.set_style(
+                Rect::new(area.x, y, area.width, 1),
+                Style::new().add_modifier(Modifier::REVERSED),
+            );
+        }
+    }
+    if matches!(state.scroll, Scroll::Anchor { .. }) {
+        let label = " ↓ more below · End to follow ";
+        let w = wrap::width(label) as u16;
+        let x = area.right().saturating_sub(w).max(area.x);
+        let y = area.bottom() - 1;
+        let style = Style::new().fg(Color::Black).bg(Color::Yellow);
+        buf.set_line(x, y, &Line::styled(label, style), area.width);
+    }
+}
+
+fn queue(state: &State, area: Rect, buf: &mut Buffer) {
+    let style = Style::new().fg(Color::DarkGray);
+    for (i, q) in state.queue.iter().take(area.height as usize).enumerate() {
+        let y = area.y + i as u16;
+        let first = q.lines().next().unwrap_or("");
+        let text = if i == QUEUE_ROWS {
+            format!("  … {} more queued", state.queue.len() - QUEUE_ROWS)
+        } else {
+            let label = format!("  queued: {}", wrap::sanitize(first));
+            wrap::truncate(&label, area.width.saturating_sub(14) as usize) + "  (↑ to edit)"
+        };
+        buf.set_line(area.x, y, &Line::styled(text, style), area.width);
+    }
+}
+
+fn hint(state: &State, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 {
+        return;
+    }
+    let line = if let Some(p) = &state.approval {
+        if p.typing_reason {
+            Line::styled(
+                " type why the call is refused, Enter sends · Esc back",
+                Style::new().fg(Color::Yellow),
+            )
+        } else {
+            Line::from(vec![
+                Span::styled(
+                    format!(" allow {}? ", wrap::sanitize(&p.tool)),
+                    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                ),
+                Span::raw("y yes · a always · n no · r no + reason · Esc deny and stop"),
+            ])
+        }
+    } else if !state.completions().is_empty() {
+        let spans: Vec<Span<'static>> = COMMANDS
+            .iter()
+            .filter(|(c, _)| state.completions().contains(c))
+            .map(|(c, d)| Span::styled(format!(" {c} {d} "), Style::new().fg(Color::Cyan)))
+            .collect();
+        Line::from(spans)
+    } else if let Some(h) = &state.hint {
+        Line::styled(format!(" {h}"), Style::new().fg(Color::Yellow))
+    } else {
+        return;
+    };
+    buf.set_line(area.x, area.y, &line, area.width);
+}
+
+/// Draws the draft and returns where the cursor goes.
+fn input(state: &State, area: Rect, buf: &mut Buffer) -> Option<(u16, u16)> {
+    if area.height == 0 || area.width == 0 {
+        return None;
+    }
+    let prompt = prompt(state);
+    let pw = wrap::width(prompt);
+    let text_w = (area.width as usize).saturating_sub(pw).max(1);
+    let (rows, (crow, ccol)) = state.draft.layout(text_w);
+    let h = area.height as usize;
+    // Keep the cursor row visible.
+    let first = crow.saturating_sub(h - 1).min(rows.len().saturating_sub(h));
+    let prompt_style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+    for (i, row) in rows.iter().skip(first).take(h).enumerate() {
+        let y = area.y + i as u16;
+        let lead = if first + i == 0 {
+            prompt.to_string()
+        } else {
+            " ".repeat(pw)
+        };
+        let line = Line::from(vec![
+            Span::styled(lead, prompt_style),
+            Span::raw(row.clone()),
+        ]);
+        buf.set_line(area.x, y, &line, area.width);
+    }
+    if state.draft.is_empty() && state.approval.is_none() {
+        let placeholder = if state.busy {
+            "type to queue a prompt · Esc interrupts"
+        } else {
+            "ask anything · /help"
+        };
+        let line = Line::styled(placeholder, Style::new().fg(Color::DarkGray));
+        buf.set_line(
+            area.x + pw as u16,
+            area.y,
+            &line,
+            area.width.saturating_sub(pw as u16),
+        );
+    }
+    let x = (area.x as usize + pw + ccol).min(area.right().saturating_sub(1) as usize) as u16;
+    let y = area.y + (crow - first) as u16;
+    Some((x, y))
+}
+
+fn status(state: &State, area: Rect, buf: &mut Buffer) {
+    if area.height == 0 {
+        return;
+    }
+    let mut parts = vec![wrap::sanitize(&state.model)];
+    if let Some(id) = &state.session_id {
+        parts.push(id.chars().take(8).collect());
+    }
+    parts.push(state.activity.label());
+    if let Some(t) = state.context_tokens {
+        let pct = (t * 100).checked_div(state.context_window).unwrap_or(0);
+        parts.push(format!("ctx {} ({pct}%)", tokens(t)));
+    }
+    if let Some((t, wall)) = state.last_turn {
+        let t = t.map_or("n/a".to_string(), tokens);
+        parts.push(format!("last {t} tok {:.1}s", wall.as_secs_f64()));
+    }
+    parts.push(format!(
+        "mouse {} (F2)",
+        if state.mouse_capture { "on" } else { "off" }
+    ));
+    let text = wrap::truncate(&format!(" {}", parts.join(" · ")), area.width as usize);
+    let style = Style::new().fg(Color::Black).bg(Color::Gray);
+    buf.set_style(area, style);
+    buf.set_line(area.x, area.y, &Line::styled(text, style), area.width);
+}
+
+fn tokens(n: u64) -> String {
+    if n >= 10_000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    }
+}

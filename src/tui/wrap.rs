@@ -1,0 +1,234 @@
+//! Text hygiene and line breaking for the terminal: strips control characters from untrusted
+//! text and wraps styled runs by display width (CJK, emoji and combining marks included).
+//!
+//! Everything model- or tool-supplied passes through [`sanitize`] before it can reach a
+//! terminal cell; this module must not know about transcripts, Markdown or widgets.
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// Columns a tab expands to (tabs have no width of their own in a cell grid).
+const TAB: &str = "    ";
+
+/// Replaces every control character except `\n` with something inert, so text from a model or
+/// a tool can never move the cursor, switch screens or set the clipboard. ESC becomes a visible
+/// `␛`; `\t` becomes spaces; `\r` is dropped (CRLF is the common case).
+pub fn sanitize(text: &str) -> String {
+    if !text.chars().any(needs_sanitizing) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\t' => out.push_str(TAB),
+            '\r' => {}
+            '\u{1b}' => out.push('␛'),
+            c if is_control(c) => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn needs_sanitizing(c: char) -> bool {
+    c != '\n' && is_control(c)
+}
+
+/// C0, DEL and C1 controls (C1 includes the 8-bit CSI `\u{9b}`).
+fn is_control(c: char) -> bool {
+    let n = c as u32;
+    n < 0x20 || (0x7f..=0x9f).contains(&n)
+}
+
+/// Display width of a string in terminal columns.
+pub fn width(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+/// Display width of one character (0 for combining marks).
+pub fn char_width(c: char) -> usize {
+    UnicodeWidthChar::width(c).unwrap_or(0)
+}
+
+/// A styled piece of text before wrapping; `\n` inside forces a line break.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub text: String,
+    pub style: Style,
+}
+
+impl Run {
+    pub fn new(text: impl Into<String>, style: Style) -> Self {
+        Self {
+            text: text.into(),
+            style,
+        }
+    }
+}
+
+/// Wraps `runs` into lines no wider than `width` columns, each starting with `first` (first
+/// line) or `rest` (continuations) as prefix. Breaks at spaces, between wide (CJK) characters,
+/// and inside words only when a word alone is wider than the line.
+pub fn wrap(
+    runs: &[Run],
+    width: usize,
+    first: &[Span<'static>],
+    rest: &[Span<'static>],
+) -> Vec<Line<'static>> {
+    let mut w = Wrapper::new(width, first, rest);
+    for run in runs {
+        w.push_run(&run.text, run.style);
+    }
+    w.finish()
+}
+
+struct Wrapper<'p> {
+    width: usize,
+    rest: &'p [Span<'static>],
+    lines: Vec<Line<'static>>,
+    spans: Vec<Span<'static>>,
+    /// Columns used on the current line, prefix included.
+    used: usize,
+    /// Columns taken by the current line's prefix.
+    prefix_width: usize,
+    /// A space seen since the last word, written only if another word follows on this line.
+    pending_space: Option<Style>,
+}
+
+impl<'p> Wrapper<'p> {
+    fn new(width: usize, first: &[Span<'static>], rest: &'p [Span<'static>]) -> Self {
+        let prefix_width = first.iter().map(|s| width_of(s)).sum();
+        Self {
+            width,
+            rest,
+            lines: Vec::new(),
+            spans: first.to_vec(),
+            used: prefix_width,
+            prefix_width,
+            pending_space: None,
+        }
+    }
+
+    /// Room for text on a line; at least one column so tiny windows still make progress.
+    fn capacity(&self) -> usize {
+        self.width.max(self.prefix_width + 1)
+    }
+
+    fn push_run(&mut self, text: &str, style: Style) {
+        let mut word_start: Option<usize> = None;
+        for (i, c) in text.char_indices() {
+            let breaks = c == ' ' || c == '\n' || char_width(c) >= 2;
+            if breaks {
+                if let Some(s) = word_start.take() {
+                    self.push_word(&text[s..i], style);
+                }
+                match c {
+                    ' ' => {
+                        if self.used > self.prefix_width {
+                            self.pending_space = Some(style);
+                        }
+                    }
+                    '\n' => self.break_line(),
+                    _ => self.push_word(&text[i..i + c.len_utf8()], style),
+                }
+            } else if word_start.is_none() {
+                word_start = Some(i);
+            }
+        }
+        if let Some(s) = word_start {
+            self.push_word(&text[s..], style);
+        }
+    }
+
+    fn push_word(&mut self, word: &str, style: Style) {
+        let w = width(word);
+        let space = usize::from(self.pending_space.is_some());
+        if self.used + space + w <= self.capacity() {
+            if let Some(space_style) = self.pending_space.take() {
+                self.append(" ", space_style, 1);
+            }
+            self.append(word, style, w);
+            return;
+        }
+        self.pending_space = None;
+        if self.used > self.prefix_width && self.prefix_width + w <= self.capacity() {
+            self.break_line();
+            self.append(word, style, w);
+            return;
+        }
+        // A word wider than a whole line: split it at character boundaries.
+        let mut start = 0;
+        let mut piece_width = 0;
+        for (i, c) in word.char_indices() {
+            let cw = char_width(c);
+            if self.used + piece_width + cw > self.capacity()
+                && (piece_width > 0 || self.used > self.prefix_width)
+            {
+                self.append(&word[start..i], style, piece_width);
+                self.break_line();
+                start = i;
+                piece_width = 0;
+            }
+            piece_width += cw;
+        }
+        self.append(&word[start..], style, piece_width);
+    }
+
+    fn append(&mut self, text: &str, style: Style, w: usize) {
+        if text.is_empty() {
+            return;
+        }
+        self.used += w;
+        if let Some(last) = self.spans.last_mut()
+            && last.style == style
+            && self.used - w > self.prefix_width
+        {
+            last.content.to_mut().push_str(text);
+            return;
+        }
+        self.spans.push(Span::styled(text.to_string(), style));
+    }
+
+    fn break_line(&mut self) {
+        let spans = std::mem::replace(&mut self.spans, self.rest.to_vec());
+        self.lines.push(Line::from(spans));
+        self.prefix_width = self.rest.iter().map(|s| width_of(s)).sum();
+        self.used = self.prefix_width;
+        self.pending_space = None;
+    }
+
+    fn finish(mut self) -> Vec<Line<'static>> {
+        self.lines.push(Line::from(std::mem::take(&mut self.spans)));
+        self.lines
+    }
+}
+
+fn width_of(span: &Span<'_>) -> usize {
+    width(&span.content)
+}
+
+/// The plain text of a rendered line (for copying and for tests).
+pub fn line_text(line: &Line<'_>) -> String {
+    line.spans.iter().map(|s| s.content.as_ref()).collect()
+}
+
+/// Cuts `text` to at most `max` columns, adding `…` when something was cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if width(text) <= max {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let cw = char_width(c);
+        if used + cw + 1 > max {
+            break;
+        }
+        used += cw;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
