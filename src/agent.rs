@@ -2,6 +2,7 @@
 //! `Event`s. Frontends hold an `AgentHandle` and nothing else; the core never touches a
 //! terminal and asks for approvals only through `Event::ApprovalRequested` / `Op::Decide`.
 
+pub mod compact;
 pub mod context;
 pub mod memory;
 pub mod prompt;

@@ -1,0 +1,547 @@
+//! The model context: token estimates, the budget that decides when to compact, where the kept
+//! recent history begins, and the assembly of a request from system prompt, project memory,
+//! task ledger + summary and the kept messages.
+//!
+//! It owns no history (the session does) and never calls a model (compaction does). Per-message
+//! estimates are cached as prefix sums, so checking the budget and building a request cost the
+//! same for a 100-message and a 100,000-message history, apart from copying the references
+//! that are actually sent.
+
+use crate::agent::memory::Memory;
+use crate::provider::{Message, Role, ToolSpec, Usage};
+use crate::session::Checkpoint;
+
+/// Default context window when the configuration names none.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 262_144;
+/// Default free space kept for the reply and for estimate error, for large windows.
+pub const DEFAULT_RESERVE_TOKENS: u64 = 16_384;
+/// Default size of the recent history kept verbatim by compaction, for large windows.
+pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
+/// The smallest window compaction can work in: below it the system prompt, memory and one
+/// exchange leave no room for anything.
+pub const MIN_CONTEXT_WINDOW: u64 = 2048;
+
+/// Fixed cost of a message's framing (role, separators) in the chat template.
+const MESSAGE_OVERHEAD: u64 = 4;
+/// Fixed cost of one tool call's framing (type, function wrapper).
+const CALL_OVERHEAD: u64 = 6;
+/// Fixed cost of one tool declaration's framing.
+const TOOL_OVERHEAD: u64 = 8;
+
+/// Weight of the character starting at `bytes[i]`, in quarter tokens, and its length in bytes.
+/// ASCII: a quarter (about four characters a token). CJK ideographs, kana, hangul, full-width
+/// forms and everything outside the BMP (emoji, rare ideographs): a whole token. Other scripts
+/// (accented Latin, Greek, Cyrillic, Arabic, …): half a token, as tokenizers split them finer.
+///
+/// `bytes` must be valid UTF-8 and `i` a character boundary; the caller guarantees both by
+/// passing `str::as_bytes()` and walking character by character.
+#[inline]
+fn char_weight(bytes: &[u8], i: usize) -> (u64, usize) {
+    let b0 = bytes[i];
+    if b0 < 0x80 {
+        (1, 1)
+    } else if b0 < 0xE0 {
+        (2, 2)
+    } else if b0 < 0xF0 {
+        // Three bytes: U+0800..U+FFFF. Valid UTF-8 guarantees two continuation bytes follow.
+        let cp = (u32::from(b0 & 0x0F) << 12)
+            | (u32::from(bytes[i + 1] & 0x3F) << 6)
+            | u32::from(bytes[i + 2] & 0x3F);
+        let cjk =
+            matches!(cp, 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF);
+        (if cjk { 4 } else { 2 }, 3)
+    } else {
+        (4, 4)
+    }
+}
+
+/// A fast local token estimate of `text`: about four ASCII characters per token, one token per
+/// CJK character. Runs at several hundred MB/s; it is a budget guide, not a tokenizer, and the
+/// tracker corrects it with the server's real counts.
+pub fn estimate_text(text: &str) -> u64 {
+    if text.is_ascii() {
+        return (text.len() as u64).div_ceil(4);
+    }
+    let bytes = text.as_bytes();
+    let mut quarters = 0u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        let (weight, len) = char_weight(bytes, i);
+        quarters += weight;
+        i += len;
+    }
+    quarters.div_ceil(4)
+}
+
+/// Splits `text` into a head of at most `max_tokens` estimated tokens and the rest, at a
+/// character boundary, preferring the last line break in the second half of the head. The
+/// head holds at least one character, so repeated splitting always makes progress.
+pub fn split_at_budget(text: &str, max_tokens: u64) -> (&str, &str) {
+    let bytes = text.as_bytes();
+    let limit = max_tokens.saturating_mul(4);
+    let mut quarters = 0u64;
+    let mut last_newline = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let (weight, len) = char_weight(bytes, i);
+        if quarters + weight > limit && i > 0 {
+            let cut = match last_newline {
+                Some(at) if at * 2 >= i => at,
+                _ => i,
+            };
+            return text.split_at(cut);
+        }
+        quarters += weight;
+        i += len;
+        if bytes[i - 1] == b'\n' {
+            last_newline = Some(i);
+        }
+    }
+    (text, "")
+}
+
+/// Estimated tokens of one message as sent: content, tool calls (names, ids and full
+/// arguments) and the tool-call id of a result, plus framing.
+pub fn estimate_message(message: &Message) -> u64 {
+    let mut tokens = MESSAGE_OVERHEAD + estimate_text(message.text());
+    for call in &message.tool_calls {
+        tokens += CALL_OVERHEAD
+            + estimate_text(&call.id)
+            + estimate_text(&call.name)
+            + estimate_text(&call.arguments);
+    }
+    if let Some(id) = &message.tool_call_id {
+        tokens += estimate_text(id);
+    }
+    tokens
+}
+
+/// Estimated tokens of the tool declarations sent with every main request.
+pub fn estimate_tools(tools: &[ToolSpec]) -> u64 {
+    tools
+        .iter()
+        .map(|t| {
+            let schema = serde_json::to_string(&t.parameters).unwrap_or_default();
+            TOOL_OVERHEAD
+                + estimate_text(t.name)
+                + estimate_text(t.description)
+                + estimate_text(&schema)
+        })
+        .sum()
+}
+
+/// Why a budget configuration cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    #[error("context_window {window} is below the minimum of {min} tokens")]
+    WindowTooSmall { window: u64, min: u64 },
+    #[error("reserve_tokens {reserve} must be less than half the context window ({window})")]
+    ReserveTooLarge { reserve: u64, window: u64 },
+    #[error(
+        "keep_recent_tokens {keep} plus reserve_tokens {reserve} must be less than the context window ({window})"
+    )]
+    KeepTooLarge {
+        keep: u64,
+        reserve: u64,
+        window: u64,
+    },
+}
+
+/// The token budget of the main conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// The model's context window.
+    pub window: u64,
+    /// Compact when less than this much space would remain.
+    pub reserve: u64,
+    /// About how much recent history compaction keeps verbatim.
+    pub keep_recent: u64,
+    explicit_reserve: Option<u64>,
+    explicit_keep: Option<u64>,
+}
+
+impl Budget {
+    /// A budget from configuration. Unset values default to 16,384 reserve and 20,000 kept
+    /// tokens, scaled down for small windows (an eighth and a quarter of the window) so that an
+    /// 8K or 32K local model still has room to compact. Explicit values are checked, not
+    /// silently changed: a configuration that cannot work is an error.
+    pub fn new(
+        window: u64,
+        reserve: Option<u64>,
+        keep_recent: Option<u64>,
+    ) -> Result<Self, BudgetError> {
+        if window < MIN_CONTEXT_WINDOW {
+            return Err(BudgetError::WindowTooSmall {
+                window,
+                min: MIN_CONTEXT_WINDOW,
+            });
+        }
+        if let Some(r) = reserve
+            && r.saturating_mul(2) >= window
+        {
+            return Err(BudgetError::ReserveTooLarge { reserve: r, window });
+        }
+        let budget = Self::derive(window, reserve, keep_recent);
+        if let Some(k) = keep_recent
+            && k.saturating_add(budget.reserve) >= window
+        {
+            return Err(BudgetError::KeepTooLarge {
+                keep: k,
+                reserve: budget.reserve,
+                window,
+            });
+        }
+        Ok(budget)
+    }
+
+    fn derive(window: u64, reserve: Option<u64>, keep_recent: Option<u64>) -> Self {
+        let reserve_value = reserve
+            .unwrap_or(DEFAULT_RESERVE_TOKENS.min(window / 8))
+            .min(window / 2);
+        let keep_value = keep_recent
+            .unwrap_or(DEFAULT_KEEP_RECENT_TOKENS.min(window / 4))
+            .min(window.saturating_sub(reserve_value) / 2);
+        Self {
+            window,
+            reserve: reserve_value,
+            keep_recent: keep_value,
+            explicit_reserve: reserve,
+            explicit_keep: keep_recent,
+        }
+    }
+
+    /// The same budget for a window the server stated (in a context-length error). Explicit
+    /// values that no longer fit are clamped: the server has spoken, and compaction must still
+    /// be possible for the rest of the session.
+    pub fn with_window(&self, window: u64) -> Self {
+        Self::derive(
+            window.max(MIN_CONTEXT_WINDOW / 2),
+            self.explicit_reserve,
+            self.explicit_keep,
+        )
+    }
+
+    /// Whether a request of `used` tokens leaves less than the reserve free.
+    pub fn should_compact(&self, used: u64) -> bool {
+        used.saturating_add(self.reserve) > self.window
+    }
+
+    /// Free space left by a request of `used` tokens.
+    pub fn remaining(&self, used: u64) -> u64 {
+        self.window.saturating_sub(used)
+    }
+
+    /// `max_tokens` for a summary call: an eighth of the window, between 512 and 8192.
+    pub fn summary_max_tokens(&self) -> u32 {
+        (self.window / 8).clamp(512, 8192) as u32
+    }
+
+    /// How many input tokens one summary call may carry: the window less the summary's own
+    /// output and a sixteenth for estimate error.
+    pub fn summary_input_budget(&self) -> u64 {
+        self.window
+            .saturating_sub(u64::from(self.summary_max_tokens()))
+            .saturating_sub(self.window / 16)
+    }
+}
+
+/// Calibrates the local estimate with the server's real prompt size. Only main requests feed
+/// it; summary calls have a different context and would corrupt it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tracker {
+    /// (local estimate of the request, tokens the server counted for it)
+    last: Option<(u64, u64)>,
+}
+
+impl Tracker {
+    /// Records that a main request estimated at `sent_estimate` was counted as
+    /// `usage.input_tokens` by the server. A reply without usage leaves the tracker as it was.
+    pub fn calibrate(&mut self, sent_estimate: u64, usage: Option<Usage>) {
+        if let Some(u) = usage.filter(|u| u.input_tokens > 0) {
+            self.last = Some((sent_estimate, u.input_tokens));
+        }
+    }
+
+    /// Forgets the calibration (after compaction the context is a different one).
+    pub fn reset(&mut self) {
+        self.last = None;
+    }
+
+    /// The best guess for a request now estimated at `estimate`: the last real count plus what
+    /// changed since, by estimate. Without a calibration, the estimate itself.
+    pub fn current(&self, estimate: u64) -> u64 {
+        match self.last {
+            Some((sent, real)) if estimate >= sent => real + (estimate - sent),
+            Some((sent, real)) => real.saturating_sub(sent - estimate),
+            None => estimate,
+        }
+    }
+
+    pub fn is_calibrated(&self) -> bool {
+        self.last.is_some()
+    }
+}
+
+/// Where the verbatim recent history should begin so it holds about `keep_recent_tokens`:
+/// whole units only (an assistant tool-call message and all its results move together), and
+/// always at least the newest unit, however large. Walks back from the end, so the cost is
+/// that of the kept part only.
+pub fn keep_boundary(messages: &[Message], keep_recent_tokens: u64) -> usize {
+    boundary_by(messages, keep_recent_tokens, |i| {
+        estimate_message(&messages[i])
+    })
+}
+
+fn boundary_by(messages: &[Message], keep: u64, estimate: impl Fn(usize) -> u64) -> usize {
+    let mut boundary = messages.len();
+    let mut tokens = 0u64;
+    for i in (0..messages.len()).rev() {
+        tokens = tokens.saturating_add(estimate(i));
+        if messages[i].role == Role::Tool {
+            // A result cannot start the kept part: its call must come along.
+            continue;
+        }
+        if boundary != messages.len() && tokens > keep {
+            break;
+        }
+        boundary = i;
+        if tokens >= keep {
+            break;
+        }
+    }
+    boundary
+}
+
+/// The text of the ledger + summary message. The first request and the latest user message are
+/// quoted verbatim because summaries lose them: that is the failure users of other agents
+/// report most.
+pub fn ledger_text(
+    summary: &str,
+    first_request: Option<&str>,
+    latest_request: Option<&str>,
+) -> String {
+    let mut text = String::from(
+        "<task-ledger>\nThe earlier conversation was compacted. The user's own words below are \
+         verbatim and authoritative; the summary after them is your notes of the work so far. \
+         The messages after this one are the recent conversation, verbatim.\n",
+    );
+    if let Some(first) = first_request {
+        text.push_str("<first-request>\n");
+        text.push_str(first);
+        text.push_str("\n</first-request>\n");
+    }
+    if let Some(latest) = latest_request {
+        text.push_str("<latest-user-message>\n");
+        text.push_str(latest);
+        text.push_str("\n</latest-user-message>\n");
+    }
+    text.push_str("</task-ledger>\n<summary>\n");
+    text.push_str(summary);
+    text.push_str("\n</summary>");
+    text
+}
+
+/// Why a checkpoint does not fit a history.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContextError {
+    #[error("checkpoint keeps from message {index}, but the history has only {len} messages")]
+    CheckpointBeyondHistory { index: usize, len: usize },
+    #[error("checkpoint keeps from message {index}, a tool result separated from its call")]
+    CheckpointSplitsBatch { index: usize },
+    #[error("checkpoint summary is empty")]
+    EmptySummary,
+}
+
+/// Token counts of a compaction, for `Event::Compacted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Adopted {
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+/// The parts of a request around the raw history, with cached estimates.
+#[derive(Debug, Clone)]
+pub struct Context {
+    system: Message,
+    system_tokens: u64,
+    tools_tokens: u64,
+    memory: Option<Message>,
+    memory_tokens: u64,
+    checkpoint: Option<Checkpoint>,
+    ledger: Option<Message>,
+    ledger_tokens: u64,
+    /// `prefix[i]` is the estimate of `messages[..i]`; one entry per synced message, plus 0.
+    prefix: Vec<u64>,
+    tracker: Tracker,
+}
+
+impl Context {
+    /// A context with this system prompt and these tool declarations (counted in every
+    /// estimate, because they are sent with every main request).
+    pub fn new(system_prompt: impl Into<String>, tools: &[ToolSpec]) -> Self {
+        let system = Message::system(system_prompt);
+        Self {
+            system_tokens: estimate_message(&system),
+            system,
+            tools_tokens: estimate_tools(tools),
+            memory: None,
+            memory_tokens: 0,
+            checkpoint: None,
+            ledger: None,
+            ledger_tokens: 0,
+            prefix: vec![0],
+            tracker: Tracker::default(),
+        }
+    }
+
+    /// Replaces the project memory message (a fresh load, or `None` for no memory).
+    pub fn set_memory(&mut self, memory: Option<&Memory>) {
+        self.memory = memory.map(Memory::message);
+        self.memory_tokens = self.memory.as_ref().map_or(0, estimate_message);
+    }
+
+    pub fn memory_message(&self) -> Option<&Message> {
+        self.memory.as_ref()
+    }
+
+    pub fn checkpoint(&self) -> Option<&Checkpoint> {
+        self.checkpoint.as_ref()
+    }
+
+    /// Index of the first history message sent verbatim (0 without a checkpoint).
+    pub fn first_kept_index(&self) -> usize {
+        self.checkpoint.as_ref().map_or(0, |c| c.first_kept_index)
+    }
+
+    /// Installs a checkpoint (on resume, or after compaction) and rebuilds the ledger from the
+    /// history: the first user message and, if it is not among the kept messages, the latest
+    /// user message before them. The calibration is dropped: the context changed.
+    pub fn set_checkpoint(
+        &mut self,
+        checkpoint: Option<Checkpoint>,
+        messages: &[Message],
+    ) -> Result<(), ContextError> {
+        if let Some(c) = &checkpoint {
+            if c.first_kept_index > messages.len() {
+                return Err(ContextError::CheckpointBeyondHistory {
+                    index: c.first_kept_index,
+                    len: messages.len(),
+                });
+            }
+            if messages
+                .get(c.first_kept_index)
+                .is_some_and(|m| m.role == Role::Tool)
+            {
+                return Err(ContextError::CheckpointSplitsBatch {
+                    index: c.first_kept_index,
+                });
+            }
+            if c.summary.trim().is_empty() {
+                return Err(ContextError::EmptySummary);
+            }
+        }
+        // Only `messages[..kept]` is read, so the ledger is the same on resume as it was when
+        // the checkpoint was made, whatever was appended since.
+        self.ledger = checkpoint.as_ref().map(|c| {
+            let before = &messages[..c.first_kept_index];
+            let first = before.iter().position(|m| m.role == Role::User);
+            let latest = before
+                .iter()
+                .rposition(|m| m.role == Role::User)
+                .filter(|at| Some(*at) != first);
+            let text = |at: usize| before[at].text();
+            Message::user(ledger_text(&c.summary, first.map(text), latest.map(text)))
+        });
+        self.ledger_tokens = self.ledger.as_ref().map_or(0, estimate_message);
+        self.checkpoint = checkpoint;
+        self.tracker.reset();
+        self.sync(messages);
+        Ok(())
+    }
+
+    /// Installs the checkpoint a compaction produced and reports the estimated size before and
+    /// after. On error nothing changes.
+    pub fn adopt(
+        &mut self,
+        checkpoint: Checkpoint,
+        messages: &[Message],
+    ) -> Result<Adopted, ContextError> {
+        self.sync(messages);
+        let tokens_before = self.used_tokens();
+        // set_checkpoint checks everything before it changes anything.
+        self.set_checkpoint(Some(checkpoint), messages)?;
+        Ok(Adopted {
+            tokens_before,
+            tokens_after: self.estimated_tokens(),
+        })
+    }
+
+    /// Brings the cached estimates up to date with an append-only history. A shorter history
+    /// (a new session) drops the cache past its end.
+    pub fn sync(&mut self, messages: &[Message]) {
+        let synced = self.prefix.len() - 1;
+        if messages.len() < synced {
+            self.prefix.truncate(messages.len() + 1);
+            return;
+        }
+        self.prefix.reserve(messages.len() - synced);
+        let mut total = self.prefix[synced];
+        for m in &messages[synced..] {
+            total += estimate_message(m);
+            self.prefix.push(total);
+        }
+    }
+
+    /// The messages of the next request: system prompt, project memory, ledger + summary,
+    /// then `messages[first_kept_index..]`. References only; nothing is copied.
+    pub fn build<'a>(&'a self, messages: &'a [Message]) -> Vec<&'a Message> {
+        let kept = &messages[self.first_kept_index().min(messages.len())..];
+        let mut out = Vec::with_capacity(kept.len() + 3);
+        out.push(&self.system);
+        out.extend(self.memory.as_ref());
+        out.extend(self.ledger.as_ref());
+        out.extend(kept.iter());
+        out
+    }
+
+    /// Local estimate of the next request (call [`Context::sync`] first): everything
+    /// [`Context::build`] returns plus the tool declarations.
+    pub fn estimated_tokens(&self) -> u64 {
+        let synced = self.prefix.len() - 1;
+        let kept = self.first_kept_index().min(synced);
+        self.system_tokens
+            + self.tools_tokens
+            + self.memory_tokens
+            + self.ledger_tokens
+            + (self.prefix[synced] - self.prefix[kept])
+    }
+
+    /// The calibrated size of the next request.
+    pub fn used_tokens(&self) -> u64 {
+        self.tracker.current(self.estimated_tokens())
+    }
+
+    /// Feeds a main request's real usage back; `sent_estimate` is [`Context::estimated_tokens`]
+    /// taken just before that request was sent.
+    pub fn calibrate(&mut self, sent_estimate: u64, usage: Option<Usage>) {
+        self.tracker.calibrate(sent_estimate, usage);
+    }
+
+    pub fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
+    /// Whether the next request leaves less than the budget's reserve free.
+    pub fn needs_compaction(&self, budget: &Budget) -> bool {
+        budget.should_compact(self.used_tokens())
+    }
+
+    /// [`keep_boundary`] over the cached estimates (call [`Context::sync`] first).
+    pub fn keep_boundary(&self, messages: &[Message], keep_recent_tokens: u64) -> usize {
+        let synced = (self.prefix.len() - 1).min(messages.len());
+        let messages = &messages[..synced];
+        boundary_by(messages, keep_recent_tokens, |i| {
+            self.prefix[i + 1] - self.prefix[i]
+        })
+    }
+}

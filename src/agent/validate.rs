@@ -1,0 +1,184 @@
+//! Message validation: the local check that a context is well formed before it is sent, saved
+//! or accepted as a checkpoint. It only reads messages; it never repairs them, because a
+//! silently "fixed" history would hide the bug that produced it.
+//!
+//! Servers reject malformed contexts with vague 400s (or, worse, accept them and confuse the
+//! model), so every rule here names the message index and, where one exists, the call id.
+
+use std::collections::HashSet;
+
+use crate::provider::{Message, Role};
+
+/// Why a context is not valid. Indices count from 0 in the list that was checked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidationError {
+    #[error("invalid context: message {index} ({role}) {problem}")]
+    Field {
+        index: usize,
+        role: &'static str,
+        problem: &'static str,
+    },
+    #[error("invalid context: message {index} has a tool call with an empty id")]
+    EmptyCallId { index: usize },
+    #[error("invalid context: message {index} repeats tool call id {call_id:?} within its batch")]
+    DuplicateCallId { index: usize, call_id: String },
+    #[error("invalid context: message {index}, tool call {call_id:?} has no tool name")]
+    EmptyToolName { index: usize, call_id: String },
+    #[error(
+        "invalid context: message {index}, tool call {call_id:?}: arguments are not a json object"
+    )]
+    Arguments { index: usize, call_id: String },
+    #[error("invalid context: message {index} answers tool call {call_id:?}, which is not pending")]
+    UnexpectedResult { index: usize, call_id: String },
+    #[error(
+        "invalid context: message {index} ({role}) follows before tool call {call_id:?} was answered"
+    )]
+    Unanswered {
+        index: usize,
+        role: &'static str,
+        call_id: String,
+    },
+    #[error("invalid context: tool call {call_id:?} in message {index} has no result")]
+    UnansweredAtEnd { index: usize, call_id: String },
+}
+
+/// Checks a context that is about to be sent: every rule, and every tool call answered.
+///
+/// Rules: a role's required fields are present and foreign ones absent; tool-call ids are
+/// non-empty and unique within their batch; arguments are a JSON object; a tool result
+/// answers a pending call of the batch right before it (in any order); no other role follows
+/// until the whole batch is answered. Consecutive user messages and system messages outside a
+/// batch are allowed.
+pub fn messages(messages: &[&Message]) -> Result<(), ValidationError> {
+    check(messages.iter().copied(), true)
+}
+
+/// [`messages`] for an owned history slice (a session's raw history).
+pub fn history(messages: &[Message]) -> Result<(), ValidationError> {
+    check(messages.iter(), true)
+}
+
+/// Like [`history`], but the last batch may still be waiting for results: the shape a
+/// session has while its tools run, which is what an autosave in the middle of a turn sees.
+pub fn history_prefix(messages: &[Message]) -> Result<(), ValidationError> {
+    check(messages.iter(), false)
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+/// Whether `raw` is one complete JSON object. Parsing into `IgnoredAny` checks the syntax
+/// without building a value, so validating a long history stays cheap.
+fn is_json_object(raw: &str) -> bool {
+    raw.trim_start().starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(raw).is_ok()
+}
+
+fn check<'a>(
+    messages: impl Iterator<Item = &'a Message>,
+    require_complete: bool,
+) -> Result<(), ValidationError> {
+    // Ids of the open batch still waiting for a result, and the index of its assistant message.
+    let mut pending: Vec<&str> = Vec::new();
+    let mut batch_index = 0;
+    let mut ids: HashSet<&str> = HashSet::new();
+    for (index, message) in messages.enumerate() {
+        let role = role_name(message.role);
+        let field = |problem| ValidationError::Field {
+            index,
+            role,
+            problem,
+        };
+        if message.role != Role::Tool
+            && let Some(call_id) = pending.first()
+        {
+            return Err(ValidationError::Unanswered {
+                index,
+                role,
+                call_id: (*call_id).to_string(),
+            });
+        }
+        match message.role {
+            Role::System | Role::User => {
+                if message.content.is_none() {
+                    return Err(field("has no content"));
+                }
+                if !message.tool_calls.is_empty() {
+                    return Err(field("carries tool calls"));
+                }
+                if message.tool_call_id.is_some() {
+                    return Err(field("carries a tool call id"));
+                }
+            }
+            Role::Assistant => {
+                if message.tool_call_id.is_some() {
+                    return Err(field("carries a tool call id"));
+                }
+                if message.content.is_none() && message.tool_calls.is_empty() {
+                    return Err(field("has neither content nor tool calls"));
+                }
+                ids.clear();
+                for call in &message.tool_calls {
+                    if call.id.is_empty() {
+                        return Err(ValidationError::EmptyCallId { index });
+                    }
+                    if !ids.insert(call.id.as_str()) {
+                        return Err(ValidationError::DuplicateCallId {
+                            index,
+                            call_id: call.id.clone(),
+                        });
+                    }
+                    if call.name.is_empty() {
+                        return Err(ValidationError::EmptyToolName {
+                            index,
+                            call_id: call.id.clone(),
+                        });
+                    }
+                    if !is_json_object(&call.arguments) {
+                        return Err(ValidationError::Arguments {
+                            index,
+                            call_id: call.id.clone(),
+                        });
+                    }
+                    pending.push(call.id.as_str());
+                }
+                batch_index = index;
+            }
+            Role::Tool => {
+                if !message.tool_calls.is_empty() {
+                    return Err(field("carries tool calls"));
+                }
+                if message.content.is_none() {
+                    return Err(field("has no content"));
+                }
+                let Some(call_id) = message.tool_call_id.as_deref().filter(|id| !id.is_empty())
+                else {
+                    return Err(field("has no tool call id"));
+                };
+                match pending.iter().position(|id| *id == call_id) {
+                    Some(at) => {
+                        pending.remove(at);
+                    }
+                    None => {
+                        return Err(ValidationError::UnexpectedResult {
+                            index,
+                            call_id: call_id.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    match pending.first() {
+        Some(call_id) if require_complete => Err(ValidationError::UnansweredAtEnd {
+            index: batch_index,
+            call_id: (*call_id).to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
