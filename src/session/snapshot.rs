@@ -60,18 +60,24 @@ pub(super) enum LoadError {
     Corrupt(String),
 }
 
-/// Parses bytes into a current-version snapshot, migrating older versions.
+/// Parses bytes into a current-version snapshot, migrating older versions. The common case
+/// (a current file) is one pass; the version is probed separately only when that fails or
+/// finds an older file.
 pub(super) fn parse(bytes: &[u8]) -> Result<Snapshot, LoadError> {
     let corrupt = |e: serde_json::Error| LoadError::Corrupt(json_reason(&e));
-    let probe: VersionProbe = serde_json::from_slice(bytes).map_err(corrupt)?;
-    match probe.version {
-        SNAPSHOT_VERSION => serde_json::from_slice(bytes).map_err(corrupt),
-        v if v > SNAPSHOT_VERSION => Err(LoadError::TooNew(v)),
-        _ => {
-            let value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
-            migrate(value).map_err(LoadError::Corrupt)
-        }
+    let version = match serde_json::from_slice::<Snapshot>(bytes) {
+        Ok(snapshot) if snapshot.version == SNAPSHOT_VERSION => return Ok(snapshot),
+        Ok(snapshot) => snapshot.version,
+        Err(e) => match serde_json::from_slice::<VersionProbe>(bytes) {
+            Ok(probe) if probe.version != SNAPSHOT_VERSION => probe.version,
+            _ => return Err(corrupt(e)),
+        },
+    };
+    if version > SNAPSHOT_VERSION {
+        return Err(LoadError::TooNew(version));
     }
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
+    migrate(value).map_err(LoadError::Corrupt)
 }
 
 fn json_reason(e: &serde_json::Error) -> String {
