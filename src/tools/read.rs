@@ -130,6 +130,9 @@ impl Tool for Read {
                 };
                 match result {
                     Ok(Ok((text, fingerprint))) => {
+                        // Any successful read counts, even a window: `edit` matches exact
+                        // text and re-checks the whole file's hash, so a stale or partial view
+                        // cannot silently clobber changes.
                         if let Some(fp) = fingerprint {
                             ctx.remember(&remembered, fp);
                         }
