@@ -4,6 +4,7 @@
 
 pub mod compact;
 pub mod context;
+mod maintain;
 pub mod memory;
 pub mod prompt;
 pub mod turn;
@@ -16,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{CallId, Decision, Event, Op, TurnEnd};
-use crate::provider::{Message, Provider};
+use crate::provider::Provider;
 use crate::session::Session;
 use crate::tools::{Registry, ToolCtx};
 
@@ -109,7 +110,12 @@ pub(crate) struct Core {
     tools: Arc<ToolCtx>,
     session: Session,
     options: Options,
-    system_prompt: Message,
+    /// System prompt, memory, checkpoint ledger and cached estimates of the model context.
+    context: context::Context,
+    /// The main conversation's token budget (its window may be replaced by a server-stated one).
+    budget: context::Budget,
+    /// A tool wrote MiniCode.md during the current batch; reload it before the next request.
+    memory_dirty: bool,
     /// Tools the user approved "always" for this session.
     approved_tools: HashSet<String>,
     events: mpsc::UnboundedSender<Event>,
@@ -211,6 +217,8 @@ impl Core {
             Ok(session) => {
                 self.save();
                 self.session = session;
+                // A fresh history: drop the old checkpoint and cached estimates.
+                let _ = self.context.set_checkpoint(None, self.session.messages());
                 self.approved_tools.clear();
                 self.emit(self.configured());
             }
@@ -227,14 +235,29 @@ async fn run_core(
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<Event>,
 ) {
-    let system_prompt = Message::system(prompt::system_prompt(&setup.tools.workspace));
+    let system_prompt = format!(
+        "{}\n\n{}",
+        prompt::system_prompt(&setup.tools.workspace),
+        memory::PROMPT_RULES
+    );
+    let mut context = context::Context::new(system_prompt, setup.registry.specs());
+    let window = setup.options.context_window;
+    let budget = context::Budget::for_window(window);
+    let checkpoint_problem = context
+        .set_checkpoint(
+            setup.session.checkpoint().cloned(),
+            setup.session.messages(),
+        )
+        .err();
     let mut core = Core {
         provider: setup.provider,
         registry: setup.registry,
         tools: setup.tools,
         session: setup.session,
         options: setup.options,
-        system_prompt,
+        context,
+        budget,
+        memory_dirty: false,
         approved_tools: HashSet::new(),
         events,
         turns: 0,
@@ -247,6 +270,14 @@ async fn run_core(
         });
     }
     core.emit(core.configured());
+    if let Some(problem) = checkpoint_problem {
+        core.emit(Event::Warning {
+            message: format!("ignoring the saved compaction checkpoint: {problem}"),
+        });
+    }
+    if let Err(e) = core.reload_memory() {
+        core.emit(Event::Error { message: e });
+    }
     let mut queue: VecDeque<String> = VecDeque::new();
     loop {
         let op = match queue.pop_front() {
@@ -266,9 +297,7 @@ async fn run_core(
                 message: format!("no approval is pending for call {call:?}"),
             }),
             Op::Interrupt => {}
-            Op::Compact(_) => core.emit(Event::Warning {
-                message: "compaction is not available yet".to_string(),
-            }),
+            Op::Compact(instructions) => core.manual_compact(instructions).await,
             Op::NewSession => core.new_session(),
             Op::Shutdown => break,
         }

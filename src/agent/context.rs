@@ -194,6 +194,12 @@ impl Budget {
         Ok(budget)
     }
 
+    /// Default reserve and keep-recent for `window`, with no explicit values (never fails;
+    /// a window below the minimum simply leaves little room).
+    pub fn for_window(window: u64) -> Self {
+        Self::derive(window, None, None)
+    }
+
     fn derive(window: u64, reserve: Option<u64>, keep_recent: Option<u64>) -> Self {
         let reserve_value = reserve
             .unwrap_or(DEFAULT_RESERVE_TOKENS.min(window / 8))

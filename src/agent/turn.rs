@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Core;
+use super::compact::CompactError;
+use super::maintain::chain;
 use crate::protocol::{ApprovalRequest, CallId, Decision, Event, ToolStatus, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, Message, ProviderError, Reply, StreamEvent, ToolCall};
 use crate::tools::ToolOutput;
@@ -43,14 +45,35 @@ pub(crate) async fn run(
     core.session.push(Message::user(input));
     let span = tracing::info_span!("turn", session = %core.session.id());
     let end = async {
+        // Memory is read fresh before every user turn; a bad file fails the turn.
+        if let Err(error) = core.reload_memory() {
+            return TurnEnd::Failed { error };
+        }
         let mut round: u32 = 0;
         loop {
             if round >= core.options.max_rounds {
                 return final_summary(core, &cancel, &mut stats, round).await;
             }
             round += 1;
+            let Ok(mut sent) = core.ensure_budget(&cancel, &mut stats).await else {
+                return TurnEnd::Interrupted;
+            };
             core.emit(Event::ModelRequestStarted { round });
-            let reply = match stream_reply(core, &cancel, &mut stats, None).await {
+            let mut outcome = stream_reply(core, &cancel, &mut stats, None).await;
+            if let StreamOutcome::Failed(ProviderError::ContextLength { window, .. }) = &outcome {
+                // Compact and send the same request once more; tools already run stay run.
+                match core.recover_overflow(*window, &cancel, &mut stats).await {
+                    Ok(estimate) => sent = estimate,
+                    Err(CompactError::Cancelled) => return TurnEnd::Interrupted,
+                    Err(e) => {
+                        return TurnEnd::Failed {
+                            error: format!("context too long and compaction failed: {}", chain(&e)),
+                        };
+                    }
+                }
+                outcome = stream_reply(core, &cancel, &mut stats, None).await;
+            }
+            let reply = match outcome {
                 StreamOutcome::Reply(reply) => reply,
                 StreamOutcome::Failed(e) => {
                     return TurnEnd::Failed {
@@ -59,7 +82,11 @@ pub(crate) async fn run(
                 }
                 StreamOutcome::Cancelled => return TurnEnd::Interrupted,
             };
-            core.session.push(reply.to_message());
+            let mut message = reply.to_message();
+            // Broken arguments are answered by a rejection below; history keeps `{}`.
+            super::validate::normalize_arguments(&mut message);
+            core.session.push(message);
+            core.report_usage(sent, reply.usage);
             if reply.tool_calls.is_empty() {
                 return TurnEnd::Completed;
             }
@@ -68,6 +95,13 @@ pub(crate) async fn run(
             core.save();
             if interrupted {
                 return TurnEnd::Interrupted;
+            }
+            if core.memory_dirty {
+                // MiniCode.md was written: the next request must carry the new content.
+                core.memory_dirty = false;
+                if let Err(error) = core.reload_memory() {
+                    return TurnEnd::Failed { error };
+                }
             }
         }
     }
@@ -85,11 +119,10 @@ async fn stream_reply(
     stats: &mut TurnStats,
     extra: Option<&Message>,
 ) -> StreamOutcome {
-    let system = &core.system_prompt;
-    let mut messages: Vec<&Message> = Vec::with_capacity(core.session.messages().len() + 2);
-    messages.push(system);
-    messages.extend(core.session.messages());
-    messages.extend(extra);
+    let messages = match core.request_messages(extra) {
+        Ok(messages) => messages,
+        Err(e) => return StreamOutcome::Failed(ProviderError::Protocol(e)),
+    };
     let tools = if extra.is_some() {
         &[][..]
     } else {
@@ -204,6 +237,10 @@ async fn run_batch(
             status: output.status,
             output: output.content.clone(),
         });
+        if output.status == ToolStatus::Succeeded && core.wrote_memory(&call.name, &call.arguments)
+        {
+            core.memory_dirty = true;
+        }
         core.session
             .push(Message::tool_result(call.id.clone(), output.content));
     }

@@ -64,6 +64,21 @@ pub fn history_prefix(messages: &[Message]) -> Result<(), ValidationError> {
     check(messages.iter(), false)
 }
 
+/// Replaces tool-call arguments that are not a JSON object with `{}` in an assistant message
+/// about to enter history. A model may emit broken arguments; the call is rejected with a
+/// result explaining why, but the broken text must not stay in history, or every later request
+/// (which servers would refuse) fails validation. Returns how many calls were changed.
+pub fn normalize_arguments(message: &mut Message) -> usize {
+    let mut changed = 0;
+    for call in &mut message.tool_calls {
+        if !is_json_object(&call.arguments) {
+            call.arguments = "{}".to_string();
+            changed += 1;
+        }
+    }
+    changed
+}
+
 fn role_name(role: Role) -> &'static str {
     match role {
         Role::System => "system",

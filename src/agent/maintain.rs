@@ -1,0 +1,210 @@
+//! Keeps the core's model context in shape between requests: reloads project memory, checks
+//! the budget before each main request, compacts (automatically, on `/compact`, or after the
+//! server reports an overflow), and assembles and validates each request's messages.
+//!
+//! It is the glue between the pure pieces (`context`, `compact`, `memory`, `validate`) and
+//! the loop; it never streams, runs tools or touches approvals.
+
+use tokio_util::sync::CancellationToken;
+
+use super::Core;
+use super::compact::{self, CompactError, CompactRequest};
+use super::memory;
+use super::validate;
+use crate::protocol::{Event, TurnStats};
+use crate::provider::Message;
+
+impl Core {
+    /// Reads `MiniCode.md` again. An error clears the memory (never stale content) and is
+    /// returned for the caller to fail the turn with. Announces a (changed) memory.
+    pub(crate) fn reload_memory(&mut self) -> Result<(), String> {
+        match memory::load(&self.tools.workspace) {
+            Ok(Some(m)) => {
+                let changed =
+                    self.context.memory_message().map(Message::text) != Some(m.message().text());
+                self.context.set_memory(Some(&m));
+                if changed {
+                    let path = crate::fsutil::display_path(&self.tools.workspace, &m.path);
+                    self.emit(Event::MemoryLoaded {
+                        path,
+                        tokens: m.tokens,
+                    });
+                }
+                Ok(())
+            }
+            Ok(None) => {
+                self.context.set_memory(None);
+                Ok(())
+            }
+            Err(e) => {
+                self.context.set_memory(None);
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// The messages of the next main request, validated. `extra` is a transient instruction
+    /// appended for this request only.
+    pub(crate) fn request_messages<'a>(
+        &'a self,
+        extra: Option<&'a Message>,
+    ) -> Result<Vec<&'a Message>, String> {
+        let mut messages = self.context.build(self.session.messages());
+        messages.extend(extra);
+        validate::messages(&messages).map_err(|e| e.to_string())?;
+        Ok(messages)
+    }
+
+    /// Before a main request: brings estimates up to date and compacts when less than the
+    /// reserve would remain. Returns the estimate of the request about to be sent (for
+    /// calibration). A failed automatic compaction is reported and the request still goes
+    /// out; only cancellation is an error.
+    pub(crate) async fn ensure_budget(
+        &mut self,
+        cancel: &CancellationToken,
+        stats: &mut TurnStats,
+    ) -> Result<u64, CompactError> {
+        self.context.sync(self.session.messages());
+        if self.context.needs_compaction(&self.budget) {
+            match self.compact_now(None, cancel, stats).await {
+                Ok(()) | Err(CompactError::NothingToCompact) => {}
+                Err(CompactError::Cancelled) => return Err(CompactError::Cancelled),
+                Err(e) => self.emit(Event::Warning {
+                    message: format!("automatic compaction failed: {}", chain(&e)),
+                }),
+            }
+        }
+        Ok(self.context.estimated_tokens())
+    }
+
+    /// The server said the context is too long: adopt its window if it named one, then
+    /// compact so the same request can be sent once more.
+    pub(crate) async fn recover_overflow(
+        &mut self,
+        window: Option<u64>,
+        cancel: &CancellationToken,
+        stats: &mut TurnStats,
+    ) -> Result<u64, CompactError> {
+        if let Some(w) = window.filter(|w| *w != self.budget.window) {
+            self.budget = self.budget.with_window(w);
+            self.emit(Event::Warning {
+                message: format!(
+                    "the server's context window is {w} tokens; using it for this session"
+                ),
+            });
+        }
+        self.compact_now(None, cancel, stats).await?;
+        Ok(self.context.estimated_tokens())
+    }
+
+    /// Compacts now and installs the result in the context and the session, or leaves both as
+    /// they were.
+    pub(crate) async fn compact_now(
+        &mut self,
+        instructions: Option<&str>,
+        cancel: &CancellationToken,
+        stats: &mut TurnStats,
+    ) -> Result<(), CompactError> {
+        let request = CompactRequest::new(&self.budget, instructions);
+        let previous = self.context.checkpoint().cloned();
+        let outcome = compact::compact(
+            self.provider.as_ref(),
+            self.session.messages(),
+            previous.as_ref(),
+            &request,
+            cancel,
+            stats,
+        )
+        .await?;
+        let messages = self.session.messages();
+        let adopted = self
+            .context
+            .adopt(outcome.checkpoint.clone(), messages)
+            .map_err(|e| CompactError::Rejected {
+                reason: e.to_string(),
+            });
+        let adopted = match adopted.and_then(|a| {
+            validate::messages(&self.context.build(messages)).map_err(CompactError::Invalid)?;
+            Ok(a)
+        }) {
+            Ok(a) => a,
+            Err(e) => {
+                // Put the old checkpoint back; it was valid when it was installed.
+                let _ = self.context.set_checkpoint(previous, messages);
+                return Err(e);
+            }
+        };
+        self.session.set_checkpoint(Some(outcome.checkpoint));
+        self.emit(Event::Compacted {
+            tokens_before: adopted.tokens_before,
+            tokens_after: adopted.tokens_after,
+            messages_summarized: outcome.messages_summarized,
+        });
+        Ok(())
+    }
+
+    /// `/compact [instructions]` between turns: reload memory, compact, save, report.
+    pub(crate) async fn manual_compact(&mut self, instructions: Option<String>) {
+        if let Err(e) = self.reload_memory() {
+            self.emit(Event::Error { message: e });
+            return;
+        }
+        let mut stats = TurnStats::default();
+        let result = self
+            .compact_now(
+                instructions.as_deref(),
+                &CancellationToken::new(),
+                &mut stats,
+            )
+            .await;
+        let totals = self.session.totals_mut();
+        totals.model_calls += u64::from(stats.summary_calls);
+        totals.input_tokens += stats.summary_tokens.input_tokens;
+        totals.output_tokens += stats.summary_tokens.output_tokens;
+        totals.total_tokens += stats.summary_tokens.total_tokens;
+        match result {
+            Ok(()) => self.save(),
+            Err(e) => self.emit(Event::Error { message: chain(&e) }),
+        }
+    }
+
+    /// Reports the calibrated size of the context after a main request.
+    pub(crate) fn report_usage(
+        &mut self,
+        sent_estimate: u64,
+        usage: Option<crate::provider::Usage>,
+    ) {
+        self.context.calibrate(sent_estimate, usage);
+        self.context.sync(self.session.messages());
+        self.emit(Event::ContextUsage {
+            tokens: self.context.used_tokens(),
+            window: self.budget.window,
+        });
+    }
+
+    /// Whether a successful call of `tool` with these arguments wrote the root memory file.
+    pub(crate) fn wrote_memory(&self, tool: &str, arguments: &str) -> bool {
+        if tool != "write" && tool != "edit" {
+            return false;
+        }
+        let Ok(args) = serde_json::from_str::<serde_json::Value>(arguments) else {
+            return false;
+        };
+        let Some(path) = args.get("path").and_then(|p| p.as_str()) else {
+            return false;
+        };
+        memory::is_root_file(&self.tools.workspace, &self.tools.workspace.join(path))
+    }
+}
+
+/// An error with its causes, for the user.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
