@@ -1,0 +1,368 @@
+//! Context management inside the agent loop, through ops and events with a scripted model:
+//! automatic compaction, overflow recovery without re-running tools, `/compact`, memory
+//! loading, reload after a write, and memory errors failing the turn.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::stream;
+use minicode::agent::{self, AgentHandle, Options, Setup};
+use minicode::protocol::{Event, Op, TurnEnd, TurnStats};
+use minicode::provider::{
+    ChatRequest, EventStream, Message, Provider, ProviderError, Reply, ReplyFuture, StreamEvent,
+    ToolCall, Usage,
+};
+use minicode::session::Session;
+use minicode::tools::{Registry, ToolCtx};
+
+/// A model with separate scripts for main (streamed) and summary (chat) requests.
+#[derive(Clone, Default)]
+struct Fake {
+    main: Arc<Mutex<VecDeque<Result<Reply, ProviderError>>>>,
+    summaries: Arc<Mutex<VecDeque<Reply>>>,
+    main_seen: Arc<Mutex<Vec<Vec<Message>>>>,
+    summary_seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Fake {
+    fn new(main: Vec<Result<Reply, ProviderError>>, summaries: Vec<Reply>) -> Self {
+        Self {
+            main: Arc::new(Mutex::new(main.into())),
+            summaries: Arc::new(Mutex::new(summaries.into())),
+            ..Self::default()
+        }
+    }
+    fn main_seen(&self) -> Vec<Vec<Message>> {
+        self.main_seen.lock().unwrap().clone()
+    }
+    fn summary_seen(&self) -> Vec<String> {
+        self.summary_seen.lock().unwrap().clone()
+    }
+}
+
+impl Provider for Fake {
+    fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
+        self.main_seen
+            .lock()
+            .unwrap()
+            .push(request.messages.iter().map(|m| (*m).clone()).collect());
+        let next = self
+            .main
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Ok(text("(exhausted)")));
+        let events = match next {
+            Ok(reply) => vec![Ok(StreamEvent::Done(reply))],
+            Err(e) => vec![Err(e)],
+        };
+        Box::pin(stream::iter(events))
+    }
+
+    fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
+        assert!(request.tools.is_empty(), "summary calls offer no tools");
+        self.summary_seen
+            .lock()
+            .unwrap()
+            .push(request.messages.last().unwrap().text().to_string());
+        let next = self.summaries.lock().unwrap().pop_front();
+        Box::pin(async move { next.ok_or(ProviderError::Network("no summary scripted".into())) })
+    }
+
+    fn model(&self) -> &str {
+        "fake"
+    }
+}
+
+fn text(t: &str) -> Reply {
+    Reply {
+        text: t.to_string(),
+        finish_reason: Some("stop".into()),
+        usage: Some(Usage::new(10, 5, 0)),
+        ..Reply::default()
+    }
+}
+
+fn call(id: &str, name: &str, args: serde_json::Value) -> Reply {
+    Reply {
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        }],
+        finish_reason: Some("tool_calls".into()),
+        ..Reply::default()
+    }
+}
+
+fn start(dir: &Path, fake: Fake, window: u64) -> AgentHandle {
+    let workspace = dir.canonicalize().unwrap();
+    let session = Session::create(&workspace).unwrap();
+    agent::spawn(Setup {
+        provider: Arc::new(fake),
+        registry: Arc::new(Registry::builtin()),
+        tools: Arc::new(ToolCtx::new(workspace, Duration::from_secs(30), Vec::new())),
+        session,
+        options: Options {
+            context_window: window,
+            auto_approve: true,
+            ..Options::default()
+        },
+    })
+}
+
+/// Events until (and including) the next event matching `last`, with a generous deadline.
+async fn until(handle: &mut AgentHandle, last: impl Fn(&Event) -> bool) -> Vec<Event> {
+    let mut events = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), handle.next_event())
+            .await
+            .expect("timed out waiting for the core")
+            .expect("core stopped");
+        let done = last(&event);
+        events.push(event);
+        if done {
+            return events;
+        }
+    }
+}
+
+async fn turn(handle: &mut AgentHandle, input: &str) -> (Vec<Event>, TurnEnd, TurnStats) {
+    handle.send(Op::Submit(input.to_string()));
+    let events = until(handle, |e| matches!(e, Event::TurnEnded { .. })).await;
+    match events.last() {
+        Some(Event::TurnEnded { end, stats, .. }) => (events.clone(), end.clone(), *stats),
+        _ => unreachable!(),
+    }
+}
+
+const FIRST: &str = "First request: port the parser to Rust.\nKeep the public API unchanged.";
+
+#[tokio::test]
+async fn overflow_is_compacted_and_retried_once_without_rerunning_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(
+        vec![
+            Ok(call(
+                "c1",
+                "bash",
+                serde_json::json!({"command": "echo ran-once"}),
+            )),
+            Ok(text(&"a".repeat(10_000))),
+            Err(ProviderError::ContextLength {
+                message: "too long".into(),
+                window: Some(6000),
+            }),
+            Ok(text("done")),
+        ],
+        vec![text("## Goal\nport the parser")],
+    );
+    let mut handle = start(dir.path(), fake.clone(), 8192);
+    let (events, end, _) = turn(&mut handle, FIRST).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::ToolCallEnded { .. }))
+            .count(),
+        1
+    );
+    let (events, end, stats) = turn(&mut handle, "second").await;
+    assert_eq!(end, TurnEnd::Completed, "{events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCallEnded { .. })),
+        "tools re-ran"
+    );
+    let compacted = events.iter().find_map(|e| match e {
+        Event::Compacted {
+            messages_summarized,
+            tokens_before,
+            tokens_after,
+        } => Some((*messages_summarized, *tokens_before, *tokens_after)),
+        _ => None,
+    });
+    let (summarized, before, after) = compacted.expect("no Compacted event");
+    assert_eq!(summarized, 4);
+    assert!(after < before);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Warning { message } if message.contains("6000")))
+    );
+    assert_eq!(stats.summary_calls, 1);
+    assert_eq!(stats.summary_tokens.input_tokens, 10);
+    let seen = fake.main_seen();
+    assert_eq!(
+        seen.len(),
+        4,
+        "the overflowed request is retried exactly once"
+    );
+    let retried = &seen[3];
+    let ledger = retried
+        .iter()
+        .find(|m| m.text().contains("<task-ledger>"))
+        .expect("no ledger");
+    assert!(
+        ledger.text().contains(FIRST),
+        "first request must be verbatim"
+    );
+    assert!(ledger.text().contains("## Goal\nport the parser"));
+    assert_eq!(retried.last().unwrap().text(), "second");
+    assert!(fake.summary_seen()[0].contains("echo ran-once"));
+}
+
+#[tokio::test]
+async fn automatic_compaction_runs_before_a_request_that_would_leave_too_little_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(
+        vec![Ok(text(&"b".repeat(30_000))), Ok(text("ok"))],
+        vec![text("notes 1"), text("notes 2")],
+    );
+    let mut handle = start(dir.path(), fake.clone(), 8192);
+    turn(&mut handle, FIRST).await;
+    let (events, end, stats) = turn(&mut handle, "next").await;
+    assert_eq!(end, TurnEnd::Completed);
+    let compacted = events
+        .iter()
+        .position(|e| matches!(e, Event::Compacted { .. }))
+        .unwrap_or_else(|| panic!("not compacted: {events:?}"));
+    let request = events
+        .iter()
+        .position(|e| matches!(e, Event::ModelRequestStarted { .. }))
+        .unwrap();
+    assert!(
+        compacted < request,
+        "compaction must happen before the request"
+    );
+    // The summarised message is larger than one summary call may carry: two chunks.
+    assert_eq!(stats.summary_calls, 2);
+    assert!(fake.summary_seen()[1].contains("<previous-notes>\nnotes 1\n</previous-notes>"));
+    assert_eq!(stats.model_calls, 1);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ContextUsage { window: 8192, .. }))
+    );
+    let last = fake.main_seen().pop().unwrap();
+    assert!(last.iter().any(|m| m.text().contains(FIRST)));
+    assert!(
+        !last.iter().any(|m| m.text().contains(&"b".repeat(100))),
+        "summarised text was sent"
+    );
+}
+
+#[tokio::test]
+async fn manual_compact_passes_focus_and_reports_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(vec![Ok(text(&"c".repeat(10_000)))], vec![text("notes")]);
+    let mut handle = start(dir.path(), fake.clone(), 8192);
+    turn(&mut handle, FIRST).await;
+    turn(&mut handle, "small").await;
+    handle.send(Op::Compact(Some("the parser API".into())));
+    let events = until(&mut handle, |e| {
+        matches!(e, Event::Compacted { .. } | Event::Error { .. })
+    })
+    .await;
+    assert!(
+        matches!(events.last(), Some(Event::Compacted { .. })),
+        "{events:?}"
+    );
+    assert!(fake.summary_seen()[0].contains("<focus>\nthe parser API\n</focus>"));
+}
+
+#[tokio::test]
+async fn failed_manual_compact_is_reported_and_keeps_the_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let truncated = Reply {
+        text: "partial".into(),
+        finish_reason: Some("length".into()),
+        ..Reply::default()
+    };
+    let fake = Fake::new(
+        vec![Ok(text(&"c".repeat(10_000))), Ok(text("x")), Ok(text("y"))],
+        vec![truncated],
+    );
+    let mut handle = start(dir.path(), fake.clone(), 8192);
+    turn(&mut handle, FIRST).await;
+    turn(&mut handle, "small").await;
+    handle.send(Op::Compact(None));
+    let events = until(&mut handle, |e| {
+        matches!(e, Event::Compacted { .. } | Event::Error { .. })
+    })
+    .await;
+    match events.last() {
+        Some(Event::Error { message }) => assert!(message.contains("incomplete"), "{message}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    turn(&mut handle, "after").await;
+    let last = fake.main_seen().pop().unwrap();
+    assert!(!last.iter().any(|m| m.text().contains("<task-ledger>")));
+    assert!(last.iter().any(|m| m.text().contains(&"c".repeat(10_000))));
+}
+
+#[tokio::test]
+async fn memory_is_injected_after_the_system_prompt_and_reloaded_after_a_write() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("MiniCode.md"), "rule: spaces").unwrap();
+    let fake = Fake::new(
+        vec![
+            Ok(call(
+                "w1",
+                "write",
+                serde_json::json!({"path": "MiniCode.md", "content": "rule: tabs"}),
+            )),
+            Ok(text("saved")),
+        ],
+        vec![],
+    );
+    let mut handle = start(dir.path(), fake.clone(), 262_144);
+    let configured = until(&mut handle, |e| matches!(e, Event::MemoryLoaded { .. })).await;
+    assert!(
+        matches!(configured.last(), Some(Event::MemoryLoaded { path, tokens }) if path == "MiniCode.md" && *tokens > 0)
+    );
+    let (events, end, _) = turn(&mut handle, "remember tabs").await;
+    assert_eq!(end, TurnEnd::Completed, "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::MemoryLoaded { .. })),
+        "reload not announced"
+    );
+    let seen = fake.main_seen();
+    assert!(
+        seen[0][0].text().contains("Project memory:"),
+        "memory rules belong in the system prompt"
+    );
+    assert!(
+        seen[0][1].text().starts_with("<project-memory")
+            && seen[0][1].text().contains("rule: spaces")
+    );
+    assert!(
+        seen[1][1].text().contains("rule: tabs"),
+        "the request after the write must carry the new memory"
+    );
+}
+
+#[tokio::test]
+async fn invalid_memory_fails_the_turn_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(vec![Ok(text("never"))], vec![]);
+    let mut handle = start(dir.path(), fake.clone(), 262_144);
+    std::fs::write(dir.path().join("MiniCode.md"), "bad\0byte").unwrap();
+    let (_, end, _) = turn(&mut handle, "hi").await;
+    match end {
+        TurnEnd::Failed { error } => assert!(
+            error.contains("MiniCode.md") && error.contains("nul"),
+            "{error}"
+        ),
+        other => panic!("expected failure, got {other:?}"),
+    }
+    assert!(
+        fake.main_seen().is_empty(),
+        "nothing may be sent with a broken memory file"
+    );
+}
