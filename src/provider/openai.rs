@@ -350,11 +350,19 @@ fn config_error(message: &str) -> ProviderError {
 
 /// A failure of `send()`: nothing of the response arrived, so it is safe to send again.
 fn send_error(e: &reqwest::Error) -> ProviderError {
-    let e = clean(&e.to_string());
-    if e.contains("timed out") {
-        ProviderError::Timeout(e)
+    // reqwest's own text names only the url; the useful part (refused, reset…) is the root cause.
+    let mut root: &dyn std::error::Error = e;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    let message = clean(&format!(
+        "{}: {root}",
+        e.to_string().split(" for url").next().unwrap_or("")
+    ));
+    if e.is_timeout() {
+        ProviderError::Timeout(message)
     } else {
-        ProviderError::Connect(e)
+        ProviderError::Connect(message)
     }
 }
 

@@ -115,7 +115,8 @@ enum State<F> {
 
 /// Drives a streamed call: `open` sends one attempt and returns the body of a successful
 /// (status 200) response, or the classified error. Failures of `open` are retried per
-/// `limits.policy`, announcing each retry with `StreamEvent::Retrying` before waiting; once a
+/// `limits.policy`, announcing each retry with `StreamEvent::Retrying` (whose `attempt` is the
+/// number of the attempt about to be made, 2 for the first retry) before waiting; once a
 /// body is returned nothing is retried. The stream ends with one `Done` or one `Err`.
 pub fn drive<F, Fut>(limits: StreamLimits, open: F, span: tracing::Span) -> EventStream
 where
