@@ -14,11 +14,11 @@ use crossterm::event::{
 use ratatui::layout::Rect;
 
 use super::input::Draft;
-use super::transcript::{Kind, Level, Reply, Scroll, ToolEntry, Transcript};
+use super::transcript::{Kind, Level, Scroll, Transcript};
 use super::view;
 use super::wrap;
-use crate::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
-use crate::provider::{Message, Role};
+use crate::protocol::{Decision, Event, Op};
+use crate::provider::Message;
 
 /// Rows moved by one mouse-wheel notch.
 pub const WHEEL_ROWS: usize = 3;
@@ -114,10 +114,10 @@ pub struct State {
     pub hint: Option<String>,
     /// Rows of a mouse selection in the transcript area (start, end).
     pub selection: Option<(u16, u16)>,
-    last_ctrl_c: Option<Instant>,
-    streaming: Option<usize>,
-    interrupted_during: Option<String>,
-    sessions_seen: u32,
+    pub(crate) last_ctrl_c: Option<Instant>,
+    pub(crate) streaming: Option<usize>,
+    pub(crate) interrupted_during: Option<String>,
+    pub(crate) sessions_seen: u32,
 }
 
 impl State {
@@ -150,55 +150,11 @@ impl State {
         s
     }
 
-    fn restore(&mut self, history: &[Message]) {
-        for m in history {
-            match m.role {
-                Role::System => {}
-                Role::User => {
-                    // Injected project memory is context, not something the user typed.
-                    if m.text().starts_with("<project-memory>") {
-                        continue;
-                    }
-                    self.draft.remember(m.text());
-                    self.transcript.push(Kind::User(m.text().to_string()));
-                }
-                Role::Assistant => {
-                    if !m.text().trim().is_empty() {
-                        self.transcript.push(Kind::Assistant(Reply::new(m.text())));
-                    }
-                    for c in &m.tool_calls {
-                        self.transcript.push(Kind::Tool(ToolEntry {
-                            call: c.id.clone(),
-                            tool: c.name.clone(),
-                            summary: wrap::truncate(&c.arguments.replace('\n', " "), 200),
-                            approval: None,
-                            decision: None,
-                            status: None,
-                            output: String::new(),
-                        }));
-                    }
-                }
-                Role::Tool => {
-                    let id = m.tool_call_id.as_deref().unwrap_or("");
-                    if let Some(i) = self.transcript.find_tool(id) {
-                        let out = m.text().to_string();
-                        self.transcript.edit(i, |k| {
-                            if let Kind::Tool(t) = k {
-                                t.status = Some(crate::protocol::ToolStatus::Succeeded);
-                                t.output = out;
-                            }
-                        });
-                    }
-                }
-            }
-        }
-    }
-
     fn transcript_area(&self) -> Rect {
         view::areas(self, Rect::new(0, 0, self.size.0, self.size.1)).transcript
     }
 
-    fn notice(&mut self, level: Level, text: impl Into<String>) {
+    pub(crate) fn notice(&mut self, level: Level, text: impl Into<String>) {
         self.transcript.push(Kind::Notice(level, text.into()));
     }
 
@@ -489,7 +445,7 @@ impl State {
         self.submit(text)
     }
 
-    fn submit(&mut self, text: String) -> Vec<Effect> {
+    pub(crate) fn submit(&mut self, text: String) -> Vec<Effect> {
         self.transcript.push(Kind::User(text.clone()));
         self.busy = true;
         self.activity = Activity::Waiting;
@@ -606,156 +562,6 @@ impl State {
         out.join("\n")
     }
 
-    fn agent(&mut self, e: Event) -> Vec<Effect> {
-        match e {
-            Event::SessionConfigured { session_id, session_path, model, context_window, .. } => {
-                self.sessions_seen += 1;
-                if self.sessions_seen > 1 {
-                    self.notice(Level::Info, format!("new session {session_id}"));
-                }
-                self.session_id = Some(session_id);
-                self.session_path = Some(session_path);
-                self.model = model;
-                self.context_window = context_window;
-            }
-            Event::TurnStarted { .. } => {
-                self.busy = true;
-                self.activity = Activity::Waiting;
-            }
-            Event::ModelRequestStarted { .. } => self.activity = Activity::Waiting,
-            Event::TextDelta { text } => {
-                self.activity = Activity::Streaming;
-                let i = match self.streaming {
-                    Some(i) => i,
-                    None => {
-                        self.transcript.push(Kind::Assistant(Reply::default()));
-                        let i = self.transcript.len() - 1;
-                        self.streaming = Some(i);
-                        i
-                    }
-                };
-                self.transcript.edit(i, |k| {
-                    if let Kind::Assistant(r) = k {
-                        r.push(&text);
-                    }
-                });
-            }
-            Event::AssistantMessage { text } => {
-                match self.streaming.take() {
-                    Some(i) => self.transcript.edit(i, |k| {
-                        if let Kind::Assistant(r) = k
-                            && r.text != text
-                        {
-                            *r = Reply::new(&text);
-                        }
-                    }),
-                    None if !text.trim().is_empty() => self.transcript.push(Kind::Assistant(Reply::new(&text))),
-                    None => {}
-                }
-            }
-            Event::Retrying { attempt, max_attempts, delay_ms, reason } => {
-                let secs = delay_ms as f64 / 1000.0;
-                self.notice(Level::Warning, format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s: {reason}"));
-            }
-            Event::ToolCallBegan { call, tool, summary, .. } => {
-                self.streaming = None;
-                self.activity = Activity::Tool(tool.clone());
-                let t = ToolEntry { call, tool, summary, approval: None, decision: None, status: None, output: String::new() };
-                self.transcript.push(Kind::Tool(t));
-            }
-            Event::ApprovalRequested { call, tool, request } => {
-                if let Some(i) = self.transcript.find_tool(&call) {
-                    self.transcript.edit(i, |k| {
-                        if let Kind::Tool(t) = k {
-                            t.approval = Some(request);
-                        }
-                    });
-                }
-                self.activity = Activity::Approval(tool.clone());
-                self.approval = Some(PendingApproval { call, tool, typing_reason: false, stashed_draft: String::new() });
-            }
-            Event::ApprovalDecided { call, decision } => {
-                if let Some(i) = self.transcript.find_tool(&call) {
-                    let tool = match self.transcript.entries()[i].kind() {
-                        Kind::Tool(t) => t.tool.clone(),
-                        _ => String::new(),
-                    };
-                    self.activity = Activity::Tool(tool);
-                    self.transcript.edit(i, |k| {
-                        if let Kind::Tool(t) = k {
-                            t.decision = Some(decision);
-                        }
-                    });
-                }
-                if self.approval.as_ref().is_some_and(|p| p.call == call) {
-                    self.approval = None;
-                }
-            }
-            Event::ToolCallEnded { call, status, output } => {
-                if let Some(i) = self.transcript.find_tool(&call) {
-                    self.transcript.edit(i, |k| {
-                        if let Kind::Tool(t) = k {
-                            t.status = Some(status);
-                            t.output = output;
-                        }
-                    });
-                }
-                self.activity = Activity::Waiting;
-            }
-            Event::Warning { message } => self.notice(Level::Warning, message),
-            Event::Error { message } => self.notice(Level::Error, message),
-            Event::Compacted { tokens_before, tokens_after, messages_summarized } => self.notice(
-                Level::Info,
-                format!("context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarized)"),
-            ),
-            Event::MemoryLoaded { path, tokens } => {
-                self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
-            }
-            Event::ContextUsage { tokens, window } => {
-                self.context_tokens = Some(tokens);
-                self.context_window = window;
-            }
-            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, stats),
-            Event::ShutdownComplete => {}
-        }
-        Vec::new()
-    }
-
-    fn turn_ended(&mut self, end: TurnEnd, stats: TurnStats) -> Vec<Effect> {
-        self.streaming = None;
-        self.busy = false;
-        self.activity = Activity::Idle;
-        self.approval = None;
-        if self.hint.as_deref() == Some("interrupting…") {
-            self.hint = None;
-        }
-        match &end {
-            TurnEnd::Completed => {}
-            TurnEnd::Interrupted => {
-                let what = self
-                    .interrupted_during
-                    .take()
-                    .unwrap_or_else(|| "the turn".into());
-                self.notice(Level::Warning, format!("interrupted ({what})"));
-            }
-            TurnEnd::RoundLimit { rounds } => {
-                self.notice(
-                    Level::Warning,
-                    format!("stopped after {rounds} tool rounds (the summary is above)"),
-                );
-            }
-            TurnEnd::Failed { error } => self.notice(Level::Error, format!("turn failed: {error}")),
-        }
-        self.interrupted_during = None;
-        let tokens = (!stats.tokens.unavailable()).then_some(stats.tokens.total_tokens);
-        self.last_turn = Some((tokens, stats.wall));
-        self.transcript.push(Kind::Stats(stats_line(&stats)));
-        match self.queue.pop_front() {
-            Some(next) => self.submit(next),
-            None => Vec::new(),
-        }
-    }
-
     /// Plain text of the transcript (or its last `turns` turns) for the normal screen on exit.
     pub fn exit_transcript(&self, turns: Option<u32>, width: usize) -> String {
         let entries = self.transcript.entries();
@@ -785,36 +591,5 @@ impl State {
             }
         }
         out
-    }
-}
-
-/// One line of per-turn statistics.
-pub fn stats_line(s: &TurnStats) -> String {
-    let mut parts = vec![format!("{:.1} s", s.wall.as_secs_f64())];
-    parts.push(plural(s.model_calls as u64, "model call"));
-    if s.tool_calls > 0 {
-        parts.push(plural(s.tool_calls as u64, "tool call"));
-    }
-    let t = &s.tokens;
-    if t.unavailable() {
-        parts.push("tokens unavailable".into());
-    } else {
-        let partial = if t.partial() { ", partial" } else { "" };
-        parts.push(format!(
-            "{} tokens (in {} / out {}{partial})",
-            t.total_tokens, t.input_tokens, t.output_tokens
-        ));
-    }
-    if s.summary_calls > 0 {
-        parts.push(format!("{} summary tokens", s.summary_tokens.total_tokens));
-    }
-    parts.join(" · ")
-}
-
-fn plural(n: u64, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
     }
 }
