@@ -144,8 +144,9 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             auto_approve: args.yes,
         },
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the core, the provider stream and the frontend hand events to each other
+    // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure {
@@ -213,7 +214,11 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
     }
     for s in sessions {
         let when = humantime::format_rfc3339_seconds(s.updated);
-        let _ = writeln!(out, "{}  {}  {}", s.id, when, s.first_prompt);
+        let about = match &s.problem {
+            Some(problem) => format!("(unreadable: {problem})"),
+            None => s.first_prompt.clone(),
+        };
+        let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,170 @@
+//! End-to-end cost of the built binary, measured as a user pays it: wall time, CPU time and
+//! peak RSS of whole `minicode` processes (from `wait4`'s rusage) against a local mock server
+//! that answers at once.
+//!
+//! Scenarios: `--version`; a one-shot task with 5 tool calls (read, edit, bash, read, write);
+//! streaming a 200 KB reply in 4-character chunks. Run with `cargo bench --bench oneshot`.
+
+#[path = "../tests/common/mock_openai.rs"]
+#[allow(dead_code)]
+mod mock_openai;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mock_openai::{MockReply, MockServer, text_reply, tool_calls_reply};
+
+/// What one process cost.
+#[derive(Clone, Copy)]
+struct Cost {
+    wall: Duration,
+    cpu: Duration,
+    max_rss_kb: i64,
+}
+
+fn run(cmd: &mut Command) -> Cost {
+    let started = Instant::now();
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let status_path = format!("/proc/{pid}/status");
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // ru_maxrss would include the forked copy of this bench process before exec, so the peak
+    // is read from the child's own VmHWM while it runs (the last value before it exits).
+    let mut hwm_kb = 0;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path) {
+            if let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+                hwm_kb = kb
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse()
+                    .unwrap_or(hwm_kb);
+            }
+        }
+        let waited = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if waited == pid {
+            break;
+        }
+        assert_eq!(waited, 0, "wait4 failed");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let wall = started.elapsed();
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "minicode failed: {status}"
+    );
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Cost {
+        wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        max_rss_kb: hwm_kb,
+    }
+}
+
+fn median(mut costs: Vec<Cost>) -> Cost {
+    let mid = costs.len() / 2;
+    let by = |f: fn(&Cost) -> u128, c: &mut Vec<Cost>| {
+        c.sort_by_key(|x| f(x));
+        c[mid]
+    };
+    let wall = by(|c| c.wall.as_micros(), &mut costs).wall;
+    let cpu = by(|c| c.cpu.as_micros(), &mut costs).cpu;
+    let rss = costs.iter().map(|c| c.max_rss_kb).max().unwrap_or(0);
+    Cost {
+        wall,
+        cpu,
+        max_rss_kb: rss,
+    }
+}
+
+fn report(name: &str, cost: Cost, runs: usize) {
+    println!(
+        "{name:<34} wall {:>8.2} ms   cpu {:>8.2} ms   peak rss {:>6.1} MB   (median of {runs})",
+        cost.wall.as_secs_f64() * 1e3,
+        cost.cpu.as_secs_f64() * 1e3,
+        cost.max_rss_kb as f64 / 1024.0
+    );
+}
+
+fn workspace(server: &MockServer) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("config")).unwrap();
+    let config = format!(
+        "[model]\nbase_url = \"{}\"\nname = \"bench\"\n",
+        server.base_url()
+    );
+    std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
+    std::fs::write(dir.path().join("README.md"), "# Bench\n\nhello world\n").unwrap();
+    dir
+}
+
+fn minicode(dir: &std::path::Path, args: &[&str]) -> Command {
+    // `env -C` changes directory in the child, so `Command` can use posix_spawn: a forked copy
+    // of this (large) bench process would otherwise count in the child's peak RSS.
+    let mut cmd = Command::new("env");
+    cmd.arg("-C")
+        .arg(dir)
+        .arg(env!("CARGO_BIN_EXE_minicode"))
+        .args(args)
+        .env_remove("MINICODE_LOG")
+        .env("HOME", dir);
+    cmd
+}
+
+fn five_tool_script() -> Vec<MockReply> {
+    vec![
+        tool_calls_reply(&[("c1", "read", r#"{"path":"README.md"}"#)], 64),
+        tool_calls_reply(
+            &[(
+                "c2",
+                "edit",
+                r#"{"path":"README.md","old_string":"hello world","new_string":"hello bench"}"#,
+            )],
+            64,
+        ),
+        tool_calls_reply(&[("c3", "bash", r#"{"command":"true"}"#)], 64),
+        tool_calls_reply(&[("c4", "read", r#"{"path":"README.md"}"#)], 64),
+        tool_calls_reply(
+            &[("c5", "write", r#"{"path":"out.txt","content":"done\n"}"#)],
+            64,
+        ),
+        text_reply("All five steps are done.", 8),
+    ]
+}
+
+fn main() {
+    let runs = 15;
+    let dir = tempfile::tempdir().unwrap();
+    let version: Vec<Cost> = (0..runs)
+        .map(|_| run(&mut minicode(dir.path(), &["--version"])))
+        .collect();
+    report("--version", median(version), runs);
+
+    let mut costs = Vec::new();
+    for _ in 0..runs {
+        let server = MockServer::start_in_thread(five_tool_script());
+        let ws = workspace(&server);
+        costs.push(run(&mut minicode(
+            ws.path(),
+            &["--yes", "do the five steps"],
+        )));
+        assert_eq!(server.request_count(), 6);
+    }
+    report("one-shot, 5 tool calls", median(costs), runs);
+
+    let reply: String = "word ".repeat(40_000);
+    let mut costs = Vec::new();
+    for _ in 0..5 {
+        let server = MockServer::start_in_thread(vec![text_reply(&reply, 4)]);
+        let ws = workspace(&server);
+        costs.push(run(&mut minicode(ws.path(), &["stream it"])));
+    }
+    report("one-shot, 200 KB in 4-char chunks", median(costs), 5);
+}
