@@ -24,6 +24,8 @@ struct Cost {
 
 fn run(cmd: &mut Command) -> Cost {
     let started = Instant::now();
+    // Reaped below with wait4, which also yields the CPU times.
+    #[allow(clippy::zombie_processes)]
     let child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -38,15 +40,15 @@ fn run(cmd: &mut Command) -> Cost {
     // is read from the child's own VmHWM while it runs (the last value before it exits).
     let mut hwm_kb = 0;
     loop {
-        if let Ok(text) = std::fs::read_to_string(&status_path) {
-            if let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
-                hwm_kb = kb
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse()
-                    .unwrap_or(hwm_kb);
-            }
+        if let Ok(text) = std::fs::read_to_string(&status_path)
+            && let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:"))
+        {
+            hwm_kb = kb
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .unwrap_or(hwm_kb);
         }
         let waited = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
         if waited == pid {
@@ -71,7 +73,7 @@ fn run(cmd: &mut Command) -> Cost {
 fn median(mut costs: Vec<Cost>) -> Cost {
     let mid = costs.len() / 2;
     let by = |f: fn(&Cost) -> u128, c: &mut Vec<Cost>| {
-        c.sort_by_key(|x| f(x));
+        c.sort_by_key(f);
         c[mid]
     };
     let wall = by(|c| c.wall.as_micros(), &mut costs).wall;

@@ -32,6 +32,10 @@ pub struct Options {
     pub context_window: u64,
     /// Approve every tool call without asking (`--yes`).
     pub auto_approve: bool,
+    /// Tokens kept free for the reply; `None` scales the default to the window.
+    pub reserve_tokens: Option<u64>,
+    /// Recent history kept verbatim by compaction; `None` scales the default to the window.
+    pub keep_recent_tokens: Option<u64>,
 }
 
 impl Default for Options {
@@ -41,6 +45,8 @@ impl Default for Options {
             max_tokens: 8192,
             context_window: 262_144,
             auto_approve: false,
+            reserve_tokens: None,
+            keep_recent_tokens: None,
         }
     }
 }
@@ -242,7 +248,10 @@ async fn run_core(
     );
     let mut context = context::Context::new(system_prompt, setup.registry.specs());
     let window = setup.options.context_window;
-    let budget = context::Budget::for_window(window);
+    let (reserve, keep) = (setup.options.reserve_tokens, setup.options.keep_recent_tokens);
+    // The CLI validated these already; a library caller with odd values gets the defaults.
+    let budget = context::Budget::new(window, reserve, keep)
+        .unwrap_or_else(|_| context::Budget::for_window(window));
     let checkpoint_problem = context
         .set_checkpoint(
             setup.session.checkpoint().cloned(),

@@ -122,6 +122,12 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         return Err(usage("the prompt is empty"));
     }
     let _log = crate::logging::init(&launch.join(".minicode"), interactive);
+    crate::agent::context::Budget::new(
+        config.context_window,
+        config.reserve_tokens,
+        config.keep_recent_tokens,
+    )
+    .map_err(|e| usage(format!("invalid [context] settings: {e}")))?;
     let session = open_session(&launch, &args)?;
     let history = if interactive {
         session.messages().to_vec()
@@ -142,6 +148,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             max_tokens: config.max_tokens,
             context_window: config.context_window,
             auto_approve: args.yes,
+            reserve_tokens: config.reserve_tokens,
+            keep_recent_tokens: config.keep_recent_tokens,
         },
     };
     // One thread: the core, the provider stream and the frontend hand events to each other

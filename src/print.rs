@@ -49,11 +49,11 @@ pub async fn run(handle: AgentHandle, prompt: String, format: OutputFormat) -> E
     let mut err = io::stderr().lock();
     let mut ended: Option<(TurnEnd, TurnStats)> = None;
     while let Some(event) = events.recv().await {
-        if format == OutputFormat::StreamJson {
-            if let Ok(line) = serde_json::to_string(&event) {
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
-            }
+        if format == OutputFormat::StreamJson
+            && let Ok(line) = serde_json::to_string(&event)
+        {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
         }
         match event {
             Event::SessionConfigured { session_id: id, .. } => session_id = id,

@@ -206,25 +206,24 @@ fn next_step(p: &Progress<'_>) -> Reply {
         );
     };
     let files = listed_files(listing);
-    if p.read.is_none() {
-        if let Some(target) = target_file(p.prompt, &files) {
-            return call(
-                "read",
-                serde_json::json!({ "path": target }),
-                &format!("Let me read `{target}`.\n"),
-            );
-        }
+    if p.read.is_none()
+        && let Some(target) = target_file(p.prompt, &files)
+    {
+        return call(
+            "read",
+            serde_json::json!({ "path": target }),
+            &format!("Let me read `{target}`.\n"),
+        );
     }
-    if let (Some((path, content)), None) = (&p.read, &p.edit) {
-        if wants_change(p.prompt) {
-            if let Some((old, new)) = proposed_edit(path, content, p.prompt) {
-                return call(
-                    "edit",
-                    serde_json::json!({ "path": path, "old_string": old, "new_string": new }),
-                    &format!("You asked for a change, so I'll propose a small edit to `{path}`.\n"),
-                );
-            }
-        }
+    if let (Some((path, content)), None) = (&p.read, &p.edit)
+        && wants_change(p.prompt)
+        && let Some((old, new)) = proposed_edit(path, content, p.prompt)
+    {
+        return call(
+            "edit",
+            serde_json::json!({ "path": path, "old_string": old, "new_string": new }),
+            &format!("You asked for a change, so I'll propose a small edit to `{path}`.\n"),
+        );
     }
     Reply {
         text: summary(p),
