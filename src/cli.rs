@@ -231,16 +231,24 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The full-screen session (wired once `tui::run` lands).
+/// The full-screen session; on exit the terminal is already restored and the transcript printed.
 async fn full_screen(
-    _handle: agent::AgentHandle,
-    _config: &Config,
-    _history: Vec<crate::provider::Message>,
+    handle: agent::AgentHandle,
+    config: &Config,
+    history: Vec<crate::provider::Message>,
 ) -> ExitCode {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(
-        err,
-        "minicode: the full-screen session is not available yet; pass a prompt"
-    );
-    ExitCode::from(EXIT_USAGE)
+    let options = crate::tui::Options {
+        model: config.model.clone(),
+        context_window: config.context_window,
+        history,
+        exit_transcript_turns: config.exit_transcript_turns,
+    };
+    match crate::tui::run(handle, options).await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "minicode: terminal error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
