@@ -244,7 +244,13 @@ async fn full_screen(
         exit_transcript_turns: config.exit_transcript_turns,
     };
     match crate::tui::run(handle, options).await {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(outcome) => {
+            if let Some(id) = outcome.session_id {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "session {id} · resume with: minicode --session {id}");
+            }
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "minicode: terminal error: {e}");
