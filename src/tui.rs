@@ -19,6 +19,7 @@ use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event as TermEvent, EventStream};
+use crossterm::terminal::{Clear, ClearType};
 use futures_util::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -91,8 +92,7 @@ async fn session(
     ops: &OpSender,
     events: &mut UnboundedReceiver<Event>,
 ) -> io::Result<()> {
-    let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    term.clear()?;
+    let mut term = fresh_terminal()?;
     let size = term.size()?;
     state.size = (size.width, size.height);
 
@@ -115,6 +115,9 @@ async fn session(
                 Some(Ok(ev)) => match to_msg(ev) {
                     Some(msg) => {
                         dirty = true;
+                        if matches!(msg, Msg::Resize(..)) {
+                            term = fresh_terminal()?;
+                        }
                         state.update(msg)
                     }
                     None => Vec::new(),
@@ -150,12 +153,19 @@ async fn session(
                 Effect::MouseCapture(on) => terminal::set_mouse(on)?,
                 Effect::Suspend => {
                     terminal::suspend()?;
-                    term.clear()?;
+                    term = fresh_terminal()?;
                     dirty = true;
                 }
             }
         }
     }
+}
+
+/// A terminal with empty buffers over a cleared screen, so the next frame paints everything.
+/// (`Terminal::clear` would ask the terminal for the cursor position, a round trip we avoid.)
+fn fresh_terminal() -> io::Result<Terminal<CrosstermBackend<io::Stdout>>> {
+    crossterm::execute!(io::stdout(), Clear(ClearType::All))?;
+    Terminal::new(CrosstermBackend::new(io::stdout()))
 }
 
 fn to_msg(ev: TermEvent) -> Option<Msg> {
