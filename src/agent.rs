@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{CallId, Decision, Event, Op, TurnEnd};
+use crate::protocol::{CallId, Decision, Event, Op, TurnEnd, TurnStats};
 use crate::provider::Provider;
 use crate::session::Session;
 use crate::tools::{Registry, ToolCtx};
@@ -154,54 +154,58 @@ impl Core {
         }
     }
 
-    /// Runs one turn while still serving ops: decisions go to the turn, interrupts cancel it,
-    /// new prompts are queued. Returns true if a shutdown was asked for meanwhile.
+    /// Runs one user turn while serving ops (see [`serve_ops`]). Returns true if a shutdown
+    /// was asked for meanwhile.
     async fn turn(
         &mut self,
         input: String,
         ops: &mut mpsc::UnboundedReceiver<Op>,
         queue: &mut VecDeque<String>,
     ) -> bool {
-        self.turns += 1;
-        let turn = self.turns;
-        self.emit(Event::TurnStarted { turn });
+        let turn = self.start_turn();
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
-        let mut shutdown = false;
         let events = self.events.clone();
-        let (end, stats) = {
-            let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
-            tokio::pin!(running);
-            let mut ops_open = true;
-            loop {
-                tokio::select! {
-                    result = &mut running => break result,
-                    op = ops.recv(), if ops_open => match op {
-                        Some(Op::Interrupt) => cancel.cancel(),
-                        Some(Op::Decide { call, decision }) => {
-                            let _ = decide_tx.send((call, decision));
-                        }
-                        Some(Op::Submit(text)) => queue.push_back(text),
-                        Some(Op::Compact(_)) | Some(Op::NewSession) => {
-                            let _ = events.send(Event::Error {
-                                message: "busy: wait for the turn to end or interrupt it".into(),
-                            });
-                        }
-                        Some(Op::Shutdown) => {
-                            shutdown = true;
-                            cancel.cancel();
-                        }
-                        None => {
-                            ops_open = false;
-                            shutdown = true;
-                            cancel.cancel();
-                        }
-                    },
-                }
-            }
-        };
+        let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
+        let ((end, stats), shutdown) =
+            serve_ops(running, ops, queue, &cancel, Some(&decide_tx), &events).await;
+        self.finish_turn(turn, end, stats, true);
+        shutdown
+    }
+
+    /// `/compact [instructions]`, reported like a turn (`TurnStarted`, `TurnEnded` with the
+    /// summary calls in its stats) so a frontend shows it as busy, can interrupt it and sees
+    /// what it cost. It is served like a turn too: `Interrupt` cancels it (the old checkpoint
+    /// stays), `Shutdown` stops it, prompts are queued. It does not count as a turn in the
+    /// session totals. Returns true if a shutdown was asked for meanwhile.
+    async fn compact(
+        &mut self,
+        instructions: Option<String>,
+        ops: &mut mpsc::UnboundedReceiver<Op>,
+        queue: &mut VecDeque<String>,
+    ) -> bool {
+        let turn = self.start_turn();
+        let cancel = CancellationToken::new();
+        let events = self.events.clone();
+        let running = self.manual_compact(instructions, &cancel);
+        let ((end, stats), shutdown) = serve_ops(running, ops, queue, &cancel, None, &events).await;
+        self.finish_turn(turn, end, stats, false);
+        shutdown
+    }
+
+    fn start_turn(&mut self) -> u64 {
+        self.turns += 1;
+        self.emit(Event::TurnStarted { turn: self.turns });
+        self.turns
+    }
+
+    /// Adds the stats to the session totals, saves and reports the end. `user_turn` is false
+    /// for a manual compaction, which spends tokens but is not a turn of the conversation.
+    fn finish_turn(&mut self, turn: u64, end: TurnEnd, stats: TurnStats, user_turn: bool) {
         let totals = self.session.totals_mut();
-        totals.turns += 1;
+        if user_turn {
+            totals.turns += 1;
+        }
         totals.model_calls += u64::from(stats.model_calls + stats.summary_calls);
         totals.tool_calls += u64::from(stats.tool_calls);
         for tokens in [stats.tokens, stats.summary_tokens] {
@@ -214,7 +218,6 @@ impl Core {
             tracing::warn!(%error, "turn failed");
         }
         self.emit(Event::TurnEnded { turn, end, stats });
-        shutdown
     }
 
     /// Replaces the session with a fresh one in the same workspace.
@@ -235,6 +238,56 @@ impl Core {
     }
 }
 
+/// Drives `work` (a turn or a manual compaction) to its end while serving ops: decisions go
+/// to `decisions` (none pending when it is `None`), `Interrupt` cancels `cancel`, prompts are
+/// queued, `Compact` and `NewSession` are refused as busy, and `Shutdown` (or every sender
+/// gone) cancels and is remembered. Returns the work's output and whether to shut down.
+async fn serve_ops<T>(
+    work: impl Future<Output = T>,
+    ops: &mut mpsc::UnboundedReceiver<Op>,
+    queue: &mut VecDeque<String>,
+    cancel: &CancellationToken,
+    decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
+    events: &mpsc::UnboundedSender<Event>,
+) -> (T, bool) {
+    tokio::pin!(work);
+    let mut shutdown = false;
+    let mut ops_open = true;
+    loop {
+        tokio::select! {
+            output = &mut work => return (output, shutdown),
+            op = ops.recv(), if ops_open => match op {
+                Some(Op::Interrupt) => cancel.cancel(),
+                Some(Op::Decide { call, decision }) => match decisions {
+                    Some(tx) => {
+                        let _ = tx.send((call, decision));
+                    }
+                    None => {
+                        let _ = events.send(Event::Error {
+                            message: format!("no approval is pending for call {call:?}"),
+                        });
+                    }
+                },
+                Some(Op::Submit(text)) => queue.push_back(text),
+                Some(Op::Compact(_)) | Some(Op::NewSession) => {
+                    let _ = events.send(Event::Error {
+                        message: "busy: wait for the turn to end or interrupt it".into(),
+                    });
+                }
+                Some(Op::Shutdown) => {
+                    shutdown = true;
+                    cancel.cancel();
+                }
+                None => {
+                    ops_open = false;
+                    shutdown = true;
+                    cancel.cancel();
+                }
+            },
+        }
+    }
+}
+
 /// The core's task: serve ops until `Shutdown` (or every sender is gone).
 async fn run_core(
     setup: Setup,
@@ -248,7 +301,10 @@ async fn run_core(
     );
     let mut context = context::Context::new(system_prompt, setup.registry.specs());
     let window = setup.options.context_window;
-    let (reserve, keep) = (setup.options.reserve_tokens, setup.options.keep_recent_tokens);
+    let (reserve, keep) = (
+        setup.options.reserve_tokens,
+        setup.options.keep_recent_tokens,
+    );
     // The CLI validated these already; a library caller with odd values gets the defaults.
     let budget = context::Budget::new(window, reserve, keep)
         .unwrap_or_else(|_| context::Budget::for_window(window));
@@ -306,7 +362,11 @@ async fn run_core(
                 message: format!("no approval is pending for call {call:?}"),
             }),
             Op::Interrupt => {}
-            Op::Compact(instructions) => core.manual_compact(instructions).await,
+            Op::Compact(instructions) => {
+                if core.compact(instructions, &mut ops, &mut queue).await {
+                    break;
+                }
+            }
             Op::NewSession => core.new_session(),
             Op::Shutdown => break,
         }

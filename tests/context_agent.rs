@@ -98,6 +98,10 @@ fn call(id: &str, name: &str, args: serde_json::Value) -> Reply {
 }
 
 fn start(dir: &Path, fake: Fake, window: u64) -> AgentHandle {
+    start_with(dir, fake, window, Options::default().max_rounds)
+}
+
+fn start_with(dir: &Path, fake: Fake, window: u64, max_rounds: u32) -> AgentHandle {
     let workspace = dir.canonicalize().unwrap();
     let session = Session::create(&workspace).unwrap();
     agent::spawn(Setup {
@@ -108,6 +112,7 @@ fn start(dir: &Path, fake: Fake, window: u64) -> AgentHandle {
         options: Options {
             context_window: window,
             auto_approve: true,
+            max_rounds,
             ..Options::default()
         },
     })
@@ -263,14 +268,23 @@ async fn manual_compact_passes_focus_and_reports_the_result() {
     turn(&mut handle, FIRST).await;
     turn(&mut handle, "small").await;
     handle.send(Op::Compact(Some("the parser API".into())));
-    let events = until(&mut handle, |e| {
-        matches!(e, Event::Compacted { .. } | Event::Error { .. })
-    })
-    .await;
+    let events = until(&mut handle, |e| matches!(e, Event::TurnEnded { .. })).await;
     assert!(
-        matches!(events.last(), Some(Event::Compacted { .. })),
+        matches!(events.first(), Some(Event::TurnStarted { .. })),
         "{events:?}"
     );
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Compacted { .. })),
+        "{events:?}"
+    );
+    match events.last() {
+        Some(Event::TurnEnded { end, stats, .. }) => {
+            assert_eq!(*end, TurnEnd::Completed);
+            assert_eq!((stats.model_calls, stats.summary_calls), (0, 1));
+            assert_eq!(stats.summary_tokens.input_tokens, 10);
+        }
+        other => panic!("expected the end of the compaction, got {other:?}"),
+    }
     assert!(fake.summary_seen()[0].contains("<focus>\nthe parser API\n</focus>"));
 }
 
@@ -290,13 +304,21 @@ async fn failed_manual_compact_is_reported_and_keeps_the_context() {
     turn(&mut handle, FIRST).await;
     turn(&mut handle, "small").await;
     handle.send(Op::Compact(None));
-    let events = until(&mut handle, |e| {
-        matches!(e, Event::Compacted { .. } | Event::Error { .. })
-    })
-    .await;
+    let events = until(&mut handle, |e| matches!(e, Event::TurnEnded { .. })).await;
+    assert!(!events.iter().any(|e| matches!(e, Event::Compacted { .. })));
     match events.last() {
-        Some(Event::Error { message }) => assert!(message.contains("incomplete"), "{message}"),
-        other => panic!("expected an error, got {other:?}"),
+        Some(Event::TurnEnded {
+            end: TurnEnd::Failed { error },
+            stats,
+            ..
+        }) => {
+            assert!(error.contains("incomplete"), "{error}");
+            assert_eq!(
+                stats.summary_calls, 1,
+                "a rejected summary call still counts"
+            );
+        }
+        other => panic!("expected a failed compaction, got {other:?}"),
     }
     turn(&mut handle, "after").await;
     let last = fake.main_seen().pop().unwrap();
@@ -365,4 +387,137 @@ async fn invalid_memory_fails_the_turn_naming_the_file() {
         fake.main_seen().is_empty(),
         "nothing may be sent with a broken memory file"
     );
+}
+
+/// The round-limit instruction is the last message of the final summary request.
+fn is_round_limit_request(messages: &[Message]) -> bool {
+    messages
+        .last()
+        .is_some_and(|m| m.text().contains("maximum number of tool rounds"))
+}
+
+#[tokio::test]
+async fn round_limit_summary_request_is_compacted_first_when_room_is_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = "x".repeat(30_000);
+    let fake = Fake::new(
+        vec![
+            Ok(call(
+                "w1",
+                "write",
+                serde_json::json!({"path": "big.txt", "content": big}),
+            )),
+            Ok(text("wrapped up")),
+        ],
+        vec![text("## Goal\nport the parser")],
+    );
+    let mut handle = start_with(dir.path(), fake.clone(), 8192, 1);
+    let (events, end, stats) = turn(&mut handle, FIRST).await;
+    assert_eq!(end, TurnEnd::RoundLimit { rounds: 1 }, "{events:?}");
+    let compacted = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Compacted {
+                messages_summarized,
+                ..
+            } => Some(*messages_summarized),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the summary request was not compacted: {events:?}"));
+    assert_eq!(
+        compacted, 1,
+        "only the first request lies before the kept batch"
+    );
+    assert_eq!((stats.model_calls, stats.summary_calls), (2, 1));
+    let seen = fake.main_seen();
+    assert_eq!(seen.len(), 2);
+    let last = &seen[1];
+    assert!(is_round_limit_request(last));
+    let ledger = last
+        .iter()
+        .find(|m| m.text().contains("<task-ledger>"))
+        .expect("the summary request must carry the compacted context");
+    assert!(ledger.text().contains(FIRST));
+    assert!(fake.summary_seen()[0].contains(FIRST));
+}
+
+#[tokio::test]
+async fn round_limit_summary_request_recovers_from_overflow_once_without_rerunning_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(
+        vec![
+            Ok(text(&"a".repeat(10_000))),
+            Ok(call(
+                "c1",
+                "bash",
+                serde_json::json!({"command": "echo ran-once"}),
+            )),
+            Err(ProviderError::ContextLength {
+                message: "too long".into(),
+                window: None,
+            }),
+            Ok(text("wrapped up")),
+        ],
+        vec![text("## Goal\nport the parser")],
+    );
+    let mut handle = start_with(dir.path(), fake.clone(), 8192, 1);
+    let (_, end, _) = turn(&mut handle, FIRST).await;
+    assert_eq!(end, TurnEnd::Completed);
+    let (events, end, stats) = turn(&mut handle, "second").await;
+    assert_eq!(end, TurnEnd::RoundLimit { rounds: 1 }, "{events:?}");
+    let ran = events
+        .iter()
+        .filter(|e| matches!(e, Event::ToolCallEnded { .. }))
+        .count();
+    assert_eq!(ran, 1, "the tool must not run again after the overflow");
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Compacted { .. })),
+        "{events:?}"
+    );
+    assert_eq!((stats.model_calls, stats.summary_calls), (3, 1));
+    let seen = fake.main_seen();
+    assert_eq!(
+        seen.len(),
+        4,
+        "the overflowed summary request is resent exactly once"
+    );
+    assert!(is_round_limit_request(&seen[2]) && is_round_limit_request(&seen[3]));
+    assert!(seen[3].iter().any(|m| m.text().contains("<task-ledger>")));
+    assert!(
+        !seen[3].iter().any(|m| m.text().contains(&"a".repeat(100))),
+        "summarised text was sent again"
+    );
+    // The turn's reply is the resent request's answer, and the session stays usable.
+    let (_, end, _) = turn(&mut handle, "third").await;
+    assert_eq!(end, TurnEnd::Completed);
+    let after = fake.main_seen().pop().unwrap();
+    assert!(after.iter().any(|m| m.text() == "wrapped up"));
+}
+
+#[tokio::test]
+async fn round_limit_summary_fails_the_turn_when_the_resend_overflows_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let overflow = || {
+        Err(ProviderError::ContextLength {
+            message: "too long".into(),
+            window: None,
+        })
+    };
+    let fake = Fake::new(
+        vec![
+            Ok(text(&"a".repeat(10_000))),
+            Ok(call("c1", "bash", serde_json::json!({"command": "true"}))),
+            overflow(),
+            overflow(),
+        ],
+        vec![text("notes")],
+    );
+    let mut handle = start_with(dir.path(), fake.clone(), 8192, 1);
+    turn(&mut handle, FIRST).await;
+    let (events, end, _) = turn(&mut handle, "second").await;
+    match end {
+        TurnEnd::Failed { error } => assert!(error.contains("too long"), "{error}"),
+        other => panic!("expected failure, got {other:?}: {events:?}"),
+    }
+    assert_eq!(fake.main_seen().len(), 4, "one resend only");
 }

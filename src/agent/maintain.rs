@@ -5,13 +5,15 @@
 //! It is the glue between the pure pieces (`context`, `compact`, `memory`, `validate`) and
 //! the loop; it never streams, runs tools or touches approvals.
 
+use std::time::Instant;
+
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
 use super::compact::{self, CompactError, CompactRequest};
 use super::memory;
 use super::validate;
-use crate::protocol::{Event, TurnStats};
+use crate::protocol::{Event, TurnEnd, TurnStats};
 use crate::provider::Message;
 
 impl Core {
@@ -143,29 +145,33 @@ impl Core {
         Ok(())
     }
 
-    /// `/compact [instructions]` between turns: reload memory, compact, save, report.
-    pub(crate) async fn manual_compact(&mut self, instructions: Option<String>) {
-        if let Err(e) = self.reload_memory() {
-            self.emit(Event::Error { message: e });
-            return;
-        }
+    /// `/compact [instructions]` between turns: reload memory, compact, report. The caller
+    /// serves ops meanwhile (so `cancel` fires on an interrupt), then adds the stats to the
+    /// totals and saves. Having nothing to compact is a warning, not a failure.
+    pub(crate) async fn manual_compact(
+        &mut self,
+        instructions: Option<String>,
+        cancel: &CancellationToken,
+    ) -> (TurnEnd, TurnStats) {
+        let started = Instant::now();
         let mut stats = TurnStats::default();
-        let result = self
-            .compact_now(
-                instructions.as_deref(),
-                &CancellationToken::new(),
-                &mut stats,
-            )
-            .await;
-        let totals = self.session.totals_mut();
-        totals.model_calls += u64::from(stats.summary_calls);
-        totals.input_tokens += stats.summary_tokens.input_tokens;
-        totals.output_tokens += stats.summary_tokens.output_tokens;
-        totals.total_tokens += stats.summary_tokens.total_tokens;
-        match result {
-            Ok(()) => self.save(),
-            Err(e) => self.emit(Event::Error { message: chain(&e) }),
-        }
+        let end = match self.reload_memory() {
+            Err(error) => TurnEnd::Failed { error },
+            Ok(()) => match self
+                .compact_now(instructions.as_deref(), cancel, &mut stats)
+                .await
+            {
+                Ok(()) => TurnEnd::Completed,
+                Err(CompactError::Cancelled) => TurnEnd::Interrupted,
+                Err(e @ CompactError::NothingToCompact) => {
+                    self.emit(Event::Warning { message: chain(&e) });
+                    TurnEnd::Completed
+                }
+                Err(e) => TurnEnd::Failed { error: chain(&e) },
+            },
+        };
+        stats.wall = started.elapsed();
+        (end, stats)
     }
 
     /// Reports the calibrated size of the context after a main request.
