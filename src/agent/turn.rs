@@ -55,32 +55,9 @@ pub(crate) async fn run(
                 return final_summary(core, &cancel, &mut stats, round).await;
             }
             round += 1;
-            let Ok(mut sent) = core.ensure_budget(&cancel, &mut stats).await else {
-                return TurnEnd::Interrupted;
-            };
-            core.emit(Event::ModelRequestStarted { round });
-            let mut outcome = stream_reply(core, &cancel, &mut stats, None).await;
-            if let StreamOutcome::Failed(ProviderError::ContextLength { window, .. }) = &outcome {
-                // Compact and send the same request once more; tools already run stay run.
-                match core.recover_overflow(*window, &cancel, &mut stats).await {
-                    Ok(estimate) => sent = estimate,
-                    Err(CompactError::Cancelled) => return TurnEnd::Interrupted,
-                    Err(e) => {
-                        return TurnEnd::Failed {
-                            error: format!("context too long and compaction failed: {}", chain(&e)),
-                        };
-                    }
-                }
-                outcome = stream_reply(core, &cancel, &mut stats, None).await;
-            }
-            let reply = match outcome {
-                StreamOutcome::Reply(reply) => reply,
-                StreamOutcome::Failed(e) => {
-                    return TurnEnd::Failed {
-                        error: e.to_string(),
-                    };
-                }
-                StreamOutcome::Cancelled => return TurnEnd::Interrupted,
+            let (reply, sent) = match request(core, &cancel, &mut stats, Some(round), None).await {
+                Ok(done) => done,
+                Err(end) => return end,
             };
             let mut message = reply.to_message();
             // Broken arguments are answered by a rejection below; history keeps `{}`.
@@ -109,6 +86,47 @@ pub(crate) async fn run(
     .await;
     stats.wall = started.elapsed();
     (end, stats)
+}
+
+/// One main request with the context kept in shape around it: the budget check (compacting
+/// when too little room would remain) before it, and after a context-length answer one
+/// compaction and one resend of the same request. Tools are not part of it, so a resend never
+/// re-runs any. `round` is announced with `ModelRequestStarted` (the round-limit summary has
+/// none); `extra` is a transient instruction for this request only. Returns the reply and the
+/// estimate of the request that produced it (for calibration), or how the turn ends.
+async fn request(
+    core: &mut Core,
+    cancel: &CancellationToken,
+    stats: &mut TurnStats,
+    round: Option<u32>,
+    extra: Option<&Message>,
+) -> Result<(Reply, u64), TurnEnd> {
+    let Ok(mut sent) = core.ensure_budget(cancel, stats).await else {
+        return Err(TurnEnd::Interrupted);
+    };
+    if let Some(round) = round {
+        core.emit(Event::ModelRequestStarted { round });
+    }
+    let mut outcome = stream_reply(core, cancel, stats, extra).await;
+    if let StreamOutcome::Failed(ProviderError::ContextLength { window, .. }) = &outcome {
+        match core.recover_overflow(*window, cancel, stats).await {
+            Ok(estimate) => sent = estimate,
+            Err(CompactError::Cancelled) => return Err(TurnEnd::Interrupted),
+            Err(e) => {
+                return Err(TurnEnd::Failed {
+                    error: format!("context too long and compaction failed: {}", chain(&e)),
+                });
+            }
+        }
+        outcome = stream_reply(core, cancel, stats, extra).await;
+    }
+    match outcome {
+        StreamOutcome::Reply(reply) => Ok((reply, sent)),
+        StreamOutcome::Failed(e) => Err(TurnEnd::Failed {
+            error: e.to_string(),
+        }),
+        StreamOutcome::Cancelled => Err(TurnEnd::Interrupted),
+    }
 }
 
 /// Streams one reply, forwarding text as it arrives. `extra` is a transient instruction added
@@ -184,7 +202,8 @@ async fn stream_reply(
     outcome
 }
 
-/// The round limit was reached: one last request without tools for a summary.
+/// The round limit was reached: one last request without tools for a summary. It goes
+/// through the same budget check and overflow recovery as every main request.
 async fn final_summary(
     core: &mut Core,
     cancel: &CancellationToken,
@@ -197,17 +216,17 @@ async fn final_summary(
         ),
     });
     let instruction = Message::user(ROUND_LIMIT_PROMPT);
-    match stream_reply(core, cancel, stats, Some(&instruction)).await {
-        StreamOutcome::Reply(reply) => {
+    match request(core, cancel, stats, None, Some(&instruction)).await {
+        Ok((reply, sent)) => {
             // Only the text is kept: a model that still asks for tools is not obeyed.
             core.session
                 .push(Message::assistant(Some(reply.text), Vec::new()));
+            // No calibration: this request carried no tool declarations, so its real count
+            // does not match the estimate, which includes them.
+            core.report_usage(sent, None);
             TurnEnd::RoundLimit { rounds }
         }
-        StreamOutcome::Failed(e) => TurnEnd::Failed {
-            error: e.to_string(),
-        },
-        StreamOutcome::Cancelled => TurnEnd::Interrupted,
+        Err(end) => end,
     }
 }
 
