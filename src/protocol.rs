@@ -58,11 +58,15 @@ pub enum ApprovalRequest {
 pub enum TurnEnd {
     Completed,
     /// The round limit was reached; the summary reply was shown.
-    RoundLimit { rounds: u32 },
+    RoundLimit {
+        rounds: u32,
+    },
     /// The user interrupted it.
     Interrupted,
     /// A provider or local error ended it.
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 impl TurnEnd {
@@ -152,34 +156,81 @@ pub enum Event {
         /// Messages restored from disk (0 for a new session).
         resumed_messages: usize,
     },
-    TurnStarted { turn: u64 },
+    TurnStarted {
+        turn: u64,
+    },
     /// A model request began (round 1 is the first of the turn).
-    ModelRequestStarted { round: u32 },
+    ModelRequestStarted {
+        round: u32,
+    },
     /// A piece of assistant text as it streams.
-    TextDelta { text: String },
+    TextDelta {
+        text: String,
+    },
     /// The assistant's complete text for one reply (may be empty beside tool calls).
-    AssistantMessage { text: String },
+    AssistantMessage {
+        text: String,
+    },
     /// The provider is about to send a failed request again.
-    Retrying { attempt: u32, max_attempts: u32, delay_ms: u64, reason: String },
+    Retrying {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        reason: String,
+    },
     /// The model asked for a tool; `summary` is a one-line description of the arguments.
-    ToolCallBegan { call: CallId, tool: String, summary: String, arguments: serde_json::Value },
+    ToolCallBegan {
+        call: CallId,
+        tool: String,
+        summary: String,
+        arguments: serde_json::Value,
+    },
     /// The core waits for an `Op::Decide` for this call.
-    ApprovalRequested { call: CallId, tool: String, request: ApprovalRequest },
+    ApprovalRequested {
+        call: CallId,
+        tool: String,
+        request: ApprovalRequest,
+    },
     /// The answer that was applied (from the user, the session's "always", or `--yes`).
-    ApprovalDecided { call: CallId, decision: Decision },
-    ToolCallEnded { call: CallId, status: ToolStatus, output: String },
+    ApprovalDecided {
+        call: CallId,
+        decision: Decision,
+    },
+    ToolCallEnded {
+        call: CallId,
+        status: ToolStatus,
+        output: String,
+    },
     /// Something worth telling the user that does not end the turn.
-    Warning { message: String },
+    Warning {
+        message: String,
+    },
     /// The context was compacted.
-    Compacted { tokens_before: u64, tokens_after: u64, messages_summarized: usize },
+    Compacted {
+        tokens_before: u64,
+        tokens_after: u64,
+        messages_summarized: usize,
+    },
     /// Project memory was (re)loaded.
-    MemoryLoaded { path: String, tokens: u64 },
+    MemoryLoaded {
+        path: String,
+        tokens: u64,
+    },
     /// The estimated context size after the last request (tokens).
-    ContextUsage { tokens: u64, window: u64 },
+    ContextUsage {
+        tokens: u64,
+        window: u64,
+    },
     /// Exactly once per `TurnStarted`.
-    TurnEnded { turn: u64, end: TurnEnd, stats: TurnStats },
+    TurnEnded {
+        turn: u64,
+        end: TurnEnd,
+        stats: TurnStats,
+    },
     /// A request that could not be carried out (e.g. `Decide` for an unknown call).
-    Error { message: String },
+    Error {
+        message: String,
+    },
     /// The core stopped after `Shutdown`; nothing follows.
     ShutdownComplete,
 }

@@ -47,7 +47,12 @@ impl Message {
     }
 
     pub fn assistant(text: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Self { role: Role::Assistant, content: text, tool_calls, tool_call_id: None }
+        Self {
+            role: Role::Assistant,
+            content: text,
+            tool_calls,
+            tool_call_id: None,
+        }
     }
 
     pub fn tool_result(call_id: impl Into<String>, output: impl Into<String>) -> Self {
@@ -60,7 +65,12 @@ impl Message {
     }
 
     fn plain(role: Role, text: String) -> Self {
-        Self { role, content: Some(text), tool_calls: Vec::new(), tool_call_id: None }
+        Self {
+            role,
+            content: Some(text),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
     }
 
     /// The text content, or "" when there is none.
@@ -116,7 +126,10 @@ impl<'de> Deserialize<'de> for ToolCall {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = WireToolCall::deserialize(d)?;
         if w.kind != "function" {
-            return Err(serde::de::Error::custom(format!("unsupported tool call type {:?}", w.kind)));
+            return Err(serde::de::Error::custom(format!(
+                "unsupported tool call type {:?}",
+                w.kind
+            )));
         }
         Ok(ToolCall {
             id: w.id.into_owned(),
@@ -147,7 +160,11 @@ impl Usage {
     /// Builds usage from server numbers; a total of 0 beside real counts means "not filled in".
     pub fn new(input: u64, output: u64, total: u64) -> Self {
         let total = if total == 0 { input + output } else { total };
-        Self { input_tokens: input, output_tokens: output, total_tokens: total }
+        Self {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: total,
+        }
     }
 }
 
@@ -189,13 +206,19 @@ pub enum StreamEvent {
     /// A tool call was first seen (name known, arguments still arriving).
     ToolCallStarted { index: usize, name: String },
     /// The request failed before any byte of the response and will be sent again.
-    Retrying { attempt: u32, max_attempts: u32, delay_ms: u64, reason: String },
+    Retrying {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        reason: String,
+    },
     /// The complete reply; `[DONE]` was seen.
     Done(Reply),
 }
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
-pub type ReplyFuture = Pin<Box<dyn std::future::Future<Output = Result<Reply, ProviderError>> + Send>>;
+pub type ReplyFuture =
+    Pin<Box<dyn std::future::Future<Output = Result<Reply, ProviderError>> + Send>>;
 
 /// A model server. Both calls serialize the request before returning, so the returned stream or
 /// future owns everything it needs and the caller's history can be borrowed only briefly.
@@ -214,11 +237,22 @@ pub enum ProviderError {
     #[error("authentication failed ({status}): {message}")]
     Auth { status: u16, message: String },
     #[error("rate limited (429): {message}")]
-    RateLimited { message: String, retry_after_ms: Option<u64>, quota_exhausted: bool },
+    RateLimited {
+        message: String,
+        retry_after_ms: Option<u64>,
+        quota_exhausted: bool,
+    },
     #[error("server error ({status}): {message}")]
-    Server { status: u16, message: String, retry_after_ms: Option<u64> },
+    Server {
+        status: u16,
+        message: String,
+        retry_after_ms: Option<u64>,
+    },
     #[error("context length exceeded: {message}")]
-    ContextLength { message: String, window: Option<u64> },
+    ContextLength {
+        message: String,
+        window: Option<u64>,
+    },
     #[error("request refused ({status}): {message}")]
     Request { status: u16, message: String },
     #[error("network error: {0}")]
@@ -239,7 +273,9 @@ impl ProviderError {
     /// byte arrived qualify; an exhausted quota does not.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ProviderError::RateLimited { quota_exhausted, .. } => !quota_exhausted,
+            ProviderError::RateLimited {
+                quota_exhausted, ..
+            } => !quota_exhausted,
             ProviderError::Server { .. } | ProviderError::Connect(_) => true,
             _ => false,
         }

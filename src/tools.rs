@@ -62,15 +62,24 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn ok(content: impl Into<String>) -> Self {
-        Self { status: ToolStatus::Succeeded, content: content.into() }
+        Self {
+            status: ToolStatus::Succeeded,
+            content: content.into(),
+        }
     }
 
     pub fn failed(content: impl Into<String>) -> Self {
-        Self { status: ToolStatus::Failed, content: content.into() }
+        Self {
+            status: ToolStatus::Failed,
+            content: content.into(),
+        }
     }
 
     pub fn interrupted(content: impl Into<String>) -> Self {
-        Self { status: ToolStatus::Interrupted, content: content.into() }
+        Self {
+            status: ToolStatus::Interrupted,
+            content: content.into(),
+        }
     }
 }
 
@@ -94,7 +103,11 @@ impl Fingerprint {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         content.hash(&mut h);
-        Self { len: meta.len(), modified: meta.modified().ok(), hash: h.finish() }
+        Self {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            hash: h.finish(),
+        }
     }
 }
 
@@ -119,7 +132,13 @@ pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
 impl ToolCtx {
     pub fn new(workspace: PathBuf, bash_timeout: Duration, scrub_env: Vec<String>) -> Self {
         let data_dir = workspace.join(".minicode");
-        Self { workspace, data_dir, bash_timeout, scrub_env, seen: Mutex::new(HashMap::new()) }
+        Self {
+            workspace,
+            data_dir,
+            bash_timeout,
+            scrub_env,
+            seen: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Records that the model has seen this file's current content.
@@ -167,12 +186,23 @@ impl Registry {
     }
 
     /// Parses raw JSON arguments and finds the tool; the error is a message for the model.
-    pub fn resolve(&self, name: &str, arguments: &str) -> Result<(&dyn Tool, serde_json::Value), String> {
+    pub fn resolve(
+        &self,
+        name: &str,
+        arguments: &str,
+    ) -> Result<(&dyn Tool, serde_json::Value), String> {
         let tool = self.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.specs.iter().map(|s| s.name).collect();
-            format!("unknown tool {name:?}; available tools: {}", known.join(", "))
+            format!(
+                "unknown tool {name:?}; available tools: {}",
+                known.join(", ")
+            )
         })?;
-        let text = if arguments.trim().is_empty() { "{}" } else { arguments };
+        let text = if arguments.trim().is_empty() {
+            "{}"
+        } else {
+            arguments
+        };
         let value: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| format!("invalid arguments: not valid JSON ({e})"))?;
         if !value.is_object() {

@@ -50,14 +50,14 @@ impl Scripted {
             messages: request.messages.iter().map(|m| (*m).clone()).collect(),
             tools: request.tools.len(),
         });
-        if let Some(command) = &self.endless_tool {
-            if !request.tools.is_empty() {
-                return Ok(tool_reply(&[(
-                    &format!("call_{}", seen.len()),
-                    "bash",
-                    &serde_json::json!({ "command": command }).to_string(),
-                )]));
-            }
+        if let Some(command) = &self.endless_tool
+            && !request.tools.is_empty()
+        {
+            return Ok(tool_reply(&[(
+                &format!("call_{}", seen.len()),
+                "bash",
+                &serde_json::json!({ "command": command }).to_string(),
+            )]));
         }
         self.replies
             .lock()
@@ -153,13 +153,13 @@ async fn run_turn(
             .await
             .expect("no event within 20 s")
             .expect("core stopped");
-        if let Event::ApprovalRequested { call, tool, .. } = &event {
-            if let Some(decision) = decide(tool) {
-                handle.send(Op::Decide {
-                    call: call.clone(),
-                    decision,
-                });
-            }
+        if let Event::ApprovalRequested { call, tool, .. } = &event
+            && let Some(decision) = decide(tool)
+        {
+            handle.send(Op::Decide {
+                call: call.clone(),
+                decision,
+            });
         }
         if let Event::TurnEnded { end, stats, .. } = &event {
             let (end, stats) = (end.clone(), *stats);
