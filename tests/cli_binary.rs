@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::mock_openai::{
-    MockReply, MockServer, error_reply, text_reply, tool_calls_reply, wait_until_blocking,
+    MockServer, error_reply, text_reply, tool_calls_reply, wait_until_blocking,
 };
 
 const SECRET: &str = "sk-test-secret-key-5f3a9c";
