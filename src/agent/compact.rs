@@ -157,13 +157,14 @@ pub async fn compact(
             return Err(CompactError::Cancelled);
         }
         let future = provider.chat(&chat);
+        // Counted once sent: a call cancelled halfway may still have cost tokens.
+        calls += 1;
+        stats.summary_calls += 1;
         let result = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(CompactError::Cancelled),
             result = future => result,
         };
-        calls += 1;
-        stats.summary_calls += 1;
         match result {
             Ok(reply) => {
                 stats.summary_tokens.add(reply.usage);
