@@ -22,7 +22,9 @@ pub enum Op {
     Decide { call: CallId, decision: Decision },
     /// Stop the running turn: drop the stream, kill the running tool, keep history valid.
     Interrupt,
-    /// Compact the context now, with optional focus instructions for the summariser.
+    /// Compact the context now, with optional focus instructions for the summariser. Reported
+    /// like a turn (`TurnStarted` … `TurnEnded`, summary usage in its stats); `Interrupt`
+    /// cancels it.
     Compact(Option<String>),
     /// Start a fresh session in the same workspace.
     NewSession,
