@@ -225,7 +225,10 @@ impl Core {
         match Session::create(&self.tools.workspace) {
             Ok(session) => {
                 self.save();
-                self.session = session;
+                let old = std::mem::replace(&mut self.session, session);
+                if let Err(e) = old.discard_if_empty() {
+                    tracing::warn!(error = %e, "could not remove an empty session");
+                }
                 // A fresh history: drop the old checkpoint and cached estimates.
                 let _ = self.context.set_checkpoint(None, self.session.messages());
                 self.approved_tools.clear();
@@ -372,8 +375,11 @@ async fn run_core(
         }
     }
     core.save();
-    // Release the session (and its lock) before saying we are done.
+    // Release the session (and its lock) before saying we are done; one that never got a
+    // message leaves no file behind.
     let events = core.events.clone();
-    drop(core);
+    if let Err(e) = core.session.discard_if_empty() {
+        tracing::warn!(error = %e, "could not remove an empty session");
+    }
     let _ = events.send(Event::ShutdownComplete);
 }

@@ -16,7 +16,7 @@ use crate::provider::Provider;
 use crate::provider::demo::Demo;
 use crate::provider::openai::{OpenAi, OpenAiOptions};
 use crate::session::Session;
-use crate::tools::{Registry, ToolCtx};
+use crate::tools::{Registry, Secrets, ToolCtx};
 
 /// Exit code for usage, configuration and input errors.
 pub const EXIT_USAGE: u8 = 2;
@@ -128,20 +128,20 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         config.keep_recent_tokens,
     )
     .map_err(|e| usage(format!("invalid [context] settings: {e}")))?;
+    // Everything that can fail with a usage error comes before the session file is created.
+    let provider = build_provider(&config)?;
     let session = open_session(&launch, &args)?;
     let history = if interactive {
         session.messages().to_vec()
     } else {
         Vec::new()
     };
+    let mut tools = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
+    tools.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
     let setup = Setup {
-        provider: build_provider(&config)?,
+        provider,
         registry: Arc::new(Registry::builtin()),
-        tools: Arc::new(ToolCtx::new(
-            launch.clone(),
-            config.bash_timeout,
-            scrubbed_env(&config),
-        )),
+        tools: Arc::new(tools),
         session,
         options: Options {
             max_rounds: config.max_rounds,
@@ -173,12 +173,22 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     Ok(code)
 }
 
+/// The largest prompt accepted on stdin; more is almost certainly a mistake (a binary piped in).
+const MAX_STDIN_PROMPT: u64 = 8 * 1024 * 1024;
+
 fn read_stdin() -> Result<String, Failure> {
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     std::io::stdin()
-        .read_to_string(&mut text)
+        .take(MAX_STDIN_PROMPT + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| usage(format!("cannot read the prompt from stdin: {e}")))?;
-    Ok(text)
+    if bytes.len() as u64 > MAX_STDIN_PROMPT {
+        return Err(usage(format!(
+            "the prompt on stdin is larger than {} MiB",
+            MAX_STDIN_PROMPT / (1024 * 1024)
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| usage("the prompt on stdin is not valid UTF-8"))
 }
 
 fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {

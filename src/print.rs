@@ -75,9 +75,20 @@ pub async fn run(handle: AgentHandle, prompt: String, format: OutputFormat) -> E
                 tool,
                 request,
             } => {
-                let decision = ask(&tool, &request).await;
-                ops.send(Op::Decide { call, decision });
+                // Asked on the side, so a signal still ends the turn while the prompt waits;
+                // a turn that ended meanwhile simply never gets this answer.
+                let ops = ops.clone();
+                tokio::spawn(async move {
+                    let decision = ask(&tool, &request).await;
+                    ops.send(Op::Decide { call, decision });
+                });
             }
+            Event::ToolCallBegan { .. } if format != OutputFormat::StreamJson => {
+                // Text beside tool calls is narration, not the answer.
+                last_text.clear();
+                report(&mut err, &event);
+            }
+            Event::ToolCallBegan { .. } => last_text.clear(),
             Event::TurnEnded { end, stats, .. } => {
                 ended = Some((end, stats));
                 ops.send(Op::Shutdown);
@@ -92,6 +103,10 @@ pub async fn run(handle: AgentHandle, prompt: String, format: OutputFormat) -> E
         return ExitCode::FAILURE;
     };
     let _ = writeln!(err, "{}", describe_end(&end, &stats));
+    let answered = matches!(end, TurnEnd::Completed | TurnEnd::RoundLimit { .. });
+    if !answered {
+        last_text.clear();
+    }
     match format {
         OutputFormat::Text if !live_stdout && !last_text.is_empty() => {
             let _ = writeln!(out, "{last_text}");
@@ -190,10 +205,6 @@ fn report(err: &mut impl Write, event: &Event) {
             "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
         ),
         Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
-        Event::ApprovalDecided {
-            decision: Decision::Deny { .. },
-            ..
-        } => "  denied".to_string(),
         _ => return,
     };
     let _ = writeln!(err, "{}", sanitize(&line));

@@ -284,6 +284,18 @@ impl Session {
         &self.repaired
     }
 
+    /// Removes the files of a session that never received a message (the user opened and left),
+    /// so `--continue` and `sessions` are not cluttered with empty ones. Keeps any other session.
+    pub fn discard_if_empty(self) -> Result<bool, SessionError> {
+        if !self.messages.is_empty() {
+            return Ok(false);
+        }
+        std::fs::remove_file(&self.path).map_err(io_error(&self.path))?;
+        // The json is gone first, so a racing `open` fails with NotFound, never on a stale lock.
+        let _ = std::fs::remove_file(self.path.with_extension("lock"));
+        Ok(true)
+    }
+
     /// Writes the snapshot atomically (temp file, fsync, rename; mode 0600). Refuses a history
     /// holding a system message or a checkpoint that does not fit it.
     pub fn save(&mut self) -> Result<(), SessionError> {

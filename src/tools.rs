@@ -124,6 +124,38 @@ pub struct ToolCtx {
     pub scrub_env: Vec<String>,
     /// Files read or written in this session, by canonical path.
     seen: Mutex<HashMap<PathBuf, Fingerprint>>,
+    /// Values no tool output may carry to the model, the session file or the screen.
+    pub secrets: Secrets,
+}
+
+/// Secret values (the API key) to blank out of tool output. A tool can still read a config
+/// file or print an environment a user exported by hand; this keeps the key itself out of
+/// history whichever way it surfaced.
+#[derive(Clone, Default)]
+pub struct Secrets(Vec<String>);
+
+impl Secrets {
+    /// Values shorter than 8 bytes are ignored: blanking them would mangle ordinary output.
+    pub fn new(values: impl IntoIterator<Item = String>) -> Self {
+        Self(values.into_iter().filter(|v| v.len() >= 8).collect())
+    }
+
+    /// `text` with every secret replaced by `[redacted]`.
+    pub fn redact(&self, text: String) -> String {
+        self.0.iter().fold(text, |text, secret| {
+            if text.contains(secret.as_str()) {
+                text.replace(secret.as_str(), "[redacted]")
+            } else {
+                text
+            }
+        })
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({} hidden)", self.0.len())
+    }
 }
 
 /// The longest a single bash call may run, whatever it asks for.
@@ -138,6 +170,7 @@ impl ToolCtx {
             bash_timeout,
             scrub_env,
             seen: Mutex::new(HashMap::new()),
+            secrets: Secrets::default(),
         }
     }
 

@@ -544,3 +544,23 @@ async fn session_file_holds_history_after_turn_and_shutdown_completes() {
     let resumed = Session::open(&workspace, &session_id).unwrap();
     assert_eq!(resumed.messages().len(), 2);
 }
+
+#[tokio::test]
+async fn session_without_messages_leaves_no_file_after_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut handle = start(dir.path(), Scripted::new(vec![]), Options::default());
+    let Event::SessionConfigured { session_path, .. } = handle.next_event().await.unwrap() else {
+        panic!("first event must configure the session");
+    };
+    assert!(Path::new(&session_path).exists(), "created at once");
+    handle.send(Op::Shutdown);
+    while let Some(event) = handle.next_event().await {
+        if event == Event::ShutdownComplete {
+            break;
+        }
+    }
+    assert!(
+        !Path::new(&session_path).exists(),
+        "an unused session is removed"
+    );
+}

@@ -384,3 +384,126 @@ fn demo_change_request_proposes_an_edit_that_yes_applies() {
     assert!(notes.contains("minicode demo"), "{notes}");
     assert!(stdout(&out).contains("was applied"));
 }
+
+#[test]
+fn crash_mid_call_is_marked_unknown_on_resume_and_never_rerun() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[(
+                "c1",
+                "bash",
+                r#"{"command":"echo started >> runs.log; sleep 30"}"#,
+            )],
+            5,
+        ),
+        text_reply("resumed fine", 4),
+    ]);
+    let ws = Workspace::new().with_config(&server, "");
+    let mut child = ws
+        .command()
+        .args(["--yes", "long job"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = ws.path().join("runs.log");
+    assert!(wait_until_blocking(Duration::from_secs(20), || log.exists()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = ws.run(&["--continue", "what happened?"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("outcome is unknown"),
+        "{}",
+        stderr(&out)
+    );
+    let body = server.requests()[1].body.clone();
+    let messages = body["messages"].as_array().unwrap();
+    let result = messages
+        .iter()
+        .find(|m| m["tool_call_id"] == "c1")
+        .expect("call answered");
+    assert!(result["content"].as_str().unwrap().contains("interrupted"));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "started\n",
+        "never run again"
+    );
+}
+
+#[test]
+fn failed_turn_prints_no_stale_answer() {
+    let mut first =
+        common::mock_openai::tool_call_payloads(&[("c1", "bash", r#"{"command":"true"}"#)], 5);
+    first.insert(0, common::mock_openai::chunk_text("Running it."));
+    let server = MockServer::start_in_thread(vec![
+        common::mock_openai::MockReply::sse(common::mock_openai::sse_events(&first)),
+        error_reply(400, "bad request"),
+    ]);
+    let ws = Workspace::new().with_config(&server, "");
+    let out = ws.run(&["--yes", "go"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "", "no narration presented as the answer");
+    let json = ws.run(&["--yes", "--output-format", "json", "again"]);
+    assert_eq!(json.status.code(), Some(1));
+    let value: serde_json::Value = serde_json::from_str(stdout(&json).trim()).unwrap();
+    assert_eq!(value["result"], "");
+    assert!(
+        value["error"]
+            .as_str()
+            .unwrap()
+            .contains("script exhausted")
+    );
+}
+
+#[test]
+fn the_key_never_reaches_the_model_or_session_through_tools() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[("c1", "bash", r#"{"command":"cat config/config.toml"}"#)],
+            5,
+        ),
+        text_reply("read it", 4),
+    ]);
+    let ws = Workspace::new().with_config(&server, &format!("api_key = \"{SECRET}\"\n"));
+    let out = ws.run(&["--yes", "show the config"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let second = &server.requests()[1].raw_body;
+    assert!(
+        !second.contains(SECRET) && second.contains("[redacted]"),
+        "{second}"
+    );
+    let id = session_id(&stderr(&out));
+    let saved =
+        std::fs::read_to_string(ws.path().join(format!(".minicode/sessions/{id}.json"))).unwrap();
+    assert!(!saved.contains(SECRET));
+    assert!(!stderr(&out).contains(SECRET));
+}
+
+#[test]
+fn oversized_stdin_prompt_exits_2() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("config")).unwrap();
+    std::fs::write(
+        ws.path().join("config/config.toml"),
+        "[model]\nprovider = \"demo\"\n",
+    )
+    .unwrap();
+    let mut child = ws
+        .command()
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    let chunk = vec![b'a'; 1024 * 1024];
+    for _ in 0..9 {
+        if stdin.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("larger than 8 MiB"));
+}

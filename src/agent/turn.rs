@@ -67,6 +67,9 @@ pub(crate) async fn run(
             if reply.tool_calls.is_empty() {
                 return TurnEnd::Completed;
             }
+            // Persist the calls before running them: after a crash the resumed session marks
+            // the call in flight as interrupted instead of losing (and re-running) the round.
+            core.save();
             let interrupted =
                 run_batch(core, &reply.tool_calls, &cancel, decisions, &mut stats).await;
             core.save();
@@ -262,6 +265,9 @@ async fn run_batch(
         }
         core.session
             .push(Message::tool_result(call.id.clone(), output.content));
+        if index + 1 < calls.len() {
+            core.save();
+        }
     }
     cancel.is_cancelled()
 }
@@ -308,9 +314,12 @@ async fn run_call(
         }
     }
     let span = tracing::info_span!("tool_call", tool = %call.name, call = %call.id);
-    tool.run(args, &core.tools, cancel.child_token())
+    let mut output = tool
+        .run(args, &core.tools, cancel.child_token())
         .instrument(span)
-        .await
+        .await;
+    output.content = core.tools.secrets.redact(output.content);
+    output
 }
 
 /// Asks for approval unless `--yes` or an earlier "always" covers this tool. `None` means the

@@ -353,10 +353,13 @@ fn summary(p: &Progress<'_>) -> String {
         }
     }
     if let Some((path, result)) = &p.edit {
-        let verdict = if result.contains("denied") {
-            "was **denied**, so nothing changed"
+        let verdict = if result.starts_with("edited ") {
+            "was applied".to_string()
+        } else if result.contains("denied") {
+            "was **denied**, so nothing changed".to_string()
         } else {
-            "was applied"
+            let why = result.lines().next().unwrap_or("no result");
+            format!("did not go through ({why})")
         };
         out.push_str(&format!("\nThe proposed edit to `{path}` {verdict}.\n"));
     }

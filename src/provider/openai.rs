@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::http_error::{clean, error_from_payload, error_from_response, retry_after_ms, scrub};
 use super::retry::{self, ByteStream, Policy, StreamLimits};
+use super::sse::MAX_REPLY_BYTES;
 use super::sse::WireUsage;
 use super::{
     ChatRequest, EventStream, Message, Provider, ProviderError, Reply, ReplyFuture, ToolCall,
@@ -230,12 +231,7 @@ impl Provider for OpenAi {
                         let sent = this.send(body.clone(), "application/json");
                         async move {
                             let response = sent.await?;
-                            response.bytes().await.map_err(|e| {
-                                ProviderError::Network(format!(
-                                    "response broken: {}",
-                                    e.without_url()
-                                ))
-                            })
+                            read_limited(response, MAX_REPLY_BYTES).await
                         }
                     })
                     .await
@@ -380,4 +376,29 @@ async fn read_capped(response: reqwest::Response, limit: Duration) -> Vec<u8> {
     };
     let _ = tokio::time::timeout(limit, read).await;
     out
+}
+
+/// Reads a whole (non-streaming) response body, refusing one larger than `max` so a broken or
+/// hostile server cannot make us buffer without bound.
+async fn read_limited(
+    mut response: reqwest::Response,
+    max: usize,
+) -> Result<Vec<u8>, ProviderError> {
+    let mut body = Vec::new();
+    loop {
+        let chunk = response
+            .chunk()
+            .await
+            .map_err(|e| ProviderError::Network(format!("response broken: {}", e.without_url())))?;
+        let Some(chunk) = chunk else {
+            return Ok(body);
+        };
+        if body.len() + chunk.len() > max {
+            return Err(ProviderError::Protocol(format!(
+                "reply larger than {} MiB",
+                max / (1024 * 1024)
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
 }

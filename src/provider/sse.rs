@@ -16,6 +16,10 @@ use super::{ProviderError, Reply, StreamEvent, ToolCall, Usage};
 /// server that sends more is refused so a broken or hostile stream cannot grow memory unbounded.
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
+/// The largest whole reply (text plus tool-call arguments) accepted; past it the stream fails
+/// with a protocol error instead of growing memory without bound.
+pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
+
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
 /// One dispatched event, borrowed from the parser's buffers for the duration of a callback.
@@ -277,6 +281,8 @@ struct PartialCall {
 /// provider that speaks the same chunk format; only choice index 0 is read.
 #[derive(Debug, Default)]
 pub struct Assembler {
+    /// Bytes of text and arguments so far, checked against `MAX_REPLY_BYTES`.
+    size: usize,
     text: String,
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
@@ -292,6 +298,18 @@ impl Assembler {
     /// Whether `[DONE]` was seen.
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Accounts for `bytes` more of the reply, failing once the whole exceeds the limit.
+    fn grow(&mut self, bytes: usize) -> Result<(), ProviderError> {
+        self.size += bytes;
+        if self.size > MAX_REPLY_BYTES {
+            return Err(ProviderError::Protocol(format!(
+                "reply larger than {} MiB",
+                MAX_REPLY_BYTES / (1024 * 1024)
+            )));
+        }
+        Ok(())
     }
 
     /// Applies one event. Visible progress is appended to `out` (text is merged into a trailing
@@ -346,6 +364,7 @@ impl Assembler {
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), ProviderError> {
         if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
+            self.grow(text.len())?;
             self.text.push_str(text);
             match out.last_mut() {
                 Some(StreamEvent::Text(prev)) => prev.push_str(text),
@@ -390,6 +409,9 @@ impl Assembler {
             return Err(ProviderError::Protocol(format!(
                 "tool call {index} has unsupported type {kind:?}"
             )));
+        }
+        if let Some(args) = piece.function.as_ref().and_then(|f| f.arguments.as_ref()) {
+            self.grow(args.len())?;
         }
         let call = &mut self.calls[index];
         if let Some(id) = id {

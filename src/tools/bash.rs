@@ -176,6 +176,15 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         .process_group(0)
         .kill_on_drop(true);
     scrub_env(&mut cmd, &ctx.scrub_env);
+    // If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
+    // instead of running on unattended. Grandchildren it started may still outlive us.
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     let spawned = cmd.spawn();
     // The command holds our copies of the pipe's write end; drop them now or EOF never comes.
     drop(cmd);
