@@ -149,7 +149,11 @@ fn plan(request: &ChatRequest<'_>) -> Reply {
 fn progress<'a>(messages: &[&'a Message]) -> Progress<'a> {
     let start = messages
         .iter()
-        .rposition(|m| m.role == Role::User && !m.text().starts_with("<project-memory>"))
+        .rposition(|m| {
+            m.role == Role::User
+                && !m.text().starts_with("<project-memory")
+                && !m.text().starts_with("<task-ledger>")
+        })
         .unwrap_or(0);
     let mut p = Progress {
         prompt: messages.get(start).map_or("", |m| m.text()),
