@@ -154,6 +154,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     };
     // One thread: the core, the provider stream and the frontend hand events to each other
     // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks.
+    let resume_flags = resume_flags(&args);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -164,8 +165,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let code = runtime.block_on(async move {
         let handle = agent::spawn(setup);
         match prompt {
-            Some(prompt) => print::run(handle, prompt, args.output_format).await,
-            None => full_screen(handle, &config, history).await,
+            Some(prompt) => print::run(handle, prompt, args.output_format, &resume_flags).await,
+            None => full_screen(handle, &config, history, &resume_flags).await,
         }
     });
     // A tool child that ignores its kill must not keep the process alive.
@@ -246,6 +247,7 @@ async fn full_screen(
     handle: agent::AgentHandle,
     config: &Config,
     history: Vec<crate::provider::Message>,
+    resume_flags: &str,
 ) -> ExitCode {
     let options = crate::tui::Options {
         model: config.model.clone(),
@@ -257,7 +259,10 @@ async fn full_screen(
         Ok(outcome) => {
             if let Some(id) = outcome.session_id {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "session {id} · resume with: minicode --session {id}");
+                let _ = writeln!(
+                    out,
+                    "session {id} · resume with: minicode{resume_flags} --session {id}"
+                );
             }
             ExitCode::SUCCESS
         }
@@ -267,4 +272,32 @@ async fn full_screen(
             ExitCode::FAILURE
         }
     }
+}
+
+/// The flags that chose the model, to repeat in the "resume with" hint (each with a leading
+/// space). Values are quoted only when they need it.
+fn resume_flags(args: &Args) -> String {
+    let quote = |v: &str| {
+        if v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@".contains(c))
+        {
+            v.to_string()
+        } else {
+            format!("'{}'", v.replace('\'', "'\\''"))
+        }
+    };
+    let mut flags = String::new();
+    if let Some(path) = &args.config {
+        flags.push_str(&format!(" --config {}", quote(&path.display().to_string())));
+    }
+    if args.demo {
+        flags.push_str(" --demo");
+    }
+    if let Some(url) = &args.base_url {
+        flags.push_str(&format!(" --base-url {}", quote(url)));
+    }
+    if let Some(model) = &args.model {
+        flags.push_str(&format!(" --model {}", quote(model)));
+    }
+    flags
 }

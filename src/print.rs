@@ -38,7 +38,14 @@ struct JsonResult<'a> {
 }
 
 /// Runs `prompt` as one turn and prints the outcome.
-pub async fn run(handle: AgentHandle, prompt: String, format: OutputFormat) -> ExitCode {
+/// `resume_flags` are the flags that chose the model (e.g. `--demo`), repeated in the resume
+/// hint so resuming talks to the same model.
+pub async fn run(
+    handle: AgentHandle,
+    prompt: String,
+    format: OutputFormat,
+    resume_flags: &str,
+) -> ExitCode {
     let (ops, mut events) = handle.split();
     let interrupted_by = spawn_signal_watch(ops.clone());
     ops.send(Op::Submit(prompt));
@@ -136,7 +143,7 @@ pub async fn run(handle: AgentHandle, prompt: String, format: OutputFormat) -> E
     let _ = out.flush();
     let _ = writeln!(
         err,
-        "session {session_id} (resume with: minicode --session {session_id})"
+        "session {session_id} (resume with: minicode{resume_flags} --session {session_id})"
     );
     match (end, *interrupted_by.borrow()) {
         (TurnEnd::Completed, _) => ExitCode::SUCCESS,

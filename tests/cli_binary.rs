@@ -359,6 +359,10 @@ fn demo_runs_end_to_end_offline() {
         err.contains("bash") && err.contains("read"),
         "tool activity on stderr: {err}"
     );
+    assert!(
+        err.contains("resume with: minicode --demo --session "),
+        "{err}"
+    );
 }
 
 #[test]
