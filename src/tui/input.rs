@@ -4,7 +4,7 @@
 //! Keys are mapped to these operations in `state`; this module must not know about the agent,
 //! the transcript or the terminal.
 
-use super::wrap::{char_width, sanitize};
+use super::wrap::{TAB, char_width, is_control};
 
 /// A multi-line draft with a cursor at (`row`, byte offset `col`).
 #[derive(Debug, Clone)]
@@ -89,11 +89,12 @@ impl Draft {
         self.col += c.len_utf8();
     }
 
-    /// Inserts text as is (a paste): line breaks split lines, nothing is submitted.
+    /// Inserts text as is (a paste): line breaks (CRLF and CR too) split lines, tabs and
+    /// everything else stay, nothing is submitted. Control characters are made inert only
+    /// when the draft is laid out for the screen.
     pub fn insert_str(&mut self, text: &str) {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
-        let clean = sanitize(&text);
-        for (i, part) in clean.split('\n').enumerate() {
+        for (i, part) in text.split('\n').enumerate() {
             if i > 0 {
                 self.newline();
             }
@@ -259,7 +260,8 @@ impl Draft {
             let mut cur = String::new();
             let mut used = 0;
             for (i, c) in line.char_indices() {
-                let cw = char_width(c);
+                let mut buf = [0u8; 4];
+                let (shown, cw) = shown(c, &mut buf);
                 if used + cw > width && used > 0 {
                     rows.push(std::mem::take(&mut cur));
                     used = 0;
@@ -267,7 +269,7 @@ impl Draft {
                 if r == self.row && i == self.col {
                     cursor = (rows.len(), used);
                 }
-                cur.push(c);
+                cur.push_str(shown);
                 used += cw;
             }
             if r == self.row && self.col >= line.len() {
@@ -280,6 +282,17 @@ impl Draft {
             rows.push(cur);
         }
         (rows, cursor)
+    }
+}
+
+/// How a draft character appears on screen and its width: a tab as spaces, ESC as `␛`, other
+/// control characters as `\u{fffd}` (the same as `wrap::sanitize`), anything else as itself.
+fn shown(c: char, buf: &mut [u8; 4]) -> (&str, usize) {
+    match c {
+        '\t' => (TAB, TAB.len()),
+        '\u{1b}' => ("␛", 1),
+        c if is_control(c) => ("\u{fffd}", 1),
+        c => (c.encode_utf8(buf), char_width(c)),
     }
 }
 

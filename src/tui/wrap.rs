@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// Columns a tab expands to (tabs have no width of their own in a cell grid).
-const TAB: &str = "    ";
+pub(crate) const TAB: &str = "    ";
 
 /// Replaces every control character except `\n` with something inert, so text from a model or
 /// a tool can never move the cursor, switch screens or set the clipboard. ESC becomes a visible
@@ -37,7 +37,7 @@ fn needs_sanitizing(c: char) -> bool {
 }
 
 /// C0, DEL and C1 controls (C1 includes the 8-bit CSI `\u{9b}`).
-fn is_control(c: char) -> bool {
+pub(crate) fn is_control(c: char) -> bool {
     let n = c as u32;
     n < 0x20 || (0x7f..=0x9f).contains(&n)
 }
