@@ -5,7 +5,8 @@
 //! The UI is one more consumer of the core's events: it turns keys into `Op`s and events into
 //! state, and adds no agent logic. State and drawing live in `tui/state` and `tui/view`.
 
-mod events;
+pub mod commands;
+pub mod events;
 pub mod input;
 pub mod markdown;
 pub mod state;

@@ -276,40 +276,41 @@ fn approval_always_and_deny_with_reason() {
     );
 }
 
-#[test]
-fn escape_during_approval_denies_and_interrupts() {
-    let mut s = state(70, 22);
-    start_turn(&mut s, "run");
+fn request_bash_approval(s: &mut State, call: &str, command: &str) {
     ev(
-        &mut s,
+        s,
         Event::ToolCallBegan {
-            call: "c1".into(),
+            call: call.into(),
             tool: "bash".into(),
-            summary: "rm".into(),
+            summary: command.into(),
             arguments: serde_json::json!({}),
         },
     );
     ev(
-        &mut s,
+        s,
         Event::ApprovalRequested {
-            call: "c1".into(),
+            call: call.into(),
             tool: "bash".into(),
             request: ApprovalRequest::Command {
-                command: "rm -rf x".into(),
+                command: command.into(),
             },
         },
     );
-    let effects = key(&mut s, KeyCode::Esc);
-    assert_eq!(
-        effects,
-        vec![
-            Effect::Op(Op::Decide {
-                call: "c1".into(),
-                decision: Decision::Deny { reason: None }
-            }),
-            Effect::Op(Op::Interrupt)
-        ]
+}
+
+#[test]
+fn escape_during_approval_sends_only_an_interrupt() {
+    let mut s = state(70, 22);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "rm -rf x");
+    // One op: the core answers the waiting call as not run; a separate Decide could race it.
+    assert_eq!(key(&mut s, KeyCode::Esc), vec![Effect::Op(Op::Interrupt)]);
+    assert!(s.approval.is_none());
+    assert!(
+        key(&mut s, KeyCode::Char('y')).is_empty(),
+        "no answer after the interrupt"
     );
+    s.draft.clear();
     ev(
         &mut s,
         Event::TurnEnded {
@@ -320,6 +321,39 @@ fn escape_during_approval_denies_and_interrupts() {
     );
     let text = rows(&s).join("\n");
     assert!(text.contains("interrupted (approve bash?)"), "{text}");
+}
+
+#[test]
+fn approval_letters_are_text_while_the_draft_is_not_empty() {
+    let mut s = state(80, 22);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "make");
+    type_text(&mut s, "try another way");
+    assert_eq!(
+        s.draft.text(),
+        "try another way",
+        "y/a/n/r went to the draft"
+    );
+    assert!(s.approval.is_some(), "the approval still waits");
+    assert!(
+        rows(&s).join("\n").contains("empty the draft to answer"),
+        "{}",
+        rows(&s).join("\n")
+    );
+    // Typing a reason: letters are text too.
+    ctrl(&mut s, 'u');
+    assert!(key(&mut s, KeyCode::Char('r')).is_empty());
+    type_text(&mut s, "any");
+    assert_eq!(s.draft.text(), "any");
+    key(&mut s, KeyCode::Esc);
+    // Back from the reason, with an empty draft a letter answers.
+    assert_eq!(
+        key(&mut s, KeyCode::Char('n')),
+        vec![Effect::Op(Op::Decide {
+            call: "c1".into(),
+            decision: Decision::Deny { reason: None }
+        })]
+    );
 }
 
 #[test]
@@ -336,6 +370,50 @@ fn queued_prompt_is_shown_and_sent_when_the_turn_ends() {
     let effects = end_turn(&mut s);
     assert_eq!(effects, vec![Effect::Op(Op::Submit("second".into()))]);
     assert!(s.queue.is_empty());
+}
+
+#[test]
+fn queue_pauses_after_an_interrupt_or_failure_and_enter_sends_the_next() {
+    for end in [
+        TurnEnd::Interrupted,
+        TurnEnd::Failed {
+            error: "boom".into(),
+        },
+        TurnEnd::RoundLimit { rounds: 3 },
+    ] {
+        let mut s = state(60, 20);
+        start_turn(&mut s, "first");
+        for q in ["second", "third"] {
+            type_text(&mut s, q);
+            key(&mut s, KeyCode::Enter);
+        }
+        let effects = ev(
+            &mut s,
+            Event::TurnEnded {
+                turn: 1,
+                end: end.clone(),
+                stats: stats(),
+            },
+        );
+        assert!(effects.is_empty(), "{end:?} must not send the queue");
+        assert_eq!(s.queue.len(), 2);
+        let text = rows(&s).join("\n");
+        assert!(
+            text.contains("queue paused — Enter sends the next"),
+            "{text}"
+        );
+        assert_eq!(
+            key(&mut s, KeyCode::Enter),
+            vec![Effect::Op(Op::Submit("second".into()))]
+        );
+        assert_eq!(s.queue.len(), 1);
+        // The next one is sent by itself once a turn completes.
+        ev(&mut s, Event::TurnStarted { turn: 2 });
+        assert_eq!(
+            end_turn(&mut s),
+            vec![Effect::Op(Op::Submit("third".into()))]
+        );
+    }
 }
 
 #[test]
@@ -660,4 +738,244 @@ fn input_box_grows_with_the_draft_up_to_a_third_of_the_window() {
         draft_rows.iter().any(|r| r.contains("line 9")),
         "the cursor row stays visible"
     );
+}
+
+#[test]
+fn home_jumps_to_the_top_without_laying_out_the_whole_transcript() {
+    let mut s = state(80, 24);
+    for i in 0..3_000 {
+        ev(
+            &mut s,
+            Event::AssistantMessage {
+                text: format!("reply {i}\n\nwith a second paragraph"),
+            },
+        );
+    }
+    let _ = rows(&s);
+    let before = s.transcript.cached_lines();
+    key(&mut s, KeyCode::Home);
+    assert_eq!(s.scroll, Scroll::Anchor { entry: 0, line: 0 });
+    assert!(
+        s.transcript.cached_lines() < before + 200,
+        "Home laid out {} lines",
+        s.transcript.cached_lines() - before
+    );
+    assert!(rows(&s)[0].contains("reply 0"), "{:?}", rows(&s));
+    // A transcript shorter than the window has nothing to scroll.
+    let mut short = state(80, 24);
+    key(&mut short, KeyCode::Home);
+    assert_eq!(short.scroll, Scroll::Tail);
+}
+
+#[test]
+fn resumed_tool_results_show_their_status() {
+    let results = [
+        ("t1", "a.txt\nb.txt\n[exit code 0]", "✓"),
+        ("t2", "no such file\n[exit code 2]", "✗"),
+        ("t3", "the user denied this call; it did not run", "⊘"),
+        ("t4", "not run: the user interrupted the turn", "■"),
+        ("t5", "invalid arguments: missing field `path`", "!"),
+        ("t6", "unknown tool \"nope\"; available tools: bash", "!"),
+        (
+            "t7",
+            "partial\n[timed out after 5 s; the process group was killed]",
+            "✗",
+        ),
+        ("t8", "fn main() {}", "✓"),
+    ];
+    let mut history = vec![Message::user("do things")];
+    history.push(Message::assistant(
+        None,
+        results
+            .iter()
+            .map(|(id, _, _)| ToolCall {
+                id: (*id).into(),
+                name: format!("tool_{id}"),
+                arguments: "{}".into(),
+            })
+            .collect(),
+    ));
+    for (id, text, _) in &results {
+        history.push(Message::tool_result(*id, *text));
+    }
+    let mut s = State::new("m", 1000, &history);
+    s.update(Msg::Resize(70, 60));
+    let screen = rows(&s);
+    for (id, _, mark) in &results {
+        let row = screen
+            .iter()
+            .find(|r| r.contains(&format!("tool_{id}")))
+            .unwrap_or_else(|| panic!("{id} missing: {screen:#?}"));
+        assert!(row.trim_start().starts_with(mark), "{id}: {row}");
+    }
+}
+
+#[test]
+fn tiny_window_still_shows_a_pending_approval() {
+    for (w, h) in [(20, 5), (30, 3), (12, 1)] {
+        let mut s = state(80, 24);
+        start_turn(&mut s, "run");
+        request_bash_approval(&mut s, "c1", "make");
+        s.update(Msg::Resize(w, h));
+        let status = rows(&s).last().cloned().unwrap();
+        assert!(status.contains("approve"), "{w}x{h}: {status:?}");
+    }
+    let mut s = state(40, 6);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "make");
+    let status = rows(&s).last().cloned().unwrap();
+    assert!(status.contains("approve bash? y/a/n/r"), "{status:?}");
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn slash_hint_lists_every_match_and_tab_completes_the_common_prefix_then_cycles() {
+    let mut s = state(60, 16);
+    type_text(&mut s, "/");
+    let hint = rows(&s).join("\n");
+    for (c, _) in minicode::tui::state::COMMANDS {
+        assert!(hint.contains(c), "{c} missing from the hint: {hint}");
+    }
+    s.draft.clear();
+    type_text(&mut s, "/c");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(
+        s.draft.text(),
+        "/c",
+        "no common prefix beyond /c: nothing picked"
+    );
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/clear");
+    assert_eq!(s.completions(), vec!["/clear", "/copy", "/compact"]);
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/copy");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/compact");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/clear", "cycles");
+    s.draft.clear();
+    type_text(&mut s, "/co");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/co");
+    s.draft.clear();
+    type_text(&mut s, "/se");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/session ", "a single match completes");
+    s.draft.clear();
+    type_text(&mut s, "/comp");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/compact ");
+}
+
+#[test]
+fn paste_keeps_tabs_in_the_prompt_and_shows_them_as_spaces() {
+    let mut s = state(60, 12);
+    s.update(Msg::Paste("a\tb\r\nc\x1bd".into()));
+    assert_eq!(s.draft.text(), "a\tb\nc\x1bd");
+    let screen = rows(&s).join("\n");
+    assert!(screen.contains("a    b"), "{screen}");
+    assert!(screen.contains("c␛d"), "{screen}");
+    assert!(
+        !screen.contains('\t') && !screen.contains('\x1b'),
+        "{screen:?}"
+    );
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::Submit("a\tb\nc\x1bd".into()))]
+    );
+}
+
+#[test]
+fn stats_show_summary_calls_and_a_noop_compact_keeps_the_last_turn() {
+    let mut s = state(120, 16);
+    start_turn(&mut s, "hi");
+    let mut with_summary = stats();
+    with_summary.summary_calls = 2;
+    with_summary.summary_tokens = TokenStats {
+        input_tokens: 900,
+        output_tokens: 100,
+        total_tokens: 1000,
+        replies_with_usage: 2,
+        replies_without_usage: 0,
+    };
+    ev(
+        &mut s,
+        Event::TurnEnded {
+            turn: 1,
+            end: TurnEnd::Completed,
+            stats: with_summary,
+        },
+    );
+    let text = rows(&s).join("\n");
+    assert!(text.contains("2 summary calls (1000 tokens)"), "{text}");
+    let lines_before = s.transcript.len();
+    type_text(&mut s, "/compact");
+    key(&mut s, KeyCode::Enter);
+    ev(&mut s, Event::TurnStarted { turn: 2 });
+    ev(
+        &mut s,
+        Event::Warning {
+            message: "nothing to compact: the history fits".into(),
+        },
+    );
+    ev(
+        &mut s,
+        Event::TurnEnded {
+            turn: 2,
+            end: TurnEnd::Completed,
+            stats: TurnStats {
+                wall: Duration::from_millis(3),
+                ..TurnStats::default()
+            },
+        },
+    );
+    let status = rows(&s).last().cloned().unwrap();
+    assert!(status.contains("last 1234 tok 1.5s"), "{status}");
+    // The /compact notice and the warning, but no stats line.
+    assert_eq!(s.transcript.len(), lines_before + 2);
+}
+
+#[test]
+fn context_usage_updates_the_status_whenever_it_arrives() {
+    let mut s = state(120, 12);
+    let status = |s: &State| rows(s).last().cloned().unwrap();
+    ev(
+        &mut s,
+        Event::ContextUsage {
+            tokens: 1_500,
+            window: 100_000,
+        },
+    );
+    assert!(status(&s).contains("ctx 1500 (1%)"), "{}", status(&s));
+    // After compaction, between turns.
+    ev(
+        &mut s,
+        Event::ContextUsage {
+            tokens: 40_000,
+            window: 100_000,
+        },
+    );
+    assert!(status(&s).contains("ctx 40.0k (40%)"), "{}", status(&s));
+    type_text(&mut s, "/clear");
+    key(&mut s, KeyCode::Enter);
+    assert!(!status(&s).contains("ctx"), "{}", status(&s));
+    ev(
+        &mut s,
+        Event::SessionConfigured {
+            session_id: "fedcba9876543210".into(),
+            session_path: "/w/s.json".into(),
+            model: "test-model".into(),
+            context_window: 200_000,
+            resumed_messages: 0,
+        },
+    );
+    ev(
+        &mut s,
+        Event::ContextUsage {
+            tokens: 2_000,
+            window: 0,
+        },
+    );
+    assert!(status(&s).contains("ctx 2000 (1%)"), "{}", status(&s));
+    assert_eq!(s.context_window, 200_000);
 }

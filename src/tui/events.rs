@@ -1,12 +1,13 @@
 //! Agent events into UI state: what the core reported becomes transcript entries, the
-//! activity shown in the status bar, and (when a turn ends) the next queued prompt.
+//! activity shown in the status bar, and (when a turn completes) the next queued prompt. Also
+//! rebuilds the transcript of a resumed session from its messages.
 //!
 //! Part of `update`; no I/O and no decisions that belong to the core.
 
 use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
 use super::wrap;
-use crate::protocol::{Event, TurnEnd, TurnStats};
+use crate::protocol::{Event, ToolStatus, TurnEnd, TurnStats};
 use crate::provider::{Message, Role};
 
 impl State {
@@ -43,9 +44,10 @@ impl State {
                     let id = m.tool_call_id.as_deref().unwrap_or("");
                     if let Some(i) = self.transcript.find_tool(id) {
                         let out = m.text().to_string();
+                        let status = status_from_result(&out);
                         self.transcript.edit(i, |k| {
                             if let Kind::Tool(t) = k {
-                                t.status = Some(crate::protocol::ToolStatus::Succeeded);
+                                t.status = Some(status);
                                 t.output = out;
                             }
                         });
@@ -161,8 +163,11 @@ impl State {
                 self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
             }
             Event::ContextUsage { tokens, window } => {
+                // Whenever it comes (after a request, after compaction, at session start).
                 self.context_tokens = Some(tokens);
-                self.context_window = window;
+                if window > 0 {
+                    self.context_window = window;
+                }
             }
             Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, stats),
             Event::ShutdownComplete => {}
@@ -196,13 +201,21 @@ impl State {
             TurnEnd::Failed { error } => self.notice(Level::Error, format!("turn failed: {error}")),
         }
         self.interrupted_during = None;
-        let tokens = (!stats.tokens.unavailable()).then_some(stats.tokens.total_tokens);
-        self.last_turn = Some((tokens, stats.wall));
-        self.transcript.push(Kind::Stats(stats_line(&stats)));
-        match self.queue.pop_front() {
-            Some(next) => self.submit(next),
-            None => Vec::new(),
+        // A turn that called nothing (e.g. a /compact with nothing to compact) keeps the last
+        // turn's figures and adds no empty stats line.
+        if stats.model_calls > 0 || stats.summary_calls > 0 || stats.tool_calls > 0 {
+            let tokens = (!stats.tokens.unavailable()).then_some(stats.tokens.total_tokens);
+            self.last_turn = Some((tokens, stats.wall));
+            self.transcript.push(Kind::Stats(stats_line(&stats)));
         }
+        // Only a completed turn sends the next queued prompt by itself; after an interrupt or
+        // a failure the queue waits (`queue_paused`) until Enter on an empty draft.
+        if end == TurnEnd::Completed
+            && let Some(next) = self.queue.pop_front()
+        {
+            return self.submit(next);
+        }
+        Vec::new()
     }
 }
 
@@ -224,7 +237,15 @@ pub fn stats_line(s: &TurnStats) -> String {
         ));
     }
     if s.summary_calls > 0 {
-        parts.push(format!("{} summary tokens", s.summary_tokens.total_tokens));
+        let tokens = if s.summary_tokens.unavailable() {
+            "tokens unavailable".to_string()
+        } else {
+            format!("{} tokens", s.summary_tokens.total_tokens)
+        };
+        parts.push(format!(
+            "{} ({tokens})",
+            plural(s.summary_calls as u64, "summary call")
+        ));
     }
     parts.join(" · ")
 }
@@ -235,4 +256,39 @@ fn plural(n: u64, what: &str) -> String {
     } else {
         format!("{n} {what}s")
     }
+}
+
+/// The status of a restored tool result, read from its text (sessions store only the text).
+/// Kept simple, by the fixed wordings the core and tools use: a denial, "not run" or
+/// "interrupted" at the start, "invalid arguments" or "unknown tool" at the start, or a closing
+/// `[exit code N]` (N ≠ 0), `[timed out …]`, `[killed by signal …]` or `[interrupted …]` line.
+/// Anything else counts as a success.
+pub fn status_from_result(text: &str) -> ToolStatus {
+    let head = text.trim_start().to_lowercase();
+    if head.starts_with("the user denied") {
+        return ToolStatus::Denied;
+    }
+    if head.starts_with("not run") || head.starts_with("interrupted") {
+        return ToolStatus::Interrupted;
+    }
+    if head.starts_with("invalid arguments") || head.starts_with("unknown tool") {
+        return ToolStatus::Rejected;
+    }
+    let last = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
+    if let Some(inner) = last.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+        if let Some(code) = inner.strip_prefix("exit code ") {
+            return if code.trim() == "0" {
+                ToolStatus::Succeeded
+            } else {
+                ToolStatus::Failed
+            };
+        }
+        if inner.starts_with("interrupted") {
+            return ToolStatus::Interrupted;
+        }
+        if inner.starts_with("timed out") || inner.starts_with("killed by signal") {
+            return ToolStatus::Failed;
+        }
+    }
+    ToolStatus::Succeeded
 }

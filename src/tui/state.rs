@@ -13,6 +13,7 @@ use crossterm::event::{
 };
 use ratatui::layout::Rect;
 
+use super::commands::TabCycle;
 use super::input::Draft;
 use super::transcript::{Kind, Level, Scroll, Transcript};
 use super::view;
@@ -25,16 +26,7 @@ pub const WHEEL_ROWS: usize = 3;
 /// A second Ctrl+C within this time exits.
 pub const EXIT_CONFIRM: Duration = Duration::from_secs(2);
 
-/// The slash commands and what they do (shown by `/help` and the completion hint).
-pub const COMMANDS: &[(&str, &str)] = &[
-    ("/help", "keys and commands"),
-    ("/exit", "leave the session"),
-    ("/quit", "leave the session"),
-    ("/clear", "start a fresh session"),
-    ("/session", "show the session id and file"),
-    ("/copy", "copy the last reply to the clipboard"),
-    ("/compact", "compact the context now (optional focus text)"),
-];
+pub use super::commands::COMMANDS;
 
 /// Something that happened, for `update`.
 #[derive(Debug, Clone)]
@@ -118,6 +110,7 @@ pub struct State {
     pub(crate) streaming: Option<usize>,
     pub(crate) interrupted_during: Option<String>,
     pub(crate) sessions_seen: u32,
+    pub(crate) tab_cycle: Option<TabCycle>,
 }
 
 impl State {
@@ -145,6 +138,7 @@ impl State {
             streaming: None,
             interrupted_during: None,
             sessions_seen: 0,
+            tab_cycle: None,
         };
         s.restore(history);
         s
@@ -170,19 +164,6 @@ impl State {
             })
     }
 
-    /// Slash commands matching the draft, for the completion hint.
-    pub fn completions(&self) -> Vec<&'static str> {
-        let text = self.draft.text();
-        if !text.starts_with('/') || text.contains([' ', '\n']) {
-            return Vec::new();
-        }
-        COMMANDS
-            .iter()
-            .map(|(c, _)| *c)
-            .filter(|c| c.starts_with(text.as_str()))
-            .collect()
-    }
-
     pub fn scroll_up(&mut self, n: usize) {
         let area = self.transcript_area();
         let (w, h) = (area.width as usize, area.height as usize);
@@ -194,6 +175,17 @@ impl State {
         // Content shorter than the window: nothing to scroll.
         if self.transcript.down((entry, line), 0, w, h).is_some() {
             self.scroll = Scroll::Anchor { entry, line };
+        }
+    }
+
+    /// Home: the first line of the first entry. Lays out only what fills the window from
+    /// there, never the whole transcript.
+    pub fn scroll_top(&mut self) {
+        let area = self.transcript_area();
+        let (w, h) = (area.width as usize, area.height as usize);
+        // Content shorter than the window: the tail already shows it all.
+        if self.transcript.down((0, 0), 0, w, h).is_some() {
+            self.scroll = Scroll::Anchor { entry: 0, line: 0 };
         }
     }
 
@@ -280,7 +272,7 @@ impl State {
                 return Vec::new();
             }
             KeyCode::Home if ctrl || self.draft.is_empty() => {
-                self.scroll_up(usize::MAX / 2);
+                self.scroll_top();
                 return Vec::new();
             }
             KeyCode::End if ctrl || self.draft.is_empty() => {
@@ -296,11 +288,7 @@ impl State {
             KeyCode::Enter if shift || alt => self.draft.newline(),
             KeyCode::Char('j') if ctrl => self.draft.newline(),
             KeyCode::Enter => return self.enter(),
-            KeyCode::Tab => {
-                if let Some(c) = self.completions().first() {
-                    self.draft.set_text(&format!("{c} "));
-                }
-            }
+            KeyCode::Tab => self.tab(),
             KeyCode::Char('a') if ctrl => self.draft.home(),
             KeyCode::Char('e') if ctrl => self.draft.end(),
             KeyCode::Char('w') if ctrl => self.draft.delete_word(),
@@ -356,7 +344,9 @@ impl State {
             }
             return None;
         }
-        if !k.modifiers.difference(KeyModifiers::SHIFT).is_empty() {
+        // With text in the draft the letters are text: an answer needs an empty draft, so
+        // typing a prompt while an approval waits never answers it by accident.
+        if !k.modifiers.difference(KeyModifiers::SHIFT).is_empty() || !self.draft.is_empty() {
             return None;
         }
         let decision = match k.code {
@@ -412,24 +402,26 @@ impl State {
         Vec::new()
     }
 
-    /// Interrupts the turn; a pending approval is denied first so the core can unwind.
+    /// Interrupts the turn with one op. A pending approval is not answered separately: the
+    /// core answers the waiting call as not run when interrupted (a separate deny could let it
+    /// start another model request before the interrupt arrives).
     fn interrupt(&mut self) -> Vec<Effect> {
-        let mut effects = Vec::new();
-        if let Some(p) = self.approval.take() {
-            effects.push(Effect::Op(Op::Decide {
-                call: p.call,
-                decision: Decision::Deny { reason: None },
-            }));
-        }
+        self.approval = None;
         self.interrupted_during = Some(self.activity.label());
         self.hint = Some("interrupting…".into());
-        effects.push(Effect::Op(Op::Interrupt));
-        effects
+        vec![Effect::Op(Op::Interrupt)]
     }
 
     fn enter(&mut self) -> Vec<Effect> {
         let text = self.draft.text();
         if text.trim().is_empty() {
+            // The queue pauses after a turn that did not complete; Enter sends the next.
+            if !self.busy
+                && let Some(next) = self.queue.pop_front()
+            {
+                self.scroll = Scroll::Tail;
+                return self.submit(next);
+            }
             return Vec::new();
         }
         if text.starts_with('/') {
@@ -445,73 +437,17 @@ impl State {
         self.submit(text)
     }
 
+    /// Queued prompts wait for Enter (the last turn was interrupted or failed).
+    pub fn queue_paused(&self) -> bool {
+        !self.busy && !self.queue.is_empty()
+    }
+
     pub(crate) fn submit(&mut self, text: String) -> Vec<Effect> {
         self.transcript.push(Kind::User(text.clone()));
         self.busy = true;
         self.activity = Activity::Waiting;
         self.hint = None;
         vec![Effect::Op(Op::Submit(text))]
-    }
-
-    fn command(&mut self, line: &str) -> Vec<Effect> {
-        let (cmd, arg) = line
-            .split_once(' ')
-            .map_or((line, ""), |(c, a)| (c, a.trim()));
-        self.scroll = Scroll::Tail;
-        match cmd {
-            "/exit" | "/quit" => return vec![Effect::Exit],
-            "/help" => {
-                let mut text = String::from(
-                    "Enter send · Shift/Alt+Enter or Ctrl+J newline · Esc interrupt · Ctrl+C interrupt, twice at idle to exit · Ctrl+D exit on empty draft · PageUp/PageDown, wheel, Ctrl+Home/Ctrl+End scroll · Ctrl+O fold/unfold tool output · F2 mouse capture on/off (off: the terminal selects text) · Ctrl+Z suspend · approvals: y yes, a always, n no, r no with a reason.",
-                );
-                for (c, d) in COMMANDS {
-                    text.push_str(&format!("\n{c} — {d}"));
-                }
-                self.notice(Level::Info, text);
-            }
-            "/clear" => {
-                if self.busy {
-                    self.notice(
-                        Level::Warning,
-                        "/clear waits for an idle session (Esc interrupts the turn)",
-                    );
-                    return Vec::new();
-                }
-                self.transcript.clear();
-                self.queue.clear();
-                self.context_tokens = None;
-                return vec![Effect::Op(Op::NewSession)];
-            }
-            "/session" => {
-                let text = match (&self.session_id, &self.session_path) {
-                    (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
-                    _ => "no session yet".to_string(),
-                };
-                self.notice(Level::Info, text);
-            }
-            "/copy" => match self.last_reply().map(str::to_string) {
-                Some(text) => {
-                    self.hint = Some(format!("copied the last reply ({} bytes)", text.len()));
-                    return vec![Effect::Copy(text)];
-                }
-                None => self.notice(Level::Info, "nothing to copy yet"),
-            },
-            "/compact" => {
-                if self.busy {
-                    self.notice(Level::Warning, "/compact waits for an idle session");
-                    return Vec::new();
-                }
-                self.notice(Level::Info, "compacting the context…");
-                return vec![Effect::Op(Op::Compact(
-                    (!arg.is_empty()).then(|| arg.to_string()),
-                ))];
-            }
-            other => self.notice(
-                Level::Warning,
-                format!("unknown command {other} (try /help)"),
-            ),
-        }
-        Vec::new()
     }
 
     fn mouse(&mut self, m: MouseEvent) -> Vec<Effect> {

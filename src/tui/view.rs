@@ -71,8 +71,14 @@ pub fn areas(state: &State, area: Rect) -> Areas {
 }
 
 fn has_hint(state: &State) -> bool {
-    state.approval.is_some() || !state.completions().is_empty() || state.hint.is_some()
+    state.approval.is_some()
+        || !state.completions().is_empty()
+        || state.hint.is_some()
+        || state.queue_paused()
 }
+
+/// Shown while queued prompts wait for Enter.
+pub const QUEUE_PAUSED: &str = "queue paused — Enter sends the next";
 
 /// Draws the whole screen.
 pub fn render(state: &State, frame: &mut Frame<'_>) {
@@ -152,27 +158,63 @@ fn hint(state: &State, area: Rect, buf: &mut Buffer) {
                 Style::new().fg(Color::Yellow),
             )
         } else {
+            let keys = if state.draft.is_empty() {
+                "y yes · a always · n no · r no + reason · Esc stop"
+            } else {
+                "empty the draft to answer y/a/n/r · Esc stop"
+            };
             Line::from(vec![
                 Span::styled(
                     format!(" allow {}? ", wrap::sanitize(&p.tool)),
                     Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
                 ),
-                Span::raw("y yes · a always · n no · r no + reason · Esc deny and stop"),
+                Span::raw(keys),
             ])
         }
     } else if !state.completions().is_empty() {
-        let spans: Vec<Span<'static>> = COMMANDS
-            .iter()
-            .filter(|(c, _)| state.completions().contains(c))
-            .map(|(c, d)| Span::styled(format!(" {c} {d} "), Style::new().fg(Color::Cyan)))
-            .collect();
-        Line::from(spans)
+        completion_line(state, area.width as usize)
     } else if let Some(h) = &state.hint {
         Line::styled(format!(" {h}"), Style::new().fg(Color::Yellow))
+    } else if state.queue_paused() {
+        Line::styled(format!(" {QUEUE_PAUSED}"), Style::new().fg(Color::Yellow))
     } else {
         return;
     };
     buf.set_line(area.x, area.y, &line, area.width);
+}
+
+/// Every matching command: with descriptions when they all fit, else names only. The one Tab
+/// put in the draft is highlighted.
+fn completion_line(state: &State, width: usize) -> Line<'static> {
+    let matches = state.completions();
+    let style = Style::new().fg(Color::Cyan);
+    let selected = state.completion_selected();
+    let items: Vec<(&str, &str)> = COMMANDS
+        .iter()
+        .filter(|(c, _)| matches.contains(c))
+        .map(|(c, d)| (*c, *d))
+        .collect();
+    let full: usize = items
+        .iter()
+        .map(|(c, d)| wrap::width(c) + wrap::width(d) + 3)
+        .sum();
+    let spans: Vec<Span<'static>> = items
+        .iter()
+        .map(|(c, d)| {
+            let text = if full <= width {
+                format!(" {c} {d} ")
+            } else {
+                format!(" {c} ")
+            };
+            let s = if selected == Some(*c) {
+                style.add_modifier(Modifier::REVERSED)
+            } else {
+                style
+            };
+            Span::styled(text, s)
+        })
+        .collect();
+    Line::from(spans)
 }
 
 /// Draws the draft and returns where the cursor goes.
@@ -224,11 +266,19 @@ fn status(state: &State, area: Rect, buf: &mut Buffer) {
     if area.height == 0 {
         return;
     }
-    let mut parts = vec![wrap::sanitize(&state.model)];
+    // The state first: a narrow window cuts the end, and a pending approval must stay visible.
+    let mut parts = vec![state.activity.label()];
+    if let Some(p) = &state.approval {
+        parts[0] = if p.typing_reason {
+            format!("deny {}: type a reason", wrap::sanitize(&p.tool))
+        } else {
+            format!("approve {}? y/a/n/r", wrap::sanitize(&p.tool))
+        };
+    }
+    parts.push(wrap::sanitize(&state.model));
     if let Some(id) = &state.session_id {
         parts.push(id.chars().take(8).collect());
     }
-    parts.push(state.activity.label());
     if let Some(t) = state.context_tokens {
         let pct = (t * 100).checked_div(state.context_window).unwrap_or(0);
         parts.push(format!("ctx {} ({pct}%)", tokens(t)));

@@ -1,0 +1,186 @@
+//! Slash commands of the full-screen session: the list shown by `/help` and the completion
+//! hint, Tab completion (longest common prefix first, then cycling through the matches on
+//! repeated Tab), and what each command does to the state.
+//!
+//! Part of `update`; no I/O and no agent logic (commands become `Op`s or local notices).
+
+use super::state::{Effect, State};
+use super::transcript::{Level, Scroll};
+use crate::protocol::Op;
+
+/// The slash commands and what they do (shown by `/help` and the completion hint).
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("/help", "keys and commands"),
+    ("/exit", "leave the session"),
+    ("/quit", "leave the session"),
+    ("/clear", "start a fresh session"),
+    ("/session", "show the session id and file"),
+    ("/copy", "copy the last reply to the clipboard"),
+    ("/compact", "compact the context now (optional focus text)"),
+];
+
+/// A Tab completion in progress: repeated Tab cycles through the commands matching `prefix`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TabCycle {
+    /// What the user had typed (after completing the longest common prefix).
+    pub prefix: String,
+    /// The draft this completion put there; any edit that changes it ends the cycle.
+    pub shown: String,
+    /// Index of the next match to show.
+    pub next: usize,
+}
+
+/// Commands whose name starts with `prefix`, in list order.
+pub fn matching(prefix: &str) -> Vec<&'static str> {
+    COMMANDS
+        .iter()
+        .map(|(c, _)| *c)
+        .filter(|c| c.starts_with(prefix))
+        .collect()
+}
+
+fn common_prefix(words: &[&str]) -> String {
+    let Some(first) = words.first() else {
+        return String::new();
+    };
+    let mut len = first.len();
+    for w in &words[1..] {
+        len = first
+            .char_indices()
+            .zip(w.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, a), _)| i + a.len_utf8())
+            .min(len);
+    }
+    first[..len].to_string()
+}
+
+impl State {
+    /// The cycle, if the draft is still what the last Tab left there.
+    fn active_cycle(&self) -> Option<&TabCycle> {
+        self.tab_cycle
+            .as_ref()
+            .filter(|c| c.shown == self.draft.text())
+    }
+
+    /// Slash commands matching the draft, for the completion hint (while Tab cycles, every
+    /// match of what was typed, so the hint keeps showing the choices).
+    pub fn completions(&self) -> Vec<&'static str> {
+        if let Some(c) = self.active_cycle() {
+            return matching(&c.prefix);
+        }
+        let text = self.draft.text();
+        if !text.starts_with('/') || text.contains([' ', '\n']) {
+            return Vec::new();
+        }
+        matching(&text)
+    }
+
+    /// The command Tab has put in the draft, to highlight it in the hint.
+    pub fn completion_selected(&self) -> Option<&str> {
+        self.active_cycle()
+            .filter(|c| c.next > 0)
+            .map(|c| c.shown.as_str())
+    }
+
+    /// Tab: one match completes (with a space for arguments); several complete their longest
+    /// common prefix, and each further Tab puts the next match in the draft.
+    pub(crate) fn tab(&mut self) {
+        if let Some(c) = self.active_cycle().cloned() {
+            let matches = matching(&c.prefix);
+            if matches.is_empty() {
+                return;
+            }
+            let pick = matches[c.next % matches.len()];
+            self.draft.set_text(pick);
+            self.tab_cycle = Some(TabCycle {
+                prefix: c.prefix,
+                shown: pick.to_string(),
+                next: c.next + 1,
+            });
+            return;
+        }
+        let matches = self.completions();
+        match matches.as_slice() {
+            [] => {}
+            [one] => {
+                self.draft.set_text(&format!("{one} "));
+                self.tab_cycle = None;
+            }
+            many => {
+                let prefix = common_prefix(many);
+                self.draft.set_text(&prefix);
+                self.tab_cycle = Some(TabCycle {
+                    shown: prefix.clone(),
+                    prefix,
+                    next: 0,
+                });
+            }
+        }
+    }
+
+    pub(crate) fn command(&mut self, line: &str) -> Vec<Effect> {
+        let (cmd, arg) = line
+            .split_once(' ')
+            .map_or((line, ""), |(c, a)| (c, a.trim()));
+        self.scroll = Scroll::Tail;
+        self.tab_cycle = None;
+        match cmd {
+            "/exit" | "/quit" => return vec![Effect::Exit],
+            "/help" => {
+                let mut text = String::from(
+                    "Enter send · Shift/Alt+Enter or Ctrl+J newline · Esc interrupt · Ctrl+C interrupt, twice at idle to exit · Ctrl+D exit on empty draft · PageUp/PageDown, wheel, Ctrl+Home/Ctrl+End scroll · Ctrl+O fold/unfold tool output · F2 mouse capture on/off (off: the terminal selects text) · Ctrl+Z suspend · approvals (empty draft): y yes, a always, n no, r no with a reason · Tab completes commands.",
+                );
+                for (c, d) in COMMANDS {
+                    text.push_str(&format!("\n{c} — {d}"));
+                }
+                self.notice(Level::Info, text);
+            }
+            "/clear" => {
+                if self.busy {
+                    self.notice(
+                        Level::Warning,
+                        "/clear waits for an idle session (Esc interrupts the turn)",
+                    );
+                    return Vec::new();
+                }
+                self.transcript.clear();
+                self.queue.clear();
+                // The window stays as SessionConfigured reported it; usage comes with the
+                // next ContextUsage of the fresh session.
+                self.context_tokens = None;
+                return vec![Effect::Op(Op::NewSession)];
+            }
+            "/session" => {
+                let text = match (&self.session_id, &self.session_path) {
+                    (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
+                    _ => "no session yet".to_string(),
+                };
+                self.notice(Level::Info, text);
+            }
+            "/copy" => match self.last_reply().map(str::to_string) {
+                Some(text) => {
+                    self.hint = Some(format!("copied the last reply ({} bytes)", text.len()));
+                    return vec![Effect::Copy(text)];
+                }
+                None => self.notice(Level::Info, "nothing to copy yet"),
+            },
+            "/compact" => {
+                if self.busy {
+                    self.notice(Level::Warning, "/compact waits for an idle session");
+                    return Vec::new();
+                }
+                self.notice(Level::Info, "compacting the context…");
+                return vec![Effect::Op(Op::Compact(
+                    (!arg.is_empty()).then(|| arg.to_string()),
+                ))];
+            }
+            other => self.notice(
+                Level::Warning,
+                format!("unknown command {other} (try /help)"),
+            ),
+        }
+        Vec::new()
+    }
+}
