@@ -192,3 +192,144 @@ fn prompt_rules_state_when_and_how_to_change_memory() {
         assert!(PROMPT_RULES.contains(needle), "rules lack {needle:?}");
     }
 }
+
+mod tools {
+    //! `write`, `edit` and `read` keep memory files within their limits.
+
+    use std::time::Duration;
+
+    use minicode::agent::memory::{FILE_NAME, MAX_BYTES, stamp};
+    use minicode::protocol::ToolStatus;
+    use minicode::tools::{Registry, ToolCtx, ToolOutput};
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx() -> (tempfile::TempDir, ToolCtx) {
+        let (dir, ws) = super::workspace();
+        (dir, ToolCtx::new(ws, Duration::from_secs(30), Vec::new()))
+    }
+
+    /// prepare, then run, as the agent does; a prepare error comes back as `Err`.
+    async fn call(
+        ctx: &ToolCtx,
+        tool: &str,
+        args: serde_json::Value,
+    ) -> Result<ToolOutput, String> {
+        let registry = Registry::builtin();
+        let (tool, value) = registry.resolve(tool, &args.to_string())?;
+        tool.prepare(&value, ctx)?;
+        Ok(tool.run(value, ctx, CancellationToken::new()).await)
+    }
+
+    /// `run` alone must refuse too (the file may change between approval and run).
+    async fn run_only(ctx: &ToolCtx, tool: &str, args: serde_json::Value) -> ToolOutput {
+        let registry = Registry::builtin();
+        let (tool, value) = registry.resolve(tool, &args.to_string()).unwrap();
+        tool.run(value, ctx, CancellationToken::new()).await
+    }
+
+    #[tokio::test]
+    async fn write_refuses_a_root_memory_file_over_its_limits() {
+        let (_dir, ctx) = ctx();
+        let path = ctx.workspace.join(FILE_NAME);
+        let too_many_tokens = "word ".repeat(4000); // 20,000 bytes, about 5,000 tokens
+        for (content, limit) in [
+            ("x".repeat(MAX_BYTES as usize + 1), "65536 bytes"),
+            (too_many_tokens, "4096"),
+            ("bad\0byte".to_string(), "nul"),
+        ] {
+            let args = json!({"path": FILE_NAME, "content": content});
+            let err = call(&ctx, "write", args.clone()).await.unwrap_err();
+            assert!(err.contains(FILE_NAME) && err.contains(limit), "{err}");
+            let out = run_only(&ctx, "write", args).await;
+            assert_eq!(out.status, ToolStatus::Failed, "{}", out.content);
+            assert!(!path.exists(), "nothing may be written");
+        }
+        let ok = call(
+            &ctx,
+            "write",
+            json!({"path": FILE_NAME, "content": "# rules\n"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(ok.status, ToolStatus::Succeeded, "{}", ok.content);
+    }
+
+    #[tokio::test]
+    async fn edit_refuses_to_take_the_root_memory_file_over_its_limits() {
+        let (_dir, ctx) = ctx();
+        let path = ctx.workspace.join(FILE_NAME);
+        let before = "# rules\nTOKEN\n";
+        std::fs::write(&path, before).unwrap();
+        call(&ctx, "read", json!({"path": FILE_NAME}))
+            .await
+            .unwrap();
+        let args =
+            json!({"path": FILE_NAME, "old_string": "TOKEN", "new_string": "word ".repeat(4000)});
+        let err = call(&ctx, "edit", args).await.unwrap_err();
+        assert!(err.contains(FILE_NAME) && err.contains("4096"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    }
+
+    #[tokio::test]
+    async fn detail_memory_files_are_checked_on_write_edit_and_read() {
+        let (_dir, ctx) = ctx();
+        let dir = ctx.workspace.join(".minicode/memory");
+        std::fs::create_dir_all(&dir).unwrap();
+        let rel = ".minicode/memory/build.md";
+        // Detail files have no token limit, only bytes, UTF-8 and NUL.
+        let long = format!("{}END", "word ".repeat(6000));
+        let ok = call(&ctx, "write", json!({"path": rel, "content": long}))
+            .await
+            .unwrap();
+        assert_eq!(ok.status, ToolStatus::Succeeded, "{}", ok.content);
+        let err = call(
+            &ctx,
+            "write",
+            json!({"path": rel, "content": "x".repeat(MAX_BYTES as usize + 1)}),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.contains("build.md") && err.contains("65536"), "{err}");
+        call(&ctx, "read", json!({"path": rel})).await.unwrap();
+        let err = call(
+            &ctx,
+            "edit",
+            json!({"path": rel, "old_string": "END", "new_string": "a\0b"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.contains("nul"), "{err}");
+        // A file over the limit that got there another way is refused, not shown in part.
+        std::fs::write(dir.join("big.md"), "y\n".repeat(40_000)).unwrap();
+        let out = call(&ctx, "read", json!({"path": ".minicode/memory/big.md"}))
+            .await
+            .unwrap();
+        assert_eq!(out.status, ToolStatus::Failed);
+        assert!(out.content.contains("65536"), "{}", out.content);
+        // Other files keep the ordinary rules.
+        std::fs::write(ctx.workspace.join("big.md"), "y\n".repeat(40_000)).unwrap();
+        let out = call(&ctx, "read", json!({"path": "big.md"})).await.unwrap();
+        assert_eq!(out.status, ToolStatus::Succeeded);
+    }
+
+    #[test]
+    fn stamp_changes_with_any_write_removal_or_permission_change() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, ws) = super::workspace();
+        let path = ws.join(FILE_NAME);
+        let missing = stamp(&ws);
+        assert!(missing.unchanged_since(&stamp(&ws)));
+        std::fs::write(&path, "one").unwrap();
+        let one = stamp(&ws);
+        assert!(!one.unchanged_since(&missing));
+        assert!(stamp(&ws).unchanged_since(&one));
+        std::fs::write(&path, "two!").unwrap();
+        let two = stamp(&ws);
+        assert!(!two.unchanged_since(&one));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+        assert!(!stamp(&ws).unchanged_since(&two));
+        std::fs::remove_file(&path).unwrap();
+        assert!(stamp(&ws).unchanged_since(&missing));
+    }
+}

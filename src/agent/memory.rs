@@ -5,7 +5,8 @@
 //! injected after the system prompt. It never writes memory (the model does, through the
 //! ordinary tools, when the user asks) and never truncates: an oversized or malformed file is
 //! an error naming the file and the limit, because a silently shortened memory is worse than
-//! none. It never caches either: every load reads the file again, so stale rules cannot leak.
+//! none. It never caches either: every load reads the file again, so stale rules cannot leak
+//! (the agent skips a load only when [`stamp`] shows the file untouched since the last one).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -153,6 +154,70 @@ pub fn validate_detail<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str, Memo
         });
     }
     Ok(text)
+}
+
+/// What one `stat` of the root memory file shows, so the agent can skip re-reading an
+/// untouched file before each request. Any write moves the modification or change time (or the
+/// length), a rename-over changes the inode, and `chmod` moves the change time; so equal
+/// stamps mean the last load's outcome (content or error) still holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// No file: no memory.
+    Missing,
+    Present {
+        dev: u64,
+        ino: u64,
+        len: u64,
+        mode: u32,
+        modified: (i64, i64),
+        changed: (i64, i64),
+    },
+    /// The stat failed for another reason (e.g. a folder without search permission): the
+    /// file must be read again, and that read reports the error.
+    Unknown,
+}
+
+impl Stamp {
+    /// Whether the file is certainly untouched between the two stats.
+    pub fn unchanged_since(&self, earlier: &Stamp) -> bool {
+        self == earlier && *self != Stamp::Unknown
+    }
+}
+
+/// Stats `<workspace>/MiniCode.md` (following a symlink, as [`load`] does).
+pub fn stamp(workspace: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(workspace.join(FILE_NAME)) {
+        Ok(m) => Stamp::Present {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mode: m.mode(),
+            modified: (m.mtime(), m.mtime_nsec()),
+            changed: (m.ctime(), m.ctime_nsec()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Stamp::Missing,
+        Err(_) => Stamp::Unknown,
+    }
+}
+
+/// The check `write` and `edit` run on a file's new content before writing it, so the model
+/// cannot leave a memory file that fails every later turn: the root file against its limits
+/// (UTF-8, no NUL, size, tokens), a detail file against its own (UTF-8, no NUL, size). Any
+/// other path passes. `display` is how the error names the file.
+pub fn check_new_content(
+    workspace: &Path,
+    path: &Path,
+    display: &str,
+    content: &[u8],
+) -> Result<(), MemoryError> {
+    if is_root_file(workspace, path) {
+        validate_root(Path::new(display), content).map(drop)
+    } else if is_detail_file(workspace, path) {
+        validate_detail(Path::new(display), content).map(drop)
+    } else {
+        Ok(())
+    }
 }
 
 /// Whether `path` is the root memory file of `workspace`, so the agent knows to reload it

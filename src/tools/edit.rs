@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
+use crate::agent::memory;
 use crate::fsutil::{self, Existing};
 use crate::protocol::ApprovalRequest;
 use crate::provider::ToolSpec;
@@ -105,6 +106,9 @@ fn plan(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Plan, String> {
             ));
         }
     };
+    // A memory file must stay loadable: refuse an edit that takes it over its limits.
+    memory::check_new_content(&ctx.workspace, &path, &display, new.as_bytes())
+        .map_err(|e| format!("cannot edit {display}: {e}; nothing was changed"))?;
     Ok(Plan {
         path,
         display,

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use crate::agent::memory;
 use crate::fsutil;
 use crate::provider::ToolSpec;
 
@@ -121,8 +122,10 @@ impl Tool for Read {
                 }
                 let Call { path, display, offset, limit } = call;
                 let remembered = path.clone();
-                let job =
-                    tokio::task::spawn_blocking(move || read_file(&path, &display, offset, limit));
+                let detail = memory::is_detail_file(&ctx.workspace, &path);
+                let job = tokio::task::spawn_blocking(move || {
+                    read_file(&path, &display, offset, limit, detail)
+                });
                 let result = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => return ToolOutput::interrupted("interrupted by the user"),
@@ -154,6 +157,7 @@ fn read_file(
     display: &str,
     offset: u64,
     limit: u64,
+    memory_detail: bool,
 ) -> Result<(String, Option<Fingerprint>), String> {
     let fail = |e: std::io::Error| format!("cannot read {display}: {e}");
     // Look before opening: opening a FIFO for reading would block until a writer appears.
@@ -173,11 +177,23 @@ fn read_file(
             "cannot read {display}: it looks like a binary file, not text; inspect it with bash if needed"
         )
     };
+    // A memory detail file (`.minicode/memory/*.md`) over its limits is refused, not shown in
+    // part: the model must not act on half a memory topic.
+    if memory_detail && meta.len() > memory::MAX_BYTES {
+        return Err(format!(
+            "cannot read {display}: memory file {display} is larger than the limit of {} bytes",
+            memory::MAX_BYTES
+        ));
+    }
     if meta.len() <= MAX_FINGERPRINT_BYTES {
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         file.take(MAX_FINGERPRINT_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(fail)?;
+        if memory_detail {
+            memory::validate_detail(Path::new(display), &bytes)
+                .map_err(|e| format!("cannot read {display}: {e}"))?;
+        }
         if fsutil::looks_binary(&bytes) || std::str::from_utf8(&bytes).is_err() {
             return Err(binary());
         }

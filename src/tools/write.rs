@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
 use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
+use crate::agent::memory;
 use crate::fsutil::{self, Existing, LoadError};
 use crate::protocol::ApprovalRequest;
 use crate::provider::ToolSpec;
@@ -49,6 +50,9 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
         }
         _ => {}
     }
+    // A memory file must stay loadable: refuse content over its limits before writing.
+    memory::check_new_content(&ctx.workspace, &path, &display, args.content.as_bytes())
+        .map_err(|e| format!("cannot write {display}: {e}; nothing was written"))?;
     Ok(Call {
         path,
         display,
