@@ -120,8 +120,9 @@ pub(crate) struct Core {
     context: context::Context,
     /// The main conversation's token budget (its window may be replaced by a server-stated one).
     budget: context::Budget,
-    /// A tool wrote MiniCode.md during the current batch; reload it before the next request.
-    memory_dirty: bool,
+    /// The stamp of MiniCode.md at its last load and that load's outcome, so the check before
+    /// each request re-reads the file only when it was touched.
+    memory_seen: Option<(memory::Stamp, Result<(), String>)>,
     /// Tools the user approved "always" for this session.
     approved_tools: HashSet<String>,
     events: mpsc::UnboundedSender<Event>,
@@ -134,8 +135,17 @@ impl Core {
         let _ = self.events.send(event);
     }
 
-    /// Saves the session, reporting (not failing on) errors: the turn's work is still valid.
+    /// Validates and saves the session, reporting (not failing on) errors: the turn's work is
+    /// still valid. A history that fails validation is not written (the file keeps its last
+    /// good state): it would only fail again on resume. The last batch may still be open.
     fn save(&mut self) {
+        if let Err(e) = validate::history_prefix(self.session.messages()) {
+            tracing::error!(error = %e, "refusing to save an invalid history");
+            self.emit(Event::Warning {
+                message: format!("could not save the session: {e}"),
+            });
+            return;
+        }
         if let Err(e) = self.session.save() {
             tracing::error!(error = %e, "session save failed");
             self.emit(Event::Warning {
@@ -149,7 +159,8 @@ impl Core {
             session_id: self.session.id().to_string(),
             session_path: self.session.path().display().to_string(),
             model: self.provider.model().to_string(),
-            context_window: self.options.context_window,
+            // The window in use: the server's, once it stated one, else the configured one.
+            context_window: self.budget.window,
             resumed_messages: self.session.messages().len(),
         }
     }
@@ -233,6 +244,7 @@ impl Core {
                 let _ = self.context.set_checkpoint(None, self.session.messages());
                 self.approved_tools.clear();
                 self.emit(self.configured());
+                self.report_context();
             }
             Err(e) => self.emit(Event::Error {
                 message: format!("could not start a new session: {e}"),
@@ -257,8 +269,11 @@ async fn serve_ops<T>(
     let mut shutdown = false;
     let mut ops_open = true;
     loop {
+        // Biased towards ops: every op already sent is handled before the work is polled
+        // again, so a `Decide` followed by `Interrupt` cancels before the work can act on the
+        // decision alone (e.g. start another model request after a denial).
         tokio::select! {
-            output = &mut work => return (output, shutdown),
+            biased;
             op = ops.recv(), if ops_open => match op {
                 Some(Op::Interrupt) => cancel.cancel(),
                 Some(Op::Decide { call, decision }) => match decisions {
@@ -287,6 +302,7 @@ async fn serve_ops<T>(
                     cancel.cancel();
                 }
             },
+            output = &mut work => return (output, shutdown),
         }
     }
 }
@@ -325,7 +341,7 @@ async fn run_core(
         options: setup.options,
         context,
         budget,
-        memory_dirty: false,
+        memory_seen: None,
         approved_tools: HashSet::new(),
         events,
         turns: 0,
@@ -346,6 +362,7 @@ async fn run_core(
     if let Err(e) = core.reload_memory() {
         core.emit(Event::Error { message: e });
     }
+    core.report_context();
     let mut queue: VecDeque<String> = VecDeque::new();
     loop {
         let op = match queue.pop_front() {

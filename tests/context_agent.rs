@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::stream;
+use minicode::agent::context::{MIN_REPLY_TOKENS, estimate_message, estimate_tools};
 use minicode::agent::{self, AgentHandle, Options, Setup};
-use minicode::protocol::{Event, Op, TurnEnd, TurnStats};
+use minicode::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
 use minicode::provider::{
     ChatRequest, EventStream, Message, Provider, ProviderError, Reply, ReplyFuture, StreamEvent,
     ToolCall, Usage,
@@ -24,6 +25,20 @@ struct Fake {
     summaries: Arc<Mutex<VecDeque<Reply>>>,
     main_seen: Arc<Mutex<Vec<Vec<Message>>>>,
     summary_seen: Arc<Mutex<Vec<String>>>,
+    /// (max_tokens, estimated input) of every main request.
+    main_sizes: Arc<Mutex<Vec<(u32, u64)>>>,
+    /// (max_tokens, estimated input) of every summary request.
+    summary_sizes: Arc<Mutex<Vec<(u32, u64)>>>,
+}
+
+/// The local estimate of a request, as the budget counts it.
+fn request_estimate(request: &ChatRequest<'_>) -> u64 {
+    request
+        .messages
+        .iter()
+        .map(|m| estimate_message(m))
+        .sum::<u64>()
+        + estimate_tools(request.tools)
 }
 
 impl Fake {
@@ -44,6 +59,10 @@ impl Fake {
 
 impl Provider for Fake {
     fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
+        self.main_sizes
+            .lock()
+            .unwrap()
+            .push((request.max_tokens, request_estimate(request)));
         self.main_seen
             .lock()
             .unwrap()
@@ -63,6 +82,10 @@ impl Provider for Fake {
 
     fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
         assert!(request.tools.is_empty(), "summary calls offer no tools");
+        self.summary_sizes
+            .lock()
+            .unwrap()
+            .push((request.max_tokens, request_estimate(request)));
         self.summary_seen
             .lock()
             .unwrap()
@@ -102,6 +125,19 @@ fn start(dir: &Path, fake: Fake, window: u64) -> AgentHandle {
 }
 
 fn start_with(dir: &Path, fake: Fake, window: u64, max_rounds: u32) -> AgentHandle {
+    start_options(
+        dir,
+        fake,
+        Options {
+            context_window: window,
+            auto_approve: true,
+            max_rounds,
+            ..Options::default()
+        },
+    )
+}
+
+fn start_options(dir: &Path, fake: Fake, options: Options) -> AgentHandle {
     let workspace = dir.canonicalize().unwrap();
     let session = Session::create(&workspace).unwrap();
     agent::spawn(Setup {
@@ -109,12 +145,7 @@ fn start_with(dir: &Path, fake: Fake, window: u64, max_rounds: u32) -> AgentHand
         registry: Arc::new(Registry::builtin()),
         tools: Arc::new(ToolCtx::new(workspace, Duration::from_secs(30), Vec::new())),
         session,
-        options: Options {
-            context_window: window,
-            auto_approve: true,
-            max_rounds,
-            ..Options::default()
-        },
+        options,
     })
 }
 
@@ -520,4 +551,300 @@ async fn round_limit_summary_fails_the_turn_when_the_resend_overflows_again() {
         other => panic!("expected failure, got {other:?}: {events:?}"),
     }
     assert_eq!(fake.main_seen().len(), 4, "one resend only");
+}
+
+/// A reply without usage, so the budget works from the local estimate alone (which is what
+/// the test can recompute).
+fn uncounted(t: &str) -> Reply {
+    Reply {
+        usage: None,
+        ..text(t)
+    }
+}
+
+#[tokio::test]
+async fn requests_never_ask_for_more_output_than_the_window_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(
+        vec![Ok(uncounted(&"b".repeat(30_000))), Ok(uncounted("ok"))],
+        vec![text("notes 1"), text("notes 2")],
+    );
+    // The default max_tokens (8192) alone would fill an 8K window.
+    let mut handle = start(dir.path(), fake.clone(), 8192);
+    turn(&mut handle, FIRST).await;
+    let (events, end, _) = turn(&mut handle, "next").await;
+    assert_eq!(end, TurnEnd::Completed, "{events:?}");
+    let main = fake.main_sizes.lock().unwrap().clone();
+    assert_eq!(main.len(), 2);
+    for (max, input) in &main {
+        assert!(*max >= MIN_REPLY_TOKENS as u32, "{main:?}");
+        assert!(u64::from(*max) + input <= 8192, "{main:?}");
+    }
+    assert!(main[0].0 < 8192, "the configured value must be cut");
+    let summaries = fake.summary_sizes.lock().unwrap().clone();
+    assert!(!summaries.is_empty());
+    for (max, input) in &summaries {
+        assert!(u64::from(*max) + input <= 8192, "{summaries:?}");
+    }
+}
+
+#[tokio::test]
+async fn memory_rewritten_by_bash_is_sent_with_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("MiniCode.md"), "rule: spaces").unwrap();
+    let fake = Fake::new(
+        vec![
+            Ok(call(
+                "b1",
+                "bash",
+                serde_json::json!({"command": "printf 'rule: tabs, always' > MiniCode.md"}),
+            )),
+            Ok(text("saved")),
+        ],
+        vec![],
+    );
+    let mut handle = start(dir.path(), fake.clone(), 262_144);
+    let (events, end, _) = turn(&mut handle, "remember tabs").await;
+    assert_eq!(end, TurnEnd::Completed, "{events:?}");
+    let reloaded = events
+        .iter()
+        .rposition(|e| matches!(e, Event::MemoryLoaded { .. }))
+        .expect("reload not announced");
+    let tool_ended = events
+        .iter()
+        .position(|e| matches!(e, Event::ToolCallEnded { .. }))
+        .unwrap();
+    assert!(tool_ended < reloaded);
+    let seen = fake.main_seen();
+    assert!(seen[0][1].text().contains("rule: spaces"));
+    assert!(
+        seen[1][1].text().contains("rule: tabs, always"),
+        "the request after the bash call must carry the new memory"
+    );
+}
+
+#[tokio::test]
+async fn memory_made_invalid_by_bash_fails_the_turn_before_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("MiniCode.md"), "rule: spaces").unwrap();
+    let fake = Fake::new(
+        vec![
+            Ok(call(
+                "b1",
+                "bash",
+                serde_json::json!({"command": "printf 'bad\\000byte' > MiniCode.md"}),
+            )),
+            Ok(text("never")),
+        ],
+        vec![],
+    );
+    let mut handle = start(dir.path(), fake.clone(), 262_144);
+    let (events, end, _) = turn(&mut handle, "break it").await;
+    match end {
+        TurnEnd::Failed { error } => assert!(
+            error.contains("MiniCode.md") && error.contains("nul"),
+            "{error}"
+        ),
+        other => panic!("expected failure, got {other:?}: {events:?}"),
+    }
+    assert_eq!(
+        fake.main_seen().len(),
+        1,
+        "nothing sent with a broken memory"
+    );
+    // Removing the file is noticed as well: no memory, and the session goes on.
+    std::fs::remove_file(dir.path().join("MiniCode.md")).unwrap();
+    let (_, end, _) = turn(&mut handle, "go on").await;
+    assert_eq!(end, TurnEnd::Completed);
+    let last = fake.main_seen().pop().unwrap();
+    assert!(!last.iter().any(|m| m.text().starts_with("<project-memory")));
+}
+
+#[tokio::test]
+async fn a_failed_memory_load_leaves_no_unanswered_prompt_in_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(vec![Ok(text("answer"))], vec![]);
+    let mut handle = start(dir.path(), fake.clone(), 262_144);
+    std::fs::write(dir.path().join("MiniCode.md"), "x".repeat(70_000)).unwrap();
+    let (_, end, _) = turn(&mut handle, "the lost prompt").await;
+    assert!(matches!(end, TurnEnd::Failed { .. }), "{end:?}");
+    std::fs::write(dir.path().join("MiniCode.md"), "fixed").unwrap();
+    let (_, end, _) = turn(&mut handle, "second").await;
+    assert_eq!(end, TurnEnd::Completed);
+    let seen = fake.main_seen();
+    assert_eq!(seen.len(), 1);
+    assert!(!seen[0].iter().any(|m| m.text() == "the lost prompt"));
+    assert_eq!(seen[0].last().unwrap().text(), "second");
+}
+
+#[tokio::test]
+async fn deny_then_interrupt_never_starts_another_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(
+        vec![
+            Ok(call("c1", "bash", serde_json::json!({"command": "true"}))),
+            Ok(text("must not be asked")),
+        ],
+        vec![],
+    );
+    let mut handle = start_options(
+        dir.path(),
+        fake.clone(),
+        Options {
+            auto_approve: false,
+            ..Options::default()
+        },
+    );
+    handle.send(Op::Submit("run it".into()));
+    until(&mut handle, |e| {
+        matches!(e, Event::ApprovalRequested { .. })
+    })
+    .await;
+    handle.send(Op::Decide {
+        call: "c1".into(),
+        decision: Decision::Deny { reason: None },
+    });
+    handle.send(Op::Interrupt);
+    let events = until(&mut handle, |e| matches!(e, Event::TurnEnded { .. })).await;
+    match events.last() {
+        Some(Event::TurnEnded { end, .. }) => assert_eq!(*end, TurnEnd::Interrupted),
+        _ => unreachable!(),
+    }
+    assert_eq!(fake.main_seen().len(), 1, "a request started after Esc");
+}
+
+#[tokio::test]
+async fn context_usage_is_reported_at_start_and_after_compaction_and_clear_keeps_the_server_window()
+{
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("MiniCode.md"), "rule: spaces").unwrap();
+    let fake = Fake::new(
+        vec![
+            Ok(text(&"a".repeat(10_000))),
+            Err(ProviderError::ContextLength {
+                message: "too long".into(),
+                window: Some(6000),
+            }),
+            Ok(text("done")),
+        ],
+        vec![text("notes")],
+    );
+    let mut handle = start(dir.path(), fake.clone(), 8192);
+    let start_events = until(&mut handle, |e| matches!(e, Event::ContextUsage { .. })).await;
+    assert!(matches!(start_events[0], Event::SessionConfigured { .. }));
+    match start_events.last() {
+        Some(Event::ContextUsage { tokens, window }) => {
+            assert_eq!(*window, 8192);
+            assert!(*tokens > 0, "system prompt, memory and tools count");
+        }
+        _ => unreachable!(),
+    }
+    turn(&mut handle, FIRST).await;
+    let (events, end, _) = turn(&mut handle, "second").await;
+    assert_eq!(end, TurnEnd::Completed, "{events:?}");
+    let compacted = events
+        .iter()
+        .position(|e| matches!(e, Event::Compacted { .. }))
+        .expect("overflow not compacted");
+    assert!(
+        matches!(
+            events.get(compacted + 1),
+            Some(Event::ContextUsage { window: 6000, .. })
+        ),
+        "{events:?}"
+    );
+    handle.send(Op::NewSession);
+    let events = until(&mut handle, |e| matches!(e, Event::ContextUsage { .. })).await;
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::SessionConfigured {
+                context_window: 6000,
+                ..
+            }
+        )),
+        "{events:?}"
+    );
+    assert!(matches!(
+        events.last(),
+        Some(Event::ContextUsage { window: 6000, .. })
+    ));
+}
+
+#[tokio::test]
+async fn manual_compact_summarises_all_but_the_latest_exchange_of_a_short_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(
+        vec![
+            Ok(text("answer one")),
+            Ok(text("answer two")),
+            Ok(text("three")),
+        ],
+        vec![text("## Goal\nnotes of one")],
+    );
+    let mut handle = start(dir.path(), fake.clone(), 262_144);
+    turn(&mut handle, FIRST).await;
+    turn(&mut handle, "second request").await;
+    handle.send(Op::Compact(None));
+    let events = until(&mut handle, |e| matches!(e, Event::TurnEnded { .. })).await;
+    let summarized = events.iter().find_map(|e| match e {
+        Event::Compacted {
+            messages_summarized,
+            ..
+        } => Some(*messages_summarized),
+        _ => None,
+    });
+    assert_eq!(summarized, Some(2), "{events:?}");
+    assert!(fake.summary_seen()[0].contains("answer one"));
+    assert!(!fake.summary_seen()[0].contains("answer two"));
+    turn(&mut handle, "third request").await;
+    let last = fake.main_seen().pop().unwrap();
+    let texts: Vec<&str> = last.iter().map(|m| m.text()).collect();
+    assert!(texts[1].contains("<task-ledger>") && texts[1].contains(FIRST));
+    assert!(texts[1].contains("notes of one"));
+    assert!(!texts.contains(&"answer one"), "summarised text was sent");
+    assert_eq!(
+        texts[2..],
+        ["second request", "answer two", "third request"]
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_history_is_never_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let twice = Reply {
+        tool_calls: ["c1", "c1"]
+            .iter()
+            .map(|id| ToolCall {
+                id: (*id).into(),
+                name: "bash".into(),
+                arguments: "{\"command\":\"true\"}".into(),
+            })
+            .collect(),
+        finish_reason: Some("tool_calls".into()),
+        ..Reply::default()
+    };
+    let fake = Fake::new(vec![Ok(twice)], vec![]);
+    let mut handle = start(dir.path(), fake.clone(), 262_144);
+    let configured = until(&mut handle, |e| {
+        matches!(e, Event::SessionConfigured { .. })
+    })
+    .await;
+    let Some(Event::SessionConfigured { session_path, .. }) = configured.last() else {
+        unreachable!()
+    };
+    let session_path = session_path.clone();
+    let (events, _, _) = turn(&mut handle, "go").await;
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::Warning { message } if message.contains("could not save") && message.contains("\"c1\"")
+        )),
+        "{events:?}"
+    );
+    let saved = std::fs::read_to_string(&session_path).unwrap();
+    assert!(
+        !saved.contains("\"c1\""),
+        "the invalid history reached the file"
+    );
 }

@@ -2,7 +2,8 @@
 
 use minicode::agent::context::{
     Budget, BudgetError, Context, ContextError, DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS,
-    Tracker, estimate_message, estimate_text, estimate_tools, keep_boundary, split_at_budget,
+    MIN_REPLY_TOKENS, Tracker, estimate_message, estimate_text, estimate_tools, keep_boundary,
+    split_at_budget,
 };
 use minicode::agent::memory::Memory;
 use minicode::provider::{Message, Role, ToolCall, ToolSpec, Usage};
@@ -254,23 +255,76 @@ fn context_builds_system_memory_ledger_then_kept_messages() {
     )
     .unwrap();
     let built = ctx.build(&messages);
-    assert_eq!(built.len(), 3 + messages.len() - 8);
+    assert_eq!(built.len(), 2 + messages.len() - 8);
     assert_eq!(built[0].role, Role::System);
     assert_eq!(built[0].text(), "system rules");
-    assert!(built[1].text().starts_with("<project-memory"));
-    assert!(built[1].text().contains("use tabs"));
-    let ledger = built[2].text();
+    // Memory and ledger travel in one user message: strict chat templates refuse two user
+    // messages in a row.
+    assert_eq!(built[1].role, Role::User);
+    let lead = built[1].text();
+    assert!(lead.starts_with("<project-memory"));
+    assert!(lead.contains("use tabs"));
+    assert!(lead.find("</project-memory>") < lead.find("<task-ledger>"));
+    assert!(lead.contains(messages[0].text()), "first request verbatim");
     assert!(
-        ledger.contains(messages[0].text()),
-        "first request verbatim"
+        !lead.contains("<latest-user-message>"),
+        "a user message is kept verbatim, so none is quoted as the latest"
     );
-    assert!(
-        ledger.contains(messages[4].text()),
-        "latest user message before the kept part"
-    );
-    assert!(ledger.contains("<summary>\nnotes\n</summary>"));
-    assert!(std::ptr::eq(built[3], &messages[8]));
+    assert!(lead.contains("<summary>\nnotes\n</summary>"));
+    assert!(std::ptr::eq(built[2], &messages[8]));
     minicode::agent::validate::messages(&built).unwrap();
+}
+
+#[test]
+fn ledger_quotes_the_latest_user_message_only_while_none_is_kept() {
+    // The kept part (from 9) is the tail of exchange 2: no user message in it.
+    let mut messages = exchange(3, 10);
+    let cp = Checkpoint {
+        summary: "notes".into(),
+        first_kept_index: 9,
+    };
+    let mut ctx = Context::new("sys", &[]);
+    ctx.set_checkpoint(Some(cp.clone()), &messages).unwrap();
+    let ledger = ctx.build(&messages)[1].text().to_string();
+    assert!(ledger.contains(&format!(
+        "<latest-user-message>\n{}\n</latest-user-message>",
+        messages[8].text()
+    )));
+    assert!(!ledger.contains(messages[4].text()), "only the latest");
+    // A newer user message is kept verbatim: the quote would mislabel an older one.
+    messages.push(Message::user("a new instruction"));
+    ctx.sync(&messages);
+    let built = ctx.build(&messages);
+    assert!(!built[1].text().contains("<latest-user-message>"));
+    assert!(built[1].text().contains(messages[0].text()));
+    assert_eq!(built.last().unwrap().text(), "a new instruction");
+    let sum: u64 = built.iter().map(|m| estimate_message(m)).sum();
+    assert_eq!(
+        ctx.estimated_tokens(),
+        sum,
+        "estimate follows the shorter ledger"
+    );
+    // A resume from the same history builds the same context.
+    let mut resumed = Context::new("sys", &[]);
+    resumed.set_checkpoint(Some(cp), &messages).unwrap();
+    assert_eq!(resumed.build(&messages)[1].text(), built[1].text());
+}
+
+#[test]
+fn reply_room_is_cut_to_the_window_but_never_below_the_floor() {
+    let b = Budget::new(8192, None, None).unwrap();
+    assert_eq!(b.reply_tokens(1000, 8192), 7192);
+    assert_eq!(b.reply_tokens(1000, 4096), 4096, "a smaller setting wins");
+    assert_eq!(b.reply_tokens(8100, 8192), MIN_REPLY_TOKENS as u32);
+    assert_eq!(b.reply_tokens(9000, 8192), MIN_REPLY_TOKENS as u32);
+    assert_eq!(b.reply_tokens(1000, 0), 0, "0 leaves it to the server");
+}
+
+#[test]
+fn a_small_explicit_reserve_still_compacts_before_the_reply_floor() {
+    let b = Budget::new(8192, Some(100), None).unwrap();
+    assert!(!b.should_compact(8192 - MIN_REPLY_TOKENS));
+    assert!(b.should_compact(8192 - MIN_REPLY_TOKENS + 1));
 }
 
 #[test]

@@ -110,6 +110,8 @@ fn request(keep: u64, input_budget: u64) -> CompactRequest<'static> {
         keep_recent_tokens: keep,
         input_budget,
         max_tokens: 1000,
+        window: 1_000_000,
+        latest_exchange_only: false,
     }
 }
 

@@ -8,7 +8,9 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::context::{Budget, estimate_text, keep_boundary, split_at_budget};
+use crate::agent::context::{
+    Budget, MIN_REPLY_TOKENS, estimate_message, estimate_text, keep_boundary, split_at_budget,
+};
 use crate::agent::validate::{self, ValidationError};
 use crate::protocol::{TokenStats, TurnStats};
 use crate::provider::{ChatRequest, Message, Provider, ProviderError, Reply, Role};
@@ -65,8 +67,13 @@ pub struct CompactRequest<'a> {
     pub keep_recent_tokens: u64,
     /// Estimated input tokens one summary call may carry.
     pub input_budget: u64,
-    /// `max_tokens` of a summary call.
+    /// `max_tokens` of a summary call, cut to the room the call's input leaves in `window`.
     pub max_tokens: u32,
+    /// The context window the summary calls run in.
+    pub window: u64,
+    /// `/compact` by the user: keep at most the newest exchange (from the latest user message
+    /// on), however small the history, instead of about `keep_recent_tokens`.
+    pub latest_exchange_only: bool,
 }
 
 impl<'a> CompactRequest<'a> {
@@ -76,6 +83,8 @@ impl<'a> CompactRequest<'a> {
             keep_recent_tokens: budget.keep_recent,
             input_budget: budget.summary_input_budget(),
             max_tokens: budget.summary_max_tokens(),
+            window: budget.window,
+            latest_exchange_only: false,
         }
     }
 }
@@ -114,7 +123,13 @@ pub async fn compact(
     let start = previous
         .map_or(0, |c| c.first_kept_index)
         .min(messages.len());
-    let boundary = keep_boundary(messages, request.keep_recent_tokens);
+    let mut boundary = keep_boundary(messages, request.keep_recent_tokens);
+    if request.latest_exchange_only
+        && let Some(latest) = messages.iter().rposition(|m| m.role == Role::User)
+    {
+        // A user message always starts a unit, so this never splits a tool batch.
+        boundary = boundary.max(latest);
+    }
     if boundary <= start {
         return Err(CompactError::NothingToCompact);
     }
@@ -148,10 +163,16 @@ pub async fn compact(
         let system = Message::system(SUMMARY_SYSTEM_PROMPT);
         let user = Message::user(prompt);
         let refs = [&system, &user];
+        let input = estimate_message(&system) + estimate_message(&user);
+        let room = request
+            .window
+            .saturating_sub(input)
+            .clamp(MIN_REPLY_TOKENS, u64::from(u32::MAX));
         let chat = ChatRequest {
             messages: &refs,
             tools: &[],
-            max_tokens: request.max_tokens,
+            // Servers refuse `input + max_tokens > window`; `room` fits in u32 by the clamp.
+            max_tokens: request.max_tokens.min(room as u32),
         };
         if cancel.is_cancelled() {
             return Err(CompactError::Cancelled);

@@ -21,6 +21,10 @@ pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 /// exchange leave no room for anything.
 pub const MIN_CONTEXT_WINDOW: u64 = 2048;
 
+/// The smallest reply room a main request is sent with. Less than this left in the window
+/// triggers compaction first, whatever the configured reserve.
+pub const MIN_REPLY_TOKENS: u64 = 256;
+
 /// Fixed cost of a message's framing (role, separators) in the chat template.
 const MESSAGE_OVERHEAD: u64 = 4;
 /// Fixed cost of one tool call's framing (type, function wrapper).
@@ -227,9 +231,22 @@ impl Budget {
         )
     }
 
-    /// Whether a request of `used` tokens leaves less than the reserve free.
+    /// Whether a request of `used` tokens leaves less than the reserve free (or less than
+    /// [`MIN_REPLY_TOKENS`], when an explicit reserve is smaller than that).
     pub fn should_compact(&self, used: u64) -> bool {
-        used.saturating_add(self.reserve) > self.window
+        used.saturating_add(self.reserve.max(MIN_REPLY_TOKENS)) > self.window
+    }
+
+    /// `max_tokens` for a request of `used` input tokens: the configured value, cut to the
+    /// room left in the window (servers such as vLLM refuse `input + max_tokens > window`),
+    /// but never below [`MIN_REPLY_TOKENS`]. A configured 0 ("the server decides") stays 0.
+    pub fn reply_tokens(&self, used: u64, configured: u32) -> u32 {
+        if configured == 0 {
+            return 0;
+        }
+        let room = self.remaining(used).max(MIN_REPLY_TOKENS);
+        // `room` is only above u32::MAX for absurd windows; then the configured value wins.
+        u32::try_from(room).map_or(configured, |room| configured.min(room))
     }
 
     /// Free space left by a request of `used` tokens.
@@ -372,10 +389,16 @@ pub struct Context {
     system_tokens: u64,
     tools_tokens: u64,
     memory: Option<Message>,
-    memory_tokens: u64,
     checkpoint: Option<Checkpoint>,
-    ledger: Option<Message>,
-    ledger_tokens: u64,
+    /// The ledger + summary text of the checkpoint.
+    ledger: Option<String>,
+    /// Whether the ledger quotes the latest user message (no user message is kept verbatim);
+    /// the first user message appended to the kept part drops that quote.
+    ledger_quotes_latest: bool,
+    /// The one user message sent after the system prompt: memory and ledger merged, because
+    /// strict chat templates refuse two user messages in a row.
+    lead: Option<Message>,
+    lead_tokens: u64,
     /// `prefix[i]` is the estimate of `messages[..i]`; one entry per synced message, plus 0.
     prefix: Vec<u64>,
     tracker: Tracker,
@@ -391,10 +414,11 @@ impl Context {
             system,
             tools_tokens: estimate_tools(tools),
             memory: None,
-            memory_tokens: 0,
             checkpoint: None,
             ledger: None,
-            ledger_tokens: 0,
+            ledger_quotes_latest: false,
+            lead: None,
+            lead_tokens: 0,
             prefix: vec![0],
             tracker: Tracker::default(),
         }
@@ -403,7 +427,42 @@ impl Context {
     /// Replaces the project memory message (a fresh load, or `None` for no memory).
     pub fn set_memory(&mut self, memory: Option<&Memory>) {
         self.memory = memory.map(Memory::message);
-        self.memory_tokens = self.memory.as_ref().map_or(0, estimate_message);
+        self.rebuild_lead();
+    }
+
+    /// Merges memory and ledger into the leading user message.
+    fn rebuild_lead(&mut self) {
+        self.lead = match (&self.memory, &self.ledger) {
+            (Some(memory), Some(ledger)) => {
+                Some(Message::user(format!("{}\n\n{ledger}", memory.text())))
+            }
+            (Some(memory), None) => Some(memory.clone()),
+            (None, Some(ledger)) => Some(Message::user(ledger.as_str())),
+            (None, None) => None,
+        };
+        self.lead_tokens = self.lead.as_ref().map_or(0, estimate_message);
+    }
+
+    /// Rebuilds the ledger from the history: the first user message and, when no user message
+    /// is among the kept ones, the latest user message (which then lies before them).
+    fn rebuild_ledger(&mut self, messages: &[Message]) {
+        self.ledger_quotes_latest = false;
+        self.ledger = self.checkpoint.as_ref().map(|c| {
+            let (before, kept) = messages.split_at(c.first_kept_index.min(messages.len()));
+            let first = before.iter().position(|m| m.role == Role::User);
+            let latest = if kept.iter().any(|m| m.role == Role::User) {
+                None
+            } else {
+                before
+                    .iter()
+                    .rposition(|m| m.role == Role::User)
+                    .filter(|at| Some(*at) != first)
+            };
+            self.ledger_quotes_latest = latest.is_some();
+            let text = |at: usize| before[at].text();
+            ledger_text(&c.summary, first.map(text), latest.map(text))
+        });
+        self.rebuild_lead();
     }
 
     pub fn memory_message(&self) -> Option<&Message> {
@@ -420,8 +479,10 @@ impl Context {
     }
 
     /// Installs a checkpoint (on resume, or after compaction) and rebuilds the ledger from the
-    /// history: the first user message and, if it is not among the kept messages, the latest
-    /// user message before them. The calibration is dropped: the context changed.
+    /// history: the first user message and, if no user message is among the kept ones, the
+    /// latest user message. The ledger is a function of the checkpoint and the history, so a
+    /// resumed session sends what the live one did. The calibration is dropped: the context
+    /// changed.
     pub fn set_checkpoint(
         &mut self,
         checkpoint: Option<Checkpoint>,
@@ -446,20 +507,8 @@ impl Context {
                 return Err(ContextError::EmptySummary);
             }
         }
-        // Only `messages[..kept]` is read, so the ledger is the same on resume as it was when
-        // the checkpoint was made, whatever was appended since.
-        self.ledger = checkpoint.as_ref().map(|c| {
-            let before = &messages[..c.first_kept_index];
-            let first = before.iter().position(|m| m.role == Role::User);
-            let latest = before
-                .iter()
-                .rposition(|m| m.role == Role::User)
-                .filter(|at| Some(*at) != first);
-            let text = |at: usize| before[at].text();
-            Message::user(ledger_text(&c.summary, first.map(text), latest.map(text)))
-        });
-        self.ledger_tokens = self.ledger.as_ref().map_or(0, estimate_message);
         self.checkpoint = checkpoint;
+        self.rebuild_ledger(messages);
         self.tracker.reset();
         self.sync(messages);
         Ok(())
@@ -492,20 +541,26 @@ impl Context {
         }
         self.prefix.reserve(messages.len() - synced);
         let mut total = self.prefix[synced];
+        let mut new_user = false;
         for m in &messages[synced..] {
             total += estimate_message(m);
             self.prefix.push(total);
+            new_user |= m.role == Role::User;
+        }
+        if new_user && self.ledger_quotes_latest {
+            // A newer user message is now kept verbatim; the quoted one is no longer the latest.
+            self.rebuild_ledger(messages);
         }
     }
 
-    /// The messages of the next request: system prompt, project memory, ledger + summary,
-    /// then `messages[first_kept_index..]`. References only; nothing is copied.
+    /// The messages of the next request: system prompt, one user message holding project
+    /// memory and ledger + summary (either may be absent), then `messages[first_kept_index..]`.
+    /// References only; nothing is copied.
     pub fn build<'a>(&'a self, messages: &'a [Message]) -> Vec<&'a Message> {
         let kept = &messages[self.first_kept_index().min(messages.len())..];
-        let mut out = Vec::with_capacity(kept.len() + 3);
+        let mut out = Vec::with_capacity(kept.len() + 2);
         out.push(&self.system);
-        out.extend(self.memory.as_ref());
-        out.extend(self.ledger.as_ref());
+        out.extend(self.lead.as_ref());
         out.extend(kept.iter());
         out
     }
@@ -517,8 +572,7 @@ impl Context {
         let kept = self.first_kept_index().min(synced);
         self.system_tokens
             + self.tools_tokens
-            + self.memory_tokens
-            + self.ledger_tokens
+            + self.lead_tokens
             + (self.prefix[synced] - self.prefix[kept])
     }
 

@@ -17,15 +17,19 @@ use crate::protocol::{Event, TurnEnd, TurnStats};
 use crate::provider::Message;
 
 impl Core {
-    /// Reads `MiniCode.md` again. An error clears the memory (never stale content) and is
-    /// returned for the caller to fail the turn with. Announces a (changed) memory.
+    /// Reads `MiniCode.md` again, whatever its stamp. An error clears the memory (never stale
+    /// content) and is returned for the caller to fail the turn with. Announces a (changed)
+    /// memory. The outcome is remembered with the file's stamp for [`Core::refresh_memory`].
     pub(crate) fn reload_memory(&mut self) -> Result<(), String> {
-        match memory::load(&self.tools.workspace) {
+        // Stat before reading: a change racing the read leaves a stale stamp, so the next
+        // refresh reads again rather than missing it.
+        let stamp = memory::stamp(&self.tools.workspace);
+        let outcome = match memory::load(&self.tools.workspace) {
             Ok(Some(m)) => {
                 let changed =
                     self.context.memory_message().map(Message::text) != Some(m.message().text());
-                self.context.set_memory(Some(&m));
                 if changed {
+                    self.context.set_memory(Some(&m));
                     let path = crate::fsutil::display_path(&self.tools.workspace, &m.path);
                     self.emit(Event::MemoryLoaded {
                         path,
@@ -42,7 +46,21 @@ impl Core {
                 self.context.set_memory(None);
                 Err(e.to_string())
             }
+        };
+        self.memory_seen = Some((stamp, outcome.clone()));
+        outcome
+    }
+
+    /// Before every main request: re-reads `MiniCode.md` only if a stat shows it touched since
+    /// the last load (by a tool, a bash command or the user), so memory written mid-turn is in
+    /// the very next request. An untouched file that was invalid is still an error.
+    pub(crate) fn refresh_memory(&mut self) -> Result<(), String> {
+        if let Some((seen, outcome)) = &self.memory_seen
+            && memory::stamp(&self.tools.workspace).unchanged_since(seen)
+        {
+            return outcome.clone();
         }
+        self.reload_memory()
     }
 
     /// The messages of the next main request, validated. `extra` is a transient instruction
@@ -68,7 +86,7 @@ impl Core {
     ) -> Result<u64, CompactError> {
         self.context.sync(self.session.messages());
         if self.context.needs_compaction(&self.budget) {
-            match self.compact_now(None, cancel, stats).await {
+            match self.compact_now(None, false, cancel, stats).await {
                 Ok(()) | Err(CompactError::NothingToCompact) => {}
                 Err(CompactError::Cancelled) => return Err(CompactError::Cancelled),
                 Err(e) => self.emit(Event::Warning {
@@ -95,19 +113,23 @@ impl Core {
                 ),
             });
         }
-        self.compact_now(None, cancel, stats).await?;
+        self.compact_now(None, false, cancel, stats).await?;
         Ok(self.context.estimated_tokens())
     }
 
     /// Compacts now and installs the result in the context and the session, or leaves both as
-    /// they were.
+    /// they were. `manual` (`/compact`) keeps only the newest exchange verbatim.
     pub(crate) async fn compact_now(
         &mut self,
         instructions: Option<&str>,
+        manual: bool,
         cancel: &CancellationToken,
         stats: &mut TurnStats,
     ) -> Result<(), CompactError> {
-        let request = CompactRequest::new(&self.budget, instructions);
+        let request = CompactRequest {
+            latest_exchange_only: manual,
+            ..CompactRequest::new(&self.budget, instructions)
+        };
         let previous = self.context.checkpoint().cloned();
         let outcome = compact::compact(
             self.provider.as_ref(),
@@ -142,6 +164,7 @@ impl Core {
             tokens_after: adopted.tokens_after,
             messages_summarized: outcome.messages_summarized,
         });
+        self.report_context();
         Ok(())
     }
 
@@ -158,7 +181,7 @@ impl Core {
         let end = match self.reload_memory() {
             Err(error) => TurnEnd::Failed { error },
             Ok(()) => match self
-                .compact_now(instructions.as_deref(), cancel, &mut stats)
+                .compact_now(instructions.as_deref(), true, cancel, &mut stats)
                 .await
             {
                 Ok(()) => TurnEnd::Completed,
@@ -181,25 +204,18 @@ impl Core {
         usage: Option<crate::provider::Usage>,
     ) {
         self.context.calibrate(sent_estimate, usage);
+        self.report_context();
+    }
+
+    /// Emits `ContextUsage`: the calibrated size of the next request against the window in
+    /// use (the server's, once it stated one). Sent at session start and resume, after every
+    /// main request and after every compaction.
+    pub(crate) fn report_context(&mut self) {
         self.context.sync(self.session.messages());
         self.emit(Event::ContextUsage {
             tokens: self.context.used_tokens(),
             window: self.budget.window,
         });
-    }
-
-    /// Whether a successful call of `tool` with these arguments wrote the root memory file.
-    pub(crate) fn wrote_memory(&self, tool: &str, arguments: &str) -> bool {
-        if tool != "write" && tool != "edit" {
-            return false;
-        }
-        let Ok(args) = serde_json::from_str::<serde_json::Value>(arguments) else {
-            return false;
-        };
-        let Some(path) = args.get("path").and_then(|p| p.as_str()) else {
-            return false;
-        };
-        memory::is_root_file(&self.tools.workspace, &self.tools.workspace.join(path))
     }
 }
 

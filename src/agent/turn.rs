@@ -15,6 +15,7 @@ use tracing::Instrument;
 
 use super::Core;
 use super::compact::CompactError;
+use super::context::estimate_message;
 use super::maintain::chain;
 use crate::protocol::{ApprovalRequest, CallId, Decision, Event, ToolStatus, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, Message, ProviderError, Reply, StreamEvent, ToolCall};
@@ -42,13 +43,16 @@ pub(crate) async fn run(
 ) -> (TurnEnd, TurnStats) {
     let started = Instant::now();
     let mut stats = TurnStats::default();
+    // Memory is read fresh before every user turn; a bad file fails the turn before the prompt
+    // enters history, so no unanswered user message is left behind (the frontend still shows
+    // the prompt, and the user can send it again once the file is fixed).
+    if let Err(error) = core.reload_memory() {
+        stats.wall = started.elapsed();
+        return (TurnEnd::Failed { error }, stats);
+    }
     core.session.push(Message::user(input));
     let span = tracing::info_span!("turn", session = %core.session.id());
     let end = async {
-        // Memory is read fresh before every user turn; a bad file fails the turn.
-        if let Err(error) = core.reload_memory() {
-            return TurnEnd::Failed { error };
-        }
         let mut round: u32 = 0;
         loop {
             if round >= core.options.max_rounds {
@@ -76,13 +80,6 @@ pub(crate) async fn run(
             if interrupted {
                 return TurnEnd::Interrupted;
             }
-            if core.memory_dirty {
-                // MiniCode.md was written: the next request must carry the new content.
-                core.memory_dirty = false;
-                if let Err(error) = core.reload_memory() {
-                    return TurnEnd::Failed { error };
-                }
-            }
         }
     }
     .instrument(span)
@@ -104,6 +101,16 @@ async fn request(
     round: Option<u32>,
     extra: Option<&Message>,
 ) -> Result<(Reply, u64), TurnEnd> {
+    // An interrupt that arrived while the last batch finished (e.g. right after a denial)
+    // must not let another request start.
+    if cancel.is_cancelled() {
+        return Err(TurnEnd::Interrupted);
+    }
+    // A tool (or a bash command) may have rewritten MiniCode.md: the request carries the
+    // file as it is now, and an invalid one fails the turn.
+    if let Err(error) = core.refresh_memory() {
+        return Err(TurnEnd::Failed { error });
+    }
     let Ok(mut sent) = core.ensure_budget(cancel, stats).await else {
         return Err(TurnEnd::Interrupted);
     };
@@ -140,6 +147,9 @@ async fn stream_reply(
     stats: &mut TurnStats,
     extra: Option<&Message>,
 ) -> StreamOutcome {
+    if cancel.is_cancelled() {
+        return StreamOutcome::Cancelled;
+    }
     let messages = match core.request_messages(extra) {
         Ok(messages) => messages,
         Err(e) => return StreamOutcome::Failed(ProviderError::Protocol(e)),
@@ -149,10 +159,13 @@ async fn stream_reply(
     } else {
         core.registry.specs()
     };
+    // The reply must fit beside the input: `ensure_budget` compacted if less than
+    // MIN_REPLY_TOKENS would remain, so this only trims a too-large configured value.
+    let input = core.context.used_tokens() + extra.map_or(0, estimate_message);
     let request = ChatRequest {
         messages: &messages,
         tools,
-        max_tokens: core.options.max_tokens,
+        max_tokens: core.budget.reply_tokens(input, core.options.max_tokens),
     };
     let span = tracing::info_span!("model_call", model = core.provider.model());
     let mut stream = core.provider.stream(&request);
@@ -259,10 +272,6 @@ async fn run_batch(
             status: output.status,
             output: output.content.clone(),
         });
-        if output.status == ToolStatus::Succeeded && core.wrote_memory(&call.name, &call.arguments)
-        {
-            core.memory_dirty = true;
-        }
         core.session
             .push(Message::tool_result(call.id.clone(), output.content));
         if index + 1 < calls.len() {
