@@ -26,7 +26,8 @@ use crate::tools::{Registry, ToolCtx};
 pub struct Options {
     /// Tool rounds allowed per turn before a final summary is requested.
     pub max_rounds: u32,
-    /// `max_tokens` for every request.
+    /// Upper bound of `max_tokens` for every request; each request asks for less when the
+    /// window leaves less room (`context::Budget::reply_tokens`).
     pub max_tokens: u32,
     /// The model's context window in tokens.
     pub context_window: u64,

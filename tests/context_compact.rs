@@ -559,3 +559,78 @@ async fn ledger_survives_three_compactions_with_a_resume_in_between() {
     }
     assert_eq!(fake.seen().len(), 3);
 }
+
+#[tokio::test]
+async fn manual_compaction_keeps_only_the_latest_exchange() {
+    let mut messages = Vec::new();
+    for fact in ["alpha", "beta", "gamma"] {
+        exchange(&mut messages, fact);
+    }
+    let fake = FakeProvider::new(vec![summary("notes")]);
+    // keep_recent alone would keep everything: nothing to compact.
+    let automatic = compact(
+        &fake,
+        &messages,
+        None,
+        &request(1_000_000, 100_000),
+        &CancellationToken::new(),
+        &mut TurnStats::default(),
+    )
+    .await;
+    assert!(matches!(automatic, Err(CompactError::NothingToCompact)));
+    let manual = CompactRequest {
+        latest_exchange_only: true,
+        ..request(1_000_000, 100_000)
+    };
+    let out = compact(
+        &fake,
+        &messages,
+        None,
+        &manual,
+        &CancellationToken::new(),
+        &mut TurnStats::default(),
+    )
+    .await
+    .unwrap();
+    let latest = messages.iter().rposition(|m| m.role == Role::User).unwrap();
+    assert_eq!(out.checkpoint.first_kept_index, latest);
+    assert_eq!(out.messages_summarized, latest);
+    let prompt = fake.seen()[0].prompt().to_string();
+    assert!(prompt.contains("alpha") && prompt.contains("beta") && !prompt.contains("gamma"));
+}
+
+#[tokio::test]
+async fn summary_calls_ask_for_no_more_output_than_the_window_leaves() {
+    let mut messages = Vec::new();
+    for fact in ["alpha", "beta"] {
+        exchange(&mut messages, fact);
+    }
+    let fake = FakeProvider::new(vec![summary("notes")]);
+    let req = CompactRequest {
+        window: 1800,
+        max_tokens: 8192,
+        ..request(10, 100_000)
+    };
+    compact(
+        &fake,
+        &messages,
+        None,
+        &req,
+        &CancellationToken::new(),
+        &mut TurnStats::default(),
+    )
+    .await
+    .unwrap();
+    let seen = &fake.seen()[0];
+    let input: u64 = seen
+        .messages
+        .iter()
+        .map(|(_, text)| estimate_text(text) + 4)
+        .sum();
+    assert!(seen.max_tokens >= 256 && seen.max_tokens < 8192);
+    assert!(
+        u64::from(seen.max_tokens) + input <= 1800,
+        "{} + {input}",
+        seen.max_tokens
+    );
+}
