@@ -564,3 +564,34 @@ async fn session_without_messages_leaves_no_file_after_shutdown() {
         "an unused session is removed"
     );
 }
+
+#[tokio::test]
+async fn repeated_or_missing_call_ids_are_made_unique_and_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Scripted::new(vec![
+        Ok(tool_reply(&[
+            ("dup", "bash", r#"{"command":"echo a"}"#),
+            ("dup", "bash", r#"{"command":"echo b"}"#),
+            ("", "bash", r#"{"command":"echo c"}"#),
+        ])),
+        Ok(text_reply("ok")),
+        Ok(text_reply("still fine")),
+    ]);
+    let options = Options {
+        auto_approve: true,
+        ..Options::default()
+    };
+    let mut handle = start(dir.path(), model.clone(), options);
+    let (events, end, _) = run_turn(&mut handle, "go", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(tool_results(&events).len(), 3);
+    let (_, end, _) = run_turn(&mut handle, "again", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed, "later requests still validate");
+    let messages = &model.seen()[1].messages;
+    let ids: Vec<_> = messages
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids[0] == "dup" && ids[1] != "dup" && !ids[2].is_empty() && ids[1] != ids[2]);
+}

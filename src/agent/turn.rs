@@ -59,10 +59,12 @@ pub(crate) async fn run(
                 return final_summary(core, &cancel, &mut stats, round).await;
             }
             round += 1;
-            let (reply, sent) = match request(core, &cancel, &mut stats, Some(round), None).await {
-                Ok(done) => done,
-                Err(end) => return end,
-            };
+            let (mut reply, sent) =
+                match request(core, &cancel, &mut stats, Some(round), None).await {
+                    Ok(done) => done,
+                    Err(end) => return end,
+                };
+            super::validate::unique_call_ids(&mut reply.tool_calls);
             let mut message = reply.to_message();
             // Broken arguments are answered by a rejection below; history keeps `{}`.
             super::validate::normalize_arguments(&mut message);

@@ -79,6 +79,36 @@ pub fn normalize_arguments(message: &mut Message) -> usize {
     changed
 }
 
+/// Gives every call in a reply a distinct, non-empty id (a server that repeats or omits ids
+/// would otherwise leave a history no later request could validate). Renamed calls get
+/// `<id>_<n>`; returns how many were renamed.
+pub fn unique_call_ids(calls: &mut [crate::provider::ToolCall]) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    let mut renamed = 0;
+    for index in 0..calls.len() {
+        if !calls[index].id.is_empty() && seen.insert(calls[index].id.clone()) {
+            continue;
+        }
+        let base = if calls[index].id.is_empty() {
+            "call"
+        } else {
+            calls[index].id.as_str()
+        };
+        let mut n = index + 1;
+        let id = loop {
+            let candidate = format!("{base}_{n}");
+            if !calls.iter().any(|c| c.id == candidate) && !seen.contains(&candidate) {
+                break candidate;
+            }
+            n += 1;
+        };
+        seen.insert(id.clone());
+        calls[index].id = id;
+        renamed += 1;
+    }
+    renamed
+}
+
 fn role_name(role: Role) -> &'static str {
     match role {
         Role::System => "system",
