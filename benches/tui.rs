@@ -188,7 +188,69 @@ fn frame_time(entries: usize) {
 
 /// CPU to stream a 1 MB reply in 4-character chunks, drawing a frame every `every` deltas.
 fn stream_1mb(every: usize) {
-    let reply = markdown(1024 * 1024);
+    let cpu = stream_reply(&markdown(1024 * 1024), every);
+    println!(
+        "stream + render a 1 MB Markdown reply in 4-char chunks, a frame every {every} deltas: CPU {cpu:.3} s"
+    );
+}
+
+/// Replies of one shape (no blank lines inside lists, tables and paragraphs), to check that the
+/// streaming cost stays linear whatever the shape.
+fn shaped(kind: &str, bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + 256);
+    if kind == "table" {
+        s.push_str("| n | name | value |\n|---|---|---:|\n");
+    }
+    let mut i = 0;
+    while s.len() < bytes {
+        match kind {
+            "paragraphs" => s.push_str(PARA),
+            "list" => {
+                s.push_str(&format!("- item {i} with a few **words** and `code`\n"));
+                if i % 5 == 0 {
+                    s.push_str("  - a nested item under it\n");
+                }
+            }
+            "ordered" => s.push_str(&format!("{}. step {i}: do the next thing\n", i + 1)),
+            "table" => s.push_str(&format!("| {i} | name {i} | {} |\n", i * 7)),
+            "long paragraph" => {
+                s.push_str("a line of one long paragraph with no blank line after it, wrapped\n")
+            }
+            _ => {
+                // List-heavy: long lists with a heading and a short paragraph between them.
+                if i % 200 == 0 {
+                    s.push_str(&format!("\n## Part {i}\n\nThe items of part {i}:\n\n"));
+                }
+                s.push_str(&format!(
+                    "- item {i}: **bold** words, `code` and a [link](https://e.x)\n"
+                ));
+            }
+        }
+        i += 1;
+    }
+    s
+}
+
+/// CPU of streaming 90 KB replies of each shape, and of a 1 MB list-heavy reply.
+fn shapes() {
+    for kind in ["paragraphs", "long paragraph", "list", "ordered", "table"] {
+        let cpu = stream_reply(&shaped(kind, 90 * 1024), 16);
+        println!(
+            "stream + render a 90 KB reply of {kind:<14} in 4-char chunks, a frame every 16 deltas: CPU {cpu:.3} s"
+        );
+    }
+    let reply = shaped("list-heavy", 1024 * 1024);
+    for every in [256, 16] {
+        let cpu = stream_reply(&reply, every);
+        println!(
+            "stream + render a 1 MB list-heavy reply in 4-char chunks, a frame every {every} deltas: CPU {cpu:.3} s"
+        );
+    }
+}
+
+/// Streams `reply` in 4-character deltas, drawing a frame every `every` deltas; returns CPU s.
+fn stream_reply(reply: &str, every: usize) -> f64 {
+    let reply = reply.to_string();
     let chars: Vec<char> = reply.chars().collect();
     let chunks: Vec<String> = chars.chunks(4).map(|c| c.iter().collect()).collect();
     let mut s = state();
@@ -211,12 +273,8 @@ fn stream_1mb(every: usize) {
         },
     );
     term.draw(|f| view::render(&s, f)).expect("draw");
-    println!(
-        "stream + render a 1 MB Markdown reply in 4-char chunks ({} deltas, {frames} frames): CPU {:.3} s, wall {:.3} s",
-        reply.len().div_ceil(4),
-        (cpu_time() - cpu).as_secs_f64(),
-        wall.elapsed().as_secs_f64()
-    );
+    black_box((frames, wall.elapsed()));
+    (cpu_time() - cpu).as_secs_f64()
 }
 
 fn main() {
@@ -226,10 +284,16 @@ fn main() {
         frame_time(100);
         return;
     }
+    // `cargo bench --bench tui -- shapes` runs only the reply shapes.
+    if std::env::args().any(|a| a == "shapes") {
+        shapes();
+        return;
+    }
     rss_after_10mb();
     for entries in [100, 1_000, 10_000] {
         frame_time(entries);
     }
     stream_1mb(256);
     stream_1mb(16);
+    shapes();
 }

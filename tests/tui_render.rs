@@ -3,6 +3,7 @@
 
 use minicode::tui::input::Draft;
 use minicode::tui::markdown;
+use minicode::tui::stream::{PARAGRAPH_CHUNK, Splitter, TABLE_CHUNK};
 use minicode::tui::transcript::{Kind, Reply, Scroll, Transcript};
 use minicode::tui::wrap::{self, line_text, sanitize};
 
@@ -182,4 +183,125 @@ fn draft_layout_places_the_cursor_by_display_width() {
     let (rows, cursor) = d.layout(4);
     assert_eq!(rows, vec!["中文", "ab"]);
     assert_eq!(cursor, (1, 2));
+}
+
+fn cut_offsets(md: &str) -> Vec<usize> {
+    let mut s = Splitter::default();
+    s.feed(md);
+    s.cuts().iter().map(|c| c.end).collect()
+}
+
+/// Feeds `md` in small pieces, as a stream would, and returns the transcript's lines.
+fn streamed_lines(md: &str, width: usize) -> Vec<String> {
+    let mut t = Transcript::default();
+    t.push(Kind::Assistant(Reply::default()));
+    for piece in md.as_bytes().chunks(5) {
+        let piece = std::str::from_utf8(piece).unwrap();
+        t.edit(0, |k| {
+            if let Kind::Assistant(r) = k {
+                r.push(piece);
+            }
+        });
+        t.height(0, width);
+    }
+    (0..t.height(0, width))
+        .map(|i| t.with_line(0, i, width, line_text).unwrap())
+        .collect()
+}
+
+#[test]
+fn long_lists_are_cut_at_top_level_items_and_render_like_one_list() {
+    let mut md = String::from("Intro:\n");
+    for i in 1..=300 {
+        md.push_str(&format!("- item {i} with **bold**\n"));
+        if i % 7 == 0 {
+            md.push_str("  - nested\n    continued\n");
+        }
+    }
+    let cuts = cut_offsets(&md);
+    assert_eq!(cuts.len(), 299, "one cut before every item but the first");
+    assert!(cuts.iter().all(|&c| md[c..].starts_with("- item")));
+    let mut whole = texts(&md, 50);
+    whole.push(String::new());
+    assert_eq!(streamed_lines(&md, 50), whole);
+
+    let ordered: String = (1..=120).map(|i| format!("{i}. step {i}\n")).collect();
+    let mut whole = texts(&ordered, 40);
+    whole.push(String::new());
+    let lines = streamed_lines(&ordered, 40);
+    assert_eq!(lines, whole, "ordered items keep their numbers");
+    assert!(lines[119].starts_with("120. step 120"), "{}", lines[119]);
+}
+
+#[test]
+fn list_like_lines_that_are_not_items_of_the_same_list_are_not_cut() {
+    // A changed bullet starts a new list; a number other than 1 cannot interrupt a
+    // paragraph; a thematic break is no item.
+    for md in [
+        "- a\n* b\n",
+        "some text\n2. not a list\n3. still text\n",
+        "- a\n- - -\n",
+        "- a\nlazy continuation\n- b\n",
+    ] {
+        assert!(cut_offsets(md).is_empty(), "{md:?}: {:?}", cut_offsets(md));
+    }
+}
+
+#[test]
+fn long_tables_are_cut_into_tables_that_repeat_the_header() {
+    let mut md = String::from("## Data\n| n | name |\n|---|---:|\n");
+    let rows = TABLE_CHUNK * 3 + 5;
+    for i in 0..rows {
+        md.push_str(&format!("| {i} | name {i} |\n"));
+    }
+    let mut s = Splitter::default();
+    s.feed(&md);
+    let cuts = s.cuts();
+    assert_eq!(cuts.len(), 3, "{cuts:?}");
+    for c in cuts {
+        assert_eq!(c.reopen.as_deref(), Some("| n | name |\n|---|---:|"));
+        assert!(!c.separate);
+    }
+    let lines = streamed_lines(&md, 60);
+    let headers = lines.iter().filter(|l| l.starts_with("n ")).count();
+    assert_eq!(headers, 4, "the header opens every segment: {lines:#?}");
+    let body_rows = lines.iter().filter(|l| l.contains("name ")).count();
+    assert_eq!(body_rows, rows);
+    assert!(lines.iter().all(|l| wrap::width(l) <= 60));
+}
+
+#[test]
+fn long_paragraphs_are_cut_at_line_ends() {
+    let md: String = (0..PARAGRAPH_CHUNK * 4)
+        .map(|i| format!("line {i} of one long paragraph\n"))
+        .collect();
+    let cuts = cut_offsets(&md);
+    assert_eq!(cuts.len(), 3, "{cuts:?}");
+    let lines = streamed_lines(&md, 80);
+    let text = lines.join(" ");
+    for i in 0..PARAGRAPH_CHUNK * 4 {
+        assert!(text.contains(&format!("line {i} of")), "line {i} missing");
+    }
+    assert!(
+        !lines[..lines.len() - 1].iter().any(String::is_empty),
+        "no blank lines inside"
+    );
+    // Lines that could change the meaning of the next segment are never cut before.
+    let tricky: String = (0..PARAGRAPH_CHUNK * 2)
+        .map(|i| format!("{i} starts with a digit\n"))
+        .collect();
+    assert!(cut_offsets(&tricky).is_empty());
+}
+
+#[test]
+fn a_long_line_without_newlines_is_scanned_once() {
+    let mut s = Splitter::default();
+    let mut text = String::new();
+    for _ in 0..50_000 {
+        text.push_str("word ");
+        s.feed(&text);
+    }
+    text.push('\n');
+    s.feed(&text);
+    assert!(s.cuts().is_empty());
 }
