@@ -7,7 +7,6 @@ mod common;
 use std::time::Duration;
 
 use common::mock_openai::*;
-use futures_util::StreamExt;
 use minicode::provider::http_error::{error_from_response, parse_retry_after};
 use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use minicode::provider::retry::Policy;
@@ -32,23 +31,7 @@ fn provider(server: &MockServer) -> OpenAi {
     provider_with(server.base_url(), 4)
 }
 
-async fn run(p: &OpenAi) -> (Vec<StreamEvent>, Option<ProviderError>) {
-    let user = Message::user("hi");
-    let messages = [&user];
-    let mut stream = p.stream(&ChatRequest {
-        messages: &messages,
-        tools: &[],
-        max_tokens: 0,
-    });
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(ev) => events.push(ev),
-            Err(e) => return (events, Some(e)),
-        }
-    }
-    (events, None)
-}
+use common::stream::run;
 
 fn retries(events: &[StreamEvent]) -> Vec<(u32, u32, u64)> {
     events

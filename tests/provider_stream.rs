@@ -28,24 +28,7 @@ fn provider(server: &MockServer) -> OpenAi {
     .unwrap()
 }
 
-/// Streams a one-message request and returns every event plus the final error, if any.
-async fn run(p: &OpenAi) -> (Vec<StreamEvent>, Option<ProviderError>) {
-    let user = Message::user("hi");
-    let messages = [&user];
-    let mut stream = p.stream(&ChatRequest {
-        messages: &messages,
-        tools: &[],
-        max_tokens: 0,
-    });
-    let mut events = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(ev) => events.push(ev),
-            Err(e) => return (events, Some(e)),
-        }
-    }
-    (events, None)
-}
+use common::stream::run;
 
 fn done(events: &[StreamEvent]) -> &Reply {
     match events.last() {
