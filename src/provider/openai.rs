@@ -189,7 +189,7 @@ impl OpenAi {
 
 impl Provider for OpenAi {
     fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
-        let span = tracing::debug_span!("model_call", model = %self.model, stream = true);
+        let span = tracing::debug_span!("http_request", model = %self.model, stream = true);
         let body = match self.body(request, true) {
             Ok(b) => b,
             Err(e) => return Box::pin(futures_util::stream::once(async move { Err(e) })),
@@ -220,7 +220,7 @@ impl Provider for OpenAi {
     }
 
     fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
-        let span = tracing::debug_span!("model_call", model = %self.model, stream = false);
+        let span = tracing::debug_span!("http_request", model = %self.model, stream = false);
         let body = self.body(request, false);
         let this = self.clone();
         Box::pin(tracing::Instrument::instrument(

@@ -16,7 +16,6 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use super::{MAX_BASH_TIMEOUT, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 use crate::fsutil;
@@ -108,25 +107,19 @@ impl Tool for Bash {
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
-        let span = tracing::debug_span!("tool", name = "bash");
-        Box::pin(
-            async move {
-                let call = match check(&args, ctx) {
-                    Ok(c) => c,
-                    Err(e) => return ToolOutput::failed(e),
-                };
-                if cancel.is_cancelled() {
-                    return ToolOutput::interrupted(
-                        "interrupted by the user; the command did not run",
-                    );
-                }
-                tracing::debug!(timeout_s = call.timeout.as_secs(), "bash start");
-                let out = execute(&call, ctx, &cancel).await;
-                tracing::debug!(status = ?out.status, "bash end");
-                out
+        Box::pin(async move {
+            let call = match check(&args, ctx) {
+                Ok(c) => c,
+                Err(e) => return ToolOutput::failed(e),
+            };
+            if cancel.is_cancelled() {
+                return ToolOutput::interrupted("interrupted by the user; the command did not run");
             }
-            .instrument(span),
-        )
+            tracing::debug!(timeout_s = call.timeout.as_secs(), "bash start");
+            let out = execute(&call, ctx, &cancel).await;
+            tracing::debug!(status = ?out.status, "bash end");
+            out
+        })
     }
 }
 

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
 use crate::agent::memory;
@@ -166,36 +165,32 @@ impl Tool for Edit {
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
-        let span = tracing::debug_span!("tool", name = "edit");
-        Box::pin(
-            async move {
-                if cancel.is_cancelled() {
-                    return ToolOutput::interrupted("interrupted by the user; nothing was changed");
-                }
-                let plan = match plan(&args, ctx) {
-                    Ok(p) => p,
-                    Err(e) => return ToolOutput::failed(e),
-                };
-                tracing::debug!(path = %plan.display, replacements = plan.replacements, "edit");
-                match apply(&plan) {
-                    Ok(fp) => {
-                        ctx.remember(&plan.path, fp);
-                        let full = diff::unified(&plan.display, Some(&plan.old), &plan.new);
-                        let what = match plan.replacements {
-                            1 => "1 replacement".to_string(),
-                            n => format!("{n} replacements"),
-                        };
-                        ToolOutput::ok(format!(
-                            "edited {} ({what})\n{}",
-                            plan.display,
-                            diff::cap(&full, RESULT_DIFF_LINES, RESULT_DIFF_BYTES)
-                        ))
-                    }
-                    Err(e) => ToolOutput::failed(format!("cannot edit {}: {e}", plan.display)),
-                }
+        Box::pin(async move {
+            if cancel.is_cancelled() {
+                return ToolOutput::interrupted("interrupted by the user; nothing was changed");
             }
-            .instrument(span),
-        )
+            let plan = match plan(&args, ctx) {
+                Ok(p) => p,
+                Err(e) => return ToolOutput::failed(e),
+            };
+            tracing::debug!(path = %plan.display, replacements = plan.replacements, "edit");
+            match apply(&plan) {
+                Ok(fp) => {
+                    ctx.remember(&plan.path, fp);
+                    let full = diff::unified(&plan.display, Some(&plan.old), &plan.new);
+                    let what = match plan.replacements {
+                        1 => "1 replacement".to_string(),
+                        n => format!("{n} replacements"),
+                    };
+                    ToolOutput::ok(format!(
+                        "edited {} ({what})\n{}",
+                        plan.display,
+                        diff::cap(&full, RESULT_DIFF_LINES, RESULT_DIFF_BYTES)
+                    ))
+                }
+                Err(e) => ToolOutput::failed(format!("cannot edit {}: {e}", plan.display)),
+            }
+        })
     }
 }
 

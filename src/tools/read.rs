@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 use crate::agent::memory;
@@ -109,44 +108,45 @@ impl Tool for Read {
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
-        let span = tracing::debug_span!("tool", name = "read");
-        Box::pin(
-            async move {
-                let call = match check(&args, ctx) {
-                    Ok(c) => c,
-                    Err(e) => return ToolOutput::failed(e),
-                };
-                tracing::debug!(path = %call.display, offset = call.offset, limit = call.limit, "read");
-                if cancel.is_cancelled() {
-                    return ToolOutput::interrupted("interrupted by the user");
-                }
-                let Call { path, display, offset, limit } = call;
-                let remembered = path.clone();
-                let detail = memory::is_detail_file(&ctx.workspace, &path);
-                let job = tokio::task::spawn_blocking(move || {
-                    read_file(&path, &display, offset, limit, detail)
-                });
-                let result = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return ToolOutput::interrupted("interrupted by the user"),
-                    r = job => r,
-                };
-                match result {
-                    Ok(Ok((text, fingerprint))) => {
-                        // Any successful read counts, even a window: `edit` matches exact
-                        // text and re-checks the whole file's hash, so a stale or partial view
-                        // cannot silently clobber changes.
-                        if let Some(fp) = fingerprint {
-                            ctx.remember(&remembered, fp);
-                        }
-                        ToolOutput::ok(text)
-                    }
-                    Ok(Err(message)) => ToolOutput::failed(message),
-                    Err(e) => ToolOutput::failed(format!("read failed: {e}")),
-                }
+        Box::pin(async move {
+            let call = match check(&args, ctx) {
+                Ok(c) => c,
+                Err(e) => return ToolOutput::failed(e),
+            };
+            tracing::debug!(path = %call.display, offset = call.offset, limit = call.limit, "read");
+            if cancel.is_cancelled() {
+                return ToolOutput::interrupted("interrupted by the user");
             }
-            .instrument(span),
-        )
+            let Call {
+                path,
+                display,
+                offset,
+                limit,
+            } = call;
+            let remembered = path.clone();
+            let detail = memory::is_detail_file(&ctx.workspace, &path);
+            let job = tokio::task::spawn_blocking(move || {
+                read_file(&path, &display, offset, limit, detail)
+            });
+            let result = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return ToolOutput::interrupted("interrupted by the user"),
+                r = job => r,
+            };
+            match result {
+                Ok(Ok((text, fingerprint))) => {
+                    // Any successful read counts, even a window: `edit` matches exact
+                    // text and re-checks the whole file's hash, so a stale or partial view
+                    // cannot silently clobber changes.
+                    if let Some(fp) = fingerprint {
+                        ctx.remember(&remembered, fp);
+                    }
+                    ToolOutput::ok(text)
+                }
+                Ok(Err(message)) => ToolOutput::failed(message),
+                Err(e) => ToolOutput::failed(format!("read failed: {e}")),
+            }
+        })
     }
 }
 

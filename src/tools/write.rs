@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
 use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
@@ -135,40 +134,36 @@ impl Tool for Write {
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
-        let span = tracing::debug_span!("tool", name = "write");
-        Box::pin(
-            async move {
-                if cancel.is_cancelled() {
-                    return ToolOutput::interrupted("interrupted by the user; nothing was written");
-                }
-                let call = match check(&args, ctx) {
-                    Ok(c) => c,
-                    Err(e) => return ToolOutput::failed(e),
-                };
-                tracing::debug!(path = %call.display, bytes = call.content.len(), "write");
-                let existed = call.path.exists();
-                let result = (|| {
-                    if let Some(parent) = call.path.parent() {
-                        std::fs::create_dir_all(parent)?;
-                    }
-                    fsutil::write_atomic(&call.path, call.content.as_bytes(), None)?;
-                    fingerprint_written(&call.path, call.content.as_bytes())
-                })();
-                match result {
-                    Ok(fp) => {
-                        ctx.remember(&call.path, fp);
-                        ToolOutput::ok(format!(
-                            "{} {} ({} bytes, {} lines)",
-                            if existed { "overwrote" } else { "created" },
-                            call.display,
-                            call.content.len(),
-                            line_count(&call.content)
-                        ))
-                    }
-                    Err(e) => ToolOutput::failed(format!("cannot write {}: {e}", call.display)),
-                }
+        Box::pin(async move {
+            if cancel.is_cancelled() {
+                return ToolOutput::interrupted("interrupted by the user; nothing was written");
             }
-            .instrument(span),
-        )
+            let call = match check(&args, ctx) {
+                Ok(c) => c,
+                Err(e) => return ToolOutput::failed(e),
+            };
+            tracing::debug!(path = %call.display, bytes = call.content.len(), "write");
+            let existed = call.path.exists();
+            let result = (|| {
+                if let Some(parent) = call.path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                fsutil::write_atomic(&call.path, call.content.as_bytes(), None)?;
+                fingerprint_written(&call.path, call.content.as_bytes())
+            })();
+            match result {
+                Ok(fp) => {
+                    ctx.remember(&call.path, fp);
+                    ToolOutput::ok(format!(
+                        "{} {} ({} bytes, {} lines)",
+                        if existed { "overwrote" } else { "created" },
+                        call.display,
+                        call.content.len(),
+                        line_count(&call.content)
+                    ))
+                }
+                Err(e) => ToolOutput::failed(format!("cannot write {}: {e}", call.display)),
+            }
+        })
     }
 }
