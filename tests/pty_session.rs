@@ -250,3 +250,44 @@ fn scrolling_and_resize_while_streaming_then_esc_interrupts() {
     pty.wait_exit();
     pty.assert_restored();
 }
+
+/// The process state letter from /proc/<pid>/stat ('T' when stopped).
+fn process_state(pid: u32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(") ")
+        .next()
+        .and_then(|rest| rest.chars().next())
+        .unwrap_or('?')
+}
+
+#[test]
+fn ctrl_z_restores_the_terminal_and_resume_takes_it_back() {
+    let server = MockServer::start_in_thread(vec![text_reply("back in business", 4)]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    let pid = pty.child.process_id().expect("a pid");
+    pty.send(b"\x1a");
+    let end = Instant::now() + DEADLINE;
+    while process_state(pid) != 'T' {
+        assert!(Instant::now() < end, "the session never stopped");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pty.assert_restored();
+    // SAFETY: kill only sends a signal to the child we started.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let raw_len = pty.raw.lock().unwrap().len();
+    let end = Instant::now() + DEADLINE;
+    while !contains(&pty.raw.lock().unwrap()[raw_len..], b"\x1b[?1049h") {
+        assert!(
+            Instant::now() < end,
+            "the alternate screen was not taken back"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pty.send(b"hello again\r");
+    pty.wait_for("back in business");
+    pty.wait_for("idle");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+}
