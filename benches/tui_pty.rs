@@ -72,7 +72,9 @@ fn main() {
     let reply = markdown_reply(200_000);
     let paced = format!("{reply}\n\nPACED-DONE\n");
     let paced = text_reply(&paced, 40).with_delay(Duration::from_millis(1));
-    let server = MockServer::start_in_thread(vec![text_reply(&reply, 4), paced]);
+    let big = format!("{}\n\nBIG-DONE\n", markdown_reply(1_000_000));
+    let server =
+        MockServer::start_in_thread(vec![text_reply(&reply, 4), paced, text_reply(&big, 4)]);
     let dir = tempfile::tempdir().unwrap();
     let size = PtySize {
         rows: 40,
@@ -163,6 +165,19 @@ fn main() {
         "same reply paced over {:.1} s (40-char chunks, 1 ms apart): {:.3} s CPU, peak RSS {rss:.1} MB",
         wall.as_secs_f64(),
         cpu3 - cpu2
+    );
+    // 1 MB of Markdown in 4-character chunks (issue 3's "total CPU ... ≤ 1 s").
+    seen.lock().unwrap().clear();
+    let (cpu4, _, _) = usage(pid);
+    let started = Instant::now();
+    writer.lock().unwrap().write_all(b"one megabyte\r").unwrap();
+    wait_for(b"BIG-DONE", Duration::from_secs(300));
+    std::thread::sleep(Duration::from_millis(300));
+    let (cpu5, rss, _) = usage(pid);
+    println!(
+        "stream + render 1 MB Markdown, 4-char chunks: {:.3} s CPU, peak RSS {rss:.1} MB, {:.2} s wall",
+        cpu5 - cpu4,
+        started.elapsed().as_secs_f64()
     );
     writer.lock().unwrap().write_all(b"\x04").unwrap();
     let end = Instant::now() + Duration::from_secs(10);
