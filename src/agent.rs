@@ -320,6 +320,7 @@ async fn run_core(
         memory::PROMPT_RULES
     );
     let mut context = context::Context::new(system_prompt, setup.registry.specs());
+    setup.tools.set_output_limit(setup.options.context_window);
     let window = setup.options.context_window;
     let (reserve, keep) = (
         setup.options.reserve_tokens,

@@ -166,7 +166,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         let handle = agent::spawn(setup);
         match prompt {
             Some(prompt) => print::run(handle, prompt, args.output_format, &resume_flags).await,
-            None => full_screen(handle, &config, history, &resume_flags).await,
+            None => full_screen(handle, &config, history, &resume_flags, &launch).await,
         }
     });
     // A tool child that ignores its kill must not keep the process alive.
@@ -248,6 +248,7 @@ async fn full_screen(
     config: &Config,
     history: Vec<crate::provider::Message>,
     resume_flags: &str,
+    workspace: &Path,
 ) -> ExitCode {
     let options = crate::tui::Options {
         model: config.model.clone(),
@@ -257,14 +258,18 @@ async fn full_screen(
     };
     match crate::tui::run(handle, options).await {
         Ok(outcome) => {
-            if let Some(id) = outcome.session_id {
+            if let Some(id) = outcome.session_id.filter(|id| session_kept(workspace, id)) {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(
                     out,
                     "session {id} · resume with: minicode{resume_flags} --session {id}"
                 );
             }
-            ExitCode::SUCCESS
+            match outcome.signal {
+                None => ExitCode::SUCCESS,
+                Some(libc::SIGINT) => ExitCode::from(print::EXIT_SIGINT),
+                Some(_) => ExitCode::FAILURE,
+            }
         }
         Err(e) => {
             let mut err = std::io::stderr().lock();
@@ -300,4 +305,12 @@ fn resume_flags(args: &Args) -> String {
         flags.push_str(&format!(" --model {}", quote(model)));
     }
     flags
+}
+
+/// Whether the session's file is still there (an unused session is removed on exit, and
+/// pointing the user at it would only produce "no session").
+pub fn session_kept(workspace: &Path, id: &str) -> bool {
+    crate::session::sessions_dir(workspace)
+        .join(format!("{id}.json"))
+        .exists()
 }

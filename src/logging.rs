@@ -53,6 +53,9 @@ pub fn init(data_dir: &Path, default_on: bool) -> Option<LogGuard> {
     tracing_subscriber::fmt()
         .with_writer(writer)
         .with_ansi(false)
+        // One line per finished turn, model call and tool call, with its duration: the spans
+        // carry metadata only (ids, names, models), never message contents.
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_env_filter(filter)
         .try_init()
         .ok()?;

@@ -30,7 +30,8 @@ pub const EXIT_SIGINT: u8 = 130;
 /// The JSON object printed by `--output-format json`.
 #[derive(Serialize)]
 struct JsonResult<'a> {
-    session_id: &'a str,
+    /// `null` when the session left no file (it never received a message).
+    session_id: Option<&'a str>,
     result: &'a str,
     status: &'a TurnEnd,
     stats: &'a TurnStats,
@@ -50,6 +51,7 @@ pub async fn run(
     let interrupted_by = spawn_signal_watch(ops.clone());
     ops.send(Op::Submit(prompt));
     let mut session_id = String::new();
+    let mut session_path = String::new();
     let mut last_text = String::new();
     let live_stdout = format == OutputFormat::Text && io::stdout().is_terminal();
     let mut out = io::stdout().lock();
@@ -63,7 +65,14 @@ pub async fn run(
             let _ = out.flush();
         }
         match event {
-            Event::SessionConfigured { session_id: id, .. } => session_id = id,
+            Event::SessionConfigured {
+                session_id: id,
+                session_path: path,
+                ..
+            } => {
+                session_id = id;
+                session_path = path;
+            }
             Event::TextDelta { text } if live_stdout => {
                 let _ = out.write_all(text.as_bytes());
                 if text.contains('\n') {
@@ -110,6 +119,8 @@ pub async fn run(
         return ExitCode::FAILURE;
     };
     let _ = writeln!(err, "{}", describe_end(&end, &stats));
+    // A session that never got a message was removed on shutdown: name no file that is gone.
+    let kept = std::path::Path::new(&session_path).exists();
     let answered = matches!(end, TurnEnd::Completed | TurnEnd::RoundLimit { .. });
     if !answered {
         last_text.clear();
@@ -128,7 +139,7 @@ pub async fn run(
                 TurnEnd::Completed => None,
             };
             let result = JsonResult {
-                session_id: &session_id,
+                session_id: kept.then_some(session_id.as_str()),
                 result: &last_text,
                 status: &end,
                 stats: &stats,
@@ -141,10 +152,12 @@ pub async fn run(
         _ => {}
     }
     let _ = out.flush();
-    let _ = writeln!(
-        err,
-        "session {session_id} (resume with: minicode{resume_flags} --session {session_id})"
-    );
+    if kept {
+        let _ = writeln!(
+            err,
+            "session {session_id} (resume with: minicode{resume_flags} --session {session_id})"
+        );
+    }
     match (end, *interrupted_by.borrow()) {
         (TurnEnd::Completed, _) => ExitCode::SUCCESS,
         (TurnEnd::Interrupted, Some(Signal::Interrupt)) => ExitCode::from(EXIT_SIGINT),

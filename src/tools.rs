@@ -15,6 +15,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -126,7 +127,14 @@ pub struct ToolCtx {
     seen: Mutex<HashMap<PathBuf, Fingerprint>>,
     /// Values no tool output may carry to the model, the session file or the screen.
     pub secrets: Secrets,
+    /// Bytes of output one call may hand the model (see [`ToolCtx::set_output_limit`]).
+    output_limit: AtomicUsize,
 }
+
+/// The most output one tool call hands the model, whatever the window.
+pub const MAX_OUTPUT_LIMIT: usize = 64 * 1024;
+/// The least, however small the window.
+pub const MIN_OUTPUT_LIMIT: usize = 2 * 1024;
 
 /// Secret values (the API key) to blank out of tool output. A tool can still read a config
 /// file or print an environment a user exported by hand; this keeps the key itself out of
@@ -171,7 +179,24 @@ impl ToolCtx {
             scrub_env,
             seen: Mutex::new(HashMap::new()),
             secrets: Secrets::default(),
+            output_limit: AtomicUsize::new(MAX_OUTPUT_LIMIT),
         }
+    }
+
+    /// Bytes of output one call may hand the model.
+    pub fn output_limit(&self) -> usize {
+        self.output_limit.load(Ordering::Relaxed)
+    }
+
+    /// Sizes tool output to the model's window: at most a quarter of it (about 4 bytes a
+    /// token), between 2 KiB and 64 KiB, so one result can never crowd out the conversation
+    /// of a small local model. Called again when the server states a smaller window.
+    pub fn set_output_limit(&self, context_window: u64) {
+        let bytes = usize::try_from(context_window).unwrap_or(usize::MAX);
+        self.output_limit.store(
+            bytes.clamp(MIN_OUTPUT_LIMIT, MAX_OUTPUT_LIMIT),
+            Ordering::Relaxed,
+        );
     }
 
     /// Records that the model has seen this file's current content.

@@ -53,6 +53,9 @@ pub struct Options {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outcome {
     pub session_id: Option<String>,
+    /// The signal that ended the session (SIGTERM, SIGHUP, SIGINT), if one did; the CLI turns
+    /// it into a failure exit code.
+    pub signal: Option<i32>,
 }
 
 /// Runs the session until the user exits. Sends `Op::Shutdown` on exit and waits (bounded) for
@@ -62,6 +65,7 @@ pub async fn run(handle: AgentHandle, options: Options) -> io::Result<Outcome> {
     let mut state = State::new(&options.model, options.context_window, &options.history);
     let guard = terminal::Guard::enter(true)?;
     let result = session(&mut state, &ops, &mut events).await;
+    let signal = result.as_ref().ok().copied().flatten();
     drop(guard);
 
     ops.send(Op::Shutdown);
@@ -85,6 +89,7 @@ pub async fn run(handle: AgentHandle, options: Options) -> io::Result<Outcome> {
     result?;
     Ok(Outcome {
         session_id: state.session_id.clone(),
+        signal,
     })
 }
 
@@ -92,7 +97,7 @@ async fn session(
     state: &mut State,
     ops: &OpSender,
     events: &mut UnboundedReceiver<Event>,
-) -> io::Result<()> {
+) -> io::Result<Option<i32>> {
     let mut term = fresh_terminal()?;
     let size = term.size()?;
     state.size = (size.width, size.height);
@@ -108,9 +113,9 @@ async fn session(
     loop {
         let next_frame = tokio::time::Instant::from_std((last_draw + FRAME).max(Instant::now()));
         let effects = tokio::select! {
-            _ = sigterm.recv() => return Ok(()),
-            _ = sighup.recv() => return Ok(()),
-            _ = sigint.recv() => return Ok(()),
+            _ = sigterm.recv() => return Ok(Some(libc::SIGTERM)),
+            _ = sighup.recv() => return Ok(Some(libc::SIGHUP)),
+            _ = sigint.recv() => return Ok(Some(libc::SIGINT)),
             _ = sigtstp.recv() => vec![Effect::Suspend],
             input = reader.next() => match input {
                 Some(Ok(ev)) => match to_msg(ev) {
@@ -124,10 +129,10 @@ async fn session(
                     None => Vec::new(),
                 },
                 Some(Err(e)) => return Err(e),
-                None => return Ok(()),
+                None => return Ok(None),
             },
             event = events.recv() => {
-                let Some(event) = event else { return Ok(()) };
+                let Some(event) = event else { return Ok(None) };
                 dirty = true;
                 let mut effects = state.update(Msg::Agent(event));
                 // Take whatever else is already waiting, so a burst costs one frame.
@@ -149,7 +154,7 @@ async fn session(
         for effect in effects {
             match effect {
                 Effect::Op(op) => ops.send(op),
-                Effect::Exit => return Ok(()),
+                Effect::Exit => return Ok(None),
                 Effect::Copy(text) => terminal::copy_to_clipboard(&text)?,
                 Effect::MouseCapture(on) => terminal::set_mouse(on)?,
                 Effect::Suspend => {

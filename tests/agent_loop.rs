@@ -595,3 +595,27 @@ async fn repeated_or_missing_call_ids_are_made_unique_and_session_goes_on() {
     assert_eq!(ids.len(), 3);
     assert!(ids[0] == "dup" && ids[1] != "dup" && !ids[2].is_empty() && ids[1] != ids[2]);
 }
+
+#[tokio::test]
+async fn an_exchange_far_larger_than_the_window_fails_locally_instead_of_being_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let content = "lorem ipsum dolor sit amet ".repeat(2_600);
+    let args = serde_json::json!({ "path": "big.txt", "content": content }).to_string();
+    let model = Scripted::new(vec![
+        Ok(tool_reply(&[("w", "write", &args)])),
+        Ok(text_reply("never asked")),
+    ]);
+    let options = Options {
+        context_window: 4096,
+        auto_approve: true,
+        ..Options::default()
+    };
+    let mut handle = start(dir.path(), model.clone(), options);
+    let (_, end, _) = run_turn(&mut handle, "write a big file", approve_all).await;
+    match end {
+        TurnEnd::Failed { error } => assert!(error.contains("too large"), "{error}"),
+        other => panic!("expected a local failure, got {other:?}"),
+    }
+    let main_requests = model.seen().iter().filter(|s| s.tools > 0).count();
+    assert_eq!(main_requests, 1, "the oversized request was never sent");
+}

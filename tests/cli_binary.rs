@@ -511,3 +511,44 @@ fn oversized_stdin_prompt_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("larger than 8 MiB"));
 }
+
+#[test]
+fn demo_reads_the_named_file_even_when_the_listing_is_refused() {
+    let ws = Workspace::new();
+    std::fs::write(ws.path().join("README.md"), "# Not this one\n").unwrap();
+    std::fs::write(
+        ws.path().join("main.rs"),
+        "// the file I named\nfn main() {}\n",
+    )
+    .unwrap();
+    let out = ws.run(&["--demo", "read main.rs please"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("the file I named"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_run_that_kept_nothing_names_no_session_to_resume() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path().join("config")).unwrap();
+    std::fs::write(
+        ws.path().join("config/config.toml"),
+        "[model]\nprovider = \"demo\"\n",
+    )
+    .unwrap();
+    std::fs::write(ws.path().join("MiniCode.md"), "bad\0memory").unwrap();
+    let out = ws.run(&["hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("MiniCode.md"), "{err}");
+    assert!(
+        !err.contains("resume with"),
+        "the empty session was removed: {err}"
+    );
+    let json = ws.run(&["--output-format", "json", "hi"]);
+    let value: serde_json::Value = serde_json::from_str(stdout(&json).trim()).unwrap();
+    assert!(value["session_id"].is_null());
+}

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::mock_openai::{MockReply, MockServer, text_reply, tool_calls_reply};
+use common::mock_openai::{MockReply, MockServer, text_reply};
 use futures_util::stream;
 use minicode::agent::{self, AgentHandle, Options, Setup};
 use minicode::protocol::{Event, Op, TurnEnd, TurnStats};
@@ -291,13 +291,20 @@ fn one_shot_reports_an_automatic_compaction_on_stderr() {
             "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940}
         }),
     );
-    // 20,000 characters of tool output (about 5,000 tokens) overflow a 4,096-token window, so
-    // the request after the tool call is compacted first: tool call, summary, final answer.
+    // With a 4,096-token window each tool result is capped at 4 KiB (about 1,000 tokens). The
+    // server reports a 3,400-token prompt for the tool-call round, so the result pushes the
+    // next request past the window and it is compacted first: tool call, summary, answer.
+    let mut payloads = common::mock_openai::tool_call_payloads(
+        &[("c1", "bash", r#"{"command":"yes x | head -c 20000"}"#)],
+        16,
+    );
+    let usage = payloads
+        .iter_mut()
+        .find(|p| p.get("usage").is_some())
+        .expect("a usage chunk");
+    *usage = common::mock_openai::chunk_usage(3400, 7);
     let server = MockServer::start_in_thread(vec![
-        tool_calls_reply(
-            &[("c1", "bash", r#"{"command":"yes x | head -c 20000"}"#)],
-            16,
-        ),
+        MockReply::sse(common::mock_openai::sse_events(&payloads)),
         summary,
         text_reply("done", 4),
     ]);
@@ -343,5 +350,9 @@ fn one_shot_reports_an_automatic_compaction_on_stderr() {
         "summary calls offer no tools"
     );
     let last = requests[2].raw_body.as_str();
+    assert!(
+        last.contains("bytes cut"),
+        "tool output sized to the window"
+    );
     assert!(last.contains("<task-ledger>") && last.contains("print many lines"));
 }

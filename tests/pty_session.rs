@@ -291,3 +291,16 @@ fn ctrl_z_restores_the_terminal_and_resume_takes_it_back() {
     pty.wait_exit();
     pty.assert_restored();
 }
+
+#[test]
+fn sigterm_restores_the_terminal_and_exits_1() {
+    let server = MockServer::start_in_thread(vec![]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    let pid = pty.child.process_id().expect("a pid");
+    // SAFETY: kill only sends a signal to the child we started.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = pty.wait_exit();
+    assert_eq!(status.exit_code(), 1);
+    pty.assert_restored();
+}

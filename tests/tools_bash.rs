@@ -368,3 +368,23 @@ async fn bash_each_call_gets_a_fresh_shell() {
     assert!(out.content.starts_with("[unset]\n"), "{}", out.content);
     assert!(out.content.contains(&ws.display().to_string()));
 }
+
+#[tokio::test]
+async fn output_for_the_model_shrinks_with_a_small_context_window() {
+    let (_dir, ws) = workspace();
+    let ctx = ctx(&ws);
+    ctx.set_output_limit(4096);
+    assert_eq!(ctx.output_limit(), 4096);
+    let out = run(&ctx, "seq 1 20000").await;
+    assert!(
+        out.content.len() < 4096 + 400,
+        "{} bytes",
+        out.content.len()
+    );
+    assert!(out.content.contains("bytes cut") && out.content.starts_with("1\n"));
+    assert!(out.content.contains("20000"), "the tail is kept");
+    ctx.set_output_limit(10);
+    assert_eq!(ctx.output_limit(), minicode::tools::MIN_OUTPUT_LIMIT);
+    ctx.set_output_limit(1 << 30);
+    assert_eq!(ctx.output_limit(), minicode::tools::MAX_OUTPUT_LIMIT);
+}

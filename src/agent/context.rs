@@ -522,12 +522,23 @@ impl Context {
         messages: &[Message],
     ) -> Result<Adopted, ContextError> {
         self.sync(messages);
+        let estimate_before = self.estimated_tokens();
         let tokens_before = self.used_tokens();
         // set_checkpoint checks everything before it changes anything.
         self.set_checkpoint(Some(checkpoint), messages)?;
+        // Report both sides on one scale: the new estimate corrected by the same ratio the
+        // server's last count implied for the old context (a raw estimate beside a calibrated
+        // count could make a compaction look like growth).
+        let estimate_after = self.estimated_tokens();
+        let tokens_after = if estimate_before == 0 {
+            estimate_after
+        } else {
+            (u128::from(estimate_after) * u128::from(tokens_before) / u128::from(estimate_before))
+                as u64
+        };
         Ok(Adopted {
             tokens_before,
-            tokens_after: self.estimated_tokens(),
+            tokens_after,
         })
     }
 

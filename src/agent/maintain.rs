@@ -107,6 +107,7 @@ impl Core {
     ) -> Result<u64, CompactError> {
         if let Some(w) = window.filter(|w| *w != self.budget.window) {
             self.budget = self.budget.with_window(w);
+            self.tools.set_output_limit(w);
             self.emit(Event::Warning {
                 message: format!(
                     "the server's context window is {w} tokens; using it for this session"

@@ -116,6 +116,20 @@ async fn request(
     let Ok(mut sent) = core.ensure_budget(cancel, stats).await else {
         return Err(TurnEnd::Interrupted);
     };
+    // Compaction keeps the newest exchange verbatim; when that alone is far beyond the window
+    // (a huge tool argument, a giant paste) no server will take the request: say so here
+    // instead of sending it. The margin leaves room for our estimate being pessimistic.
+    let used = core.context.used_tokens();
+    let window = core.budget.window;
+    if used > window + window / 4 {
+        return Err(TurnEnd::Failed {
+            error: format!(
+                "the conversation needs about {used} tokens even after compaction, more than the \
+                 model's window of {window}: the latest exchange alone is too large (start a new \
+                 request that does less at once, or /clear)"
+            ),
+        });
+    }
     if let Some(round) = round {
         core.emit(Event::ModelRequestStarted { round });
     }
@@ -299,10 +313,15 @@ async fn run_call(
         }
     };
     let prepared = tool.prepare(&args, &core.tools);
-    let summary = prepared
-        .as_ref()
-        .map(|p| p.summary.clone())
-        .unwrap_or_default();
+    // A refused call still names its target, so the user sees what was attempted.
+    let summary = match &prepared {
+        Ok(p) => p.summary.clone(),
+        Err(_) => ["path", "command"]
+            .iter()
+            .find_map(|key| args.get(*key).and_then(|v| v.as_str()))
+            .map(|s| s.lines().next().unwrap_or("").to_string())
+            .unwrap_or_default(),
+    };
     core.emit(began(call, summary, args.clone()));
     let prepared = match prepared {
         Ok(p) => p,

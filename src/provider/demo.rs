@@ -113,11 +113,13 @@ struct Progress<'a> {
 /// Decides the next reply from the conversation.
 fn plan(request: &ChatRequest<'_>) -> Reply {
     let progress = progress(request.messages);
-    let input_tokens: u64 = request
-        .messages
-        .iter()
-        .map(|m| m.text().len() as u64 / 4 + 4)
-        .sum();
+    let tools_tokens = serde_json::to_string(request.tools).map_or(0, |t| t.len() as u64 / 4);
+    let input_tokens: u64 = tools_tokens
+        + request
+            .messages
+            .iter()
+            .map(|m| m.text().len() as u64 / 4 + 4)
+            .sum::<u64>();
     let mut reply = if request.tools.is_empty() {
         Reply {
             text: summary(&progress),
@@ -261,8 +263,21 @@ fn target_file(prompt: &str, files: &[&str]) -> Option<String> {
             .map(|f| f.to_string());
     }
     if files.is_empty() {
-        // The listing was refused or empty: a README is still the best first guess.
-        return Some("README.md".to_string());
+        // The listing was refused or empty: take a word that looks like a file name (has an
+        // extension or a folder), else a README is the best first guess.
+        let looks_like_file = |w: &&str| {
+            w.contains('/')
+                || w.rsplit_once('.').is_some_and(|(stem, ext)| {
+                    !stem.is_empty()
+                        && (1..=5).contains(&ext.len())
+                        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                })
+        };
+        let named = prompt
+            .split(|c: char| c.is_whitespace() || "`'\",;:()".contains(c))
+            .map(|w| w.trim_start_matches("./").trim_end_matches(['.', '?', '!']))
+            .find(looks_like_file);
+        return Some(named.unwrap_or("README.md").to_string());
     }
     files
         .iter()

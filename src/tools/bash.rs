@@ -23,7 +23,7 @@ use crate::protocol::ApprovalRequest;
 use crate::provider::ToolSpec;
 
 /// Most bytes of output the model sees per call (head and tail together).
-pub const OUTPUT_CAP: usize = 64 * 1024;
+pub const OUTPUT_CAP: usize = super::MAX_OUTPUT_LIMIT;
 /// How long to keep reading after the group was killed, in case a process that escaped the
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
@@ -194,7 +194,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         Err(e) => return ToolOutput::failed(format!("could not read the command's output: {e}")),
     };
 
-    let mut sink = Sink::new(&ctx.data_dir);
+    let mut sink = Sink::new(&ctx.data_dir, ctx.output_limit());
     let mut buf = vec![0u8; 16 * 1024];
     let deadline = tokio::time::sleep(call.timeout);
     tokio::pin!(deadline);
@@ -308,6 +308,9 @@ fn describe(status: ExitStatus) -> String {
 /// Collects output with bounded memory: the first half of the cap, a ring of the last half,
 /// and — once the total passes the cap — the whole stream written to a log file as it comes.
 struct Sink {
+    /// Bytes of output the model gets: `head_cap` from the start, the rest from the end.
+    cap: usize,
+    head_cap: usize,
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     total: u64,
@@ -316,12 +319,11 @@ struct Sink {
     notes: String,
 }
 
-const HEAD_CAP: usize = OUTPUT_CAP / 2;
-const TAIL_CAP: usize = OUTPUT_CAP - HEAD_CAP;
-
 impl Sink {
-    fn new(data_dir: &Path) -> Self {
+    fn new(data_dir: &Path, cap: usize) -> Self {
         Self {
+            cap,
+            head_cap: cap / 2,
             head: Vec::new(),
             tail: std::collections::VecDeque::new(),
             total: 0,
@@ -333,7 +335,7 @@ impl Sink {
 
     fn push(&mut self, mut data: &[u8]) {
         self.total += data.len() as u64;
-        if self.total > OUTPUT_CAP as u64 && self.log.is_none() {
+        if self.total > self.cap as u64 && self.log.is_none() {
             // First time over the cap: everything so far is still in head + tail (together
             // they hold exactly the cap), so the log starts complete.
             self.log = Some(self.open_log());
@@ -343,14 +345,18 @@ impl Sink {
         {
             self.log = Some(Err(format!("writing the log failed: {e}")));
         }
-        let room = HEAD_CAP.saturating_sub(self.head.len()).min(data.len());
+        let tail_cap = self.cap - self.head_cap;
+        let room = self
+            .head_cap
+            .saturating_sub(self.head.len())
+            .min(data.len());
         self.head.extend_from_slice(&data[..room]);
         data = &data[room..];
-        if data.len() >= TAIL_CAP {
+        if data.len() >= tail_cap {
             self.tail.clear();
-            self.tail.extend(&data[data.len() - TAIL_CAP..]);
+            self.tail.extend(&data[data.len() - tail_cap..]);
         } else {
-            let overflow = (self.tail.len() + data.len()).saturating_sub(TAIL_CAP);
+            let overflow = (self.tail.len() + data.len()).saturating_sub(tail_cap);
             self.tail.drain(..overflow);
             self.tail.extend(data);
         }
@@ -386,7 +392,7 @@ impl Sink {
     fn finish(mut self, workspace: &Path) -> String {
         let tail: Vec<u8> = self.tail.drain(..).collect();
         let mut out = String::from_utf8_lossy(&self.head).into_owned();
-        if self.total > OUTPUT_CAP as u64 {
+        if self.total > self.cap as u64 {
             let cut = self.total - (self.head.len() + tail.len()) as u64;
             let saved = match &mut self.log {
                 Some(Ok((path, file))) => match file.sync_all() {

@@ -125,8 +125,9 @@ impl Tool for Read {
             } = call;
             let remembered = path.clone();
             let detail = memory::is_detail_file(&ctx.workspace, &path);
+            let max_bytes = MAX_OUTPUT_BYTES.min(ctx.output_limit());
             let job = tokio::task::spawn_blocking(move || {
-                read_file(&path, &display, offset, limit, detail)
+                read_file(&path, &display, offset, limit, detail, max_bytes)
             });
             let result = tokio::select! {
                 biased;
@@ -158,6 +159,7 @@ fn read_file(
     offset: u64,
     limit: u64,
     memory_detail: bool,
+    max_bytes: usize,
 ) -> Result<(String, Option<Fingerprint>), String> {
     let fail = |e: std::io::Error| format!("cannot read {display}: {e}");
     // Look before opening: opening a FIFO for reading would block until a writer appears.
@@ -199,12 +201,13 @@ fn read_file(
         }
         let total = count_lines(&bytes);
         let fingerprint = Fingerprint::of(&bytes, &meta);
-        let text =
-            render(&bytes[..], display, offset, limit, Some(total)).map_err(|e| match e {
+        let text = render(&bytes[..], display, offset, limit, Some(total), max_bytes).map_err(
+            |e| match e {
                 RenderError::Binary => binary(),
                 RenderError::Io(e) => fail(e),
                 RenderError::PastEnd(m) => m,
-            })?;
+            },
+        )?;
         return Ok((text, Some(fingerprint)));
     }
     let mut reader = BufReader::with_capacity(64 * 1024, file);
@@ -212,7 +215,7 @@ fn read_file(
     if fsutil::looks_binary(head) {
         return Err(binary());
     }
-    let text = render(reader, display, offset, limit, None).map_err(|e| match e {
+    let text = render(reader, display, offset, limit, None, max_bytes).map_err(|e| match e {
         RenderError::Binary => binary(),
         RenderError::Io(e) => fail(e),
         RenderError::PastEnd(m) => m,
@@ -291,6 +294,7 @@ fn render(
     offset: u64,
     limit: u64,
     total: Option<u64>,
+    max_bytes: usize,
 ) -> Result<String, RenderError> {
     let mut out = String::new();
     let mut number = 0u64;
@@ -306,7 +310,7 @@ fn render(
             break;
         }
         let formatted = format_line(number, &line)?;
-        if shown > 0 && out.len() + formatted.len() > MAX_OUTPUT_BYTES {
+        if shown > 0 && out.len() + formatted.len() > max_bytes {
             next = Some(number);
             break;
         }

@@ -157,7 +157,7 @@ impl State {
             Event::Error { message } => self.notice(Level::Error, message),
             Event::Compacted { tokens_before, tokens_after, messages_summarized } => self.notice(
                 Level::Info,
-                format!("context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarized)"),
+                format!("context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"),
             ),
             Event::MemoryLoaded { path, tokens } => {
                 self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
