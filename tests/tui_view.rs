@@ -262,13 +262,14 @@ fn approval_always_and_deny_with_reason() {
             decision: Decision::ApproveTool
         })]
     );
-    // A reason: `r`, type, Enter.
+    // A reason for the next call: `r`, type, Enter.
+    request_bash_approval(&mut s, "c2", "make");
     assert!(key(&mut s, KeyCode::Char('r')).is_empty());
     type_text(&mut s, "not now");
     assert_eq!(
         key(&mut s, KeyCode::Enter),
         vec![Effect::Op(Op::Decide {
-            call: "c1".into(),
+            call: "c2".into(),
             decision: Decision::Deny {
                 reason: Some("not now".into())
             }
@@ -978,4 +979,25 @@ fn context_usage_updates_the_status_whenever_it_arrives() {
     );
     assert!(status(&s).contains("ctx 2000 (1%)"), "{}", status(&s));
     assert_eq!(s.context_window, 200_000);
+}
+
+#[test]
+fn keys_after_an_answer_are_text_not_more_answers() {
+    let mut s = state(80, 22);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "make");
+    let mut effects = Vec::new();
+    for c in "any note".chars() {
+        effects.extend(key(&mut s, KeyCode::Char(c)));
+    }
+    assert_eq!(
+        effects,
+        vec![Effect::Op(Op::Decide {
+            call: "c1".into(),
+            decision: Decision::ApproveTool
+        })],
+        "only the first key answers"
+    );
+    assert_eq!(s.draft.text(), "ny note", "the rest is kept as text");
+    assert!(s.approval.is_none());
 }

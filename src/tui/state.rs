@@ -337,6 +337,7 @@ impl State {
                 self.draft.clear();
                 self.draft.set_text(&stash);
                 let reason = (!reason.trim().is_empty()).then(|| reason.trim().to_string());
+                self.approval = None;
                 return Some(vec![Effect::Op(Op::Decide {
                     call,
                     decision: Decision::Deny { reason },
@@ -361,10 +362,11 @@ impl State {
             }
             _ => return None,
         };
-        Some(vec![Effect::Op(Op::Decide {
-            call: pending.call.clone(),
-            decision,
-        })])
+        // Answered: the next keys are text again at once, not further answers to a call the
+        // core has not confirmed yet (a fast typist's "any…" must not lose its "ny").
+        let call = pending.call.clone();
+        self.approval = None;
+        Some(vec![Effect::Op(Op::Decide { call, decision })])
     }
 
     fn ctrl_c(&mut self) -> Vec<Effect> {
