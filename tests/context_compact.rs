@@ -116,6 +116,24 @@ fn request(keep: u64, input_budget: u64) -> CompactRequest<'static> {
 }
 
 /// A user request, a tool batch and an answer, each carrying a fact.
+/// One compaction with a fresh cancel token and throw-away stats.
+async fn compact_once(
+    fake: &FakeProvider,
+    messages: &[Message],
+    previous: Option<&Checkpoint>,
+    req: &CompactRequest<'_>,
+) -> Result<minicode::agent::compact::CompactOutcome, CompactError> {
+    compact(
+        fake,
+        messages,
+        previous,
+        req,
+        &CancellationToken::new(),
+        &mut TurnStats::default(),
+    )
+    .await
+}
+
 fn exchange(messages: &mut Vec<Message>, fact: &str) {
     let id = format!("call_{}", messages.len());
     messages.push(Message::user(format!("please handle {fact}")));
@@ -191,16 +209,7 @@ async fn compact_passes_focus_instructions_to_the_summariser() {
         instructions: Some("the database schema"),
         ..request(10, 100_000)
     };
-    compact(
-        &fake,
-        &messages,
-        None,
-        &req,
-        &CancellationToken::new(),
-        &mut TurnStats::default(),
-    )
-    .await
-    .unwrap();
+    compact_once(&fake, &messages, None, &req).await.unwrap();
     assert!(
         fake.seen()[0]
             .prompt()
@@ -213,16 +222,9 @@ async fn compact_with_nothing_before_the_kept_part_is_refused() {
     let mut messages = Vec::new();
     exchange(&mut messages, "alpha");
     let fake = FakeProvider::new(vec![]);
-    let err = compact(
-        &fake,
-        &messages,
-        None,
-        &request(100_000, 100_000),
-        &CancellationToken::new(),
-        &mut TurnStats::default(),
-    )
-    .await
-    .unwrap_err();
+    let err = compact_once(&fake, &messages, None, &request(100_000, 100_000))
+        .await
+        .unwrap_err();
     assert!(matches!(err, CompactError::NothingToCompact));
     assert!(fake.seen().is_empty());
 }
@@ -231,16 +233,9 @@ async fn compact_with_nothing_before_the_kept_part_is_refused() {
 async fn compact_refuses_an_invalid_history_before_calling_the_model() {
     let messages = vec![Message::user("hi"), Message::tool_result("nope", "x")];
     let fake = FakeProvider::new(vec![]);
-    let err = compact(
-        &fake,
-        &messages,
-        None,
-        &request(1, 100_000),
-        &CancellationToken::new(),
-        &mut TurnStats::default(),
-    )
-    .await
-    .unwrap_err();
+    let err = compact_once(&fake, &messages, None, &request(1, 100_000))
+        .await
+        .unwrap_err();
     assert!(matches!(err, CompactError::Invalid(_)), "{err:?}");
     assert!(fake.seen().is_empty());
 }
@@ -389,16 +384,9 @@ async fn large_history_is_chunked_and_folded_without_dropping_anything() {
             .collect(),
     );
     let budget = 2000;
-    let out = compact(
-        &fake,
-        &messages,
-        None,
-        &request(200, budget),
-        &CancellationToken::new(),
-        &mut TurnStats::default(),
-    )
-    .await
-    .unwrap();
+    let out = compact_once(&fake, &messages, None, &request(200, budget))
+        .await
+        .unwrap();
     let seen = fake.seen();
     assert!(
         out.chunks > 3,
@@ -568,30 +556,13 @@ async fn manual_compaction_keeps_only_the_latest_exchange() {
     }
     let fake = FakeProvider::new(vec![summary("notes")]);
     // keep_recent alone would keep everything: nothing to compact.
-    let automatic = compact(
-        &fake,
-        &messages,
-        None,
-        &request(1_000_000, 100_000),
-        &CancellationToken::new(),
-        &mut TurnStats::default(),
-    )
-    .await;
+    let automatic = compact_once(&fake, &messages, None, &request(1_000_000, 100_000)).await;
     assert!(matches!(automatic, Err(CompactError::NothingToCompact)));
     let manual = CompactRequest {
         latest_exchange_only: true,
         ..request(1_000_000, 100_000)
     };
-    let out = compact(
-        &fake,
-        &messages,
-        None,
-        &manual,
-        &CancellationToken::new(),
-        &mut TurnStats::default(),
-    )
-    .await
-    .unwrap();
+    let out = compact_once(&fake, &messages, None, &manual).await.unwrap();
     let latest = messages.iter().rposition(|m| m.role == Role::User).unwrap();
     assert_eq!(out.checkpoint.first_kept_index, latest);
     assert_eq!(out.messages_summarized, latest);
@@ -611,16 +582,7 @@ async fn summary_calls_ask_for_no_more_output_than_the_window_leaves() {
         max_tokens: 8192,
         ..request(10, 100_000)
     };
-    compact(
-        &fake,
-        &messages,
-        None,
-        &req,
-        &CancellationToken::new(),
-        &mut TurnStats::default(),
-    )
-    .await
-    .unwrap();
+    compact_once(&fake, &messages, None, &req).await.unwrap();
     let seen = &fake.seen()[0];
     let input: u64 = seen
         .messages
