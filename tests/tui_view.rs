@@ -235,25 +235,7 @@ fn approval_with_diff_is_shown_and_answered_with_keys() {
 fn approval_always_and_deny_with_reason() {
     let mut s = state(70, 22);
     start_turn(&mut s, "run");
-    ev(
-        &mut s,
-        Event::ToolCallBegan {
-            call: "c1".into(),
-            tool: "bash".into(),
-            summary: "make".into(),
-            arguments: serde_json::json!({}),
-        },
-    );
-    ev(
-        &mut s,
-        Event::ApprovalRequested {
-            call: "c1".into(),
-            tool: "bash".into(),
-            request: ApprovalRequest::Command {
-                command: "make".into(),
-            },
-        },
-    );
+    request_bash_approval(&mut s, "c1", "make");
     assert!(rows(&s).join("\n").contains("$ make"));
     assert_eq!(
         key(&mut s, KeyCode::Char('a')),
