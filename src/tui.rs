@@ -145,7 +145,7 @@ async fn session(
                 effects
             }
             _ = tokio::time::sleep_until(next_frame), if dirty => {
-                term.draw(|f| view::render(state, f))?;
+                draw(&mut term, state)?;
                 last_draw = Instant::now();
                 dirty = false;
                 Vec::new()
@@ -169,9 +169,24 @@ async fn session(
 
 /// A terminal with empty buffers over a cleared screen, so the next frame paints everything.
 /// (`Terminal::clear` would ask the terminal for the cursor position, a round trip we avoid.)
-fn fresh_terminal() -> io::Result<Terminal<CrosstermBackend<io::Stdout>>> {
+/// Frames are written through one large buffer (flushed once per frame by ratatui) instead
+/// of stdout's line buffer, which would split a frame into many small writes.
+type Screen = Terminal<CrosstermBackend<io::BufWriter<io::Stdout>>>;
+
+fn fresh_terminal() -> io::Result<Screen> {
     crossterm::execute!(io::stdout(), Clear(ClearType::All))?;
-    Terminal::new(CrosstermBackend::new(io::stdout()))
+    Terminal::new(CrosstermBackend::new(io::BufWriter::with_capacity(
+        256 * 1024,
+        io::stdout(),
+    )))
+}
+
+/// Draws one frame as a synchronized update, so terminals that support it (DEC mode 2026)
+/// show it at once instead of painting it while it arrives; others ignore the markers.
+fn draw(term: &mut Screen, state: &State) -> io::Result<()> {
+    crossterm::queue!(term.backend_mut(), crossterm::terminal::BeginSynchronizedUpdate)?;
+    term.draw(|f| view::render(state, f))?;
+    crossterm::execute!(term.backend_mut(), crossterm::terminal::EndSynchronizedUpdate)
 }
 
 fn to_msg(ev: TermEvent) -> Option<Msg> {
