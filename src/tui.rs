@@ -184,9 +184,15 @@ fn fresh_terminal() -> io::Result<Screen> {
 /// Draws one frame as a synchronized update, so terminals that support it (DEC mode 2026)
 /// show it at once instead of painting it while it arrives; others ignore the markers.
 fn draw(term: &mut Screen, state: &State) -> io::Result<()> {
-    crossterm::queue!(term.backend_mut(), crossterm::terminal::BeginSynchronizedUpdate)?;
+    crossterm::queue!(
+        term.backend_mut(),
+        crossterm::terminal::BeginSynchronizedUpdate
+    )?;
     term.draw(|f| view::render(state, f))?;
-    crossterm::execute!(term.backend_mut(), crossterm::terminal::EndSynchronizedUpdate)
+    crossterm::execute!(
+        term.backend_mut(),
+        crossterm::terminal::EndSynchronizedUpdate
+    )
 }
 
 fn to_msg(ev: TermEvent) -> Option<Msg> {
