@@ -419,13 +419,14 @@ async fn failed_stream_adds_nothing_and_session_stays_usable() {
         messages.iter().all(|m| m.text() != "partial"),
         "nothing half-finished kept"
     );
-    assert_eq!(
-        messages
-            .iter()
-            .filter(|m| m.role == Role::Assistant)
-            .count(),
-        0
-    );
+    // The failed turn left no reply; the request bridges the two prompts with a marked
+    // placeholder so strict chat templates still see alternating roles.
+    let replies: Vec<&str> = messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(replies, [minicode::agent::context::NO_REPLY.text()]);
 }
 
 #[tokio::test]

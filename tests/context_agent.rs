@@ -804,7 +804,12 @@ async fn manual_compact_summarises_all_but_the_latest_exchange_of_a_short_sessio
     assert!(texts[1].contains("notes of one"));
     assert!(!texts.contains(&"answer one"), "summarised text was sent");
     assert_eq!(
-        texts[2..],
+        texts[2],
+        minicode::agent::context::ACKNOWLEDGED.text(),
+        "user messages alternate with assistant ones"
+    );
+    assert_eq!(
+        texts[3..],
         ["second request", "answer two", "third request"]
     );
 }

@@ -255,7 +255,8 @@ fn context_builds_system_memory_ledger_then_kept_messages() {
     )
     .unwrap();
     let built = ctx.build(&messages);
-    assert_eq!(built.len(), 2 + messages.len() - 8);
+    // system, lead, the assistant's acknowledgement, then the kept messages.
+    assert_eq!(built.len(), 3 + messages.len() - 8);
     assert_eq!(built[0].role, Role::System);
     assert_eq!(built[0].text(), "system rules");
     // Memory and ledger travel in one user message: strict chat templates refuse two user
@@ -271,7 +272,12 @@ fn context_builds_system_memory_ledger_then_kept_messages() {
         "a user message is kept verbatim, so none is quoted as the latest"
     );
     assert!(lead.contains("<summary>\nnotes\n</summary>"));
-    assert!(std::ptr::eq(built[2], &messages[8]));
+    assert_eq!(
+        built[2].role,
+        Role::Assistant,
+        "user messages alternate with assistant ones"
+    );
+    assert!(std::ptr::eq(built[3], &messages[8]));
     minicode::agent::validate::messages(&built).unwrap();
 }
 
@@ -444,4 +450,44 @@ fn ledger_is_the_same_after_more_messages_are_appended() {
     let mut b = Context::new("sys", &[]);
     b.set_checkpoint(Some(cp), &messages).unwrap();
     assert_eq!(b.build(&messages)[1].text(), before);
+}
+
+#[test]
+fn requests_alternate_user_and_assistant_and_the_estimate_counts_the_fillers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("MiniCode.md"), "use tabs").unwrap();
+    let memory: Memory = minicode::agent::memory::load(dir.path()).unwrap().unwrap();
+    // A failed turn kept its prompt: two user messages in a row in the history.
+    let messages = vec![
+        Message::user("first try"),
+        Message::user("second try"),
+        Message::assistant(Some("done".into()), Vec::new()),
+        Message::user("thanks"),
+    ];
+    let mut ctx = Context::new("sys", &[]);
+    ctx.set_memory(Some(&memory));
+    ctx.sync(&messages);
+    let built = ctx.build(&messages);
+    for pair in built.windows(2) {
+        assert!(
+            !(pair[0].role == Role::User && pair[1].role == Role::User),
+            "two user messages in a row: {:?}",
+            built.iter().map(|m| m.text()).collect::<Vec<_>>()
+        );
+    }
+    let sum: u64 = built.iter().map(|m| estimate_message(m)).sum();
+    assert_eq!(ctx.estimated_tokens(), sum);
+    // After a checkpoint that cuts between the two prompts, the count still matches.
+    ctx.set_checkpoint(
+        Some(Checkpoint {
+            summary: "s".into(),
+            first_kept_index: 1,
+        }),
+        &messages,
+    )
+    .unwrap();
+    let built = ctx.build(&messages);
+    let sum: u64 = built.iter().map(|m| estimate_message(m)).sum();
+    assert_eq!(ctx.estimated_tokens(), sum);
+    minicode::agent::validate::messages(&built).unwrap();
 }

@@ -59,6 +59,22 @@ fn char_weight(bytes: &[u8], i: usize) -> (u64, usize) {
     }
 }
 
+/// The assistant's line after the memory/ledger message. Strict chat templates (Mistral,
+/// Gemma and others on llama.cpp or vLLM) reject two user messages in a row; this keeps the
+/// request alternating without storing anything in history.
+pub static ACKNOWLEDGED: std::sync::LazyLock<Message> = std::sync::LazyLock::new(|| {
+    Message::assistant(Some("Noted; I will follow this.".to_string()), Vec::new())
+});
+
+/// Stands between two user prompts whose turn ended before the model answered (a failed or
+/// interrupted request keeps the user's prompt in history).
+pub static NO_REPLY: std::sync::LazyLock<Message> = std::sync::LazyLock::new(|| {
+    Message::assistant(
+        Some("(no reply: that turn ended before an answer)".to_string()),
+        Vec::new(),
+    )
+});
+
 /// A fast local token estimate of `text`: about four ASCII characters per token, one token per
 /// CJK character. Runs at several hundred MB/s; it is a budget guide, not a tokenizer, and the
 /// tracker corrects it with the server's real counts.
@@ -400,7 +416,11 @@ pub struct Context {
     lead: Option<Message>,
     lead_tokens: u64,
     /// `prefix[i]` is the estimate of `messages[..i]`; one entry per synced message, plus 0.
+    /// A user message right after another user message also carries the [`NO_REPLY`] filler
+    /// that `build` puts between them.
     prefix: Vec<u64>,
+    /// Whether each synced message is a user message (to account for fillers at the cut).
+    is_user: Vec<bool>,
     tracker: Tracker,
 }
 
@@ -420,6 +440,7 @@ impl Context {
             lead: None,
             lead_tokens: 0,
             prefix: vec![0],
+            is_user: Vec::new(),
             tracker: Tracker::default(),
         }
     }
@@ -548,15 +569,22 @@ impl Context {
         let synced = self.prefix.len() - 1;
         if messages.len() < synced {
             self.prefix.truncate(messages.len() + 1);
+            self.is_user.truncate(messages.len());
             return;
         }
         self.prefix.reserve(messages.len() - synced);
+        self.is_user.reserve(messages.len() - synced);
         let mut total = self.prefix[synced];
         let mut new_user = false;
         for m in &messages[synced..] {
+            let user = m.role == Role::User;
             total += estimate_message(m);
+            if user && self.is_user.last() == Some(&true) {
+                total += estimate_message(&NO_REPLY);
+            }
             self.prefix.push(total);
-            new_user |= m.role == Role::User;
+            self.is_user.push(user);
+            new_user |= user;
         }
         if new_user && self.ledger_quotes_latest {
             // A newer user message is now kept verbatim; the quoted one is no longer the latest.
@@ -566,13 +594,26 @@ impl Context {
 
     /// The messages of the next request: system prompt, one user message holding project
     /// memory and ledger + summary (either may be absent), then `messages[first_kept_index..]`.
-    /// References only; nothing is copied.
+    /// Two user messages never follow each other: a short assistant line goes between them
+    /// (see [`ACKNOWLEDGED`] and [`NO_REPLY`]). References only; nothing is copied.
     pub fn build<'a>(&'a self, messages: &'a [Message]) -> Vec<&'a Message> {
         let kept = &messages[self.first_kept_index().min(messages.len())..];
-        let mut out = Vec::with_capacity(kept.len() + 2);
+        let mut out = Vec::with_capacity(kept.len() + 3);
         out.push(&self.system);
         out.extend(self.lead.as_ref());
-        out.extend(kept.iter());
+        for message in kept {
+            if message.role == Role::User
+                && let Some(previous) = out.last()
+                && previous.role == Role::User
+            {
+                let lead = self
+                    .lead
+                    .as_ref()
+                    .is_some_and(|l| std::ptr::eq(*previous, l));
+                out.push(if lead { &ACKNOWLEDGED } else { &NO_REPLY });
+            }
+            out.push(message);
+        }
         out
     }
 
@@ -581,10 +622,21 @@ impl Context {
     pub fn estimated_tokens(&self) -> u64 {
         let synced = self.prefix.len() - 1;
         let kept = self.first_kept_index().min(synced);
-        self.system_tokens
+        let mut total = self.system_tokens
             + self.tools_tokens
             + self.lead_tokens
-            + (self.prefix[synced] - self.prefix[kept])
+            + (self.prefix[synced] - self.prefix[kept]);
+        // At the cut the first kept user message follows the lead (an acknowledgement goes
+        // between them) or the system prompt (nothing does), not the message before it.
+        if self.is_user.get(kept) == Some(&true) {
+            if kept > 0 && self.is_user[kept - 1] {
+                total -= estimate_message(&NO_REPLY);
+            }
+            if self.lead.is_some() {
+                total += estimate_message(&ACKNOWLEDGED);
+            }
+        }
+        total
     }
 
     /// The calibrated size of the next request.
