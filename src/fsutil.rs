@@ -209,8 +209,3 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
-
-/// `PathBuf` helper for tests and callers that hold a `&str` workspace.
-pub fn canonical_workspace(dir: &Path) -> io::Result<PathBuf> {
-    dir.canonicalize()
-}

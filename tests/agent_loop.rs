@@ -1,20 +1,21 @@
 //! The agent loop driven through its public contract (ops in, events out) with a scripted fake
 //! model: tool rounds, approvals, refusals, the round limit, failed streams, interrupts, stats.
 
+mod common;
+
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::stream;
-use minicode::agent::{self, AgentHandle, Options, Setup};
+use minicode::agent::{AgentHandle, Options};
 use minicode::protocol::{Decision, Event, Op, ToolStatus, TurnEnd, TurnStats};
 use minicode::provider::{
     ChatRequest, EventStream, Message, Provider, ProviderError, Reply, ReplyFuture, Role,
     StreamEvent, ToolCall, Usage,
 };
 use minicode::session::Session;
-use minicode::tools::{Registry, ToolCtx};
 
 /// What the fake saw in one request.
 #[derive(Debug, Clone)]
@@ -129,15 +130,7 @@ fn bash(id: &str, command: &str) -> Reply {
 }
 
 fn start(dir: &Path, model: Scripted, options: Options) -> AgentHandle {
-    let workspace = dir.canonicalize().unwrap();
-    let session = Session::create(&workspace).unwrap();
-    agent::spawn(Setup {
-        provider: Arc::new(model),
-        registry: Arc::new(Registry::builtin()),
-        tools: Arc::new(ToolCtx::new(workspace, Duration::from_secs(30), Vec::new())),
-        session,
-        options,
-    })
+    common::agent::spawn(dir, model, options)
 }
 
 /// Collects events until the turn ends, answering approvals with `decide`.

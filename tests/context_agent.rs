@@ -2,6 +2,8 @@
 //! automatic compaction, overflow recovery without re-running tools, `/compact`, memory
 //! loading, reload after a write, and memory errors failing the turn.
 
+mod common;
+
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -9,14 +11,12 @@ use std::time::Duration;
 
 use futures_util::stream;
 use minicode::agent::context::{MIN_REPLY_TOKENS, estimate_message, estimate_tools};
-use minicode::agent::{self, AgentHandle, Options, Setup};
+use minicode::agent::{AgentHandle, Options};
 use minicode::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
 use minicode::provider::{
     ChatRequest, EventStream, Message, Provider, ProviderError, Reply, ReplyFuture, StreamEvent,
     ToolCall, Usage,
 };
-use minicode::session::Session;
-use minicode::tools::{Registry, ToolCtx};
 
 /// A model with separate scripts for main (streamed) and summary (chat) requests.
 #[derive(Clone, Default)]
@@ -138,15 +138,7 @@ fn start_with(dir: &Path, fake: Fake, window: u64, max_rounds: u32) -> AgentHand
 }
 
 fn start_options(dir: &Path, fake: Fake, options: Options) -> AgentHandle {
-    let workspace = dir.canonicalize().unwrap();
-    let session = Session::create(&workspace).unwrap();
-    agent::spawn(Setup {
-        provider: Arc::new(fake),
-        registry: Arc::new(Registry::builtin()),
-        tools: Arc::new(ToolCtx::new(workspace, Duration::from_secs(30), Vec::new())),
-        session,
-        options,
-    })
+    common::agent::spawn(dir, fake, options)
 }
 
 /// Events until (and including) the next event matching `last`, with a generous deadline.

@@ -12,14 +12,13 @@ use std::time::Duration;
 
 use common::mock_openai::{MockReply, MockServer, text_reply};
 use futures_util::stream;
-use minicode::agent::{self, AgentHandle, Options, Setup};
+use minicode::agent::{AgentHandle, Options};
 use minicode::protocol::{Event, Op, TurnEnd, TurnStats};
 use minicode::provider::{
     ChatRequest, EventStream, Message, Provider, ProviderError, Reply, ReplyFuture, StreamEvent,
     Usage,
 };
 use minicode::session::Session;
-use minicode::tools::{Registry, ToolCtx};
 use tokio::sync::mpsc;
 
 /// One scripted answer to a summary call.
@@ -95,22 +94,12 @@ fn text(t: &str) -> Reply {
 }
 
 fn start(workspace: &Path, fake: Fake) -> AgentHandle {
-    let session = Session::create(workspace).unwrap();
-    agent::spawn(Setup {
-        provider: Arc::new(fake),
-        registry: Arc::new(Registry::builtin()),
-        tools: Arc::new(ToolCtx::new(
-            workspace.to_path_buf(),
-            Duration::from_secs(30),
-            Vec::new(),
-        )),
-        session,
-        options: Options {
-            context_window: 8192,
-            auto_approve: true,
-            ..Options::default()
-        },
-    })
+    let options = Options {
+        context_window: 8192,
+        auto_approve: true,
+        ..Options::default()
+    };
+    common::agent::spawn(workspace, fake, options)
 }
 
 /// Events until (and including) the first matching `last`, with a generous deadline.
