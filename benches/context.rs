@@ -9,9 +9,10 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use minicode::agent::context::{Context, estimate_text, keep_boundary};
+use minicode::agent::context::{Context, keep_boundary};
 use minicode::agent::validate;
-use minicode::provider::{Message, ToolCall};
+use minicode::chat::estimate_text;
+use minicode::chat::{Message, ToolCall};
 use minicode::session::{Checkpoint, Session};
 
 const MESSAGES: usize = 100_000;

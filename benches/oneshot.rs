@@ -5,7 +5,7 @@
 //! Scenarios: `--version`; a one-shot task with 5 tool calls (read, edit, bash, read, write);
 //! streaming a 200 KB reply in 4-character chunks. Run with `cargo bench --bench oneshot`.
 
-#[path = "../tests/common/mock_openai.rs"]
+#[path = "../tests/it/support/mock_openai.rs"]
 #[allow(dead_code)]
 mod mock_openai;
 

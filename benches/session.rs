@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use minicode::provider::{Message, ToolCall};
+use minicode::chat::{Message, ToolCall};
 use minicode::session::Session;
 
 const MESSAGES: usize = 10_000;

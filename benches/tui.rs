@@ -9,7 +9,8 @@ use std::hint::black_box;
 use std::io::Sink;
 use std::time::{Duration, Instant};
 
-use minicode::protocol::{Event, ToolStatus};
+use minicode::chat::ToolStatus;
+use minicode::protocol::Event;
 use minicode::tui::state::{Msg, State};
 use minicode::tui::view;
 use ratatui::backend::CrosstermBackend;

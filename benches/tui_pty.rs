@@ -6,7 +6,7 @@
 //! Run with `cargo bench --bench tui_pty`. The terminal side (this process) only drains the
 //! output and answers the keyboard-protocol and cursor queries a real terminal would.
 
-#[path = "../tests/common/mock_openai.rs"]
+#[path = "../tests/it/support/mock_openai.rs"]
 #[allow(dead_code)]
 mod mock_openai;
 

@@ -4,8 +4,7 @@
 
 pub mod compact;
 pub mod context;
-mod maintain;
-pub mod memory;
+mod context_upkeep;
 pub mod prompt;
 pub mod turn;
 pub mod validate;
@@ -16,7 +15,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{CallId, Decision, Event, Op, TurnEnd, TurnStats};
+use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats};
 use crate::provider::Provider;
 use crate::session::Session;
 use crate::tools::{Registry, ToolCtx};
@@ -56,47 +55,9 @@ impl Default for Options {
 pub struct Setup {
     pub provider: Arc<dyn Provider>,
     pub registry: Arc<Registry>,
-    pub tools: Arc<ToolCtx>,
+    pub tool_ctx: Arc<ToolCtx>,
     pub session: Session,
     pub options: Options,
-}
-
-/// A frontend's end of the core: send ops, receive events.
-pub struct AgentHandle {
-    ops: mpsc::UnboundedSender<Op>,
-    events: mpsc::UnboundedReceiver<Event>,
-}
-
-/// The sending half alone, for frontends that read events in one place and send ops from
-/// another (e.g. a signal handler).
-#[derive(Clone)]
-pub struct OpSender(mpsc::UnboundedSender<Op>);
-
-impl OpSender {
-    /// Sends an op; silently ignored once the core has shut down.
-    pub fn send(&self, op: Op) {
-        let _ = self.0.send(op);
-    }
-}
-
-impl AgentHandle {
-    pub fn send(&self, op: Op) {
-        let _ = self.ops.send(op);
-    }
-
-    pub fn sender(&self) -> OpSender {
-        OpSender(self.ops.clone())
-    }
-
-    /// The next event; `None` once the core has stopped.
-    pub async fn next_event(&mut self) -> Option<Event> {
-        self.events.recv().await
-    }
-
-    /// Splits into a cloneable op sender and the event receiver.
-    pub fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
-        (OpSender(self.ops), self.events)
-    }
 }
 
 /// Starts the core on the current tokio runtime. The first event is `SessionConfigured`.
@@ -104,17 +65,14 @@ pub fn spawn(setup: Setup) -> AgentHandle {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     tokio::spawn(run_core(setup, ops_rx, events_tx));
-    AgentHandle {
-        ops: ops_tx,
-        events: events_rx,
-    }
+    AgentHandle::new(ops_tx, events_rx)
 }
 
 /// The state one core task owns: the session and what a turn needs to run.
 pub(crate) struct Core {
     provider: Arc<dyn Provider>,
     registry: Arc<Registry>,
-    tools: Arc<ToolCtx>,
+    tool_ctx: Arc<ToolCtx>,
     session: Session,
     options: Options,
     /// System prompt, memory, checkpoint ledger and cached estimates of the model context.
@@ -123,7 +81,7 @@ pub(crate) struct Core {
     budget: context::Budget,
     /// The stamp of MiniCode.md at its last load and that load's outcome, so the check before
     /// each request re-reads the file only when it was touched.
-    memory_seen: Option<(memory::Stamp, Result<(), String>)>,
+    memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
     /// Tools the user approved "always" for this session.
     approved_tools: HashSet<String>,
     events: mpsc::UnboundedSender<Event>,
@@ -234,7 +192,7 @@ impl Core {
 
     /// Replaces the session with a fresh one in the same workspace.
     fn new_session(&mut self) {
-        match Session::create(&self.tools.workspace) {
+        match Session::create(&self.tool_ctx.workspace) {
             Ok(session) => {
                 self.save();
                 let old = std::mem::replace(&mut self.session, session);
@@ -316,11 +274,13 @@ async fn run_core(
 ) {
     let system_prompt = format!(
         "{}\n\n{}",
-        prompt::system_prompt(&setup.tools.workspace),
-        memory::PROMPT_RULES
+        prompt::system_prompt(&setup.tool_ctx.workspace),
+        crate::memory::PROMPT_RULES
     );
     let mut context = context::Context::new(system_prompt, setup.registry.specs());
-    setup.tools.set_output_limit(setup.options.context_window);
+    setup
+        .tool_ctx
+        .set_output_limit(setup.options.context_window);
     let window = setup.options.context_window;
     let (reserve, keep) = (
         setup.options.reserve_tokens,
@@ -338,7 +298,7 @@ async fn run_core(
     let mut core = Core {
         provider: setup.provider,
         registry: setup.registry,
-        tools: setup.tools,
+        tool_ctx: setup.tool_ctx,
         session: setup.session,
         options: setup.options,
         context,

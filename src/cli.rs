@@ -136,12 +136,12 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     } else {
         Vec::new()
     };
-    let mut tools = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
-    tools.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
+    let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
+    tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
     let setup = Setup {
         provider,
         registry: Arc::new(Registry::builtin()),
-        tools: Arc::new(tools),
+        tool_ctx: Arc::new(tool_ctx),
         session,
         options: Options {
             max_rounds: config.max_rounds,
@@ -244,9 +244,9 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
 
 /// The full-screen session; on exit the terminal is already restored and the transcript printed.
 async fn full_screen(
-    handle: agent::AgentHandle,
+    handle: crate::protocol::AgentHandle,
     config: &Config,
-    history: Vec<crate::provider::Message>,
+    history: Vec<crate::chat::Message>,
     resume_flags: &str,
     workspace: &Path,
 ) -> ExitCode {

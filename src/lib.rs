@@ -8,10 +8,12 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agent;
+pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod fsutil;
 pub mod logging;
+pub mod memory;
 pub mod print;
 pub mod protocol;
 pub mod provider;

@@ -9,8 +9,9 @@ use std::process::ExitCode;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::agent::{AgentHandle, OpSender};
-use crate::protocol::{ApprovalRequest, Decision, Event, Op, TurnEnd, TurnStats};
+use crate::chat::ApprovalRequest;
+use crate::protocol::{AgentHandle, OpSender};
+use crate::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
 
 /// How the result is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tokio::sync::mpsc;
 
-use crate::provider::Usage;
+use crate::chat::{ApprovalRequest, ToolStatus, Usage};
 
 /// Identifies a tool call within a session (the model's call id).
 pub type CallId = String;
@@ -42,16 +43,6 @@ pub enum Decision {
     ApproveTool,
     /// Do not run it; the optional reason is passed to the model.
     Deny { reason: Option<String> },
-}
-
-/// What the user must see to decide on a call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ApprovalRequest {
-    /// A shell command to run in the workspace.
-    Command { command: String },
-    /// A file change as a unified diff against the current file (empty old side for new files).
-    Diff { path: String, diff: String },
 }
 
 /// Why a turn ended.
@@ -128,21 +119,6 @@ pub struct TurnStats {
 
 fn ser_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
-}
-
-/// How a tool call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Succeeded,
-    /// It ran (or tried to) and failed; the output says why.
-    Failed,
-    /// The user refused it; nothing ran.
-    Denied,
-    /// Arguments were invalid; nothing ran.
-    Rejected,
-    /// Interrupted by the user; the process group was killed.
-    Interrupted,
 }
 
 /// Something that happened in the core.
@@ -235,4 +211,47 @@ pub enum Event {
     },
     /// The core stopped after `Shutdown`; nothing follows.
     ShutdownComplete,
+}
+
+/// A frontend's end of the core: send ops, receive events.
+pub struct AgentHandle {
+    ops: mpsc::UnboundedSender<Op>,
+    events: mpsc::UnboundedReceiver<Event>,
+}
+
+/// The sending half alone, for frontends that read events in one place and send ops from
+/// another (e.g. a signal handler).
+#[derive(Clone)]
+pub struct OpSender(mpsc::UnboundedSender<Op>);
+
+impl OpSender {
+    /// Sends an op; silently ignored once the core has shut down.
+    pub fn send(&self, op: Op) {
+        let _ = self.0.send(op);
+    }
+}
+
+impl AgentHandle {
+    /// Joins the two channel ends the core serves (see `agent::spawn`).
+    pub fn new(ops: mpsc::UnboundedSender<Op>, events: mpsc::UnboundedReceiver<Event>) -> Self {
+        Self { ops, events }
+    }
+
+    pub fn send(&self, op: Op) {
+        let _ = self.ops.send(op);
+    }
+
+    pub fn sender(&self) -> OpSender {
+        OpSender(self.ops.clone())
+    }
+
+    /// The next event; `None` once the core has stopped.
+    pub async fn next_event(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    /// Splits into a cloneable op sender and the event receiver.
+    pub fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
+        (OpSender(self.ops), self.events)
+    }
 }

@@ -12,8 +12,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::chat::{Message, Role};
 use crate::fsutil;
-use crate::provider::{Message, Role};
 
 pub use snapshot::INTERRUPTED_RESULT;
 use snapshot::{LoadError, Problem, Snapshot, SnapshotRef};

@@ -21,8 +21,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{ApprovalRequest, ToolStatus};
-use crate::provider::ToolSpec;
+use crate::chat::ToolSpec;
+use crate::chat::{ApprovalRequest, ToolStatus};
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
 

@@ -6,11 +6,11 @@
 //! state, and adds no agent logic. State and drawing live in `tui/state` and `tui/view`.
 
 pub mod commands;
-pub mod events;
+pub mod core_events;
 pub mod input;
 pub mod markdown;
+pub mod segment;
 pub mod state;
-pub mod stream;
 pub mod terminal;
 pub mod transcript;
 pub mod view;
@@ -27,9 +27,9 @@ use ratatui::backend::CrosstermBackend;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::agent::{AgentHandle, OpSender};
+use crate::chat::Message;
+use crate::protocol::{AgentHandle, OpSender};
 use crate::protocol::{Event, Op};
-use crate::provider::Message;
 use state::{Effect, Msg, State};
 
 /// The shortest time between two frames (coalesces streaming redraws to ~30 fps).

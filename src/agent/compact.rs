@@ -8,12 +8,12 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::context::{
-    Budget, MIN_REPLY_TOKENS, estimate_message, estimate_text, keep_boundary, split_at_budget,
-};
+use crate::agent::context::{Budget, MIN_REPLY_TOKENS, keep_boundary};
 use crate::agent::validate::{self, ValidationError};
+use crate::chat::{Message, Role};
+use crate::chat::{estimate_message, estimate_text, split_at_budget};
 use crate::protocol::{TokenStats, TurnStats};
-use crate::provider::{ChatRequest, Message, Provider, ProviderError, Reply, Role};
+use crate::provider::{ChatRequest, Provider, ProviderError, Reply};
 use crate::session::Checkpoint;
 
 /// The summariser's system prompt.

@@ -15,10 +15,12 @@ use tracing::Instrument;
 
 use super::Core;
 use super::compact::CompactError;
-use super::context::estimate_message;
-use super::maintain::chain;
-use crate::protocol::{ApprovalRequest, CallId, Decision, Event, ToolStatus, TurnEnd, TurnStats};
-use crate::provider::{ChatRequest, Message, ProviderError, Reply, StreamEvent, ToolCall};
+use super::context_upkeep::chain;
+use crate::chat::estimate_message;
+use crate::chat::{ApprovalRequest, ToolStatus};
+use crate::chat::{Message, ToolCall};
+use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
+use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
 use crate::tools::ToolOutput;
 
 /// The instruction for the last request once the round limit is reached.
@@ -312,7 +314,7 @@ async fn run_call(
             return rejected(message);
         }
     };
-    let prepared = tool.prepare(&args, &core.tools);
+    let prepared = tool.prepare(&args, &core.tool_ctx);
     // A refused call still names its target, so the user sees what was attempted.
     let summary = match &prepared {
         Ok(p) => p.summary.clone(),
@@ -345,10 +347,10 @@ async fn run_call(
     }
     let span = tracing::info_span!("tool_call", tool = %call.name, call = %call.id);
     let mut output = tool
-        .run(args, &core.tools, cancel.child_token())
+        .run(args, &core.tool_ctx, cancel.child_token())
         .instrument(span)
         .await;
-    output.content = core.tools.secrets.redact(output.content);
+    output.content = core.tool_ctx.secrets.redact(output.content);
     output
 }
 

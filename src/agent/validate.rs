@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use crate::provider::{Message, Role};
+use crate::chat::{Message, Role};
 
 /// Why a context is not valid. Indices count from 0 in the list that was checked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,7 +82,7 @@ pub fn normalize_arguments(message: &mut Message) -> usize {
 /// Gives every call in a reply a distinct, non-empty id (a server that repeats or omits ids
 /// would otherwise leave a history no later request could validate). Renamed calls get
 /// `<id>_<n>`; returns how many were renamed.
-pub fn unique_call_ids(calls: &mut [crate::provider::ToolCall]) -> usize {
+pub fn unique_call_ids(calls: &mut [crate::chat::ToolCall]) -> usize {
     let mut seen = std::collections::HashSet::new();
     let mut renamed = 0;
     for index in 0..calls.len() {

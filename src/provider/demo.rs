@@ -10,10 +10,8 @@ use std::time::Duration;
 
 use futures_util::stream;
 
-use super::{
-    ChatRequest, EventStream, Message, Provider, Reply, ReplyFuture, Role, StreamEvent, ToolCall,
-    Usage,
-};
+use super::{ChatRequest, EventStream, Provider, Reply, ReplyFuture, StreamEvent};
+use crate::chat::{Message, Role, ToolCall, Usage};
 
 /// Pause between streamed pieces, so the reply visibly arrives like a real model's.
 const PIECE_DELAY: Duration = Duration::from_millis(6);

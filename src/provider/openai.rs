@@ -18,10 +18,8 @@ use super::http_error::{clean, error_from_payload, error_from_response, retry_af
 use super::retry::{self, ByteStream, Policy, StreamLimits};
 use super::sse::MAX_REPLY_BYTES;
 use super::sse::WireUsage;
-use super::{
-    ChatRequest, EventStream, Message, Provider, ProviderError, Reply, ReplyFuture, ToolCall,
-    ToolSpec,
-};
+use super::{ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture};
+use crate::chat::{Message, ToolCall, ToolSpec};
 
 /// How to reach one OpenAI-compatible server.
 #[derive(Debug, Clone)]

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use super::{ProviderError, Reply, StreamEvent, ToolCall, Usage};
+use super::{ProviderError, Reply, StreamEvent};
+use crate::chat::{ToolCall, Usage};
 
 /// The largest single event accepted (data, event name and any partial line together). A
 /// server that sends more is refused so a broken or hostile stream cannot grow memory unbounded.

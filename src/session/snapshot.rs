@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::provider::{Message, Role};
+use crate::chat::{Message, Role};
 
 use super::{Checkpoint, SNAPSHOT_VERSION, Totals};
 

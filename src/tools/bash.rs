@@ -18,9 +18,9 @@ use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::{MAX_BASH_TIMEOUT, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use crate::chat::ApprovalRequest;
+use crate::chat::ToolSpec;
 use crate::fsutil;
-use crate::protocol::ApprovalRequest;
-use crate::provider::ToolSpec;
 
 /// Most bytes of output the model sees per call (head and tail together).
 pub const OUTPUT_CAP: usize = super::MAX_OUTPUT_LIMIT;

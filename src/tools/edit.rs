@@ -11,10 +11,10 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
-use crate::agent::memory;
+use crate::chat::ApprovalRequest;
+use crate::chat::ToolSpec;
 use crate::fsutil::{self, Existing};
-use crate::protocol::ApprovalRequest;
-use crate::provider::ToolSpec;
+use crate::memory;
 
 /// Largest file `edit` (and `write`'s approval diff) will load whole.
 pub const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;

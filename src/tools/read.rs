@@ -11,9 +11,9 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
-use crate::agent::memory;
+use crate::chat::ToolSpec;
 use crate::fsutil;
-use crate::provider::ToolSpec;
+use crate::memory;
 
 /// Most lines shown by one call.
 pub const MAX_LINES: u64 = 2000;

@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
 use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
-use crate::agent::memory;
+use crate::chat::ApprovalRequest;
+use crate::chat::ToolSpec;
 use crate::fsutil::{self, Existing, LoadError};
-use crate::protocol::ApprovalRequest;
-use crate::provider::ToolSpec;
+use crate::memory;
 
 const DESCRIPTION: &str = "Create a file or replace its whole content. Parent folders are \
 created. Prefer the edit tool for changing part of an existing file. The path is relative to \

@@ -18,8 +18,8 @@ use super::input::Draft;
 use super::transcript::{Kind, Level, Scroll, Transcript};
 use super::view;
 use super::wrap;
+use crate::chat::Message;
 use crate::protocol::{Decision, Event, Op};
-use crate::provider::Message;
 
 /// Rows moved by one mouse-wheel notch.
 pub const WHEEL_ROWS: usize = 3;

@@ -12,9 +12,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::markdown;
-use super::stream::Splitter;
+use super::segment::Splitter;
 use super::wrap::{self, Run, sanitize};
-use crate::protocol::{ApprovalRequest, Decision, ToolStatus};
+use crate::chat::{ApprovalRequest, ToolStatus};
+use crate::protocol::Decision;
 
 /// Lines of tool output shown while a result is folded.
 pub const FOLDED_OUTPUT_LINES: usize = 4;

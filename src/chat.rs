@@ -1,0 +1,191 @@
+//! The conversation data model: messages, tool calls and their declarations, token usage, and
+//! how a tool call is approved and ends. Plain data shared by every layer; it imports nothing
+//! else of ours, so the provider, the core, the tools, the session store and the frontends can
+//! all depend on it without depending on each other.
+//!
+//! Messages serialize exactly as `/chat/completions` expects, so the same type is sent to the
+//! server, kept in history and stored in session files.
+
+mod tokens;
+
+use serde::{Deserialize, Serialize};
+
+pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One chat message. `content` stays `null` (not omitted) beside assistant tool calls, and a
+/// tool result with no output is sent as `""`, because some servers reject anything else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::plain(Role::System, text.into())
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::plain(Role::User, text.into())
+    }
+
+    pub fn assistant(text: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: text,
+            tool_calls,
+            tool_call_id: None,
+        }
+    }
+
+    pub fn tool_result(call_id: impl Into<String>, output: impl Into<String>) -> Self {
+        Self {
+            role: Role::Tool,
+            content: Some(output.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
+
+    fn plain(role: Role, text: String) -> Self {
+        Self {
+            role,
+            content: Some(text),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    /// The text content, or "" when there is none.
+    pub fn text(&self) -> &str {
+        self.content.as_deref().unwrap_or("")
+    }
+}
+
+/// A tool call as the model made it. `arguments` is the raw JSON text from the wire; it is
+/// parsed and validated by the tool registry, never trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// Wire shape: `{"id", "type": "function", "function": {"name", "arguments"}}`.
+#[derive(Serialize, Deserialize)]
+struct WireToolCall<'a> {
+    id: std::borrow::Cow<'a, str>,
+    #[serde(rename = "type", default = "function_kind")]
+    kind: std::borrow::Cow<'a, str>,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireFunction<'a> {
+    name: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    arguments: std::borrow::Cow<'a, str>,
+}
+
+fn function_kind() -> std::borrow::Cow<'static, str> {
+    "function".into()
+}
+
+impl Serialize for ToolCall {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        WireToolCall {
+            id: self.id.as_str().into(),
+            kind: "function".into(),
+            function: WireFunction {
+                name: self.name.as_str().into(),
+                arguments: self.arguments.as_str().into(),
+            },
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = WireToolCall::deserialize(d)?;
+        if w.kind != "function" {
+            return Err(serde::de::Error::custom(format!(
+                "unsupported tool call type {:?}",
+                w.kind
+            )));
+        }
+        Ok(ToolCall {
+            id: w.id.into_owned(),
+            name: w.function.name.into_owned(),
+            arguments: w.function.arguments.into_owned(),
+        })
+    }
+}
+
+/// A tool declaration sent with a request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// JSON schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// Token counts as the server reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    /// Builds usage from server numbers; a total of 0 beside real counts means "not filled in".
+    pub fn new(input: u64, output: u64, total: u64) -> Self {
+        let total = if total == 0 { input + output } else { total };
+        Self {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: total,
+        }
+    }
+}
+
+/// What the user must see to decide on a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ApprovalRequest {
+    /// A shell command to run in the workspace.
+    Command { command: String },
+    /// A file change as a unified diff against the current file (empty old side for new files).
+    Diff { path: String, diff: String },
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Succeeded,
+    /// It ran (or tried to) and failed; the output says why.
+    Failed,
+    /// The user refused it; nothing ran.
+    Denied,
+    /// Arguments were invalid; nothing ran.
+    Rejected,
+    /// Interrupted by the user; the process group was killed.
+    Interrupted,
+}

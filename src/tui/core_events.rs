@@ -1,0 +1,295 @@
+//! Agent events into UI state: what the core reported becomes transcript entries, the
+//! activity shown in the status bar, and (when a turn completes) the next queued prompt. Also
+//! rebuilds the transcript of a resumed session from its messages.
+//!
+//! Part of `update`; no I/O and no decisions that belong to the core.
+
+use super::state::{Activity, Effect, PendingApproval, State};
+use super::transcript::{Kind, Level, Reply, ToolEntry};
+use super::wrap;
+use crate::chat::ToolStatus;
+use crate::chat::{Message, Role};
+use crate::protocol::{Event, TurnEnd, TurnStats};
+
+impl State {
+    /// Rebuilds the transcript of a resumed session from its messages.
+    pub(crate) fn restore(&mut self, history: &[Message]) {
+        for m in history {
+            match m.role {
+                Role::System => {}
+                Role::User => {
+                    // Injected project memory is context, not something the user typed.
+                    if m.text().starts_with("<project-memory>") {
+                        continue;
+                    }
+                    self.draft.remember(m.text());
+                    self.transcript.push(Kind::User(m.text().to_string()));
+                }
+                Role::Assistant => {
+                    if !m.text().trim().is_empty() {
+                        self.transcript.push(Kind::Assistant(Reply::new(m.text())));
+                    }
+                    for c in &m.tool_calls {
+                        self.transcript.push(Kind::Tool(ToolEntry {
+                            call: c.id.clone(),
+                            tool: c.name.clone(),
+                            summary: wrap::truncate(&c.arguments.replace('\n', " "), 200),
+                            approval: None,
+                            decision: None,
+                            status: None,
+                            output: String::new(),
+                        }));
+                    }
+                }
+                Role::Tool => {
+                    let id = m.tool_call_id.as_deref().unwrap_or("");
+                    if let Some(i) = self.transcript.find_tool(id) {
+                        let out = m.text().to_string();
+                        let status = status_from_result(&out);
+                        self.transcript.edit(i, |k| {
+                            if let Kind::Tool(t) = k {
+                                t.status = Some(status);
+                                t.output = out;
+                            }
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn agent(&mut self, e: Event) -> Vec<Effect> {
+        match e {
+            Event::SessionConfigured { session_id, session_path, model, context_window, .. } => {
+                self.sessions_seen += 1;
+                if self.sessions_seen > 1 {
+                    self.notice(Level::Info, format!("new session {session_id}"));
+                }
+                self.session_id = Some(session_id);
+                self.session_path = Some(session_path);
+                self.model = model;
+                self.context_window = context_window;
+            }
+            Event::TurnStarted { .. } => {
+                self.busy = true;
+                self.activity = Activity::Waiting;
+            }
+            Event::ModelRequestStarted { .. } => self.activity = Activity::Waiting,
+            Event::TextDelta { text } => {
+                self.activity = Activity::Streaming;
+                let i = match self.streaming {
+                    Some(i) => i,
+                    None => {
+                        self.transcript.push(Kind::Assistant(Reply::default()));
+                        let i = self.transcript.len() - 1;
+                        self.streaming = Some(i);
+                        i
+                    }
+                };
+                self.transcript.edit(i, |k| {
+                    if let Kind::Assistant(r) = k {
+                        r.push(&text);
+                    }
+                });
+            }
+            Event::AssistantMessage { text } => {
+                match self.streaming.take() {
+                    Some(i) => self.transcript.edit(i, |k| {
+                        if let Kind::Assistant(r) = k
+                            && r.text != text
+                        {
+                            *r = Reply::new(&text);
+                        }
+                    }),
+                    None if !text.trim().is_empty() => self.transcript.push(Kind::Assistant(Reply::new(&text))),
+                    None => {}
+                }
+            }
+            Event::Retrying { attempt, max_attempts, delay_ms, reason } => {
+                let secs = delay_ms as f64 / 1000.0;
+                self.notice(Level::Warning, format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s: {reason}"));
+            }
+            Event::ToolCallBegan { call, tool, summary, .. } => {
+                self.streaming = None;
+                self.activity = Activity::Tool(tool.clone());
+                let t = ToolEntry { call, tool, summary, approval: None, decision: None, status: None, output: String::new() };
+                self.transcript.push(Kind::Tool(t));
+            }
+            Event::ApprovalRequested { call, tool, request } => {
+                if let Some(i) = self.transcript.find_tool(&call) {
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k {
+                            t.approval = Some(request);
+                        }
+                    });
+                }
+                self.activity = Activity::Approval(tool.clone());
+                self.approval = Some(PendingApproval { call, tool, typing_reason: false, stashed_draft: String::new() });
+            }
+            Event::ApprovalDecided { call, decision } => {
+                if let Some(i) = self.transcript.find_tool(&call) {
+                    let tool = match self.transcript.entries()[i].kind() {
+                        Kind::Tool(t) => t.tool.clone(),
+                        _ => String::new(),
+                    };
+                    self.activity = Activity::Tool(tool);
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k {
+                            t.decision = Some(decision);
+                        }
+                    });
+                }
+                if self.approval.as_ref().is_some_and(|p| p.call == call) {
+                    self.approval = None;
+                }
+            }
+            Event::ToolCallEnded { call, status, output } => {
+                if let Some(i) = self.transcript.find_tool(&call) {
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k {
+                            t.status = Some(status);
+                            t.output = output;
+                        }
+                    });
+                }
+                self.activity = Activity::Waiting;
+            }
+            Event::Warning { message } => self.notice(Level::Warning, message),
+            Event::Error { message } => self.notice(Level::Error, message),
+            Event::Compacted { tokens_before, tokens_after, messages_summarized } => self.notice(
+                Level::Info,
+                format!("context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"),
+            ),
+            Event::MemoryLoaded { path, tokens } => {
+                self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
+            }
+            Event::ContextUsage { tokens, window } => {
+                // Whenever it comes (after a request, after compaction, at session start).
+                self.context_tokens = Some(tokens);
+                if window > 0 {
+                    self.context_window = window;
+                }
+            }
+            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, stats),
+            Event::ShutdownComplete => {}
+        }
+        Vec::new()
+    }
+
+    pub(crate) fn turn_ended(&mut self, end: TurnEnd, stats: TurnStats) -> Vec<Effect> {
+        self.streaming = None;
+        self.busy = false;
+        self.activity = Activity::Idle;
+        self.approval = None;
+        if self.hint.as_deref() == Some("interrupting…") {
+            self.hint = None;
+        }
+        match &end {
+            TurnEnd::Completed => {}
+            TurnEnd::Interrupted => {
+                let what = self
+                    .interrupted_during
+                    .take()
+                    .unwrap_or_else(|| "the turn".into());
+                self.notice(Level::Warning, format!("interrupted ({what})"));
+            }
+            TurnEnd::RoundLimit { rounds } => {
+                self.notice(
+                    Level::Warning,
+                    format!("stopped after {rounds} tool rounds (the summary is above)"),
+                );
+            }
+            TurnEnd::Failed { error } => self.notice(Level::Error, format!("turn failed: {error}")),
+        }
+        self.interrupted_during = None;
+        // A turn that called nothing (e.g. a /compact with nothing to compact) keeps the last
+        // turn's figures and adds no empty stats line.
+        if stats.model_calls > 0 || stats.summary_calls > 0 || stats.tool_calls > 0 {
+            let tokens = (!stats.tokens.unavailable()).then_some(stats.tokens.total_tokens);
+            self.last_turn = Some((tokens, stats.wall));
+            self.transcript.push(Kind::Stats(stats_line(&stats)));
+        }
+        // Only a completed turn sends the next queued prompt by itself; after an interrupt or
+        // a failure the queue waits (`queue_paused`) until Enter on an empty draft.
+        if end == TurnEnd::Completed
+            && let Some(next) = self.queue.pop_front()
+        {
+            return self.submit(next);
+        }
+        Vec::new()
+    }
+}
+
+/// One line of per-turn statistics.
+pub fn stats_line(s: &TurnStats) -> String {
+    let mut parts = vec![format!("{:.1} s", s.wall.as_secs_f64())];
+    parts.push(plural(s.model_calls as u64, "model call"));
+    if s.tool_calls > 0 {
+        parts.push(plural(s.tool_calls as u64, "tool call"));
+    }
+    let t = &s.tokens;
+    if t.unavailable() {
+        parts.push("tokens unavailable".into());
+    } else {
+        let partial = if t.partial() { ", partial" } else { "" };
+        parts.push(format!(
+            "{} tokens (in {} / out {}{partial})",
+            t.total_tokens, t.input_tokens, t.output_tokens
+        ));
+    }
+    if s.summary_calls > 0 {
+        let tokens = if s.summary_tokens.unavailable() {
+            "tokens unavailable".to_string()
+        } else {
+            format!("{} tokens", s.summary_tokens.total_tokens)
+        };
+        parts.push(format!(
+            "{} ({tokens})",
+            plural(s.summary_calls as u64, "summary call")
+        ));
+    }
+    parts.join(" · ")
+}
+
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// The status of a restored tool result, read from its text (sessions store only the text).
+/// Kept simple, by the fixed wordings the core and tools use: a denial, "not run" or
+/// "interrupted" at the start, "invalid arguments" or "unknown tool" at the start, or a closing
+/// `[exit code N]` (N ≠ 0), `[timed out …]`, `[killed by signal …]` or `[interrupted …]` line.
+/// Anything else counts as a success.
+pub fn status_from_result(text: &str) -> ToolStatus {
+    let head = text.trim_start().to_lowercase();
+    if head.starts_with("the user denied") {
+        return ToolStatus::Denied;
+    }
+    if head.starts_with("not run") || head.starts_with("interrupted") {
+        return ToolStatus::Interrupted;
+    }
+    if head.starts_with("invalid arguments") || head.starts_with("unknown tool") {
+        return ToolStatus::Rejected;
+    }
+    let last = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
+    if let Some(inner) = last.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+        if let Some(code) = inner.strip_prefix("exit code ") {
+            return if code.trim() == "0" {
+                ToolStatus::Succeeded
+            } else {
+                ToolStatus::Failed
+            };
+        }
+        if inner.starts_with("interrupted") {
+            return ToolStatus::Interrupted;
+        }
+        if inner.starts_with("timed out") || inner.starts_with("killed by signal") {
+            return ToolStatus::Failed;
+        }
+    }
+    ToolStatus::Succeeded
+}

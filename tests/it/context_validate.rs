@@ -1,0 +1,228 @@
+//! Message validation (`agent::validate`): the local check before a context is sent or saved.
+
+use minicode::agent::validate::{self, ValidationError};
+use minicode::chat::{Message, Role, ToolCall};
+
+fn call(id: &str, args: &str) -> ToolCall {
+    ToolCall {
+        id: id.to_string(),
+        name: "bash".to_string(),
+        arguments: args.to_string(),
+    }
+}
+
+fn check(messages: &[Message]) -> Result<(), ValidationError> {
+    let refs: Vec<&Message> = messages.iter().collect();
+    validate::messages(&refs)
+}
+
+#[test]
+fn a_well_formed_conversation_is_valid() {
+    let messages = vec![
+        Message::system("sys"),
+        Message::user("memory"),
+        Message::user("do it"),
+        Message::assistant(None, vec![call("a", "{}"), call("b", "{\"x\":1}")]),
+        Message::tool_result("b", ""),
+        Message::tool_result("a", "done"),
+        Message::assistant(Some("ok".into()), vec![]),
+        Message::system("a later instruction"),
+        Message::user("next"),
+        Message::assistant(Some(String::new()), vec![]),
+    ];
+    check(&messages).unwrap();
+    validate::history(&messages).unwrap();
+}
+
+#[test]
+fn duplicate_call_ids_in_a_batch_are_refused() {
+    let messages = vec![
+        Message::user("x"),
+        Message::assistant(None, vec![call("a", "{}"), call("a", "{}")]),
+    ];
+    let err = check(&messages).unwrap_err();
+    assert_eq!(
+        err,
+        ValidationError::DuplicateCallId {
+            index: 1,
+            call_id: "a".into()
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("message 1") && text.contains("\"a\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_same_id_in_a_later_batch_is_allowed() {
+    let messages = vec![
+        Message::assistant(None, vec![call("a", "{}")]),
+        Message::tool_result("a", "1"),
+        Message::assistant(None, vec![call("a", "{}")]),
+        Message::tool_result("a", "2"),
+    ];
+    check(&messages).unwrap();
+}
+
+#[test]
+fn another_role_before_all_results_is_refused() {
+    let messages = vec![
+        Message::assistant(None, vec![call("a", "{}"), call("b", "{}")]),
+        Message::tool_result("a", "1"),
+        Message::user("interrupting"),
+    ];
+    assert_eq!(
+        check(&messages).unwrap_err(),
+        ValidationError::Unanswered {
+            index: 2,
+            role: "user",
+            call_id: "b".into()
+        }
+    );
+}
+
+#[test]
+fn an_unanswered_call_at_the_end_is_refused_for_requests_but_allowed_while_tools_run() {
+    let messages = vec![
+        Message::user("x"),
+        Message::assistant(None, vec![call("a", "{}")]),
+    ];
+    assert_eq!(
+        check(&messages).unwrap_err(),
+        ValidationError::UnansweredAtEnd {
+            index: 1,
+            call_id: "a".into()
+        }
+    );
+    validate::history_prefix(&messages).unwrap();
+}
+
+#[test]
+fn a_result_for_no_pending_call_is_refused() {
+    let messages = vec![Message::user("x"), Message::tool_result("ghost", "1")];
+    assert_eq!(
+        check(&messages).unwrap_err(),
+        ValidationError::UnexpectedResult {
+            index: 1,
+            call_id: "ghost".into()
+        }
+    );
+    let answered_twice = vec![
+        Message::assistant(None, vec![call("a", "{}")]),
+        Message::tool_result("a", "1"),
+        Message::tool_result("a", "1"),
+    ];
+    assert!(matches!(
+        check(&answered_twice),
+        Err(ValidationError::UnexpectedResult { index: 2, .. })
+    ));
+}
+
+#[test]
+fn arguments_must_be_a_json_object() {
+    for bad in ["", "[1]", "\"s\"", "{\"a\":", "{} trailing", "null"] {
+        let messages = vec![Message::assistant(None, vec![call("c1", bad)])];
+        assert_eq!(
+            check(&messages).unwrap_err(),
+            ValidationError::Arguments {
+                index: 0,
+                call_id: "c1".into()
+            },
+            "arguments {bad:?}"
+        );
+    }
+}
+
+#[test]
+fn role_fields_are_checked() {
+    let no_content = Message {
+        role: Role::User,
+        content: None,
+        tool_calls: vec![],
+        tool_call_id: None,
+    };
+    assert!(matches!(
+        check(&[no_content]),
+        Err(ValidationError::Field {
+            index: 0,
+            role: "user",
+            ..
+        })
+    ));
+    let user_with_calls = Message {
+        role: Role::User,
+        content: Some("x".into()),
+        tool_calls: vec![call("a", "{}")],
+        tool_call_id: None,
+    };
+    assert!(matches!(
+        check(&[user_with_calls]),
+        Err(ValidationError::Field { .. })
+    ));
+    let empty_assistant = Message::assistant(None, vec![]);
+    assert!(matches!(
+        check(&[empty_assistant]),
+        Err(ValidationError::Field {
+            index: 0,
+            role: "assistant",
+            ..
+        })
+    ));
+    let assistant_with_id = Message {
+        tool_call_id: Some("a".into()),
+        ..Message::assistant(Some("x".into()), vec![])
+    };
+    assert!(matches!(
+        check(&[assistant_with_id]),
+        Err(ValidationError::Field { .. })
+    ));
+    let tool_without_id = Message {
+        tool_call_id: None,
+        ..Message::tool_result("a", "x")
+    };
+    let messages = vec![
+        Message::assistant(None, vec![call("a", "{}")]),
+        tool_without_id,
+    ];
+    assert!(matches!(
+        check(&messages),
+        Err(ValidationError::Field {
+            index: 1,
+            role: "tool",
+            ..
+        })
+    ));
+    let empty_id = vec![Message::assistant(None, vec![call("", "{}")])];
+    assert_eq!(
+        check(&empty_id).unwrap_err(),
+        ValidationError::EmptyCallId { index: 0 }
+    );
+    let no_name = vec![Message::assistant(
+        None,
+        vec![ToolCall {
+            id: "a".into(),
+            name: String::new(),
+            arguments: "{}".into(),
+        }],
+    )];
+    assert!(matches!(
+        check(&no_name),
+        Err(ValidationError::EmptyToolName { .. })
+    ));
+}
+
+#[test]
+fn results_may_come_in_any_order() {
+    let messages = vec![
+        Message::assistant(
+            None,
+            vec![call("a", "{}"), call("b", "{}"), call("c", "{}")],
+        ),
+        Message::tool_result("c", ""),
+        Message::tool_result("a", ""),
+        Message::tool_result("b", ""),
+    ];
+    check(&messages).unwrap();
+}

@@ -1,0 +1,304 @@
+//! The real binary in a pseudo-terminal against the mock OpenAI server: a prompt streams its
+//! reply, a bash call is approved with `y`, scrolling works while streaming, a resize is taken,
+//! Esc interrupts, Ctrl+C twice exits, and afterwards the terminal is back in cooked mode on the
+//! main screen with keyboard flags popped and the transcript printed.
+//!
+//! Every wait is for screen content with a generous deadline; nothing sleeps to synchronise.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::support::mock_openai::{MockReply, MockServer, text_reply, tool_calls_reply};
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+struct Pty {
+    screen: Arc<Mutex<vt100::Parser>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    master: Box<dyn MasterPty + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    _dir: tempfile::TempDir,
+}
+
+fn size(rows: u16, cols: u16) -> PtySize {
+    PtySize {
+        rows,
+        cols,
+        pixel_width: 0,
+        pixel_height: 0,
+    }
+}
+
+impl Pty {
+    fn spawn(server: &MockServer) -> Pty {
+        let dir = tempfile::tempdir().unwrap();
+        let pair = native_pty_system().openpty(size(30, 100)).unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+        cmd.args(["--base-url", &server.base_url(), "--model", "m"]);
+        cmd.cwd(dir.path());
+        cmd.env("HOME", dir.path());
+        cmd.env("XDG_CONFIG_HOME", dir.path().join("config"));
+        cmd.env("MINICODE_API_KEY", "test-key");
+        cmd.env("TERM", "xterm-256color");
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let writer = Arc::new(Mutex::new(pair.master.take_writer().unwrap()));
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let (s, r, w) = (screen.clone(), raw.clone(), writer.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let bytes = &buf[..n];
+                // Act as a terminal with the kitty keyboard protocol: answer the flags query
+                // and the primary device attributes query that follows it.
+                if contains(bytes, b"\x1b[?u") {
+                    let _ = w.lock().unwrap().write_all(b"\x1b[?0u\x1b[?62;22c");
+                }
+                // ...and the cursor position report, as every terminal does.
+                if contains(bytes, b"\x1b[6n") {
+                    let _ = w.lock().unwrap().write_all(b"\x1b[1;1R");
+                }
+                s.lock().unwrap().process(bytes);
+                r.lock().unwrap().extend_from_slice(bytes);
+            }
+        });
+        Pty {
+            screen,
+            raw,
+            writer,
+            master: pair.master,
+            child,
+            _dir: dir,
+        }
+    }
+
+    fn send(&self, bytes: &[u8]) {
+        let mut w = self.writer.lock().unwrap();
+        w.write_all(bytes).unwrap();
+        w.flush().unwrap();
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    fn wait_for(&self, what: &str) {
+        let end = Instant::now() + DEADLINE;
+        while Instant::now() < end {
+            if self.contents().contains(what) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "timed out waiting for {what:?}; screen:\n{}",
+            self.contents()
+        );
+    }
+
+    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let end = Instant::now() + DEADLINE;
+        while Instant::now() < end {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        panic!("the session did not exit; screen:\n{}", self.contents());
+    }
+
+    /// Waits for the reader to see everything the process wrote before it exited.
+    fn wait_output(&self, what: &[u8]) {
+        let end = Instant::now() + DEADLINE;
+        while Instant::now() < end {
+            if contains(&self.raw.lock().unwrap(), what) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("output never contained {:?}", String::from_utf8_lossy(what));
+    }
+
+    /// After exit: cooked mode, main screen, keyboard flags popped, modes off.
+    fn assert_restored(&self) {
+        self.wait_output(b"\x1b[?1049l");
+        let raw = self.raw.lock().unwrap().clone();
+        let last = |pat: &[u8]| rfind(&raw, pat);
+        assert!(
+            last(b"\x1b[?1049l") > last(b"\x1b[?1049h"),
+            "left the alternate screen"
+        );
+        assert!(
+            last(b"\x1b[<1u") > last(b"\x1b[>1u"),
+            "keyboard flags popped"
+        );
+        assert!(
+            last(b"\x1b[?2004l") > last(b"\x1b[?2004h"),
+            "bracketed paste off"
+        );
+        assert!(
+            last(b"\x1b[?1000l") >= last(b"\x1b[?1000h"),
+            "mouse capture off"
+        );
+        assert!(
+            !self.screen.lock().unwrap().screen().alternate_screen(),
+            "on the main screen"
+        );
+        let fd = self.master.as_raw_fd().expect("a unix pty");
+        // SAFETY: tcgetattr only writes into the struct we pass, for a descriptor we own.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(fd, &mut t) }, 0);
+        assert!(
+            t.c_lflag & libc::ICANON != 0 && t.c_lflag & libc::ECHO != 0,
+            "cooked mode"
+        );
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
+fn slow(reply: MockReply, ms: u64) -> MockReply {
+    reply.with_delay(Duration::from_millis(ms))
+}
+
+#[test]
+fn prompt_streams_reply_and_ctrl_c_twice_exits_restoring_the_terminal() {
+    let server = MockServer::start_in_thread(vec![slow(
+        text_reply("Hello **pty** world, streamed.", 3),
+        10,
+    )]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    pty.send(b"say hello\r");
+    pty.wait_for("Hello pty world, streamed.");
+    pty.wait_for("idle");
+    pty.send(b"\x03");
+    pty.wait_for("Ctrl+C again");
+    pty.send(b"\x03");
+    pty.wait_exit();
+    pty.assert_restored();
+    pty.wait_for("Hello pty world, streamed.");
+    assert!(
+        pty.contents().contains("› say hello"),
+        "transcript printed:\n{}",
+        pty.contents()
+    );
+}
+
+#[test]
+fn bash_call_is_approved_with_y() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[("call_1", "bash", r#"{"command":"echo pty-$((40+2))"}"#)],
+            8,
+        ),
+        text_reply("all done", 2),
+    ]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    pty.send(b"run the command\r");
+    pty.wait_for("allow bash?");
+    pty.send(b"y");
+    pty.wait_for("pty-42");
+    pty.wait_for("all done");
+    pty.wait_for("idle");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+}
+
+#[test]
+fn scrolling_and_resize_while_streaming_then_esc_interrupts() {
+    let long: String = (1..=400).map(|i| format!("row {i}\n\n")).collect();
+    let server = MockServer::start_in_thread(vec![slow(text_reply(&long, 8), 15)]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    pty.send(b"stream a lot\r");
+    pty.wait_for("row 40");
+    pty.send(b"\x1b[5~");
+    pty.wait_for("more below");
+    // SGR mouse wheel up at column 5, row 5.
+    pty.send(b"\x1b[<64;5;5M");
+    pty.wait_for("more below");
+    pty.master.resize(size(24, 80)).unwrap();
+    pty.screen.lock().unwrap().screen_mut().set_size(24, 80);
+    pty.send(b"\x1b[F");
+    pty.wait_for("streaming");
+    pty.send(b"\x1b");
+    pty.wait_for("interrupted");
+    pty.wait_for("idle");
+    pty.send(b"\x03");
+    pty.wait_for("Ctrl+C again");
+    pty.send(b"\x03");
+    pty.wait_exit();
+    pty.assert_restored();
+}
+
+/// The process state letter from /proc/<pid>/stat ('T' when stopped).
+fn process_state(pid: u32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(") ")
+        .next()
+        .and_then(|rest| rest.chars().next())
+        .unwrap_or('?')
+}
+
+#[test]
+fn ctrl_z_restores_the_terminal_and_resume_takes_it_back() {
+    let server = MockServer::start_in_thread(vec![text_reply("back in business", 4)]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    let pid = pty.child.process_id().expect("a pid");
+    pty.send(b"\x1a");
+    let end = Instant::now() + DEADLINE;
+    while process_state(pid) != 'T' {
+        assert!(Instant::now() < end, "the session never stopped");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pty.assert_restored();
+    // SAFETY: kill only sends a signal to the child we started.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let raw_len = pty.raw.lock().unwrap().len();
+    let end = Instant::now() + DEADLINE;
+    while !contains(&pty.raw.lock().unwrap()[raw_len..], b"\x1b[?1049h") {
+        assert!(
+            Instant::now() < end,
+            "the alternate screen was not taken back"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pty.send(b"hello again\r");
+    pty.wait_for("back in business");
+    pty.wait_for("idle");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+}
+
+#[test]
+fn sigterm_restores_the_terminal_and_exits_1() {
+    let server = MockServer::start_in_thread(vec![]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    let pid = pty.child.process_id().expect("a pid");
+    // SAFETY: kill only sends a signal to the child we started.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = pty.wait_exit();
+    assert_eq!(status.exit_code(), 1);
+    pty.assert_restored();
+}

@@ -1,0 +1,24 @@
+//! Starts the agent core on a fresh session in a test workspace, with the built-in tools.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use minicode::agent::{self, Options, Setup};
+use minicode::protocol::AgentHandle;
+use minicode::provider::Provider;
+use minicode::session::Session;
+use minicode::tools::{Registry, ToolCtx};
+
+/// A new session in `dir` (canonicalised), bash timeout 30 s, no secrets to scrub.
+pub fn spawn(dir: &Path, provider: impl Provider + 'static, options: Options) -> AgentHandle {
+    let workspace = dir.canonicalize().expect("canonical workspace");
+    let session = Session::create(&workspace).expect("new session");
+    agent::spawn(Setup {
+        provider: Arc::new(provider),
+        registry: Arc::new(Registry::builtin()),
+        tool_ctx: Arc::new(ToolCtx::new(workspace, Duration::from_secs(30), Vec::new())),
+        session,
+        options,
+    })
+}

@@ -1,0 +1,984 @@
+//! View and update of the full-screen session as pure functions: agent events and keys are fed
+//! into `State::update`, the state is rendered into ratatui's `TestBackend`, and the screen is
+//! compared with insta snapshots or checked for specific content.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use minicode::chat::{ApprovalRequest, ToolStatus};
+use minicode::chat::{Message, ToolCall};
+use minicode::protocol::{Decision, Event, Op, TokenStats, TurnEnd, TurnStats};
+use minicode::tui::state::{Effect, Msg, State};
+use minicode::tui::transcript::Scroll;
+use minicode::tui::view;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn state(w: u16, h: u16) -> State {
+    let mut s = State::new("test-model", 100_000, &[]);
+    s.update(Msg::Resize(w, h));
+    s.update(Msg::Agent(Event::SessionConfigured {
+        session_id: "0123456789abcdef".into(),
+        session_path: "/w/.minicode/sessions/0123456789abcdef.json".into(),
+        model: "test-model".into(),
+        context_window: 100_000,
+        resumed_messages: 0,
+    }));
+    s
+}
+
+fn screen(s: &State) -> String {
+    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+    term.draw(|f| view::render(s, f)).unwrap();
+    term.backend().to_string()
+}
+
+fn rows(s: &State) -> Vec<String> {
+    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+    term.draw(|f| view::render(s, f)).unwrap();
+    let buf = term.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| {
+            // A wide character covers the next cell too: skip it so rows read as text.
+            let mut row = String::new();
+            let mut x = 0;
+            while x < buf.area.width {
+                let sym = buf[(x, y)].symbol();
+                row.push_str(sym);
+                x += (unicode_width::UnicodeWidthStr::width(sym) as u16).max(1);
+            }
+            row
+        })
+        .collect()
+}
+
+fn key(s: &mut State, code: KeyCode) -> Vec<Effect> {
+    s.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn ctrl(s: &mut State, c: char) -> Vec<Effect> {
+    s.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::CONTROL,
+    )))
+}
+
+fn type_text(s: &mut State, text: &str) {
+    for c in text.chars() {
+        key(s, KeyCode::Char(c));
+    }
+}
+
+fn ev(s: &mut State, e: Event) -> Vec<Effect> {
+    s.update(Msg::Agent(e))
+}
+
+fn stats() -> TurnStats {
+    TurnStats {
+        wall: Duration::from_millis(1500),
+        model_calls: 2,
+        tool_calls: 1,
+        tokens: TokenStats {
+            input_tokens: 1200,
+            output_tokens: 34,
+            total_tokens: 1234,
+            replies_with_usage: 2,
+            replies_without_usage: 0,
+        },
+        ..TurnStats::default()
+    }
+}
+
+fn start_turn(s: &mut State, prompt: &str) {
+    type_text(s, prompt);
+    let effects = key(s, KeyCode::Enter);
+    assert_eq!(effects, vec![Effect::Op(Op::Submit(prompt.into()))]);
+    ev(s, Event::TurnStarted { turn: 1 });
+    ev(s, Event::ModelRequestStarted { round: 1 });
+}
+
+fn end_turn(s: &mut State) -> Vec<Effect> {
+    ev(
+        s,
+        Event::TurnEnded {
+            turn: 1,
+            end: TurnEnd::Completed,
+            stats: stats(),
+        },
+    )
+}
+
+fn stream(s: &mut State, text: &str, chunk: usize) {
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(chunk) {
+        ev(
+            s,
+            Event::TextDelta {
+                text: piece.iter().collect(),
+            },
+        );
+    }
+}
+
+const MARKDOWN: &str = "# Plan\n\nSome **bold** and *italic* text with `code`.\n\n1. first\n2. second\n   - nested\n\n> quoted\n\n```rust\nfn main() {}\n```\n\n| a | b |\n|---|---|\n| 1 | 22 |\n";
+
+#[test]
+fn empty_session_shows_placeholder_and_status() {
+    let s = state(60, 12);
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn streamed_markdown_renders_while_arriving() {
+    let mut s = state(60, 30);
+    start_turn(&mut s, "show me markdown");
+    let half = MARKDOWN.len() / 2;
+    stream(&mut s, &MARKDOWN[..half], 4);
+    let partial = rows(&s).join("\n");
+    assert!(partial.contains("Plan"), "{partial}");
+    assert!(partial.contains("streaming"), "{partial}");
+    stream(&mut s, &MARKDOWN[half..], 4);
+    ev(
+        &mut s,
+        Event::AssistantMessage {
+            text: MARKDOWN.into(),
+        },
+    );
+    end_turn(&mut s);
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn tool_call_shows_summary_and_folded_output() {
+    let mut s = state(60, 20);
+    start_turn(&mut s, "list files");
+    let call = "call_1".to_string();
+    ev(
+        &mut s,
+        Event::ToolCallBegan {
+            call: call.clone(),
+            tool: "bash".into(),
+            summary: "ls -la".into(),
+            arguments: serde_json::json!({"command": "ls -la"}),
+        },
+    );
+    assert!(rows(&s).join("\n").contains("running bash"));
+    let output = (1..=10)
+        .map(|i| format!("file{i}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    ev(
+        &mut s,
+        Event::ToolCallEnded {
+            call,
+            status: ToolStatus::Succeeded,
+            output,
+        },
+    );
+    end_turn(&mut s);
+    insta::assert_snapshot!(screen(&s));
+    ctrl(&mut s, 'o');
+    let expanded = rows(&s).join("\n");
+    assert!(expanded.contains("file10"), "{expanded}");
+}
+
+#[test]
+fn approval_with_diff_is_shown_and_answered_with_keys() {
+    let mut s = state(70, 22);
+    start_turn(&mut s, "fix it");
+    let call = "call_9".to_string();
+    ev(
+        &mut s,
+        Event::ToolCallBegan {
+            call: call.clone(),
+            tool: "edit".into(),
+            summary: "src/lib.rs".into(),
+            arguments: serde_json::json!({}),
+        },
+    );
+    let diff = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,2 +1,2 @@\n fn a() {}\n-fn b() {}\n+fn b() { todo!() }\n";
+    ev(
+        &mut s,
+        Event::ApprovalRequested {
+            call: call.clone(),
+            tool: "edit".into(),
+            request: ApprovalRequest::Diff {
+                path: "src/lib.rs".into(),
+                diff: diff.into(),
+            },
+        },
+    );
+    insta::assert_snapshot!(screen(&s));
+    // Scrolling works while the approval waits.
+    assert!(key(&mut s, KeyCode::PageUp).is_empty());
+    let effects = key(&mut s, KeyCode::Char('y'));
+    assert_eq!(
+        effects,
+        vec![Effect::Op(Op::Decide {
+            call: call.clone(),
+            decision: Decision::Approve
+        })]
+    );
+    ev(
+        &mut s,
+        Event::ApprovalDecided {
+            call: call.clone(),
+            decision: Decision::Approve,
+        },
+    );
+    assert!(s.approval.is_none());
+    assert!(rows(&s).join("\n").contains("approved"));
+}
+
+#[test]
+fn approval_always_and_deny_with_reason() {
+    let mut s = state(70, 22);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "make");
+    assert!(rows(&s).join("\n").contains("$ make"));
+    assert_eq!(
+        key(&mut s, KeyCode::Char('a')),
+        vec![Effect::Op(Op::Decide {
+            call: "c1".into(),
+            decision: Decision::ApproveTool
+        })]
+    );
+    // A reason for the next call: `r`, type, Enter.
+    request_bash_approval(&mut s, "c2", "make");
+    assert!(key(&mut s, KeyCode::Char('r')).is_empty());
+    type_text(&mut s, "not now");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::Decide {
+            call: "c2".into(),
+            decision: Decision::Deny {
+                reason: Some("not now".into())
+            }
+        })]
+    );
+}
+
+fn request_bash_approval(s: &mut State, call: &str, command: &str) {
+    ev(
+        s,
+        Event::ToolCallBegan {
+            call: call.into(),
+            tool: "bash".into(),
+            summary: command.into(),
+            arguments: serde_json::json!({}),
+        },
+    );
+    ev(
+        s,
+        Event::ApprovalRequested {
+            call: call.into(),
+            tool: "bash".into(),
+            request: ApprovalRequest::Command {
+                command: command.into(),
+            },
+        },
+    );
+}
+
+#[test]
+fn escape_during_approval_sends_only_an_interrupt() {
+    let mut s = state(70, 22);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "rm -rf x");
+    // One op: the core answers the waiting call as not run; a separate Decide could race it.
+    assert_eq!(key(&mut s, KeyCode::Esc), vec![Effect::Op(Op::Interrupt)]);
+    assert!(s.approval.is_none());
+    assert!(
+        key(&mut s, KeyCode::Char('y')).is_empty(),
+        "no answer after the interrupt"
+    );
+    s.draft.clear();
+    ev(
+        &mut s,
+        Event::TurnEnded {
+            turn: 1,
+            end: TurnEnd::Interrupted,
+            stats: stats(),
+        },
+    );
+    let text = rows(&s).join("\n");
+    assert!(text.contains("interrupted (approve bash?)"), "{text}");
+}
+
+#[test]
+fn approval_letters_are_text_while_the_draft_is_not_empty() {
+    let mut s = state(80, 22);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "make");
+    type_text(&mut s, "try another way");
+    assert_eq!(
+        s.draft.text(),
+        "try another way",
+        "y/a/n/r went to the draft"
+    );
+    assert!(s.approval.is_some(), "the approval still waits");
+    assert!(
+        rows(&s).join("\n").contains("empty the draft to answer"),
+        "{}",
+        rows(&s).join("\n")
+    );
+    // Typing a reason: letters are text too.
+    ctrl(&mut s, 'u');
+    assert!(key(&mut s, KeyCode::Char('r')).is_empty());
+    type_text(&mut s, "any");
+    assert_eq!(s.draft.text(), "any");
+    key(&mut s, KeyCode::Esc);
+    // Back from the reason, with an empty draft a letter answers.
+    assert_eq!(
+        key(&mut s, KeyCode::Char('n')),
+        vec![Effect::Op(Op::Decide {
+            call: "c1".into(),
+            decision: Decision::Deny { reason: None }
+        })]
+    );
+}
+
+#[test]
+fn queued_prompt_is_shown_and_sent_when_the_turn_ends() {
+    let mut s = state(60, 20);
+    start_turn(&mut s, "first");
+    stream(&mut s, "working on it", 3);
+    type_text(&mut s, "second");
+    assert!(
+        key(&mut s, KeyCode::Enter).is_empty(),
+        "a busy session queues"
+    );
+    insta::assert_snapshot!(screen(&s));
+    let effects = end_turn(&mut s);
+    assert_eq!(effects, vec![Effect::Op(Op::Submit("second".into()))]);
+    assert!(s.queue.is_empty());
+}
+
+#[test]
+fn queue_pauses_after_an_interrupt_or_failure_and_enter_sends_the_next() {
+    for end in [
+        TurnEnd::Interrupted,
+        TurnEnd::Failed {
+            error: "boom".into(),
+        },
+        TurnEnd::RoundLimit { rounds: 3 },
+    ] {
+        let mut s = state(60, 20);
+        start_turn(&mut s, "first");
+        for q in ["second", "third"] {
+            type_text(&mut s, q);
+            key(&mut s, KeyCode::Enter);
+        }
+        let effects = ev(
+            &mut s,
+            Event::TurnEnded {
+                turn: 1,
+                end: end.clone(),
+                stats: stats(),
+            },
+        );
+        assert!(effects.is_empty(), "{end:?} must not send the queue");
+        assert_eq!(s.queue.len(), 2);
+        let text = rows(&s).join("\n");
+        assert!(
+            text.contains("queue paused — Enter sends the next"),
+            "{text}"
+        );
+        assert_eq!(
+            key(&mut s, KeyCode::Enter),
+            vec![Effect::Op(Op::Submit("second".into()))]
+        );
+        assert_eq!(s.queue.len(), 1);
+        // The next one is sent by itself once a turn completes.
+        ev(&mut s, Event::TurnStarted { turn: 2 });
+        assert_eq!(
+            end_turn(&mut s),
+            vec![Effect::Op(Op::Submit("third".into()))]
+        );
+    }
+}
+
+#[test]
+fn queued_prompt_can_be_pulled_back_and_canceled() {
+    let mut s = state(60, 20);
+    start_turn(&mut s, "first");
+    type_text(&mut s, "second");
+    key(&mut s, KeyCode::Enter);
+    key(&mut s, KeyCode::Up);
+    assert_eq!(s.draft.text(), "second");
+    assert!(s.queue.is_empty());
+    ctrl(&mut s, 'u');
+    assert!(end_turn(&mut s).is_empty());
+}
+
+#[test]
+fn scrolled_up_view_stays_put_and_shows_indicator() {
+    let mut s = state(50, 14);
+    start_turn(&mut s, "long");
+    let long: String = (1..=60).map(|i| format!("line {i}\n\n")).collect();
+    stream(&mut s, &long, 7);
+    key(&mut s, KeyCode::PageUp);
+    assert!(matches!(s.scroll, Scroll::Anchor { .. }));
+    let before = rows(&s);
+    stream(&mut s, "more text arriving\n\n", 4);
+    let after = rows(&s);
+    let transcript_rows = 8;
+    assert_eq!(
+        before[..transcript_rows],
+        after[..transcript_rows],
+        "new output must not move the view"
+    );
+    insta::assert_snapshot!(screen(&s));
+    // The wheel scrolls by 3 rows; End goes back to the live tail.
+    s.update(Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::ScrollUp,
+        column: 0,
+        row: 0,
+        modifiers: KeyModifiers::NONE,
+    }));
+    let Scroll::Anchor { .. } = s.scroll else {
+        panic!("still scrolled")
+    };
+    key(&mut s, KeyCode::End);
+    assert_eq!(s.scroll, Scroll::Tail);
+    assert!(rows(&s).join("\n").contains("more text arriving"));
+}
+
+#[test]
+fn narrow_window_degrades_without_panicking() {
+    let mut s = state(20, 5);
+    start_turn(&mut s, "a prompt that is longer than the window");
+    stream(
+        &mut s,
+        "# Heading\n\n| col | col |\n|--|--|\n| x | y |\n",
+        2,
+    );
+    insta::assert_snapshot!(screen(&s));
+    for (w, h) in [(1, 1), (3, 2), (0, 0), (200, 3), (10, 60)] {
+        s.update(Msg::Resize(w, h));
+        let _ = rows(&s);
+    }
+}
+
+#[test]
+fn cjk_and_emoji_wrap_by_display_width() {
+    let mut s = state(24, 12);
+    start_turn(&mut s, "你好");
+    stream(
+        &mut s,
+        "这是一个很长的中文句子，用来测试按显示宽度换行。😀😀😀 emoji too",
+        3,
+    );
+    insta::assert_snapshot!(screen(&s));
+    for row in rows(&s) {
+        assert!(
+            unicode_width::UnicodeWidthStr::width(row.as_str()) <= 24,
+            "{row}"
+        );
+    }
+}
+
+#[test]
+fn control_sequences_from_the_model_never_reach_the_screen() {
+    let mut s = state(60, 12);
+    start_turn(&mut s, "hi");
+    stream(&mut s, "evil \x1b[2J\x1b]52;c;aGk=\x07 done \u{9b}31m", 5);
+    let text = rows(&s).join("\n");
+    assert!(
+        !text.contains('\x1b') && !text.contains('\x07') && !text.contains('\u{9b}'),
+        "{text:?}"
+    );
+    assert!(text.contains("␛[2J"), "{text}");
+}
+
+#[test]
+fn ctrl_c_interrupts_when_busy_and_exits_on_second_press_when_idle() {
+    let mut s = state(60, 12);
+    start_turn(&mut s, "hi");
+    assert_eq!(ctrl(&mut s, 'c'), vec![Effect::Op(Op::Interrupt)]);
+    ev(
+        &mut s,
+        Event::TurnEnded {
+            turn: 1,
+            end: TurnEnd::Interrupted,
+            stats: stats(),
+        },
+    );
+    type_text(&mut s, "draft");
+    assert!(ctrl(&mut s, 'c').is_empty());
+    assert!(s.draft.is_empty(), "first Ctrl+C clears the draft");
+    assert!(rows(&s).join("\n").contains("Ctrl+C again"));
+    assert_eq!(ctrl(&mut s, 'c'), vec![Effect::Exit]);
+}
+
+#[test]
+fn escape_interrupts_a_streaming_turn() {
+    let mut s = state(60, 12);
+    start_turn(&mut s, "hi");
+    stream(&mut s, "partial", 3);
+    assert_eq!(key(&mut s, KeyCode::Esc), vec![Effect::Op(Op::Interrupt)]);
+    ev(
+        &mut s,
+        Event::TurnEnded {
+            turn: 1,
+            end: TurnEnd::Interrupted,
+            stats: stats(),
+        },
+    );
+    assert!(rows(&s).join("\n").contains("interrupted (streaming)"));
+}
+
+#[test]
+fn ctrl_d_on_empty_draft_exits() {
+    let mut s = state(60, 12);
+    assert_eq!(ctrl(&mut s, 'd'), vec![Effect::Exit]);
+}
+
+#[test]
+fn slash_commands_map_to_ops_and_effects() {
+    let mut s = state(60, 20);
+    type_text(&mut s, "/co");
+    assert_eq!(s.completions(), vec!["/copy", "/compact"]);
+    assert!(rows(&s).join("\n").contains("/compact"));
+    s.draft.clear();
+    type_text(&mut s, "/compact keep the tests");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::Compact(Some("keep the tests".into())))]
+    );
+    type_text(&mut s, "/compact");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::Compact(None))]
+    );
+    type_text(&mut s, "/clear");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::NewSession)]
+    );
+    assert!(s.transcript.is_empty());
+    type_text(&mut s, "/copy");
+    assert!(
+        key(&mut s, KeyCode::Enter).is_empty(),
+        "nothing to copy yet"
+    );
+    start_turn(&mut s, "q");
+    ev(
+        &mut s,
+        Event::AssistantMessage {
+            text: "the answer".into(),
+        },
+    );
+    end_turn(&mut s);
+    type_text(&mut s, "/copy");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Copy("the answer".into())]
+    );
+    type_text(&mut s, "/session");
+    key(&mut s, KeyCode::Enter);
+    assert!(rows(&s).join("\n").contains("0123456789abcdef"));
+    type_text(&mut s, "/quit");
+    assert_eq!(key(&mut s, KeyCode::Enter), vec![Effect::Exit]);
+    type_text(&mut s, "/exit");
+    assert_eq!(key(&mut s, KeyCode::Enter), vec![Effect::Exit]);
+}
+
+#[test]
+fn f2_toggles_mouse_capture_and_status_shows_it() {
+    let mut s = state(80, 12);
+    assert!(rows(&s).join("\n").contains("mouse on"));
+    assert_eq!(
+        key(&mut s, KeyCode::F(2)),
+        vec![Effect::MouseCapture(false)]
+    );
+    assert!(rows(&s).join("\n").contains("mouse off"));
+}
+
+#[test]
+fn status_bar_shows_context_and_last_turn() {
+    let mut s = state(100, 12);
+    start_turn(&mut s, "hi");
+    ev(
+        &mut s,
+        Event::ContextUsage {
+            tokens: 25_000,
+            window: 100_000,
+        },
+    );
+    end_turn(&mut s);
+    let status = rows(&s).last().cloned().unwrap();
+    assert!(status.contains("ctx 25.0k (25%)"), "{status}");
+    assert!(status.contains("last 1234 tok 1.5s"), "{status}");
+    assert!(status.contains("01234567"), "{status}");
+}
+
+#[test]
+fn resumed_history_rebuilds_the_transcript() {
+    let history = vec![
+        Message::system("sys"),
+        Message::user("earlier question"),
+        Message::assistant(
+            None,
+            vec![ToolCall {
+                id: "t1".into(),
+                name: "read".into(),
+                arguments: "{\"path\":\"a\"}".into(),
+            }],
+        ),
+        Message::tool_result("t1", "contents"),
+        Message::assistant(Some("earlier **answer**".into()), vec![]),
+    ];
+    let mut s = State::new("m", 1000, &history);
+    s.update(Msg::Resize(60, 16));
+    let text = rows(&s).join("\n");
+    assert!(
+        text.contains("earlier question")
+            && text.contains("read")
+            && text.contains("earlier answer"),
+        "{text}"
+    );
+    assert!(!text.contains("sys"));
+    key(&mut s, KeyCode::Up);
+    assert_eq!(
+        s.draft.text(),
+        "earlier question",
+        "resumed prompts can be recalled"
+    );
+}
+
+#[test]
+fn mouse_drag_copies_the_selected_lines() {
+    let mut s = state(40, 12);
+    start_turn(&mut s, "hi");
+    ev(
+        &mut s,
+        Event::AssistantMessage {
+            text: "alpha\n\nbeta".into(),
+        },
+    );
+    end_turn(&mut s);
+    let all = rows(&s);
+    let top = all.iter().position(|r| r.contains("alpha")).unwrap() as u16;
+    let bottom = all.iter().position(|r| r.contains("beta")).unwrap() as u16;
+    let mouse = |kind, row| MouseEvent {
+        kind,
+        column: 1,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    use crossterm::event::MouseButton::Left;
+    s.update(Msg::Mouse(mouse(MouseEventKind::Down(Left), top)));
+    s.update(Msg::Mouse(mouse(MouseEventKind::Drag(Left), bottom)));
+    let effects = s.update(Msg::Mouse(mouse(MouseEventKind::Up(Left), bottom)));
+    assert_eq!(effects, vec![Effect::Copy("alpha\n\nbeta".into())]);
+}
+
+#[test]
+fn exit_transcript_prints_the_last_turns() {
+    let mut s = state(40, 12);
+    start_turn(&mut s, "one");
+    ev(
+        &mut s,
+        Event::AssistantMessage {
+            text: "first reply".into(),
+        },
+    );
+    end_turn(&mut s);
+    start_turn(&mut s, "two");
+    ev(
+        &mut s,
+        Event::AssistantMessage {
+            text: "second reply".into(),
+        },
+    );
+    end_turn(&mut s);
+    let all = s.exit_transcript(None, 40);
+    assert!(
+        all.contains("› one") && all.contains("second reply"),
+        "{all}"
+    );
+    let last = s.exit_transcript(Some(1), 40);
+    assert!(
+        !last.contains("first reply") && last.contains("› two"),
+        "{last}"
+    );
+    assert!(s.exit_transcript(Some(0), 40).is_empty());
+}
+
+#[test]
+fn input_box_grows_with_the_draft_up_to_a_third_of_the_window() {
+    let mut s = state(40, 18);
+    for i in 0..10 {
+        type_text(&mut s, &format!("line {i}"));
+        s.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT)));
+    }
+    let a = view::areas(&s, ratatui::layout::Rect::new(0, 0, 40, 18));
+    assert_eq!(a.input.height, 6);
+    let draft_rows = rows(&s);
+    assert!(
+        draft_rows.iter().any(|r| r.contains("line 9")),
+        "the cursor row stays visible"
+    );
+}
+
+#[test]
+fn home_jumps_to_the_top_without_laying_out_the_whole_transcript() {
+    let mut s = state(80, 24);
+    for i in 0..3_000 {
+        ev(
+            &mut s,
+            Event::AssistantMessage {
+                text: format!("reply {i}\n\nwith a second paragraph"),
+            },
+        );
+    }
+    let _ = rows(&s);
+    let before = s.transcript.cached_lines();
+    key(&mut s, KeyCode::Home);
+    assert_eq!(s.scroll, Scroll::Anchor { entry: 0, line: 0 });
+    assert!(
+        s.transcript.cached_lines() < before + 200,
+        "Home laid out {} lines",
+        s.transcript.cached_lines() - before
+    );
+    assert!(rows(&s)[0].contains("reply 0"), "{:?}", rows(&s));
+    // A transcript shorter than the window has nothing to scroll.
+    let mut short = state(80, 24);
+    key(&mut short, KeyCode::Home);
+    assert_eq!(short.scroll, Scroll::Tail);
+}
+
+#[test]
+fn resumed_tool_results_show_their_status() {
+    let results = [
+        ("t1", "a.txt\nb.txt\n[exit code 0]", "✓"),
+        ("t2", "no such file\n[exit code 2]", "✗"),
+        ("t3", "the user denied this call; it did not run", "⊘"),
+        ("t4", "not run: the user interrupted the turn", "■"),
+        ("t5", "invalid arguments: missing field `path`", "!"),
+        ("t6", "unknown tool \"nope\"; available tools: bash", "!"),
+        (
+            "t7",
+            "partial\n[timed out after 5 s; the process group was killed]",
+            "✗",
+        ),
+        ("t8", "fn main() {}", "✓"),
+    ];
+    let mut history = vec![Message::user("do things")];
+    history.push(Message::assistant(
+        None,
+        results
+            .iter()
+            .map(|(id, _, _)| ToolCall {
+                id: (*id).into(),
+                name: format!("tool_{id}"),
+                arguments: "{}".into(),
+            })
+            .collect(),
+    ));
+    for (id, text, _) in &results {
+        history.push(Message::tool_result(*id, *text));
+    }
+    let mut s = State::new("m", 1000, &history);
+    s.update(Msg::Resize(70, 60));
+    let screen = rows(&s);
+    for (id, _, mark) in &results {
+        let row = screen
+            .iter()
+            .find(|r| r.contains(&format!("tool_{id}")))
+            .unwrap_or_else(|| panic!("{id} missing: {screen:#?}"));
+        assert!(row.trim_start().starts_with(mark), "{id}: {row}");
+    }
+}
+
+#[test]
+fn tiny_window_still_shows_a_pending_approval() {
+    for (w, h) in [(20, 5), (30, 3), (12, 1)] {
+        let mut s = state(80, 24);
+        start_turn(&mut s, "run");
+        request_bash_approval(&mut s, "c1", "make");
+        s.update(Msg::Resize(w, h));
+        let status = rows(&s).last().cloned().unwrap();
+        assert!(status.contains("approve"), "{w}x{h}: {status:?}");
+    }
+    let mut s = state(40, 6);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "make");
+    let status = rows(&s).last().cloned().unwrap();
+    assert!(status.contains("approve bash? y/a/n/r"), "{status:?}");
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn slash_hint_lists_every_match_and_tab_completes_the_common_prefix_then_cycles() {
+    let mut s = state(60, 16);
+    type_text(&mut s, "/");
+    let hint = rows(&s).join("\n");
+    for (c, _) in minicode::tui::state::COMMANDS {
+        assert!(hint.contains(c), "{c} missing from the hint: {hint}");
+    }
+    s.draft.clear();
+    type_text(&mut s, "/c");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(
+        s.draft.text(),
+        "/c",
+        "no common prefix beyond /c: nothing picked"
+    );
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/clear");
+    assert_eq!(s.completions(), vec!["/clear", "/copy", "/compact"]);
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/copy");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/compact");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/clear", "cycles");
+    s.draft.clear();
+    type_text(&mut s, "/co");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/co");
+    s.draft.clear();
+    type_text(&mut s, "/se");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/session ", "a single match completes");
+    s.draft.clear();
+    type_text(&mut s, "/comp");
+    key(&mut s, KeyCode::Tab);
+    assert_eq!(s.draft.text(), "/compact ");
+}
+
+#[test]
+fn paste_keeps_tabs_in_the_prompt_and_shows_them_as_spaces() {
+    let mut s = state(60, 12);
+    s.update(Msg::Paste("a\tb\r\nc\x1bd".into()));
+    assert_eq!(s.draft.text(), "a\tb\nc\x1bd");
+    let screen = rows(&s).join("\n");
+    assert!(screen.contains("a    b"), "{screen}");
+    assert!(screen.contains("c␛d"), "{screen}");
+    assert!(
+        !screen.contains('\t') && !screen.contains('\x1b'),
+        "{screen:?}"
+    );
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::Submit("a\tb\nc\x1bd".into()))]
+    );
+}
+
+#[test]
+fn stats_show_summary_calls_and_a_noop_compact_keeps_the_last_turn() {
+    let mut s = state(120, 16);
+    start_turn(&mut s, "hi");
+    let mut with_summary = stats();
+    with_summary.summary_calls = 2;
+    with_summary.summary_tokens = TokenStats {
+        input_tokens: 900,
+        output_tokens: 100,
+        total_tokens: 1000,
+        replies_with_usage: 2,
+        replies_without_usage: 0,
+    };
+    ev(
+        &mut s,
+        Event::TurnEnded {
+            turn: 1,
+            end: TurnEnd::Completed,
+            stats: with_summary,
+        },
+    );
+    let text = rows(&s).join("\n");
+    assert!(text.contains("2 summary calls (1000 tokens)"), "{text}");
+    let lines_before = s.transcript.len();
+    type_text(&mut s, "/compact");
+    key(&mut s, KeyCode::Enter);
+    ev(&mut s, Event::TurnStarted { turn: 2 });
+    ev(
+        &mut s,
+        Event::Warning {
+            message: "nothing to compact: the history fits".into(),
+        },
+    );
+    ev(
+        &mut s,
+        Event::TurnEnded {
+            turn: 2,
+            end: TurnEnd::Completed,
+            stats: TurnStats {
+                wall: Duration::from_millis(3),
+                ..TurnStats::default()
+            },
+        },
+    );
+    let status = rows(&s).last().cloned().unwrap();
+    assert!(status.contains("last 1234 tok 1.5s"), "{status}");
+    // The /compact notice and the warning, but no stats line.
+    assert_eq!(s.transcript.len(), lines_before + 2);
+}
+
+#[test]
+fn context_usage_updates_the_status_whenever_it_arrives() {
+    let mut s = state(120, 12);
+    let status = |s: &State| rows(s).last().cloned().unwrap();
+    ev(
+        &mut s,
+        Event::ContextUsage {
+            tokens: 1_500,
+            window: 100_000,
+        },
+    );
+    assert!(status(&s).contains("ctx 1500 (1%)"), "{}", status(&s));
+    // After compaction, between turns.
+    ev(
+        &mut s,
+        Event::ContextUsage {
+            tokens: 40_000,
+            window: 100_000,
+        },
+    );
+    assert!(status(&s).contains("ctx 40.0k (40%)"), "{}", status(&s));
+    type_text(&mut s, "/clear");
+    key(&mut s, KeyCode::Enter);
+    assert!(!status(&s).contains("ctx"), "{}", status(&s));
+    ev(
+        &mut s,
+        Event::SessionConfigured {
+            session_id: "fedcba9876543210".into(),
+            session_path: "/w/s.json".into(),
+            model: "test-model".into(),
+            context_window: 200_000,
+            resumed_messages: 0,
+        },
+    );
+    ev(
+        &mut s,
+        Event::ContextUsage {
+            tokens: 2_000,
+            window: 0,
+        },
+    );
+    assert!(status(&s).contains("ctx 2000 (1%)"), "{}", status(&s));
+    assert_eq!(s.context_window, 200_000);
+}
+
+#[test]
+fn keys_after_an_answer_are_text_not_more_answers() {
+    let mut s = state(80, 22);
+    start_turn(&mut s, "run");
+    request_bash_approval(&mut s, "c1", "make");
+    let mut effects = Vec::new();
+    for c in "any note".chars() {
+        effects.extend(key(&mut s, KeyCode::Char(c)));
+    }
+    assert_eq!(
+        effects,
+        vec![Effect::Op(Op::Decide {
+            call: "c1".into(),
+            decision: Decision::ApproveTool
+        })],
+        "only the first key answers"
+    );
+    assert_eq!(s.draft.text(), "ny note", "the rest is kept as text");
+    assert!(s.approval.is_none());
+}
