@@ -17,6 +17,7 @@ pub mod memory;
 pub mod print;
 pub mod protocol;
 pub mod provider;
+pub mod sanitize;
 pub mod session;
 pub mod tools;
 pub mod tui;

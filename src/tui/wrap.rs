@@ -1,46 +1,13 @@
-//! Text hygiene and line breaking for the terminal: strips control characters from untrusted
-//! text and wraps styled runs by display width (CJK, emoji and combining marks included).
-//!
-//! Everything model- or tool-supplied passes through [`sanitize`] before it can reach a
-//! terminal cell; this module must not know about transcripts, Markdown or widgets.
+//! Line breaking for the terminal: wraps styled runs by display width (CJK, emoji and combining
+//! marks included). Everything model- or tool-supplied passes through
+//! [`crate::sanitize::sanitize`] before it can reach a terminal cell; this module must not
+//! know about transcripts, Markdown or widgets.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-/// Columns a tab expands to (tabs have no width of their own in a cell grid).
-pub(crate) const TAB: &str = "    ";
-
-/// Replaces every control character except `\n` with something inert, so text from a model or
-/// a tool can never move the cursor, switch screens or set the clipboard. ESC becomes a visible
-/// `␛`; `\t` becomes spaces; `\r` is dropped (CRLF is the common case).
-pub fn sanitize(text: &str) -> String {
-    if !text.chars().any(needs_sanitizing) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' => out.push('\n'),
-            '\t' => out.push_str(TAB),
-            '\r' => {}
-            '\u{1b}' => out.push('␛'),
-            c if is_control(c) => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn needs_sanitizing(c: char) -> bool {
-    c != '\n' && is_control(c)
-}
-
-/// C0, DEL and C1 controls (C1 includes the 8-bit CSI `\u{9b}`).
-pub(crate) fn is_control(c: char) -> bool {
-    let n = c as u32;
-    n < 0x20 || (0x7f..=0x9f).contains(&n)
-}
+pub(crate) use crate::sanitize::{TAB, is_control, sanitize};
 
 /// Display width of a string in terminal columns.
 pub fn width(text: &str) -> usize {

@@ -1,11 +1,12 @@
 //! The pure pieces under the view: Markdown rendering and wrapping, the streaming splitter, the
 //! transcript's bounded cache, and the draft editor.
 
+use minicode::sanitize::sanitize;
 use minicode::tui::input::Draft;
 use minicode::tui::markdown;
 use minicode::tui::segment::{PARAGRAPH_CHUNK, Splitter, TABLE_CHUNK};
 use minicode::tui::transcript::{Kind, Reply, Scroll, Transcript};
-use minicode::tui::wrap::{self, line_text, sanitize};
+use minicode::tui::wrap::{self, line_text};
 
 fn texts(md: &str, width: usize) -> Vec<String> {
     markdown::render(md, width).iter().map(line_text).collect()
