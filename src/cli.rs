@@ -130,6 +130,11 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     .map_err(|e| usage(format!("invalid [context] settings: {e}")))?;
     // Everything that can fail with a usage error comes before the session file is created.
     let provider = build_provider(&config)?;
+    // Temp files a killed minicode left behind go before anything new is written.
+    crate::fsutil::sweep_temp_files(
+        &launch.join(".minicode"),
+        &[crate::session::sessions_dir(&launch)],
+    );
     let session = open_session(&launch, &args)?;
     let history = if interactive {
         session.messages().to_vec()

@@ -183,6 +183,9 @@ impl Session {
                 id: Some(id.to_string()),
             });
         }
+        // Every later save writes here: the folder's mode and `.minicode/.gitignore` are
+        // brought up to date first, also for a folder an older minicode created.
+        fsutil::create_private_dir(&dir).map_err(io_error(&dir))?;
         // Lock before reading, so the history cannot change between reading and owning it.
         let lock = lock(&dir, id)?;
         let loaded = load(&path, id, &workspace)?;

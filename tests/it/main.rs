@@ -13,6 +13,7 @@ mod context_compact;
 mod context_live;
 mod context_manual;
 mod context_validate;
+mod durability;
 mod memory;
 mod provider_errors;
 mod provider_stream;

@@ -1,0 +1,343 @@
+//! Atomic replacement of a file, and the sweep that removes the temp files a killed process
+//! left behind. It decides how bytes reach the disk, never what is written or where.
+//!
+//! A write goes to `<folder>/.minicode-tmp-<32 hex digits>` (46 bytes, so the name fits
+//! NAME_MAX whatever the target is called), is `fsync`ed, renamed over the target, and the
+//! folder is `fsync`ed so the rename itself survives a power cut. While the temp file exists
+//! its writer holds an exclusive `flock` on it: the kernel drops that lock when the process
+//! dies, however it dies, so a sweep can tell an abandoned temp file from one another minicode
+//! process is still writing, and never removes the latter.
+//!
+//! The sweep must know where to look without walking the workspace. Folders minicode owns
+//! (`.minicode/`, the sessions folder) are listed. A write anywhere else (the `write` and `edit`
+//! tools) is first recorded in `.minicode/inflight/<hex>`, a tiny file naming the temp file's
+//! folder, and that record is removed after the rename.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Every temp file we create starts with this; the rest is exactly 32 lowercase hex digits.
+pub const TEMP_PREFIX: &str = ".minicode-tmp-";
+/// `<data_dir>/inflight/`: one record per temp file being written outside our own folders.
+pub const JOURNAL_DIR: &str = "inflight";
+/// A record names a folder inside the workspace; anything longer is not ours.
+const MAX_RECORD_BYTES: u64 = 16 * 1024;
+/// A sweeper may take a temp file's name between its creation and its lock; then the writer
+/// starts over with a fresh name, a few times at most.
+const ATTEMPTS: usize = 3;
+
+/// Whether `name` is one of our temp files: the prefix and exactly 32 lowercase hex digits.
+pub fn is_temp_name(name: &OsStr) -> bool {
+    name.as_bytes()
+        .strip_prefix(TEMP_PREFIX.as_bytes())
+        .is_some_and(is_temp_id)
+}
+
+fn is_temp_id(id: &[u8]) -> bool {
+    id.len() == 32 && id.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Replaces `path` with `data` atomically: a temp file in the same folder, `fsync`, rename,
+/// `fsync` of the folder. `mode` sets the permission bits of the new file; when `None`, an
+/// existing file's bits are kept (0644 for a new file). Setuid, setgid and sticky bits are
+/// never carried over: a rewritten file is new content nobody reviewed as privileged. The temp
+/// file is removed on failure, so a failure leaves the old content, and a crash leaves the old
+/// or the new content, never a mix.
+///
+/// Use this for files in folders the start-up sweep lists (`.minicode/`, the sessions folder);
+/// elsewhere use [`write_atomic_journaled`], so a killed write can still be found.
+pub fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
+    write(path, data, mode, None)
+}
+
+/// [`write_atomic`] for a file anywhere in the workspace: the temp file is also recorded under
+/// `<data_dir>/inflight/` until it is renamed, so [`sweep_temp_files`] finds it if the process
+/// is killed meanwhile. `data_dir` is the workspace's `.minicode` folder.
+pub fn write_atomic_journaled(
+    path: &Path,
+    data: &[u8],
+    mode: Option<u32>,
+    data_dir: &Path,
+) -> io::Result<()> {
+    write(path, data, mode, Some(data_dir))
+}
+
+fn write(path: &Path, data: &[u8], mode: Option<u32>, data_dir: Option<&Path>) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if path.file_name().is_none() {
+        return Err(io::Error::other("path has no file name"));
+    }
+    let keep_mode = match mode {
+        Some(m) => m,
+        None => match std::fs::metadata(path) {
+            Ok(meta) => meta.permissions().mode(),
+            Err(_) => 0o644,
+        },
+    } & 0o777;
+    for _ in 0..ATTEMPTS {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let tmp = dir.join(format!("{TEMP_PREFIX}{id}"));
+        // Without a record the write still happens; only a sweep after a kill would miss it.
+        let _record = data_dir.and_then(|data_dir| {
+            Record::create(data_dir, dir, &id)
+                .inspect_err(|e| tracing::warn!(error = %e, "cannot record a temp file"))
+                .ok()
+        });
+        let file = match create_locked(&tmp, keep_mode) {
+            Ok(Some(file)) => file,
+            // A sweeper took the name before we locked it: start over with a new one.
+            Ok(None) => continue,
+            Err(e) => return Err(e),
+        };
+        let result = fill_and_rename(file, &tmp, path, data, keep_mode);
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result?;
+        return sync_dir(dir).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("the new content is in place, but flushing its folder to disk failed: {e}"),
+            )
+        });
+    }
+    Err(io::Error::other(
+        "could not create a temp file (another process kept removing it)",
+    ))
+}
+
+fn fill_and_rename(
+    mut file: File,
+    tmp: &Path,
+    path: &Path,
+    data: &[u8],
+    mode: u32,
+) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    file.write_all(data)?;
+    // The umask may have narrowed the mode at creation; set it exactly.
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    file.sync_all()?;
+    // The lock is held (the file stays open) until the name is gone.
+    std::fs::rename(tmp, path)
+}
+
+/// Creates `tmp` (it must not exist) and locks it. `None` when a sweep removed it between the
+/// two steps: the lock could not be taken, or the name no longer leads to our file.
+fn create_locked(tmp: &Path, mode: u32) -> io::Result<Option<File>> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(tmp)?;
+    if !try_lock(&file)? {
+        return Ok(None);
+    }
+    let ours = file.metadata()?;
+    match std::fs::symlink_metadata(tmp) {
+        Ok(now) if now.dev() == ours.dev() && now.ino() == ours.ino() => Ok(Some(file)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: false when another open file holds the lock.
+/// (`File::try_lock` would need Rust 1.89; the declared MSRV is 1.88.)
+fn try_lock(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock only reads the descriptor, which `file` keeps open for this call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    if err.kind() == io::ErrorKind::WouldBlock {
+        Ok(false)
+    } else {
+        Err(err)
+    }
+}
+
+/// Makes a rename in `dir` durable. On Linux a failure is reported, except from file systems
+/// that cannot sync a folder at all; elsewhere (macOS, where `fsync` of a folder is not
+/// documented to do anything) it is a best effort.
+#[cfg(target_os = "linux")]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    let result = File::open(dir).and_then(|d| d.sync_all());
+    match result {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOTSUP)) => Ok(()),
+        other => other,
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// `<data_dir>/inflight/<id>`, holding the folder of the temp file `.minicode-tmp-<id>`
+/// relative to the workspace. Removed when dropped, i.e. once the write ended either way.
+struct Record(PathBuf);
+
+impl Record {
+    fn create(data_dir: &Path, folder: &Path, id: &str) -> io::Result<Record> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let journal = data_dir.join(JOURNAL_DIR);
+        super::create_private_dir(&journal)?;
+        let workspace = data_dir.parent().unwrap_or(Path::new("/"));
+        let relative = match folder.strip_prefix(workspace) {
+            Ok(rel) if rel.as_os_str().is_empty() => Path::new("."),
+            Ok(rel) => rel,
+            Err(_) => folder,
+        };
+        let path = journal.join(id);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        // Only a killed process must be covered (a power cut may lose the record and leave a
+        // stray temp file), so the record is not fsynced: writes stay one fsync cheaper.
+        if let Err(e) = file.write_all(relative.as_os_str().as_bytes()) {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        Ok(Record(path))
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// What a start-up sweep did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// Abandoned temp files removed.
+    pub removed: Vec<PathBuf>,
+    /// Temp files left alone because a live process still holds them.
+    pub in_use: usize,
+}
+
+/// Removes the temp files killed processes left: those in `data_dir` itself, in each of
+/// `folders` (e.g. the sessions folder), and those recorded under `<data_dir>/inflight/`. A
+/// temp file another process is still writing is left alone (its lock is held). Records are
+/// trusted only as far as they point: the named folder must resolve inside the workspace (the
+/// parent of `data_dir`), and only a regular file named like ours is removed. Errors are
+/// skipped: the sweep is housekeeping and must never stop a start.
+pub fn sweep_temp_files(data_dir: &Path, folders: &[PathBuf]) -> Swept {
+    let mut swept = Swept::default();
+    for folder in std::iter::once(data_dir).chain(folders.iter().map(PathBuf::as_path)) {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if is_temp_name(&entry.file_name()) {
+                sweep_one(&entry.path(), &mut swept);
+            }
+        }
+    }
+    sweep_journal(data_dir, &mut swept);
+    swept
+}
+
+fn sweep_journal(data_dir: &Path, swept: &mut Swept) {
+    let Some(workspace) = data_dir.parent() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(data_dir.join(JOURNAL_DIR)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !is_temp_id(name.as_bytes()) {
+            continue; // not a record of ours
+        }
+        let record = entry.path();
+        let Some(folder) = read_record(&record) else {
+            let _ = std::fs::remove_file(&record);
+            continue;
+        };
+        let tmp_name = format!("{TEMP_PREFIX}{}", name.to_string_lossy());
+        let done = match super::resolve_in_workspace(workspace, &folder) {
+            Ok(dir) => sweep_one(&dir.join(tmp_name), swept) != Outcome::InUse,
+            // The folder is gone or points outside: nothing of ours can be there.
+            Err(_) => true,
+        };
+        if done {
+            let _ = std::fs::remove_file(&record);
+        }
+    }
+}
+
+/// The folder a record names, when it is a plain regular file of sane size and UTF-8.
+fn read_record(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_RECORD_BYTES {
+        return None;
+    }
+    let mut text = String::new();
+    File::open(path)
+        .ok()?
+        .take(MAX_RECORD_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    (!text.is_empty() && !text.contains('\0')).then_some(text)
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Removed,
+    InUse,
+    Absent,
+}
+
+/// Removes the temp file at `path` when no live process holds its lock.
+fn sweep_one(path: &Path, swept: &mut Swept) -> Outcome {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Outcome::Absent;
+    };
+    if !meta.is_file() {
+        return Outcome::Absent; // a symlink or folder under our name is not ours to remove
+    }
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return Outcome::Absent;
+    };
+    match try_lock(&file) {
+        Ok(true) => {}
+        Ok(false) => {
+            swept.in_use += 1;
+            return Outcome::InUse;
+        }
+        Err(_) => return Outcome::Absent,
+    }
+    // Holding the lock, make sure the name still leads to the file we locked.
+    let same = file
+        .metadata()
+        .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino());
+    if same && std::fs::remove_file(path).is_ok() {
+        tracing::info!(path = %path.display(), "removed an abandoned temp file");
+        swept.removed.push(path.to_path_buf());
+        return Outcome::Removed;
+    }
+    Outcome::Absent
+}
