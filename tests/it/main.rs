@@ -6,6 +6,7 @@ mod support;
 mod agent_loop;
 mod architecture;
 mod cli_binary;
+mod cli_stdin;
 mod config;
 mod context_agent;
 mod context_budget;
