@@ -25,6 +25,8 @@ pub const TEMP_PREFIX: &str = ".minicode-tmp-";
 pub const JOURNAL_DIR: &str = "inflight";
 /// A record names a folder inside the workspace; anything longer is not ours.
 const MAX_RECORD_BYTES: u64 = 16 * 1024;
+/// A record without its temp file is kept this long: its writer may be about to create it.
+const RECORD_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 /// A sweeper may take a temp file's name between its creation and its lock; then the writer
 /// starts over with a fresh name, a few times at most.
 const ATTEMPTS: usize = 3;
@@ -241,7 +243,14 @@ pub struct Swept {
 /// skipped: the sweep is housekeeping and must never stop a start.
 pub fn sweep_temp_files(data_dir: &Path, folders: &[PathBuf]) -> Swept {
     let mut swept = Swept::default();
+    // A symlinked data folder (or one of its folders) may lead anywhere: not ours to sweep.
+    if !real_dir(data_dir) {
+        return swept;
+    }
     for folder in std::iter::once(data_dir).chain(folders.iter().map(PathBuf::as_path)) {
+        if !real_dir(folder) {
+            continue;
+        }
         let Ok(entries) = std::fs::read_dir(folder) else {
             continue;
         };
@@ -255,11 +264,19 @@ pub fn sweep_temp_files(data_dir: &Path, folders: &[PathBuf]) -> Swept {
     swept
 }
 
+fn real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
 fn sweep_journal(data_dir: &Path, swept: &mut Swept) {
     let Some(workspace) = data_dir.parent() else {
         return;
     };
-    let Ok(entries) = std::fs::read_dir(data_dir.join(JOURNAL_DIR)) else {
+    let journal = data_dir.join(JOURNAL_DIR);
+    if !real_dir(&journal) {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&journal) else {
         return;
     };
     for entry in entries.flatten() {
@@ -268,20 +285,35 @@ fn sweep_journal(data_dir: &Path, swept: &mut Swept) {
             continue; // not a record of ours
         }
         let record = entry.path();
-        let Some(folder) = read_record(&record) else {
-            let _ = std::fs::remove_file(&record);
-            continue;
-        };
         let tmp_name = format!("{TEMP_PREFIX}{}", name.to_string_lossy());
-        let done = match super::resolve_in_workspace(workspace, &folder) {
-            Ok(dir) => sweep_one(&dir.join(tmp_name), swept) != Outcome::InUse,
-            // The folder is gone or points outside: nothing of ours can be there.
-            Err(_) => true,
+        let outcome = match read_record(&record) {
+            Some(folder) => match super::resolve_in_workspace(workspace, &folder) {
+                Ok(dir) => sweep_one(&dir.join(tmp_name), swept),
+                // The folder is gone or leads outside: nothing of ours can be there.
+                Err(_) => Outcome::Absent,
+            },
+            None => Outcome::Absent,
         };
-        if done {
+        let keep = match outcome {
+            Outcome::InUse => true,
+            Outcome::Removed => false,
+            // A live writer may be between writing its record and creating its temp file.
+            Outcome::Absent => is_recent(&record),
+        };
+        if !keep {
             let _ = std::fs::remove_file(&record);
         }
     }
+}
+
+/// Whether `path` was modified less than [`RECORD_GRACE`] ago (or has a time in the future).
+fn is_recent(path: &Path) -> bool {
+    let Ok(modified) = std::fs::symlink_metadata(path).and_then(|m| m.modified()) else {
+        return false;
+    };
+    std::time::SystemTime::now()
+        .duration_since(modified)
+        .map_or(true, |age| age < RECORD_GRACE)
 }
 
 /// The folder a record names, when it is a plain regular file of sane size and UTF-8.

@@ -219,11 +219,9 @@ fn a_journal_record_cannot_point_the_sweep_outside_the_workspace() {
         let id = hex_id();
         let victim = outside.join(format!("{}{id}", fsutil::TEMP_PREFIX));
         std::fs::write(&victim, "not ours to remove").unwrap();
-        std::fs::write(
-            ws.join(".minicode").join(fsutil::JOURNAL_DIR).join(&id),
-            folder,
-        )
-        .unwrap();
+        let record = ws.join(".minicode").join(fsutil::JOURNAL_DIR).join(&id);
+        std::fs::write(&record, folder).unwrap();
+        age(&record);
         victims.push(victim);
     }
     start_again(&ws, &[]);
@@ -231,6 +229,31 @@ fn a_journal_record_cannot_point_the_sweep_outside_the_workspace() {
         assert!(victim.exists(), "{} was removed", victim.display());
     }
     assert!(dir_entries(&ws.join(".minicode").join(fsutil::JOURNAL_DIR)).is_empty());
+}
+
+/// Moves a file's modification time ten minutes back.
+fn age(path: &Path) {
+    let then = std::time::SystemTime::now() - Duration::from_secs(600);
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(then).unwrap();
+}
+
+#[test]
+fn a_fresh_record_without_its_temp_file_is_kept_and_an_old_one_dropped() {
+    let (_dir, ws) = workspace();
+    let journal = ws.join(".minicode").join(fsutil::JOURNAL_DIR);
+    std::fs::create_dir_all(&journal).unwrap();
+    // A writer records its temp file before creating it: a start in between must not drop
+    // the record, or a kill right after would leave an unrecorded temp file.
+    let fresh = journal.join(hex_id());
+    let old = journal.join(hex_id());
+    for record in [&fresh, &old] {
+        std::fs::write(record, ".").unwrap();
+    }
+    age(&old);
+    start_again(&ws, &[]);
+    assert!(fresh.exists());
+    assert!(!old.exists());
 }
 
 async fn call(ctx: &ToolCtx, tool: &str, args: serde_json::Value) -> Result<ToolOutput, String> {
@@ -433,4 +456,32 @@ fn a_user_edited_gitignore_keeps_its_lines_and_gets_the_block_first() {
         std::fs::read_to_string(ws.join(".minicode/.gitignore")).unwrap(),
         text
     );
+}
+
+#[test]
+fn a_symlinked_data_folder_is_not_swept() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let ws = root.join("ws");
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(elsewhere.join("sessions")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, ws.join(".minicode")).unwrap();
+    let victims = [
+        elsewhere.join(format!("{}{}", fsutil::TEMP_PREFIX, hex_id())),
+        elsewhere
+            .join("sessions")
+            .join(format!("{}{}", fsutil::TEMP_PREFIX, hex_id())),
+    ];
+    for victim in &victims {
+        std::fs::write(victim, "someone else's").unwrap();
+    }
+    let server = MockServer::start_in_thread(vec![text_reply("fine", 4)]);
+    binary::write_config(&ws, &server);
+    // Whether the run itself accepts such a folder is the trust rules' business; the sweep
+    // must not follow it either way.
+    let _ = binary::command(&ws).arg("hello").output().unwrap();
+    for victim in &victims {
+        assert!(victim.exists(), "{} was removed", victim.display());
+    }
 }
