@@ -44,7 +44,8 @@ fn is_temp_id(id: &[u8]) -> bool {
 
 /// Replaces `path` with `data` atomically: a temp file in the same folder, `fsync`, rename,
 /// `fsync` of the folder. `mode` sets the permission bits of the new file; when `None`, an
-/// existing file's bits are kept (0644 for a new file). Setuid, setgid and sticky bits are
+/// existing file's bits are kept, and a new file gets 0666 less the umask, like any file the
+/// user creates. Setuid, setgid and sticky bits are
 /// never carried over: a rewritten file is new content nobody reviewed as privileged. The temp
 /// file is removed on failure, so a failure leaves the old content, and a crash leaves the old
 /// or the new content, never a mix.
@@ -76,13 +77,13 @@ fn write(path: &Path, data: &[u8], mode: Option<u32>, data_dir: Option<&Path>) -
     if path.file_name().is_none() {
         return Err(io::Error::other("path has no file name"));
     }
-    let keep_mode = match mode {
-        Some(m) => m,
-        None => match std::fs::metadata(path) {
-            Ok(meta) => meta.permissions().mode(),
-            Err(_) => 0o644,
-        },
-    } & 0o777;
+    let exact_mode = mode
+        .or_else(|| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|meta| meta.permissions().mode())
+        })
+        .map(|m| m & 0o777);
     for _ in 0..ATTEMPTS {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let tmp = dir.join(format!("{TEMP_PREFIX}{id}"));
@@ -92,13 +93,13 @@ fn write(path: &Path, data: &[u8], mode: Option<u32>, data_dir: Option<&Path>) -
                 .inspect_err(|e| tracing::warn!(error = %e, "cannot record a temp file"))
                 .ok()
         });
-        let file = match create_locked(&tmp, keep_mode) {
+        let file = match create_locked(&tmp, exact_mode.unwrap_or(0o666)) {
             Ok(Some(file)) => file,
             // A sweeper took the name before we locked it: start over with a new one.
             Ok(None) => continue,
             Err(e) => return Err(e),
         };
-        let result = fill_and_rename(file, &tmp, path, data, keep_mode);
+        let result = fill_and_rename(file, &tmp, path, data, exact_mode);
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -120,12 +121,14 @@ fn fill_and_rename(
     tmp: &Path,
     path: &Path,
     data: &[u8],
-    mode: u32,
+    exact_mode: Option<u32>,
 ) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     file.write_all(data)?;
-    // The umask may have narrowed the mode at creation; set it exactly.
-    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    // The umask may have narrowed a mode that must be kept; set it exactly.
+    if let Some(mode) = exact_mode {
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
     file.sync_all()?;
     // The lock is held (the file stays open) until the name is gone.
     std::fs::rename(tmp, path)

@@ -39,7 +39,7 @@ pub fn ensure(data_dir: &Path) -> io::Result<()> {
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return super::write_atomic(&path, BLOCK.as_bytes(), Some(0o644));
+            return super::write_atomic(&path, BLOCK.as_bytes(), None);
         }
         Err(e) => return Err(e),
     };

@@ -485,3 +485,36 @@ fn a_symlinked_data_folder_is_not_swept() {
         assert!(victim.exists(), "{} was removed", victim.display());
     }
 }
+
+#[tokio::test]
+async fn a_new_file_follows_the_umask_and_an_existing_one_keeps_its_mode() {
+    // The umask is process-global: set it only in a child process of our own.
+    let name = "durability::a_new_file_follows_the_umask_and_an_existing_one_keeps_its_mode";
+    if !crate::support::isolated::in_child(name, &[], &[]) {
+        return;
+    }
+    // SAFETY: umask only changes this (child) process's file-creation mask.
+    unsafe { libc::umask(0o077) };
+    let (_dir, ws) = workspace();
+    let ctx = ctx(&ws);
+    let out = call(
+        &ctx,
+        "write",
+        json!({"path": "new.txt", "content": "private\n"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+    assert_eq!(mode(&ws.join("new.txt")), 0o600);
+    let shared = ws.join("shared.txt");
+    std::fs::write(&shared, "x\n").unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o664)).unwrap();
+    call(
+        &ctx,
+        "write",
+        json!({"path": "shared.txt", "content": "y\n"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(mode(&shared), 0o664, "the umask never narrows a kept mode");
+}
