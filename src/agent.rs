@@ -5,6 +5,7 @@
 pub mod compact;
 pub mod context;
 mod context_upkeep;
+mod history;
 pub mod prompt;
 pub mod turn;
 pub mod validate;
@@ -316,6 +317,11 @@ async fn run_core(
         });
     }
     core.emit(core.configured());
+    if !core.session.messages().is_empty() {
+        core.emit(Event::HistoryRestored {
+            entries: history::entries(&core.session),
+        });
+    }
     if let Some(problem) = checkpoint_problem {
         core.emit(Event::Warning {
             message: format!("ignoring the saved compaction checkpoint: {problem}"),

@@ -1,17 +1,12 @@
 //! Project memory (`agent::memory`): loading MiniCode.md, its limits, detail files, and the
 //! injected wrapper message.
 
+use crate::support::workspace;
 use minicode::chat::Role;
 use minicode::memory::{
     self, FILE_NAME, MAX_BYTES, MAX_TOKENS, MemoryError, PROMPT_RULES, is_detail_file,
     is_root_file, validate_detail,
 };
-
-fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().canonicalize().unwrap();
-    (dir, path)
-}
 
 #[test]
 fn missing_memory_file_means_no_memory() {
