@@ -30,8 +30,8 @@ pub(crate) fn entries(session: &Session) -> Vec<HistoryEntry> {
                     });
                 }
                 for call in &m.tool_calls {
-                    let arguments = serde_json::from_str(&call.arguments)
-                        .unwrap_or(serde_json::Value::Null);
+                    let arguments =
+                        serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
                     open.push((call.id.as_str(), entries.len()));
                     entries.push(HistoryEntry::ToolCall {
                         call: call.id.clone(),

@@ -64,7 +64,9 @@ impl Serialize for HistoryRef<'_> {
         let mut seq = s.serialize_seq(Some(self.messages.len()))?;
         let mut results = self.results.iter().peekable();
         for (index, m) in self.messages.iter().enumerate() {
-            let info = results.next_if(|(at, _)| *at == index).map(|(_, info)| info);
+            let info = results
+                .next_if(|(at, _)| *at == index)
+                .map(|(_, info)| info);
             seq.serialize_element(&StoredRef {
                 role: m.role,
                 content: &m.content,
