@@ -122,7 +122,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         return Err(usage("the prompt is empty"));
     }
     let _log = crate::logging::init(&launch.join(".minicode"), interactive);
-    crate::agent::context::Budget::new(
+    crate::agent::budget::Budget::new(
         config.context_window,
         config.reserve_tokens,
         config.keep_recent_tokens,

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::support::events::{turn, until};
 use crate::support::fake::{Fake, Request, text_reply as text};
 use minicode::agent::Options;
-use minicode::agent::context::MIN_REPLY_TOKENS;
+use minicode::agent::budget::MIN_REPLY_TOKENS;
 use minicode::chat::{Message, ToolCall};
 use minicode::protocol::AgentHandle;
 use minicode::protocol::{Decision, Event, Op, TurnEnd};

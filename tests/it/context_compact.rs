@@ -3,8 +3,9 @@
 //! compactions with a resume in between.
 
 use crate::support::fake::{Answer, Fake};
+use minicode::agent::budget::Budget;
 use minicode::agent::compact::{CompactError, CompactRequest, compact, transcript};
-use minicode::agent::context::{Budget, Context};
+use minicode::agent::context::Context;
 use minicode::chat::estimate_text;
 use minicode::chat::{Message, Role, ToolCall, Usage};
 use minicode::protocol::TurnStats;
