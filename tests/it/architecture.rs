@@ -611,6 +611,26 @@ mod inner {
 }
 
 #[test]
+fn docs_architecture_lists_every_source_file() {
+    let doc =
+        std::fs::read_to_string(src().parent().unwrap().join("docs/architecture.md")).unwrap();
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let missing: Vec<String> = files
+        .iter()
+        .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
+        .filter(|rel| {
+            !doc.lines()
+                .any(|l| l.trim_start().starts_with(rel.as_str()))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "give these files a line in docs/architecture.md: {missing:?}"
+    );
+}
+
+#[test]
 fn core_modules_never_name_the_terminal_stack() {
     let files = core_files();
     assert!(
