@@ -232,3 +232,57 @@ fn stream_json_prints_the_restored_history_and_text_output_leaves_it_out() {
     let stderr = String::from_utf8_lossy(&text.stderr);
     assert!(!stderr.contains("first answer"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_session_from_an_older_format_is_restored_with_inferred_statuses() {
+    let (_dir, ws) = workspace();
+    let id = "0b5e2c7a-7d4f-4d0e-9a51-3c2f8e1d6b90";
+    let v2 = serde_json::json!({
+        "version": 2,
+        "id": id,
+        "workspace": ws,
+        "created": "2026-10-09T08:00:00Z",
+        "updated": "2026-10-09T08:05:00Z",
+        "messages": [
+            {"role": "user", "content": "build it"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function",
+                 "function": {"name": "bash", "arguments": "{\"command\":\"make\\nmake install\"}"}},
+                {"id": "b", "type": "function",
+                 "function": {"name": "read", "arguments": "{\"path\":\"src/main.rs\"}"}}
+            ]},
+            {"role": "tool", "content": "error 1\n[exit code 2]", "tool_call_id": "a"},
+            {"role": "tool", "content": "the user denied this call; it did not run", "tool_call_id": "b"},
+            {"role": "assistant", "content": "the build failed"}
+        ]
+    });
+    let dir = minicode::session::sessions_dir(&ws);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{id}.json")), v2.to_string()).unwrap();
+
+    let events = resume_events(&ws, id).await;
+    let Some(Event::HistoryRestored { entries }) = events.get(1) else {
+        panic!("no HistoryRestored: {events:?}");
+    };
+    let calls: Vec<(&str, &str, Option<ToolStatus>)> = entries
+        .iter()
+        .filter_map(|e| match e {
+            HistoryEntry::ToolCall {
+                tool,
+                summary,
+                status,
+                ..
+            } => Some((tool.as_str(), summary.as_str(), *status)),
+            _ => None,
+        })
+        .collect();
+    // Older files kept no summary: the frontend is given the call's target instead.
+    assert_eq!(
+        calls,
+        [
+            ("bash", "make", Some(ToolStatus::Failed)),
+            ("read", "src/main.rs", Some(ToolStatus::Denied)),
+        ]
+    );
+    assert!(dir.join(format!("{id}.json.v2.bak")).exists());
+}
