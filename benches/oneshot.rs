@@ -5,6 +5,10 @@
 //! Scenarios: `--version`; a one-shot task with 5 tool calls (read, edit, bash, read, write);
 //! streaming a 200 KB reply in 4-character chunks. Run with `cargo bench --bench oneshot`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Resource usage is read with libc (getrusage, wait4, sysconf): measurement only.
+#![allow(unsafe_code)]
+
 #[path = "../tests/it/support/mock_openai.rs"]
 #[allow(dead_code)]
 mod mock_openai;

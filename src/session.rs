@@ -381,10 +381,10 @@ fn canonical(workspace: &Path) -> Result<PathBuf, SessionError> {
     workspace.canonicalize().map_err(io_error(workspace))
 }
 
-/// Takes `flock(LOCK_EX | LOCK_NB)` on `<dir>/<id>.lock`. The lock file is never deleted:
-/// removing it could let two processes lock two different files of the same name.
+/// Takes an exclusive, non-blocking lock on `<dir>/<id>.lock` (std's `File::try_lock`, an
+/// `flock` on Unix). The lock file is never deleted: removing it could let two processes lock
+/// two different files of the same name.
 fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(format!("{id}.lock"));
     let file = std::fs::OpenOptions::new()
@@ -395,17 +395,11 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
         .mode(0o600)
         .open(&path)
         .map_err(io_error(&path))?;
-    // SAFETY: flock only reads the descriptor, which `file` keeps open for this call.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        return Err(if err.kind() == std::io::ErrorKind::WouldBlock {
-            SessionError::Locked { id: id.to_string() }
-        } else {
-            io_error(&path)(err)
-        });
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { id: id.to_string() }),
+        Err(std::fs::TryLockError::Error(err)) => Err(io_error(&path)(err)),
     }
-    Ok(file)
 }
 
 struct Loaded {

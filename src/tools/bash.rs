@@ -131,6 +131,7 @@ impl GroupGuard {
     fn kill(&self) {
         // SAFETY: killpg only sends a signal; a group that is already gone gives ESRCH, which
         // is fine. The pgid is the shell's pid, fixed at spawn.
+        #[allow(unsafe_code)]
         unsafe {
             libc::killpg(self.0, libc::SIGKILL);
         }
@@ -172,6 +173,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     // If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
     // instead of running on unattended. Grandchildren it started may still outlive us.
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);

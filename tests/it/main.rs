@@ -1,6 +1,8 @@
 //! The integration tests: one binary (one link of the crate), one module per area, and the
 //! shared helpers in `support`. Run one area with `cargo test --test it <module>::`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 mod agent_loop;
