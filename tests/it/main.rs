@@ -2,6 +2,8 @@
 //! shared helpers in `support`. Run one area with `cargo test --test it <module>::`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests signal and set up child processes with libc (kill, pre_exec).
+#![allow(unsafe_code)]
 
 mod support;
 
