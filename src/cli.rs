@@ -121,7 +121,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(usage("the prompt is empty"));
     }
-    let _log = crate::logging::init(&launch.join(".minicode"), interactive);
+    let _log = crate::logging::init(&launch, interactive);
     crate::agent::context::Budget::new(
         config.context_window,
         config.reserve_tokens,

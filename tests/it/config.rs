@@ -548,7 +548,7 @@ fn logging_writes_to_the_data_dir_and_flushes_on_drop() {
     let guard = minicode::logging::init(tmp.path(), true).expect("logging starts");
     tracing::info!(target: "minicode", marker = "c0ffee", "hello from the test");
     drop(guard);
-    let logs = tmp.path().join("logs");
+    let logs = tmp.path().join(".minicode/logs");
     let mut text = String::new();
     for entry in fs::read_dir(&logs).unwrap() {
         text.push_str(&fs::read_to_string(entry.unwrap().path()).unwrap());
