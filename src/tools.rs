@@ -7,6 +7,7 @@
 pub mod bash;
 pub mod diff;
 pub mod edit;
+pub mod protected;
 pub mod read;
 pub mod write;
 
@@ -52,6 +53,9 @@ pub struct Prepared {
     pub summary: String,
     /// `Some` when the call needs the user's approval.
     pub approval: Option<ApprovalRequest>,
+    /// Why the call touches a protected path (see [`protected`]), when it does: then it is
+    /// asked every time, even after "always" for the tool.
+    pub protected: Option<&'static str>,
 }
 
 /// The result of a call, as the model will read it.

@@ -98,6 +98,7 @@ impl Tool for Bash {
             approval: Some(ApprovalRequest::Command {
                 command: call.command,
             }),
+            protected: None,
         })
     }
 

@@ -99,6 +99,7 @@ impl Tool for Read {
         Ok(Prepared {
             summary,
             approval: None,
+            protected: None,
         })
     }
 
@@ -174,7 +175,8 @@ fn read_file(
     }
     // Opened without blocking and checked again on the descriptor: the file may have been
     // swapped for a FIFO since the look above.
-    let (file, meta) = fsutil::open_regular(path).map_err(|e| format!("cannot read {display}: {e}"))?;
+    let (file, meta) =
+        fsutil::open_regular(path).map_err(|e| format!("cannot read {display}: {e}"))?;
     let binary = || {
         format!(
             "cannot read {display}: it looks like a binary file, not text; inspect it with bash if needed"
