@@ -199,7 +199,6 @@ pub fn display_path(workspace: &Path, path: &Path) -> String {
         .to_string()
 }
 
-
 /// Why [`open_regular`] or [`open_confined`] gave no file.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {

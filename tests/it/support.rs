@@ -4,3 +4,4 @@
 pub mod agent;
 pub mod mock_openai;
 pub mod stream;
+pub mod user_config;
