@@ -21,5 +21,6 @@ mod pty_session;
 mod session;
 mod tools_bash;
 mod tools_files;
+mod trust;
 mod tui_render;
 mod tui_view;
