@@ -130,8 +130,9 @@ pub struct Overrides {
 }
 
 const HOWTO: &str = "no model is configured. To set one up, either:
-  - copy config/config.example.toml to config/config.toml (in this folder) or to
-    ~/.config/minicode/config.toml and fill in [model] base_url and name, or
+  - copy config/config.example.toml to ~/.config/minicode/config.toml and fill in [model]
+    base_url and name (or keep it as config/config.toml in this folder and run
+    `minicode trust` once, so that file may choose the server and the key), or
   - set MINICODE_BASE_URL and MINICODE_MODEL (and MINICODE_API_KEY if the server needs a key);
 or try the built-in offline model with `minicode --demo`.";
 
