@@ -121,7 +121,8 @@ impl Fingerprint {
 pub struct ToolCtx {
     /// The canonical workspace root; every file path is resolved against it and must stay in it.
     pub workspace: PathBuf,
-    /// `<workspace>/.minicode`, where full bash outputs are saved.
+    /// `<workspace>/.minicode`, as a plain path. Anything written below it must go through
+    /// `fsutil::private_dir`, which refuses a `.minicode` that links out of the workspace.
     pub data_dir: PathBuf,
     /// Default bash timeout (a call may ask for up to `MAX_BASH_TIMEOUT`).
     pub bash_timeout: Duration,
