@@ -29,7 +29,7 @@ fn terminal() -> Terminal<CrosstermBackend<Sink>> {
 }
 
 fn state() -> State {
-    let mut s = State::new("bench-model", 262_144, &[]);
+    let mut s = State::new("bench-model", 262_144);
     s.update(Msg::Resize(W, H));
     s
 }

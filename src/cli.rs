@@ -140,7 +140,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         return Err(usage("the prompt is empty"));
     }
     let _log = crate::logging::init(&launch, interactive);
-    crate::agent::context::Budget::new(
+    crate::agent::budget::Budget::new(
         config.context_window,
         config.reserve_tokens,
         config.keep_recent_tokens,
@@ -149,11 +149,6 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     // Everything that can fail with a usage error comes before the session file is created.
     let provider = build_provider(&config)?;
     let session = open_session(&launch, &args)?;
-    let history = if interactive {
-        session.messages().to_vec()
-    } else {
-        Vec::new()
-    };
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
     tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
     let setup = Setup {
@@ -184,7 +179,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         let handle = agent::spawn(setup);
         match prompt {
             Some(prompt) => print::run(handle, prompt, args.output_format, &resume_flags).await,
-            None => full_screen(handle, &config, history, &resume_flags, &launch).await,
+            None => full_screen(handle, &config, &resume_flags, &launch).await,
         }
     });
     // A tool child that ignores its kill must not keep the process alive.
@@ -265,14 +260,12 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
 async fn full_screen(
     handle: crate::protocol::AgentHandle,
     config: &Config,
-    history: Vec<crate::chat::Message>,
     resume_flags: &str,
     workspace: &Path,
 ) -> ExitCode {
     let options = crate::tui::Options {
         model: config.model.clone(),
         context_window: config.context_window,
-        history,
         exit_transcript_turns: config.exit_transcript_turns,
     };
     match crate::tui::run(handle, options).await {

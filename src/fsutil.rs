@@ -334,7 +334,7 @@ fn checked_dir(workspace: &Path, sub: &str, create: bool) -> io::Result<Option<P
                         e.kind(),
                         format!(
                             "{} is a symbolic link minicode cannot follow: {e}",
-                            crate::sanitize::visible(&shown.display().to_string())
+                            shown.display()
                         ),
                     )
                 })?;
@@ -347,7 +347,7 @@ fn checked_dir(workspace: &Path, sub: &str, create: bool) -> io::Result<Option<P
             Ok(_) => {
                 return Err(io::Error::other(format!(
                     "{} is not a folder; minicode keeps its data there",
-                    crate::sanitize::visible(&shown.display().to_string())
+                    shown.display()
                 )));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
@@ -359,7 +359,7 @@ fn checked_dir(workspace: &Path, sub: &str, create: bool) -> io::Result<Option<P
                         if !meta.is_dir() {
                             return Err(io::Error::other(format!(
                                 "{} changed while minicode created it",
-                                crate::sanitize::visible(&shown.display().to_string())
+                                shown.display()
                             )));
                         }
                     }
@@ -380,10 +380,10 @@ fn refused(shown: &Path, real: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::PermissionDenied,
         format!(
-            "{} is a symbolic link to {}, which is not a folder inside the workspace; minicode \
+            "{} is a symbolic link to {:?}, which is not a folder inside the workspace; minicode \
              refuses to keep its data there (remove the link)",
-            crate::sanitize::visible(&shown.display().to_string()),
-            crate::sanitize::visible(&real.display().to_string())
+            shown.display(),
+            real
         ),
     )
 }

@@ -1,10 +1,12 @@
 //! Sessions: the conversation history of one workspace saved as a versioned JSON snapshot at
 //! `<workspace>/.minicode/sessions/<id>.json`, written atomically, locked against a second
-//! process, and validated (and repaired where the truth is known) on load. It stores what the
-//! agent hands it and must not know about providers' transports, tools' effects or terminals;
-//! the system prompt is never stored.
+//! process, and validated (and repaired where the truth is known) on load. A file in an older
+//! format keeps a one-time backup beside it. It stores what the agent hands it and must not
+//! know about providers' transports, tools' effects or terminals; the system prompt is never
+//! stored.
 
 mod snapshot;
+mod stored;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -12,14 +14,27 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{Message, Role};
+use crate::chat::{Message, Role, ToolStatus};
 use crate::fsutil;
 
 pub use snapshot::INTERRUPTED_RESULT;
-use snapshot::{LoadError, Problem, Snapshot, SnapshotRef};
+use snapshot::{LoadError, Parsed, Problem, SnapshotRef};
+use stored::HistoryRef;
 
 /// The snapshot format written by this build. Older files load through one migration path.
-pub const SNAPSHOT_VERSION: u32 = 2;
+pub const SNAPSHOT_VERSION: u32 = 3;
+
+/// What the session keeps about a tool result beyond the text the model reads, so a resumed
+/// session shows each call as it ended. Stored in the file, never sent to the model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResultInfo {
+    /// How the call ended; `None` when it was not recorded (a result pushed as a plain
+    /// message).
+    pub status: Option<ToolStatus>,
+    /// The one-line description of the call shown when it ran; `None` for calls that never
+    /// began (skipped after an interrupt, lost in a crash) and for migrated files.
+    pub summary: Option<String>,
+}
 
 /// Running totals over the whole session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,6 +131,8 @@ pub struct Session {
     workspace: PathBuf,
     created: SystemTime,
     messages: Vec<Message>,
+    /// By message index, ascending: what is known about tool results (see [`ResultInfo`]).
+    results: Vec<(usize, ResultInfo)>,
     totals: Totals,
     checkpoint: Option<Checkpoint>,
     repaired: Vec<String>,
@@ -169,6 +186,7 @@ impl Session {
             workspace,
             created: SystemTime::now(),
             messages: Vec::new(),
+            results: Vec::new(),
             totals: Totals::default(),
             checkpoint: None,
             repaired: Vec::new(),
@@ -206,6 +224,7 @@ impl Session {
             workspace,
             created: loaded.created,
             messages: loaded.messages,
+            results: loaded.results,
             totals: loaded.totals,
             checkpoint: loaded.checkpoint,
             repaired: loaded.repaired,
@@ -274,9 +293,36 @@ impl Session {
         &self.messages
     }
 
-    /// Appends to the history; nothing is written until [`Session::save`].
+    /// Appends to the history; nothing is written until [`Session::save`]. A tool result
+    /// pushed this way has no [`ResultInfo`]; the agent uses [`Session::push_result`].
     pub fn push(&mut self, message: Message) {
         self.messages.push(message);
+    }
+
+    /// Appends the result of tool call `call_id` with how it ended and the call's summary.
+    pub fn push_result(
+        &mut self,
+        call_id: impl Into<String>,
+        output: impl Into<String>,
+        status: ToolStatus,
+        summary: Option<String>,
+    ) {
+        self.results.push((
+            self.messages.len(),
+            ResultInfo {
+                status: Some(status),
+                summary,
+            },
+        ));
+        self.messages.push(Message::tool_result(call_id, output));
+    }
+
+    /// What is known about the tool result at message `index`, if anything.
+    pub fn result_info(&self, index: usize) -> Option<&ResultInfo> {
+        self.results
+            .binary_search_by_key(&index, |(at, _)| *at)
+            .ok()
+            .map(|at| &self.results[at].1)
     }
 
     pub fn totals(&self) -> &Totals {
@@ -333,7 +379,10 @@ impl Session {
             workspace: &self.workspace,
             created: snapshot::format_time(self.created),
             updated: snapshot::format_time(SystemTime::now()),
-            messages: &self.messages,
+            messages: HistoryRef {
+                messages: &self.messages,
+                results: &self.results,
+            },
             totals: &self.totals,
             checkpoint: self.checkpoint.as_ref(),
         };
@@ -382,6 +431,7 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
 struct Loaded {
     created: SystemTime,
     messages: Vec<Message>,
+    results: Vec<(usize, ResultInfo)>,
     totals: Totals,
     checkpoint: Option<Checkpoint>,
     repaired: Vec<String>,
@@ -389,14 +439,18 @@ struct Loaded {
 }
 
 /// Reads and validates a snapshot; a call left open at the end gets an "interrupted" result
-/// in memory only. The file itself is never modified here.
+/// in memory only. The file itself is never modified here; a file in an older format that
+/// loads is first copied beside it (see [`keep_backup`]).
 fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError> {
     let bytes = read_confined(workspace, path).map_err(io_error(path))?;
     let corrupt = |reason: String| SessionError::Corrupt {
         path: path.to_path_buf(),
         reason,
     };
-    let snapshot: Snapshot = snapshot::parse(&bytes).map_err(|e| match e {
+    let Parsed {
+        snapshot,
+        migrated_from,
+    } = snapshot::parse(&bytes).map_err(|e| match e {
         LoadError::TooNew(version) => SessionError::TooNew {
             path: path.to_path_buf(),
             version,
@@ -411,15 +465,29 @@ fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError>
             found,
         },
     })?;
+    if let Some(version) = migrated_from {
+        keep_backup(path, version, &bytes)?;
+    }
     // Validation checked the time parses; fall back to now only as a defensive default.
     let created = snapshot::parse_time(&snapshot.created).unwrap_or_else(SystemTime::now);
-    let mut messages = snapshot.messages;
+    let stored::History {
+        mut messages,
+        mut results,
+    } = snapshot.messages;
     for call_id in &open {
+        results.push((
+            messages.len(),
+            ResultInfo {
+                status: Some(ToolStatus::Interrupted),
+                summary: None,
+            },
+        ));
         messages.push(Message::tool_result(call_id.clone(), INTERRUPTED_RESULT));
     }
     Ok(Loaded {
         created,
         messages,
+        results,
         totals: snapshot.totals,
         checkpoint: snapshot.checkpoint,
         repaired: open,
@@ -441,6 +509,24 @@ fn read_confined(workspace: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Before a file in an older format is ever overwritten in the current one, its bytes are
+/// kept once beside it as `<id>.json.v<version>.bak` (mode 0600), so a user can go back to an
+/// older minicode. An existing backup is never replaced: it is the original. The caller holds
+/// the session's lock, so no other process writes the same backup meanwhile. When the backup
+/// cannot be written the session is not opened: the promise is that a migrated file keeps one.
+fn keep_backup(path: &Path, version: u32, bytes: &[u8]) -> Result<(), SessionError> {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(format!(".v{version}.bak"));
+    let backup = PathBuf::from(name);
+    match std::fs::symlink_metadata(&backup) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fsutil::write_atomic(&backup, bytes, Some(0o600)).map_err(io_error(&backup))
+        }
+        Err(e) => Err(io_error(&backup)(e)),
+    }
+}
+
 /// Summarises one file for `list` without locking it (listing must work while a session runs).
 fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
     let mtime = std::fs::metadata(path)
@@ -458,7 +544,7 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         Err(e) => return broken(format!("cannot read: {e}")),
     };
     let snapshot = match snapshot::parse(&bytes) {
-        Ok(s) => s,
+        Ok(parsed) => parsed.snapshot,
         Err(LoadError::TooNew(v)) => {
             return broken(format!("format version {v} is newer than this minicode"));
         }
@@ -472,6 +558,7 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         }
     }
     let first_prompt = snapshot
+        .messages
         .messages
         .iter()
         .find(|m| m.role == Role::User)

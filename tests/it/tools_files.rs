@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 /// A temp root holding the workspace `p` (and room for a sibling `p-evil`).
 fn setup() -> (tempfile::TempDir, PathBuf, ToolCtx) {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap().join("p");
+    let (dir, root) = crate::support::workspace();
+    let ws = root.join("p");
     std::fs::create_dir(&ws).unwrap();
     let ctx = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
     (dir, ws, ctx)
