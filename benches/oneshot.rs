@@ -107,6 +107,17 @@ fn workspace(server: &MockServer) -> tempfile::TempDir {
         server.base_url()
     );
     std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
+    // HOME is the workspace itself (see `minicode`): the user trusted it once, as the seed
+    // layout (server in the workspace's file) requires.
+    std::fs::create_dir_all(dir.path().join(".config/minicode")).unwrap();
+    std::fs::write(
+        dir.path().join(".config/minicode/config.toml"),
+        format!(
+            "trusted_workspaces = [{:?}]\n",
+            dir.path().canonicalize().unwrap().to_str().unwrap()
+        ),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("README.md"), "# Bench\n\nhello world\n").unwrap();
     dir
 }

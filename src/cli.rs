@@ -1,6 +1,9 @@
 //! Arguments and assembly: parses the command line, builds the config, the provider, the tool
 //! registry and the session, and picks the frontend (full-screen, one-shot, or `sessions`).
-//! Every usage, config or input error becomes exit code 2 here; `main` only exits.
+//! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
+//! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
+
+mod trust;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -10,7 +13,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::agent::{self, Options, Setup};
-use crate::config::{self, Config, Overrides, ProviderKind};
+use crate::config::{Config, Overrides, ProviderKind};
 use crate::print::{self, OutputFormat};
 use crate::provider::Provider;
 use crate::provider::demo::Demo;
@@ -64,6 +67,17 @@ pub struct Args {
 pub enum Command {
     /// List this workspace's sessions, newest first.
     Sessions,
+    /// Trust a workspace (default: the current folder): its config/config.toml may then choose
+    /// the server, the provider and the key. Recorded in your user config.
+    Trust {
+        /// The workspace folder.
+        path: Option<PathBuf>,
+    },
+    /// Stop trusting a workspace (default: the current folder).
+    Untrust {
+        /// The workspace folder.
+        path: Option<PathBuf>,
+    },
 }
 
 /// A failure that ends the program, with its exit code.
@@ -95,19 +109,23 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let launch = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
-    if let Some(Command::Sessions) = args.command {
-        return list_sessions(&launch);
+    let env = |name: &str| std::env::var(name).ok();
+    match &args.command {
+        Some(Command::Sessions) => return list_sessions(&launch),
+        Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
+        Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
+        None => {}
     }
     let overrides = Overrides {
         config_path: args.config.clone(),
         model: args.model.clone(),
         base_url: args.base_url.clone(),
         demo: args.demo,
+        skip_workspace_file: false,
     };
-    let env = |name: &str| std::env::var(name).ok();
-    let config = config::load(&launch, &env, &overrides).map_err(usage)?;
     let interactive =
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     let prompt = match (&args.prompt, interactive) {
         (Some(p), _) => Some(p.clone()),
         (None, true) => None,
@@ -121,7 +139,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(usage("the prompt is empty"));
     }
-    let _log = crate::logging::init(&launch.join(".minicode"), interactive);
+    let _log = crate::logging::init(&launch, interactive);
     crate::agent::budget::Budget::new(
         config.context_window,
         config.reserve_tokens,
@@ -228,9 +246,10 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
     }
     for s in sessions {
         let when = humantime::format_rfc3339_seconds(s.updated);
+        // Both come from files in the repository: nothing in them may act on the terminal.
         let about = match &s.problem {
-            Some(problem) => format!("(unreadable: {problem})"),
-            None => s.first_prompt.clone(),
+            Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
+            None => crate::sanitize::visible(&s.first_prompt),
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }

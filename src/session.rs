@@ -88,7 +88,11 @@ pub enum SessionError {
         .path.display()
     )]
     TooNew { path: PathBuf, version: u32 },
-    #[error("session {id} belongs to workspace {}, not {}", .found.display(), .expected.display())]
+    #[error(
+        "session {id} belongs to workspace {}, not {}",
+        crate::sanitize::visible(&.found.display().to_string()),
+        .expected.display()
+    )]
     WrongWorkspace {
         id: String,
         expected: PathBuf,
@@ -148,10 +152,15 @@ impl std::fmt::Debug for Session {
     }
 }
 
-/// `<workspace>/.minicode/sessions`
+/// `<workspace>/.minicode/sessions`, as a path; nothing is checked or created. Reading and
+/// writing go through `fsutil::private_dir`, which refuses a folder that leads outside the
+/// workspace.
 pub fn sessions_dir(workspace: &Path) -> PathBuf {
-    workspace.join(".minicode").join("sessions")
+    workspace.join(fsutil::DATA_DIR).join(SESSIONS)
 }
+
+/// The sessions folder's name under `.minicode/`.
+const SESSIONS: &str = "sessions";
 
 /// Whether `id` is a lowercase, hyphenated uuid (and therefore a plain file name).
 pub fn is_valid_id(id: &str) -> bool {
@@ -167,8 +176,8 @@ impl Session {
     /// resumed even if the first turn never completes.
     pub fn create(workspace: &Path) -> Result<Session, SessionError> {
         let workspace = canonical(workspace)?;
-        let dir = sessions_dir(&workspace);
-        fsutil::create_private_dir(&dir).map_err(io_error(&dir))?;
+        let dir = fsutil::private_dir(&workspace, SESSIONS)
+            .map_err(io_error(&sessions_dir(&workspace)))?;
         let id = uuid::Uuid::new_v4().hyphenated().to_string();
         let lock = lock(&dir, &id)?;
         let mut session = Session {
@@ -194,7 +203,12 @@ impl Session {
             return Err(SessionError::InvalidId(id.to_string()));
         }
         let workspace = canonical(workspace)?;
-        let dir = sessions_dir(&workspace);
+        let not_found = || SessionError::NotFound {
+            id: Some(id.to_string()),
+        };
+        let dir = fsutil::existing_private_dir(&workspace, SESSIONS)
+            .map_err(io_error(&sessions_dir(&workspace)))?
+            .ok_or_else(not_found)?;
         let path = dir.join(format!("{id}.json"));
         if !path.is_file() {
             return Err(SessionError::NotFound {
@@ -233,7 +247,11 @@ impl Session {
     /// their problem; listing itself fails only when the folder cannot be read.
     pub fn list(workspace: &Path) -> Result<Vec<SessionInfo>, SessionError> {
         let workspace = canonical(workspace)?;
-        let dir = sessions_dir(&workspace);
+        let dir = match fsutil::existing_private_dir(&workspace, SESSIONS) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&sessions_dir(&workspace))(e)),
+        };
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -393,6 +411,8 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
         .create(true)
         .truncate(false)
         .mode(0o600)
+        // A lock file planted as a symbolic link is not followed.
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(io_error(&path))?;
     match file.try_lock() {
@@ -416,7 +436,7 @@ struct Loaded {
 /// in memory only. The file itself is never modified here; a file in an older format that
 /// loads is first copied beside it (see [`keep_backup`]).
 fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError> {
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let bytes = read_confined(workspace, path).map_err(io_error(path))?;
     let corrupt = |reason: String| SessionError::Corrupt {
         path: path.to_path_buf(),
         reason,
@@ -469,6 +489,20 @@ fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError>
     })
 }
 
+/// Reads a session file only if it is a regular file whose real path is inside the workspace:
+/// a session file planted as a link to somewhere else, or a FIFO, is never read.
+fn read_confined(workspace: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (mut file, meta) = fsutil::open_confined(workspace, path).map_err(|e| match e {
+        fsutil::OpenError::Io(e) => e,
+        fsutil::OpenError::Missing => std::io::Error::from(std::io::ErrorKind::NotFound),
+        other => std::io::Error::other(other.to_string()),
+    })?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Before a file in an older format is ever overwritten in the current one, its bytes are
 /// kept once beside it as `<id>.json.v<version>.bak` (mode 0600), so a user can go back to an
 /// older minicode. An existing backup is never replaced: it is the original. The caller holds
@@ -499,7 +533,7 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         path: path.to_path_buf(),
         problem: Some(problem),
     };
-    let bytes = match std::fs::read(path) {
+    let bytes = match read_confined(workspace, path) {
         Ok(bytes) => bytes,
         Err(e) => return broken(format!("cannot read: {e}")),
     };

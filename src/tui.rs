@@ -13,6 +13,7 @@ pub mod segment;
 pub mod state;
 pub mod terminal;
 pub mod transcript;
+pub mod trust_prompt;
 pub mod view;
 pub mod wrap;
 

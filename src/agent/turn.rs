@@ -330,7 +330,10 @@ async fn run_call(
         Err(message) => return (summary, rejected(message)),
     };
     if let Some(request) = prepared.approval {
-        match approve(core, call, request, cancel, decisions).await {
+        let protected = prepared
+            .protected
+            .map(|reason| (prepared.summary.as_str(), reason));
+        match approve(core, call, request, protected, cancel, decisions).await {
             Some(Decision::Deny { reason }) => {
                 let mut text = "the user denied this call; it did not run".to_string();
                 if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
@@ -360,14 +363,38 @@ async fn run_call(
 
 /// Asks for approval unless `--yes` or an earlier "always" covers this tool. `None` means the
 /// turn was interrupted while waiting.
+///
+/// A call on a protected path (`protected`: its summary and why) is the exception: "always"
+/// does not cover it, so it is asked every time; `--yes` still allows it, and says so on the
+/// warning channel (stderr in one-shot mode), so an unattended run leaves a trace of every
+/// change to `.git`, `.minicode` or the workspace config.
 async fn approve(
     core: &mut Core,
     call: &ToolCall,
     request: ApprovalRequest,
+    protected: Option<(&str, &'static str)>,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> Option<Decision> {
-    if core.options.auto_approve || core.approved_tools.contains(&call.name) {
+    let always = core.approved_tools.contains(&call.name);
+    if let Some((summary, reason)) = protected {
+        if core.options.auto_approve {
+            core.emit(Event::Warning {
+                message: format!(
+                    "--yes allowed {} to change a protected path: {summary} ({reason})",
+                    call.name
+                ),
+            });
+        } else if always {
+            core.emit(Event::Warning {
+                message: format!(
+                    "asking again although {} is allowed always: {summary} is protected ({reason})",
+                    call.name
+                ),
+            });
+        }
+    }
+    if core.options.auto_approve || (always && protected.is_none()) {
         core.emit(Event::ApprovalDecided {
             call: call.id.clone(),
             decision: Decision::Approve,

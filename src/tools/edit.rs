@@ -151,6 +151,7 @@ impl Tool for Edit {
             n => format!(" ({n} replacements)"),
         };
         Ok(Prepared {
+            protected: super::protected::reason(&ctx.workspace, &plan.path),
             summary: format!("{}{times}", plan.display),
             approval: Some(ApprovalRequest::Diff {
                 path: plan.display,

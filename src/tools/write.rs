@@ -120,6 +120,7 @@ impl Tool for Write {
         let call = check(args, ctx)?;
         let diff = approval_diff(&call)?;
         Ok(Prepared {
+            protected: super::protected::reason(&ctx.workspace, &call.path),
             summary: format!("{} ({} bytes)", call.display, call.content.len()),
             approval: Some(ApprovalRequest::Diff {
                 path: call.display,

@@ -147,6 +147,99 @@ async fn approve_always_skips_later_prompts_for_that_tool() {
     assert_eq!(tool_results(&events).len(), 2);
 }
 
+fn write(id: &str, path: &str) -> minicode::provider::Reply {
+    tool_reply(&[(
+        id,
+        "write",
+        &serde_json::json!({ "path": path, "content": "x\n" }).to_string(),
+    )])
+}
+
+#[tokio::test]
+async fn protected_paths_are_asked_every_time_even_after_always() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink(".git", dir.path().join("innocent")).unwrap();
+    let model = Fake::new(vec![
+        Ok(write("c1", "notes.txt")),
+        Ok(write("c2", ".git/hooks/pre-commit")),
+        Ok(write("c3", "./.git/../.git/config")),
+        Ok(write("c4", "innocent/description")),
+        Ok(write("c5", "config/config.toml")),
+        Ok(write("c6", ".minicode/sessions/planted.json")),
+        Ok(write("c7", ".minicode/memory/topic.md")),
+        Ok(write("c8", "more-notes.txt")),
+        Ok(text_reply("ok")),
+    ]);
+    let mut handle = start(dir.path(), model, Options::default());
+    let mut asked = 0;
+    let (events, end, _) = run_turn(&mut handle, "go", |_| {
+        asked += 1;
+        Some(if asked == 1 {
+            Decision::ApproveTool
+        } else {
+            Decision::Deny { reason: None }
+        })
+    })
+    .await;
+    assert_eq!(end, TurnEnd::Completed);
+    let asked_for: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ApprovalRequested { call, .. } => Some(call.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked_for, ["c1", "c2", "c3", "c4", "c5", "c6"]);
+    let statuses: Vec<ToolStatus> = tool_results(&events).iter().map(|r| r.0).collect();
+    use ToolStatus::{Denied, Succeeded};
+    assert_eq!(
+        statuses,
+        [
+            Succeeded, Denied, Denied, Denied, Denied, Denied, Succeeded, Succeeded
+        ],
+        "memory and ordinary files stay covered by always"
+    );
+    assert!(!dir.path().join(".git/hooks/pre-commit").exists());
+    assert!(!dir.path().join(".git/config").exists());
+    let warned = events
+        .iter()
+        .filter(|e| matches!(e, Event::Warning { message } if message.contains("asking again")))
+        .count();
+    assert_eq!(warned, 5, "each re-ask says why");
+}
+
+#[tokio::test]
+async fn auto_approve_allows_protected_paths_and_reports_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Fake::new(vec![
+        Ok(write("c1", ".git/config")),
+        Ok(write("c2", "plain.txt")),
+        Ok(text_reply("ok")),
+    ]);
+    let options = Options {
+        auto_approve: true,
+        ..Options::default()
+    };
+    let mut handle = start(dir.path(), model, options);
+    let (events, end, _) = run_turn(&mut handle, "go", |_| panic!("must not ask")).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert!(dir.path().join(".git/config").exists());
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Warning { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("--yes allowed write to change a protected path: .git/config"),
+        "{}",
+        warnings[0]
+    );
+}
+
 #[tokio::test]
 async fn auto_approve_runs_without_asking() {
     let dir = tempfile::tempdir().unwrap();

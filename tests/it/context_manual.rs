@@ -196,6 +196,7 @@ fn one_shot_reports_an_automatic_compaction_on_stderr() {
         server.base_url()
     );
     std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
+    crate::support::user_config::write_trusting(&dir.path().join("home"), dir.path(), "");
     let out = Command::new(env!("CARGO_BIN_EXE_minicode"))
         .current_dir(dir.path())
         .env("HOME", dir.path().join("home"))

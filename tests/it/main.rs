@@ -26,5 +26,6 @@ mod resume;
 mod session;
 mod tools_bash;
 mod tools_files;
+mod trust;
 mod tui_render;
 mod tui_view;

@@ -171,6 +171,7 @@ fn minicode(ws: &Path, server: &MockServer, args: &[&str]) -> Output {
         server.base_url()
     );
     std::fs::write(ws.join("config/config.toml"), config).unwrap();
+    crate::support::user_config::write_trusting(&ws.join("home"), ws, "");
     Command::new(env!("CARGO_BIN_EXE_minicode"))
         .current_dir(ws)
         .env("HOME", ws.join("home"))

@@ -1,12 +1,13 @@
 //! Helpers shared by the integration-test modules: a test workspace, the mock OpenAI server,
-//! the scripted fake model, the agent starter, waiting for events, and the provider stream
-//! collector.
+//! the scripted fake model, the agent starter, waiting for events, the provider stream
+//! collector, and the user's config file for binary tests.
 
 pub mod agent;
 pub mod events;
 pub mod fake;
 pub mod mock_openai;
 pub mod stream;
+pub mod user_config;
 
 /// A fresh temporary workspace and its canonical path (symlinks such as macOS's /tmp resolved,
 /// as the agent and the session store see it). Keep the `TempDir` alive while it is used.
