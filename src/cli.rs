@@ -1,6 +1,9 @@
 //! Arguments and assembly: parses the command line, builds the config, the provider, the tool
 //! registry and the session, and picks the frontend (full-screen, one-shot, or `sessions`).
-//! Every usage, config or input error becomes exit code 2 here; `main` only exits.
+//! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
+//! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
+
+mod trust;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +15,7 @@ use clap::{Parser, Subcommand};
 mod stdin;
 
 use crate::agent::{self, Options, Setup};
-use crate::config::{self, Config, Overrides, ProviderKind};
+use crate::config::{Config, Overrides, ProviderKind};
 use crate::print::{self, OutputFormat};
 use crate::provider::Provider;
 use crate::provider::demo::Demo;
@@ -67,6 +70,17 @@ pub struct Args {
 pub enum Command {
     /// List this workspace's sessions, newest first.
     Sessions,
+    /// Trust a workspace (default: the current folder): its config/config.toml may then choose
+    /// the server, the provider and the key. Recorded in your user config.
+    Trust {
+        /// The workspace folder.
+        path: Option<PathBuf>,
+    },
+    /// Stop trusting a workspace (default: the current folder).
+    Untrust {
+        /// The workspace folder.
+        path: Option<PathBuf>,
+    },
 }
 
 /// A failure that ends the program, with its exit code.
@@ -98,19 +112,23 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let launch = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
-    if let Some(Command::Sessions) = args.command {
-        return list_sessions(&launch);
+    let env = |name: &str| std::env::var(name).ok();
+    match &args.command {
+        Some(Command::Sessions) => return list_sessions(&launch),
+        Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
+        Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
+        None => {}
     }
     let overrides = Overrides {
         config_path: args.config.clone(),
         model: args.model.clone(),
         base_url: args.base_url.clone(),
         demo: args.demo,
+        skip_workspace_file: false,
     };
-    let env = |name: &str| std::env::var(name).ok();
-    let config = config::load(&launch, &env, &overrides).map_err(usage)?;
     let interactive =
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     let prompt = match (&args.prompt, interactive) {
         (Some(p), _) if std::io::stdin().is_terminal() => Some(p.clone()),
         (Some(p), _) => Some(with_piped_text(p)?),
@@ -125,8 +143,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(usage("the prompt is empty"));
     }
-    let _log = crate::logging::init(&launch.join(".minicode"), interactive);
-    crate::agent::context::Budget::new(
+    let _log = crate::logging::init(&launch, interactive);
+    crate::agent::budget::Budget::new(
         config.context_window,
         config.reserve_tokens,
         config.keep_recent_tokens,
@@ -135,16 +153,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     // Everything that can fail with a usage error comes before the session file is created.
     let provider = build_provider(&config)?;
     // Temp files a killed minicode left behind go before anything new is written.
-    crate::fsutil::sweep_temp_files(
-        &launch.join(".minicode"),
-        &[crate::session::sessions_dir(&launch)],
-    );
+    crate::fsutil::sweep_temp_files(&launch, &[crate::session::SESSIONS]);
     let session = open_session(&launch, &args)?;
-    let history = if interactive {
-        session.messages().to_vec()
-    } else {
-        Vec::new()
-    };
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
     tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
     let setup = Setup {
@@ -175,7 +185,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         let handle = agent::spawn(setup);
         match prompt {
             Some(prompt) => print::run(handle, prompt, args.output_format, &resume_flags).await,
-            None => full_screen(handle, &config, history, &resume_flags, &launch).await,
+            None => full_screen(handle, &config, &resume_flags, &launch).await,
         }
     });
     // A tool child that ignores its kill must not keep the process alive.
@@ -259,9 +269,10 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
     }
     for s in sessions {
         let when = humantime::format_rfc3339_seconds(s.updated);
+        // Both come from files in the repository: nothing in them may act on the terminal.
         let about = match &s.problem {
-            Some(problem) => format!("(unreadable: {problem})"),
-            None => s.first_prompt.clone(),
+            Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
+            None => crate::sanitize::visible(&s.first_prompt),
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }
@@ -272,14 +283,12 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
 async fn full_screen(
     handle: crate::protocol::AgentHandle,
     config: &Config,
-    history: Vec<crate::chat::Message>,
     resume_flags: &str,
     workspace: &Path,
 ) -> ExitCode {
     let options = crate::tui::Options {
         model: config.model.clone(),
         context_window: config.context_window,
-        history,
         exit_transcript_turns: config.exit_transcript_turns,
     };
     match crate::tui::run(handle, options).await {

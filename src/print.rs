@@ -111,8 +111,24 @@ pub async fn run(
                 ops.send(Op::Shutdown);
             }
             Event::ShutdownComplete => break,
-            other if format != OutputFormat::StreamJson => report(&mut err, &other),
-            _ => {}
+            Event::ToolCallEnded { .. }
+            | Event::Retrying { .. }
+            | Event::Warning { .. }
+            | Event::Error { .. }
+            | Event::Compacted { .. }
+            | Event::MemoryLoaded { .. } => {
+                if format != OutputFormat::StreamJson {
+                    report(&mut err, &event);
+                }
+            }
+            // Not shown in text or json output (stream-json printed them above). A resumed
+            // conversation is not repeated: the user asked for this turn's answer.
+            Event::HistoryRestored { .. }
+            | Event::TextDelta { .. }
+            | Event::TurnStarted { .. }
+            | Event::ModelRequestStarted { .. }
+            | Event::ApprovalDecided { .. }
+            | Event::ContextUsage { .. } => {}
         }
     }
     let Some((end, stats)) = ended else {
@@ -226,7 +242,17 @@ fn report(err: &mut impl Write, event: &Event) {
             "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
         ),
         Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
-        _ => return,
+        Event::SessionConfigured { .. }
+        | Event::HistoryRestored { .. }
+        | Event::TurnStarted { .. }
+        | Event::ModelRequestStarted { .. }
+        | Event::TextDelta { .. }
+        | Event::AssistantMessage { .. }
+        | Event::ApprovalRequested { .. }
+        | Event::ApprovalDecided { .. }
+        | Event::ContextUsage { .. }
+        | Event::TurnEnded { .. }
+        | Event::ShutdownComplete => return,
     };
     let _ = writeln!(err, "{}", sanitize(&line));
 }

@@ -7,6 +7,7 @@
 pub mod bash;
 pub mod diff;
 pub mod edit;
+pub mod protected;
 pub mod read;
 pub mod write;
 
@@ -52,6 +53,9 @@ pub struct Prepared {
     pub summary: String,
     /// `Some` when the call needs the user's approval.
     pub approval: Option<ApprovalRequest>,
+    /// Why the call touches a protected path (see [`protected`]), when it does: then it is
+    /// asked every time, even after "always" for the tool.
+    pub protected: Option<&'static str>,
 }
 
 /// The result of a call, as the model will read it.
@@ -117,7 +121,8 @@ impl Fingerprint {
 pub struct ToolCtx {
     /// The canonical workspace root; every file path is resolved against it and must stay in it.
     pub workspace: PathBuf,
-    /// `<workspace>/.minicode`, where full bash outputs are saved.
+    /// `<workspace>/.minicode`, as a plain path. Anything written below it must go through
+    /// `fsutil::private_dir`, which refuses a `.minicode` that links out of the workspace.
     pub data_dir: PathBuf,
     /// Default bash timeout (a call may ask for up to `MAX_BASH_TIMEOUT`).
     pub bash_timeout: Duration,

@@ -276,22 +276,24 @@ async fn run_batch(
     for (index, call) in calls.iter().enumerate() {
         if cancel.is_cancelled() {
             for skipped in &calls[index..] {
-                core.session.push(Message::tool_result(
+                core.session.push_result(
                     skipped.id.clone(),
                     "not run: the user interrupted the turn",
-                ));
+                    ToolStatus::Interrupted,
+                    None,
+                );
             }
             return true;
         }
         stats.tool_calls += 1;
-        let output = run_call(core, call, cancel, decisions).await;
+        let (summary, output) = run_call(core, call, cancel, decisions).await;
         core.emit(Event::ToolCallEnded {
             call: call.id.clone(),
             status: output.status,
             output: output.content.clone(),
         });
         core.session
-            .push(Message::tool_result(call.id.clone(), output.content));
+            .push_result(call.id.clone(), output.content, output.status, summary);
         if index + 1 < calls.len() {
             core.save();
         }
@@ -299,50 +301,55 @@ async fn run_batch(
     cancel.is_cancelled()
 }
 
-/// Validates, approves and runs one call; every path yields the output the model will read.
+/// Validates, approves and runs one call; every path yields the output the model will read,
+/// beside the summary announced with `ToolCallBegan` (kept with the result in the session).
 async fn run_call(
     core: &mut Core,
     call: &ToolCall,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
-) -> ToolOutput {
+) -> (Option<String>, ToolOutput) {
     let registry = core.registry.clone();
     let (tool, args) = match registry.resolve(&call.name, &call.arguments) {
         Ok(found) => found,
         Err(message) => {
             core.emit(began(call, call.name.clone(), serde_json::Value::Null));
-            return rejected(message);
+            return (Some(call.name.clone()), rejected(message));
         }
     };
     let prepared = tool.prepare(&args, &core.tool_ctx);
     // A refused call still names its target, so the user sees what was attempted.
     let summary = match &prepared {
         Ok(p) => p.summary.clone(),
-        Err(_) => ["path", "command"]
-            .iter()
-            .find_map(|key| args.get(*key).and_then(|v| v.as_str()))
-            .map(|s| s.lines().next().unwrap_or("").to_string())
-            .unwrap_or_default(),
+        Err(_) => super::history::summary_from_arguments(&args).unwrap_or_default(),
     };
-    core.emit(began(call, summary, args.clone()));
+    core.emit(began(call, summary.clone(), args.clone()));
+    let summary = Some(summary);
     let prepared = match prepared {
         Ok(p) => p,
-        Err(message) => return rejected(message),
+        Err(message) => return (summary, rejected(message)),
     };
     if let Some(request) = prepared.approval {
-        match approve(core, call, request, cancel, decisions).await {
+        let protected = prepared
+            .protected
+            .map(|reason| (prepared.summary.as_str(), reason));
+        match approve(core, call, request, protected, cancel, decisions).await {
             Some(Decision::Deny { reason }) => {
                 let mut text = "the user denied this call; it did not run".to_string();
                 if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
                     text.push_str(&format!(". Reason: {reason}"));
                 }
-                return ToolOutput {
+                let output = ToolOutput {
                     status: ToolStatus::Denied,
                     content: text,
                 };
+                return (summary, output);
             }
             Some(_) => {}
-            None => return ToolOutput::interrupted("not run: the user interrupted the turn"),
+            None => {
+                let output = ToolOutput::interrupted("not run: the user interrupted the turn");
+                return (summary, output);
+            }
         }
     }
     let span = tracing::info_span!("tool_call", tool = %call.name, call = %call.id);
@@ -351,19 +358,43 @@ async fn run_call(
         .instrument(span)
         .await;
     output.content = core.tool_ctx.secrets.redact(output.content);
-    output
+    (summary, output)
 }
 
 /// Asks for approval unless `--yes` or an earlier "always" covers this tool. `None` means the
 /// turn was interrupted while waiting.
+///
+/// A call on a protected path (`protected`: its summary and why) is the exception: "always"
+/// does not cover it, so it is asked every time; `--yes` still allows it, and says so on the
+/// warning channel (stderr in one-shot mode), so an unattended run leaves a trace of every
+/// change to `.git`, `.minicode` or the workspace config.
 async fn approve(
     core: &mut Core,
     call: &ToolCall,
     request: ApprovalRequest,
+    protected: Option<(&str, &'static str)>,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> Option<Decision> {
-    if core.options.auto_approve || core.approved_tools.contains(&call.name) {
+    let always = core.approved_tools.contains(&call.name);
+    if let Some((summary, reason)) = protected {
+        if core.options.auto_approve {
+            core.emit(Event::Warning {
+                message: format!(
+                    "--yes allowed {} to change a protected path: {summary} ({reason})",
+                    call.name
+                ),
+            });
+        } else if always {
+            core.emit(Event::Warning {
+                message: format!(
+                    "asking again although {} is allowed always: {summary} is protected ({reason})",
+                    call.name
+                ),
+            });
+        }
+    }
+    if core.options.auto_approve || (always && protected.is_none()) {
         core.emit(Event::ApprovalDecided {
             call: call.id.clone(),
             decision: Decision::Approve,

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 /// Every temp file we create starts with this; the rest is exactly 32 lowercase hex digits.
 pub const TEMP_PREFIX: &str = ".minicode-tmp-";
-/// `<data_dir>/inflight/`: one record per temp file being written outside our own folders.
+/// `.minicode/inflight/`: one record per temp file being written outside our own folders.
 pub const JOURNAL_DIR: &str = "inflight";
 /// A record names a folder inside the workspace; anything longer is not ours.
 const MAX_RECORD_BYTES: u64 = 16 * 1024;
@@ -56,19 +56,19 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<(
     write(path, data, mode, None)
 }
 
-/// [`write_atomic`] for a file anywhere in the workspace: the temp file is also recorded under
-/// `<data_dir>/inflight/` until it is renamed, so [`sweep_temp_files`] finds it if the process
-/// is killed meanwhile. `data_dir` is the workspace's `.minicode` folder.
+/// [`write_atomic`] for a file anywhere in the canonical `workspace`: the temp file is also
+/// recorded under `.minicode/inflight/` until it is renamed, so [`sweep_temp_files`] finds it
+/// if the process is killed meanwhile.
 pub fn write_atomic_journaled(
     path: &Path,
     data: &[u8],
     mode: Option<u32>,
-    data_dir: &Path,
+    workspace: &Path,
 ) -> io::Result<()> {
-    write(path, data, mode, Some(data_dir))
+    write(path, data, mode, Some(workspace))
 }
 
-fn write(path: &Path, data: &[u8], mode: Option<u32>, data_dir: Option<&Path>) -> io::Result<()> {
+fn write(path: &Path, data: &[u8], mode: Option<u32>, workspace: Option<&Path>) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = path
         .parent()
@@ -88,8 +88,8 @@ fn write(path: &Path, data: &[u8], mode: Option<u32>, data_dir: Option<&Path>) -
         let id = uuid::Uuid::new_v4().simple().to_string();
         let tmp = dir.join(format!("{TEMP_PREFIX}{id}"));
         // Without a record the write still happens; only a sweep after a kill would miss it.
-        let _record = data_dir.and_then(|data_dir| {
-            Record::create(data_dir, dir, &id)
+        let _record = workspace.and_then(|workspace| {
+            Record::create(workspace, dir, &id)
                 .inspect_err(|e| tracing::warn!(error = %e, "cannot record a temp file"))
                 .ok()
         });
@@ -155,20 +155,12 @@ fn create_locked(tmp: &Path, mode: u32) -> io::Result<Option<File>> {
     }
 }
 
-/// `flock(LOCK_EX | LOCK_NB)`: false when another open file holds the lock.
-/// (`File::try_lock` would need Rust 1.89; the declared MSRV is 1.88.)
+/// An exclusive, non-blocking lock (`flock` on Unix): false when another open file holds it.
 fn try_lock(file: &File) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock only reads the descriptor, which `file` keeps open for this call.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let err = io::Error::last_os_error();
-    if err.kind() == io::ErrorKind::WouldBlock {
-        Ok(false)
-    } else {
-        Err(err)
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
 
@@ -192,16 +184,14 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// `<data_dir>/inflight/<id>`, holding the folder of the temp file `.minicode-tmp-<id>`
+/// `.minicode/inflight/<id>`, holding the folder of the temp file `.minicode-tmp-<id>`
 /// relative to the workspace. Removed when dropped, i.e. once the write ended either way.
 struct Record(PathBuf);
 
 impl Record {
-    fn create(data_dir: &Path, folder: &Path, id: &str) -> io::Result<Record> {
+    fn create(workspace: &Path, folder: &Path, id: &str) -> io::Result<Record> {
         use std::os::unix::fs::OpenOptionsExt;
-        let journal = data_dir.join(JOURNAL_DIR);
-        super::create_private_dir(&journal)?;
-        let workspace = data_dir.parent().unwrap_or(Path::new("/"));
+        let journal = super::private_dir(workspace, JOURNAL_DIR)?;
         let relative = match folder.strip_prefix(workspace) {
             Ok(rel) if rel.as_os_str().is_empty() => Path::new("."),
             Ok(rel) => rel,
@@ -238,23 +228,22 @@ pub struct Swept {
     pub in_use: usize,
 }
 
-/// Removes the temp files killed processes left: those in `data_dir` itself, in each of
-/// `folders` (e.g. the sessions folder), and those recorded under `<data_dir>/inflight/`. A
-/// temp file another process is still writing is left alone (its lock is held). Records are
-/// trusted only as far as they point: the named folder must resolve inside the workspace (the
-/// parent of `data_dir`), and only a regular file named like ours is removed. Errors are
-/// skipped: the sweep is housekeeping and must never stop a start.
-pub fn sweep_temp_files(data_dir: &Path, folders: &[PathBuf]) -> Swept {
+/// Removes the temp files killed processes left in the canonical `workspace`: those in
+/// `.minicode/` itself, in each of its folders named in `subs` (e.g. `sessions`), and those
+/// recorded under `.minicode/inflight/`. A temp file another process is still writing is left
+/// alone (its lock is held). The folders are reached like every other access to `.minicode/`
+/// ([`super::existing_private_dir`]): one that links out of the workspace is not swept.
+/// Records are trusted only as far as they point: the named folder must resolve inside the
+/// workspace, and only a regular file named like ours is removed. Errors are skipped: the
+/// sweep is housekeeping and must never stop a start.
+pub fn sweep_temp_files(workspace: &Path, subs: &[&str]) -> Swept {
     let mut swept = Swept::default();
-    // A symlinked data folder (or one of its folders) may lead anywhere: not ours to sweep.
-    if !real_dir(data_dir) {
-        return swept;
-    }
-    for folder in std::iter::once(data_dir).chain(folders.iter().map(PathBuf::as_path)) {
-        if !real_dir(folder) {
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(folder) else {
+    let existing = |sub: &str| super::existing_private_dir(workspace, sub).ok().flatten();
+    for folder in std::iter::once("")
+        .chain(subs.iter().copied())
+        .filter_map(existing)
+    {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
             continue;
         };
         for entry in entries.flatten() {
@@ -263,23 +252,14 @@ pub fn sweep_temp_files(data_dir: &Path, folders: &[PathBuf]) -> Swept {
             }
         }
     }
-    sweep_journal(data_dir, &mut swept);
+    if let Some(journal) = existing(JOURNAL_DIR) {
+        sweep_journal(workspace, &journal, &mut swept);
+    }
     swept
 }
 
-fn real_dir(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
-}
-
-fn sweep_journal(data_dir: &Path, swept: &mut Swept) {
-    let Some(workspace) = data_dir.parent() else {
-        return;
-    };
-    let journal = data_dir.join(JOURNAL_DIR);
-    if !real_dir(&journal) {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(&journal) else {
+fn sweep_journal(workspace: &Path, journal: &Path, swept: &mut Swept) {
+    let Ok(entries) = std::fs::read_dir(journal) else {
         return;
     };
     for entry in entries.flatten() {

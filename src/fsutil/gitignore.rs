@@ -87,32 +87,3 @@ fn line_start(text: &str, marker: &str, from: usize) -> Option<usize> {
     }
     None
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_current_block_needs_no_write() {
-        assert_eq!(updated(BLOCK), None);
-        assert_eq!(updated(&format!("{BLOCK}!/notes/\n")), None);
-    }
-
-    #[test]
-    fn a_file_without_the_block_gets_it_first_and_keeps_its_lines() {
-        let out = updated("!/sessions/\n").unwrap();
-        assert_eq!(out, format!("{BLOCK}!/sessions/\n"));
-    }
-
-    #[test]
-    fn an_outdated_block_is_replaced_in_place() {
-        let old = format!("# mine\n{BEGIN}\n/*\n!/memory/\n{END}\n!/notes/\n");
-        assert_eq!(updated(&old).unwrap(), format!("# mine\n{BLOCK}!/notes/\n"));
-    }
-
-    #[test]
-    fn a_begin_marker_without_an_end_is_not_taken_as_a_block() {
-        let broken = format!("{BEGIN}\n/*\n");
-        assert_eq!(updated(&broken).unwrap(), format!("{BLOCK}{broken}"));
-    }
-}

@@ -98,6 +98,7 @@ impl Tool for Bash {
             approval: Some(ApprovalRequest::Command {
                 command: call.command,
             }),
+            protected: None,
         })
     }
 
@@ -131,6 +132,7 @@ impl GroupGuard {
     fn kill(&self) {
         // SAFETY: killpg only sends a signal; a group that is already gone gives ESRCH, which
         // is fine. The pgid is the shell's pid, fixed at spawn.
+        #[allow(unsafe_code)]
         unsafe {
             libc::killpg(self.0, libc::SIGKILL);
         }
@@ -172,6 +174,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     // If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
     // instead of running on unattended. Grandchildren it started may still outlive us.
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -194,7 +197,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         Err(e) => return ToolOutput::failed(format!("could not read the command's output: {e}")),
     };
 
-    let mut sink = Sink::new(&ctx.data_dir, ctx.output_limit());
+    let mut sink = Sink::new(&ctx.workspace, ctx.output_limit());
     let mut buf = vec![0u8; 16 * 1024];
     let deadline = tokio::time::sleep(call.timeout);
     tokio::pin!(deadline);
@@ -314,20 +317,21 @@ struct Sink {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     total: u64,
-    outputs_dir: PathBuf,
+    /// The workspace, under whose `.minicode/outputs` the full log is kept.
+    workspace: PathBuf,
     log: Option<Result<(PathBuf, std::fs::File), String>>,
     notes: String,
 }
 
 impl Sink {
-    fn new(data_dir: &Path, cap: usize) -> Self {
+    fn new(workspace: &Path, cap: usize) -> Self {
         Self {
             cap,
             head_cap: cap / 2,
             head: Vec::new(),
             tail: std::collections::VecDeque::new(),
             total: 0,
-            outputs_dir: data_dir.join("outputs"),
+            workspace: workspace.to_path_buf(),
             log: None,
             notes: String::new(),
         }
@@ -364,11 +368,9 @@ impl Sink {
 
     fn open_log(&self) -> Result<(PathBuf, std::fs::File), String> {
         use std::os::unix::fs::OpenOptionsExt;
-        fsutil::create_private_dir(&self.outputs_dir)
-            .map_err(|e| format!("could not create {}: {e}", self.outputs_dir.display()))?;
-        let path = self
-            .outputs_dir
-            .join(format!("{}.log", uuid::Uuid::new_v4().simple()));
+        let outputs_dir = fsutil::private_dir(&self.workspace, "outputs")
+            .map_err(|e| format!("could not create .minicode/outputs: {e}"))?;
+        let path = outputs_dir.join(format!("{}.log", uuid::Uuid::new_v4().simple()));
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -152,6 +152,7 @@ impl Tool for Edit {
             n => format!(" ({n} replacements)"),
         };
         Ok(Prepared {
+            protected: super::protected::reason(&ctx.workspace, &plan.path),
             summary: format!("{}{times}", plan.display),
             approval: Some(ApprovalRequest::Diff {
                 path: plan.display,
@@ -175,7 +176,7 @@ impl Tool for Edit {
                 Err(e) => return ToolOutput::failed(e),
             };
             tracing::debug!(path = %plan.display, replacements = plan.replacements, "edit");
-            match apply(&plan, &ctx.data_dir) {
+            match apply(&plan, &ctx.workspace) {
                 Ok(fp) => {
                     ctx.remember(&plan.path, fp);
                     let full = diff::unified(&plan.display, Some(&plan.old), &plan.new);
@@ -196,8 +197,8 @@ impl Tool for Edit {
 }
 
 /// Writes the new content atomically and returns its fingerprint.
-fn apply(plan: &Plan, data_dir: &Path) -> std::io::Result<Fingerprint> {
-    fsutil::write_atomic_journaled(&plan.path, plan.new.as_bytes(), None, data_dir)?;
+fn apply(plan: &Plan, workspace: &Path) -> std::io::Result<Fingerprint> {
+    fsutil::write_atomic_journaled(&plan.path, plan.new.as_bytes(), None, workspace)?;
     fingerprint_written(&plan.path, plan.new.as_bytes())
 }
 

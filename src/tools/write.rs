@@ -121,6 +121,7 @@ impl Tool for Write {
         let call = check(args, ctx)?;
         let diff = approval_diff(&call)?;
         Ok(Prepared {
+            protected: super::protected::reason(&ctx.workspace, &call.path),
             summary: format!("{} ({} bytes)", call.display, call.content.len()),
             approval: Some(ApprovalRequest::Diff {
                 path: call.display,
@@ -153,7 +154,7 @@ impl Tool for Write {
                     &call.path,
                     call.content.as_bytes(),
                     None,
-                    &ctx.data_dir,
+                    &ctx.workspace,
                 )?;
                 fingerprint_written(&call.path, call.content.as_bytes())
             })();

@@ -36,7 +36,14 @@ impl Workspace {
             server.base_url()
         );
         std::fs::write(self.path().join("config/config.toml"), config).unwrap();
+        self.trust();
         self
+    }
+
+    /// The seed layout: the workspace's file holds the server (and maybe the key), and the
+    /// user trusted the workspace once.
+    fn trust(&self) {
+        crate::support::user_config::write_trusting(&self.path().join("home"), self.path(), "");
     }
 
     fn command(&self) -> Command {
@@ -294,6 +301,7 @@ fn bad_session_ids_exit_2() {
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();
+    ws.trust();
     for id in [
         "../etc/passwd",
         "not-a-uuid",
@@ -494,6 +502,7 @@ fn oversized_stdin_prompt_exits_2() {
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();
+    ws.trust();
     let mut child = ws
         .command()
         .stdin(Stdio::piped())
@@ -541,6 +550,7 @@ fn a_run_that_kept_nothing_names_no_session_to_resume() {
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();
+    ws.trust();
     std::fs::write(ws.path().join("MiniCode.md"), "bad\0memory").unwrap();
     let out = ws.run(&["hi"]);
     assert_eq!(out.status.code(), Some(1));

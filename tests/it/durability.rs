@@ -1,33 +1,24 @@
 //! Nothing is lost: a write killed midway leaves the old file and a temp file the next start
-//! sweeps (but never one a live process still writes), long names write fine, read-only files
-//! are refused, privileged mode bits are dropped, and `.minicode/.gitignore` keeps private data
-//! out of `git add -A` while memory stays committable.
+//! sweeps (but never one a live process still writes, nor anything a record or a link points
+//! at outside the workspace), and `.minicode/.gitignore` keeps private data out of
+//! `git add -A` while memory stays committable. (The tools' own rules on read-only files,
+//! modes and long names are in `tools_files`.)
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use minicode::chat::ToolStatus;
 use minicode::fsutil;
-use minicode::tools::{Registry, ToolCtx, ToolOutput};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
-use crate::support::binary;
 use crate::support::mock_openai::{MockServer, text_reply, tool_calls_reply};
+use crate::support::{binary, workspace};
 
 /// The most a killed child may write to one file: a write past it is killed by the kernel
 /// (SIGXFSZ) in the middle of the `write` call, exactly where a `kill -9` could land.
 const FILE_SIZE_LIMIT: u64 = 512 * 1024;
-
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
-    (dir, ws)
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -256,128 +247,6 @@ fn a_fresh_record_without_its_temp_file_is_kept_and_an_old_one_dropped() {
     assert!(!old.exists());
 }
 
-async fn call(ctx: &ToolCtx, tool: &str, args: serde_json::Value) -> Result<ToolOutput, String> {
-    let registry = Registry::builtin();
-    let (tool, value) = registry.resolve(tool, &args.to_string())?;
-    tool.prepare(&value, ctx)?;
-    Ok(tool.run(value, ctx, CancellationToken::new()).await)
-}
-
-/// `run` alone, as if the file changed while the user was deciding.
-async fn run_only(ctx: &ToolCtx, tool: &str, args: serde_json::Value) -> ToolOutput {
-    let registry = Registry::builtin();
-    let tool = registry.get(tool).unwrap();
-    tool.run(args, ctx, CancellationToken::new()).await
-}
-
-fn ctx(ws: &Path) -> ToolCtx {
-    ToolCtx::new(ws.to_path_buf(), Duration::from_secs(30), Vec::new())
-}
-
-fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
-}
-
-#[tokio::test]
-async fn a_file_with_a_255_byte_name_is_written_and_edited() {
-    let (_dir, ws) = workspace();
-    let ctx = ctx(&ws);
-    let name = "n".repeat(255);
-    let out = call(&ctx, "write", json!({"path": name, "content": "one\n"}))
-        .await
-        .unwrap();
-    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
-    let out = call(
-        &ctx,
-        "edit",
-        json!({"path": name, "old_string": "one", "new_string": "two"}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
-    assert_eq!(std::fs::read_to_string(ws.join(&name)).unwrap(), "two\n");
-    assert_eq!(dir_entries(&ws).len(), 2, "only the file and .minicode");
-}
-
-#[tokio::test]
-async fn write_and_edit_refuse_a_read_only_file() {
-    let (_dir, ws) = workspace();
-    let ctx = ctx(&ws);
-    let path = ws.join("locked.txt");
-    std::fs::write(&path, "keep me\n").unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
-    call(&ctx, "read", json!({"path": "locked.txt"}))
-        .await
-        .unwrap();
-
-    let refused = call(
-        &ctx,
-        "write",
-        json!({"path": "locked.txt", "content": "new\n"}),
-    )
-    .await
-    .unwrap_err();
-    assert!(
-        refused.contains("read-only") && refused.contains("0444"),
-        "{refused}"
-    );
-    let refused = call(
-        &ctx,
-        "edit",
-        json!({"path": "locked.txt", "old_string": "keep", "new_string": "lose"}),
-    )
-    .await
-    .unwrap_err();
-    assert!(refused.contains("read-only"), "{refused}");
-    // `run` checks again: the file may have been made read-only during the approval.
-    let out = run_only(&ctx, "write", json!({"path": "locked.txt", "content": "x"})).await;
-    assert_eq!(out.status, ToolStatus::Failed);
-    assert!(out.content.contains("read-only"), "{}", out.content);
-    let out = run_only(
-        &ctx,
-        "edit",
-        json!({"path": "locked.txt", "old_string": "keep", "new_string": "lose"}),
-    )
-    .await;
-    assert_eq!(out.status, ToolStatus::Failed);
-
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me\n");
-    assert_eq!(mode(&path), 0o444);
-}
-
-#[tokio::test]
-async fn a_rewritten_file_loses_setuid_setgid_and_sticky_bits() {
-    let (_dir, ws) = workspace();
-    let ctx = ctx(&ws);
-    for (name, before) in [("suid", 0o4755), ("sgid", 0o2755), ("sticky", 0o1755)] {
-        let path = ws.join(name);
-        std::fs::write(&path, "#!/bin/sh\necho old\n").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(before)).unwrap();
-        assert_eq!(mode(&path), before, "the test could set {before:o}");
-        let out = call(
-            &ctx,
-            "write",
-            json!({"path": name, "content": "#!/bin/sh\necho new\n"}),
-        )
-        .await
-        .unwrap();
-        assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
-        assert_eq!(mode(&path), 0o755, "write of a {before:o} file");
-
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(before)).unwrap();
-        call(&ctx, "read", json!({"path": name})).await.unwrap();
-        let out = call(
-            &ctx,
-            "edit",
-            json!({"path": name, "old_string": "new", "new_string": "newer"}),
-        )
-        .await
-        .unwrap();
-        assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
-        assert_eq!(mode(&path), 0o755, "edit of a {before:o} file");
-    }
-}
-
 fn git(ws: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
@@ -486,35 +355,53 @@ fn a_symlinked_data_folder_is_not_swept() {
     }
 }
 
-#[tokio::test]
-async fn a_new_file_follows_the_umask_and_an_existing_one_keeps_its_mode() {
-    // The umask is process-global: set it only in a child process of our own.
-    let name = "durability::a_new_file_follows_the_umask_and_an_existing_one_keeps_its_mode";
-    if !crate::support::isolated::in_child(name, &[], &[]) {
-        return;
-    }
-    // SAFETY: umask only changes this (child) process's file-creation mask.
-    unsafe { libc::umask(0o077) };
+#[test]
+fn an_outdated_gitignore_block_is_replaced_in_place_and_the_rest_kept() {
     let (_dir, ws) = workspace();
-    let ctx = ctx(&ws);
-    let out = call(
-        &ctx,
-        "write",
-        json!({"path": "new.txt", "content": "private\n"}),
+    let data = ws.join(".minicode");
+    std::fs::create_dir_all(&data).unwrap();
+    let old = format!(
+        "# before\n{}\n/*\n!/memory/\n{}\n!/notes/\n",
+        fsutil::gitignore::BEGIN,
+        fsutil::gitignore::END
+    );
+    std::fs::write(data.join(".gitignore"), &old).unwrap();
+    fsutil::gitignore::ensure(&data).unwrap();
+    let text = std::fs::read_to_string(data.join(".gitignore")).unwrap();
+    assert!(text.starts_with("# before\n"), "{text}");
+    assert!(
+        text.ends_with(&format!("{}\n!/notes/\n", fsutil::gitignore::END)),
+        "{text}"
+    );
+    assert!(text.contains("\n!/skills/\n"), "the current block: {text}");
+    assert_eq!(text.matches(fsutil::gitignore::BEGIN).count(), 1, "{text}");
+
+    // A begin marker without its end is not a block: a whole one goes first, once.
+    std::fs::write(
+        data.join(".gitignore"),
+        format!("{}\n/*\n", fsutil::gitignore::BEGIN),
     )
-    .await
     .unwrap();
-    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
-    assert_eq!(mode(&ws.join("new.txt")), 0o600);
-    let shared = ws.join("shared.txt");
-    std::fs::write(&shared, "x\n").unwrap();
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o664)).unwrap();
-    call(
-        &ctx,
-        "write",
-        json!({"path": "shared.txt", "content": "y\n"}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(mode(&shared), 0o664, "the umask never narrows a kept mode");
+    fsutil::gitignore::ensure(&data).unwrap();
+    let once = std::fs::read_to_string(data.join(".gitignore")).unwrap();
+    fsutil::gitignore::ensure(&data).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(data.join(".gitignore")).unwrap(),
+        once
+    );
+    assert!(once.contains(fsutil::gitignore::END), "{once}");
+}
+
+#[test]
+fn a_gitignore_that_is_a_symlink_is_left_alone() {
+    let (_dir, ws) = workspace();
+    let data = ws.join(".minicode");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(ws.join("elsewhere"), "mine\n").unwrap();
+    std::os::unix::fs::symlink(ws.join("elsewhere"), data.join(".gitignore")).unwrap();
+    fsutil::gitignore::ensure(&data).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.join("elsewhere")).unwrap(),
+        "mine\n"
+    );
 }

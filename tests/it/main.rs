@@ -1,6 +1,10 @@
 //! The integration tests: one binary (one link of the crate), one module per area, and the
 //! shared helpers in `support`. Run one area with `cargo test --test it <module>::`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests signal and set up child processes with libc (kill, pre_exec).
+#![allow(unsafe_code)]
+
 mod support;
 
 mod agent_loop;
@@ -20,8 +24,10 @@ mod provider_errors;
 mod provider_stream;
 mod pty_oneshot;
 mod pty_session;
+mod resume;
 mod session;
 mod tools_bash;
 mod tools_files;
+mod trust;
 mod tui_render;
 mod tui_view;

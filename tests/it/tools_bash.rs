@@ -2,19 +2,14 @@
 //! timeouts and cancellation killing the whole process group, the output cap and log file,
 //! interleaving, environment scrubbing and invalid UTF-8.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::workspace;
 use minicode::chat::{ApprovalRequest, ToolStatus};
 use minicode::tools::{Prepared, Registry, ToolCtx, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
-    (dir, ws)
-}
 
 fn ctx(ws: &Path) -> ToolCtx {
     ToolCtx::new(ws.to_path_buf(), Duration::from_secs(60), Vec::new())

@@ -8,7 +8,8 @@ use std::process::{Command, Stdio};
 
 use super::mock_openai::MockServer;
 
-/// Writes `<dir>/config/config.toml` pointing at `server`.
+/// Writes `<dir>/config/config.toml` pointing at `server`, and trusts `dir` in the user config
+/// under `<dir>/home` (the seed's layout: the workspace file chooses the server).
 pub fn write_config(dir: &Path, server: &MockServer) {
     std::fs::create_dir_all(dir.join("config")).unwrap();
     let config = format!(
@@ -16,6 +17,7 @@ pub fn write_config(dir: &Path, server: &MockServer) {
         server.base_url()
     );
     std::fs::write(dir.join("config/config.toml"), config).unwrap();
+    super::user_config::write_trusting(&dir.join("home"), dir, "");
 }
 
 /// `minicode` in `dir`, ready for `.args(..)`; change stdin with `.stdin(..)` when needed.
