@@ -165,8 +165,9 @@ fn try_lock(file: &File) -> io::Result<bool> {
 }
 
 /// Makes a rename in `dir` durable. On Linux a failure is reported, except from file systems
-/// that cannot sync a folder at all; elsewhere (macOS, where `fsync` of a folder is not
-/// documented to do anything) it is a best effort.
+/// that cannot sync a folder at all. Elsewhere it is a best effort: on macOS std's `sync_all`
+/// is `F_FULLFSYNC`, whose behaviour on a folder is untested here, and a write whose content is
+/// already in place must not fail on it.
 #[cfg(target_os = "linux")]
 fn sync_dir(dir: &Path) -> io::Result<()> {
     let result = File::open(dir).and_then(|d| d.sync_all());
