@@ -204,6 +204,7 @@ impl Core {
                 // A fresh history: drop the old checkpoint and cached estimates.
                 let _ = self.context.set_checkpoint(None, self.session.messages());
                 self.approved_tools.clear();
+                self.tool_ctx.forget_seen();
                 self.emit(self.configured());
                 self.report_context();
             }

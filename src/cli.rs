@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
+mod stdin;
+
 use crate::agent::{self, Options, Setup};
 use crate::config::{Config, Overrides, ProviderKind};
 use crate::print::{self, OutputFormat};
@@ -33,7 +35,8 @@ pub const EXIT_USAGE: u8 = 2;
     args_conflicts_with_subcommands = true
 )]
 pub struct Args {
-    /// The task. Without it, a terminal opens the full-screen session; piped stdin is the task.
+    /// The task. Without it, a terminal opens the full-screen session and piped stdin is the
+    /// task; with it, piped stdin is attached below it.
     pub prompt: Option<String>,
     /// Use this config file instead of the usual locations.
     #[arg(long, value_name = "PATH")]
@@ -127,7 +130,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     let prompt = match (&args.prompt, interactive) {
-        (Some(p), _) => Some(p.clone()),
+        (Some(p), _) if std::io::stdin().is_terminal() => Some(p.clone()),
+        (Some(p), _) => Some(with_piped_text(p)?),
         (None, true) => None,
         (None, false) if std::io::stdin().is_terminal() => {
             return Err(usage(
@@ -148,6 +152,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     .map_err(|e| usage(format!("invalid [context] settings: {e}")))?;
     // Everything that can fail with a usage error comes before the session file is created.
     let provider = build_provider(&config)?;
+    // Temp files a killed minicode left behind go before anything new is written.
+    crate::fsutil::sweep_temp_files(&launch, &[crate::session::SESSIONS]);
     let session = open_session(&launch, &args)?;
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
     tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
@@ -203,6 +209,23 @@ fn read_stdin() -> Result<String, Failure> {
         )));
     }
     String::from_utf8(bytes).map_err(|_| usage("the prompt on stdin is not valid UTF-8"))
+}
+
+/// The prompt with whatever was piped beside it (`git diff | minicode "review this"`).
+fn with_piped_text(prompt: &str) -> Result<String, Failure> {
+    match stdin::read_beside_prompt().map_err(usage)? {
+        stdin::Piped::Text(text) => Ok(stdin::attach(prompt, &text)),
+        stdin::Piped::Nothing => Ok(prompt.to_string()),
+        stdin::Piped::Silent => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "minicode: nothing arrived on stdin within {} s; running the prompt without it \
+                 (redirect stdin from /dev/null to skip the wait, or from a file to attach it)",
+                stdin::FIRST_BYTE_WAIT.as_secs()
+            );
+            Ok(prompt.to_string())
+        }
+    }
 }
 
 fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {

@@ -1,56 +1,22 @@
-//! File-system helpers shared by tools, sessions and memory: atomic replacement of a file,
-//! resolving a model-supplied path so it can never leave the workspace, opening a file that a
-//! repository supplies without ever blocking on it, and the checked way into `.minicode/`.
+//! File-system helpers shared by tools, sessions and memory: atomic replacement of a file (and
+//! the sweep of what a killed write left), resolving a model-supplied path so it can never leave
+//! the workspace, opening a file that a repository supplies without ever blocking on it, and the
+//! checked way into `.minicode/`, with the `.gitignore` that keeps its private data out of git.
 //!
 //! Everything a repository can plant (a symlink, a FIFO, a device node) is refused here, so
 //! callers need not think about it. It must not decide policy (what may be read or written,
 //! what needs approval): that belongs to the tools and the agent.
 
-use std::io::{self, Write};
+mod atomic;
+pub mod gitignore;
+
+use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// Replaces `path` with `data` atomically: a temp file in the same folder, fsync, rename.
-/// `mode` sets the permission bits of the new file (an existing file's mode is kept when
-/// `mode` is `None`). The temp file is removed on failure, so a crash leaves either the old
-/// or the new content, never a mix.
-pub fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::other("path has no file name"))?;
-    let keep_mode = match mode {
-        Some(m) => m,
-        None => match std::fs::metadata(path) {
-            Ok(meta) => meta.permissions().mode() & 0o7777,
-            Err(_) => 0o644,
-        },
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(keep_mode)
-            .open(&tmp)?;
-        file.write_all(data)?;
-        // The umask may have narrowed the mode at creation; set it exactly.
-        file.set_permissions(std::fs::Permissions::from_mode(keep_mode))?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+pub use atomic::{
+    JOURNAL_DIR, Swept, TEMP_PREFIX, is_temp_name, sweep_temp_files, write_atomic,
+    write_atomic_journaled,
+};
 
 /// Why a path was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -191,6 +157,21 @@ pub fn load_existing(path: &Path, max_bytes: u64) -> Result<Existing, LoadError>
     Ok(Existing::File { bytes, meta })
 }
 
+/// Refuses to replace a file its owner made read-only (no owner write bit): the tools would
+/// otherwise replace it anyway, since the rename needs only the folder to be writable. The
+/// error is a message for the model; `verb` is the tool's name (`write`, `edit`).
+pub fn refuse_read_only(meta: &std::fs::Metadata, display: &str, verb: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o200 != 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "cannot {verb} {display}: it is read-only (mode {mode:04o}); it was left unchanged. \
+         If it really must change, ask the user to make it writable first"
+    ))
+}
+
 /// Shows `path` relative to the workspace when it is inside it.
 pub fn display_path(workspace: &Path, path: &Path) -> String {
     path.strip_prefix(workspace)
@@ -304,9 +285,16 @@ pub const DATA_DIR: &str = ".minicode";
 /// through it: a cloned repository could otherwise point `.minicode/sessions` at a folder of
 /// the user's and have minicode change its mode or fill it. A link that stays inside the
 /// workspace is followed. `sub` may be empty for `.minicode` itself.
+///
+/// Every call also brings `.minicode/.gitignore` up to date (see [`gitignore`]), so whatever
+/// writes private data here, now or in a later version, has it kept out of git.
 pub fn private_dir(workspace: &Path, sub: &str) -> io::Result<PathBuf> {
-    checked_dir(workspace, sub, true)?
-        .ok_or_else(|| io::Error::other("the data folder could not be created"))
+    let dir = checked_dir(workspace, sub, true)?
+        .ok_or_else(|| io::Error::other("the data folder could not be created"))?;
+    if let Some(data_dir) = checked_dir(workspace, "", false)? {
+        gitignore::ensure(&data_dir)?;
+    }
+    Ok(dir)
 }
 
 /// Like [`private_dir`] but creates and changes nothing: `None` when the folder does not

@@ -160,7 +160,7 @@ pub fn sessions_dir(workspace: &Path) -> PathBuf {
 }
 
 /// The sessions folder's name under `.minicode/`.
-const SESSIONS: &str = "sessions";
+pub(crate) const SESSIONS: &str = "sessions";
 
 /// Whether `id` is a lowercase, hyphenated uuid (and therefore a plain file name).
 pub fn is_valid_id(id: &str) -> bool {
@@ -215,6 +215,9 @@ impl Session {
                 id: Some(id.to_string()),
             });
         }
+        // Every later save writes here: the folder's mode and `.minicode/.gitignore` are
+        // brought up to date first, also for a folder an older minicode created.
+        fsutil::private_dir(&workspace, SESSIONS).map_err(io_error(&dir))?;
         // Lock before reading, so the history cannot change between reading and owning it.
         let lock = lock(&dir, id)?;
         let loaded = load(&path, id, &workspace)?;

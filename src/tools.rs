@@ -211,6 +211,16 @@ impl ToolCtx {
         }
     }
 
+    /// Forgets every file seen: a new conversation has not read anything, so `edit` needs a
+    /// fresh `read` before it changes a file again.
+    pub fn forget_seen(&self) {
+        // Even after a panic elsewhere poisoned the map, forgetting is always safe.
+        match self.seen.lock() {
+            Ok(mut seen) => seen.clear(),
+            Err(poisoned) => poisoned.into_inner().clear(),
+        }
+    }
+
     /// The fingerprint recorded when the model last read or wrote this file.
     pub fn recall(&self, path: &Path) -> Option<Fingerprint> {
         self.seen.lock().ok().and_then(|s| s.get(path).copied())

@@ -568,3 +568,51 @@ async fn an_exchange_far_larger_than_the_window_fails_locally_instead_of_being_s
     let main_requests = model.main_requests().iter().filter(|s| s.tools > 0).count();
     assert_eq!(main_requests, 1, "the oversized request was never sent");
 }
+
+#[tokio::test]
+async fn clear_forgets_which_files_were_read_so_edit_needs_a_fresh_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\n").unwrap();
+    let edit = |id: &str, from: &str, to: &str| {
+        let args = serde_json::json!({"path": "notes.txt", "old_string": from, "new_string": to});
+        Ok(tool_reply(&[(id, "edit", &args.to_string())]))
+    };
+    let model = Fake::new(vec![
+        Ok(tool_reply(&[("r1", "read", r#"{"path":"notes.txt"}"#)])),
+        Ok(text_reply("read it")),
+        edit("e1", "alpha", "beta"),
+        Ok(text_reply("edited")),
+        edit("e2", "beta", "gamma"),
+        Ok(text_reply("tried")),
+    ]);
+    let mut handle = start(dir.path(), model, Options::default());
+    run_turn(&mut handle, "read notes", approve_all).await;
+    let (events, _, _) = run_turn(&mut handle, "edit notes", approve_all).await;
+    assert_eq!(
+        tool_results(&events)[0].0,
+        ToolStatus::Succeeded,
+        "read earlier"
+    );
+
+    handle.send(Op::NewSession);
+    crate::support::events::until(&mut handle, |e| {
+        matches!(e, Event::SessionConfigured { .. })
+    })
+    .await;
+    let (events, _, _) = run_turn(&mut handle, "edit again", approve_all).await;
+    let results = tool_results(&events);
+    assert_eq!(
+        results[0].0,
+        ToolStatus::Rejected,
+        "refused before approval"
+    );
+    assert!(
+        results[0].1.contains("has not been read in this session"),
+        "{}",
+        results[0].1
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "beta\n"
+    );
+}

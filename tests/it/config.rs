@@ -562,11 +562,13 @@ fn log_level_comes_from_minicode_log_else_the_mode_default() {
 
 #[test]
 fn logging_writes_to_the_data_dir_and_flushes_on_drop() {
-    let tmp = tempfile::tempdir().unwrap();
-    // MINICODE_LOG is not set by the test harness; default_on gives `info`.
-    if std::env::var_os(minicode::logging::ENV_LOG).is_some() {
+    // Installing the global subscriber changes the whole process: do it in a child of its own,
+    // without MINICODE_LOG, so default_on gives `info`.
+    let name = "config::logging_writes_to_the_data_dir_and_flushes_on_drop";
+    if !crate::support::isolated::in_child(name, &[], &[minicode::logging::ENV_LOG]) {
         return;
     }
+    let tmp = tempfile::tempdir().unwrap();
     let guard = minicode::logging::init(tmp.path(), true).expect("logging starts");
     tracing::info!(target: "minicode", marker = "c0ffee", "hello from the test");
     drop(guard);

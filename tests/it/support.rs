@@ -1,10 +1,13 @@
 //! Helpers shared by the integration-test modules: a test workspace, the mock OpenAI server,
 //! the scripted fake model, the agent starter, waiting for events, the provider stream
-//! collector, and the user's config file for binary tests.
+//! collector, the user's config file and the runner for binary tests, and the child-process
+//! isolation helper.
 
 pub mod agent;
+pub mod binary;
 pub mod events;
 pub mod fake;
+pub mod isolated;
 pub mod mock_openai;
 pub mod stream;
 pub mod user_config;

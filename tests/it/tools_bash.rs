@@ -322,13 +322,18 @@ async fn bash_interleaves_stdout_and_stderr_in_order() {
 
 #[tokio::test]
 async fn bash_child_environment_has_no_secrets() {
-    // SAFETY: the variables are set before this test spawns anything, and the other tests in
-    // this binary only touch the environment through std, which serialises access.
-    unsafe {
-        std::env::set_var("MINICODE_API_KEY", "sk-minicode-secret");
-        std::env::set_var("OPENAI_API_KEY", "sk-openai-secret");
-        std::env::set_var("TOOLS_BASH_CUSTOM_KEY", "sk-custom-secret");
-        std::env::set_var("TOOLS_BASH_HARMLESS", "visible-value");
+    // The secrets must be in minicode's own environment; setting them in this shared test
+    // process would race every other test thread, so the body runs in a child that has them
+    // from its start.
+    let envs = [
+        ("MINICODE_API_KEY", "sk-minicode-secret"),
+        ("OPENAI_API_KEY", "sk-openai-secret"),
+        ("TOOLS_BASH_CUSTOM_KEY", "sk-custom-secret"),
+        ("TOOLS_BASH_HARMLESS", "visible-value"),
+    ];
+    let name = "tools_bash::bash_child_environment_has_no_secrets";
+    if !crate::support::isolated::in_child(name, &envs, &[]) {
+        return;
     }
     let (_dir, ws) = workspace();
     let ctx = ToolCtx::new(
