@@ -213,18 +213,16 @@ fn read_stdin() -> Result<String, Failure> {
 
 /// The prompt with whatever was piped beside it (`git diff | minicode "review this"`).
 fn with_piped_text(prompt: &str) -> Result<String, Failure> {
-    match stdin::read_beside_prompt().map_err(usage)? {
+    let quiet = || {
+        let _ = writeln!(
+            std::io::stderr(),
+            "minicode: waiting for the text piped on stdin to end (it is sent after the \
+             prompt); to run without it, redirect stdin from /dev/null"
+        );
+    };
+    match stdin::read_beside_prompt(quiet).map_err(usage)? {
         stdin::Piped::Text(text) => Ok(stdin::attach(prompt, &text)),
         stdin::Piped::Nothing => Ok(prompt.to_string()),
-        stdin::Piped::Silent => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "minicode: nothing arrived on stdin within {} s; running the prompt without it \
-                 (redirect stdin from /dev/null to skip the wait, or from a file to attach it)",
-                stdin::FIRST_BYTE_WAIT.as_secs()
-            );
-            Ok(prompt.to_string())
-        }
     }
 }
 

@@ -1,13 +1,13 @@
 //! Text piped beside a prompt (`git diff | minicode "review this change"`): when stdin is worth
-//! reading, how long to wait for it, and how it is attached to the prompt. It never reads a
-//! terminal, and never waits forever for a pipe nobody writes to.
+//! reading, and how it is attached to the prompt. It never reads a terminal.
 //!
 //! Only a pipe or a regular file is read. A terminal is the user's, `/dev/null` (what
 //! `Stdio::null()` gives a child) is a character device, and a socket is what many process
-//! launchers hand a child whether or not they mean to write: none of those is read. A pipe
-//! that stays silent (a harness that leaves stdin open and never writes) is given
-//! [`FIRST_BYTE_WAIT`] to deliver its first byte or its end; after that the prompt runs alone
-//! and stderr says so. Once the first byte came, the rest is read to the end.
+//! launchers hand a child whether or not they mean to write: none of those is read. A pipe is
+//! read to its end, however slow its producer (`make test 2>&1 | minicode "why does it
+//! fail"`): dropping it would silently lose the user's input. When it has said nothing for
+//! [`QUIET_NOTICE`], the caller is told once, so a launcher that leaves stdin open by mistake
+//! shows why the run waits and how to avoid it.
 
 use std::io::Read;
 use std::time::Duration;
@@ -16,8 +16,8 @@ use std::time::Duration;
 /// not fit the context of any model we talk to).
 pub(crate) const MAX_PIPED_BYTES: u64 = 1024 * 1024;
 
-/// How long a silent pipe may take to deliver its first byte (or its end).
-pub(crate) const FIRST_BYTE_WAIT: Duration = Duration::from_secs(3);
+/// How long a silent pipe waits before the user is told what the run is waiting for.
+pub(crate) const QUIET_NOTICE: Duration = Duration::from_secs(3);
 
 /// Why piped text could not be attached (a usage error: exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -39,16 +39,15 @@ pub(crate) enum PipedError {
 pub(crate) enum Piped {
     /// Nothing to attach: stdin is not a pipe or file, or it held only whitespace.
     Nothing,
-    /// A pipe delivered nothing within [`FIRST_BYTE_WAIT`]; the prompt runs alone.
-    Silent,
     Text(String),
 }
 
-/// Reads what was piped or redirected on stdin, for attaching to a prompt.
-pub(crate) fn read_beside_prompt() -> Result<Piped, PipedError> {
+/// Reads what was piped or redirected on stdin, for attaching to a prompt. `quiet` is called
+/// once when a pipe has delivered nothing for [`QUIET_NOTICE`]; the read then goes on.
+pub(crate) fn read_beside_prompt(quiet: impl FnOnce()) -> Result<Piped, PipedError> {
     match stdin_kind() {
         Kind::Other => return Ok(Piped::Nothing),
-        Kind::Pipe if !first_byte_within(FIRST_BYTE_WAIT) => return Ok(Piped::Silent),
+        Kind::Pipe if !first_byte_within(QUIET_NOTICE) => quiet(),
         Kind::Pipe | Kind::File => {}
     }
     let mut bytes = Vec::new();

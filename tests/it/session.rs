@@ -5,7 +5,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use crate::support::workspace;
 use minicode::chat::{Message, Role, ToolCall, ToolStatus};
@@ -648,26 +648,18 @@ fn interrupted_call_at_the_end_is_marked_unknown_and_never_duplicated() {
 }
 
 #[test]
-fn save_and_load_of_a_large_session_are_fast() {
+fn a_large_session_saves_and_loads_whole() {
     let (_tmp, ws) = workspace();
     let mut s = Session::create(&ws).unwrap();
     for i in 0..2_500 {
         exchange(&mut s, &"x".repeat(400), &format!("call_{i}"));
     }
     let id = s.id().to_string();
-    let started = Instant::now();
     s.save().unwrap();
-    let saved_in = started.elapsed();
+    let saved = s.messages().to_vec();
     drop(s);
-    let started = Instant::now();
+    // How fast this is, is measured by `cargo bench --bench session`, not here.
     let s = Session::open(&ws, &id).unwrap();
-    let loaded_in = started.elapsed();
     assert_eq!(s.messages().len(), 10_000);
-    // Generous bounds for debug builds on a busy machine; the release figures are in
-    // docs/performance.md.
-    assert!(saved_in < Duration::from_secs(2), "save took {saved_in:?}");
-    assert!(
-        loaded_in < Duration::from_secs(2),
-        "load took {loaded_in:?}"
-    );
+    assert_eq!(s.messages(), saved.as_slice());
 }
