@@ -16,7 +16,7 @@ use minicode::provider::http_error::redact_prefix;
 use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use minicode::provider::sse::ReplyLimits;
 use minicode::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::stream::run;
 
@@ -503,6 +503,57 @@ fn write_config(dir: &Path, server: &MockServer, extra: &str) {
         server.base_url()
     );
     std::fs::write(file, config).unwrap();
+}
+
+#[test]
+fn done_alone_fails_the_one_shot_turn_with_an_empty_reply_error() {
+    let reasoning_only = sse_bytes(&[
+        json!({"choices": [{"index": 0, "delta": {"reasoning_content": "hmm, let me think"}}]}),
+        chunk_finish("length"),
+    ]);
+    let server = MockServer::start_in_thread(vec![
+        MockReply::sse(vec![b"data: [DONE]\n\n".to_vec()]),
+        MockReply::sse(vec![b"data: [DONE]\n\n".to_vec()]),
+        MockReply::sse(vec![reasoning_only]),
+    ]);
+    let (out, dir) = one_shot(&server, "", &["hello"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("failed: the model returned an empty reply"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    // Nothing empty is kept: the session holds the prompt alone.
+    let sessions: Vec<_> = std::fs::read_dir(dir.path().join(".minicode/sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    let session: Value =
+        serde_json::from_str(&std::fs::read_to_string(&sessions[0]).unwrap()).unwrap();
+    let roles: Vec<&str> = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user"]);
+
+    let (out, _dir) = one_shot(&server, "", &["--output-format", "json", "hello"]);
+    assert_eq!(out.status.code(), Some(1));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["status"], "failed");
+    assert_eq!(value["error"], "the model returned an empty reply");
+    assert_eq!(value["result"], "");
+
+    let (out, _dir) = one_shot(&server, "", &["hello"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("the model returned an empty reply (finish_reason: length)"),
+        "reasoning alone is empty: {stderr}"
+    );
 }
 
 #[test]
