@@ -33,8 +33,8 @@ const USER_AGENT: &str = concat!("minicode/", env!("CARGO_PKG_VERSION"));
 /// The most of an error body that is read (the rest is dropped with the connection).
 const ERROR_BODY_BYTES: usize = 64 * 1024;
 
-/// How to reach one OpenAI-compatible server.
-#[derive(Debug, Clone)]
+/// How to reach one OpenAI-compatible server. `Debug` never shows the key.
+#[derive(Clone)]
 pub struct OpenAiOptions {
     /// E.g. `https://api.openai.com/v1`; requests go to `{base_url}/chat/completions`.
     pub base_url: String,
@@ -69,8 +69,8 @@ impl Default for OpenAiOptions {
     }
 }
 
-/// An OpenAI-compatible model server.
-#[derive(Debug, Clone)]
+/// An OpenAI-compatible model server. `Debug` never shows the key.
+#[derive(Clone)]
 pub struct OpenAi {
     client: reqwest::Client,
     url: String,
@@ -79,6 +79,32 @@ pub struct OpenAi {
     key: Option<Arc<str>>,
     headers: HeaderMap,
     limits: StreamLimits,
+}
+
+impl std::fmt::Debug for OpenAiOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiOptions")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("model", &self.model)
+            .field("request_timeout", &self.request_timeout)
+            .field("stream_idle_timeout", &self.stream_idle_timeout)
+            .field("limits", &self.limits)
+            .field("max_attempts", &self.max_attempts)
+            .field("retry_base_delay", &self.retry_base_delay)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAi")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("key", &self.key.as_ref().map(|_| "***"))
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAi {

@@ -596,3 +596,17 @@ fn configuration_defaults_match_the_provider_defaults() {
         DEFAULT_REQUEST_TIMEOUT
     );
 }
+
+#[tokio::test]
+async fn debug_output_of_the_client_never_shows_the_key() {
+    let server = MockServer::start(Vec::new()).await;
+    let p = client(&server, |_| {});
+    let opts = OpenAiOptions {
+        api_key: Some(KEY.into()),
+        ..OpenAiOptions::default()
+    };
+    for text in [format!("{p:?}"), format!("{opts:?}")] {
+        assert_no_key_piece(&text);
+        assert!(text.contains("***"), "{text}");
+    }
+}
