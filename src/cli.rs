@@ -20,6 +20,7 @@ use crate::print::{self, OutputFormat};
 use crate::provider::Provider;
 use crate::provider::demo::Demo;
 use crate::provider::openai::{OpenAi, OpenAiOptions};
+use crate::provider::sse::ReplyLimits;
 use crate::session::Session;
 use crate::tools::{Registry, Secrets, ToolCtx};
 
@@ -245,6 +246,10 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, Failure> {
                 model: config.model.clone(),
                 request_timeout: config.request_timeout,
                 stream_idle_timeout: config.stream_idle_timeout,
+                limits: ReplyLimits {
+                    max_tool_calls: usize::try_from(config.max_tool_calls).unwrap_or(usize::MAX),
+                    ..ReplyLimits::default()
+                },
                 ..OpenAiOptions::default()
             })
             .map_err(usage)?,

@@ -29,6 +29,10 @@ use serde::Deserialize;
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 262_144;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 300;
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 600;
+/// Tool calls one reply may carry (`provider::sse::MAX_TOOL_CALLS`, repeated here so the
+/// configuration does not depend on the provider).
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 64;
 pub const DEFAULT_BASH_TIMEOUT_SECS: u64 = 120;
 /// The hard ceiling for one bash call, also for `timeout_secs` the model asks for.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = 600;
@@ -95,9 +99,11 @@ pub struct Config {
     pub api_key_env: Option<String>,
     pub context_window: u64,
     pub max_tokens: u32,
-    /// Overall limit for one request; `None` leaves only the idle timeout.
-    pub request_timeout: Option<Duration>,
+    /// The deadline of one model call, streaming included (heartbeats do not extend it).
+    pub request_timeout: Duration,
     pub stream_idle_timeout: Duration,
+    /// More tool calls than this in one reply is a protocol error.
+    pub max_tool_calls: u32,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     pub reserve_tokens: Option<u64>,

@@ -28,15 +28,26 @@ pub enum OutputFormat {
 /// The exit code after an interrupt by SIGINT (128 + 2), as shells expect.
 pub const EXIT_SIGINT: u8 = 130;
 
-/// The JSON object printed by `--output-format json`.
+/// The JSON object printed by `--output-format json` (README documents it: keep them in step).
 #[derive(Serialize)]
 struct JsonResult<'a> {
     /// `null` when the session left no file (it never received a message).
     session_id: Option<&'a str>,
     result: &'a str,
-    status: &'a TurnEnd,
+    /// `completed`, `round_limit`, `interrupted` or `failed`; `error` says why when not completed.
+    status: &'static str,
     stats: &'a TurnStats,
     error: Option<String>,
+}
+
+/// The plain status word of the JSON result.
+fn status_word(end: &TurnEnd) -> &'static str {
+    match end {
+        TurnEnd::Completed => "completed",
+        TurnEnd::RoundLimit { .. } => "round_limit",
+        TurnEnd::Interrupted => "interrupted",
+        TurnEnd::Failed { .. } => "failed",
+    }
 }
 
 /// Runs `prompt` as one turn and prints the outcome.
@@ -158,7 +169,7 @@ pub async fn run(
             let result = JsonResult {
                 session_id: kept.then_some(session_id.as_str()),
                 result: &last_text,
-                status: &end,
+                status: status_word(&end),
                 stats: &stats,
                 error,
             };

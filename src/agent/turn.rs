@@ -3,8 +3,8 @@
 //! interrupts, or a provider error ends it.
 //!
 //! Invariants kept here: a failed or cancelled stream adds nothing to history and runs none of
-//! its calls; every tool call in history gets exactly one result, in call order, even when the
-//! turn is interrupted halfway through a batch.
+//! its calls (an empty reply counts as failed); every tool call in history gets exactly one
+//! result, in call order, even when the turn is interrupted halfway through a batch.
 
 use std::time::Instant;
 
@@ -22,6 +22,10 @@ use crate::chat::{Message, ToolCall};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
 use crate::tools::ToolOutput;
+
+/// How a turn fails when the model answered with nothing: no text and no tool call (a reply
+/// with only reasoning counts as empty too, since reasoning is not kept).
+const EMPTY_REPLY: &str = "the model returned an empty reply";
 
 /// The instruction for the last request once the round limit is reached.
 const ROUND_LIMIT_PROMPT: &str = "You have used the maximum number of tool rounds for this task. \
@@ -149,11 +153,34 @@ async fn request(
         outcome = stream_reply(core, cancel, stats, extra).await;
     }
     match outcome {
+        // Nothing is added to history: the prompt stays unanswered, and the context puts its
+        // NO_REPLY filler before the next one, as after any failed request.
+        StreamOutcome::Reply(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
+            Err(TurnEnd::Failed {
+                error: empty_reply_error(reply.finish_reason.as_deref()),
+            })
+        }
         StreamOutcome::Reply(reply) => Ok((reply, sent)),
         StreamOutcome::Failed(e) => Err(TurnEnd::Failed {
             error: e.to_string(),
         }),
         StreamOutcome::Cancelled => Err(TurnEnd::Interrupted),
+    }
+}
+
+/// [`EMPTY_REPLY`], with the server's finish reason when it explains something ("length": the
+/// output budget was spent, e.g. on reasoning).
+fn empty_reply_error(finish_reason: Option<&str>) -> String {
+    match finish_reason.filter(|r| !r.is_empty() && *r != "stop") {
+        Some(reason) => {
+            let reason: String = reason
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(40)
+                .collect();
+            format!("{EMPTY_REPLY} (finish_reason: {reason})")
+        }
+        None => EMPTY_REPLY.to_string(),
     }
 }
 

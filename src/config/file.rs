@@ -43,6 +43,7 @@ pub(super) struct ModelTable {
     pub max_tokens: Option<u32>,
     pub request_timeout_secs: Option<u64>,
     pub stream_idle_timeout_secs: Option<u64>,
+    pub max_tool_calls: Option<u32>,
 }
 
 #[derive(Default, Deserialize)]

@@ -187,7 +187,7 @@ impl Layers {
         lay!(layers, over, path;
             model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
             model.context_window, model.max_tokens, model.request_timeout_secs,
-            model.stream_idle_timeout_secs,
+            model.stream_idle_timeout_secs, model.max_tool_calls,
             tools.bash_timeout_secs, tools.max_rounds,
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns,
@@ -206,6 +206,7 @@ impl Layers {
                     max_tokens: _,
                     request_timeout_secs: _,
                     stream_idle_timeout_secs: _,
+                    max_tool_calls: _,
                 },
             tools:
                 ToolsTable {

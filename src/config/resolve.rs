@@ -8,8 +8,9 @@ use std::time::Duration;
 use super::layers::Layers;
 use super::{
     Config, ConfigError, DEFAULT_BASH_TIMEOUT_SECS, DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_ROUNDS,
-    DEFAULT_MAX_TOKENS, DEFAULT_STREAM_IDLE_TIMEOUT_SECS, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL,
-    ENV_MODEL, MAX_BASH_TIMEOUT_SECS, Overrides, ProviderKind, Secret,
+    DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_REQUEST_TIMEOUT_SECS,
+    DEFAULT_STREAM_IDLE_TIMEOUT_SECS, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    MAX_BASH_TIMEOUT_SECS, Overrides, ProviderKind, Secret,
 };
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -36,6 +37,7 @@ pub(super) fn resolve(
         max_tokens: limits.max_tokens,
         request_timeout: limits.request_timeout,
         stream_idle_timeout: limits.stream_idle_timeout,
+        max_tool_calls: limits.max_tool_calls,
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
         reserve_tokens: layers.file.context.reserve_tokens,
@@ -61,8 +63,9 @@ pub(super) fn resolve(
 struct Limits {
     context_window: u64,
     max_tokens: u32,
-    request_timeout: Option<Duration>,
+    request_timeout: Duration,
     stream_idle_timeout: Duration,
+    max_tool_calls: u32,
     bash_timeout: Duration,
     max_rounds: u32,
 }
@@ -89,14 +92,16 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         u64::from(DEFAULT_MAX_TOKENS),
         "model.max_tokens",
     )?;
-    let request_timeout = match f.model.request_timeout_secs {
-        Some(secs) => Some(Duration::from_secs(positive(
-            Some(secs),
-            0,
-            "model.request_timeout_secs",
-        )?)),
-        None => None,
-    };
+    let request_timeout = positive(
+        f.model.request_timeout_secs,
+        DEFAULT_REQUEST_TIMEOUT_SECS,
+        "model.request_timeout_secs",
+    )?;
+    let max_tool_calls = positive(
+        f.model.max_tool_calls.map(u64::from),
+        u64::from(DEFAULT_MAX_TOOL_CALLS),
+        "model.max_tool_calls",
+    )?;
     let stream_idle = positive(
         f.model.stream_idle_timeout_secs,
         DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
@@ -131,10 +136,11 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
     }
     Ok(Limits {
         context_window,
-        // Both came from a u32, so the conversions cannot saturate.
+        // These came from a u32, so the conversions cannot saturate.
         max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
-        request_timeout,
+        request_timeout: Duration::from_secs(request_timeout),
         stream_idle_timeout: Duration::from_secs(stream_idle),
+        max_tool_calls: u32::try_from(max_tool_calls).unwrap_or(u32::MAX),
         bash_timeout: Duration::from_secs(bash_secs),
         max_rounds: u32::try_from(max_rounds).unwrap_or(u32::MAX),
     })

@@ -107,8 +107,9 @@ fn project_file_is_read_with_defaults() {
     assert_eq!(c.api_key_env, None);
     assert_eq!(c.context_window, 262_144);
     assert_eq!(c.max_tokens, 8192);
-    assert_eq!(c.request_timeout, None);
+    assert_eq!(c.request_timeout, Duration::from_secs(600));
     assert_eq!(c.stream_idle_timeout, Duration::from_secs(300));
+    assert_eq!(c.max_tool_calls, 64);
     assert_eq!(c.bash_timeout, Duration::from_secs(120));
     assert_eq!(c.max_rounds, 500);
     assert_eq!(c.reserve_tokens, None);
@@ -132,6 +133,7 @@ context_window = 1000
 max_tokens = 100
 request_timeout_secs = 30
 stream_idle_timeout_secs = 20
+max_tool_calls = 5
 [tools]
 bash_timeout_secs = 600
 max_rounds = 7
@@ -147,8 +149,9 @@ exit_transcript_turns = 0
     assert_eq!(c.api_key_env.as_deref(), Some("MY_KEY"));
     assert_eq!(c.context_window, 1000);
     assert_eq!(c.max_tokens, 100);
-    assert_eq!(c.request_timeout, Some(Duration::from_secs(30)));
+    assert_eq!(c.request_timeout, Duration::from_secs(30));
     assert_eq!(c.stream_idle_timeout, Duration::from_secs(20));
+    assert_eq!(c.max_tool_calls, 5);
     assert_eq!(c.bash_timeout, Duration::from_secs(600));
     assert_eq!(c.max_rounds, 7);
     assert_eq!(c.reserve_tokens, Some(200));
@@ -436,6 +439,11 @@ fn invalid_values_are_refused() {
     for (extra, field) in [
         ("[model]\ncontext_window = 0\n", "model.context_window"),
         ("[model]\nmax_tokens = 0\n", "model.max_tokens"),
+        ("[model]\nmax_tool_calls = 0\n", "model.max_tool_calls"),
+        (
+            "[model]\nrequest_timeout_secs = 0\n",
+            "model.request_timeout_secs",
+        ),
         (
             "[tools]\nbash_timeout_secs = 601\n",
             "tools.bash_timeout_secs",

@@ -19,6 +19,7 @@ mod context_live;
 mod context_manual;
 mod context_validate;
 mod durability;
+mod hostile_server;
 mod memory;
 mod provider_errors;
 mod provider_stream;
