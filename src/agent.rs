@@ -74,6 +74,8 @@ pub fn spawn(setup: Setup) -> AgentHandle {
 pub(crate) struct Core {
     provider: Arc<dyn Provider>,
     registry: Arc<Registry>,
+    /// What the last request declared, and the registry generation it was taken at.
+    tool_specs: (u64, Arc<[crate::chat::ToolSpec]>),
     tool_ctx: Arc<ToolCtx>,
     session: Session,
     options: Options,
@@ -163,6 +165,17 @@ impl Core {
         let ((end, stats), shutdown) = serve_ops(running, ops, queue, &cancel, None, &events).await;
         self.finish_turn(turn, end, stats, false);
         shutdown
+    }
+
+    /// Takes the registry's tools for the next main request when they changed since the last
+    /// one, and refreshes the context's estimate of the declarations with them.
+    pub(crate) fn current_tools(&mut self) {
+        let generation = self.registry.generation();
+        if generation != self.tool_specs.0 {
+            let specs = self.registry.specs();
+            self.context.set_tools(&specs);
+            self.tool_specs = (generation, specs);
+        }
     }
 
     fn start_turn(&mut self) -> u64 {
@@ -280,7 +293,9 @@ async fn run_core(
         prompt::system_prompt(&setup.tool_ctx.workspace),
         crate::memory::PROMPT_RULES
     );
-    let mut context = context::Context::new(system_prompt, setup.registry.specs());
+    let tool_specs = setup.registry.specs();
+    let tools_generation = setup.registry.generation();
+    let mut context = context::Context::new(system_prompt, &tool_specs);
     setup
         .tool_ctx
         .set_output_limit(setup.options.context_window);
@@ -301,6 +316,7 @@ async fn run_core(
     let mut core = Core {
         provider: setup.provider,
         registry: setup.registry,
+        tool_specs: (tools_generation, tool_specs),
         tool_ctx: setup.tool_ctx,
         session: setup.session,
         options: setup.options,

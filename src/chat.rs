@@ -8,6 +8,8 @@
 
 mod tokens;
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
@@ -139,8 +141,8 @@ impl<'de> Deserialize<'de> for ToolCall {
 /// A tool declaration sent with a request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     /// JSON schema of the arguments object.
     pub parameters: serde_json::Value,
 }

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -227,16 +227,47 @@ impl ToolCtx {
     }
 }
 
-/// The set of tools offered to the model, in declaration order.
+/// The set of tools offered to the model, in declaration order. It can change while a session
+/// runs (an MCP server's tools join when it is ready, or change when it says so), so tools are
+/// kept in named groups that are replaced whole, and every change bumps a generation the agent
+/// compares before each request to refresh what it declares. Readers take a cheap snapshot;
+/// the lock is never held across an await.
 pub struct Registry {
-    tools: Vec<Box<dyn Tool>>,
-    specs: Vec<ToolSpec>,
+    catalog: RwLock<Arc<Catalog>>,
 }
 
+/// One consistent state of the registry.
+struct Catalog {
+    /// (group, tool), in declaration order: groups in the order they were first set.
+    tools: Vec<(String, Arc<dyn Tool>)>,
+    specs: Arc<[ToolSpec]>,
+    generation: u64,
+}
+
+impl Catalog {
+    fn new(tools: Vec<(String, Arc<dyn Tool>)>, generation: u64) -> Self {
+        let specs = tools.iter().map(|(_, t)| t.spec()).collect();
+        Self {
+            tools,
+            specs,
+            generation,
+        }
+    }
+}
+
+/// The group the built-in tools belong to.
+pub const BUILTIN_GROUP: &str = "builtin";
+
 impl Registry {
+    /// A registry holding `tools` in the [`BUILTIN_GROUP`].
     pub fn new(tools: Vec<Box<dyn Tool>>) -> Self {
-        let specs = tools.iter().map(|t| t.spec()).collect();
-        Self { tools, specs }
+        let tools = tools
+            .into_iter()
+            .map(|t| (BUILTIN_GROUP.to_string(), Arc::from(t)))
+            .collect();
+        Self {
+            catalog: RwLock::new(Arc::new(Catalog::new(tools, 0))),
+        }
     }
 
     /// The four built-in tools: `bash`, `read`, `write`, `edit`.
@@ -249,13 +280,87 @@ impl Registry {
         ])
     }
 
-    pub fn specs(&self) -> &[ToolSpec] {
-        &self.specs
+    fn snapshot(&self) -> Arc<Catalog> {
+        match self.catalog.read() {
+            Ok(catalog) => catalog.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
-    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
-        let index = self.specs.iter().position(|s| s.name == name)?;
-        Some(self.tools[index].as_ref())
+    /// The declarations of every tool now, in order. A snapshot: later changes do not affect it.
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        self.snapshot().specs.clone()
+    }
+
+    /// Changes whenever the set of tools does; equal generations mean equal [`Registry::specs`].
+    pub fn generation(&self) -> u64 {
+        self.snapshot().generation
+    }
+
+    /// Replaces every tool of `group` with `tools` (none removes the group). A tool whose name
+    /// is already taken by another group is left out, and its name returned, so one source can
+    /// never shadow another's tool.
+    pub fn set_group(&self, group: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
+        let mut guard = match self.catalog.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut next: Vec<(String, Arc<dyn Tool>)> = Vec::new();
+        let mut inserted = false;
+        let mut refused = Vec::new();
+        let mut place_new = |next: &mut Vec<(String, Arc<dyn Tool>)>, others: &[String]| {
+            for tool in &tools {
+                let name = tool.spec().name.into_owned();
+                if others.contains(&name) || next.iter().any(|(_, t)| t.spec().name == name) {
+                    refused.push(name);
+                } else {
+                    next.push((group.to_string(), tool.clone()));
+                }
+            }
+        };
+        let others: Vec<String> = guard
+            .tools
+            .iter()
+            .filter(|(g, _)| g != group)
+            .map(|(_, t)| t.spec().name.into_owned())
+            .collect();
+        for (g, tool) in &guard.tools {
+            if g == group {
+                if !inserted {
+                    place_new(&mut next, &others);
+                    inserted = true;
+                }
+            } else {
+                next.push((g.clone(), tool.clone()));
+            }
+        }
+        if !inserted {
+            place_new(&mut next, &others);
+        }
+        let generation = guard.generation + 1;
+        *guard = Arc::new(Catalog::new(next, generation));
+        refused
+    }
+
+    /// A new registry with only the tools named in `names` (in this registry's order): what a
+    /// restricted agent, such as a sub-agent, may call.
+    pub fn subset(&self, names: &[&str]) -> Registry {
+        let catalog = self.snapshot();
+        let tools = catalog
+            .tools
+            .iter()
+            .filter(|(_, t)| names.contains(&t.spec().name.as_ref()))
+            .cloned()
+            .collect();
+        Registry {
+            catalog: RwLock::new(Arc::new(Catalog::new(tools, 0))),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let catalog = self.snapshot();
+        let index = catalog.specs.iter().position(|s| s.name == name)?;
+        Some(catalog.tools[index].1.clone())
     }
 
     /// Parses raw JSON arguments and finds the tool; the error is a message for the model.
@@ -263,9 +368,10 @@ impl Registry {
         &self,
         name: &str,
         arguments: &str,
-    ) -> Result<(&dyn Tool, serde_json::Value), String> {
+    ) -> Result<(Arc<dyn Tool>, serde_json::Value), String> {
         let tool = self.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.specs.iter().map(|s| s.name).collect();
+            let specs = self.specs();
+            let known: Vec<&str> = specs.iter().map(|s| s.name.as_ref()).collect();
             format!(
                 "unknown tool {name:?}; available tools: {}",
                 known.join(", ")

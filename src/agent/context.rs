@@ -153,6 +153,12 @@ impl Context {
         }
     }
 
+    /// Re-counts the tool declarations after the set of tools changed (an MCP server's tools
+    /// joined, a goal added its tools).
+    pub fn set_tools(&mut self, tools: &[ToolSpec]) {
+        self.tools_tokens = estimate_tools(tools);
+    }
+
     /// Replaces the project memory message (a fresh load, or `None` for no memory).
     pub fn set_memory(&mut self, memory: Option<&Memory>) {
         self.memory = memory.map(Memory::message);

@@ -116,6 +116,8 @@ async fn request(
     }
     // A tool (or a bash command) may have rewritten MiniCode.md: the request carries the
     // file as it is now, and an invalid one fails the turn.
+    // Tools that joined (or left) since the last request are declared and counted now.
+    core.current_tools();
     if let Err(error) = core.refresh_memory() {
         return Err(TurnEnd::Failed { error });
     }
@@ -195,15 +197,12 @@ async fn stream_reply(
     if cancel.is_cancelled() {
         return StreamOutcome::Cancelled;
     }
+    let specs = core.tool_specs.1.clone();
     let messages = match core.request_messages(extra) {
         Ok(messages) => messages,
         Err(e) => return StreamOutcome::Failed(ProviderError::Protocol(e)),
     };
-    let tools = if extra.is_some() {
-        &[][..]
-    } else {
-        core.registry.specs()
-    };
+    let tools = if extra.is_some() { &[][..] } else { &specs[..] };
     // The reply must fit beside the input: `ensure_budget` compacted if less than
     // MIN_REPLY_TOKENS would remain, so this only trims a too-large configured value.
     let input = core.context.used_tokens() + extra.map_or(0, estimate_message);
@@ -336,8 +335,7 @@ async fn run_call(
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> (Option<String>, ToolOutput) {
-    let registry = core.registry.clone();
-    let (tool, args) = match registry.resolve(&call.name, &call.arguments) {
+    let (tool, args) = match core.registry.resolve(&call.name, &call.arguments) {
         Ok(found) => found,
         Err(message) => {
             core.emit(began(call, call.name.clone(), serde_json::Value::Null));

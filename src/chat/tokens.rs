@@ -105,8 +105,8 @@ pub fn estimate_tools(tools: &[ToolSpec]) -> u64 {
         .map(|t| {
             let schema = serde_json::to_string(&t.parameters).unwrap_or_default();
             TOOL_OVERHEAD
-                + estimate_text(t.name)
-                + estimate_text(t.description)
+                + estimate_text(&t.name)
+                + estimate_text(&t.description)
                 + estimate_text(&schema)
         })
         .sum()

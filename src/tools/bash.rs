@@ -67,8 +67,8 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
 impl Tool for Bash {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "bash",
-            description: DESCRIPTION,
+            name: "bash".into(),
+            description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {

@@ -127,8 +127,8 @@ fn same_content(a: &Fingerprint, b: &Fingerprint) -> bool {
 impl Tool for Edit {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "edit",
-            description: DESCRIPTION,
+            name: "edit".into(),
+            description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {

@@ -74,8 +74,8 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
 impl Tool for Read {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "read",
-            description: DESCRIPTION,
+            name: "read".into(),
+            description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {

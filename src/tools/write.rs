@@ -103,8 +103,8 @@ fn line_count(text: &str) -> usize {
 impl Tool for Write {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "write",
-            description: DESCRIPTION,
+            name: "write".into(),
+            description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {

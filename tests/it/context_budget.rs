@@ -55,8 +55,8 @@ fn estimate_message_counts_tool_call_arguments_and_ids() {
 #[test]
 fn estimate_tools_counts_declarations() {
     let spec = ToolSpec {
-        name: "bash",
-        description: "run a command",
+        name: "bash".into(),
+        description: "run a command".into(),
         parameters: serde_json::json!({"type": "object", "properties": {"command": {"type": "string"}}}),
     };
     let one = estimate_tools(std::slice::from_ref(&spec));
@@ -350,8 +350,8 @@ fn context_without_checkpoint_sends_the_whole_history() {
 #[test]
 fn context_estimate_follows_appends_memory_and_checkpoints() {
     let spec = ToolSpec {
-        name: "read",
-        description: "read a file",
+        name: "read".into(),
+        description: "read a file".into(),
         parameters: serde_json::json!({}),
     };
     let mut messages = exchange(4, 20);

@@ -29,6 +29,7 @@ mod resume;
 mod session;
 mod tools_bash;
 mod tools_files;
+mod tools_registry;
 mod trust;
 mod tui_render;
 mod tui_view;

@@ -332,8 +332,8 @@ async fn request_body_has_streaming_fields_tools_and_auth_but_no_strict() {
     let user = Message::user("list files");
     let messages = [&system, &user];
     let tools = [ToolSpec {
-        name: "bash",
-        description: "run a command",
+        name: "bash".into(),
+        description: "run a command".into(),
         parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
     }];
     let mut s = p.stream(&ChatRequest {

@@ -1,0 +1,137 @@
+//! The tool registry as the agent sees it: tools that join a running session are declared in
+//! the very next request, a group is replaced whole, a name cannot be taken twice, and a
+//! subset offers only what it names.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use minicode::agent::{self, Options, Setup};
+use minicode::chat::ToolSpec;
+use minicode::session::Session;
+use minicode::tools::{Prepared, Registry, Tool, ToolCtx, ToolFuture, ToolOutput};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::events::run_turn;
+use crate::support::fake::{Fake, text_reply};
+use crate::support::workspace;
+
+/// A tool that only has a name, for registry bookkeeping.
+struct Named(&'static str);
+
+impl Tool for Named {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.0.into(),
+            description: "a test tool".into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    fn prepare(&self, _args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
+        Ok(Prepared {
+            summary: self.0.to_string(),
+            approval: None,
+            protected: None,
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        _args: serde_json::Value,
+        _ctx: &'a ToolCtx,
+        _cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        Box::pin(async { ToolOutput::ok("done") })
+    }
+}
+
+fn names(registry: &Registry) -> Vec<String> {
+    registry
+        .specs()
+        .iter()
+        .map(|s| s.name.to_string())
+        .collect()
+}
+
+#[test]
+fn a_group_is_replaced_whole_and_keeps_its_place() {
+    let registry = Registry::builtin();
+    let before = registry.generation();
+    assert!(
+        registry
+            .set_group(
+                "mcp:a",
+                vec![Arc::new(Named("a_one")), Arc::new(Named("a_two"))]
+            )
+            .is_empty()
+    );
+    assert!(
+        registry
+            .set_group("mcp:b", vec![Arc::new(Named("b_one"))])
+            .is_empty()
+    );
+    assert_ne!(registry.generation(), before);
+    registry.set_group("mcp:a", vec![Arc::new(Named("a_three"))]);
+    assert_eq!(
+        names(&registry),
+        ["bash", "read", "write", "edit", "a_three", "b_one"]
+    );
+    registry.set_group("mcp:a", Vec::new());
+    assert_eq!(names(&registry), ["bash", "read", "write", "edit", "b_one"]);
+}
+
+#[test]
+fn a_name_taken_by_another_group_is_refused_not_shadowed() {
+    let registry = Registry::builtin();
+    let refused = registry.set_group(
+        "mcp:evil",
+        vec![Arc::new(Named("bash")), Arc::new(Named("ok"))],
+    );
+    assert_eq!(refused, ["bash"]);
+    assert_eq!(names(&registry), ["bash", "read", "write", "edit", "ok"]);
+    // The built-in bash is still the one that resolves.
+    let Ok((tool, _)) = registry.resolve("bash", r#"{"command": "true"}"#) else {
+        panic!("bash no longer resolves");
+    };
+    assert_eq!(
+        tool.spec().description,
+        minicode::tools::bash::Bash.spec().description
+    );
+}
+
+#[test]
+fn a_subset_offers_only_the_named_tools() {
+    let registry = Registry::builtin();
+    let readonly = registry.subset(&["read", "nope"]);
+    assert_eq!(names(&readonly), ["read"]);
+    let Err(message) = readonly.resolve("bash", "{}") else {
+        panic!("bash resolved in a read-only subset");
+    };
+    assert!(message.contains("unknown tool"), "{message}");
+}
+
+#[tokio::test]
+async fn tools_that_join_a_running_session_are_declared_in_the_next_request() {
+    let (_tmp, ws) = workspace();
+    let fake = Fake::new(vec![text_reply("one"), text_reply("two")]);
+    let registry = Arc::new(Registry::builtin());
+    let mut handle = agent::spawn(Setup {
+        provider: Arc::new(fake.clone()),
+        registry: registry.clone(),
+        tool_ctx: Arc::new(ToolCtx::new(
+            ws.clone(),
+            Duration::from_secs(30),
+            Vec::new(),
+        )),
+        session: Session::create(&ws).unwrap(),
+        options: Options::default(),
+    });
+    run_turn(&mut handle, "first", |_| None).await;
+    registry.set_group("late", vec![Arc::new(Named("late_tool"))]);
+    run_turn(&mut handle, "second", |_| None).await;
+    let requests = fake.main_requests();
+    assert_eq!(requests[0].tools, 4);
+    assert_eq!(requests[1].tools, 5);
+    // The estimate counts the new declaration too.
+    assert!(requests[1].estimate > requests[0].estimate);
+}
