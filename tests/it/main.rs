@@ -18,6 +18,7 @@ mod provider_errors;
 mod provider_stream;
 mod pty_oneshot;
 mod pty_session;
+mod sanitize;
 mod session;
 mod tools_bash;
 mod tools_files;
