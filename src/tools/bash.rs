@@ -1,9 +1,11 @@
 //! The `bash` tool: runs one command with `bash -c` in the workspace root.
 //!
-//! Each call gets a fresh shell in its own process group, stdin from /dev/null and one pipe
-//! for stdout and stderr (so output interleaves in arrival order). A timeout, a cancel or
-//! dropping the call kills the whole group with SIGKILL, grandchildren included; background
-//! jobs do not outlive the call. Output for the model is capped (head and tail kept) while the
+//! Each call gets a fresh shell in its own session (so its own process group, and no
+//! controlling terminal: `/dev/tty` cannot be opened, so nothing can draw over the UI or wait
+//! for a password at a prompt nobody sees), stdin from /dev/null and one pipe for stdout and
+//! stderr (so output interleaves in arrival order). A timeout, a cancel or dropping the call
+//! kills the whole group with SIGKILL, grandchildren included; background jobs do not outlive
+//! the call. Output for the model is capped (head and tail kept) while the
 //! full text is streamed to a log file, so memory stays bounded. Secrets are removed from the
 //! child's environment. It must never prompt the user or print anything itself.
 
@@ -166,15 +168,19 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer2))
-        .process_group(0)
         .kill_on_drop(true);
     scrub_env(&mut cmd, &ctx.scrub_env);
-    // If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
-    // instead of running on unattended. Grandchildren it started may still outlive us.
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    // SAFETY: only async-signal-safe calls between fork and exec, touching no memory of the
+    // parent.
     unsafe {
         cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // A new session: the shell leads its own process group (pgid = its pid, which
+            // `GroupGuard` kills) and has no controlling terminal. `sudo`, `ssh` or a git
+            // credential helper then fail at once instead of prompting over the UI.
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            die_with_parent();
             Ok(())
         });
     }
@@ -281,6 +287,20 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         }
     }
 }
+
+/// If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
+/// instead of running on unattended (Linux only; elsewhere the shell may outlive us, as may
+/// grandchildren it started anywhere). Runs in the child between fork and exec.
+#[cfg(target_os = "linux")]
+fn die_with_parent() {
+    // SAFETY: prctl is async-signal-safe and only changes this (child) process.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent() {}
 
 /// Removes secrets from the child's environment: the configured names, every `MINICODE_*`
 /// variable and `OPENAI_API_KEY`.
