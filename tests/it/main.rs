@@ -22,5 +22,6 @@ mod sanitize;
 mod session;
 mod tools_bash;
 mod tools_files;
+mod tui_approval_guard;
 mod tui_render;
 mod tui_view;

@@ -213,6 +213,8 @@ fn bash_call_is_approved_with_y() {
     pty.wait_for("ask anything");
     pty.send(b"run the command\r");
     pty.wait_for("allow bash?");
+    // Answer keys count only once the guard has passed, and the hint says when.
+    pty.wait_for("y yes");
     pty.send(b"y");
     pty.wait_for("pty-42");
     pty.wait_for("all done");
