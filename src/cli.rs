@@ -138,6 +138,12 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     };
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
     tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
+    tool_ctx.outputs = crate::tools::outputs::Limits {
+        max_file_bytes: config.outputs_max_file_bytes,
+        max_total_bytes: config.outputs_max_bytes,
+        max_age: config.outputs_max_age,
+    };
+    tool_ctx.prune_outputs();
     let setup = Setup {
         provider,
         registry: Arc::new(Registry::builtin()),

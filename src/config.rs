@@ -19,6 +19,11 @@ pub const DEFAULT_BASH_TIMEOUT_SECS: u64 = 120;
 /// The hard ceiling for one bash call, also for `timeout_secs` the model asks for.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = 600;
 pub const DEFAULT_MAX_ROUNDS: u32 = 500;
+/// Defaults of the saved bash outputs (`.minicode/outputs/`): bytes saved per call, bytes all
+/// saved outputs may take, and days one is kept.
+pub const DEFAULT_OUTPUTS_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub const DEFAULT_OUTPUTS_MAX_AGE_DAYS: u64 = 7;
 /// The model name reported by the built-in demo provider.
 pub const DEMO_MODEL: &str = "demo";
 
@@ -86,6 +91,10 @@ pub struct Config {
     pub stream_idle_timeout: Duration,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
+    /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.
+    pub outputs_max_file_bytes: u64,
+    pub outputs_max_bytes: u64,
+    pub outputs_max_age: Duration,
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
@@ -285,6 +294,21 @@ fn resolve(
         "tools.max_rounds",
     )?;
     let max_rounds = u32::try_from(max_rounds).unwrap_or(u32::MAX); // came from a u32
+    let outputs_max_file_bytes = positive(
+        parsed.tools.outputs_max_file_bytes,
+        DEFAULT_OUTPUTS_MAX_FILE_BYTES,
+        "tools.outputs_max_file_bytes",
+    )?;
+    let outputs_max_bytes = positive(
+        parsed.tools.outputs_max_bytes,
+        DEFAULT_OUTPUTS_MAX_BYTES,
+        "tools.outputs_max_bytes",
+    )?;
+    let outputs_max_age_days = positive(
+        parsed.tools.outputs_max_age_days,
+        DEFAULT_OUTPUTS_MAX_AGE_DAYS,
+        "tools.outputs_max_age_days",
+    )?;
     for (value, field) in [
         (parsed.context.reserve_tokens, "context.reserve_tokens"),
         (
@@ -313,6 +337,9 @@ fn resolve(
         stream_idle_timeout: Duration::from_secs(stream_idle),
         bash_timeout: Duration::from_secs(bash_secs),
         max_rounds,
+        outputs_max_file_bytes,
+        outputs_max_bytes,
+        outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
         reserve_tokens: parsed.context.reserve_tokens,
         keep_recent_tokens: parsed.context.keep_recent_tokens,
         exit_transcript_turns: parsed.ui.exit_transcript_turns,

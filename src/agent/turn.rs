@@ -310,8 +310,9 @@ async fn run_call(
     let (tool, args) = match registry.resolve(&call.name, &call.arguments) {
         Ok(found) => found,
         Err(message) => {
-            core.emit(began(call, call.name.clone(), serde_json::Value::Null));
-            return rejected(message);
+            let name = core.tool_ctx.secrets.redact(call.name.clone());
+            core.emit(began(call, name, serde_json::Value::Null));
+            return rejected(core.tool_ctx.secrets.redact(message));
         }
     };
     let prepared = tool.prepare(&args, &core.tool_ctx);
@@ -324,10 +325,15 @@ async fn run_call(
             .map(|s| s.lines().next().unwrap_or("").to_string())
             .unwrap_or_default(),
     };
-    core.emit(began(call, summary, args.clone()));
+    // What frontends see of the call is redacted like its result: they may print it, and
+    // stream-json or the exit transcript may keep it.
+    let secrets = &core.tool_ctx.secrets;
+    let mut shown_args = args.clone();
+    secrets.redact_json(&mut shown_args);
+    core.emit(began(call, secrets.redact(summary), shown_args));
     let prepared = match prepared {
         Ok(p) => p,
-        Err(message) => return rejected(message),
+        Err(message) => return rejected(core.tool_ctx.secrets.redact(message)),
     };
     if let Some(request) = prepared.approval {
         match approve(core, call, request, cancel, decisions).await {
@@ -373,7 +379,7 @@ async fn approve(
     core.emit(Event::ApprovalRequested {
         call: call.id.clone(),
         tool: call.name.clone(),
-        request,
+        request: core.tool_ctx.secrets.redact_request(request),
     });
     let decision = loop {
         let answer = tokio::select! {

@@ -5,6 +5,7 @@ mod support;
 
 mod agent_loop;
 mod architecture;
+mod bash_outputs;
 mod cli_binary;
 mod config;
 mod context_agent;
