@@ -92,6 +92,7 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 fn run_inner(args: Args) -> Result<ExitCode, Failure> {
+    crate::process::deny_dumps();
     let launch = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
@@ -106,6 +107,13 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     };
     let env = |name: &str| std::env::var(name).ok();
     let config = config::load(&launch, &env, &overrides).map_err(usage)?;
+    if let Some(key) = &config.api_key {
+        let mut names = vec!["MINICODE_API_KEY", "OPENAI_API_KEY"];
+        names.extend(config.api_key_env.as_deref());
+        // SAFETY: the process is still single-threaded here: only argument parsing and
+        // config loading ran; logging (a writer thread) and the runtime start below.
+        unsafe { crate::process::forget_key_variables(names, key.expose()) };
+    }
     let interactive =
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let prompt = match (&args.prompt, interactive) {

@@ -20,6 +20,7 @@ mod provider_stream;
 mod pty_oneshot;
 mod pty_session;
 mod sanitize;
+mod secrets;
 mod session;
 mod tools_bash;
 mod tools_files;
