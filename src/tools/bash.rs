@@ -31,9 +31,10 @@ pub const OUTPUT_CAP: usize = super::MAX_OUTPUT_LIMIT;
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
 
 const DESCRIPTION: &str = "Run a shell command with `bash -c` in the workspace root. Each call \
-starts a fresh shell (no state is kept between calls); stdin is empty. stdout and stderr are \
-returned together, capped at 64 KiB (head and tail kept; the full output is saved to a file \
-whose path is given). The exit status is reported. Background processes are killed when the \
+starts a fresh shell (no state is kept between calls); stdin is empty and there is no \
+terminal, so commands that ask for input or a password fail at once: use non-interactive \
+flags. stdout and stderr are returned together, capped at 64 KiB (head and tail kept; the \
+full output is saved to a file whose path is given). The exit status is reported. Background processes are killed when the \
 command ends. timeout_secs defaults to the configured limit (at most 600).";
 
 pub struct Bash;

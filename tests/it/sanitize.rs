@@ -1,6 +1,7 @@
 //! The one sanitiser every frontend uses: controls, escape sequences and characters that hide
 //! or reorder text never come through; emoji sequences and scripts that need a joiner do; text
-//! that arrives in pieces is exactly as safe as the whole.
+//! that arrives in pieces is exactly as safe as the whole; stdout that is not a terminal keeps
+//! the model's bytes.
 
 use minicode::sanitize::{Stream, for_clipboard, json_escaped, sanitize, visible};
 
@@ -165,4 +166,31 @@ fn names_from_files_show_hidden_characters_as_escapes() {
     assert_eq!(visible("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
     assert_eq!(visible("a\x1b[2Jb"), "a\\u{1b}[2Jb");
     assert_eq!(visible("plain ünïcode"), "plain ünïcode");
+}
+
+#[test]
+fn piped_stdout_keeps_the_models_bytes_exactly() {
+    use crate::support::mock_openai::{MockServer, text_reply};
+    use std::os::unix::process::CommandExt;
+    let reply = "raw \x1b[1mbold\x1b[0m \u{9b}31m \u{202e}rtl\r\n\tend";
+    let server = MockServer::start_in_thread(vec![text_reply(reply, 3)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.current_dir(dir.path())
+        .args(["--base-url", &server.base_url(), "--model", "m", "go"])
+        .env("HOME", dir.path())
+        .env_remove("MINICODE_API_KEY")
+        .stdin(std::process::Stdio::null());
+    // SAFETY: setsid only detaches the child from the test's terminal.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // Scripts get exactly what the model said; only the terminal gets the inert form.
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{reply}\n"));
+    assert_inert(&String::from_utf8_lossy(&out.stderr));
 }
