@@ -171,18 +171,18 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         .stderr(Stdio::from(writer2))
         .kill_on_drop(true);
     scrub_env(&mut cmd, &ctx.scrub_env);
-    // SAFETY: only async-signal-safe calls between fork and exec, touching no memory of the
-    // parent.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls between fork and exec, no allocation, touching no
+    // memory of the parent.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             // A new session: the shell leads its own process group (pgid = its pid, which
             // `GroupGuard` kills) and has no controlling terminal. `sudo`, `ssh` or a git
             // credential helper then fail at once instead of prompting over the UI.
             if libc::setsid() == -1 {
                 return Err(std::io::Error::last_os_error());
             }
-            die_with_parent();
-            Ok(())
+            die_with_parent(parent)
         });
     }
     let spawned = cmd.spawn();
@@ -291,17 +291,26 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
 
 /// If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
 /// instead of running on unattended (Linux only; elsewhere the shell may outlive us, as may
-/// grandchildren it started anywhere). Runs in the child between fork and exec.
+/// grandchildren it started anywhere). Runs in the child between fork and exec; a parent that
+/// died before the signal was armed is caught by comparing the parent's pid.
 #[cfg(target_os = "linux")]
-fn die_with_parent() {
-    // SAFETY: prctl is async-signal-safe and only changes this (child) process.
+fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl and getppid are async-signal-safe and only concern this (child) process.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
     }
+    Ok(())
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent() {}
+fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
+    Ok(())
+}
 
 /// Removes secrets from the child's environment: the configured names, every `MINICODE_*`
 /// variable and `OPENAI_API_KEY`.
