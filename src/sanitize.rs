@@ -78,8 +78,12 @@ impl Stream {
 
     fn clean_into(&mut self, text: &str, tabs: Tabs, out: &mut String) {
         for c in text.chars() {
+            if !touched(c) {
+                out.push(c);
+                self.prev = Some(c);
+                continue;
+            }
             let kept = match c {
-                '\n' => true,
                 '\t' => {
                     match tabs {
                         Tabs::Spaces => out.push_str(TAB),
@@ -131,10 +135,22 @@ enum Tabs {
     Keep,
 }
 
-/// Printable ASCII and `\n` only: nothing to do (the common case, checked byte-wise).
+/// Nothing to do: printable ASCII and `\n` only (the common case, checked byte-wise), or no
+/// character that any rule touches.
 fn is_plain(text: &str) -> bool {
     text.bytes()
         .all(|b| (0x20..0x7f).contains(&b) || b == b'\n')
+        || !text.chars().any(touched)
+}
+
+/// Whether any rule changes `c` (or looks at its neighbour): a quick answer for the common
+/// ranges (Latin, CJK and most scripts, emoji), the full tables for the rest.
+fn touched(c: char) -> bool {
+    match c as u32 {
+        0x0a | 0x20..=0x7e | 0xa0..=0x34e | 0x3165..=0xfdff | 0x1f000..=0x1ffff => false,
+        0x00..=0x1f | 0x7f..=0x9f => true,
+        _ => is_invisible(c) || is_contextual(c),
+    }
 }
 
 /// C0, DEL and C1 controls (C1 includes the 8-bit CSI `\u{9b}`).
