@@ -5,6 +5,8 @@
 //!
 //! Run: `cargo bench --bench context`. Exits non-zero when a target is missed.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -5,6 +5,10 @@
 //! Scenarios: `--version`; a one-shot task with 5 tool calls (read, edit, bash, read, write);
 //! streaming a 200 KB reply in 4-character chunks. Run with `cargo bench --bench oneshot`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Resource usage is read with libc (getrusage, wait4, sysconf): measurement only.
+#![allow(unsafe_code)]
+
 #[path = "../tests/it/support/mock_openai.rs"]
 #[allow(dead_code)]
 mod mock_openai;
@@ -103,6 +107,17 @@ fn workspace(server: &MockServer) -> tempfile::TempDir {
         server.base_url()
     );
     std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
+    // HOME is the workspace itself (see `minicode`): the user trusted it once, as the seed
+    // layout (server in the workspace's file) requires.
+    std::fs::create_dir_all(dir.path().join(".config/minicode")).unwrap();
+    std::fs::write(
+        dir.path().join(".config/minicode/config.toml"),
+        format!(
+            "trusted_workspaces = [{:?}]\n",
+            dir.path().canonicalize().unwrap().to_str().unwrap()
+        ),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("README.md"), "# Bench\n\nhello world\n").unwrap();
     dir
 }

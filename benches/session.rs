@@ -1,6 +1,8 @@
 //! Saving and loading a 10,000-message session (issue target: ≤ 50 ms each). Messages mix
 //! user prompts, assistant tool calls, tool output and answers, about 500 bytes on average.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};

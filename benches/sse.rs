@@ -2,6 +2,8 @@
 //! `chat.completion.chunk` events (4-character text deltas, as OpenAI sends them), fed in
 //! 16 KiB pieces like network reads. Prints MB/s; run with `cargo bench --bench sse`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,8 @@
 //! reading a window at the end of a huge file (streamed, never loaded), and a read + edit of
 //! a 1 MB file. A plain timing binary: `cargo bench --bench tools`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

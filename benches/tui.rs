@@ -5,6 +5,10 @@
 //!
 //! Run: `cargo bench --bench tui` (figures go to docs/performance.md).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Resource usage is read with libc (getrusage, wait4, sysconf): measurement only.
+#![allow(unsafe_code)]
+
 use std::hint::black_box;
 use std::io::Sink;
 use std::time::{Duration, Instant};
@@ -29,7 +33,7 @@ fn terminal() -> Terminal<CrosstermBackend<Sink>> {
 }
 
 fn state() -> State {
-    let mut s = State::new("bench-model", 262_144, &[]);
+    let mut s = State::new("bench-model", 262_144);
     s.update(Msg::Resize(W, H));
     s
 }

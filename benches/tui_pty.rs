@@ -6,6 +6,10 @@
 //! Run with `cargo bench --bench tui_pty`. The terminal side (this process) only drains the
 //! output and answers the keyboard-protocol and cursor queries a real terminal would.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Resource usage is read with libc (getrusage, wait4, sysconf): measurement only.
+#![allow(unsafe_code)]
+
 #[path = "../tests/it/support/mock_openai.rs"]
 #[allow(dead_code)]
 mod mock_openai;

@@ -2,9 +2,11 @@
 //! `Event`s. Frontends hold an `AgentHandle` and nothing else; the core never touches a
 //! terminal and asks for approvals only through `Event::ApprovalRequested` / `Op::Decide`.
 
+pub mod budget;
 pub mod compact;
 pub mod context;
 mod context_upkeep;
+mod history;
 pub mod prompt;
 pub mod turn;
 pub mod validate;
@@ -26,7 +28,7 @@ pub struct Options {
     /// Tool rounds allowed per turn before a final summary is requested.
     pub max_rounds: u32,
     /// Upper bound of `max_tokens` for every request; each request asks for less when the
-    /// window leaves less room (`context::Budget::reply_tokens`).
+    /// window leaves less room (`budget::Budget::reply_tokens`).
     pub max_tokens: u32,
     /// The model's context window in tokens.
     pub context_window: u64,
@@ -78,7 +80,7 @@ pub(crate) struct Core {
     /// System prompt, memory, checkpoint ledger and cached estimates of the model context.
     context: context::Context,
     /// The main conversation's token budget (its window may be replaced by a server-stated one).
-    budget: context::Budget,
+    budget: budget::Budget,
     /// The stamp of MiniCode.md at its last load and that load's outcome, so the check before
     /// each request re-reads the file only when it was touched.
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
@@ -202,6 +204,7 @@ impl Core {
                 // A fresh history: drop the old checkpoint and cached estimates.
                 let _ = self.context.set_checkpoint(None, self.session.messages());
                 self.approved_tools.clear();
+                self.tool_ctx.forget_seen();
                 self.emit(self.configured());
                 self.report_context();
             }
@@ -287,8 +290,8 @@ async fn run_core(
         setup.options.keep_recent_tokens,
     );
     // The CLI validated these already; a library caller with odd values gets the defaults.
-    let budget = context::Budget::new(window, reserve, keep)
-        .unwrap_or_else(|_| context::Budget::for_window(window));
+    let budget = budget::Budget::new(window, reserve, keep)
+        .unwrap_or_else(|_| budget::Budget::for_window(window));
     let checkpoint_problem = context
         .set_checkpoint(
             setup.session.checkpoint().cloned(),
@@ -316,6 +319,11 @@ async fn run_core(
         });
     }
     core.emit(core.configured());
+    if !core.session.messages().is_empty() {
+        core.emit(Event::HistoryRestored {
+            entries: history::entries(&core.session),
+        });
+    }
     if let Some(problem) = checkpoint_problem {
         core.emit(Event::Warning {
             message: format!("ignoring the saved compaction checkpoint: {problem}"),

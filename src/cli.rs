@@ -1,6 +1,9 @@
 //! Arguments and assembly: parses the command line, builds the config, the provider, the tool
 //! registry and the session, and picks the frontend (full-screen, one-shot, or `sessions`).
-//! Every usage, config or input error becomes exit code 2 here; `main` only exits.
+//! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
+//! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
+
+mod trust;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -9,12 +12,15 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
+mod stdin;
+
 use crate::agent::{self, Options, Setup};
-use crate::config::{self, Config, Overrides, ProviderKind};
+use crate::config::{Config, Overrides, ProviderKind};
 use crate::print::{self, OutputFormat};
 use crate::provider::Provider;
 use crate::provider::demo::Demo;
 use crate::provider::openai::{OpenAi, OpenAiOptions};
+use crate::provider::sse::ReplyLimits;
 use crate::session::Session;
 use crate::tools::{Registry, Secrets, ToolCtx};
 
@@ -30,7 +36,8 @@ pub const EXIT_USAGE: u8 = 2;
     args_conflicts_with_subcommands = true
 )]
 pub struct Args {
-    /// The task. Without it, a terminal opens the full-screen session; piped stdin is the task.
+    /// The task. Without it, a terminal opens the full-screen session and piped stdin is the
+    /// task; with it, piped stdin is attached below it.
     pub prompt: Option<String>,
     /// Use this config file instead of the usual locations.
     #[arg(long, value_name = "PATH")]
@@ -64,6 +71,17 @@ pub struct Args {
 pub enum Command {
     /// List this workspace's sessions, newest first.
     Sessions,
+    /// Trust a workspace (default: the current folder): its config/config.toml may then choose
+    /// the server, the provider and the key. Recorded in your user config.
+    Trust {
+        /// The workspace folder.
+        path: Option<PathBuf>,
+    },
+    /// Stop trusting a workspace (default: the current folder).
+    Untrust {
+        /// The workspace folder.
+        path: Option<PathBuf>,
+    },
 }
 
 /// A failure that ends the program, with its exit code.
@@ -96,28 +114,37 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let launch = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
-    if let Some(Command::Sessions) = args.command {
-        return list_sessions(&launch);
+    let env = |name: &str| std::env::var(name).ok();
+    match &args.command {
+        Some(Command::Sessions) => return list_sessions(&launch),
+        Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
+        Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
+        None => {}
     }
     let overrides = Overrides {
         config_path: args.config.clone(),
         model: args.model.clone(),
         base_url: args.base_url.clone(),
         demo: args.demo,
+        skip_workspace_file: false,
     };
-    let env = |name: &str| std::env::var(name).ok();
-    let config = config::load(&launch, &env, &overrides).map_err(usage)?;
+    let interactive =
+        args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     if let Some(key) = &config.api_key {
         let mut names = vec!["MINICODE_API_KEY", "OPENAI_API_KEY"];
         names.extend(config.api_key_env.as_deref());
-        // SAFETY: the process is still single-threaded here: only argument parsing and
-        // config loading ran; logging (a writer thread) and the runtime start below.
-        unsafe { crate::process::forget_key_variables(names, key.expose()) };
+        // SAFETY: the process is still single-threaded here: only argument parsing, config
+        // loading and the trust question (crossterm, no threads) ran; logging (a writer
+        // thread) and the runtime start below.
+        #[allow(unsafe_code)]
+        unsafe {
+            crate::process::forget_key_variables(names, key.expose())
+        };
     }
-    let interactive =
-        args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let prompt = match (&args.prompt, interactive) {
-        (Some(p), _) => Some(p.clone()),
+        (Some(p), _) if std::io::stdin().is_terminal() => Some(p.clone()),
+        (Some(p), _) => Some(with_piped_text(p)?),
         (None, true) => None,
         (None, false) if std::io::stdin().is_terminal() => {
             return Err(usage(
@@ -129,8 +156,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(usage("the prompt is empty"));
     }
-    let _log = crate::logging::init(&launch.join(".minicode"), interactive);
-    crate::agent::context::Budget::new(
+    let _log = crate::logging::init(&launch, interactive);
+    crate::agent::budget::Budget::new(
         config.context_window,
         config.reserve_tokens,
         config.keep_recent_tokens,
@@ -138,12 +165,9 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     .map_err(|e| usage(format!("invalid [context] settings: {e}")))?;
     // Everything that can fail with a usage error comes before the session file is created.
     let provider = build_provider(&config)?;
+    // Temp files a killed minicode left behind go before anything new is written.
+    crate::fsutil::sweep_temp_files(&launch, &[crate::session::SESSIONS]);
     let session = open_session(&launch, &args)?;
-    let history = if interactive {
-        session.messages().to_vec()
-    } else {
-        Vec::new()
-    };
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
     tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
     tool_ctx.outputs = crate::tools::outputs::Limits {
@@ -180,7 +204,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         let handle = agent::spawn(setup);
         match prompt {
             Some(prompt) => print::run(handle, prompt, args.output_format, &resume_flags).await,
-            None => full_screen(handle, &config, history, &resume_flags, &launch).await,
+            None => full_screen(handle, &config, &resume_flags, &launch).await,
         }
     });
     // A tool child that ignores its kill must not keep the process alive.
@@ -206,6 +230,21 @@ fn read_stdin() -> Result<String, Failure> {
     String::from_utf8(bytes).map_err(|_| usage("the prompt on stdin is not valid UTF-8"))
 }
 
+/// The prompt with whatever was piped beside it (`git diff | minicode "review this"`).
+fn with_piped_text(prompt: &str) -> Result<String, Failure> {
+    let quiet = || {
+        let _ = writeln!(
+            std::io::stderr(),
+            "minicode: waiting for the text piped on stdin to end (it is sent after the \
+             prompt); to run without it, redirect stdin from /dev/null"
+        );
+    };
+    match stdin::read_beside_prompt(quiet).map_err(usage)? {
+        stdin::Piped::Text(text) => Ok(stdin::attach(prompt, &text)),
+        stdin::Piped::Nothing => Ok(prompt.to_string()),
+    }
+}
+
 fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
     let result = match (&args.session, args.continue_) {
         (Some(id), _) => Session::open(workspace, id),
@@ -225,6 +264,10 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, Failure> {
                 model: config.model.clone(),
                 request_timeout: config.request_timeout,
                 stream_idle_timeout: config.stream_idle_timeout,
+                limits: ReplyLimits {
+                    max_tool_calls: usize::try_from(config.max_tool_calls).unwrap_or(usize::MAX),
+                    ..ReplyLimits::default()
+                },
                 ..OpenAiOptions::default()
             })
             .map_err(usage)?,
@@ -247,9 +290,10 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
     }
     for s in sessions {
         let when = humantime::format_rfc3339_seconds(s.updated);
+        // Both come from files in the repository: nothing in them may act on the terminal.
         let about = match &s.problem {
-            Some(problem) => format!("(unreadable: {problem})"),
-            None => s.first_prompt.clone(),
+            Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
+            None => crate::sanitize::visible(&s.first_prompt),
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }
@@ -260,14 +304,12 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
 async fn full_screen(
     handle: crate::protocol::AgentHandle,
     config: &Config,
-    history: Vec<crate::chat::Message>,
     resume_flags: &str,
     workspace: &Path,
 ) -> ExitCode {
     let options = crate::tui::Options {
         model: config.model.clone(),
         context_window: config.context_window,
-        history,
         exit_transcript_turns: config.exit_transcript_turns,
     };
     match crate::tui::run(handle, options).await {

@@ -1,10 +1,24 @@
-//! The configuration: built once at start-up from a TOML file, the `MINICODE_*` environment and
-//! command-line overrides, validated, and immutable afterwards. It owns where the file is looked
-//! for and the precedence file < environment < flags; it must not touch the network or the
-//! process environment (the environment is read through a closure so tests never mutate it),
-//! and no error or `Debug` output may ever contain the API key.
+//! The configuration: built once at start-up from the user's file, the workspace's file, the
+//! `MINICODE_*` environment and command-line overrides, validated, and immutable afterwards.
+//! It owns where the files are looked for, the precedence user file < workspace file <
+//! environment < flags, and the workspace trust rule (a repository's file may not choose the
+//! server, the provider or the key until the user trusts the workspace; see `config/trust.rs`).
+//! It must not touch the network or the process environment (the environment is read through a
+//! closure so tests never mutate it), and no error or `Debug` output may ever contain the key.
+//!
+//! The parts: `file` reads and parses one file, `layers` finds the files, enforces trust and
+//! merges them field by field, `resolve` applies precedence and checks every value, `trust`
+//! reads and edits the user's list of trusted workspaces.
 
 mod file;
+mod layers;
+mod resolve;
+mod trust;
+
+pub use trust::{
+    Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
+    user_config_path,
+};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -15,6 +29,10 @@ use serde::Deserialize;
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 262_144;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 300;
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 600;
+/// Tool calls one reply may carry (`provider::sse::MAX_TOOL_CALLS`, repeated here so the
+/// configuration does not depend on the provider).
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 64;
 pub const DEFAULT_BASH_TIMEOUT_SECS: u64 = 120;
 /// The hard ceiling for one bash call, also for `timeout_secs` the model asks for.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = 600;
@@ -86,9 +104,11 @@ pub struct Config {
     pub api_key_env: Option<String>,
     pub context_window: u64,
     pub max_tokens: u32,
-    /// Overall limit for one request; `None` leaves only the idle timeout.
-    pub request_timeout: Option<Duration>,
+    /// The deadline of one model call, streaming included (heartbeats do not extend it).
+    pub request_timeout: Duration,
     pub stream_idle_timeout: Duration,
+    /// More tool calls than this in one reply is a protocol error.
+    pub max_tool_calls: u32,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.
@@ -100,8 +120,12 @@ pub struct Config {
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,
-    /// The configuration file that was used, if any.
-    pub source: Option<PathBuf>,
+    /// The configuration files that were read, lowest precedence first (the user's, then the
+    /// workspace's; or the one `--config` named).
+    pub sources: Vec<PathBuf>,
+    /// Whether the user trusts the launch directory. Everything a workspace supplies that can
+    /// run code or reach the network must ask this first (see [`Trust`]).
+    pub trust: Trust,
 }
 
 /// Command-line flags that take part in configuration.
@@ -115,11 +139,15 @@ pub struct Overrides {
     pub base_url: Option<String>,
     /// `--demo`
     pub demo: bool,
+    /// Load as if the workspace's `config/config.toml` were absent: the user chose "run without
+    /// the workspace file" when asked about an untrusted workspace.
+    pub skip_workspace_file: bool,
 }
 
 const HOWTO: &str = "no model is configured. To set one up, either:
-  - copy config/config.example.toml to config/config.toml (in this folder) or to
-    ~/.config/minicode/config.toml and fill in [model] base_url and name, or
+  - copy config/config.example.toml to ~/.config/minicode/config.toml and fill in [model]
+    base_url and name (or keep it as config/config.toml in this folder and run
+    `minicode trust` once, so that file may choose the server and the key), or
   - set MINICODE_BASE_URL and MINICODE_MODEL (and MINICODE_API_KEY if the server needs a key);
 or try the built-in offline model with `minicode --demo`.";
 
@@ -166,284 +194,51 @@ pub enum ConfigError {
         field: &'static str,
         reason: String,
     },
+    /// The workspace's file sets fields that choose where the conversation goes or with which
+    /// key, and the user has not trusted the workspace. Nothing was sent anywhere.
+    #[error(
+        "config file {} sets {}, but this workspace is not trusted: a repository's config may \
+         not choose the server, the provider or the API key. If you trust this folder, run \
+         `minicode trust` in it (it is recorded in your user config); otherwise remove {} from \
+         that file (your user config or MINICODE_* variables can set them)",
+        .path.display(),
+        list_fields(.fields),
+        if .fields.len() == 1 { "it" } else { "them" }
+    )]
+    UntrustedWorkspace {
+        path: PathBuf,
+        fields: Vec<&'static str>,
+    },
+    /// `trusted_workspaces` in a file other than the user's: a repository must not be able to
+    /// trust itself.
+    #[error(
+        "config file {}: `trusted_workspaces` is read only from your user config \
+         ($XDG_CONFIG_HOME/minicode/config.toml or ~/.config/minicode/config.toml); remove it \
+         from this file and run `minicode trust` to trust a workspace",
+        .path.display()
+    )]
+    MisplacedTrustList { path: PathBuf },
 }
 
-/// Builds the configuration. `launch_dir` is where `config/config.toml` is looked for; `env`
-/// reads an environment variable (an empty value counts as unset).
+fn list_fields(fields: &[&str]) -> String {
+    fields
+        .iter()
+        .map(|f| format!("`{f}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The workspace's configuration file, relative to the launch directory.
+pub const WORKSPACE_FILE: &str = "config/config.toml";
+
+/// Builds the configuration. `launch_dir` is the workspace, where `config/config.toml` is
+/// looked for; `env` reads an environment variable (an empty value counts as unset).
 pub fn load(
     launch_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     overrides: &Overrides,
 ) -> Result<Config, ConfigError> {
     let env = |name: &str| env(name).filter(|v| !v.is_empty());
-    let source = locate(launch_dir, &env, overrides)?;
-    let parsed = match &source {
-        Some(path) => file::read(path)?,
-        None => file::FileConfig::default(),
-    };
-    resolve(parsed, source, &env, overrides)
-}
-
-/// The file to use: `--config`, then `<launch_dir>/config/config.toml`, then the XDG location.
-/// A candidate that exists in any form (even as a directory or a dangling link) is chosen, so
-/// a broken file is reported instead of silently skipped.
-fn locate(
-    launch_dir: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
-    overrides: &Overrides,
-) -> Result<Option<PathBuf>, ConfigError> {
-    if let Some(explicit) = &overrides.config_path {
-        let path = launch_dir.join(explicit);
-        return match std::fs::symlink_metadata(&path) {
-            Ok(_) => Ok(Some(path)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Err(ConfigError::NotFound { path })
-            }
-            Err(source) => Err(ConfigError::Unreadable { path, source }),
-        };
-    }
-    let mut candidates = vec![launch_dir.join("config").join("config.toml")];
-    let xdg = env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute());
-    let user_dir = xdg.or_else(|| env("HOME").map(|home| PathBuf::from(home).join(".config")));
-    if let Some(dir) = user_dir {
-        candidates.push(dir.join("minicode").join("config.toml"));
-    }
-    for path in candidates {
-        match std::fs::symlink_metadata(&path) {
-            Ok(_) => return Ok(Some(path)),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-                ) => {}
-            Err(source) => return Err(ConfigError::Unreadable { path, source }),
-        }
-    }
-    Ok(None)
-}
-
-/// Applies precedence and checks every value.
-fn resolve(
-    parsed: file::FileConfig,
-    source: Option<PathBuf>,
-    env: &dyn Fn(&str) -> Option<String>,
-    overrides: &Overrides,
-) -> Result<Config, ConfigError> {
-    let origin = match &source {
-        Some(p) => format!("config file {}", p.display()),
-        None => "the environment".to_string(),
-    };
-    let file_origin = || origin.clone();
-    let m = parsed.model;
-    let provider = if overrides.demo {
-        ProviderKind::Demo
-    } else {
-        m.provider.unwrap_or_default()
-    };
-
-    let positive = |value: Option<u64>, default: u64, field: &'static str| match value {
-        Some(0) => Err(ConfigError::Invalid {
-            origin: file_origin(),
-            field,
-            reason: "must be greater than 0".to_string(),
-        }),
-        Some(v) => Ok(v),
-        None => Ok(default),
-    };
-    let context_window = positive(
-        m.context_window,
-        DEFAULT_CONTEXT_WINDOW,
-        "model.context_window",
-    )?;
-    let max_tokens = positive(
-        m.max_tokens.map(u64::from),
-        u64::from(DEFAULT_MAX_TOKENS),
-        "model.max_tokens",
-    )?;
-    let max_tokens = u32::try_from(max_tokens).unwrap_or(u32::MAX); // came from a u32
-    let request_timeout = match m.request_timeout_secs {
-        Some(secs) => Some(Duration::from_secs(positive(
-            Some(secs),
-            0,
-            "model.request_timeout_secs",
-        )?)),
-        None => None,
-    };
-    let stream_idle = positive(
-        m.stream_idle_timeout_secs,
-        DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
-        "model.stream_idle_timeout_secs",
-    )?;
-    let bash_secs = positive(
-        parsed.tools.bash_timeout_secs,
-        DEFAULT_BASH_TIMEOUT_SECS,
-        "tools.bash_timeout_secs",
-    )?;
-    if bash_secs > MAX_BASH_TIMEOUT_SECS {
-        return Err(ConfigError::Invalid {
-            origin: file_origin(),
-            field: "tools.bash_timeout_secs",
-            reason: format!("must be at most {MAX_BASH_TIMEOUT_SECS}"),
-        });
-    }
-    let max_rounds = positive(
-        parsed.tools.max_rounds.map(u64::from),
-        u64::from(DEFAULT_MAX_ROUNDS),
-        "tools.max_rounds",
-    )?;
-    let max_rounds = u32::try_from(max_rounds).unwrap_or(u32::MAX); // came from a u32
-    let outputs_max_file_bytes = positive(
-        parsed.tools.outputs_max_file_bytes,
-        DEFAULT_OUTPUTS_MAX_FILE_BYTES,
-        "tools.outputs_max_file_bytes",
-    )?;
-    let outputs_max_bytes = positive(
-        parsed.tools.outputs_max_bytes,
-        DEFAULT_OUTPUTS_MAX_BYTES,
-        "tools.outputs_max_bytes",
-    )?;
-    let outputs_max_age_days = positive(
-        parsed.tools.outputs_max_age_days,
-        DEFAULT_OUTPUTS_MAX_AGE_DAYS,
-        "tools.outputs_max_age_days",
-    )?;
-    for (value, field) in [
-        (parsed.context.reserve_tokens, "context.reserve_tokens"),
-        (
-            parsed.context.keep_recent_tokens,
-            "context.keep_recent_tokens",
-        ),
-    ] {
-        if value.is_some_and(|v| v >= context_window) {
-            return Err(ConfigError::Invalid {
-                origin: file_origin(),
-                field,
-                reason: "must be smaller than model.context_window".to_string(),
-            });
-        }
-    }
-
-    let mut config = Config {
-        provider,
-        base_url: String::new(),
-        model: DEMO_MODEL.to_string(),
-        api_key: None,
-        api_key_env: None,
-        context_window,
-        max_tokens,
-        request_timeout,
-        stream_idle_timeout: Duration::from_secs(stream_idle),
-        bash_timeout: Duration::from_secs(bash_secs),
-        max_rounds,
-        outputs_max_file_bytes,
-        outputs_max_bytes,
-        outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
-        reserve_tokens: parsed.context.reserve_tokens,
-        keep_recent_tokens: parsed.context.keep_recent_tokens,
-        exit_transcript_turns: parsed.ui.exit_transcript_turns,
-        source,
-    };
-    if provider == ProviderKind::Demo {
-        // The demo model needs no server, name or key; anything configured for them is unused.
-        return Ok(config);
-    }
-
-    // Each value: the flag if given, else the environment, else the file; remember which.
-    let pick = |flag: &Option<String>,
-                flag_name: &'static str,
-                env_name: &'static str,
-                from_file: Option<String>| {
-        if let Some(v) = flag {
-            Some((v.clone(), flag_name.to_string()))
-        } else if let Some(v) = env(env_name) {
-            Some((v, format!("environment variable {env_name}")))
-        } else {
-            from_file.map(|v| (v, file_origin()))
-        }
-    };
-    let base_url = pick(&overrides.base_url, "--base-url", ENV_BASE_URL, m.base_url);
-    let model = pick(&overrides.model, "--model", ENV_MODEL, m.name);
-    if config.source.is_none() && base_url.is_none() && model.is_none() {
-        return Err(ConfigError::Missing);
-    }
-    let (base_url, base_origin) = base_url.ok_or_else(|| ConfigError::Required {
-        origin: file_origin(),
-        field: "model.base_url",
-        env: ENV_BASE_URL,
-    })?;
-    let (model, model_origin) = model.ok_or_else(|| ConfigError::Required {
-        origin: file_origin(),
-        field: "model.name",
-        env: ENV_MODEL,
-    })?;
-    config.base_url = check_base_url(base_url, base_origin)?;
-    if model.trim().is_empty() {
-        return Err(ConfigError::Invalid {
-            origin: model_origin,
-            field: "model.name",
-            reason: "must not be empty".to_string(),
-        });
-    }
-    config.model = model;
-
-    // The key: MINICODE_API_KEY, else `api_key`, else the variable `api_key_env` names.
-    let configured_env = match (&m.api_key, m.api_key_env) {
-        (Some(_), Some(_)) => {
-            return Err(ConfigError::Invalid {
-                origin: file_origin(),
-                field: "model.api_key_env",
-                reason: "set either api_key or api_key_env, not both".to_string(),
-            });
-        }
-        (_, Some(name)) if name.is_empty() || name.contains(['=', '\0']) => {
-            return Err(ConfigError::Invalid {
-                origin: file_origin(),
-                field: "model.api_key_env",
-                reason: "must be the name of an environment variable".to_string(),
-            });
-        }
-        (_, name) => name,
-    };
-    if m.api_key.as_ref().is_some_and(|k| k.expose().is_empty()) {
-        return Err(ConfigError::Invalid {
-            origin: file_origin(),
-            field: "model.api_key",
-            reason: "must not be empty (leave it out if the server needs no key)".to_string(),
-        });
-    }
-    if let Some(key) = env(ENV_API_KEY) {
-        config.api_key = Some(Secret(key));
-        config.api_key_env = Some(configured_env.unwrap_or_else(|| ENV_API_KEY.to_string()));
-    } else if let Some(key) = m.api_key {
-        config.api_key = Some(key);
-    } else if let Some(name) = configured_env {
-        let key = env(&name).ok_or_else(|| ConfigError::Invalid {
-            origin: file_origin(),
-            field: "model.api_key_env",
-            reason: format!("environment variable {name} is not set"),
-        })?;
-        config.api_key = Some(Secret(key));
-        config.api_key_env = Some(name);
-    }
-    Ok(config)
-}
-
-/// Accepts an `http://` or `https://` URL and drops trailing slashes, so the provider can
-/// append `/chat/completions` without doubling them.
-fn check_base_url(url: String, origin: String) -> Result<String, ConfigError> {
-    let trimmed = url.trim().trim_end_matches('/');
-    let scheme_ok = trimmed.starts_with("http://") || trimmed.starts_with("https://");
-    let has_host = trimmed
-        .split_once("://")
-        .is_some_and(|(_, rest)| !rest.is_empty());
-    if !scheme_ok || !has_host {
-        return Err(ConfigError::Invalid {
-            origin,
-            field: "model.base_url",
-            reason: "must be an http:// or https:// URL".to_string(),
-        });
-    }
-    Ok(trimmed.to_string())
+    let layers = layers::gather(launch_dir, &env, overrides)?;
+    resolve::resolve(layers, &env, overrides)
 }

@@ -1,51 +1,22 @@
-//! File-system helpers shared by tools and sessions: atomic replacement of a file, and
-//! resolving a model-supplied path so it can never leave the workspace.
+//! File-system helpers shared by tools, sessions and memory: atomic replacement of a file (and
+//! the sweep of what a killed write left), resolving a model-supplied path so it can never leave
+//! the workspace, opening a file that a repository supplies without ever blocking on it, and the
+//! checked way into `.minicode/`, with the `.gitignore` that keeps its private data out of git.
+//!
+//! Everything a repository can plant (a symlink, a FIFO, a device node) is refused here, so
+//! callers need not think about it. It must not decide policy (what may be read or written,
+//! what needs approval): that belongs to the tools and the agent.
 
-use std::io::{self, Write};
+mod atomic;
+pub mod gitignore;
+
+use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// Replaces `path` with `data` atomically: a temp file in the same folder, fsync, rename.
-/// `mode` sets the permission bits of the new file (an existing file's mode is kept when
-/// `mode` is `None`). The temp file is removed on failure, so a crash leaves either the old
-/// or the new content, never a mix.
-pub fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::other("path has no file name"))?;
-    let keep_mode = match mode {
-        Some(m) => m,
-        None => match std::fs::metadata(path) {
-            Ok(meta) => meta.permissions().mode() & 0o7777,
-            Err(_) => 0o644,
-        },
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(keep_mode)
-            .open(&tmp)?;
-        file.write_all(data)?;
-        // The umask may have narrowed the mode at creation; set it exactly.
-        file.set_permissions(std::fs::Permissions::from_mode(keep_mode))?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+pub use atomic::{
+    JOURNAL_DIR, Swept, TEMP_PREFIX, is_temp_name, sweep_temp_files, write_atomic,
+    write_atomic_journaled,
+};
 
 /// Why a path was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -159,19 +130,13 @@ pub enum LoadError {
 /// `max_bytes` (so a tool never pulls a huge file into memory). A missing file is not an error.
 pub fn load_existing(path: &Path, max_bytes: u64) -> Result<Existing, LoadError> {
     use std::io::Read;
-    // Look before opening: opening a FIFO for reading would block until a writer appears.
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => return Err(LoadError::Directory),
-        Ok(meta) if !meta.is_file() => return Err(LoadError::NotRegular),
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
-        Err(e) => return Err(LoadError::Io(e)),
-    }
-    let file = std::fs::File::open(path).map_err(LoadError::Io)?;
-    let meta = file.metadata().map_err(LoadError::Io)?;
-    if !meta.is_file() {
-        return Err(LoadError::NotRegular);
-    }
+    let (file, meta) = match open_regular(path) {
+        Ok(opened) => opened,
+        Err(OpenError::Missing) => return Ok(Existing::Missing),
+        Err(OpenError::Directory) => return Err(LoadError::Directory),
+        Err(OpenError::NotRegular | OpenError::Outside) => return Err(LoadError::NotRegular),
+        Err(OpenError::Io(e)) => return Err(LoadError::Io(e)),
+    };
     if meta.len() > max_bytes {
         return Err(LoadError::TooLarge {
             len: meta.len(),
@@ -192,6 +157,21 @@ pub fn load_existing(path: &Path, max_bytes: u64) -> Result<Existing, LoadError>
     Ok(Existing::File { bytes, meta })
 }
 
+/// Refuses to replace a file its owner made read-only (no owner write bit): the tools would
+/// otherwise replace it anyway, since the rename needs only the folder to be writable. The
+/// error is a message for the model; `verb` is the tool's name (`write`, `edit`).
+pub fn refuse_read_only(meta: &std::fs::Metadata, display: &str, verb: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o200 != 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "cannot {verb} {display}: it is read-only (mode {mode:04o}); it was left unchanged. \
+         If it really must change, ask the user to make it writable first"
+    ))
+}
+
 /// Shows `path` relative to the workspace when it is inside it.
 pub fn display_path(workspace: &Path, path: &Path) -> String {
     path.strip_prefix(workspace)
@@ -200,12 +180,198 @@ pub fn display_path(workspace: &Path, path: &Path) -> String {
         .to_string()
 }
 
-/// Creates `dir` (and parents) with mode 0700 for folders we own, such as `.minicode/sessions`.
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+/// Why [`open_regular`] or [`open_confined`] gave no file.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Nothing there (a dangling symbolic link counts as nothing).
+    #[error("it does not exist")]
+    Missing,
+    /// Its real path, after every symbolic link, is not inside the workspace.
+    #[error("it resolves to a place outside the workspace")]
+    Outside,
+    #[error("it is a directory")]
+    Directory,
+    /// A FIFO, socket or device: reading one could block forever or never end.
+    #[error("it is not a regular file")]
+    NotRegular,
+    #[error("{0}")]
+    Io(#[source] io::Error),
+}
+
+/// Opens `path` for reading and checks, on the open descriptor, that it is a regular file.
+///
+/// The open itself never blocks: `O_NONBLOCK` makes a FIFO without a writer open at once (and
+/// is then refused by the type check), `O_NOCTTY` keeps a terminal device from becoming our
+/// controlling terminal. Checking after the open (not before) leaves no window in which the
+/// file can be swapped for a FIFO. On a regular file `O_NONBLOCK` changes nothing.
+pub fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => OpenError::Missing,
+            _ => OpenError::Io(e),
+        })?;
+    let meta = file.metadata().map_err(OpenError::Io)?;
+    if meta.is_dir() {
+        return Err(OpenError::Directory);
+    }
+    if !meta.is_file() {
+        return Err(OpenError::NotRegular);
+    }
+    Ok((file, meta))
+}
+
+/// Opens a file that the repository supplies and the agent reads without asking anyone
+/// (`MiniCode.md`, memory files, the workspace configuration, anything later): its real path,
+/// after every symbolic link, must lie inside the canonical `workspace`, and it must be a
+/// regular file, opened without blocking (see [`open_regular`]). A symbolic link that stays
+/// inside the workspace is followed.
+pub fn open_confined(
+    workspace: &Path,
+    path: &Path,
+) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let real = match path.canonicalize() {
+        Ok(real) => real,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(OpenError::Missing),
+        Err(e) => return Err(OpenError::Io(e)),
+    };
+    if !inside(workspace, &real) {
+        return Err(OpenError::Outside);
+    }
+    // `O_NOFOLLOW` on the resolved path: a symbolic link put in its place after the check
+    // fails the open instead of being followed out of the workspace.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(&real)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => OpenError::Missing,
+            _ => OpenError::Io(e),
+        })?;
+    let meta = file.metadata().map_err(OpenError::Io)?;
+    if meta.is_dir() {
+        return Err(OpenError::Directory);
+    }
+    if !meta.is_file() {
+        return Err(OpenError::NotRegular);
+    }
+    Ok((file, meta))
+}
+
+/// Whether canonical `path` is `workspace` or below it, comparing components (so `/w/p-evil`
+/// is not inside `/w/p`). A `workspace` reached through a symbolic link is compared in its
+/// canonical form as well.
+fn inside(workspace: &Path, path: &Path) -> bool {
+    path.starts_with(workspace)
+        || workspace
+            .canonicalize()
+            .is_ok_and(|ws| ws != workspace && path.starts_with(&ws))
+}
+
+/// The folder `.minicode/` holds minicode's own data for a workspace.
+pub const DATA_DIR: &str = ".minicode";
+
+/// Makes sure `<workspace>/.minicode/<sub>` (e.g. `sessions`, `logs`, `outputs`) is a real
+/// folder inside the workspace and returns its canonical path: the only way minicode creates,
+/// chmods or writes anything under `.minicode/`.
+///
+/// Missing folders are created with mode 0700 and the last one is set to 0700. An existing
+/// `.minicode` or `.minicode/<sub>` that is a symbolic link leading outside the workspace (or
+/// anything that is not a folder) is refused, and nothing is created, chmod-ed or written
+/// through it: a cloned repository could otherwise point `.minicode/sessions` at a folder of
+/// the user's and have minicode change its mode or fill it. A link that stays inside the
+/// workspace is followed. `sub` may be empty for `.minicode` itself.
+///
+/// Every call also brings `.minicode/.gitignore` up to date (see [`gitignore`]), so whatever
+/// writes private data here, now or in a later version, has it kept out of git.
+pub fn private_dir(workspace: &Path, sub: &str) -> io::Result<PathBuf> {
+    let dir = checked_dir(workspace, sub, true)?
+        .ok_or_else(|| io::Error::other("the data folder could not be created"))?;
+    if let Some(data_dir) = checked_dir(workspace, "", false)? {
+        gitignore::ensure(&data_dir)?;
+    }
+    Ok(dir)
+}
+
+/// Like [`private_dir`] but creates and changes nothing: `None` when the folder does not
+/// exist yet, an error when it exists but leads outside the workspace or is not a folder.
+/// For readers (listing or opening sessions) that must not follow a planted link either.
+pub fn existing_private_dir(workspace: &Path, sub: &str) -> io::Result<Option<PathBuf>> {
+    checked_dir(workspace, sub, false)
+}
+
+fn checked_dir(workspace: &Path, sub: &str, create: bool) -> io::Result<Option<PathBuf>> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    let mut current = workspace.to_path_buf();
+    let mut shown = PathBuf::new();
+    let parts = std::iter::once(DATA_DIR).chain(sub.split('/').filter(|p| !p.is_empty()));
+    for part in parts {
+        if matches!(part, "." | "..") {
+            return Err(io::Error::other(format!("invalid data folder {sub:?}")));
+        }
+        current.push(part);
+        shown.push(part);
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let real = current.canonicalize().map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!(
+                            "{} is a symbolic link minicode cannot follow: {e}",
+                            shown.display()
+                        ),
+                    )
+                })?;
+                if !inside(workspace, &real) || !real.is_dir() {
+                    return Err(refused(&shown, &real));
+                }
+                current = real;
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(io::Error::other(format!(
+                    "{} is not a folder; minicode keeps its data there",
+                    shown.display()
+                )));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                match std::fs::DirBuilder::new().mode(0o700).create(&current) {
+                    Ok(()) => {}
+                    // Created meanwhile by another minicode: check it like any existing one.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        let meta = std::fs::symlink_metadata(&current)?;
+                        if !meta.is_dir() {
+                            return Err(io::Error::other(format!(
+                                "{} changed while minicode created it",
+                                shown.display()
+                            )));
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    if create {
+        std::fs::set_permissions(&current, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(Some(current))
+}
+
+fn refused(shown: &Path, real: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} is a symbolic link to {:?}, which is not a folder inside the workspace; minicode \
+             refuses to keep its data there (remove the link)",
+            shown.display(),
+            real
+        ),
+    )
 }

@@ -1,5 +1,5 @@
 //! Diagnostics: installs the global `tracing` subscriber writing to
-//! `<data_dir>/logs/minicode.log.YYYY-MM-DD` (rotated daily, the last 7 files kept) through a
+//! `<workspace>/.minicode/logs/minicode.log.YYYY-MM-DD` (rotated daily, the last 7 files kept) through a
 //! non-blocking writer. It never writes to stdout or stderr (those belong to the frontends),
 //! and it decides only where and how much is logged, not what.
 //!
@@ -33,16 +33,16 @@ impl std::fmt::Debug for LogGuard {
     }
 }
 
-/// Starts logging under `<data_dir>/logs/` with the level from `MINICODE_LOG`; when that is
-/// unset the level is `info` if `default_on`, else logging stays off. Returns `None` when
-/// logging is off or cannot start (a bad filter, an unwritable folder, a subscriber already
-/// installed): diagnostics must never stop the program.
-pub fn init(data_dir: &Path, default_on: bool) -> Option<LogGuard> {
+/// Starts logging under `<workspace>/.minicode/logs/` with the level from `MINICODE_LOG`; when
+/// that is unset the level is `info` if `default_on`, else logging stays off. Returns `None`
+/// when logging is off or cannot start (a bad filter, an unwritable folder, a `.minicode` or
+/// `.minicode/logs` that links outside the workspace, a subscriber already installed):
+/// diagnostics must never stop the program.
+pub fn init(workspace: &Path, default_on: bool) -> Option<LogGuard> {
     let from_env = std::env::var(ENV_LOG).ok();
     let directive = filter_directive(from_env.as_deref(), default_on)?;
     let filter = EnvFilter::try_new(&directive).ok()?;
-    let dir = data_dir.join("logs");
-    crate::fsutil::create_private_dir(&dir).ok()?;
+    let dir = crate::fsutil::private_dir(workspace, "logs").ok()?;
     let appender = RollingFileAppender::builder()
         .rotation(Rotation::DAILY)
         .filename_prefix("minicode.log")

@@ -50,6 +50,10 @@ pub enum MemoryError {
     },
     #[error("memory file {path} is not a regular file")]
     NotAFile { path: PathBuf },
+    /// A symbolic link that leads out of the workspace: the repository must not be able to
+    /// put any file the user can read (a key, another project) in front of the model.
+    #[error("memory file {path} leads outside the workspace; it was not read")]
+    Outside { path: PathBuf },
     #[error("memory file {path} is larger than the limit of {limit} bytes")]
     TooLarge { path: PathBuf, limit: u64 },
     #[error("memory file {path} is not valid utf-8 (first bad byte at offset {offset})")]
@@ -103,14 +107,8 @@ fn wrap(text: &str) -> Message {
 /// never stale or truncated content.
 pub fn load(workspace: &Path) -> Result<Option<Memory>, MemoryError> {
     let path = workspace.join(FILE_NAME);
-    let bytes = match read_bounded(&path) {
-        Ok(bytes) => bytes,
-        Err(MemoryError::Unreadable { source, .. })
-            if source.kind() == std::io::ErrorKind::NotFound =>
-        {
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
+    let Some(bytes) = read_bounded(workspace, &path)? else {
+        return Ok(None);
     };
     let text = validate_root(&path, &bytes)?;
     if text.trim().is_empty() {
@@ -242,21 +240,33 @@ pub fn is_detail_file(workspace: &Path, path: &Path) -> bool {
 }
 
 /// Reads at most `MAX_BYTES + 1` bytes, so a huge file is refused without loading it whole.
-fn read_bounded(path: &Path) -> Result<Vec<u8>, MemoryError> {
+/// The file goes through the workspace confinement (`fsutil::open_confined`): its real path
+/// must be inside the workspace and it must be a regular file, opened without blocking, so a
+/// FIFO or device never hangs the agent. `None` when there is no file.
+fn read_bounded(workspace: &Path, path: &Path) -> Result<Option<Vec<u8>>, MemoryError> {
+    use crate::fsutil::OpenError;
     let unreadable = |source| MemoryError::Unreadable {
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    let meta = file.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(MemoryError::NotAFile {
-            path: path.to_path_buf(),
-        });
-    }
+    let (file, meta) = match crate::fsutil::open_confined(workspace, path) {
+        Ok(opened) => opened,
+        Err(OpenError::Missing) => return Ok(None),
+        Err(OpenError::Outside) => {
+            return Err(MemoryError::Outside {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(OpenError::Directory | OpenError::NotRegular) => {
+            return Err(MemoryError::NotAFile {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(OpenError::Io(e)) => return Err(unreadable(e)),
+    };
     let mut bytes = Vec::with_capacity(meta.len().min(MAX_BYTES + 1) as usize);
     file.take(MAX_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(unreadable)?;
-    Ok(bytes)
+    Ok(Some(bytes))
 }

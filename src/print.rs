@@ -33,15 +33,26 @@ pub enum OutputFormat {
 /// The exit code after an interrupt by SIGINT (128 + 2), as shells expect.
 pub const EXIT_SIGINT: u8 = 130;
 
-/// The JSON object printed by `--output-format json`.
+/// The JSON object printed by `--output-format json` (README documents it: keep them in step).
 #[derive(Serialize)]
 struct JsonResult<'a> {
     /// `null` when the session left no file (it never received a message).
     session_id: Option<&'a str>,
     result: &'a str,
-    status: &'a TurnEnd,
+    /// `completed`, `round_limit`, `interrupted` or `failed`; `error` says why when not completed.
+    status: &'static str,
     stats: &'a TurnStats,
     error: Option<String>,
+}
+
+/// The plain status word of the JSON result.
+fn status_word(end: &TurnEnd) -> &'static str {
+    match end {
+        TurnEnd::Completed => "completed",
+        TurnEnd::RoundLimit { .. } => "round_limit",
+        TurnEnd::Interrupted => "interrupted",
+        TurnEnd::Failed { .. } => "failed",
+    }
 }
 
 /// Runs `prompt` as one turn and prints the outcome.
@@ -125,8 +136,24 @@ pub async fn run(
                 ops.send(Op::Shutdown);
             }
             Event::ShutdownComplete => break,
-            other if format != OutputFormat::StreamJson => report(&mut err, &other),
-            _ => {}
+            Event::ToolCallEnded { .. }
+            | Event::Retrying { .. }
+            | Event::Warning { .. }
+            | Event::Error { .. }
+            | Event::Compacted { .. }
+            | Event::MemoryLoaded { .. } => {
+                if format != OutputFormat::StreamJson {
+                    report(&mut err, &event);
+                }
+            }
+            // Not shown in text or json output (stream-json printed them above). A resumed
+            // conversation is not repeated: the user asked for this turn's answer.
+            Event::HistoryRestored { .. }
+            | Event::TextDelta { .. }
+            | Event::TurnStarted { .. }
+            | Event::ModelRequestStarted { .. }
+            | Event::ApprovalDecided { .. }
+            | Event::ContextUsage { .. } => {}
         }
     }
     let Some((end, stats)) = ended else {
@@ -156,7 +183,7 @@ pub async fn run(
             let result = JsonResult {
                 session_id: kept.then_some(session_id.as_str()),
                 result: &last_text,
-                status: &end,
+                status: status_word(&end),
                 stats: &stats,
                 error,
             };
@@ -245,7 +272,17 @@ fn report(err: &mut impl Write, event: &Event) {
             "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
         ),
         Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
-        _ => return,
+        Event::SessionConfigured { .. }
+        | Event::HistoryRestored { .. }
+        | Event::TurnStarted { .. }
+        | Event::ModelRequestStarted { .. }
+        | Event::TextDelta { .. }
+        | Event::AssistantMessage { .. }
+        | Event::ApprovalRequested { .. }
+        | Event::ApprovalDecided { .. }
+        | Event::ContextUsage { .. }
+        | Event::TurnEnded { .. }
+        | Event::ShutdownComplete => return,
     };
     let _ = writeln!(err, "{}", sanitize(&line));
 }
@@ -331,6 +368,7 @@ fn ask_tty(prompt: &str) -> Option<Decision> {
         .ok()?;
     // SAFETY: tcflush only discards the terminal's pending input; the fd is open for as long
     // as `tty` lives. A failure (not a terminal after all) leaves nothing to discard.
+    #[allow(unsafe_code)]
     unsafe {
         libc::tcflush(tty.as_raw_fd(), libc::TCIFLUSH);
     }

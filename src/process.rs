@@ -7,8 +7,9 @@
 /// Marks the process non-dumpable (Linux only; elsewhere this does nothing: the platform's
 /// own rules for reading another process's memory apply).
 pub(crate) fn deny_dumps() {
-    #[cfg(target_os = "linux")]
     // SAFETY: prctl with PR_SET_DUMPABLE only changes a flag of this process.
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
@@ -22,6 +23,7 @@ pub(crate) fn deny_dumps() {
 /// # Safety
 /// No other thread may be running: the C environment is not thread-safe, and another thread
 /// could hold a pointer to the value being overwritten.
+#[allow(unsafe_code)]
 pub(crate) unsafe fn forget_key_variables<'a>(names: impl IntoIterator<Item = &'a str>, key: &str) {
     for name in names {
         if std::env::var_os(name).is_none_or(|v| v.as_encoded_bytes() != key.as_bytes()) {
@@ -34,6 +36,7 @@ pub(crate) unsafe fn forget_key_variables<'a>(names: impl IntoIterator<Item = &'
         // entry of `environ`, a NUL-terminated string in writable memory (the initial stack
         // block or a copy setenv allocated); overwriting its bytes up to the NUL keeps it a
         // valid (empty) string until it is removed just below.
+        #[allow(unsafe_code)]
         unsafe {
             let value = libc::getenv(c_name.as_ptr());
             if !value.is_null() {

@@ -134,6 +134,12 @@ pub enum Event {
         /// Messages restored from disk (0 for a new session).
         resumed_messages: usize,
     },
+    /// The conversation of a resumed session, oldest first, sent once right after
+    /// `SessionConfigured` when the session has history. A frontend shows it instead of
+    /// reading the session file, so every frontend (and a later headless one) sees the same.
+    HistoryRestored {
+        entries: Vec<HistoryEntry>,
+    },
     TurnStarted {
         turn: u64,
     },
@@ -211,6 +217,30 @@ pub enum Event {
     },
     /// The core stopped after `Shutdown`; nothing follows.
     ShutdownComplete,
+}
+
+/// One item of a restored conversation: what the user saw, not what the model is sent (no
+/// system prompt, project memory or compaction notes).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HistoryEntry {
+    /// A prompt the user sent.
+    User { text: String },
+    /// The text of one assistant reply (never empty).
+    Assistant { text: String },
+    /// A tool call the model made and how it ended.
+    ToolCall {
+        call: CallId,
+        tool: String,
+        /// The one-line description shown when it ran (rebuilt from the arguments for calls
+        /// that never began or come from a file written before summaries were kept).
+        summary: String,
+        arguments: serde_json::Value,
+        /// `None` when the session does not know how it ended.
+        status: Option<ToolStatus>,
+        /// The result the model read.
+        output: String,
+    },
 }
 
 /// A frontend's end of the core: send ops, receive events.

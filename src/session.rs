@@ -1,10 +1,12 @@
 //! Sessions: the conversation history of one workspace saved as a versioned JSON snapshot at
 //! `<workspace>/.minicode/sessions/<id>.json`, written atomically, locked against a second
-//! process, and validated (and repaired where the truth is known) on load. It stores what the
-//! agent hands it and must not know about providers' transports, tools' effects or terminals;
-//! the system prompt is never stored.
+//! process, and validated (and repaired where the truth is known) on load. A file in an older
+//! format keeps a one-time backup beside it. It stores what the agent hands it and must not
+//! know about providers' transports, tools' effects or terminals; the system prompt is never
+//! stored.
 
 mod snapshot;
+mod stored;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -12,14 +14,27 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{Message, Role};
+use crate::chat::{Message, Role, ToolStatus};
 use crate::fsutil;
 
 pub use snapshot::INTERRUPTED_RESULT;
-use snapshot::{LoadError, Problem, Snapshot, SnapshotRef};
+use snapshot::{LoadError, Parsed, Problem, SnapshotRef};
+use stored::HistoryRef;
 
 /// The snapshot format written by this build. Older files load through one migration path.
-pub const SNAPSHOT_VERSION: u32 = 2;
+pub const SNAPSHOT_VERSION: u32 = 3;
+
+/// What the session keeps about a tool result beyond the text the model reads, so a resumed
+/// session shows each call as it ended. Stored in the file, never sent to the model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResultInfo {
+    /// How the call ended; `None` when it was not recorded (a result pushed as a plain
+    /// message).
+    pub status: Option<ToolStatus>,
+    /// The one-line description of the call shown when it ran; `None` for calls that never
+    /// began (skipped after an interrupt, lost in a crash) and for migrated files.
+    pub summary: Option<String>,
+}
 
 /// Running totals over the whole session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,7 +88,11 @@ pub enum SessionError {
         .path.display()
     )]
     TooNew { path: PathBuf, version: u32 },
-    #[error("session {id} belongs to workspace {}, not {}", .found.display(), .expected.display())]
+    #[error(
+        "session {id} belongs to workspace {}, not {}",
+        crate::sanitize::visible(&.found.display().to_string()),
+        .expected.display()
+    )]
     WrongWorkspace {
         id: String,
         expected: PathBuf,
@@ -112,6 +131,8 @@ pub struct Session {
     workspace: PathBuf,
     created: SystemTime,
     messages: Vec<Message>,
+    /// By message index, ascending: what is known about tool results (see [`ResultInfo`]).
+    results: Vec<(usize, ResultInfo)>,
     totals: Totals,
     checkpoint: Option<Checkpoint>,
     repaired: Vec<String>,
@@ -131,10 +152,15 @@ impl std::fmt::Debug for Session {
     }
 }
 
-/// `<workspace>/.minicode/sessions`
+/// `<workspace>/.minicode/sessions`, as a path; nothing is checked or created. Reading and
+/// writing go through `fsutil::private_dir`, which refuses a folder that leads outside the
+/// workspace.
 pub fn sessions_dir(workspace: &Path) -> PathBuf {
-    workspace.join(".minicode").join("sessions")
+    workspace.join(fsutil::DATA_DIR).join(SESSIONS)
 }
+
+/// The sessions folder's name under `.minicode/`.
+pub(crate) const SESSIONS: &str = "sessions";
 
 /// Whether `id` is a lowercase, hyphenated uuid (and therefore a plain file name).
 pub fn is_valid_id(id: &str) -> bool {
@@ -150,8 +176,8 @@ impl Session {
     /// resumed even if the first turn never completes.
     pub fn create(workspace: &Path) -> Result<Session, SessionError> {
         let workspace = canonical(workspace)?;
-        let dir = sessions_dir(&workspace);
-        fsutil::create_private_dir(&dir).map_err(io_error(&dir))?;
+        let dir = fsutil::private_dir(&workspace, SESSIONS)
+            .map_err(io_error(&sessions_dir(&workspace)))?;
         let id = uuid::Uuid::new_v4().hyphenated().to_string();
         let lock = lock(&dir, &id)?;
         let mut session = Session {
@@ -160,6 +186,7 @@ impl Session {
             workspace,
             created: SystemTime::now(),
             messages: Vec::new(),
+            results: Vec::new(),
             totals: Totals::default(),
             checkpoint: None,
             repaired: Vec::new(),
@@ -176,13 +203,21 @@ impl Session {
             return Err(SessionError::InvalidId(id.to_string()));
         }
         let workspace = canonical(workspace)?;
-        let dir = sessions_dir(&workspace);
+        let not_found = || SessionError::NotFound {
+            id: Some(id.to_string()),
+        };
+        let dir = fsutil::existing_private_dir(&workspace, SESSIONS)
+            .map_err(io_error(&sessions_dir(&workspace)))?
+            .ok_or_else(not_found)?;
         let path = dir.join(format!("{id}.json"));
         if !path.is_file() {
             return Err(SessionError::NotFound {
                 id: Some(id.to_string()),
             });
         }
+        // Every later save writes here: the folder's mode and `.minicode/.gitignore` are
+        // brought up to date first, also for a folder an older minicode created.
+        fsutil::private_dir(&workspace, SESSIONS).map_err(io_error(&dir))?;
         // Lock before reading, so the history cannot change between reading and owning it.
         let lock = lock(&dir, id)?;
         let loaded = load(&path, id, &workspace)?;
@@ -192,6 +227,7 @@ impl Session {
             workspace,
             created: loaded.created,
             messages: loaded.messages,
+            results: loaded.results,
             totals: loaded.totals,
             checkpoint: loaded.checkpoint,
             repaired: loaded.repaired,
@@ -214,7 +250,11 @@ impl Session {
     /// their problem; listing itself fails only when the folder cannot be read.
     pub fn list(workspace: &Path) -> Result<Vec<SessionInfo>, SessionError> {
         let workspace = canonical(workspace)?;
-        let dir = sessions_dir(&workspace);
+        let dir = match fsutil::existing_private_dir(&workspace, SESSIONS) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&sessions_dir(&workspace))(e)),
+        };
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -256,9 +296,36 @@ impl Session {
         &self.messages
     }
 
-    /// Appends to the history; nothing is written until [`Session::save`].
+    /// Appends to the history; nothing is written until [`Session::save`]. A tool result
+    /// pushed this way has no [`ResultInfo`]; the agent uses [`Session::push_result`].
     pub fn push(&mut self, message: Message) {
         self.messages.push(message);
+    }
+
+    /// Appends the result of tool call `call_id` with how it ended and the call's summary.
+    pub fn push_result(
+        &mut self,
+        call_id: impl Into<String>,
+        output: impl Into<String>,
+        status: ToolStatus,
+        summary: Option<String>,
+    ) {
+        self.results.push((
+            self.messages.len(),
+            ResultInfo {
+                status: Some(status),
+                summary,
+            },
+        ));
+        self.messages.push(Message::tool_result(call_id, output));
+    }
+
+    /// What is known about the tool result at message `index`, if anything.
+    pub fn result_info(&self, index: usize) -> Option<&ResultInfo> {
+        self.results
+            .binary_search_by_key(&index, |(at, _)| *at)
+            .ok()
+            .map(|at| &self.results[at].1)
     }
 
     pub fn totals(&self) -> &Totals {
@@ -315,7 +382,10 @@ impl Session {
             workspace: &self.workspace,
             created: snapshot::format_time(self.created),
             updated: snapshot::format_time(SystemTime::now()),
-            messages: &self.messages,
+            messages: HistoryRef {
+                messages: &self.messages,
+                results: &self.results,
+            },
             totals: &self.totals,
             checkpoint: self.checkpoint.as_ref(),
         };
@@ -332,10 +402,10 @@ fn canonical(workspace: &Path) -> Result<PathBuf, SessionError> {
     workspace.canonicalize().map_err(io_error(workspace))
 }
 
-/// Takes `flock(LOCK_EX | LOCK_NB)` on `<dir>/<id>.lock`. The lock file is never deleted:
-/// removing it could let two processes lock two different files of the same name.
+/// Takes an exclusive, non-blocking lock on `<dir>/<id>.lock` (std's `File::try_lock`, an
+/// `flock` on Unix). The lock file is never deleted: removing it could let two processes lock
+/// two different files of the same name.
 fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(format!("{id}.lock"));
     let file = std::fs::OpenOptions::new()
@@ -344,24 +414,21 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
         .create(true)
         .truncate(false)
         .mode(0o600)
+        // A lock file planted as a symbolic link is not followed.
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(io_error(&path))?;
-    // SAFETY: flock only reads the descriptor, which `file` keeps open for this call.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        return Err(if err.kind() == std::io::ErrorKind::WouldBlock {
-            SessionError::Locked { id: id.to_string() }
-        } else {
-            io_error(&path)(err)
-        });
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { id: id.to_string() }),
+        Err(std::fs::TryLockError::Error(err)) => Err(io_error(&path)(err)),
     }
-    Ok(file)
 }
 
 struct Loaded {
     created: SystemTime,
     messages: Vec<Message>,
+    results: Vec<(usize, ResultInfo)>,
     totals: Totals,
     checkpoint: Option<Checkpoint>,
     repaired: Vec<String>,
@@ -369,14 +436,18 @@ struct Loaded {
 }
 
 /// Reads and validates a snapshot; a call left open at the end gets an "interrupted" result
-/// in memory only. The file itself is never modified here.
+/// in memory only. The file itself is never modified here; a file in an older format that
+/// loads is first copied beside it (see [`keep_backup`]).
 fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError> {
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let bytes = read_confined(workspace, path).map_err(io_error(path))?;
     let corrupt = |reason: String| SessionError::Corrupt {
         path: path.to_path_buf(),
         reason,
     };
-    let snapshot: Snapshot = snapshot::parse(&bytes).map_err(|e| match e {
+    let Parsed {
+        snapshot,
+        migrated_from,
+    } = snapshot::parse(&bytes).map_err(|e| match e {
         LoadError::TooNew(version) => SessionError::TooNew {
             path: path.to_path_buf(),
             version,
@@ -391,20 +462,66 @@ fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError>
             found,
         },
     })?;
+    if let Some(version) = migrated_from {
+        keep_backup(path, version, &bytes)?;
+    }
     // Validation checked the time parses; fall back to now only as a defensive default.
     let created = snapshot::parse_time(&snapshot.created).unwrap_or_else(SystemTime::now);
-    let mut messages = snapshot.messages;
+    let stored::History {
+        mut messages,
+        mut results,
+    } = snapshot.messages;
     for call_id in &open {
+        results.push((
+            messages.len(),
+            ResultInfo {
+                status: Some(ToolStatus::Interrupted),
+                summary: None,
+            },
+        ));
         messages.push(Message::tool_result(call_id.clone(), INTERRUPTED_RESULT));
     }
     Ok(Loaded {
         created,
         messages,
+        results,
         totals: snapshot.totals,
         checkpoint: snapshot.checkpoint,
         repaired: open,
         size: bytes.len(),
     })
+}
+
+/// Reads a session file only if it is a regular file whose real path is inside the workspace:
+/// a session file planted as a link to somewhere else, or a FIFO, is never read.
+fn read_confined(workspace: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (mut file, meta) = fsutil::open_confined(workspace, path).map_err(|e| match e {
+        fsutil::OpenError::Io(e) => e,
+        fsutil::OpenError::Missing => std::io::Error::from(std::io::ErrorKind::NotFound),
+        other => std::io::Error::other(other.to_string()),
+    })?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Before a file in an older format is ever overwritten in the current one, its bytes are
+/// kept once beside it as `<id>.json.v<version>.bak` (mode 0600), so a user can go back to an
+/// older minicode. An existing backup is never replaced: it is the original. The caller holds
+/// the session's lock, so no other process writes the same backup meanwhile. When the backup
+/// cannot be written the session is not opened: the promise is that a migrated file keeps one.
+fn keep_backup(path: &Path, version: u32, bytes: &[u8]) -> Result<(), SessionError> {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(format!(".v{version}.bak"));
+    let backup = PathBuf::from(name);
+    match std::fs::symlink_metadata(&backup) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fsutil::write_atomic(&backup, bytes, Some(0o600)).map_err(io_error(&backup))
+        }
+        Err(e) => Err(io_error(&backup)(e)),
+    }
 }
 
 /// Summarises one file for `list` without locking it (listing must work while a session runs).
@@ -419,12 +536,12 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         path: path.to_path_buf(),
         problem: Some(problem),
     };
-    let bytes = match std::fs::read(path) {
+    let bytes = match read_confined(workspace, path) {
         Ok(bytes) => bytes,
         Err(e) => return broken(format!("cannot read: {e}")),
     };
     let snapshot = match snapshot::parse(&bytes) {
-        Ok(s) => s,
+        Ok(parsed) => parsed.snapshot,
         Err(LoadError::TooNew(v)) => {
             return broken(format!("format version {v} is newer than this minicode"));
         }
@@ -438,6 +555,7 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         }
     }
     let first_prompt = snapshot
+        .messages
         .messages
         .iter()
         .find(|m| m.role == Role::User)

@@ -8,6 +8,7 @@ pub mod bash;
 pub mod diff;
 pub mod edit;
 pub mod outputs;
+pub mod protected;
 pub mod read;
 pub mod secrets;
 pub mod write;
@@ -56,6 +57,9 @@ pub struct Prepared {
     pub summary: String,
     /// `Some` when the call needs the user's approval.
     pub approval: Option<ApprovalRequest>,
+    /// Why the call touches a protected path (see [`protected`]), when it does: then it is
+    /// asked every time, even after "always" for the tool.
+    pub protected: Option<&'static str>,
 }
 
 /// The result of a call, as the model will read it.
@@ -121,7 +125,8 @@ impl Fingerprint {
 pub struct ToolCtx {
     /// The canonical workspace root; every file path is resolved against it and must stay in it.
     pub workspace: PathBuf,
-    /// `<workspace>/.minicode`, where full bash outputs are saved.
+    /// `<workspace>/.minicode`, as a plain path. Anything written below it must go through
+    /// `fsutil::private_dir`, which refuses a `.minicode` that links out of the workspace.
     pub data_dir: PathBuf,
     /// Default bash timeout (a call may ask for up to `MAX_BASH_TIMEOUT`).
     pub bash_timeout: Duration,
@@ -163,7 +168,7 @@ impl ToolCtx {
     /// Removes saved bash outputs beyond the configured age and total size (at start; each
     /// bash call that saves one prunes again).
     pub fn prune_outputs(&self) {
-        outputs::prune(&self.data_dir.join("outputs"), &self.outputs, None);
+        outputs::prune(&self.workspace, &self.outputs, None);
     }
 
     /// Bytes of output one call may hand the model.
@@ -186,6 +191,16 @@ impl ToolCtx {
     pub fn remember(&self, path: &Path, fp: Fingerprint) {
         if let Ok(mut seen) = self.seen.lock() {
             seen.insert(path.to_path_buf(), fp);
+        }
+    }
+
+    /// Forgets every file seen: a new conversation has not read anything, so `edit` needs a
+    /// fresh `read` before it changes a file again.
+    pub fn forget_seen(&self) {
+        // Even after a panic elsewhere poisoned the map, forgetting is always safe.
+        match self.seen.lock() {
+            Ok(mut seen) => seen.clear(),
+            Err(poisoned) => poisoned.into_inner().clear(),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod segment;
 pub mod state;
 pub mod terminal;
 pub mod transcript;
+pub mod trust_prompt;
 pub mod view;
 pub mod wrap;
 
@@ -27,7 +28,6 @@ use ratatui::backend::CrosstermBackend;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::chat::Message;
 use crate::protocol::{AgentHandle, OpSender};
 use crate::protocol::{Event, Op};
 use state::{Effect, Msg, State};
@@ -43,8 +43,6 @@ const EVENT_BATCH: usize = 4096;
 pub struct Options {
     pub model: String,
     pub context_window: u64,
-    /// Messages of a resumed session, to rebuild the earlier transcript (empty for a new one).
-    pub history: Vec<Message>,
     /// How many of the last turns to print to the normal screen on exit (None = all, Some(0) = none).
     pub exit_transcript_turns: Option<u32>,
 }
@@ -62,7 +60,7 @@ pub struct Outcome {
 /// `Event::ShutdownComplete`. Returns the session id last seen (for the "resume with" line).
 pub async fn run(handle: AgentHandle, options: Options) -> io::Result<Outcome> {
     let (ops, mut events) = handle.split();
-    let mut state = State::new(&options.model, options.context_window, &options.history);
+    let mut state = State::new(&options.model, options.context_window);
     let guard = terminal::Guard::enter(true)?;
     let result = session(&mut state, &ops, &mut events).await;
     let signal = result.as_ref().ok().copied().flatten();

@@ -8,7 +8,8 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::context::{Budget, MIN_REPLY_TOKENS, keep_boundary};
+use crate::agent::budget::{Budget, MIN_REPLY_TOKENS};
+use crate::agent::context::keep_boundary;
 use crate::agent::validate::{self, ValidationError};
 use crate::chat::{Message, Role};
 use crate::chat::{estimate_message, estimate_text, split_at_budget};

@@ -2,8 +2,8 @@
 //! the budget before each main request, compacts (automatically, on `/compact`, or after the
 //! server reports an overflow), and assembles and validates each request's messages.
 //!
-//! It is the glue between the pure pieces (`context`, `compact`, `memory`, `validate`) and
-//! the loop; it never streams, runs tools or touches approvals.
+//! It is the glue between the pure pieces (`budget`, `context`, `compact`, `memory`,
+//! `validate`) and the loop; it never streams, runs tools or touches approvals.
 
 use std::time::Instant;
 

@@ -3,8 +3,8 @@
 //! interrupts, or a provider error ends it.
 //!
 //! Invariants kept here: a failed or cancelled stream adds nothing to history and runs none of
-//! its calls; every tool call in history gets exactly one result, in call order, even when the
-//! turn is interrupted halfway through a batch.
+//! its calls (an empty reply counts as failed); every tool call in history gets exactly one
+//! result, in call order, even when the turn is interrupted halfway through a batch.
 
 use std::time::Instant;
 
@@ -22,6 +22,10 @@ use crate::chat::{Message, ToolCall};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
 use crate::tools::ToolOutput;
+
+/// How a turn fails when the model answered with nothing: no text and no tool call (a reply
+/// with only reasoning counts as empty too, since reasoning is not kept).
+const EMPTY_REPLY: &str = "the model returned an empty reply";
 
 /// The instruction for the last request once the round limit is reached.
 const ROUND_LIMIT_PROMPT: &str = "You have used the maximum number of tool rounds for this task. \
@@ -149,11 +153,34 @@ async fn request(
         outcome = stream_reply(core, cancel, stats, extra).await;
     }
     match outcome {
+        // Nothing is added to history: the prompt stays unanswered, and the context puts its
+        // NO_REPLY filler before the next one, as after any failed request.
+        StreamOutcome::Reply(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
+            Err(TurnEnd::Failed {
+                error: empty_reply_error(reply.finish_reason.as_deref()),
+            })
+        }
         StreamOutcome::Reply(reply) => Ok((reply, sent)),
         StreamOutcome::Failed(e) => Err(TurnEnd::Failed {
             error: e.to_string(),
         }),
         StreamOutcome::Cancelled => Err(TurnEnd::Interrupted),
+    }
+}
+
+/// [`EMPTY_REPLY`], with the server's finish reason when it explains something ("length": the
+/// output budget was spent, e.g. on reasoning).
+fn empty_reply_error(finish_reason: Option<&str>) -> String {
+    match finish_reason.filter(|r| !r.is_empty() && *r != "stop") {
+        Some(reason) => {
+            let reason: String = reason
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(40)
+                .collect();
+            format!("{EMPTY_REPLY} (finish_reason: {reason})")
+        }
+        None => EMPTY_REPLY.to_string(),
     }
 }
 
@@ -276,22 +303,24 @@ async fn run_batch(
     for (index, call) in calls.iter().enumerate() {
         if cancel.is_cancelled() {
             for skipped in &calls[index..] {
-                core.session.push(Message::tool_result(
+                core.session.push_result(
                     skipped.id.clone(),
                     "not run: the user interrupted the turn",
-                ));
+                    ToolStatus::Interrupted,
+                    None,
+                );
             }
             return true;
         }
         stats.tool_calls += 1;
-        let output = run_call(core, call, cancel, decisions).await;
+        let (summary, output) = run_call(core, call, cancel, decisions).await;
         core.emit(Event::ToolCallEnded {
             call: call.id.clone(),
             status: output.status,
             output: output.content.clone(),
         });
         core.session
-            .push(Message::tool_result(call.id.clone(), output.content));
+            .push_result(call.id.clone(), output.content, output.status, summary);
         if index + 1 < calls.len() {
             core.save();
         }
@@ -299,56 +328,63 @@ async fn run_batch(
     cancel.is_cancelled()
 }
 
-/// Validates, approves and runs one call; every path yields the output the model will read.
+/// Validates, approves and runs one call; every path yields the output the model will read,
+/// beside the summary announced with `ToolCallBegan` (kept with the result in the session).
 async fn run_call(
     core: &mut Core,
     call: &ToolCall,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
-) -> ToolOutput {
+) -> (Option<String>, ToolOutput) {
     let registry = core.registry.clone();
     let (tool, args) = match registry.resolve(&call.name, &call.arguments) {
         Ok(found) => found,
         Err(message) => {
             let name = core.tool_ctx.secrets.redact(call.name.clone());
-            core.emit(began(call, name, serde_json::Value::Null));
-            return rejected(core.tool_ctx.secrets.redact(message));
+            core.emit(began(call, name.clone(), serde_json::Value::Null));
+            return (Some(name), rejected(core.tool_ctx.secrets.redact(message)));
         }
     };
     let prepared = tool.prepare(&args, &core.tool_ctx);
     // A refused call still names its target, so the user sees what was attempted.
     let summary = match &prepared {
         Ok(p) => p.summary.clone(),
-        Err(_) => ["path", "command"]
-            .iter()
-            .find_map(|key| args.get(*key).and_then(|v| v.as_str()))
-            .map(|s| s.lines().next().unwrap_or("").to_string())
-            .unwrap_or_default(),
+        Err(_) => super::history::summary_from_arguments(&args).unwrap_or_default(),
     };
     // What frontends see of the call is redacted like its result: they may print it, and
-    // stream-json or the exit transcript may keep it.
+    // stream-json, the session and the exit transcript keep it.
     let secrets = &core.tool_ctx.secrets;
+    let summary = secrets.redact(summary);
     let mut shown_args = args.clone();
     secrets.redact_json(&mut shown_args);
-    core.emit(began(call, secrets.redact(summary), shown_args));
+    core.emit(began(call, summary.clone(), shown_args));
+    let summary = Some(summary);
     let prepared = match prepared {
         Ok(p) => p,
-        Err(message) => return rejected(core.tool_ctx.secrets.redact(message)),
+        Err(message) => return (summary, rejected(core.tool_ctx.secrets.redact(message))),
     };
     if let Some(request) = prepared.approval {
-        match approve(core, call, request, cancel, decisions).await {
+        // The redacted summary: the warning it goes into reaches frontends too.
+        let protected = prepared
+            .protected
+            .map(|reason| (summary.as_deref().unwrap_or_default(), reason));
+        match approve(core, call, request, protected, cancel, decisions).await {
             Some(Decision::Deny { reason }) => {
                 let mut text = "the user denied this call; it did not run".to_string();
                 if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
                     text.push_str(&format!(". Reason: {reason}"));
                 }
-                return ToolOutput {
+                let output = ToolOutput {
                     status: ToolStatus::Denied,
                     content: text,
                 };
+                return (summary, output);
             }
             Some(_) => {}
-            None => return ToolOutput::interrupted("not run: the user interrupted the turn"),
+            None => {
+                let output = ToolOutput::interrupted("not run: the user interrupted the turn");
+                return (summary, output);
+            }
         }
     }
     let span = tracing::info_span!("tool_call", tool = %call.name, call = %call.id);
@@ -357,19 +393,43 @@ async fn run_call(
         .instrument(span)
         .await;
     output.content = core.tool_ctx.secrets.redact(output.content);
-    output
+    (summary, output)
 }
 
 /// Asks for approval unless `--yes` or an earlier "always" covers this tool. `None` means the
 /// turn was interrupted while waiting.
+///
+/// A call on a protected path (`protected`: its summary and why) is the exception: "always"
+/// does not cover it, so it is asked every time; `--yes` still allows it, and says so on the
+/// warning channel (stderr in one-shot mode), so an unattended run leaves a trace of every
+/// change to `.git`, `.minicode` or the workspace config.
 async fn approve(
     core: &mut Core,
     call: &ToolCall,
     request: ApprovalRequest,
+    protected: Option<(&str, &'static str)>,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> Option<Decision> {
-    if core.options.auto_approve || core.approved_tools.contains(&call.name) {
+    let always = core.approved_tools.contains(&call.name);
+    if let Some((summary, reason)) = protected {
+        if core.options.auto_approve {
+            core.emit(Event::Warning {
+                message: format!(
+                    "--yes allowed {} to change a protected path: {summary} ({reason})",
+                    call.name
+                ),
+            });
+        } else if always {
+            core.emit(Event::Warning {
+                message: format!(
+                    "asking again although {} is allowed always: {summary} is protected ({reason})",
+                    call.name
+                ),
+            });
+        }
+    }
+    if core.options.auto_approve || (always && protected.is_none()) {
         core.emit(Event::ApprovalDecided {
             call: call.id.clone(),
             decision: Decision::Approve,

@@ -1,8 +1,10 @@
 //! Reading one TOML configuration file into its raw, all-optional shape, and turning toml's
 //! errors into messages that name the file, line and field but never quote the file's text:
 //! a configuration line may hold an API key, so neither the source snippet toml renders nor
-//! the value serde echoes in "invalid type" errors may reach the user. Precedence and value
-//! checks live in `config.rs`, not here.
+//! the value serde echoes in "invalid type" errors may reach the user. Key names and messages
+//! that come from the file are shown with control characters made visible. A file is opened
+//! without blocking and must be a regular file of sane size; the workspace's file must also
+//! resolve inside the workspace. Layering, precedence and value checks live elsewhere.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -10,12 +12,15 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{ConfigError, ProviderKind, Secret};
+use crate::sanitize::visible;
 
 /// The whole file. Every field is optional here because the environment and flags may supply
 /// what the file leaves out; `config.rs` decides what is required.
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FileConfig {
+    /// Canonical paths of the workspaces the user trusts; honoured only in the user's file.
+    pub trusted_workspaces: Option<Vec<String>>,
     #[serde(default)]
     pub model: ModelTable,
     #[serde(default)]
@@ -38,6 +43,7 @@ pub(super) struct ModelTable {
     pub max_tokens: Option<u32>,
     pub request_timeout_secs: Option<u64>,
     pub stream_idle_timeout_secs: Option<u64>,
+    pub max_tool_calls: Option<u32>,
 }
 
 #[derive(Default, Deserialize)]
@@ -63,30 +69,61 @@ pub(super) struct UiTable {
     pub exit_transcript_turns: Option<u32>,
 }
 
-/// Reads and parses `path`. A directory, a broken symbolic link or an unreadable file is an
-/// error here, so the caller never falls through to the next location.
+/// The largest configuration file read; anything bigger is a mistake (or a trap), not a config.
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads and parses `path`, a file the user chose or keeps (the user file, `--config`). A
+/// directory, a broken symbolic link, a FIFO or an unreadable file is an error here, so the
+/// caller never falls through to the next location.
 pub(super) fn read(path: &Path) -> Result<FileConfig, ConfigError> {
+    parse(path, &read_text(path, None)?)
+}
+
+/// Reads and parses the workspace's file: like [`read`], and its real path must also be inside
+/// `workspace` (a repository must not point it at some other file of the user's).
+pub(super) fn read_confined(workspace: &Path, path: &Path) -> Result<FileConfig, ConfigError> {
+    parse(path, &read_text(path, Some(workspace))?)
+}
+
+fn read_text(path: &Path, confined_to: Option<&Path>) -> Result<String, ConfigError> {
+    use crate::fsutil::{self, OpenError};
+    use std::io::Read;
     let unreadable = |source: std::io::Error| ConfigError::Unreadable {
         path: path.to_path_buf(),
         source,
     };
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(unreadable(std::io::Error::other("it is a directory")));
+    let opened = match confined_to {
+        Some(workspace) => {
+            let workspace = workspace
+                .canonicalize()
+                .unwrap_or_else(|_| workspace.to_path_buf());
+            fsutil::open_confined(&workspace, path)
         }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // `locate` saw the entry itself, so only its target can be missing.
-            return Err(unreadable(std::io::Error::other(
-                "it is a broken symbolic link",
-            )));
-        }
-        Err(e) => return Err(unreadable(e)),
+        None => fsutil::open_regular(path),
+    };
+    let (file, meta) = opened.map_err(|e| {
+        unreadable(match e {
+            // The caller saw the entry itself, so only a link's target can be missing.
+            OpenError::Missing => std::io::Error::other("it is a broken symbolic link"),
+            OpenError::Outside => std::io::Error::other(
+                "it is a symbolic link that leads outside the workspace; a workspace's config \
+                 must be a file inside it",
+            ),
+            OpenError::Io(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        })
+    })?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(unreadable(std::io::Error::other(format!(
+            "it is larger than {} KiB",
+            MAX_FILE_BYTES / 1024
+        ))));
     }
-    let bytes = std::fs::read(path).map_err(unreadable)?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| unreadable(std::io::Error::other("it is not valid UTF-8")))?;
-    parse(path, &text)
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    String::from_utf8(bytes).map_err(|_| unreadable(std::io::Error::other("it is not valid UTF-8")))
 }
 
 /// Parses the text of a configuration file; `path` only names it in errors.
@@ -98,7 +135,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<FileConfig, ConfigError> 
             path: path.to_path_buf(),
             line,
             column,
-            message: first_line(e.message()).to_string(),
+            message: visible(first_line(e.message())),
         });
     }
     toml::from_str::<FileConfig>(text).map_err(|e| field_error(path, text, &e))
@@ -113,8 +150,8 @@ fn field_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
         path: PathBuf::from(path),
         line,
         column,
-        field,
-        reason: redact(message),
+        field: visible(&field),
+        reason: visible(&redact(message)),
     }
 }
 
@@ -152,7 +189,7 @@ fn redact(message: &str) -> String {
 }
 
 /// 1-based line and column (in characters) of byte `offset`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
         offset -= 1;

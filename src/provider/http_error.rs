@@ -2,9 +2,11 @@
 //! codes, `Retry-After` and the many error-body shapes (OpenAI's nested object, flat bodies,
 //! llama.cpp and vLLM wordings, HTML from a proxy) are interpreted. Pure: no I/O, no logging.
 //!
-//! Messages are cleaned (control characters removed, length capped) and scrubbed of the API
-//! key, because they end up on screens, in logs and in session files.
+//! Messages are scrubbed of the API key and then cleaned (control characters removed, length
+//! capped), in that order, because they end up on screens, in logs and in session files: a
+//! cut made before the key is removed could leave a piece of it that no later scrub matches.
 
+use std::borrow::Cow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
@@ -12,14 +14,62 @@ use serde_json::Value;
 
 use super::ProviderError;
 
-/// Replaces the key wherever a server echoed it back.
+/// What replaces the key in any text that came from a server.
+const REDACTED: &str = "[redacted]";
+
+/// A key this short is not scrubbed: it would match ordinary text.
+fn scrubbable(key: Option<&str>) -> Option<&str> {
+    key.filter(|k| k.len() >= 4)
+}
+
+/// `text` with every occurrence of the key replaced.
+pub fn redact<'a>(text: &'a str, key: Option<&str>) -> Cow<'a, str> {
+    match scrubbable(key) {
+        Some(key) if text.contains(key) => Cow::Owned(text.replace(key, REDACTED)),
+        _ => Cow::Borrowed(text),
+    }
+}
+
+/// The first `keep` bytes of `body` with every occurrence of the key replaced, including one
+/// that starts before `keep` and ends after it (it is replaced whole, never cut). The caller
+/// reads at least `keep + key.len()` bytes when it has them, so that such a key is complete.
+pub fn redact_prefix(body: &[u8], key: Option<&str>, keep: usize) -> Vec<u8> {
+    let keep = keep.min(body.len());
+    let Some(key) = scrubbable(key).map(str::as_bytes) else {
+        return body[..keep].to_vec();
+    };
+    let mut out = Vec::with_capacity(keep);
+    let mut at = 0;
+    while at < keep {
+        match body[at..].windows(key.len()).position(|w| w == key) {
+            Some(found) if at + found < keep => {
+                out.extend_from_slice(&body[at..at + found]);
+                out.extend_from_slice(REDACTED.as_bytes());
+                at += found + key.len();
+            }
+            _ => {
+                out.extend_from_slice(&body[at..keep]);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Server text fit for a message: the key removed first, then cleaned and cut to `max` chars.
+pub(crate) fn quote(text: &str, key: Option<&str>, max: usize) -> String {
+    shorten(&redact(text, key), max)
+}
+
+/// Replaces the key wherever a server echoed it back: the last guard on every error that
+/// leaves the provider. Text from error bodies was already redacted before it was cut.
 pub fn scrub(e: ProviderError, key: Option<&str>) -> ProviderError {
-    let Some(key) = key.filter(|k| k.len() >= 4) else {
+    let Some(key) = scrubbable(key) else {
         return e;
     };
     let s = |m: String| {
         if m.contains(key) {
-            m.replace(key, "[redacted]")
+            m.replace(key, REDACTED)
         } else {
             m
         }
@@ -142,8 +192,10 @@ struct ErrorInfo {
 }
 
 impl ErrorInfo {
-    /// From the value of an `error` field (object or string) or a flat error body.
-    fn from_value(v: &Value) -> ErrorInfo {
+    /// From the value of an `error` field (object or string) or a flat error body. Every text
+    /// is scrubbed of `key` before it is shortened.
+    fn from_value(v: &Value, key: Option<&str>) -> ErrorInfo {
+        let clean = |s: &str| quote(s, key, MESSAGE_CHARS);
         let text = |k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
@@ -161,10 +213,9 @@ impl ErrorInfo {
             kind: text("type"),
             code: v
                 .get("code")
-                .map(|c| {
-                    c.as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| c.to_string())
+                .map(|c| match c.as_str() {
+                    Some(s) => clean(s),
+                    None => clean(&c.to_string()),
                 })
                 .unwrap_or_default(),
             status_code: v
@@ -180,26 +231,26 @@ impl ErrorInfo {
             info.message = text("detail");
         }
         if info.message.is_empty() {
-            info.message = excerpt(v.to_string().as_bytes());
+            info.message = excerpt(v.to_string().as_bytes(), key);
         }
         info
     }
 
-    fn from_body(body: &[u8]) -> Option<ErrorInfo> {
+    fn from_body(body: &[u8], key: Option<&str>) -> Option<ErrorInfo> {
         let v: Value = serde_json::from_slice(body).ok()?;
         match v.get("error") {
             Some(inner @ (Value::Object(_) | Value::String(_))) => {
-                let mut info = ErrorInfo::from_value(inner);
+                let mut info = ErrorInfo::from_value(inner, key);
                 if inner.is_string() && info.kind.is_empty() {
                     info.kind = v
                         .get("type")
                         .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
+                        .map(|k| quote(k, key, MESSAGE_CHARS))
+                        .unwrap_or_default();
                 }
                 Some(info)
             }
-            _ => Some(ErrorInfo::from_value(&v)),
+            _ => Some(ErrorInfo::from_value(&v, key)),
         }
     }
 
@@ -209,10 +260,17 @@ impl ErrorInfo {
 }
 
 /// Maps an HTTP error response to the error a caller can act on. This is the one place where
-/// status codes and body shapes are interpreted.
-pub fn error_from_response(status: u16, retry_after_ms: Option<u64>, body: &[u8]) -> ProviderError {
-    let info = ErrorInfo::from_body(body).unwrap_or_else(|| {
-        let message = excerpt(body);
+/// status codes and body shapes are interpreted. `key` is removed from the body before it is
+/// parsed or cut.
+pub fn error_from_response(
+    status: u16,
+    retry_after_ms: Option<u64>,
+    body: &[u8],
+    key: Option<&str>,
+) -> ProviderError {
+    let body = redact_prefix(body, key, body.len());
+    let info = ErrorInfo::from_body(&body, key).unwrap_or_else(|| {
+        let message = excerpt(&body, key);
         let message = if message.is_empty() {
             "empty response body".to_string()
         } else {
@@ -226,24 +284,39 @@ pub fn error_from_response(status: u16, retry_after_ms: Option<u64>, body: &[u8]
     classify(status, retry_after_ms, info)
 }
 
-/// Maps an `error` value found inside a 200 response (a stream event or a completion body).
-pub fn error_from_payload(status: Option<u16>, error: &Value) -> ProviderError {
-    let info = ErrorInfo::from_value(error);
+/// Maps an `error` value found inside a 200 response (a stream event or a completion body):
+/// a numeric `code` in the HTTP range is taken as the status, otherwise the status is inferred
+/// from `type` and `code` (OpenAI's `rate_limit_exceeded`, vLLM's `BadRequestError`, …) so the
+/// error is classified and retried exactly as the same answer with an HTTP status would be.
+pub fn error_from_payload(status: Option<u16>, error: &Value, key: Option<&str>) -> ProviderError {
+    let info = ErrorInfo::from_value(error, key);
     let status = status
         .or(info.status_code.filter(|c| (400..600).contains(c)))
-        .unwrap_or_else(|| {
-            let k = format!("{} {}", info.kind, info.code).to_ascii_lowercase();
-            if k.contains("auth") || k.contains("permission") {
-                401
-            } else if k.contains("rate_limit") || k.contains("quota") {
-                429
-            } else if k.contains("invalid_request") || k.contains("context") {
-                400
-            } else {
-                500
-            }
-        });
+        .unwrap_or_else(|| status_for_kind(&info));
     classify(status, None, info)
+}
+
+/// The HTTP status an error `type`/`code` without one stands for.
+fn status_for_kind(info: &ErrorInfo) -> u16 {
+    let k: String = format!("{} {}", info.kind, info.code)
+        .chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect();
+    let has = |words: &[&str]| words.iter().any(|w| k.contains(w));
+    if has(&["auth", "permission", "apikey"]) {
+        401
+    } else if has(&["ratelimit", "quota", "toomanyrequests"]) {
+        429
+    } else if has(&["context", "invalidrequest", "badrequest", "validation"]) {
+        400
+    } else if has(&["notfound"]) {
+        404
+    } else if has(&["overloaded", "unavailable"]) {
+        503
+    } else {
+        500
+    }
 }
 
 fn classify(status: u16, retry_after_ms: Option<u64>, info: ErrorInfo) -> ProviderError {
@@ -310,14 +383,20 @@ fn context_window_in(message: &str) -> Option<u64> {
     })
 }
 
+/// The longest message kept from a server's error text.
+const MESSAGE_CHARS: usize = 1000;
+
 /// Text fit for an error message: control characters become spaces, runs collapse, ≤ 1000 chars.
+/// Only for text that cannot hold the key (our own, or a library's); server text goes through
+/// [`quote`].
 pub(crate) fn clean(s: &str) -> String {
-    shorten(s, 1000)
+    shorten(s, MESSAGE_CHARS)
 }
 
-/// A short excerpt of a non-JSON body (≤ 200 characters, control characters stripped).
-fn excerpt(body: &[u8]) -> String {
-    shorten(&String::from_utf8_lossy(body), 200)
+/// A short excerpt of a non-JSON body (≤ 200 characters, control characters stripped), taken
+/// after the key is removed.
+fn excerpt(body: &[u8], key: Option<&str>) -> String {
+    quote(&String::from_utf8_lossy(body), key, 200)
 }
 
 fn shorten(s: &str, max: usize) -> String {

@@ -4,35 +4,50 @@
 //! wire: request body, headers, and the one mapping from error responses to errors.
 //!
 //! The API key goes only into the `Authorization` header (marked sensitive); it is scrubbed
-//! from any error text and never logged.
+//! from any error text (before the text is cut) and never logged. Redirects are never followed:
+//! the conversation and the key go to the configured host or nowhere.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::http_error::{clean, error_from_payload, error_from_response, retry_after_ms, scrub};
+use super::http_error::{
+    clean, error_from_payload, error_from_response, redact_prefix, retry_after_ms, scrub,
+};
 use super::retry::{self, ByteStream, Policy, StreamLimits};
-use super::sse::MAX_REPLY_BYTES;
-use super::sse::WireUsage;
+use super::sse::{Decoder, ReplyLimits, WireUsage, check_calls, reply_too_large};
 use super::{ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture};
 use crate::chat::{Message, ToolCall, ToolSpec};
 
-/// How to reach one OpenAI-compatible server.
-#[derive(Debug, Clone)]
+/// The deadline of one model call unless configured otherwise.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Sent with every request, so server operators can tell who is calling.
+const USER_AGENT: &str = concat!("minicode/", env!("CARGO_PKG_VERSION"));
+
+/// The most of an error body that is read (the rest is dropped with the connection).
+const ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// How to reach one OpenAI-compatible server. `Debug` never shows the key.
+#[derive(Clone)]
 pub struct OpenAiOptions {
     /// E.g. `https://api.openai.com/v1`; requests go to `{base_url}/chat/completions`.
     pub base_url: String,
     pub api_key: Option<String>,
     pub model: String,
-    /// Limit for a whole non-streaming call, and for the wait until response headers of a
-    /// streaming one; `None` uses `stream_idle_timeout` for the latter and no limit for the former.
-    pub request_timeout: Option<Duration>,
-    /// Longest silence inside a streamed response before it fails with a timeout.
+    /// The deadline of one model call, from sending the request to the end of the reply,
+    /// retries and their waits included: a stream that never ends (heartbeats forever) fails
+    /// here even though it is never silent.
+    pub request_timeout: Duration,
+    /// Longest silence (waiting for the response head included) before a streamed call fails.
     pub stream_idle_timeout: Duration,
+    /// Bounds of one reply (size, number of tool calls).
+    pub limits: ReplyLimits,
     /// Attempts in total for failures before any response byte (429, 5xx, connect).
     pub max_attempts: u32,
     /// The first backoff wait (doubled per retry, ±25 % jitter); tests make it small.
@@ -45,25 +60,51 @@ impl Default for OpenAiOptions {
             base_url: String::new(),
             api_key: None,
             model: String::new(),
-            request_timeout: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             stream_idle_timeout: Duration::from_secs(300),
+            limits: ReplyLimits::default(),
             max_attempts: 4,
             retry_base_delay: Duration::from_millis(500),
         }
     }
 }
 
-/// An OpenAI-compatible model server.
-#[derive(Debug, Clone)]
+/// An OpenAI-compatible model server. `Debug` never shows the key.
+#[derive(Clone)]
 pub struct OpenAi {
     client: reqwest::Client,
     url: String,
     model: String,
     /// The key, kept only to scrub it from error text.
-    key: Option<String>,
+    key: Option<Arc<str>>,
     headers: HeaderMap,
-    request_timeout: Option<Duration>,
     limits: StreamLimits,
+}
+
+impl std::fmt::Debug for OpenAiOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiOptions")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("model", &self.model)
+            .field("request_timeout", &self.request_timeout)
+            .field("stream_idle_timeout", &self.stream_idle_timeout)
+            .field("limits", &self.limits)
+            .field("max_attempts", &self.max_attempts)
+            .field("retry_base_delay", &self.retry_base_delay)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAi")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("key", &self.key.as_ref().map(|_| "***"))
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAi {
@@ -76,22 +117,23 @@ impl OpenAi {
         }
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let key = opts
+        let key: Option<Arc<str>> = opts
             .api_key
             .filter(|k| !k.trim().is_empty())
-            .map(|k| k.trim().to_string());
+            .map(|k| k.trim().into());
         if let Some(key) = &key {
             let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
                 .map_err(|_| config_error("api key contains characters not allowed in a header"))?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        let connect = opts
-            .request_timeout
-            .unwrap_or(Duration::from_secs(30))
-            .min(Duration::from_secs(30));
+        let connect = opts.request_timeout.min(Duration::from_secs(30));
         let client = reqwest::Client::builder()
             .http1_only()
+            // A redirect would re-send the conversation (and, for a same-host hop, the key) to
+            // an address the user never configured; a 3xx is reported instead.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(USER_AGENT)
             .connect_timeout(connect)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
@@ -113,10 +155,11 @@ impl OpenAi {
             model: opts.model,
             key,
             headers,
-            request_timeout: opts.request_timeout,
             limits: StreamLimits {
                 policy,
                 idle_timeout: opts.stream_idle_timeout,
+                deadline: opts.request_timeout,
+                reply: opts.limits,
             },
         })
     }
@@ -144,11 +187,13 @@ impl OpenAi {
             .map_err(|e| ProviderError::Protocol(format!("could not encode the request: {e}")))
     }
 
-    /// Sends one attempt and waits for the response head; non-2xx answers become errors.
+    /// Sends one attempt and waits up to `head_timeout` for the response head; non-2xx
+    /// answers become errors.
     fn send(
         &self,
         body: Bytes,
         accept: &'static str,
+        head_timeout: Duration,
     ) -> impl Future<Output = Result<reqwest::Response, ProviderError>> + Send + 'static + use<>
     {
         let request = self
@@ -157,7 +202,6 @@ impl OpenAi {
             .headers(self.headers.clone())
             .header(ACCEPT, accept)
             .body(body);
-        let head_timeout = self.request_timeout.unwrap_or(self.limits.idle_timeout);
         let key = self.key.clone();
         async move {
             let response = match tokio::time::timeout(head_timeout, request.send()).await {
@@ -175,10 +219,13 @@ impl OpenAi {
             if (200..300).contains(&status) {
                 return Ok(response);
             }
+            if (300..400).contains(&status) {
+                return Err(redirect_error(status, &response));
+            }
             let retry_after = retry_after_ms(response.headers());
-            let body = read_capped(response, head_timeout).await;
+            let body = read_capped(response, head_timeout, key.as_deref()).await;
             Err(scrub(
-                error_from_response(status, retry_after, &body),
+                error_from_response(status, retry_after, &body, key.as_deref()),
                 key.as_deref(),
             ))
         }
@@ -195,7 +242,7 @@ impl Provider for OpenAi {
         tracing::debug!(parent: &span, bytes = body.len(), messages = request.messages.len(), "sending request");
         let this = self.clone();
         let open = move || {
-            let sent = this.send(body.clone(), "text/event-stream");
+            let sent = this.send(body.clone(), "text/event-stream", this.limits.idle_timeout);
             let key = this.key.clone();
             async move {
                 let response = sent.await?;
@@ -211,8 +258,9 @@ impl Provider for OpenAi {
             }
         };
         let key = self.key.clone();
+        let decoder = Decoder::with(self.limits.reply, self.key.clone());
         Box::pin(
-            retry::drive(self.limits, open, span)
+            retry::drive(self.limits, decoder, open, span)
                 .map(move |r| r.map_err(|e| scrub(e, key.as_deref()))),
         )
     }
@@ -224,26 +272,25 @@ impl Provider for OpenAi {
         Box::pin(tracing::Instrument::instrument(
             async move {
                 let body = body?;
+                // A non-streamed answer is silent until it is complete: only the deadline
+                // bounds it.
+                let limit = this.limits.deadline;
+                let max_bytes = this.limits.reply.max_bytes;
                 let whole = async {
                     retry::call_with_retry(this.limits.policy, || {
-                        let sent = this.send(body.clone(), "application/json");
+                        let sent = this.send(body.clone(), "application/json", limit);
                         async move {
                             let response = sent.await?;
-                            read_limited(response, MAX_REPLY_BYTES).await
+                            read_limited(response, max_bytes).await
                         }
                     })
                     .await
                 };
-                let bytes = match this.request_timeout {
-                    Some(limit) => tokio::time::timeout(limit, whole).await.map_err(|_| {
-                        ProviderError::Timeout(format!(
-                            "no complete answer within {:.1} s",
-                            limit.as_secs_f64()
-                        ))
-                    })??,
-                    None => whole.await?,
-                };
-                parse_completion(&bytes).map_err(|e| scrub(e, this.key.as_deref()))
+                let bytes = tokio::time::timeout(limit, whole)
+                    .await
+                    .map_err(|_| retry::deadline_error(limit))??;
+                let key = this.key.as_deref();
+                parse_completion(&bytes, this.limits.reply, key).map_err(|e| scrub(e, key))
             },
             span,
         ))
@@ -291,6 +338,9 @@ struct Completion {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    /// `"error"` marks vLLM's flat error body.
+    #[serde(default)]
+    object: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -312,11 +362,20 @@ struct CompletionMessage {
 }
 
 /// Parses a whole (non-streamed) `chat.completion` body.
-fn parse_completion(bytes: &[u8]) -> Result<Reply, ProviderError> {
+fn parse_completion(
+    bytes: &[u8],
+    limits: ReplyLimits,
+    key: Option<&str>,
+) -> Result<Reply, ProviderError> {
     let c: Completion = serde_json::from_slice(bytes)
         .map_err(|e| ProviderError::Protocol(format!("malformed completion json: {e}")))?;
     if let Some(err) = &c.error {
-        return Err(error_from_payload(None, err));
+        return Err(error_from_payload(None, err, key));
+    }
+    if c.object.as_deref() == Some("error") {
+        let v: Value = serde_json::from_slice(bytes)
+            .map_err(|e| ProviderError::Protocol(format!("malformed completion json: {e}")))?;
+        return Err(error_from_payload(None, &v, key));
     }
     let choice = c
         .choices
@@ -327,6 +386,7 @@ fn parse_completion(bytes: &[u8]) -> Result<Reply, ProviderError> {
         content: None,
         tool_calls: Vec::new(),
     });
+    check_calls(&message.tool_calls, limits)?;
     Ok(Reply {
         text: message.content.unwrap_or_default(),
         tool_calls: message.tool_calls,
@@ -360,20 +420,48 @@ fn send_error(e: &reqwest::Error) -> ProviderError {
     }
 }
 
-/// Reads at most 64 KiB of an error body; the rest is dropped with the connection.
-async fn read_capped(response: reqwest::Response, limit: Duration) -> Vec<u8> {
+/// Reads at most 64 KiB of an error body (the rest is dropped with the connection), with the
+/// key already removed: a key straddling the cut is read whole and replaced, never cut.
+async fn read_capped(response: reqwest::Response, limit: Duration, key: Option<&str>) -> Vec<u8> {
+    let want = ERROR_BODY_BYTES + key.map_or(0, str::len);
     let mut out = Vec::new();
     let mut body = response.bytes_stream();
     let read = async {
         while let Some(Ok(chunk)) = body.next().await {
-            out.extend_from_slice(&chunk);
-            if out.len() >= 64 * 1024 {
+            let room = want - out.len();
+            out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if out.len() >= want {
                 break;
             }
         }
     };
     let _ = tokio::time::timeout(limit, read).await;
-    out
+    redact_prefix(&out, key, ERROR_BODY_BYTES)
+}
+
+/// A 3xx answer: named with its status and the host it points to. The rest of the location is
+/// left out because it may carry a token.
+fn redirect_error(status: u16, response: &reqwest::Response) -> ProviderError {
+    let target = response
+        .headers()
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|l| response.url().join(l).ok())
+        .and_then(|u| {
+            let host = u.host_str()?.to_string();
+            Some(match u.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            })
+        });
+    let message = match target {
+        Some(host) => format!(
+            "the server redirects to {}; redirects are not followed (set base_url to the address that answers)",
+            clean(&host)
+        ),
+        None => "the server answered with a redirect without a usable location; redirects are not followed".to_string(),
+    };
+    ProviderError::Request { status, message }
 }
 
 /// Reads a whole (non-streaming) response body, refusing one larger than `max` so a broken or
@@ -392,10 +480,7 @@ async fn read_limited(
             return Ok(body);
         };
         if body.len() + chunk.len() > max {
-            return Err(ProviderError::Protocol(format!(
-                "reply larger than {} MiB",
-                max / (1024 * 1024)
-            )));
+            return Err(reply_too_large(max));
         }
         body.extend_from_slice(&chunk);
     }

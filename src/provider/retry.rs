@@ -1,7 +1,7 @@
 //! Retries and the streaming driver: exponential backoff with jitter, `Retry-After`, the
-//! stream idle timeout, and the rule that a request is sent again only while no response has
-//! started. It knows nothing of HTTP clients: a provider hands it a function that opens one
-//! attempt and yields body bytes, and gets back an [`EventStream`].
+//! stream idle timeout, the deadline of the whole call, and the rule that a request is sent
+//! again only while no response has started. It knows nothing of HTTP clients: a provider hands
+//! it a function that opens one attempt and yields body bytes, and gets back an [`EventStream`].
 //!
 //! Everything is awaited inside the returned stream, so dropping it cancels a backoff wait or
 //! an open connection at once. It never falls back to a non-streaming request.
@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
+use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::sse::Decoder;
+use super::sse::{Decoder, ReplyLimits};
 use super::{EventStream, ProviderError, StreamEvent};
 
 /// Response body bytes of one attempt; errors are already mapped (mid-stream → `Network`).
@@ -90,17 +91,32 @@ pub struct StreamLimits {
     pub policy: Policy,
     /// Longest silence (no bytes at all, heartbeats included) before the call times out.
     pub idle_timeout: Duration,
+    /// The whole call, from the first send to `[DONE]`, retries and waits included. Bytes
+    /// arriving (a heartbeat every few milliseconds) do not extend it.
+    pub deadline: Duration,
+    /// Bounds of the assembled reply.
+    pub reply: ReplyLimits,
+}
+
+/// The error of a call that outlived its deadline.
+pub(crate) fn deadline_error(limit: Duration) -> ProviderError {
+    ProviderError::Timeout(format!(
+        "no complete reply within the request deadline of {} s (request_timeout_secs)",
+        limit.as_secs_f64()
+    ))
 }
 
 enum State<F> {
     Connect {
         open: F,
         attempt: u32,
+        decoder: Box<Decoder>,
     },
     Backoff {
         open: F,
         attempt: u32,
         delay: Duration,
+        decoder: Box<Decoder>,
     },
     Streaming {
         body: ByteStream,
@@ -117,26 +133,43 @@ enum State<F> {
 /// (status 200) response, or the classified error. Failures of `open` are retried per
 /// `limits.policy`, announcing each retry with `StreamEvent::Retrying` (whose `attempt` is the
 /// number of the attempt about to be made, 2 for the first retry) before waiting; once a
-/// body is returned nothing is retried. The stream ends with one `Done` or one `Err`.
-pub fn drive<F, Fut>(limits: StreamLimits, open: F, span: tracing::Span) -> EventStream
+/// body is returned nothing is retried, and `decoder` reads it. The whole call ends at
+/// `limits.deadline` (counted from the first poll), whatever the server sends. The stream ends
+/// with one `Done` or one `Err`.
+pub fn drive<F, Fut>(
+    limits: StreamLimits,
+    decoder: Decoder,
+    open: F,
+    span: tracing::Span,
+) -> EventStream
 where
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = Result<ByteStream, ProviderError>> + Send + 'static,
 {
-    let state = State::Connect { open, attempt: 1 };
-    let stream = futures_util::stream::unfold(state, move |state| {
-        step(limits, state).instrument(span.clone())
+    let state = State::Connect {
+        open,
+        attempt: 1,
+        decoder: Box::new(decoder),
+    };
+    let stream = futures_util::stream::unfold((state, None), move |(state, deadline)| {
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + limits.deadline);
+        let span = span.clone();
+        async move {
+            let (item, state) = step(limits, deadline, state).instrument(span).await?;
+            Some((item, (state, Some(deadline))))
+        }
     });
     Box::pin(stream)
 }
 
 type Step<F> = Option<(Result<StreamEvent, ProviderError>, State<F>)>;
 
-async fn step<F, Fut>(limits: StreamLimits, mut state: State<F>) -> Step<F>
+async fn step<F, Fut>(limits: StreamLimits, deadline: Instant, mut state: State<F>) -> Step<F>
 where
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = Result<ByteStream, ProviderError>> + Send + 'static,
 {
+    let late = || Some((Err(deadline_error(limits.deadline)), State::Finished));
     loop {
         state = match state {
             State::Finished => return None,
@@ -148,22 +181,40 @@ where
                 open,
                 attempt,
                 delay,
+                decoder,
             } => {
                 tokio::time::sleep(delay).await;
-                State::Connect { open, attempt }
+                State::Connect {
+                    open,
+                    attempt,
+                    decoder,
+                }
             }
-            State::Connect { mut open, attempt } => match open().await {
-                Ok(body) => {
+            State::Connect {
+                mut open,
+                attempt,
+                decoder,
+            } => match tokio::time::timeout_at(deadline, open()).await {
+                Err(_) => return late(),
+                Ok(Ok(body)) => {
                     tracing::debug!(attempt, "response streaming");
                     let pending = Vec::new().into_iter();
                     State::Streaming {
                         body,
-                        decoder: Box::default(),
+                        decoder,
                         pending,
                     }
                 }
-                Err(e) if limits.policy.should_retry(attempt, &e) => {
+                Ok(Err(e)) => {
                     let delay = limits.policy.delay(attempt, e.retry_after_ms());
+                    // A wait that would outlast the deadline ends the call with this error,
+                    // which says more than a timeout would.
+                    if !limits.policy.should_retry(attempt, &e)
+                        || Instant::now() + delay >= deadline
+                    {
+                        tracing::debug!(attempt, error = %e, "model call failed");
+                        return Some((Err(e), State::Finished));
+                    }
                     let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
                     let max_attempts = limits.policy.max_attempts;
                     tracing::debug!(attempt, delay_ms, error = %e, "retrying model call");
@@ -179,12 +230,9 @@ where
                             open,
                             attempt: attempt + 1,
                             delay,
+                            decoder,
                         },
                     ));
-                }
-                Err(e) => {
-                    tracing::debug!(attempt, error = %e, "model call failed");
-                    return Some((Err(e), State::Finished));
                 }
             },
             State::Streaming {
@@ -202,8 +250,11 @@ where
                         },
                     ));
                 }
-                let next = match tokio::time::timeout(limits.idle_timeout, body.next()).await {
+                // One timer per read: whichever of the idle limit and the deadline comes first.
+                let idle_at = Instant::now() + limits.idle_timeout;
+                let next = match tokio::time::timeout_at(idle_at.min(deadline), body.next()).await {
                     Ok(next) => next,
+                    Err(_) if deadline <= idle_at => return late(),
                     Err(_) => {
                         let secs = limits.idle_timeout.as_secs_f64();
                         let e = ProviderError::Timeout(format!(

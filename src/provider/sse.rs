@@ -1,25 +1,31 @@
 //! Bytes → server-sent events → an assembled chat reply. Pure and synchronous: no I/O, no
 //! clock, no allocation per byte, so it is fed straight from the network and benchmarked alone.
 //!
-//! Three layers: [`Parser`] splits any byte chunking into SSE events (LF, CRLF and CR line ends,
-//! a leading BOM, comments, multi-line `data`, a 4 MiB bound per event); [`Assembler`] turns
-//! OpenAI `chat.completion.chunk` payloads into [`StreamEvent`]s and one [`Reply`]; [`Decoder`]
-//! glues the two for a streaming client. Nothing here retries, sleeps or touches a socket.
+//! Three layers: [`Parser`] (here) splits any byte chunking into SSE events (LF, CRLF and CR line
+//! ends, a leading BOM, comments, multi-line `data`, a 4 MiB bound per event); [`Assembler`]
+//! (`sse/assembler.rs`) turns OpenAI `chat.completion.chunk` payloads into [`StreamEvent`]s and
+//! one [`Reply`](super::Reply); [`Decoder`] glues the two for a streaming client. Nothing here
+//! retries, sleeps or touches a socket.
+//!
+//! Memory is bounded for any input: the parser holds at most one event, the assembler at most
+//! [`ReplyLimits::max_bytes`] of reply (every byte it keeps counts) and
+//! [`ReplyLimits::max_tool_calls`] calls. Time is not bounded here: the driver's deadline is.
 
-use std::borrow::Cow;
+mod assembler;
 
-use serde::Deserialize;
+use std::sync::Arc;
 
-use super::{ProviderError, Reply, StreamEvent};
-use crate::chat::{ToolCall, Usage};
+pub use assembler::{
+    Assembler, CALL_OVERHEAD_BYTES, MAX_CALL_FIELD_BYTES, MAX_REPLY_BYTES, MAX_TOOL_CALLS,
+    ReplyLimits,
+};
+pub(crate) use assembler::{WireUsage, check_calls, reply_too_large};
+
+use super::{ProviderError, StreamEvent};
 
 /// The largest single event accepted (data, event name and any partial line together). A
 /// server that sends more is refused so a broken or hostile stream cannot grow memory unbounded.
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
-
-/// The largest whole reply (text plus tool-call arguments) accepted; past it the stream fails
-/// with a protocol error instead of growing memory without bound.
-pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
@@ -166,6 +172,9 @@ impl Parser {
                 self.has_data = true;
             }
             b"event" => {
+                if self.data.len() + value.len() > MAX_EVENT_BYTES {
+                    return Err(too_big());
+                }
                 self.event.clear();
                 self.event.extend_from_slice(value);
             }
@@ -201,283 +210,6 @@ fn too_big() -> ProviderError {
     ))
 }
 
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    choices: Option<Vec<Choice<'a>>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default)]
-    index: u32,
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<ToolDelta<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ToolDelta<'a> {
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow, rename = "type")]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    function: Option<FunctionDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
-}
-
-/// `usage` as OpenAI-compatible servers send it; missing numbers count as 0.
-#[derive(Deserialize)]
-pub(crate) struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    total_tokens: Option<u64>,
-}
-
-impl WireUsage {
-    pub(crate) fn to_usage(&self) -> Usage {
-        let n = |v: Option<u64>| v.unwrap_or(0);
-        Usage::new(
-            n(self.prompt_tokens),
-            n(self.completion_tokens),
-            n(self.total_tokens),
-        )
-    }
-}
-
-#[derive(Debug, Default)]
-struct PartialCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
-/// Assembles OpenAI `chat.completion.chunk` payloads into one [`Reply`]. Reusable by any
-/// provider that speaks the same chunk format; only choice index 0 is read.
-#[derive(Debug, Default)]
-pub struct Assembler {
-    /// Bytes of text and arguments so far, checked against `MAX_REPLY_BYTES`.
-    size: usize,
-    text: String,
-    calls: Vec<PartialCall>,
-    finish_reason: Option<String>,
-    usage: Option<Usage>,
-    done: bool,
-}
-
-impl Assembler {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether `[DONE]` was seen.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Accounts for `bytes` more of the reply, failing once the whole exceeds the limit.
-    fn grow(&mut self, bytes: usize) -> Result<(), ProviderError> {
-        self.size += bytes;
-        if self.size > MAX_REPLY_BYTES {
-            return Err(ProviderError::Protocol(format!(
-                "reply larger than {} MiB",
-                MAX_REPLY_BYTES / (1024 * 1024)
-            )));
-        }
-        Ok(())
-    }
-
-    /// Applies one event. Visible progress is appended to `out` (text is merged into a trailing
-    /// `Text`); on `[DONE]` a `Done(reply)` is appended and `Ok(false)` returned: stop reading.
-    pub fn push(
-        &mut self,
-        ev: SseEvent<'_>,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<bool, ProviderError> {
-        if self.done {
-            return Ok(false);
-        }
-        let data = ev.data.trim_ascii();
-        if data == "[DONE]" {
-            let reply = self.take_reply()?;
-            out.push(StreamEvent::Done(reply));
-            return Ok(false);
-        }
-        if data.is_empty() {
-            return Ok(true);
-        }
-        if ev.event == "error" {
-            let v = serde_json::from_str(data)
-                .unwrap_or_else(|_| serde_json::Value::String(data.to_owned()));
-            return Err(super::http_error::error_from_payload(
-                None,
-                v.get("error").unwrap_or(&v),
-            ));
-        }
-        let chunk: Chunk<'_> = serde_json::from_str(data)
-            .map_err(|e| ProviderError::Protocol(format!("malformed chunk json: {e}")))?;
-        if let Some(err) = &chunk.error {
-            return Err(super::http_error::error_from_payload(None, err));
-        }
-        if let Some(u) = &chunk.usage {
-            self.usage = Some(u.to_usage());
-        }
-        for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
-            if let Some(delta) = &choice.delta {
-                self.apply_delta(delta, out)?;
-            }
-            if let Some(reason) = &choice.finish_reason {
-                self.finish_reason = Some(reason.clone().into_owned());
-            }
-        }
-        Ok(true)
-    }
-
-    fn apply_delta(
-        &mut self,
-        delta: &Delta<'_>,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), ProviderError> {
-        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
-            self.grow(text.len())?;
-            self.text.push_str(text);
-            match out.last_mut() {
-                Some(StreamEvent::Text(prev)) => prev.push_str(text),
-                _ => out.push(StreamEvent::Text(text.to_owned())),
-            }
-        }
-        for piece in delta.tool_calls.iter().flatten() {
-            self.apply_tool_piece(piece, out)?;
-        }
-        Ok(())
-    }
-
-    fn apply_tool_piece(
-        &mut self,
-        piece: &ToolDelta<'_>,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), ProviderError> {
-        let id = piece.id.as_deref().filter(|s| !s.is_empty());
-        let index = match piece.index {
-            Some(i) => i,
-            // Some servers omit the index: a new id starts a new call, else the last continues.
-            None => match (id, self.calls.last()) {
-                (_, None) => 0,
-                (Some(id), Some(last)) if !last.id.is_empty() && last.id != id => self.calls.len(),
-                _ => self.calls.len() - 1,
-            },
-        };
-        if index > self.calls.len() {
-            return Err(ProviderError::Protocol(format!(
-                "tool call index {index} skips index {}",
-                self.calls.len()
-            )));
-        }
-        if index == self.calls.len() {
-            self.calls.push(PartialCall::default());
-        }
-        if let Some(kind) = piece
-            .kind
-            .as_deref()
-            .filter(|k| !k.is_empty() && *k != "function")
-        {
-            return Err(ProviderError::Protocol(format!(
-                "tool call {index} has unsupported type {kind:?}"
-            )));
-        }
-        if let Some(args) = piece.function.as_ref().and_then(|f| f.arguments.as_ref()) {
-            self.grow(args.len())?;
-        }
-        let call = &mut self.calls[index];
-        if let Some(id) = id {
-            if call.id.is_empty() {
-                call.id.push_str(id);
-            } else if call.id != id {
-                return Err(ProviderError::Protocol(format!(
-                    "tool call {index} changed its id"
-                )));
-            }
-        }
-        let Some(function) = &piece.function else {
-            return Ok(());
-        };
-        if let Some(name) = function.name.as_deref().filter(|s| !s.is_empty()) {
-            if call.name.is_empty() {
-                call.name.push_str(name);
-                out.push(StreamEvent::ToolCallStarted {
-                    index,
-                    name: name.to_owned(),
-                });
-            } else if call.name != name {
-                return Err(ProviderError::Protocol(format!(
-                    "tool call {index} changed its name"
-                )));
-            }
-        }
-        if let Some(args) = &function.arguments {
-            call.arguments.push_str(args);
-        }
-        Ok(())
-    }
-
-    /// Marks the reply complete and hands it over (as on `[DONE]`), for providers that know the
-    /// end by other means. Fails if a tool call never got a name.
-    pub fn take_reply(&mut self) -> Result<Reply, ProviderError> {
-        self.done = true;
-        let mut tool_calls = Vec::with_capacity(self.calls.len());
-        for (i, c) in std::mem::take(&mut self.calls).into_iter().enumerate() {
-            if c.name.is_empty() {
-                return Err(ProviderError::Protocol(format!(
-                    "tool call {i} has no name"
-                )));
-            }
-            // Some local servers omit ids; the history still needs one to pair the result.
-            let id = if c.id.is_empty() {
-                format!("call_{i}")
-            } else {
-                c.id
-            };
-            tool_calls.push(ToolCall {
-                id,
-                name: c.name,
-                arguments: c.arguments,
-            });
-        }
-        Ok(Reply {
-            text: std::mem::take(&mut self.text),
-            tool_calls,
-            finish_reason: self.finish_reason.take(),
-            usage: self.usage.take(),
-        })
-    }
-}
-
 /// Parser and assembler together: raw response bytes in, [`StreamEvent`]s out.
 #[derive(Debug, Default)]
 pub struct Decoder {
@@ -488,6 +220,14 @@ pub struct Decoder {
 impl Decoder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A decoder with these reply bounds that scrubs `key` from in-stream error messages.
+    pub fn with(limits: ReplyLimits, key: Option<Arc<str>>) -> Self {
+        Self {
+            parser: Parser::new(),
+            assembler: Assembler::with(limits, key),
+        }
     }
 
     /// Feeds response bytes; events are appended to `out`, ending with `Done` once `[DONE]`

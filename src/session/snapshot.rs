@@ -1,6 +1,6 @@
 //! The on-disk snapshot format: its serde shapes, the one `migrate` path from older versions,
 //! and the checks a loaded snapshot must pass (id, workspace, roles, tool-call pairing,
-//! checkpoint). Pure data work: no files, no locks (those are `session.rs`'s).
+//! checkpoint). Pure data work: no files, no locks, no backups (those are `session.rs`'s).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -8,8 +8,9 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{Message, Role};
+use crate::chat::{Message, Role, ToolStatus};
 
+use super::stored::{History, HistoryRef};
 use super::{Checkpoint, SNAPSHOT_VERSION, Totals};
 
 /// The tool result put in place of a call whose outcome was lost (the process died while it
@@ -27,7 +28,7 @@ pub(super) struct Snapshot {
     pub workspace: PathBuf,
     pub created: String,
     pub updated: String,
-    pub messages: Vec<Message>,
+    pub messages: History,
     #[serde(default)]
     pub totals: Totals,
     #[serde(default)]
@@ -42,7 +43,7 @@ pub(super) struct SnapshotRef<'a> {
     pub workspace: &'a Path,
     pub created: String,
     pub updated: String,
-    pub messages: &'a [Message],
+    pub messages: HistoryRef<'a>,
     pub totals: &'a Totals,
     pub checkpoint: Option<&'a Checkpoint>,
 }
@@ -60,13 +61,24 @@ pub(super) enum LoadError {
     Corrupt(String),
 }
 
+/// A parsed snapshot and, when it was migrated, the version its file is written in.
+pub(super) struct Parsed {
+    pub snapshot: Snapshot,
+    pub migrated_from: Option<u32>,
+}
+
 /// Parses bytes into a current-version snapshot, migrating older versions. The common case
 /// (a current file) is one pass; the version is probed separately only when that fails or
 /// finds an older file.
-pub(super) fn parse(bytes: &[u8]) -> Result<Snapshot, LoadError> {
+pub(super) fn parse(bytes: &[u8]) -> Result<Parsed, LoadError> {
     let corrupt = |e: serde_json::Error| LoadError::Corrupt(json_reason(&e));
     let version = match serde_json::from_slice::<Snapshot>(bytes) {
-        Ok(snapshot) if snapshot.version == SNAPSHOT_VERSION => return Ok(snapshot),
+        Ok(snapshot) if snapshot.version == SNAPSHOT_VERSION => {
+            return Ok(Parsed {
+                snapshot,
+                migrated_from: None,
+            });
+        }
         Ok(snapshot) => snapshot.version,
         Err(e) => match serde_json::from_slice::<VersionProbe>(bytes) {
             Ok(probe) if probe.version != SNAPSHOT_VERSION => probe.version,
@@ -77,7 +89,11 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Snapshot, LoadError> {
         return Err(LoadError::TooNew(version));
     }
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(corrupt)?;
-    migrate(value).map_err(LoadError::Corrupt)
+    let snapshot = migrate(value).map_err(LoadError::Corrupt)?;
+    Ok(Parsed {
+        snapshot,
+        migrated_from: Some(version),
+    })
 }
 
 fn json_reason(e: &serde_json::Error) -> String {
@@ -97,23 +113,90 @@ fn json_reason(e: &serde_json::Error) -> String {
 /// here, so loading has a single path for old files.
 ///
 /// - v1 → v2: v2 adds the optional `checkpoint` (compaction summary); v1 files have none.
+/// - v2 → v3: v3 records on each tool result how the call ended (`status`) and its one-line
+///   `summary`. Older files stored only the text, so the status is inferred here, once, from
+///   the fixed wordings minicode wrote (see [`status_from_text`]); the summary stays unknown
+///   (a frontend is shown one built from the call's arguments).
 pub(super) fn migrate(mut value: serde_json::Value) -> Result<Snapshot, String> {
     let object = value
         .as_object_mut()
         .ok_or("the snapshot is not a JSON object")?;
-    let version = object
+    let mut version = object
         .get("version")
         .and_then(serde_json::Value::as_u64)
         .ok_or("missing version")?;
+    if version == 0 || version > u64::from(SNAPSHOT_VERSION) {
+        return Err(format!("unknown snapshot version {version}"));
+    }
     if version == 1 {
         if object.contains_key("checkpoint") {
             return Err("a version 1 snapshot cannot have a checkpoint".to_string());
         }
-        object.insert("version".into(), 2.into());
-    } else if version != u64::from(SNAPSHOT_VERSION) {
-        return Err(format!("unknown snapshot version {version}"));
+        version = 2;
     }
+    if version == 2 {
+        let messages = object
+            .get_mut("messages")
+            .and_then(serde_json::Value::as_array_mut)
+            .ok_or("`messages` is not a list")?;
+        for (index, message) in messages.iter_mut().enumerate() {
+            let Some(message) = message.as_object_mut() else {
+                return Err(format!("message {index} is not an object"));
+            };
+            if message.contains_key("status") || message.contains_key("summary") {
+                return Err(format!(
+                    "message {index} has a status or summary, which version 2 files never have"
+                ));
+            }
+            if message.get("role").and_then(serde_json::Value::as_str) != Some("tool") {
+                continue;
+            }
+            let text = message
+                .get("content")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
+            let status = serde_json::to_value(status_from_text(text)).map_err(|e| e.to_string())?;
+            message.insert("status".into(), status);
+        }
+        version = 3;
+    }
+    object.insert("version".into(), version.into());
     serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// How a version 1 or 2 tool result ended, read from its text: those files stored nothing
+/// else. It knows the fixed wordings the core and the tools wrote: a denial, "not run" or
+/// "interrupted" at the start, "invalid arguments" or "unknown tool" at the start, or a closing
+/// `[exit code N]` (N ≠ 0), `[timed out …]`, `[killed by signal …]` or `[interrupted …]` line.
+/// Anything else counts as a success. Used by the migration only: a current file says.
+fn status_from_text(text: &str) -> ToolStatus {
+    let head = text.trim_start().to_lowercase();
+    if head.starts_with("the user denied") {
+        return ToolStatus::Denied;
+    }
+    if head.starts_with("not run") || head.starts_with("interrupted") {
+        return ToolStatus::Interrupted;
+    }
+    if head.starts_with("invalid arguments") || head.starts_with("unknown tool") {
+        return ToolStatus::Rejected;
+    }
+    let last = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
+    if let Some(inner) = last.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+        if let Some(code) = inner.strip_prefix("exit code ") {
+            return if code.trim() == "0" {
+                ToolStatus::Succeeded
+            } else {
+                ToolStatus::Failed
+            };
+        }
+        if inner.starts_with("interrupted") {
+            return ToolStatus::Interrupted;
+        }
+        if inner.starts_with("timed out") || inner.starts_with("killed by signal") {
+            return ToolStatus::Failed;
+        }
+    }
+    ToolStatus::Succeeded
 }
 
 /// Checks a parsed snapshot belongs to `id` in `workspace` and that its history is one the
@@ -146,9 +229,9 @@ pub(super) fn validate(
         parse_time(text)
             .ok_or_else(|| Problem::Corrupt(format!("`{label}` is not an RFC 3339 time")))?;
     }
-    let open = check_history(&snapshot.messages).map_err(Problem::Corrupt)?;
+    let open = check_history(&snapshot.messages.messages).map_err(Problem::Corrupt)?;
     if let Some(checkpoint) = &snapshot.checkpoint {
-        check_checkpoint(checkpoint, &snapshot.messages).map_err(Problem::Corrupt)?;
+        check_checkpoint(checkpoint, &snapshot.messages.messages).map_err(Problem::Corrupt)?;
     }
     Ok(open)
 }

@@ -101,6 +101,7 @@ impl Tool for Bash {
             approval: Some(ApprovalRequest::Command {
                 command: call.command,
             }),
+            protected: None,
         })
     }
 
@@ -134,6 +135,7 @@ impl GroupGuard {
     fn kill(&self) {
         // SAFETY: killpg only sends a signal; a group that is already gone gives ESRCH, which
         // is fine. The pgid is the shell's pid, fixed at spawn.
+        #[allow(unsafe_code)]
         unsafe {
             libc::killpg(self.0, libc::SIGKILL);
         }
@@ -174,6 +176,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: only async-signal-safe calls between fork and exec, no allocation, touching no
     // memory of the parent.
+    #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
             // A new session: the shell leads its own process group (pgid = its pid, which
@@ -296,6 +299,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
 #[cfg(target_os = "linux")]
 fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
     // SAFETY: prctl and getppid are async-signal-safe and only concern this (child) process.
+    #[allow(unsafe_code)]
     unsafe {
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
             return Err(std::io::Error::last_os_error());
@@ -349,7 +353,8 @@ struct Sink<'a> {
     tail: std::collections::VecDeque<u8>,
     total: u64,
     secrets: &'a Secrets,
-    outputs_dir: PathBuf,
+    /// The workspace, under whose `.minicode/outputs` the full output is kept.
+    workspace: PathBuf,
     limits: outputs::Limits,
     log: Option<Result<outputs::Saved<'a>, String>>,
     notes: String,
@@ -365,7 +370,7 @@ impl<'a> Sink<'a> {
             tail: std::collections::VecDeque::new(),
             total: 0,
             secrets: &ctx.secrets,
-            outputs_dir: ctx.data_dir.join("outputs"),
+            workspace: ctx.workspace.clone(),
             limits: ctx.outputs,
             log: None,
             notes: String::new(),
@@ -399,7 +404,7 @@ impl<'a> Sink<'a> {
 
     fn open_log(&self) -> Result<outputs::Saved<'a>, String> {
         let mut saved =
-            outputs::Saved::create(&self.outputs_dir, self.secrets, self.limits.max_file_bytes)?;
+            outputs::Saved::create(&self.workspace, self.secrets, self.limits.max_file_bytes)?;
         let (a, b) = self.tail.as_slices();
         for part in [&self.head[..], a, b] {
             saved.write(part);
@@ -439,7 +444,7 @@ impl<'a> Sink<'a> {
         let saved = match self.log {
             Some(Ok(saved)) => {
                 let (path, note) = saved.finish(workspace);
-                outputs::prune(&self.outputs_dir, &self.limits, Some(&path));
+                outputs::prune(&self.workspace, &self.limits, Some(&path));
                 note
             }
             Some(Err(e)) => format!("full output not saved: {e}"),

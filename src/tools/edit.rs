@@ -71,6 +71,7 @@ fn plan(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Plan, String> {
         }
         Err(e) => return Err(format!("cannot edit {display}: {e}")),
     };
+    fsutil::refuse_read_only(&meta, &display, "edit")?;
     let Some(seen) = ctx.recall(&path) else {
         return Err(format!(
             "cannot edit {display}: it has not been read in this session; read it first"
@@ -154,6 +155,7 @@ impl Tool for Edit {
             n => format!(" ({n} replacements)"),
         };
         Ok(Prepared {
+            protected: super::protected::reason(&ctx.workspace, &plan.path),
             summary: format!("{}{times}", plan.display),
             approval: Some(ApprovalRequest::Diff {
                 path: plan.display,
@@ -177,7 +179,7 @@ impl Tool for Edit {
                 Err(e) => return ToolOutput::failed(e),
             };
             tracing::debug!(path = %plan.display, replacements = plan.replacements, "edit");
-            match apply(&plan) {
+            match apply(&plan, &ctx.workspace) {
                 Ok(fp) => {
                     ctx.remember(&plan.path, fp);
                     let full = ctx.secrets.redact(diff::unified(
@@ -202,8 +204,8 @@ impl Tool for Edit {
 }
 
 /// Writes the new content atomically and returns its fingerprint.
-fn apply(plan: &Plan) -> std::io::Result<Fingerprint> {
-    fsutil::write_atomic(&plan.path, plan.new.as_bytes(), None)?;
+fn apply(plan: &Plan, workspace: &Path) -> std::io::Result<Fingerprint> {
+    fsutil::write_atomic_journaled(&plan.path, plan.new.as_bytes(), None, workspace)?;
     fingerprint_written(&plan.path, plan.new.as_bytes())
 }
 

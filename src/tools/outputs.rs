@@ -3,7 +3,8 @@
 //! cut), and the folder is pruned, oldest first, beyond a total size and an age.
 //!
 //! Only files this module names (`<32 hex digits>.log`) are ever deleted, and never through a
-//! symbolic link: a repository cannot make pruning remove anything else.
+//! link that leads out of the workspace: a repository cannot make pruning remove anything
+//! else.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -57,11 +58,12 @@ pub(crate) struct Saved<'a> {
 }
 
 impl<'a> Saved<'a> {
-    /// Creates a new file in `dir` (mode 0600).
-    pub(crate) fn create(dir: &Path, secrets: &'a Secrets, max: u64) -> Result<Self, String> {
+    /// Creates a new file (mode 0600) in `<workspace>/.minicode/outputs`, never through a
+    /// link that leads out of the workspace (`fsutil::private_dir`).
+    pub(crate) fn create(workspace: &Path, secrets: &'a Secrets, max: u64) -> Result<Self, String> {
         use std::os::unix::fs::OpenOptionsExt;
-        fsutil::create_private_dir(dir)
-            .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+        let dir = fsutil::private_dir(workspace, "outputs")
+            .map_err(|e| format!("could not create .minicode/outputs: {e}"))?;
         let path = dir.join(format!("{}.log", uuid::Uuid::new_v4().simple()));
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -148,15 +150,15 @@ impl<'a> Saved<'a> {
     }
 }
 
-/// Removes saved outputs older than the age limit, then the oldest beyond the total size.
-/// `keep` (the file just saved) is never removed. Cheap: one directory listing. Errors are
+/// Removes saved outputs of `workspace` older than the age limit, then the oldest beyond the
+/// total size. `keep` (the file just saved) is never removed. Cheap: one directory listing.
+/// A `.minicode` or `outputs` folder that links out of the workspace is left alone. Errors are
 /// ignored: pruning is housekeeping, and the next call tries again.
-pub(crate) fn prune(dir: &Path, limits: &Limits, keep: Option<&Path>) {
-    let is_real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
-    if !is_real_dir(dir) || !dir.parent().is_some_and(is_real_dir) {
+pub(crate) fn prune(workspace: &Path, limits: &Limits, keep: Option<&Path>) {
+    let Ok(Some(dir)) = fsutil::existing_private_dir(workspace, "outputs") else {
         return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
         return;
     };
     let mut files: Vec<(PathBuf, SystemTime, u64)> = entries

@@ -99,6 +99,7 @@ impl Tool for Read {
         Ok(Prepared {
             summary,
             approval: None,
+            protected: None,
         })
     }
 
@@ -186,8 +187,10 @@ fn read_file(
     if !meta.is_file() {
         return Err(format!("cannot read {display}: it is not a regular file"));
     }
-    let file = std::fs::File::open(path).map_err(fail)?;
-    let meta = file.metadata().map_err(fail)?;
+    // Opened without blocking and checked again on the descriptor: the file may have been
+    // swapped for a FIFO since the look above.
+    let (file, meta) =
+        fsutil::open_regular(path).map_err(|e| format!("cannot read {display}: {e}"))?;
     let binary = || {
         format!(
             "cannot read {display}: it looks like a binary file, not text; inspect it with bash if needed"

@@ -1,7 +1,7 @@
 //! The `write` tool: creates or replaces a whole file in the workspace.
 //!
-//! The write is atomic (temp file, fsync, rename) and keeps an existing file's mode; parent
-//! folders are created. `prepare` shows the user a diff against the current file. It must never
+//! The write is atomic (temp file, fsync, rename) and keeps an existing file's permission
+//! bits (never setuid/setgid); parent folders are created. A read-only file is refused. `prepare` shows the user a diff against the current file. It must never
 //! write outside the workspace, and never prompts anyone itself.
 
 use std::path::PathBuf;
@@ -47,6 +47,7 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
         Ok(meta) if !meta.is_file() => {
             return Err(format!("cannot write {display}: it is not a regular file"));
         }
+        Ok(meta) => fsutil::refuse_read_only(&meta, &display, "write")?,
         _ => {}
     }
     // A memory file must stay loadable: refuse content over its limits before writing.
@@ -122,6 +123,7 @@ impl Tool for Write {
         let call = check(args, ctx)?;
         let diff = approval_diff(&call, &ctx.secrets)?;
         Ok(Prepared {
+            protected: super::protected::reason(&ctx.workspace, &call.path),
             summary: format!("{} ({} bytes)", call.display, call.content.len()),
             approval: Some(ApprovalRequest::Diff {
                 path: call.display,
@@ -150,7 +152,12 @@ impl Tool for Write {
                 if let Some(parent) = call.path.parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                fsutil::write_atomic(&call.path, call.content.as_bytes(), None)?;
+                fsutil::write_atomic_journaled(
+                    &call.path,
+                    call.content.as_bytes(),
+                    None,
+                    &ctx.workspace,
+                )?;
                 fingerprint_written(&call.path, call.content.as_bytes())
             })();
             match result {

@@ -1,59 +1,41 @@
 //! Agent events into UI state: what the core reported becomes transcript entries, the
-//! activity shown in the status bar, and (when a turn completes) the next queued prompt. Also
-//! rebuilds the transcript of a resumed session from its messages.
+//! activity shown in the status bar, and (when a turn completes) the next queued prompt. A
+//! resumed session's transcript arrives the same way, as one `HistoryRestored` event.
 //!
 //! Part of `update`; no I/O and no decisions that belong to the core.
 
 use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
-use super::wrap;
-use crate::chat::ToolStatus;
-use crate::chat::{Message, Role};
-use crate::protocol::{Event, TurnEnd, TurnStats};
+use crate::protocol::{Event, HistoryEntry, TurnEnd, TurnStats};
 
 impl State {
-    /// Rebuilds the transcript of a resumed session from its messages.
-    pub(crate) fn restore(&mut self, history: &[Message]) {
-        for m in history {
-            match m.role {
-                Role::System => {}
-                Role::User => {
-                    // Injected project memory is context, not something the user typed.
-                    if m.text().starts_with("<project-memory>") {
-                        continue;
-                    }
-                    self.draft.remember(m.text());
-                    self.transcript.push(Kind::User(m.text().to_string()));
+    /// Rebuilds the transcript of a resumed session from the entries the core restored.
+    fn restore(&mut self, entries: Vec<HistoryEntry>) {
+        for entry in entries {
+            match entry {
+                HistoryEntry::User { text } => {
+                    self.draft.remember(&text);
+                    self.transcript.push(Kind::User(text));
                 }
-                Role::Assistant => {
-                    if !m.text().trim().is_empty() {
-                        self.transcript.push(Kind::Assistant(Reply::new(m.text())));
-                    }
-                    for c in &m.tool_calls {
-                        self.transcript.push(Kind::Tool(ToolEntry {
-                            call: c.id.clone(),
-                            tool: c.name.clone(),
-                            summary: wrap::truncate(&c.arguments.replace('\n', " "), 200),
-                            approval: None,
-                            decision: None,
-                            status: None,
-                            output: String::new(),
-                        }));
-                    }
+                HistoryEntry::Assistant { text } => {
+                    self.transcript.push(Kind::Assistant(Reply::new(&text)));
                 }
-                Role::Tool => {
-                    let id = m.tool_call_id.as_deref().unwrap_or("");
-                    if let Some(i) = self.transcript.find_tool(id) {
-                        let out = m.text().to_string();
-                        let status = status_from_result(&out);
-                        self.transcript.edit(i, |k| {
-                            if let Kind::Tool(t) = k {
-                                t.status = Some(status);
-                                t.output = out;
-                            }
-                        });
-                    }
-                }
+                HistoryEntry::ToolCall {
+                    call,
+                    tool,
+                    summary,
+                    status,
+                    output,
+                    ..
+                } => self.transcript.push(Kind::Tool(ToolEntry {
+                    call,
+                    tool,
+                    summary,
+                    approval: None,
+                    decision: None,
+                    status,
+                    output,
+                })),
             }
         }
     }
@@ -70,6 +52,7 @@ impl State {
                 self.model = model;
                 self.context_window = context_window;
             }
+            Event::HistoryRestored { entries } => self.restore(entries),
             Event::TurnStarted { .. } => {
                 self.busy = true;
                 self.activity = Activity::Waiting;
@@ -258,39 +241,4 @@ fn plural(n: u64, what: &str) -> String {
     } else {
         format!("{n} {what}s")
     }
-}
-
-/// The status of a restored tool result, read from its text (sessions store only the text).
-/// Kept simple, by the fixed wordings the core and tools use: a denial, "not run" or
-/// "interrupted" at the start, "invalid arguments" or "unknown tool" at the start, or a closing
-/// `[exit code N]` (N ≠ 0), `[timed out …]`, `[killed by signal …]` or `[interrupted …]` line.
-/// Anything else counts as a success.
-pub fn status_from_result(text: &str) -> ToolStatus {
-    let head = text.trim_start().to_lowercase();
-    if head.starts_with("the user denied") {
-        return ToolStatus::Denied;
-    }
-    if head.starts_with("not run") || head.starts_with("interrupted") {
-        return ToolStatus::Interrupted;
-    }
-    if head.starts_with("invalid arguments") || head.starts_with("unknown tool") {
-        return ToolStatus::Rejected;
-    }
-    let last = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
-    if let Some(inner) = last.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-        if let Some(code) = inner.strip_prefix("exit code ") {
-            return if code.trim() == "0" {
-                ToolStatus::Succeeded
-            } else {
-                ToolStatus::Failed
-            };
-        }
-        if inner.starts_with("interrupted") {
-            return ToolStatus::Interrupted;
-        }
-        if inner.starts_with("timed out") || inner.starts_with("killed by signal") {
-            return ToolStatus::Failed;
-        }
-    }
-    ToolStatus::Succeeded
 }

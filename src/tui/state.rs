@@ -18,7 +18,6 @@ use super::input::Draft;
 use super::transcript::{Kind, Level, Scroll, Transcript};
 use super::view;
 use super::wrap;
-use crate::chat::Message;
 use crate::protocol::{Decision, Event, Op};
 
 /// Rows moved by one mouse-wheel notch.
@@ -126,9 +125,9 @@ pub struct State {
 }
 
 impl State {
-    /// A fresh state; `history` rebuilds the transcript of a resumed session.
-    pub fn new(model: &str, context_window: u64, history: &[Message]) -> Self {
-        let mut s = Self {
+    /// A fresh state; a resumed session's transcript arrives later as an agent event.
+    pub fn new(model: &str, context_window: u64) -> Self {
+        Self {
             transcript: Transcript::default(),
             draft: Draft::default(),
             scroll: Scroll::Tail,
@@ -153,9 +152,7 @@ impl State {
             interrupted_during: None,
             sessions_seen: 0,
             tab_cycle: None,
-        };
-        s.restore(history);
-        s
+        }
     }
 
     fn transcript_area(&self) -> Rect {

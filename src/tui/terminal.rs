@@ -113,6 +113,7 @@ pub fn suspend() -> io::Result<()> {
     restore();
     // SAFETY: raise() only sends a signal to this process; SIGSTOP cannot be caught, so the
     // call returns after SIGCONT.
+    #[allow(unsafe_code)]
     unsafe {
         libc::raise(libc::SIGSTOP);
     }

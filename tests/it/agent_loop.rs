@@ -1,166 +1,21 @@
 //! The agent loop driven through its public contract (ops in, events out) with a scripted fake
 //! model: tool rounds, approvals, refusals, the round limit, failed streams, interrupts, stats.
 
-use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::stream;
+use crate::support::events::run_turn;
+use crate::support::fake::{Answer, Fake, bash, text_reply, tool_reply};
 use minicode::agent::Options;
 use minicode::chat::ToolStatus;
-use minicode::chat::{Message, Role, ToolCall, Usage};
+use minicode::chat::{Message, Role};
 use minicode::protocol::AgentHandle;
-use minicode::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
-use minicode::provider::{
-    ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture, StreamEvent,
-};
+use minicode::protocol::{Decision, Event, Op, TurnEnd};
+use minicode::provider::ProviderError;
 use minicode::session::Session;
 
-/// What the fake saw in one request.
-#[derive(Debug, Clone)]
-struct Seen {
-    messages: Vec<Message>,
-    tools: usize,
-}
-
-/// A model that replays a script and records every request.
-#[derive(Clone, Default)]
-struct Scripted {
-    replies: Arc<Mutex<VecDeque<Result<Reply, ProviderError>>>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    /// When set, every reply is a fresh call to `bash` with this command (for round limits).
-    endless_tool: Option<String>,
-}
-
-impl Scripted {
-    fn new(replies: Vec<Result<Reply, ProviderError>>) -> Self {
-        Self {
-            replies: Arc::new(Mutex::new(replies.into())),
-            ..Self::default()
-        }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn next(&self, request: &ChatRequest<'_>) -> Result<Reply, ProviderError> {
-        let mut seen = self.seen.lock().unwrap();
-        seen.push(Seen {
-            messages: request.messages.iter().map(|m| (*m).clone()).collect(),
-            tools: request.tools.len(),
-        });
-        if let Some(command) = &self.endless_tool
-            && !request.tools.is_empty()
-        {
-            return Ok(tool_reply(&[(
-                &format!("call_{}", seen.len()),
-                "bash",
-                &serde_json::json!({ "command": command }).to_string(),
-            )]));
-        }
-        self.replies
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| Ok(text_reply("(script exhausted)")))
-    }
-}
-
-impl Provider for Scripted {
-    fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
-        let events: Vec<Result<StreamEvent, ProviderError>> = match self.next(request) {
-            Ok(reply) => {
-                let mut events: Vec<_> = reply
-                    .text
-                    .as_bytes()
-                    .chunks(3)
-                    .map(|c| Ok(StreamEvent::Text(String::from_utf8_lossy(c).into_owned())))
-                    .collect();
-                events.push(Ok(StreamEvent::Done(reply)));
-                events
-            }
-            Err(e) => vec![Ok(StreamEvent::Text("partial".into())), Err(e)],
-        };
-        Box::pin(stream::iter(events))
-    }
-
-    fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
-        let reply = self.next(request);
-        Box::pin(async move { reply })
-    }
-
-    fn model(&self) -> &str {
-        "scripted"
-    }
-}
-
-fn text_reply(text: &str) -> Reply {
-    Reply {
-        text: text.to_string(),
-        finish_reason: Some("stop".into()),
-        usage: Some(Usage::new(10, 5, 0)),
-        ..Reply::default()
-    }
-}
-
-fn tool_reply(calls: &[(&str, &str, &str)]) -> Reply {
-    Reply {
-        tool_calls: calls
-            .iter()
-            .map(|(id, name, args)| ToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
-                arguments: args.to_string(),
-            })
-            .collect(),
-        finish_reason: Some("tool_calls".into()),
-        usage: Some(Usage::new(10, 5, 15)),
-        ..Reply::default()
-    }
-}
-
-fn bash(id: &str, command: &str) -> Reply {
-    tool_reply(&[(
-        id,
-        "bash",
-        &serde_json::json!({ "command": command }).to_string(),
-    )])
-}
-
-fn start(dir: &Path, model: Scripted, options: Options) -> AgentHandle {
+fn start(dir: &Path, model: Fake, options: Options) -> AgentHandle {
     crate::support::agent::spawn(dir, model, options)
-}
-
-/// Collects events until the turn ends, answering approvals with `decide`.
-async fn run_turn(
-    handle: &mut AgentHandle,
-    prompt: &str,
-    mut decide: impl FnMut(&str) -> Option<Decision>,
-) -> (Vec<Event>, TurnEnd, TurnStats) {
-    handle.send(Op::Submit(prompt.to_string()));
-    let mut events = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(20), handle.next_event())
-            .await
-            .expect("no event within 20 s")
-            .expect("core stopped");
-        if let Event::ApprovalRequested { call, tool, .. } = &event
-            && let Some(decision) = decide(tool)
-        {
-            handle.send(Op::Decide {
-                call: call.clone(),
-                decision,
-            });
-        }
-        if let Event::TurnEnded { end, stats, .. } = &event {
-            let (end, stats) = (end.clone(), *stats);
-            events.push(event);
-            return (events, end, stats);
-        }
-        events.push(event);
-    }
 }
 
 fn approve_all(_: &str) -> Option<Decision> {
@@ -180,7 +35,7 @@ fn tool_results(events: &[Event]) -> Vec<(ToolStatus, String)> {
 #[tokio::test]
 async fn text_reply_completes_turn_and_streams_deltas() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![Ok(text_reply("hello there"))]);
+    let model = Fake::new(vec![Ok(text_reply("hello there"))]);
     let mut handle = start(dir.path(), model.clone(), Options::default());
     let first = handle.next_event().await.unwrap();
     assert!(matches!(
@@ -208,7 +63,7 @@ async fn text_reply_completes_turn_and_streams_deltas() {
         stats.tokens.total_tokens, 15,
         "total filled in as input + output"
     );
-    let seen = model.seen();
+    let seen = model.main_requests();
     assert_eq!(seen[0].messages[0].role, Role::System);
     assert_eq!(seen[0].messages[1], Message::user("hi"));
     assert_eq!(seen[0].tools, 4);
@@ -217,7 +72,7 @@ async fn text_reply_completes_turn_and_streams_deltas() {
 #[tokio::test]
 async fn approved_bash_call_runs_and_result_goes_back_to_model() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![
+    let model = Fake::new(vec![
         Ok(bash("c1", "echo ran > marker.txt; echo done")),
         Ok(text_reply("finished")),
     ]);
@@ -232,7 +87,7 @@ async fn approved_bash_call_runs_and_result_goes_back_to_model() {
             .iter()
             .any(|e| matches!(e, Event::ApprovalRequested { .. }))
     );
-    let second = &model.seen()[1].messages;
+    let second = &model.main_requests()[1].messages;
     let result = second.last().unwrap();
     assert_eq!(result.role, Role::Tool);
     assert_eq!(result.tool_call_id.as_deref(), Some("c1"));
@@ -246,7 +101,7 @@ async fn approved_bash_call_runs_and_result_goes_back_to_model() {
 #[tokio::test]
 async fn refused_call_runs_nothing_and_tells_model_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![
+    let model = Fake::new(vec![
         Ok(bash("c1", "touch should-not-exist")),
         Ok(text_reply("ok")),
     ]);
@@ -260,7 +115,12 @@ async fn refused_call_runs_nothing_and_tells_model_the_reason() {
     assert_eq!(end, TurnEnd::Completed);
     assert!(!dir.path().join("should-not-exist").exists());
     assert_eq!(tool_results(&events)[0].0, ToolStatus::Denied);
-    let result = model.seen()[1].messages.last().unwrap().text().to_string();
+    let result = model.main_requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .text()
+        .to_string();
     assert!(
         result.contains("denied") && result.contains("not today"),
         "{result}"
@@ -270,7 +130,7 @@ async fn refused_call_runs_nothing_and_tells_model_the_reason() {
 #[tokio::test]
 async fn approve_always_skips_later_prompts_for_that_tool() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![
+    let model = Fake::new(vec![
         Ok(bash("c1", "echo one")),
         Ok(bash("c2", "echo two")),
         Ok(text_reply("ok")),
@@ -287,10 +147,103 @@ async fn approve_always_skips_later_prompts_for_that_tool() {
     assert_eq!(tool_results(&events).len(), 2);
 }
 
+fn write(id: &str, path: &str) -> minicode::provider::Reply {
+    tool_reply(&[(
+        id,
+        "write",
+        &serde_json::json!({ "path": path, "content": "x\n" }).to_string(),
+    )])
+}
+
+#[tokio::test]
+async fn protected_paths_are_asked_every_time_even_after_always() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+    std::os::unix::fs::symlink(".git", dir.path().join("innocent")).unwrap();
+    let model = Fake::new(vec![
+        Ok(write("c1", "notes.txt")),
+        Ok(write("c2", ".git/hooks/pre-commit")),
+        Ok(write("c3", "./.git/../.git/config")),
+        Ok(write("c4", "innocent/description")),
+        Ok(write("c5", "config/config.toml")),
+        Ok(write("c6", ".minicode/sessions/planted.json")),
+        Ok(write("c7", ".minicode/memory/topic.md")),
+        Ok(write("c8", "more-notes.txt")),
+        Ok(text_reply("ok")),
+    ]);
+    let mut handle = start(dir.path(), model, Options::default());
+    let mut asked = 0;
+    let (events, end, _) = run_turn(&mut handle, "go", |_| {
+        asked += 1;
+        Some(if asked == 1 {
+            Decision::ApproveTool
+        } else {
+            Decision::Deny { reason: None }
+        })
+    })
+    .await;
+    assert_eq!(end, TurnEnd::Completed);
+    let asked_for: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ApprovalRequested { call, .. } => Some(call.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked_for, ["c1", "c2", "c3", "c4", "c5", "c6"]);
+    let statuses: Vec<ToolStatus> = tool_results(&events).iter().map(|r| r.0).collect();
+    use ToolStatus::{Denied, Succeeded};
+    assert_eq!(
+        statuses,
+        [
+            Succeeded, Denied, Denied, Denied, Denied, Denied, Succeeded, Succeeded
+        ],
+        "memory and ordinary files stay covered by always"
+    );
+    assert!(!dir.path().join(".git/hooks/pre-commit").exists());
+    assert!(!dir.path().join(".git/config").exists());
+    let warned = events
+        .iter()
+        .filter(|e| matches!(e, Event::Warning { message } if message.contains("asking again")))
+        .count();
+    assert_eq!(warned, 5, "each re-ask says why");
+}
+
+#[tokio::test]
+async fn auto_approve_allows_protected_paths_and_reports_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Fake::new(vec![
+        Ok(write("c1", ".git/config")),
+        Ok(write("c2", "plain.txt")),
+        Ok(text_reply("ok")),
+    ]);
+    let options = Options {
+        auto_approve: true,
+        ..Options::default()
+    };
+    let mut handle = start(dir.path(), model, options);
+    let (events, end, _) = run_turn(&mut handle, "go", |_| panic!("must not ask")).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert!(dir.path().join(".git/config").exists());
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Warning { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("--yes allowed write to change a protected path: .git/config"),
+        "{}",
+        warnings[0]
+    );
+}
+
 #[tokio::test]
 async fn auto_approve_runs_without_asking() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![Ok(bash("c1", "echo hi")), Ok(text_reply("ok"))]);
+    let model = Fake::new(vec![Ok(bash("c1", "echo hi")), Ok(text_reply("ok"))]);
     let options = Options {
         auto_approve: true,
         ..Options::default()
@@ -309,7 +262,7 @@ async fn auto_approve_runs_without_asking() {
 #[tokio::test]
 async fn two_calls_in_one_reply_get_results_in_call_order() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![
+    let model = Fake::new(vec![
         Ok(tool_reply(&[
             ("a", "bash", r#"{"command":"echo first"}"#),
             ("b", "bash", r#"{"command":"echo second"}"#),
@@ -325,7 +278,7 @@ async fn two_calls_in_one_reply_get_results_in_call_order() {
         },
     );
     run_turn(&mut handle, "go", approve_all).await;
-    let messages = &model.seen()[1].messages;
+    let messages = &model.main_requests()[1].messages;
     let ids: Vec<_> = messages
         .iter()
         .filter_map(|m| m.tool_call_id.as_deref())
@@ -336,7 +289,7 @@ async fn two_calls_in_one_reply_get_results_in_call_order() {
 #[tokio::test]
 async fn invalid_arguments_are_rejected_without_running() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![
+    let model = Fake::new(vec![
         Ok(tool_reply(&[
             ("a", "bash", r#"{"cmd":"touch nope"}"#),
             ("b", "nosuchtool", "{}"),
@@ -367,8 +320,7 @@ async fn invalid_arguments_are_rejected_without_running() {
 #[tokio::test]
 async fn round_limit_asks_for_summary_without_tools_and_fails_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let mut model = Scripted::new(vec![Ok(text_reply("here is my summary"))]);
-    model.endless_tool = Some("true".into());
+    let model = Fake::new(vec![text_reply("here is my summary")]).with_endless_tool("true");
     let options = Options {
         max_rounds: 3,
         auto_approve: true,
@@ -379,7 +331,7 @@ async fn round_limit_asks_for_summary_without_tools_and_fails_turn() {
     assert_eq!(end, TurnEnd::RoundLimit { rounds: 3 });
     assert!(!end.is_success());
     assert_eq!(stats.model_calls, 4, "3 tool rounds + 1 summary");
-    let seen = model.seen();
+    let seen = model.main_requests();
     assert_eq!(
         seen.last().unwrap().tools,
         0,
@@ -395,9 +347,12 @@ async fn round_limit_asks_for_summary_without_tools_and_fails_turn() {
 #[tokio::test]
 async fn failed_stream_adds_nothing_and_session_stays_usable() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![
-        Err(ProviderError::Protocol("stream ended before [DONE]".into())),
-        Ok(text_reply("second try works")),
+    let model = Fake::new(vec![
+        Answer::FailAfter(
+            "partial".into(),
+            ProviderError::Protocol("stream ended before [DONE]".into()),
+        ),
+        Answer::Reply(text_reply("second try works")),
     ]);
     let mut handle = start(dir.path(), model.clone(), Options::default());
     let (_, end, _) = run_turn(&mut handle, "first", approve_all).await;
@@ -407,7 +362,7 @@ async fn failed_stream_adds_nothing_and_session_stays_usable() {
     );
     let (_, end, _) = run_turn(&mut handle, "second", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
-    let messages = &model.seen()[1].messages;
+    let messages = &model.main_requests()[1].messages;
     assert!(
         messages.iter().all(|m| m.text() != "partial"),
         "nothing half-finished kept"
@@ -425,7 +380,7 @@ async fn failed_stream_adds_nothing_and_session_stays_usable() {
 #[tokio::test]
 async fn interrupt_while_waiting_for_approval_keeps_history_valid() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![
+    let model = Fake::new(vec![
         Ok(tool_reply(&[
             ("a", "bash", r#"{"command":"touch one"}"#),
             ("b", "bash", r#"{"command":"touch two"}"#),
@@ -443,7 +398,7 @@ async fn interrupt_while_waiting_for_approval_keeps_history_valid() {
     assert!(!dir.path().join("one").exists() && !dir.path().join("two").exists());
     let (_, end, _) = run_turn(&mut handle, "continue", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
-    let messages = &model.seen()[1].messages;
+    let messages = &model.main_requests()[1].messages;
     let answered: Vec<_> = messages
         .iter()
         .filter_map(|m| m.tool_call_id.as_deref())
@@ -458,7 +413,7 @@ async fn interrupt_while_waiting_for_approval_keeps_history_valid() {
 #[tokio::test]
 async fn interrupt_kills_running_command_promptly() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![Ok(bash("a", "sleep 30")), Ok(text_reply("after"))]);
+    let model = Fake::new(vec![Ok(bash("a", "sleep 30")), Ok(text_reply("after"))]);
     let mut handle = start(
         dir.path(),
         model,
@@ -494,7 +449,7 @@ async fn usage_missing_from_some_replies_is_marked_partial() {
     let dir = tempfile::tempdir().unwrap();
     let mut no_usage = bash("a", "true");
     no_usage.usage = None;
-    let model = Scripted::new(vec![Ok(no_usage), Ok(text_reply("ok"))]);
+    let model = Fake::new(vec![Ok(no_usage), Ok(text_reply("ok"))]);
     let mut handle = start(
         dir.path(),
         model,
@@ -511,7 +466,7 @@ async fn usage_missing_from_some_replies_is_marked_partial() {
 #[tokio::test]
 async fn session_file_holds_history_after_turn_and_shutdown_completes() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![Ok(text_reply("saved reply"))]);
+    let model = Fake::new(vec![Ok(text_reply("saved reply"))]);
     let mut handle = start(dir.path(), model, Options::default());
     let Event::SessionConfigured {
         session_path,
@@ -542,7 +497,7 @@ async fn session_file_holds_history_after_turn_and_shutdown_completes() {
 #[tokio::test]
 async fn session_without_messages_leaves_no_file_after_shutdown() {
     let dir = tempfile::tempdir().unwrap();
-    let mut handle = start(dir.path(), Scripted::new(vec![]), Options::default());
+    let mut handle = start(dir.path(), Fake::default(), Options::default());
     let Event::SessionConfigured { session_path, .. } = handle.next_event().await.unwrap() else {
         panic!("first event must configure the session");
     };
@@ -562,7 +517,7 @@ async fn session_without_messages_leaves_no_file_after_shutdown() {
 #[tokio::test]
 async fn repeated_or_missing_call_ids_are_made_unique_and_session_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Scripted::new(vec![
+    let model = Fake::new(vec![
         Ok(tool_reply(&[
             ("dup", "bash", r#"{"command":"echo a"}"#),
             ("dup", "bash", r#"{"command":"echo b"}"#),
@@ -581,7 +536,7 @@ async fn repeated_or_missing_call_ids_are_made_unique_and_session_goes_on() {
     assert_eq!(tool_results(&events).len(), 3);
     let (_, end, _) = run_turn(&mut handle, "again", approve_all).await;
     assert_eq!(end, TurnEnd::Completed, "later requests still validate");
-    let messages = &model.seen()[1].messages;
+    let messages = &model.main_requests()[1].messages;
     let ids: Vec<_> = messages
         .iter()
         .filter_map(|m| m.tool_call_id.as_deref())
@@ -595,7 +550,7 @@ async fn an_exchange_far_larger_than_the_window_fails_locally_instead_of_being_s
     let dir = tempfile::tempdir().unwrap();
     let content = "lorem ipsum dolor sit amet ".repeat(2_600);
     let args = serde_json::json!({ "path": "big.txt", "content": content }).to_string();
-    let model = Scripted::new(vec![
+    let model = Fake::new(vec![
         Ok(tool_reply(&[("w", "write", &args)])),
         Ok(text_reply("never asked")),
     ]);
@@ -610,6 +565,54 @@ async fn an_exchange_far_larger_than_the_window_fails_locally_instead_of_being_s
         TurnEnd::Failed { error } => assert!(error.contains("too large"), "{error}"),
         other => panic!("expected a local failure, got {other:?}"),
     }
-    let main_requests = model.seen().iter().filter(|s| s.tools > 0).count();
+    let main_requests = model.main_requests().iter().filter(|s| s.tools > 0).count();
     assert_eq!(main_requests, 1, "the oversized request was never sent");
+}
+
+#[tokio::test]
+async fn clear_forgets_which_files_were_read_so_edit_needs_a_fresh_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\n").unwrap();
+    let edit = |id: &str, from: &str, to: &str| {
+        let args = serde_json::json!({"path": "notes.txt", "old_string": from, "new_string": to});
+        Ok(tool_reply(&[(id, "edit", &args.to_string())]))
+    };
+    let model = Fake::new(vec![
+        Ok(tool_reply(&[("r1", "read", r#"{"path":"notes.txt"}"#)])),
+        Ok(text_reply("read it")),
+        edit("e1", "alpha", "beta"),
+        Ok(text_reply("edited")),
+        edit("e2", "beta", "gamma"),
+        Ok(text_reply("tried")),
+    ]);
+    let mut handle = start(dir.path(), model, Options::default());
+    run_turn(&mut handle, "read notes", approve_all).await;
+    let (events, _, _) = run_turn(&mut handle, "edit notes", approve_all).await;
+    assert_eq!(
+        tool_results(&events)[0].0,
+        ToolStatus::Succeeded,
+        "read earlier"
+    );
+
+    handle.send(Op::NewSession);
+    crate::support::events::until(&mut handle, |e| {
+        matches!(e, Event::SessionConfigured { .. })
+    })
+    .await;
+    let (events, _, _) = run_turn(&mut handle, "edit again", approve_all).await;
+    let results = tool_results(&events);
+    assert_eq!(
+        results[0].0,
+        ToolStatus::Rejected,
+        "refused before approval"
+    );
+    assert!(
+        results[0].1.contains("has not been read in this session"),
+        "{}",
+        results[0].1
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "beta\n"
+    );
 }

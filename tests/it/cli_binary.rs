@@ -36,7 +36,14 @@ impl Workspace {
             server.base_url()
         );
         std::fs::write(self.path().join("config/config.toml"), config).unwrap();
+        self.trust();
         self
+    }
+
+    /// The seed layout: the workspace's file holds the server (and maybe the key), and the
+    /// user trusted the workspace once.
+    fn trust(&self) {
+        crate::support::user_config::write_trusting(&self.path().join("home"), self.path(), "");
     }
 
     fn command(&self) -> Command {
@@ -246,6 +253,46 @@ fn json_output_is_one_object_with_result_and_stats() {
 }
 
 #[test]
+fn json_status_is_a_plain_string_with_error_beside_it() {
+    let server = MockServer::start_in_thread(vec![
+        text_reply("fine", 4),
+        error_reply(400, "bad request"),
+        tool_calls_reply(&[("c1", "bash", r#"{"command":"true"}"#)], 5),
+        text_reply("summary", 4),
+    ]);
+    let ws = Workspace::new().with_config(&server, "[tools]\nmax_rounds = 1\n");
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let out = ws.run(&["--yes", "--output-format", "json", "q"]);
+        let value: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        seen.push((
+            out.status.code(),
+            value["status"].clone(),
+            value["error"].clone(),
+        ));
+    }
+    assert_eq!(
+        seen[0],
+        (Some(0), "completed".into(), serde_json::Value::Null)
+    );
+    assert_eq!(seen[1].0, Some(1));
+    assert_eq!(seen[1].1, "failed");
+    assert!(
+        seen[1].2.as_str().unwrap().contains("bad request"),
+        "{seen:?}"
+    );
+    assert_eq!(seen[2].0, Some(1));
+    assert_eq!(seen[2].1, "round_limit");
+    assert!(
+        seen[2]
+            .2
+            .as_str()
+            .unwrap()
+            .contains("limit of 1 tool rounds")
+    );
+}
+
+#[test]
 fn stream_json_prints_one_event_per_line() {
     let server = MockServer::start_in_thread(vec![text_reply("streamed words", 3)]);
     let ws = Workspace::new().with_config(&server, "");
@@ -294,6 +341,7 @@ fn bad_session_ids_exit_2() {
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();
+    ws.trust();
     for id in [
         "../etc/passwd",
         "not-a-uuid",
@@ -494,6 +542,7 @@ fn oversized_stdin_prompt_exits_2() {
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();
+    ws.trust();
     let mut child = ws
         .command()
         .stdin(Stdio::piped())
@@ -541,6 +590,7 @@ fn a_run_that_kept_nothing_names_no_session_to_resume() {
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();
+    ws.trust();
     std::fs::write(ws.path().join("MiniCode.md"), "bad\0memory").unwrap();
     let out = ws.run(&["hi"]);
     assert_eq!(out.status.code(), Some(1));

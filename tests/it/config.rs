@@ -45,6 +45,25 @@ fn dirs() -> Dirs {
     }
 }
 
+/// Like [`dirs`], with the launch directory in the user's trust list, so the project file may
+/// choose the server and the key (the seed layout, trusted once).
+fn trusted_dirs() -> Dirs {
+    let d = dirs();
+    write(&user_file(&d), &trust_line(&d));
+    d
+}
+
+fn user_file(d: &Dirs) -> PathBuf {
+    d.home.join(".config/minicode/config.toml")
+}
+
+fn trust_line(d: &Dirs) -> String {
+    format!(
+        "trusted_workspaces = [{:?}]\n",
+        d.launch.canonicalize().unwrap().to_str().unwrap()
+    )
+}
+
 fn write(path: &Path, text: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, text).unwrap();
@@ -78,7 +97,7 @@ fn assert_no_key(err: &ConfigError) {
 
 #[test]
 fn project_file_is_read_with_defaults() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(&project_file(&d), BASIC);
     let c = load(&d, &[], &Overrides::default()).unwrap();
     assert_eq!(c.provider, ProviderKind::OpenAi);
@@ -88,19 +107,20 @@ fn project_file_is_read_with_defaults() {
     assert_eq!(c.api_key_env, None);
     assert_eq!(c.context_window, 262_144);
     assert_eq!(c.max_tokens, 8192);
-    assert_eq!(c.request_timeout, None);
+    assert_eq!(c.request_timeout, Duration::from_secs(600));
     assert_eq!(c.stream_idle_timeout, Duration::from_secs(300));
+    assert_eq!(c.max_tool_calls, 64);
     assert_eq!(c.bash_timeout, Duration::from_secs(120));
     assert_eq!(c.max_rounds, 500);
     assert_eq!(c.reserve_tokens, None);
     assert_eq!(c.keep_recent_tokens, None);
     assert_eq!(c.exit_transcript_turns, None);
-    assert_eq!(c.source.as_deref(), Some(project_file(&d).as_path()));
+    assert_eq!(c.sources, vec![user_file(&d), project_file(&d)]);
 }
 
 #[test]
 fn every_field_is_read() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(
         &project_file(&d),
         r#"
@@ -113,6 +133,7 @@ context_window = 1000
 max_tokens = 100
 request_timeout_secs = 30
 stream_idle_timeout_secs = 20
+max_tool_calls = 5
 [tools]
 bash_timeout_secs = 600
 max_rounds = 7
@@ -128,8 +149,9 @@ exit_transcript_turns = 0
     assert_eq!(c.api_key_env.as_deref(), Some("MY_KEY"));
     assert_eq!(c.context_window, 1000);
     assert_eq!(c.max_tokens, 100);
-    assert_eq!(c.request_timeout, Some(Duration::from_secs(30)));
+    assert_eq!(c.request_timeout, Duration::from_secs(30));
     assert_eq!(c.stream_idle_timeout, Duration::from_secs(20));
+    assert_eq!(c.max_tool_calls, 5);
     assert_eq!(c.bash_timeout, Duration::from_secs(600));
     assert_eq!(c.max_rounds, 7);
     assert_eq!(c.reserve_tokens, Some(200));
@@ -139,7 +161,7 @@ exit_transcript_turns = 0
 
 #[test]
 fn env_overrides_file_and_flags_override_env() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(&project_file(&d), BASIC);
     let env = [
         ("MINICODE_BASE_URL", "http://env.example"),
@@ -164,7 +186,7 @@ fn env_overrides_file_and_flags_override_env() {
 
 #[test]
 fn empty_env_values_count_as_unset() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(&project_file(&d), BASIC);
     let c = load(&d, &[("MINICODE_MODEL", "")], &Overrides::default()).unwrap();
     assert_eq!(c.model, "file-model");
@@ -185,7 +207,7 @@ fn explicit_config_path_wins_and_must_exist() {
     };
     let c = load(&d, &[], &flags).unwrap();
     assert_eq!(c.model, "other");
-    assert_eq!(c.source.as_deref(), Some(other.as_path()));
+    assert_eq!(c.sources, vec![other.clone()]);
 
     let missing = Overrides {
         config_path: Some(d.home.join("nope.toml")),
@@ -222,8 +244,11 @@ fn project_file_wins_over_user_file() {
     let d = dirs();
     write(&project_file(&d), BASIC);
     write(
-        &d.home.join(".config/minicode/config.toml"),
-        "[model]\nbase_url = \"http://h\"\nname = \"home\"\n",
+        &user_file(&d),
+        &format!(
+            "{}[model]\nbase_url = \"http://h\"\nname = \"home\"\n",
+            trust_line(&d)
+        ),
     );
     assert_eq!(
         load(&d, &[], &Overrides::default()).unwrap().model,
@@ -282,7 +307,7 @@ fn wrong_type_is_refused_naming_the_field_without_the_value() {
 
 #[test]
 fn missing_required_field_names_file_and_field() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(&project_file(&d), "[model]\nbase_url = \"http://x\"\n");
     let err = load(&d, &[], &Overrides::default()).unwrap_err();
     let text = err.to_string();
@@ -304,7 +329,7 @@ fn missing_required_field_names_file_and_field() {
 
 #[test]
 fn key_is_optional_for_local_servers() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(
         &project_file(&d),
         "[model]\nbase_url = \"http://127.0.0.1:8080/v1\"\nname = \"m\"\n",
@@ -342,7 +367,7 @@ fn parse_error_never_echoes_the_line() {
 
 #[test]
 fn debug_output_hides_the_key() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(&project_file(&d), BASIC);
     let c = load(&d, &[], &Overrides::default()).unwrap();
     let shown = format!("{c:?} {}", c.api_key.as_ref().unwrap());
@@ -388,7 +413,7 @@ fn unreadable_file_is_an_error_not_a_fall_through() {
 
 #[test]
 fn api_key_and_api_key_env_together_are_refused() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(
         &project_file(&d),
         &format!("{BASIC}api_key_env = \"MY_KEY\"\n"),
@@ -400,7 +425,7 @@ fn api_key_and_api_key_env_together_are_refused() {
 
 #[test]
 fn api_key_env_naming_an_unset_variable_is_refused() {
-    let d = dirs();
+    let d = trusted_dirs();
     write(
         &project_file(&d),
         "[model]\nbase_url = \"http://x\"\nname = \"m\"\napi_key_env = \"MY_KEY\"\n",
@@ -414,6 +439,11 @@ fn invalid_values_are_refused() {
     for (extra, field) in [
         ("[model]\ncontext_window = 0\n", "model.context_window"),
         ("[model]\nmax_tokens = 0\n", "model.max_tokens"),
+        ("[model]\nmax_tool_calls = 0\n", "model.max_tool_calls"),
+        (
+            "[model]\nrequest_timeout_secs = 0\n",
+            "model.request_timeout_secs",
+        ),
         (
             "[tools]\nbash_timeout_secs = 601\n",
             "tools.bash_timeout_secs",
@@ -425,7 +455,7 @@ fn invalid_values_are_refused() {
         ("[model]\napi_key = \"\"\n", "model.api_key"),
         ("[model]\ncontext_window = -5\n", "model.context_window"),
     ] {
-        let d = dirs();
+        let d = trusted_dirs();
         // Fill in whatever the case leaves out through the environment.
         write(&project_file(&d), extra);
         let mut vars = Vec::new();
@@ -446,7 +476,7 @@ fn env_alone_is_a_usable_configuration() {
     let vars = [("MINICODE_BASE_URL", "http://x"), ("MINICODE_MODEL", "m")];
     let c = load(&d, &vars, &Overrides::default()).unwrap();
     assert_eq!(c.model, "m");
-    assert!(c.source.is_none());
+    assert!(c.sources.is_empty());
     let err = load(&d, &vars[..1], &Overrides::default()).unwrap_err();
     assert!(
         matches!(
@@ -462,7 +492,7 @@ fn env_alone_is_a_usable_configuration() {
 
 #[test]
 fn demo_needs_nothing() {
-    let d = dirs();
+    let d = trusted_dirs();
     let c = load(
         &d,
         &[],
@@ -476,7 +506,7 @@ fn demo_needs_nothing() {
     assert_eq!(c.model, "demo");
     assert!(c.api_key.is_none());
 
-    let d = dirs();
+    let d = trusted_dirs();
     write(
         &project_file(&d),
         "[model]\nprovider = \"demo\"\n[tools]\nmax_rounds = 3\n",
@@ -540,15 +570,17 @@ fn log_level_comes_from_minicode_log_else_the_mode_default() {
 
 #[test]
 fn logging_writes_to_the_data_dir_and_flushes_on_drop() {
-    let tmp = tempfile::tempdir().unwrap();
-    // MINICODE_LOG is not set by the test harness; default_on gives `info`.
-    if std::env::var_os(minicode::logging::ENV_LOG).is_some() {
+    // Installing the global subscriber changes the whole process: do it in a child of its own,
+    // without MINICODE_LOG, so default_on gives `info`.
+    let name = "config::logging_writes_to_the_data_dir_and_flushes_on_drop";
+    if !crate::support::isolated::in_child(name, &[], &[minicode::logging::ENV_LOG]) {
         return;
     }
+    let tmp = tempfile::tempdir().unwrap();
     let guard = minicode::logging::init(tmp.path(), true).expect("logging starts");
     tracing::info!(target: "minicode", marker = "c0ffee", "hello from the test");
     drop(guard);
-    let logs = tmp.path().join("logs");
+    let logs = tmp.path().join(".minicode/logs");
     let mut text = String::new();
     for entry in fs::read_dir(&logs).unwrap() {
         text.push_str(&fs::read_to_string(entry.unwrap().path()).unwrap());

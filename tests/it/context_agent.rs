@@ -2,111 +2,16 @@
 //! automatic compaction, overflow recovery without re-running tools, `/compact`, memory
 //! loading, reload after a write, and memory errors failing the turn.
 
-use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use futures_util::stream;
+use crate::support::events::{turn, until};
+use crate::support::fake::{Fake, Request, text_reply as text};
 use minicode::agent::Options;
-use minicode::agent::context::MIN_REPLY_TOKENS;
-use minicode::chat::{Message, ToolCall, Usage};
-use minicode::chat::{estimate_message, estimate_tools};
+use minicode::agent::budget::MIN_REPLY_TOKENS;
+use minicode::chat::{Message, ToolCall};
 use minicode::protocol::AgentHandle;
-use minicode::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
-use minicode::provider::{
-    ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture, StreamEvent,
-};
-
-/// A model with separate scripts for main (streamed) and summary (chat) requests.
-#[derive(Clone, Default)]
-struct Fake {
-    main: Arc<Mutex<VecDeque<Result<Reply, ProviderError>>>>,
-    summaries: Arc<Mutex<VecDeque<Reply>>>,
-    main_seen: Arc<Mutex<Vec<Vec<Message>>>>,
-    summary_seen: Arc<Mutex<Vec<String>>>,
-    /// (max_tokens, estimated input) of every main request.
-    main_sizes: Arc<Mutex<Vec<(u32, u64)>>>,
-    /// (max_tokens, estimated input) of every summary request.
-    summary_sizes: Arc<Mutex<Vec<(u32, u64)>>>,
-}
-
-/// The local estimate of a request, as the budget counts it.
-fn request_estimate(request: &ChatRequest<'_>) -> u64 {
-    request
-        .messages
-        .iter()
-        .map(|m| estimate_message(m))
-        .sum::<u64>()
-        + estimate_tools(request.tools)
-}
-
-impl Fake {
-    fn new(main: Vec<Result<Reply, ProviderError>>, summaries: Vec<Reply>) -> Self {
-        Self {
-            main: Arc::new(Mutex::new(main.into())),
-            summaries: Arc::new(Mutex::new(summaries.into())),
-            ..Self::default()
-        }
-    }
-    fn main_seen(&self) -> Vec<Vec<Message>> {
-        self.main_seen.lock().unwrap().clone()
-    }
-    fn summary_seen(&self) -> Vec<String> {
-        self.summary_seen.lock().unwrap().clone()
-    }
-}
-
-impl Provider for Fake {
-    fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
-        self.main_sizes
-            .lock()
-            .unwrap()
-            .push((request.max_tokens, request_estimate(request)));
-        self.main_seen
-            .lock()
-            .unwrap()
-            .push(request.messages.iter().map(|m| (*m).clone()).collect());
-        let next = self
-            .main
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| Ok(text("(exhausted)")));
-        let events = match next {
-            Ok(reply) => vec![Ok(StreamEvent::Done(reply))],
-            Err(e) => vec![Err(e)],
-        };
-        Box::pin(stream::iter(events))
-    }
-
-    fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
-        assert!(request.tools.is_empty(), "summary calls offer no tools");
-        self.summary_sizes
-            .lock()
-            .unwrap()
-            .push((request.max_tokens, request_estimate(request)));
-        self.summary_seen
-            .lock()
-            .unwrap()
-            .push(request.messages.last().unwrap().text().to_string());
-        let next = self.summaries.lock().unwrap().pop_front();
-        Box::pin(async move { next.ok_or(ProviderError::Network("no summary scripted".into())) })
-    }
-
-    fn model(&self) -> &str {
-        "fake"
-    }
-}
-
-fn text(t: &str) -> Reply {
-    Reply {
-        text: t.to_string(),
-        finish_reason: Some("stop".into()),
-        usage: Some(Usage::new(10, 5, 0)),
-        ..Reply::default()
-    }
-}
+use minicode::protocol::{Decision, Event, Op, TurnEnd};
+use minicode::provider::{ProviderError, Reply};
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> Reply {
     Reply {
@@ -141,29 +46,12 @@ fn start_options(dir: &Path, fake: Fake, options: Options) -> AgentHandle {
     crate::support::agent::spawn(dir, fake, options)
 }
 
-/// Events until (and including) the next event matching `last`, with a generous deadline.
-async fn until(handle: &mut AgentHandle, last: impl Fn(&Event) -> bool) -> Vec<Event> {
-    let mut events = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), handle.next_event())
-            .await
-            .expect("timed out waiting for the core")
-            .expect("core stopped");
-        let done = last(&event);
-        events.push(event);
-        if done {
-            return events;
-        }
-    }
-}
-
-async fn turn(handle: &mut AgentHandle, input: &str) -> (Vec<Event>, TurnEnd, TurnStats) {
-    handle.send(Op::Submit(input.to_string()));
-    let events = until(handle, |e| matches!(e, Event::TurnEnded { .. })).await;
-    match events.last() {
-        Some(Event::TurnEnded { end, stats, .. }) => (events.clone(), end.clone(), *stats),
-        _ => unreachable!(),
-    }
+/// (max_tokens, estimated input) of each request.
+fn sizes(requests: &[Request]) -> Vec<(u32, u64)> {
+    requests
+        .iter()
+        .map(|r| (r.max_tokens, r.estimate))
+        .collect()
 }
 
 const FIRST: &str = "First request: port the parser to Rust.\nKeep the public API unchanged.";
@@ -171,22 +59,20 @@ const FIRST: &str = "First request: port the parser to Rust.\nKeep the public AP
 #[tokio::test]
 async fn overflow_is_compacted_and_retried_once_without_rerunning_tools() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(
-        vec![
-            Ok(call(
-                "c1",
-                "bash",
-                serde_json::json!({"command": "echo ran-once"}),
-            )),
-            Ok(text(&"a".repeat(10_000))),
-            Err(ProviderError::ContextLength {
-                message: "too long".into(),
-                window: Some(6000),
-            }),
-            Ok(text("done")),
-        ],
-        vec![text("## Goal\nport the parser")],
-    );
+    let fake = Fake::new(vec![
+        Ok(call(
+            "c1",
+            "bash",
+            serde_json::json!({"command": "echo ran-once"}),
+        )),
+        Ok(text(&"a".repeat(10_000))),
+        Err(ProviderError::ContextLength {
+            message: "too long".into(),
+            window: Some(6000),
+        }),
+        Ok(text("done")),
+    ])
+    .with_summaries(vec![text("## Goal\nport the parser")]);
     let mut handle = start(dir.path(), fake.clone(), 8192);
     let (events, end, _) = turn(&mut handle, FIRST).await;
     assert_eq!(end, TurnEnd::Completed);
@@ -223,7 +109,7 @@ async fn overflow_is_compacted_and_retried_once_without_rerunning_tools() {
     );
     assert_eq!(stats.summary_calls, 1);
     assert_eq!(stats.summary_tokens.input_tokens, 10);
-    let seen = fake.main_seen();
+    let seen = fake.main_messages();
     assert_eq!(
         seen.len(),
         4,
@@ -240,16 +126,14 @@ async fn overflow_is_compacted_and_retried_once_without_rerunning_tools() {
     );
     assert!(ledger.text().contains("## Goal\nport the parser"));
     assert_eq!(retried.last().unwrap().text(), "second");
-    assert!(fake.summary_seen()[0].contains("echo ran-once"));
+    assert!(fake.summary_prompts()[0].contains("echo ran-once"));
 }
 
 #[tokio::test]
 async fn automatic_compaction_runs_before_a_request_that_would_leave_too_little_room() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(
-        vec![Ok(text(&"b".repeat(30_000))), Ok(text("ok"))],
-        vec![text("notes 1"), text("notes 2")],
-    );
+    let fake = Fake::new(vec![Ok(text(&"b".repeat(30_000))), Ok(text("ok"))])
+        .with_summaries(vec![text("notes 1"), text("notes 2")]);
     let mut handle = start(dir.path(), fake.clone(), 8192);
     turn(&mut handle, FIRST).await;
     let (events, end, stats) = turn(&mut handle, "next").await;
@@ -268,14 +152,14 @@ async fn automatic_compaction_runs_before_a_request_that_would_leave_too_little_
     );
     // The summarised message is larger than one summary call may carry: two chunks.
     assert_eq!(stats.summary_calls, 2);
-    assert!(fake.summary_seen()[1].contains("<previous-notes>\nnotes 1\n</previous-notes>"));
+    assert!(fake.summary_prompts()[1].contains("<previous-notes>\nnotes 1\n</previous-notes>"));
     assert_eq!(stats.model_calls, 1);
     assert!(
         events
             .iter()
             .any(|e| matches!(e, Event::ContextUsage { window: 8192, .. }))
     );
-    let last = fake.main_seen().pop().unwrap();
+    let last = fake.main_messages().pop().unwrap();
     assert!(last.iter().any(|m| m.text().contains(FIRST)));
     assert!(
         !last.iter().any(|m| m.text().contains(&"b".repeat(100))),
@@ -286,7 +170,7 @@ async fn automatic_compaction_runs_before_a_request_that_would_leave_too_little_
 #[tokio::test]
 async fn manual_compact_passes_focus_and_reports_the_result() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(vec![Ok(text(&"c".repeat(10_000)))], vec![text("notes")]);
+    let fake = Fake::new(vec![Ok(text(&"c".repeat(10_000)))]).with_summaries(vec![text("notes")]);
     let mut handle = start(dir.path(), fake.clone(), 8192);
     turn(&mut handle, FIRST).await;
     turn(&mut handle, "small").await;
@@ -308,7 +192,7 @@ async fn manual_compact_passes_focus_and_reports_the_result() {
         }
         other => panic!("expected the end of the compaction, got {other:?}"),
     }
-    assert!(fake.summary_seen()[0].contains("<focus>\nthe parser API\n</focus>"));
+    assert!(fake.summary_prompts()[0].contains("<focus>\nthe parser API\n</focus>"));
 }
 
 #[tokio::test]
@@ -319,10 +203,12 @@ async fn failed_manual_compact_is_reported_and_keeps_the_context() {
         finish_reason: Some("length".into()),
         ..Reply::default()
     };
-    let fake = Fake::new(
-        vec![Ok(text(&"c".repeat(10_000))), Ok(text("x")), Ok(text("y"))],
-        vec![truncated],
-    );
+    let fake = Fake::new(vec![
+        Ok(text(&"c".repeat(10_000))),
+        Ok(text("x")),
+        Ok(text("y")),
+    ])
+    .with_summaries(vec![truncated]);
     let mut handle = start(dir.path(), fake.clone(), 8192);
     turn(&mut handle, FIRST).await;
     turn(&mut handle, "small").await;
@@ -344,7 +230,7 @@ async fn failed_manual_compact_is_reported_and_keeps_the_context() {
         other => panic!("expected a failed compaction, got {other:?}"),
     }
     turn(&mut handle, "after").await;
-    let last = fake.main_seen().pop().unwrap();
+    let last = fake.main_messages().pop().unwrap();
     assert!(!last.iter().any(|m| m.text().contains("<task-ledger>")));
     assert!(last.iter().any(|m| m.text().contains(&"c".repeat(10_000))));
 }
@@ -353,17 +239,14 @@ async fn failed_manual_compact_is_reported_and_keeps_the_context() {
 async fn memory_is_injected_after_the_system_prompt_and_reloaded_after_a_write() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("MiniCode.md"), "rule: spaces").unwrap();
-    let fake = Fake::new(
-        vec![
-            Ok(call(
-                "w1",
-                "write",
-                serde_json::json!({"path": "MiniCode.md", "content": "rule: tabs"}),
-            )),
-            Ok(text("saved")),
-        ],
-        vec![],
-    );
+    let fake = Fake::new(vec![
+        Ok(call(
+            "w1",
+            "write",
+            serde_json::json!({"path": "MiniCode.md", "content": "rule: tabs"}),
+        )),
+        Ok(text("saved")),
+    ]);
     let mut handle = start(dir.path(), fake.clone(), 262_144);
     let configured = until(&mut handle, |e| matches!(e, Event::MemoryLoaded { .. })).await;
     assert!(
@@ -377,7 +260,7 @@ async fn memory_is_injected_after_the_system_prompt_and_reloaded_after_a_write()
             .any(|e| matches!(e, Event::MemoryLoaded { .. })),
         "reload not announced"
     );
-    let seen = fake.main_seen();
+    let seen = fake.main_messages();
     assert!(
         seen[0][0].text().contains("Project memory:"),
         "memory rules belong in the system prompt"
@@ -395,7 +278,7 @@ async fn memory_is_injected_after_the_system_prompt_and_reloaded_after_a_write()
 #[tokio::test]
 async fn invalid_memory_fails_the_turn_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(vec![Ok(text("never"))], vec![]);
+    let fake = Fake::new(vec![Ok(text("never"))]);
     let mut handle = start(dir.path(), fake.clone(), 262_144);
     std::fs::write(dir.path().join("MiniCode.md"), "bad\0byte").unwrap();
     let (_, end, _) = turn(&mut handle, "hi").await;
@@ -407,7 +290,7 @@ async fn invalid_memory_fails_the_turn_naming_the_file() {
         other => panic!("expected failure, got {other:?}"),
     }
     assert!(
-        fake.main_seen().is_empty(),
+        fake.main_messages().is_empty(),
         "nothing may be sent with a broken memory file"
     );
 }
@@ -423,17 +306,15 @@ fn is_round_limit_request(messages: &[Message]) -> bool {
 async fn round_limit_summary_request_is_compacted_first_when_room_is_short() {
     let dir = tempfile::tempdir().unwrap();
     let big = "x".repeat(30_000);
-    let fake = Fake::new(
-        vec![
-            Ok(call(
-                "w1",
-                "write",
-                serde_json::json!({"path": "big.txt", "content": big}),
-            )),
-            Ok(text("wrapped up")),
-        ],
-        vec![text("## Goal\nport the parser")],
-    );
+    let fake = Fake::new(vec![
+        Ok(call(
+            "w1",
+            "write",
+            serde_json::json!({"path": "big.txt", "content": big}),
+        )),
+        Ok(text("wrapped up")),
+    ])
+    .with_summaries(vec![text("## Goal\nport the parser")]);
     let mut handle = start_with(dir.path(), fake.clone(), 8192, 1);
     let (events, end, stats) = turn(&mut handle, FIRST).await;
     assert_eq!(end, TurnEnd::RoundLimit { rounds: 1 }, "{events:?}");
@@ -452,7 +333,7 @@ async fn round_limit_summary_request_is_compacted_first_when_room_is_short() {
         "only the first request lies before the kept batch"
     );
     assert_eq!((stats.model_calls, stats.summary_calls), (2, 1));
-    let seen = fake.main_seen();
+    let seen = fake.main_messages();
     assert_eq!(seen.len(), 2);
     let last = &seen[1];
     assert!(is_round_limit_request(last));
@@ -461,28 +342,26 @@ async fn round_limit_summary_request_is_compacted_first_when_room_is_short() {
         .find(|m| m.text().contains("<task-ledger>"))
         .expect("the summary request must carry the compacted context");
     assert!(ledger.text().contains(FIRST));
-    assert!(fake.summary_seen()[0].contains(FIRST));
+    assert!(fake.summary_prompts()[0].contains(FIRST));
 }
 
 #[tokio::test]
 async fn round_limit_summary_request_recovers_from_overflow_once_without_rerunning_tools() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(
-        vec![
-            Ok(text(&"a".repeat(10_000))),
-            Ok(call(
-                "c1",
-                "bash",
-                serde_json::json!({"command": "echo ran-once"}),
-            )),
-            Err(ProviderError::ContextLength {
-                message: "too long".into(),
-                window: None,
-            }),
-            Ok(text("wrapped up")),
-        ],
-        vec![text("## Goal\nport the parser")],
-    );
+    let fake = Fake::new(vec![
+        Ok(text(&"a".repeat(10_000))),
+        Ok(call(
+            "c1",
+            "bash",
+            serde_json::json!({"command": "echo ran-once"}),
+        )),
+        Err(ProviderError::ContextLength {
+            message: "too long".into(),
+            window: None,
+        }),
+        Ok(text("wrapped up")),
+    ])
+    .with_summaries(vec![text("## Goal\nport the parser")]);
     let mut handle = start_with(dir.path(), fake.clone(), 8192, 1);
     let (_, end, _) = turn(&mut handle, FIRST).await;
     assert_eq!(end, TurnEnd::Completed);
@@ -498,7 +377,7 @@ async fn round_limit_summary_request_recovers_from_overflow_once_without_rerunni
         "{events:?}"
     );
     assert_eq!((stats.model_calls, stats.summary_calls), (3, 1));
-    let seen = fake.main_seen();
+    let seen = fake.main_messages();
     assert_eq!(
         seen.len(),
         4,
@@ -513,7 +392,7 @@ async fn round_limit_summary_request_recovers_from_overflow_once_without_rerunni
     // The turn's reply is the resent request's answer, and the session stays usable.
     let (_, end, _) = turn(&mut handle, "third").await;
     assert_eq!(end, TurnEnd::Completed);
-    let after = fake.main_seen().pop().unwrap();
+    let after = fake.main_messages().pop().unwrap();
     assert!(after.iter().any(|m| m.text() == "wrapped up"));
 }
 
@@ -526,15 +405,13 @@ async fn round_limit_summary_fails_the_turn_when_the_resend_overflows_again() {
             window: None,
         })
     };
-    let fake = Fake::new(
-        vec![
-            Ok(text(&"a".repeat(10_000))),
-            Ok(call("c1", "bash", serde_json::json!({"command": "true"}))),
-            overflow(),
-            overflow(),
-        ],
-        vec![text("notes")],
-    );
+    let fake = Fake::new(vec![
+        Ok(text(&"a".repeat(10_000))),
+        Ok(call("c1", "bash", serde_json::json!({"command": "true"}))),
+        overflow(),
+        overflow(),
+    ])
+    .with_summaries(vec![text("notes")]);
     let mut handle = start_with(dir.path(), fake.clone(), 8192, 1);
     turn(&mut handle, FIRST).await;
     let (events, end, _) = turn(&mut handle, "second").await;
@@ -542,7 +419,7 @@ async fn round_limit_summary_fails_the_turn_when_the_resend_overflows_again() {
         TurnEnd::Failed { error } => assert!(error.contains("too long"), "{error}"),
         other => panic!("expected failure, got {other:?}: {events:?}"),
     }
-    assert_eq!(fake.main_seen().len(), 4, "one resend only");
+    assert_eq!(fake.main_messages().len(), 4, "one resend only");
 }
 
 /// A reply without usage, so the budget works from the local estimate alone (which is what
@@ -557,23 +434,24 @@ fn uncounted(t: &str) -> Reply {
 #[tokio::test]
 async fn requests_never_ask_for_more_output_than_the_window_leaves() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(
-        vec![Ok(uncounted(&"b".repeat(30_000))), Ok(uncounted("ok"))],
-        vec![text("notes 1"), text("notes 2")],
-    );
+    let fake = Fake::new(vec![
+        Ok(uncounted(&"b".repeat(30_000))),
+        Ok(uncounted("ok")),
+    ])
+    .with_summaries(vec![text("notes 1"), text("notes 2")]);
     // The default max_tokens (8192) alone would fill an 8K window.
     let mut handle = start(dir.path(), fake.clone(), 8192);
     turn(&mut handle, FIRST).await;
     let (events, end, _) = turn(&mut handle, "next").await;
     assert_eq!(end, TurnEnd::Completed, "{events:?}");
-    let main = fake.main_sizes.lock().unwrap().clone();
+    let main = sizes(&fake.main_requests());
     assert_eq!(main.len(), 2);
     for (max, input) in &main {
         assert!(*max >= MIN_REPLY_TOKENS as u32, "{main:?}");
         assert!(u64::from(*max) + input <= 8192, "{main:?}");
     }
     assert!(main[0].0 < 8192, "the configured value must be cut");
-    let summaries = fake.summary_sizes.lock().unwrap().clone();
+    let summaries = sizes(&fake.summary_requests());
     assert!(!summaries.is_empty());
     for (max, input) in &summaries {
         assert!(u64::from(*max) + input <= 8192, "{summaries:?}");
@@ -584,17 +462,14 @@ async fn requests_never_ask_for_more_output_than_the_window_leaves() {
 async fn memory_rewritten_by_bash_is_sent_with_the_next_request() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("MiniCode.md"), "rule: spaces").unwrap();
-    let fake = Fake::new(
-        vec![
-            Ok(call(
-                "b1",
-                "bash",
-                serde_json::json!({"command": "printf 'rule: tabs, always' > MiniCode.md"}),
-            )),
-            Ok(text("saved")),
-        ],
-        vec![],
-    );
+    let fake = Fake::new(vec![
+        Ok(call(
+            "b1",
+            "bash",
+            serde_json::json!({"command": "printf 'rule: tabs, always' > MiniCode.md"}),
+        )),
+        Ok(text("saved")),
+    ]);
     let mut handle = start(dir.path(), fake.clone(), 262_144);
     let (events, end, _) = turn(&mut handle, "remember tabs").await;
     assert_eq!(end, TurnEnd::Completed, "{events:?}");
@@ -607,7 +482,7 @@ async fn memory_rewritten_by_bash_is_sent_with_the_next_request() {
         .position(|e| matches!(e, Event::ToolCallEnded { .. }))
         .unwrap();
     assert!(tool_ended < reloaded);
-    let seen = fake.main_seen();
+    let seen = fake.main_messages();
     assert!(seen[0][1].text().contains("rule: spaces"));
     assert!(
         seen[1][1].text().contains("rule: tabs, always"),
@@ -619,17 +494,14 @@ async fn memory_rewritten_by_bash_is_sent_with_the_next_request() {
 async fn memory_made_invalid_by_bash_fails_the_turn_before_the_next_request() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("MiniCode.md"), "rule: spaces").unwrap();
-    let fake = Fake::new(
-        vec![
-            Ok(call(
-                "b1",
-                "bash",
-                serde_json::json!({"command": "printf 'bad\\000byte' > MiniCode.md"}),
-            )),
-            Ok(text("never")),
-        ],
-        vec![],
-    );
+    let fake = Fake::new(vec![
+        Ok(call(
+            "b1",
+            "bash",
+            serde_json::json!({"command": "printf 'bad\\000byte' > MiniCode.md"}),
+        )),
+        Ok(text("never")),
+    ]);
     let mut handle = start(dir.path(), fake.clone(), 262_144);
     let (events, end, _) = turn(&mut handle, "break it").await;
     match end {
@@ -640,7 +512,7 @@ async fn memory_made_invalid_by_bash_fails_the_turn_before_the_next_request() {
         other => panic!("expected failure, got {other:?}: {events:?}"),
     }
     assert_eq!(
-        fake.main_seen().len(),
+        fake.main_messages().len(),
         1,
         "nothing sent with a broken memory"
     );
@@ -648,14 +520,14 @@ async fn memory_made_invalid_by_bash_fails_the_turn_before_the_next_request() {
     std::fs::remove_file(dir.path().join("MiniCode.md")).unwrap();
     let (_, end, _) = turn(&mut handle, "go on").await;
     assert_eq!(end, TurnEnd::Completed);
-    let last = fake.main_seen().pop().unwrap();
+    let last = fake.main_messages().pop().unwrap();
     assert!(!last.iter().any(|m| m.text().starts_with("<project-memory")));
 }
 
 #[tokio::test]
 async fn a_failed_memory_load_leaves_no_unanswered_prompt_in_history() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(vec![Ok(text("answer"))], vec![]);
+    let fake = Fake::new(vec![Ok(text("answer"))]);
     let mut handle = start(dir.path(), fake.clone(), 262_144);
     std::fs::write(dir.path().join("MiniCode.md"), "x".repeat(70_000)).unwrap();
     let (_, end, _) = turn(&mut handle, "the lost prompt").await;
@@ -663,7 +535,7 @@ async fn a_failed_memory_load_leaves_no_unanswered_prompt_in_history() {
     std::fs::write(dir.path().join("MiniCode.md"), "fixed").unwrap();
     let (_, end, _) = turn(&mut handle, "second").await;
     assert_eq!(end, TurnEnd::Completed);
-    let seen = fake.main_seen();
+    let seen = fake.main_messages();
     assert_eq!(seen.len(), 1);
     assert!(!seen[0].iter().any(|m| m.text() == "the lost prompt"));
     assert_eq!(seen[0].last().unwrap().text(), "second");
@@ -672,13 +544,10 @@ async fn a_failed_memory_load_leaves_no_unanswered_prompt_in_history() {
 #[tokio::test]
 async fn deny_then_interrupt_never_starts_another_request() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(
-        vec![
-            Ok(call("c1", "bash", serde_json::json!({"command": "true"}))),
-            Ok(text("must not be asked")),
-        ],
-        vec![],
-    );
+    let fake = Fake::new(vec![
+        Ok(call("c1", "bash", serde_json::json!({"command": "true"}))),
+        Ok(text("must not be asked")),
+    ]);
     let mut handle = start_options(
         dir.path(),
         fake.clone(),
@@ -702,7 +571,7 @@ async fn deny_then_interrupt_never_starts_another_request() {
         Some(Event::TurnEnded { end, .. }) => assert_eq!(*end, TurnEnd::Interrupted),
         _ => unreachable!(),
     }
-    assert_eq!(fake.main_seen().len(), 1, "a request started after Esc");
+    assert_eq!(fake.main_messages().len(), 1, "a request started after Esc");
 }
 
 #[tokio::test]
@@ -710,17 +579,15 @@ async fn context_usage_is_reported_at_start_and_after_compaction_and_clear_keeps
 {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("MiniCode.md"), "rule: spaces").unwrap();
-    let fake = Fake::new(
-        vec![
-            Ok(text(&"a".repeat(10_000))),
-            Err(ProviderError::ContextLength {
-                message: "too long".into(),
-                window: Some(6000),
-            }),
-            Ok(text("done")),
-        ],
-        vec![text("notes")],
-    );
+    let fake = Fake::new(vec![
+        Ok(text(&"a".repeat(10_000))),
+        Err(ProviderError::ContextLength {
+            message: "too long".into(),
+            window: Some(6000),
+        }),
+        Ok(text("done")),
+    ])
+    .with_summaries(vec![text("notes")]);
     let mut handle = start(dir.path(), fake.clone(), 8192);
     let start_events = until(&mut handle, |e| matches!(e, Event::ContextUsage { .. })).await;
     assert!(matches!(start_events[0], Event::SessionConfigured { .. }));
@@ -766,14 +633,12 @@ async fn context_usage_is_reported_at_start_and_after_compaction_and_clear_keeps
 #[tokio::test]
 async fn manual_compact_summarises_all_but_the_latest_exchange_of_a_short_session() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::new(
-        vec![
-            Ok(text("answer one")),
-            Ok(text("answer two")),
-            Ok(text("three")),
-        ],
-        vec![text("## Goal\nnotes of one")],
-    );
+    let fake = Fake::new(vec![
+        Ok(text("answer one")),
+        Ok(text("answer two")),
+        Ok(text("three")),
+    ])
+    .with_summaries(vec![text("## Goal\nnotes of one")]);
     let mut handle = start(dir.path(), fake.clone(), 262_144);
     turn(&mut handle, FIRST).await;
     turn(&mut handle, "second request").await;
@@ -787,10 +652,10 @@ async fn manual_compact_summarises_all_but_the_latest_exchange_of_a_short_sessio
         _ => None,
     });
     assert_eq!(summarized, Some(2), "{events:?}");
-    assert!(fake.summary_seen()[0].contains("answer one"));
-    assert!(!fake.summary_seen()[0].contains("answer two"));
+    assert!(fake.summary_prompts()[0].contains("answer one"));
+    assert!(!fake.summary_prompts()[0].contains("answer two"));
     turn(&mut handle, "third request").await;
-    let last = fake.main_seen().pop().unwrap();
+    let last = fake.main_messages().pop().unwrap();
     let texts: Vec<&str> = last.iter().map(|m| m.text()).collect();
     assert!(texts[1].contains("<task-ledger>") && texts[1].contains(FIRST));
     assert!(texts[1].contains("notes of one"));
@@ -821,7 +686,7 @@ async fn duplicate_call_ids_are_renamed_so_the_history_saves() {
         finish_reason: Some("tool_calls".into()),
         ..Reply::default()
     };
-    let fake = Fake::new(vec![Ok(twice)], vec![]);
+    let fake = Fake::new(vec![Ok(twice)]);
     let mut handle = start(dir.path(), fake.clone(), 262_144);
     let configured = until(&mut handle, |e| {
         matches!(e, Event::SessionConfigured { .. })

@@ -1,9 +1,11 @@
-//! Token estimates, the budget, the keep boundary and request assembly (`agent::context`).
+//! Token estimates, the budget (`agent::budget`), the keep boundary and request assembly
+//! (`agent::context`).
 
-use minicode::agent::context::{
-    Budget, BudgetError, Context, ContextError, DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS,
-    MIN_REPLY_TOKENS, Tracker, keep_boundary,
+use minicode::agent::budget::{
+    Budget, BudgetError, DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, MIN_REPLY_TOKENS,
+    Tracker,
 };
+use minicode::agent::context::{Context, ContextError, keep_boundary};
 use minicode::chat::{Message, Role, ToolCall, ToolSpec, Usage};
 use minicode::chat::{estimate_message, estimate_text, estimate_tools, split_at_budget};
 use minicode::memory::Memory;

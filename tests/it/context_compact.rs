@@ -2,105 +2,24 @@
 //! which summaries are accepted, chunking, cancellation, and the task ledger across successive
 //! compactions with a resume in between.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-
+use crate::support::fake::{Answer, Fake};
+use minicode::agent::budget::Budget;
 use minicode::agent::compact::{CompactError, CompactRequest, compact, transcript};
-use minicode::agent::context::{Budget, Context};
+use minicode::agent::context::Context;
 use minicode::chat::estimate_text;
 use minicode::chat::{Message, Role, ToolCall, Usage};
 use minicode::protocol::TurnStats;
-use minicode::provider::{ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture};
+use minicode::provider::{ProviderError, Reply};
 use minicode::session::{Checkpoint, Session};
 use tokio_util::sync::CancellationToken;
 
-/// One scripted answer to a `chat` call.
-enum Script {
-    Reply(Reply),
-    Fail(ProviderError),
-    /// Never answers (to test cancellation).
-    Hang,
-}
-
-fn summary(text: &str) -> Script {
-    Script::Reply(Reply {
+fn summary(text: &str) -> Answer {
+    Answer::Reply(Reply {
         text: text.to_string(),
         tool_calls: vec![],
         finish_reason: Some("stop".to_string()),
         usage: Some(Usage::new(100, 20, 0)),
     })
-}
-
-/// A request as the fake saw it: (role, text) pairs, whether tools were offered, max_tokens.
-#[derive(Debug, Clone)]
-struct Seen {
-    messages: Vec<(Role, String)>,
-    tools: usize,
-    max_tokens: u32,
-}
-
-impl Seen {
-    fn prompt(&self) -> &str {
-        &self.messages.last().unwrap().1
-    }
-}
-
-#[derive(Clone, Default)]
-struct FakeProvider {
-    script: Arc<Mutex<VecDeque<Script>>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl FakeProvider {
-    fn new(script: Vec<Script>) -> Self {
-        Self {
-            script: Arc::new(Mutex::new(script.into())),
-            seen: Arc::default(),
-        }
-    }
-
-    fn push(&self, s: Script) {
-        self.script.lock().unwrap().push_back(s);
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-impl Provider for FakeProvider {
-    fn stream(&self, _request: &ChatRequest<'_>) -> EventStream {
-        panic!("compaction must not stream");
-    }
-
-    fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
-        self.seen.lock().unwrap().push(Seen {
-            messages: request
-                .messages
-                .iter()
-                .map(|m| (m.role, m.text().to_string()))
-                .collect(),
-            tools: request.tools.len(),
-            max_tokens: request.max_tokens,
-        });
-        let next = self
-            .script
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("unscripted summary call");
-        Box::pin(async move {
-            match next {
-                Script::Reply(r) => Ok(r),
-                Script::Fail(e) => Err(e),
-                Script::Hang => std::future::pending().await,
-            }
-        })
-    }
-
-    fn model(&self) -> &str {
-        "fake"
-    }
 }
 
 fn request(keep: u64, input_budget: u64) -> CompactRequest<'static> {
@@ -117,7 +36,7 @@ fn request(keep: u64, input_budget: u64) -> CompactRequest<'static> {
 /// A user request, a tool batch and an answer, each carrying a fact.
 /// One compaction with a fresh cancel token and throw-away stats.
 async fn compact_once(
-    fake: &FakeProvider,
+    fake: &Fake,
     messages: &[Message],
     previous: Option<&Checkpoint>,
     req: &CompactRequest<'_>,
@@ -157,7 +76,7 @@ async fn compact_summarises_everything_before_the_kept_part_without_tools() {
     for fact in ["alpha", "beta", "gamma", "delta"] {
         exchange(&mut messages, fact);
     }
-    let fake = FakeProvider::new(vec![summary("## Goal\nalpha to delta")]);
+    let fake = Fake::summaries_only(vec![summary("## Goal\nalpha to delta")]);
     let mut stats = TurnStats::default();
     let out = compact(
         &fake,
@@ -176,10 +95,10 @@ async fn compact_summarises_everything_before_the_kept_part_without_tools() {
     assert_eq!(stats.summary_calls, 1);
     assert_eq!(stats.summary_tokens.input_tokens, 100);
     assert_eq!(stats.model_calls, 0, "summary calls are not main calls");
-    let seen = fake.seen();
+    let seen = fake.summary_requests();
     assert_eq!(seen[0].tools, 0);
     assert_eq!(seen[0].max_tokens, 1000);
-    assert_eq!(seen[0].messages[0].0, Role::System);
+    assert_eq!(seen[0].messages[0].role, Role::System);
     let prompt = seen[0].prompt();
     for wanted in [
         "please handle alpha",
@@ -203,14 +122,14 @@ async fn compact_passes_focus_instructions_to_the_summariser() {
     for fact in ["alpha", "beta"] {
         exchange(&mut messages, fact);
     }
-    let fake = FakeProvider::new(vec![summary("notes")]);
+    let fake = Fake::summaries_only(vec![summary("notes")]);
     let req = CompactRequest {
         instructions: Some("the database schema"),
         ..request(10, 100_000)
     };
     compact_once(&fake, &messages, None, &req).await.unwrap();
     assert!(
-        fake.seen()[0]
+        fake.summary_requests()[0]
             .prompt()
             .contains("<focus>\nthe database schema\n</focus>")
     );
@@ -220,23 +139,23 @@ async fn compact_passes_focus_instructions_to_the_summariser() {
 async fn compact_with_nothing_before_the_kept_part_is_refused() {
     let mut messages = Vec::new();
     exchange(&mut messages, "alpha");
-    let fake = FakeProvider::new(vec![]);
+    let fake = Fake::summaries_only(vec![]);
     let err = compact_once(&fake, &messages, None, &request(100_000, 100_000))
         .await
         .unwrap_err();
     assert!(matches!(err, CompactError::NothingToCompact));
-    assert!(fake.seen().is_empty());
+    assert!(fake.summary_requests().is_empty());
 }
 
 #[tokio::test]
 async fn compact_refuses_an_invalid_history_before_calling_the_model() {
     let messages = vec![Message::user("hi"), Message::tool_result("nope", "x")];
-    let fake = FakeProvider::new(vec![]);
+    let fake = Fake::summaries_only(vec![]);
     let err = compact_once(&fake, &messages, None, &request(1, 100_000))
         .await
         .unwrap_err();
     assert!(matches!(err, CompactError::Invalid(_)), "{err:?}");
-    assert!(fake.seen().is_empty());
+    assert!(fake.summary_requests().is_empty());
 }
 
 async fn rejected(reply: Reply) -> (CompactError, TurnStats) {
@@ -244,7 +163,7 @@ async fn rejected(reply: Reply) -> (CompactError, TurnStats) {
     for fact in ["alpha", "beta", "gamma"] {
         exchange(&mut messages, fact);
     }
-    let fake = FakeProvider::new(vec![Script::Reply(reply)]);
+    let fake = Fake::summaries_only(vec![Answer::Reply(reply)]);
     let mut stats = TurnStats::default();
     let previous = Checkpoint {
         summary: "old notes".into(),
@@ -323,7 +242,7 @@ async fn failed_summary_request_is_reported_with_its_cause() {
     for fact in ["alpha", "beta"] {
         exchange(&mut messages, fact);
     }
-    let fake = FakeProvider::new(vec![Script::Fail(ProviderError::Network("reset".into()))]);
+    let fake = Fake::summaries_only(vec![Answer::Fail(ProviderError::Network("reset".into()))]);
     let mut stats = TurnStats::default();
     let err = compact(
         &fake,
@@ -349,7 +268,7 @@ async fn cancellation_ends_compaction_promptly() {
     for fact in ["alpha", "beta"] {
         exchange(&mut messages, fact);
     }
-    let fake = FakeProvider::new(vec![Script::Hang]);
+    let fake = Fake::summaries_only(vec![Answer::Hang]);
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     let task = tokio::spawn(async move {
@@ -377,7 +296,7 @@ async fn large_history_is_chunked_and_folded_without_dropping_anything() {
     for i in 0..40 {
         exchange(&mut messages, &format!("fact{i:02}"));
     }
-    let fake = FakeProvider::new(
+    let fake = Fake::summaries_only(
         (0..200)
             .map(|i| summary(&format!("notes after part {i}")))
             .collect(),
@@ -386,7 +305,7 @@ async fn large_history_is_chunked_and_folded_without_dropping_anything() {
     let out = compact_once(&fake, &messages, None, &request(200, budget))
         .await
         .unwrap();
-    let seen = fake.seen();
+    let seen = fake.summary_requests();
     assert!(
         out.chunks > 3,
         "expected several chunks, got {}",
@@ -396,7 +315,7 @@ async fn large_history_is_chunked_and_folded_without_dropping_anything() {
     // Every call fits the summariser's budget, and each folds in the notes of the previous one.
     let mut conversation = String::new();
     for (i, call) in seen.iter().enumerate() {
-        let total: u64 = call.messages.iter().map(|(_, t)| estimate_text(t)).sum();
+        let total: u64 = call.messages.iter().map(|m| estimate_text(m.text())).sum();
         assert!(total <= budget, "call {i} carries {total} tokens");
         let prompt = call.prompt();
         if i > 0 {
@@ -424,8 +343,8 @@ async fn context_length_error_on_a_summary_call_shrinks_the_chunk() {
     for i in 0..10 {
         exchange(&mut messages, &format!("fact{i}"));
     }
-    let fake = FakeProvider::new(vec![
-        Script::Fail(ProviderError::ContextLength {
+    let fake = Fake::summaries_only(vec![
+        Answer::Fail(ProviderError::ContextLength {
             message: "too long".into(),
             window: None,
         }),
@@ -445,7 +364,7 @@ async fn context_length_error_on_a_summary_call_shrinks_the_chunk() {
     )
     .await
     .unwrap();
-    let seen = fake.seen();
+    let seen = fake.summary_requests();
     assert!(seen.len() >= 3);
     assert!(seen[1].prompt().len() < seen[0].prompt().len());
     assert_eq!(stats.summary_calls as usize, seen.len());
@@ -468,7 +387,7 @@ async fn ledger_survives_three_compactions_with_a_resume_in_between() {
         ["E0308 fixed in parse.rs", "tests pass"],
         ["renamed flag --out to --output", "README not yet updated"],
     ];
-    let fake = FakeProvider::new(vec![]);
+    let fake = Fake::summaries_only(vec![]);
     for (round, pair) in facts.iter().enumerate() {
         for fact in pair {
             let mut more = Vec::new();
@@ -481,7 +400,7 @@ async fn ledger_survives_three_compactions_with_a_resume_in_between() {
         session.push(Message::assistant(Some(format!("ack {round}")), vec![]));
         let previous = session.checkpoint().cloned();
         let notes = format!("notes v{round}: {}", pair.join("; "));
-        fake.push(summary(&notes));
+        fake.push_summary(summary(&notes));
         let mut stats = TurnStats::default();
         let out = compact(
             &fake,
@@ -494,7 +413,7 @@ async fn ledger_survives_three_compactions_with_a_resume_in_between() {
         .await
         .unwrap();
         // What the summariser received: the previous summary and the new facts.
-        let seen = fake.seen();
+        let seen = fake.summary_requests();
         let prompt = seen.last().unwrap().prompt().to_string();
         for fact in pair {
             assert!(
@@ -544,7 +463,7 @@ async fn ledger_survives_three_compactions_with_a_resume_in_between() {
             "resume rebuilds exactly the compacted context"
         );
     }
-    assert_eq!(fake.seen().len(), 3);
+    assert_eq!(fake.summary_requests().len(), 3);
 }
 
 #[tokio::test]
@@ -553,7 +472,7 @@ async fn manual_compaction_keeps_only_the_latest_exchange() {
     for fact in ["alpha", "beta", "gamma"] {
         exchange(&mut messages, fact);
     }
-    let fake = FakeProvider::new(vec![summary("notes")]);
+    let fake = Fake::summaries_only(vec![summary("notes")]);
     // keep_recent alone would keep everything: nothing to compact.
     let automatic = compact_once(&fake, &messages, None, &request(1_000_000, 100_000)).await;
     assert!(matches!(automatic, Err(CompactError::NothingToCompact)));
@@ -565,7 +484,7 @@ async fn manual_compaction_keeps_only_the_latest_exchange() {
     let latest = messages.iter().rposition(|m| m.role == Role::User).unwrap();
     assert_eq!(out.checkpoint.first_kept_index, latest);
     assert_eq!(out.messages_summarized, latest);
-    let prompt = fake.seen()[0].prompt().to_string();
+    let prompt = fake.summary_requests()[0].prompt().to_string();
     assert!(prompt.contains("alpha") && prompt.contains("beta") && !prompt.contains("gamma"));
 }
 
@@ -575,18 +494,18 @@ async fn summary_calls_ask_for_no_more_output_than_the_window_leaves() {
     for fact in ["alpha", "beta"] {
         exchange(&mut messages, fact);
     }
-    let fake = FakeProvider::new(vec![summary("notes")]);
+    let fake = Fake::summaries_only(vec![summary("notes")]);
     let req = CompactRequest {
         window: 1800,
         max_tokens: 8192,
         ..request(10, 100_000)
     };
     compact_once(&fake, &messages, None, &req).await.unwrap();
-    let seen = &fake.seen()[0];
+    let seen = &fake.summary_requests()[0];
     let input: u64 = seen
         .messages
         .iter()
-        .map(|(_, text)| estimate_text(text) + 4)
+        .map(|m| estimate_text(m.text()) + 4)
         .sum();
     assert!(seen.max_tokens >= 256 && seen.max_tokens < 8192);
     assert!(

@@ -8,8 +8,9 @@
 //! and the latest user message verbatim, so the constraint, the file path and the failed command
 //! with its error sit in other messages, all of which get summarised.
 
+use minicode::agent::budget::Budget;
 use minicode::agent::compact::{CompactRequest, compact};
-use minicode::agent::context::{Budget, Context};
+use minicode::agent::context::Context;
 use minicode::chat::{Message, ToolCall};
 use minicode::config::{self, Overrides, ProviderKind};
 use minicode::protocol::TurnStats;

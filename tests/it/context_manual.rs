@@ -2,95 +2,18 @@
 //! keeps the old checkpoint and the session usable, prompts sent meanwhile are queued, a
 //! shutdown stops it; and the one-shot binary reports an automatic compaction on stderr.
 
-use std::collections::VecDeque;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use crate::support::events::{DEADLINE, ended, turn, until};
+use crate::support::fake::{Answer, Fake, text_reply as text};
 use crate::support::mock_openai::{MockReply, MockServer, text_reply};
-use futures_util::stream;
 use minicode::agent::Options;
-use minicode::chat::{Message, Usage};
+use minicode::chat::Message;
 use minicode::protocol::AgentHandle;
-use minicode::protocol::{Event, Op, TurnEnd, TurnStats};
-use minicode::provider::{
-    ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture, StreamEvent,
-};
+use minicode::protocol::{Event, Op, TurnEnd};
 use minicode::session::Session;
 use tokio::sync::mpsc;
-
-/// One scripted answer to a summary call.
-enum Summary {
-    Reply(Reply),
-    /// Never answers: the call stays in flight until it is cancelled.
-    Hang,
-}
-
-/// A model with scripted main (streamed) replies and summary (chat) answers. Every summary
-/// call is announced on `started`, so a test can act while one is in flight.
-#[derive(Clone)]
-struct Fake {
-    main: Arc<Mutex<VecDeque<Reply>>>,
-    summaries: Arc<Mutex<VecDeque<Summary>>>,
-    main_seen: Arc<Mutex<Vec<Vec<Message>>>>,
-    started: mpsc::UnboundedSender<usize>,
-}
-
-impl Fake {
-    fn new(main: Vec<Reply>, summaries: Vec<Summary>) -> (Self, mpsc::UnboundedReceiver<usize>) {
-        let (started, rx) = mpsc::unbounded_channel();
-        let fake = Self {
-            main: Arc::new(Mutex::new(main.into())),
-            summaries: Arc::new(Mutex::new(summaries.into())),
-            main_seen: Arc::default(),
-            started,
-        };
-        (fake, rx)
-    }
-
-    fn last_request(&self) -> Vec<Message> {
-        self.main_seen.lock().unwrap().last().cloned().unwrap()
-    }
-}
-
-impl Provider for Fake {
-    fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
-        self.main_seen
-            .lock()
-            .unwrap()
-            .push(request.messages.iter().map(|m| (*m).clone()).collect());
-        let next = self.main.lock().unwrap().pop_front();
-        let reply = next.unwrap_or_else(|| text("(exhausted)"));
-        Box::pin(stream::iter(vec![Ok(StreamEvent::Done(reply))]))
-    }
-
-    fn chat(&self, _request: &ChatRequest<'_>) -> ReplyFuture {
-        let next = self.summaries.lock().unwrap().pop_front();
-        let started = self.started.clone();
-        Box::pin(async move {
-            let _ = started.send(1);
-            match next {
-                Some(Summary::Reply(reply)) => Ok(reply),
-                Some(Summary::Hang) => std::future::pending().await,
-                None => Err(ProviderError::Network("no summary scripted".into())),
-            }
-        })
-    }
-
-    fn model(&self) -> &str {
-        "fake"
-    }
-}
-
-fn text(t: &str) -> Reply {
-    Reply {
-        text: t.to_string(),
-        finish_reason: Some("stop".into()),
-        usage: Some(Usage::new(10, 5, 0)),
-        ..Reply::default()
-    }
-}
 
 fn start(workspace: &Path, fake: Fake) -> AgentHandle {
     let options = Options {
@@ -101,41 +24,13 @@ fn start(workspace: &Path, fake: Fake) -> AgentHandle {
     crate::support::agent::spawn(workspace, fake, options)
 }
 
-/// Events until (and including) the first matching `last`, with a generous deadline.
-async fn until(handle: &mut AgentHandle, last: impl Fn(&Event) -> bool) -> Vec<Event> {
-    let mut events = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), handle.next_event())
-            .await
-            .expect("timed out waiting for the core")
-            .expect("core stopped");
-        let done = last(&event);
-        events.push(event);
-        if done {
-            return events;
-        }
-    }
-}
-
-fn ended(events: &[Event]) -> (TurnEnd, TurnStats) {
-    match events.last() {
-        Some(Event::TurnEnded { end, stats, .. }) => (end.clone(), *stats),
-        other => panic!("expected TurnEnded, got {other:?}"),
-    }
-}
-
-async fn turn(handle: &mut AgentHandle, input: &str) -> TurnEnd {
-    handle.send(Op::Submit(input.to_string()));
-    ended(&until(handle, |e| matches!(e, Event::TurnEnded { .. })).await).0
-}
-
 async fn compact(handle: &mut AgentHandle) -> Vec<Event> {
     handle.send(Op::Compact(None));
     until(handle, |e| matches!(e, Event::TurnEnded { .. })).await
 }
 
-async fn summary_started(started: &mut mpsc::UnboundedReceiver<usize>) {
-    tokio::time::timeout(Duration::from_secs(30), started.recv())
+async fn summary_started(started: &mut mpsc::UnboundedReceiver<()>) {
+    tokio::time::timeout(DEADLINE, started.recv())
         .await
         .expect("no summary call was made")
         .expect("the fake is gone");
@@ -154,16 +49,15 @@ const FIRST: &str = "First request: port the parser to Rust.";
 async fn interrupted_compaction_keeps_the_old_checkpoint_and_the_session_usable() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().canonicalize().unwrap();
-    let (fake, mut started) = Fake::new(
-        vec![
-            text(&"c".repeat(10_000)),
-            text("ok"),
-            text(&"d".repeat(10_000)),
-            text("ok"),
-            text("queued answer"),
-        ],
-        vec![Summary::Reply(text("notes one")), Summary::Hang],
-    );
+    let fake = Fake::new(vec![
+        text(&"c".repeat(10_000)),
+        text("ok"),
+        text(&"d".repeat(10_000)),
+        text("ok"),
+        text("queued answer"),
+    ])
+    .with_summaries(vec![Answer::Reply(text("notes one")), Answer::Hang]);
+    let mut started = fake.summary_starts();
     let mut handle = start(&workspace, fake.clone());
     turn(&mut handle, FIRST).await;
     turn(&mut handle, "small").await;
@@ -196,7 +90,7 @@ async fn interrupted_compaction_keeps_the_old_checkpoint_and_the_session_usable(
     // The queued prompt runs next, against the old checkpoint.
     let events = until(&mut handle, |e| matches!(e, Event::TurnEnded { .. })).await;
     assert_eq!(ended(&events).0, TurnEnd::Completed, "{events:?}");
-    let sent = fake.last_request();
+    let sent = fake.main_messages().pop().unwrap();
     assert_eq!(sent.last().unwrap().text(), "queued");
     let ledger = ledger(&sent).expect("the old checkpoint must stay");
     assert!(ledger.contains("notes one") && ledger.contains(FIRST));
@@ -220,10 +114,9 @@ async fn interrupted_compaction_keeps_the_old_checkpoint_and_the_session_usable(
 async fn shutdown_during_compaction_stops_it_and_saves() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().canonicalize().unwrap();
-    let (fake, mut started) = Fake::new(
-        vec![text(&"c".repeat(10_000)), text("ok")],
-        vec![Summary::Hang],
-    );
+    let fake =
+        Fake::new(vec![text(&"c".repeat(10_000)), text("ok")]).with_summaries(vec![Answer::Hang]);
+    let mut started = fake.summary_starts();
     let mut handle = start(&workspace, fake);
     turn(&mut handle, FIRST).await;
     turn(&mut handle, "small").await;
@@ -251,7 +144,7 @@ async fn shutdown_during_compaction_stops_it_and_saves() {
 async fn compaction_with_nothing_to_summarise_warns_and_completes() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().canonicalize().unwrap();
-    let (fake, _started) = Fake::new(vec![text("short")], vec![]);
+    let fake = Fake::new(vec![text("short")]);
     let mut handle = start(&workspace, fake);
     turn(&mut handle, FIRST).await;
     let events = compact(&mut handle).await;
@@ -303,6 +196,7 @@ fn one_shot_reports_an_automatic_compaction_on_stderr() {
         server.base_url()
     );
     std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
+    crate::support::user_config::write_trusting(&dir.path().join("home"), dir.path(), "");
     let out = Command::new(env!("CARGO_BIN_EXE_minicode"))
         .current_dir(dir.path())
         .env("HOME", dir.path().join("home"))

@@ -1,12 +1,17 @@
 //! The integration tests: one binary (one link of the crate), one module per area, and the
 //! shared helpers in `support`. Run one area with `cargo test --test it <module>::`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests signal and set up child processes with libc (kill, pre_exec).
+#![allow(unsafe_code)]
+
 mod support;
 
 mod agent_loop;
 mod architecture;
 mod bash_outputs;
 mod cli_binary;
+mod cli_stdin;
 mod config;
 mod context_agent;
 mod context_budget;
@@ -14,16 +19,20 @@ mod context_compact;
 mod context_live;
 mod context_manual;
 mod context_validate;
+mod durability;
+mod hostile_server;
 mod memory;
 mod provider_errors;
 mod provider_stream;
 mod pty_oneshot;
 mod pty_session;
+mod resume;
 mod sanitize;
 mod secrets;
 mod session;
 mod tools_bash;
 mod tools_files;
+mod trust;
 mod tui_approval_guard;
 mod tui_render;
 mod tui_view;

@@ -1,17 +1,12 @@
-//! Project memory (`agent::memory`): loading MiniCode.md, its limits, detail files, and the
+//! Project memory (`minicode::memory`): loading MiniCode.md, its limits, detail files, and the
 //! injected wrapper message.
 
+use crate::support::workspace;
 use minicode::chat::Role;
 use minicode::memory::{
     self, FILE_NAME, MAX_BYTES, MAX_TOKENS, MemoryError, PROMPT_RULES, is_detail_file,
     is_root_file, validate_detail,
 };
-
-fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().canonicalize().unwrap();
-    (dir, path)
-}
 
 #[test]
 fn missing_memory_file_means_no_memory() {
@@ -328,5 +323,28 @@ mod tools {
         assert!(!stamp(&ws).unchanged_since(&two));
         std::fs::remove_file(&path).unwrap();
         assert!(stamp(&ws).unchanged_since(&missing));
+    }
+}
+
+#[test]
+fn this_repositorys_own_memory_is_within_the_limits_and_indexes_every_detail_file() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let index_path = root.join(FILE_NAME);
+    let index_bytes = std::fs::read(&index_path).unwrap();
+    let index = memory::validate_root(&index_path, &index_bytes).unwrap();
+    let mut details: Vec<_> = std::fs::read_dir(root.join(memory::DETAIL_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    details.sort();
+    assert!(details.len() >= 3, "{details:?}");
+    for path in details {
+        assert!(is_detail_file(root, &path), "{}", path.display());
+        validate_detail(&path, &std::fs::read(&path).unwrap()).unwrap();
+        let name = format!(
+            ".minicode/memory/{}",
+            path.file_name().unwrap().to_string_lossy()
+        );
+        assert!(index.contains(&name), "MiniCode.md does not list {name}");
     }
 }

@@ -220,6 +220,7 @@ async fn context_overflow_is_recognised_in_openai_llama_cpp_and_vllm_wordings() 
         400,
         None,
         br#"{"error":{"message":"context length exceeded"}}"#,
+        None,
     );
     assert!(
         matches!(no_number, ProviderError::ContextLength { window: None, .. }),
@@ -296,7 +297,7 @@ async fn non_streaming_chat_maps_errors_and_times_out() {
     let p = OpenAi::new(OpenAiOptions {
         base_url: server.base_url(),
         model: "m".into(),
-        request_timeout: Some(Duration::from_millis(300)),
+        request_timeout: Duration::from_millis(300),
         ..OpenAiOptions::default()
     })
     .unwrap();

@@ -36,13 +36,19 @@ fn size(rows: u16, cols: u16) -> PtySize {
 impl Pty {
     fn spawn(server: &MockServer) -> Pty {
         let dir = tempfile::tempdir().unwrap();
-        let pair = native_pty_system().openpty(size(30, 100)).unwrap();
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
         cmd.args(["--base-url", &server.base_url(), "--model", "m"]);
         cmd.cwd(dir.path());
         cmd.env("HOME", dir.path());
         cmd.env("XDG_CONFIG_HOME", dir.path().join("config"));
         cmd.env("MINICODE_API_KEY", "test-key");
+        Self::start(cmd, dir)
+    }
+
+    /// Runs `cmd` (which must set its own folder and HOME) in a 30×100 terminal; `dir` is kept
+    /// until the session is dropped.
+    fn start(mut cmd: CommandBuilder, dir: tempfile::TempDir) -> Pty {
+        let pair = native_pty_system().openpty(size(30, 100)).unwrap();
         cmd.env("TERM", "xterm-256color");
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
@@ -348,4 +354,91 @@ fn hostile_reply_reaches_screen_and_clipboard_inert() {
     pty.send(b"\x04");
     pty.wait_exit();
     pty.assert_restored();
+}
+
+/// An untrusted workspace whose config points at `evil`, with the user's own server and key in
+/// the user config; minicode started in it with no prompt (the full-screen session).
+fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let (project, home) = (base.join("project"), base.join("home"));
+    std::fs::create_dir_all(project.join("config")).unwrap();
+    std::fs::write(
+        project.join("config/config.toml"),
+        format!("[model]\nbase_url = \"{}\"\n", evil.base_url()),
+    )
+    .unwrap();
+    let user_file = crate::support::user_config::path(&home);
+    std::fs::create_dir_all(user_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user_file,
+        format!(
+            "[model]\nbase_url = \"{}\"\nname = \"m\"\napi_key = \"sk-user-key-33\"\n",
+            user.base_url()
+        ),
+    )
+    .unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.cwd(&project);
+    cmd.env("HOME", &home);
+    for name in [
+        "XDG_CONFIG_HOME",
+        "MINICODE_API_KEY",
+        "MINICODE_BASE_URL",
+        "MINICODE_MODEL",
+    ] {
+        cmd.env_remove(name);
+    }
+    let project_text = project.to_str().unwrap().to_string();
+    (Pty::start(cmd, dir), user_file, project_text)
+}
+
+#[test]
+fn untrusted_workspace_asks_first_and_run_without_keeps_its_server_silent() {
+    let user = MockServer::start_in_thread(vec![text_reply("from your own server", 4)]);
+    let evil = MockServer::start_in_thread(vec![]);
+    let (mut pty, user_file, _) = untrusted_session(&user, &evil);
+    pty.wait_for("This workspace is not trusted");
+    pty.wait_for("model.base_url");
+    pty.send(b"r");
+    pty.wait_for("ask anything");
+    pty.send(b"hi\r");
+    pty.wait_for("from your own server");
+    pty.send(b"\x03");
+    pty.wait_for("Ctrl+C again");
+    pty.send(b"\x03");
+    pty.wait_exit();
+    pty.assert_restored();
+    assert_eq!(
+        evil.connections_accepted(),
+        0,
+        "the workspace's server heard nothing"
+    );
+    let text = std::fs::read_to_string(user_file).unwrap();
+    assert!(
+        !text.contains("trusted_workspaces"),
+        "nothing recorded: {text}"
+    );
+}
+
+#[test]
+fn untrusted_workspace_trusted_from_the_question_is_recorded() {
+    let user = MockServer::start_in_thread(vec![]);
+    let evil = MockServer::start_in_thread(vec![]);
+    let (mut pty, user_file, project) = untrusted_session(&user, &evil);
+    pty.wait_for("This workspace is not trusted");
+    pty.send(b"t");
+    pty.wait_for("ask anything");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+    let text = std::fs::read_to_string(user_file).unwrap();
+    assert!(
+        text.contains(&format!("trusted_workspaces = [{project:?}]")),
+        "{text}"
+    );
+    assert!(
+        text.contains("api_key = \"sk-user-key-33\""),
+        "the rest is kept: {text}"
+    );
 }

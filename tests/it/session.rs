@@ -1,22 +1,18 @@
 //! Session snapshots: creation, round-trips, listing, locking, validation of damaged files
-//! (which must be reported and left byte-identical), repair of an interrupted tool call, and
-//! migration of version 1 files.
+//! (which must be reported and left byte-identical), repair of an interrupted tool call,
+//! recorded tool outcomes, and migration of version 1 and 2 files with a one-time backup.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use minicode::chat::{Message, Role, ToolCall};
+use crate::support::workspace;
+use minicode::chat::{Message, Role, ToolCall, ToolStatus};
 use minicode::session::{
-    Checkpoint, INTERRUPTED_RESULT, SNAPSHOT_VERSION, Session, SessionError, sessions_dir,
+    Checkpoint, INTERRUPTED_RESULT, ResultInfo, SNAPSHOT_VERSION, Session, SessionError,
+    sessions_dir,
 };
-
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().canonicalize().unwrap();
-    (tmp, ws)
-}
 
 fn call(id: &str) -> ToolCall {
     ToolCall {
@@ -382,6 +378,208 @@ fn version_1_file_is_migrated() {
     let json: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     assert_eq!(json["version"], SNAPSHOT_VERSION);
     assert_eq!(json["created"], "2026-10-09T08:00:00.000000Z");
+    // The empty result of `ls` ended well, as far as its text tells.
+    assert_eq!(json["messages"][2]["status"], "succeeded");
+    let backup = dir.join(format!("{id}.json.v1.bak"));
+    assert_eq!(
+        fs::read_to_string(&backup).unwrap(),
+        v1,
+        "the original is kept"
+    );
+    assert_eq!(mode(&backup), 0o600);
+}
+
+/// A version 2 file with one finished exchange per `(call id, result text)`.
+fn version_2_file(ws: &Path, id: &str, results: &[(&str, &str)]) -> (PathBuf, String) {
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "do things"})];
+    messages.push(serde_json::json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": results.iter().map(|(call, _)| serde_json::json!({
+            "id": call, "type": "function",
+            "function": {"name": "bash", "arguments": "{\"command\":\"make\"}"}
+        })).collect::<Vec<_>>(),
+    }));
+    for (call, text) in results {
+        messages.push(serde_json::json!({"role": "tool", "content": text, "tool_call_id": call}));
+    }
+    messages.push(serde_json::json!({"role": "assistant", "content": "done"}));
+    let v2 = serde_json::to_string_pretty(&serde_json::json!({
+        "version": 2,
+        "id": id,
+        "workspace": ws,
+        "created": "2026-10-09T08:00:00Z",
+        "updated": "2026-10-09T08:05:00Z",
+        "messages": messages,
+        "totals": {"turns": 1},
+    }))
+    .unwrap();
+    let dir = sessions_dir(ws);
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{id}.json"));
+    fs::write(&path, &v2).unwrap();
+    (path, v2)
+}
+
+#[test]
+fn version_2_results_get_a_status_inferred_once_from_their_wording() {
+    let (_tmp, ws) = workspace();
+    let id = "0b5e2c7a-7d4f-4d0e-9a51-3c2f8e1d6b90";
+    let results = [
+        ("t1", "a.txt\nb.txt\n[exit code 0]", ToolStatus::Succeeded),
+        ("t2", "no such file\n[exit code 2]", ToolStatus::Failed),
+        (
+            "t3",
+            "the user denied this call; it did not run",
+            ToolStatus::Denied,
+        ),
+        (
+            "t4",
+            "not run: the user interrupted the turn",
+            ToolStatus::Interrupted,
+        ),
+        (
+            "t5",
+            "invalid arguments: missing field `path`",
+            ToolStatus::Rejected,
+        ),
+        (
+            "t6",
+            "unknown tool \"nope\"; available tools: bash",
+            ToolStatus::Rejected,
+        ),
+        (
+            "t7",
+            "partial\n[timed out after 5 s; the process group was killed]",
+            ToolStatus::Failed,
+        ),
+        ("t8", INTERRUPTED_RESULT, ToolStatus::Interrupted),
+        ("t9", "fn main() {}", ToolStatus::Succeeded),
+    ];
+    let texts: Vec<(&str, &str)> = results.iter().map(|(c, t, _)| (*c, *t)).collect();
+    let (path, v2) = version_2_file(&ws, id, &texts);
+
+    let mut s = Session::open(&ws, id).unwrap();
+    for (index, (call, _, status)) in results.iter().enumerate() {
+        let at = index + 2;
+        assert_eq!(s.messages()[at].tool_call_id.as_deref(), Some(*call));
+        assert_eq!(
+            s.result_info(at),
+            Some(&ResultInfo {
+                status: Some(*status),
+                summary: None,
+            }),
+            "{call}"
+        );
+    }
+    assert_eq!(s.result_info(0), None, "a prompt has no result info");
+    s.save().unwrap();
+    drop(s);
+    let json: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(json["version"], 3);
+    assert_eq!(json["messages"][3]["status"], "failed");
+    assert!(json["messages"][0].get("status").is_none());
+    assert_eq!(
+        fs::read_to_string(path.with_extension("json.v2.bak")).unwrap(),
+        v2
+    );
+}
+
+#[test]
+fn a_migrated_file_keeps_one_backup_that_is_never_overwritten() {
+    let (_tmp, ws) = workspace();
+    let id = "0b5e2c7a-7d4f-4d0e-9a51-3c2f8e1d6b90";
+    let (path, v2) = version_2_file(&ws, id, &[("c1", "ok")]);
+    let backup = sessions_dir(&ws).join(format!("{id}.json.v2.bak"));
+    assert!(!backup.exists());
+    // Opened and closed without a save: the file is still version 2, the backup exists.
+    drop(Session::open(&ws, id).unwrap());
+    assert_eq!(fs::read_to_string(&backup).unwrap(), v2);
+    assert_eq!(mode(&backup), 0o600);
+    assert_eq!(fs::read_to_string(&path).unwrap(), v2);
+    // A second migration of a (changed) version 2 file leaves the first backup alone.
+    let (_, changed) = version_2_file(&ws, id, &[("c1", "changed")]);
+    assert_ne!(changed, v2);
+    let mut s = Session::open(&ws, id).unwrap();
+    assert_eq!(
+        fs::read_to_string(&backup).unwrap(),
+        v2,
+        "the first one stays"
+    );
+    s.save().unwrap();
+    drop(s);
+    // A current file is not migrated: no other backup appears.
+    drop(Session::open(&ws, id).unwrap());
+    let backups: Vec<_> = fs::read_dir(sessions_dir(&ws))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".bak"))
+        .collect();
+    assert_eq!(backups, [format!("{id}.json.v2.bak")]);
+    // Listing reads without migrating or writing.
+    fs::remove_file(&backup).unwrap();
+    version_2_file(&ws, id, &[("c1", "ok")]);
+    assert_eq!(Session::list(&ws).unwrap().len(), 1);
+    assert!(!backup.exists());
+}
+
+#[test]
+fn a_corrupt_older_file_is_left_byte_identical_without_a_backup() {
+    let (_tmp, ws) = workspace();
+    let id = "0b5e2c7a-7d4f-4d0e-9a51-3c2f8e1d6b90";
+    let (path, _) = version_2_file(&ws, id, &[("c1", "ok")]);
+    // A result for a call that was never made.
+    rewrite(&path, |v| {
+        v["messages"][2]["tool_call_id"] = "nope".into();
+    });
+    assert_corrupt_and_untouched(&ws, id, &path, "nope");
+    assert!(!path.with_extension("json.v2.bak").exists());
+    // A status in a version 2 file cannot be: corrupt as well, and still untouched.
+    let (path, _) = version_2_file(&ws, id, &[("c1", "ok")]);
+    rewrite(&path, |v| v["messages"][2]["status"] = "failed".into());
+    assert_corrupt_and_untouched(&ws, id, &path, "version 2");
+    assert!(!path.with_extension("json.v2.bak").exists());
+}
+
+#[test]
+fn recorded_status_and_summary_round_trip_and_stay_out_of_the_messages() {
+    let (_tmp, ws) = workspace();
+    let mut s = Session::create(&ws).unwrap();
+    s.push(Message::user("go"));
+    s.push(Message::assistant(None, vec![call("c1"), call("c2")]));
+    s.push_result(
+        "c1",
+        "boom\n[exit code 1]",
+        ToolStatus::Failed,
+        Some("ls".into()),
+    );
+    s.push(Message::tool_result("c2", "plain"));
+    s.save().unwrap();
+    let id = s.id().to_string();
+    let messages = s.messages().to_vec();
+    drop(s);
+    let s = Session::open(&ws, &id).unwrap();
+    assert_eq!(s.messages(), &messages[..]);
+    assert_eq!(
+        s.result_info(2),
+        Some(&ResultInfo {
+            status: Some(ToolStatus::Failed),
+            summary: Some("ls".into()),
+        })
+    );
+    assert_eq!(s.result_info(3), None, "pushed as a plain message: unknown");
+    let json: serde_json::Value = serde_json::from_slice(&fs::read(s.path()).unwrap()).unwrap();
+    assert_eq!(json["messages"][2]["status"], "failed");
+    assert_eq!(json["messages"][2]["summary"], "ls");
+    assert!(json["messages"][3].get("status").is_none());
+}
+
+#[test]
+fn a_status_on_a_message_that_is_no_tool_result_is_corrupt() {
+    let (_tmp, ws) = workspace();
+    let (id, path) = saved(&ws);
+    rewrite(&path, |v| v["messages"][0]["status"] = "succeeded".into());
+    assert_corrupt_and_untouched(&ws, &id, &path, "not a tool result");
 }
 
 #[test]
@@ -426,6 +624,10 @@ fn interrupted_call_at_the_end_is_marked_unknown_and_never_duplicated() {
     assert_eq!(last.tool_call_id.as_deref(), Some("call_2"));
     assert_eq!(last.text(), INTERRUPTED_RESULT);
     assert!(last.text().contains("unknown"));
+    assert_eq!(
+        s.result_info(3).and_then(|i| i.status),
+        Some(ToolStatus::Interrupted)
+    );
     assert_eq!(s.messages().len(), 4);
     s.save().unwrap();
     drop(s);
@@ -446,26 +648,18 @@ fn interrupted_call_at_the_end_is_marked_unknown_and_never_duplicated() {
 }
 
 #[test]
-fn save_and_load_of_a_large_session_are_fast() {
+fn a_large_session_saves_and_loads_whole() {
     let (_tmp, ws) = workspace();
     let mut s = Session::create(&ws).unwrap();
     for i in 0..2_500 {
         exchange(&mut s, &"x".repeat(400), &format!("call_{i}"));
     }
     let id = s.id().to_string();
-    let started = Instant::now();
     s.save().unwrap();
-    let saved_in = started.elapsed();
+    let saved = s.messages().to_vec();
     drop(s);
-    let started = Instant::now();
+    // How fast this is, is measured by `cargo bench --bench session`, not here.
     let s = Session::open(&ws, &id).unwrap();
-    let loaded_in = started.elapsed();
     assert_eq!(s.messages().len(), 10_000);
-    // Generous bounds for debug builds on a busy machine; the release figures are in
-    // docs/performance.md.
-    assert!(saved_in < Duration::from_secs(2), "save took {saved_in:?}");
-    assert!(
-        loaded_in < Duration::from_secs(2),
-        "load took {loaded_in:?}"
-    );
+    assert_eq!(s.messages(), saved.as_slice());
 }

@@ -3,19 +3,14 @@
 //! controlling terminal, the output cap and log file, interleaving, environment scrubbing and
 //! invalid UTF-8.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::workspace;
 use minicode::chat::{ApprovalRequest, ToolStatus};
 use minicode::tools::{Prepared, Registry, ToolCtx, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
-    (dir, ws)
-}
 
 fn ctx(ws: &Path) -> ToolCtx {
     ToolCtx::new(ws.to_path_buf(), Duration::from_secs(60), Vec::new())
@@ -328,13 +323,18 @@ async fn bash_interleaves_stdout_and_stderr_in_order() {
 
 #[tokio::test]
 async fn bash_child_environment_has_no_secrets() {
-    // SAFETY: the variables are set before this test spawns anything, and the other tests in
-    // this binary only touch the environment through std, which serialises access.
-    unsafe {
-        std::env::set_var("MINICODE_API_KEY", "sk-minicode-secret");
-        std::env::set_var("OPENAI_API_KEY", "sk-openai-secret");
-        std::env::set_var("TOOLS_BASH_CUSTOM_KEY", "sk-custom-secret");
-        std::env::set_var("TOOLS_BASH_HARMLESS", "visible-value");
+    // The secrets must be in minicode's own environment; setting them in this shared test
+    // process would race every other test thread, so the body runs in a child that has them
+    // from its start.
+    let envs = [
+        ("MINICODE_API_KEY", "sk-minicode-secret"),
+        ("OPENAI_API_KEY", "sk-openai-secret"),
+        ("TOOLS_BASH_CUSTOM_KEY", "sk-custom-secret"),
+        ("TOOLS_BASH_HARMLESS", "visible-value"),
+    ];
+    let name = "tools_bash::bash_child_environment_has_no_secrets";
+    if !crate::support::isolated::in_child(name, &envs, &[]) {
+        return;
     }
     let (_dir, ws) = workspace();
     let ctx = ToolCtx::new(

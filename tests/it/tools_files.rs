@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 /// A temp root holding the workspace `p` (and room for a sibling `p-evil`).
 fn setup() -> (tempfile::TempDir, PathBuf, ToolCtx) {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap().join("p");
+    let (dir, root) = crate::support::workspace();
+    let ws = root.join("p");
     std::fs::create_dir(&ws).unwrap();
     let ctx = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
     (dir, ws, ctx)
@@ -378,10 +378,11 @@ async fn write_keeps_the_mode_of_an_existing_file_and_diffs_against_it() {
         std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
         0o750
     );
-    // No temp files left behind.
+    // No temp files left behind (`.minicode/` holds the emptied temp-file journal).
     let names: Vec<_> = std::fs::read_dir(&ws)
         .unwrap()
         .map(|e| e.unwrap().file_name())
+        .filter(|n| n != ".minicode")
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
@@ -608,4 +609,147 @@ async fn read_refuses_missing_files_and_fifos_without_blocking() {
     );
     let e = prepare(&ctx, "write", json!({ "path": "pipe", "content": "x" })).unwrap_err();
     assert!(e.contains("not a regular file"), "{e}");
+}
+
+// ---------- modes and names (nothing is lost) ----------
+
+fn mode_bits(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[tokio::test]
+async fn a_file_with_a_255_byte_name_is_written_and_edited() {
+    let (_d, ws, ctx) = setup();
+    let name = "n".repeat(255);
+    let out = call(&ctx, "write", json!({"path": name, "content": "one\n"}))
+        .await
+        .unwrap();
+    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+    let out = call(
+        &ctx,
+        "edit",
+        json!({"path": name, "old_string": "one", "new_string": "two"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+    assert_eq!(std::fs::read_to_string(ws.join(&name)).unwrap(), "two\n");
+    let names: Vec<_> = std::fs::read_dir(&ws)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "only the file and .minicode: {names:?}");
+}
+
+#[tokio::test]
+async fn write_and_edit_refuse_a_read_only_file() {
+    let (_d, ws, ctx) = setup();
+    let path = ws.join("locked.txt");
+    std::fs::write(&path, "keep me\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    call(&ctx, "read", json!({"path": "locked.txt"}))
+        .await
+        .unwrap();
+
+    let refused = call(
+        &ctx,
+        "write",
+        json!({"path": "locked.txt", "content": "new\n"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        refused.contains("read-only") && refused.contains("0444"),
+        "{refused}"
+    );
+    let refused = call(
+        &ctx,
+        "edit",
+        json!({"path": "locked.txt", "old_string": "keep", "new_string": "lose"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(refused.contains("read-only"), "{refused}");
+    // `run` checks again: the file may have been made read-only during the approval.
+    let out = run_only(&ctx, "write", json!({"path": "locked.txt", "content": "x"})).await;
+    assert_eq!(out.status, ToolStatus::Failed);
+    assert!(out.content.contains("read-only"), "{}", out.content);
+    let out = run_only(
+        &ctx,
+        "edit",
+        json!({"path": "locked.txt", "old_string": "keep", "new_string": "lose"}),
+    )
+    .await;
+    assert_eq!(out.status, ToolStatus::Failed);
+
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me\n");
+    assert_eq!(mode_bits(&path), 0o444);
+}
+
+#[tokio::test]
+async fn a_rewritten_file_loses_setuid_setgid_and_sticky_bits() {
+    let (_d, ws, ctx) = setup();
+    for (name, before) in [("suid", 0o4755), ("sgid", 0o2755), ("sticky", 0o1755)] {
+        let path = ws.join(name);
+        std::fs::write(&path, "#!/bin/sh\necho old\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(before)).unwrap();
+        assert_eq!(mode_bits(&path), before, "the test could set {before:o}");
+        let out = call(
+            &ctx,
+            "write",
+            json!({"path": name, "content": "#!/bin/sh\necho new\n"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+        assert_eq!(mode_bits(&path), 0o755, "write of a {before:o} file");
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(before)).unwrap();
+        call(&ctx, "read", json!({"path": name})).await.unwrap();
+        let out = call(
+            &ctx,
+            "edit",
+            json!({"path": name, "old_string": "new", "new_string": "newer"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+        assert_eq!(mode_bits(&path), 0o755, "edit of a {before:o} file");
+    }
+}
+
+#[tokio::test]
+async fn a_new_file_follows_the_umask_and_an_existing_one_keeps_its_mode() {
+    // The umask is process-global: set it only in a child process of our own.
+    let name = "tools_files::a_new_file_follows_the_umask_and_an_existing_one_keeps_its_mode";
+    if !crate::support::isolated::in_child(name, &[], &[]) {
+        return;
+    }
+    // SAFETY: umask only changes this (child) process's file-creation mask.
+    unsafe { libc::umask(0o077) };
+    let (_d, ws, ctx) = setup();
+    let out = call(
+        &ctx,
+        "write",
+        json!({"path": "new.txt", "content": "private\n"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+    assert_eq!(mode_bits(&ws.join("new.txt")), 0o600);
+    let shared = ws.join("shared.txt");
+    std::fs::write(&shared, "x\n").unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o664)).unwrap();
+    call(
+        &ctx,
+        "write",
+        json!({"path": "shared.txt", "content": "y\n"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        mode_bits(&shared),
+        0o664,
+        "the umask never narrows a kept mode"
+    );
 }

@@ -16,7 +16,7 @@ const MS: Duration = Duration::from_millis(1);
 
 /// A session with a bash approval that appeared at `t0`.
 fn pending_approval(t0: Instant) -> State {
-    let mut s = State::new("m", 100_000, &[]);
+    let mut s = State::new("m", 100_000);
     s.update_at(Msg::Resize(90, 20), t0);
     s.update_at(Msg::Agent(Event::TurnStarted { turn: 1 }), t0);
     s.update_at(

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use minicode::chat::{ApprovalRequest, ToolStatus};
-use minicode::chat::{Message, ToolCall};
-use minicode::protocol::{Decision, Event, Op, TokenStats, TurnEnd, TurnStats};
+use minicode::protocol::{Decision, Event, HistoryEntry, Op, TokenStats, TurnEnd, TurnStats};
 use minicode::tui::state::{Effect, Msg, State};
 use minicode::tui::transcript::Scroll;
 use minicode::tui::view;
@@ -15,7 +14,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 fn state(w: u16, h: u16) -> State {
-    let mut s = State::new("test-model", 100_000, &[]);
+    let mut s = State::new("test-model", 100_000);
     // The approval guard has its own tests (tui_approval_guard); here keys answer at once.
     s.approval_guard = Duration::ZERO;
     s.update(Msg::Resize(w, h));
@@ -617,22 +616,25 @@ fn status_bar_shows_context_and_last_turn() {
 
 #[test]
 fn resumed_history_rebuilds_the_transcript() {
-    let history = vec![
-        Message::system("sys"),
-        Message::user("earlier question"),
-        Message::assistant(
-            None,
-            vec![ToolCall {
-                id: "t1".into(),
-                name: "read".into(),
-                arguments: "{\"path\":\"a\"}".into(),
-            }],
-        ),
-        Message::tool_result("t1", "contents"),
-        Message::assistant(Some("earlier **answer**".into()), vec![]),
+    let entries = vec![
+        HistoryEntry::User {
+            text: "earlier question".into(),
+        },
+        HistoryEntry::ToolCall {
+            call: "t1".into(),
+            tool: "read".into(),
+            summary: "a".into(),
+            arguments: serde_json::json!({"path": "a"}),
+            status: Some(ToolStatus::Succeeded),
+            output: "contents".into(),
+        },
+        HistoryEntry::Assistant {
+            text: "earlier **answer**".into(),
+        },
     ];
-    let mut s = State::new("m", 1000, &history);
+    let mut s = State::new("m", 1000);
     s.update(Msg::Resize(60, 16));
+    s.update(Msg::Agent(Event::HistoryRestored { entries }));
     let text = rows(&s).join("\n");
     assert!(
         text.contains("earlier question")
@@ -754,43 +756,43 @@ fn home_jumps_to_the_top_without_laying_out_the_whole_transcript() {
 #[test]
 fn resumed_tool_results_show_their_status() {
     let results = [
-        ("t1", "a.txt\nb.txt\n[exit code 0]", "✓"),
-        ("t2", "no such file\n[exit code 2]", "✗"),
-        ("t3", "the user denied this call; it did not run", "⊘"),
-        ("t4", "not run: the user interrupted the turn", "■"),
-        ("t5", "invalid arguments: missing field `path`", "!"),
-        ("t6", "unknown tool \"nope\"; available tools: bash", "!"),
-        (
-            "t7",
-            "partial\n[timed out after 5 s; the process group was killed]",
-            "✗",
-        ),
-        ("t8", "fn main() {}", "✓"),
+        ("t1", Some(ToolStatus::Succeeded), "✓"),
+        ("t2", Some(ToolStatus::Failed), "✗"),
+        ("t3", Some(ToolStatus::Denied), "⊘"),
+        ("t4", Some(ToolStatus::Interrupted), "■"),
+        ("t5", Some(ToolStatus::Rejected), "!"),
+        ("t6", None, "◦"),
     ];
-    let mut history = vec![Message::user("do things")];
-    history.push(Message::assistant(
-        None,
-        results
-            .iter()
-            .map(|(id, _, _)| ToolCall {
-                id: (*id).into(),
-                name: format!("tool_{id}"),
-                arguments: "{}".into(),
-            })
-            .collect(),
-    ));
-    for (id, text, _) in &results {
-        history.push(Message::tool_result(*id, *text));
+    let mut entries = vec![HistoryEntry::User {
+        text: "do things".into(),
+    }];
+    for (id, status, _) in &results {
+        entries.push(HistoryEntry::ToolCall {
+            call: (*id).into(),
+            tool: format!("tool_{id}"),
+            summary: String::new(),
+            arguments: serde_json::json!({}),
+            status: *status,
+            output: format!("output of {id}"),
+        });
     }
-    let mut s = State::new("m", 1000, &history);
+    let mut s = State::new("m", 1000);
     s.update(Msg::Resize(70, 60));
+    s.update(Msg::Agent(Event::HistoryRestored { entries }));
     let screen = rows(&s);
-    for (id, _, mark) in &results {
+    for (id, status, mark) in &results {
         let row = screen
             .iter()
-            .find(|r| r.contains(&format!("tool_{id}")))
+            .position(|r| r.contains(&format!("tool_{id}")))
             .unwrap_or_else(|| panic!("{id} missing: {screen:#?}"));
-        assert!(row.trim_start().starts_with(mark), "{id}: {row}");
+        assert!(
+            screen[row].trim_start().starts_with(mark),
+            "{id}: {}",
+            screen[row]
+        );
+        // A finished call shows its output; one whose outcome is unknown shows none.
+        let output_shown = screen[row + 1].contains(&format!("output of {id}"));
+        assert_eq!(output_shown, status.is_some(), "{id}: {screen:#?}");
     }
 }
 

@@ -1,4 +1,5 @@
-//! Starts the agent core on a fresh session in a test workspace, with the built-in tools.
+//! Starts the agent core in a test workspace, with the built-in tools: on a fresh session, or
+//! on one opened from disk (a resume).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,6 +15,16 @@ use minicode::tools::{Registry, ToolCtx};
 pub fn spawn(dir: &Path, provider: impl Provider + 'static, options: Options) -> AgentHandle {
     let workspace = dir.canonicalize().expect("canonical workspace");
     let session = Session::create(&workspace).expect("new session");
+    spawn_session(session, provider, options)
+}
+
+/// The core on an existing session (its workspace), bash timeout 30 s, no secrets to scrub.
+pub fn spawn_session(
+    session: Session,
+    provider: impl Provider + 'static,
+    options: Options,
+) -> AgentHandle {
+    let workspace = session.workspace().to_path_buf();
     agent::spawn(Setup {
         provider: Arc::new(provider),
         registry: Arc::new(Registry::builtin()),

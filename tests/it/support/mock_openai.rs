@@ -74,6 +74,14 @@ pub enum MockReply {
     DropBeforeAnswer,
     /// SSE response headers, then silence until the client hangs up (idle-timeout tests).
     Stall,
+    /// SSE response headers, the `first` chunks, then `repeat` as a chunk again and again
+    /// (with `every` between writes) until the client hangs up: a server that never ends.
+    /// `repeat` must not be empty (an empty chunk would end the body).
+    Endless {
+        first: Vec<Vec<u8>>,
+        repeat: Vec<u8>,
+        every: Duration,
+    },
     /// `reply`, held back until the test opens `gate` (see [`MockReply::after`]).
     Gated {
         gate: Arc<tokio::sync::Semaphore>,
@@ -116,6 +124,15 @@ impl MockReply {
             *delay = d;
         }
         self
+    }
+
+    /// A stream that sends `repeat` every `every`, forever (after the `first` chunks).
+    pub fn endless(first: Vec<Vec<u8>>, repeat: impl Into<Vec<u8>>, every: Duration) -> Self {
+        MockReply::Endless {
+            first,
+            repeat: repeat.into(),
+            every,
+        }
     }
 
     /// A plain status reply with the given body.
@@ -606,6 +623,28 @@ async fn answer(sock: &mut TcpStream, buf: &mut Vec<u8>, reply: MockReply) -> bo
             while read_more(sock, buf).await {}
             false
         }
+        MockReply::Endless {
+            first,
+            repeat,
+            every,
+        } => {
+            if sock.write_all(SSE_HEAD).await.is_err() {
+                return false;
+            }
+            for data in first.iter().filter(|c| !c.is_empty()) {
+                if write_chunk(sock, data).await.is_err() {
+                    return false;
+                }
+            }
+            loop {
+                if write_chunk(sock, &repeat).await.is_err() {
+                    return false;
+                }
+                if !every.is_zero() && !pause(sock, buf, every).await {
+                    return false;
+                }
+            }
+        }
         // Opened in `serve_connection`; a gate inside a gate waits no further.
         MockReply::Gated { reply, .. } => Box::pin(answer(sock, buf, *reply)).await,
     }
@@ -634,6 +673,10 @@ async fn pause(sock: &mut TcpStream, buf: &mut Vec<u8>, d: Duration) -> bool {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",

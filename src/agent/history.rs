@@ -1,0 +1,87 @@
+//! The restored conversation a frontend shows on resume: the session's messages and recorded
+//! tool outcomes turned into `protocol::HistoryEntry`s. Frontends read only these entries, never
+//! the session, so none of them needs to know how a session file stores a call.
+
+use crate::chat::Role;
+use crate::protocol::HistoryEntry;
+use crate::session::Session;
+
+/// The longest summary rebuilt from raw arguments, in characters.
+const SUMMARY_CHARS: usize = 200;
+
+/// Every user prompt, non-empty assistant text and tool call of the session, in order. A tool
+/// call is listed where the model made it, with its result's status and output once answered
+/// (an unanswered call, which only a session saved mid-call can hold, has no status).
+pub(crate) fn entries(session: &Session) -> Vec<HistoryEntry> {
+    let messages = session.messages();
+    let mut entries = Vec::with_capacity(messages.len());
+    // Calls not yet answered: (call id, index of its entry).
+    let mut open: Vec<(&str, usize)> = Vec::new();
+    for (index, m) in messages.iter().enumerate() {
+        match m.role {
+            Role::System => {}
+            Role::User => entries.push(HistoryEntry::User {
+                text: m.text().to_string(),
+            }),
+            Role::Assistant => {
+                if !m.text().trim().is_empty() {
+                    entries.push(HistoryEntry::Assistant {
+                        text: m.text().to_string(),
+                    });
+                }
+                for call in &m.tool_calls {
+                    let arguments =
+                        serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
+                    open.push((call.id.as_str(), entries.len()));
+                    entries.push(HistoryEntry::ToolCall {
+                        call: call.id.clone(),
+                        tool: call.name.clone(),
+                        summary: summary_from_arguments(&arguments)
+                            .unwrap_or_else(|| truncate(&call.arguments.replace('\n', " "))),
+                        arguments,
+                        status: None,
+                        output: String::new(),
+                    });
+                }
+            }
+            Role::Tool => {
+                let id = m.tool_call_id.as_deref().unwrap_or("");
+                let Some(at) = open.iter().position(|(call, _)| *call == id) else {
+                    continue;
+                };
+                let (_, entry) = open.remove(at);
+                let info = session.result_info(index);
+                if let Some(HistoryEntry::ToolCall {
+                    summary,
+                    status,
+                    output,
+                    ..
+                }) = entries.get_mut(entry)
+                {
+                    if let Some(recorded) = info.and_then(|i| i.summary.clone()) {
+                        *summary = recorded;
+                    }
+                    *status = info.and_then(|i| i.status);
+                    *output = m.text().to_string();
+                }
+            }
+        }
+    }
+    entries
+}
+
+/// A call's target as its summary when the tool did not describe it: the first line of a
+/// `path` or `command` argument.
+pub(crate) fn summary_from_arguments(arguments: &serde_json::Value) -> Option<String> {
+    ["path", "command"]
+        .iter()
+        .find_map(|key| arguments.get(*key).and_then(|v| v.as_str()))
+        .map(|s| s.lines().next().unwrap_or("").to_string())
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(SUMMARY_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}

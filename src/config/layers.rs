@@ -1,0 +1,231 @@
+//! Which configuration files are read and how they combine: the user's file, then the
+//! workspace's `config/config.toml` laid over it field by field (or only the file `--config`
+//! names), with the trust rule applied before anything is merged. It remembers which file each
+//! field came from, so errors name the right one. It reads files and nothing else: no
+//! environment values beyond where the user's file lives, no precedence against env or flags.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::file::{self, ContextTable, FileConfig, ModelTable, ToolsTable, UiTable};
+use super::trust::{self, Trust};
+use super::{ConfigError, Overrides, WORKSPACE_FILE};
+
+/// The merged content of every file read, with where each field came from.
+pub(super) struct Layers {
+    pub file: FileConfig,
+    /// Dotted field name → the file that set it (the highest one that did).
+    origins: HashMap<&'static str, PathBuf>,
+    /// The files read, lowest precedence first.
+    pub sources: Vec<PathBuf>,
+    pub trust: Trust,
+}
+
+impl Layers {
+    /// How an error about `field` names its source: the file that set it, else the files read,
+    /// else "the environment".
+    pub fn origin(&self, field: &str) -> String {
+        if let Some(path) = self.origins.get(field) {
+            return format!("config file {}", path.display());
+        }
+        match self.sources.as_slice() {
+            [] => "the environment".to_string(),
+            [one] => format!("config file {}", one.display()),
+            many => format!(
+                "config files {}",
+                many.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        }
+    }
+
+    fn empty(trust: Trust) -> Self {
+        Self {
+            file: FileConfig::default(),
+            origins: HashMap::new(),
+            sources: Vec::new(),
+            trust,
+        }
+    }
+}
+
+/// The fields a workspace file may set only once the user trusts the workspace: together they
+/// decide which server receives the conversation and which key goes with it.
+pub(super) fn redirecting_fields(f: &FileConfig) -> Vec<&'static str> {
+    let m = &f.model;
+    [
+        (m.provider.is_some(), "model.provider"),
+        (m.base_url.is_some(), "model.base_url"),
+        (m.api_key.is_some(), "model.api_key"),
+        (m.api_key_env.is_some(), "model.api_key_env"),
+    ]
+    .into_iter()
+    .filter_map(|(set, name)| set.then_some(name))
+    .collect()
+}
+
+/// Reads the files in order and merges them. The trust rule runs on the workspace's file as
+/// soon as it is parsed, before anything could use it.
+pub(super) fn gather(
+    launch_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    overrides: &Overrides,
+) -> Result<Layers, ConfigError> {
+    let user_path = trust::user_config_path(env);
+    if let Some(explicit) = &overrides.config_path {
+        // The file the user named replaces both and is trusted; whether the workspace itself
+        // is trusted still comes from the user's list (read leniently: `--config` is also the
+        // way around a broken user file).
+        let path = launch_dir.join(explicit);
+        if !present(&path)? {
+            return Err(ConfigError::NotFound { path });
+        }
+        let parsed = file::read(&path)?;
+        let mut layers = Layers::empty(trust::lookup_lenient(user_path.as_deref(), launch_dir));
+        layers.add(parsed, path);
+        return Ok(layers);
+    }
+
+    let user = match &user_path {
+        Some(path) if present(path)? => Some((file::read(path)?, path.clone())),
+        _ => None,
+    };
+    let trust = match &user {
+        Some((parsed, path)) => {
+            trust::lookup(parsed.trusted_workspaces.as_deref(), path, launch_dir)?
+        }
+        None => Trust::Untrusted,
+    };
+    let mut layers = Layers::empty(trust);
+    if let Some((parsed, path)) = user {
+        layers.add(parsed, path);
+    }
+
+    let workspace_path = launch_dir.join(WORKSPACE_FILE);
+    if overrides.skip_workspace_file
+        || !present(&workspace_path)?
+        || same_file(user_path.as_deref(), &workspace_path)
+    {
+        return Ok(layers);
+    }
+    let parsed = file::read_confined(launch_dir, &workspace_path)?;
+    if parsed.trusted_workspaces.is_some() {
+        return Err(ConfigError::MisplacedTrustList {
+            path: workspace_path,
+        });
+    }
+    if !trust.is_trusted() {
+        let fields = redirecting_fields(&parsed);
+        if !fields.is_empty() {
+            return Err(ConfigError::UntrustedWorkspace {
+                path: workspace_path,
+                fields,
+            });
+        }
+    }
+    layers.add(parsed, workspace_path);
+    Ok(layers)
+}
+
+/// Whether something exists at `path` in any form (even a dangling link or a folder), so a
+/// broken file is reported rather than silently skipped.
+fn present(path: &Path) -> Result<bool, ConfigError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(source) => Err(ConfigError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The workspace's file is the user's own file (a user working in their config folder): read
+/// it once, as the user's.
+fn same_file(user: Option<&Path>, workspace: &Path) -> bool {
+    match (user.map(Path::canonicalize), workspace.canonicalize()) {
+        (Some(Ok(a)), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Lays one file over what is there, field by field.
+macro_rules! lay {
+    ($layers:ident, $over:ident, $path:ident; $($table:ident . $field:ident),* $(,)?) => {
+        $(
+            if let Some(value) = $over.$table.$field.take() {
+                $layers.file.$table.$field = Some(value);
+                $layers.origins.insert(
+                    concat!(stringify!($table), ".", stringify!($field)),
+                    $path.clone(),
+                );
+            }
+        )*
+    };
+}
+
+impl Layers {
+    fn add(&mut self, mut over: FileConfig, path: PathBuf) {
+        // The key is one choice: a file that sets `api_key` or `api_key_env` replaces both from
+        // the files below, so a user's `api_key_env` and a workspace's `api_key` never clash.
+        if over.model.api_key.is_some() || over.model.api_key_env.is_some() {
+            self.file.model.api_key = None;
+            self.file.model.api_key_env = None;
+            self.origins.remove("model.api_key");
+            self.origins.remove("model.api_key_env");
+        }
+        let layers = self;
+        lay!(layers, over, path;
+            model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
+            model.context_window, model.max_tokens, model.request_timeout_secs,
+            model.stream_idle_timeout_secs, model.max_tool_calls,
+            tools.bash_timeout_secs, tools.max_rounds, tools.outputs_max_file_bytes,
+            tools.outputs_max_bytes, tools.outputs_max_age_days,
+            context.reserve_tokens, context.keep_recent_tokens,
+            ui.exit_transcript_turns,
+        );
+        // Every field must be laid above: this pattern stops compiling when one is added.
+        let FileConfig {
+            trusted_workspaces: _,
+            model:
+                ModelTable {
+                    provider: _,
+                    base_url: _,
+                    name: _,
+                    api_key: _,
+                    api_key_env: _,
+                    context_window: _,
+                    max_tokens: _,
+                    request_timeout_secs: _,
+                    stream_idle_timeout_secs: _,
+                    max_tool_calls: _,
+                },
+            tools:
+                ToolsTable {
+                    bash_timeout_secs: _,
+                    max_rounds: _,
+                    outputs_max_file_bytes: _,
+                    outputs_max_bytes: _,
+                    outputs_max_age_days: _,
+                },
+            context:
+                ContextTable {
+                    reserve_tokens: _,
+                    keep_recent_tokens: _,
+                },
+            ui: UiTable {
+                exit_transcript_turns: _,
+            },
+        } = over;
+        layers.sources.push(path);
+    }
+}

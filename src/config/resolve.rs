@@ -1,0 +1,300 @@
+//! Precedence and value checks: turns the merged files, the environment and the flags into a
+//! [`Config`]. Three seams: the limits (numbers that only files set), the endpoint (server and
+//! model: flag, else environment, else file) and the key. Every error names where the bad
+//! value came from. It reads no files and must never put a key into an error.
+
+use std::time::Duration;
+
+use super::layers::Layers;
+use super::{
+    Config, ConfigError, DEFAULT_BASH_TIMEOUT_SECS, DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_ROUNDS,
+    DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_OUTPUTS_MAX_AGE_DAYS,
+    DEFAULT_OUTPUTS_MAX_BYTES, DEFAULT_OUTPUTS_MAX_FILE_BYTES, DEFAULT_REQUEST_TIMEOUT_SECS,
+    DEFAULT_STREAM_IDLE_TIMEOUT_SECS, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    MAX_BASH_TIMEOUT_SECS, Overrides, ProviderKind, Secret,
+};
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Applies precedence and checks every value.
+pub(super) fn resolve(
+    layers: Layers,
+    env: Env<'_>,
+    overrides: &Overrides,
+) -> Result<Config, ConfigError> {
+    let provider = if overrides.demo {
+        ProviderKind::Demo
+    } else {
+        layers.file.model.provider.unwrap_or_default()
+    };
+    let limits = limits(&layers)?;
+    let mut config = Config {
+        provider,
+        base_url: String::new(),
+        model: DEMO_MODEL.to_string(),
+        api_key: None,
+        api_key_env: None,
+        context_window: limits.context_window,
+        max_tokens: limits.max_tokens,
+        request_timeout: limits.request_timeout,
+        stream_idle_timeout: limits.stream_idle_timeout,
+        max_tool_calls: limits.max_tool_calls,
+        bash_timeout: limits.bash_timeout,
+        max_rounds: limits.max_rounds,
+        outputs_max_file_bytes: limits.outputs_max_file_bytes,
+        outputs_max_bytes: limits.outputs_max_bytes,
+        outputs_max_age: limits.outputs_max_age,
+        reserve_tokens: layers.file.context.reserve_tokens,
+        keep_recent_tokens: layers.file.context.keep_recent_tokens,
+        exit_transcript_turns: layers.file.ui.exit_transcript_turns,
+        sources: Vec::new(),
+        trust: layers.trust,
+    };
+    if provider == ProviderKind::Demo {
+        // The demo model needs no server, name or key; anything configured for them is unused.
+        config.sources = layers.sources;
+        return Ok(config);
+    }
+    let (base_url, model) = endpoint(&layers, env, overrides)?;
+    config.base_url = base_url;
+    config.model = model;
+    (config.api_key, config.api_key_env) = key(&layers, env)?;
+    config.sources = layers.sources;
+    Ok(config)
+}
+
+/// The numeric settings, which only files set.
+struct Limits {
+    context_window: u64,
+    max_tokens: u32,
+    request_timeout: Duration,
+    stream_idle_timeout: Duration,
+    max_tool_calls: u32,
+    bash_timeout: Duration,
+    max_rounds: u32,
+    outputs_max_file_bytes: u64,
+    outputs_max_bytes: u64,
+    outputs_max_age: Duration,
+}
+
+fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
+    let f = &layers.file;
+    let invalid = |field: &'static str, reason: String| ConfigError::Invalid {
+        origin: layers.origin(field),
+        field,
+        reason,
+    };
+    let positive = |value: Option<u64>, default: u64, field: &'static str| match value {
+        Some(0) => Err(invalid(field, "must be greater than 0".to_string())),
+        Some(v) => Ok(v),
+        None => Ok(default),
+    };
+    let context_window = positive(
+        f.model.context_window,
+        DEFAULT_CONTEXT_WINDOW,
+        "model.context_window",
+    )?;
+    let max_tokens = positive(
+        f.model.max_tokens.map(u64::from),
+        u64::from(DEFAULT_MAX_TOKENS),
+        "model.max_tokens",
+    )?;
+    let request_timeout = positive(
+        f.model.request_timeout_secs,
+        DEFAULT_REQUEST_TIMEOUT_SECS,
+        "model.request_timeout_secs",
+    )?;
+    let max_tool_calls = positive(
+        f.model.max_tool_calls.map(u64::from),
+        u64::from(DEFAULT_MAX_TOOL_CALLS),
+        "model.max_tool_calls",
+    )?;
+    let stream_idle = positive(
+        f.model.stream_idle_timeout_secs,
+        DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+        "model.stream_idle_timeout_secs",
+    )?;
+    let bash_secs = positive(
+        f.tools.bash_timeout_secs,
+        DEFAULT_BASH_TIMEOUT_SECS,
+        "tools.bash_timeout_secs",
+    )?;
+    if bash_secs > MAX_BASH_TIMEOUT_SECS {
+        return Err(invalid(
+            "tools.bash_timeout_secs",
+            format!("must be at most {MAX_BASH_TIMEOUT_SECS}"),
+        ));
+    }
+    let max_rounds = positive(
+        f.tools.max_rounds.map(u64::from),
+        u64::from(DEFAULT_MAX_ROUNDS),
+        "tools.max_rounds",
+    )?;
+    let outputs_max_file_bytes = positive(
+        f.tools.outputs_max_file_bytes,
+        DEFAULT_OUTPUTS_MAX_FILE_BYTES,
+        "tools.outputs_max_file_bytes",
+    )?;
+    let outputs_max_bytes = positive(
+        f.tools.outputs_max_bytes,
+        DEFAULT_OUTPUTS_MAX_BYTES,
+        "tools.outputs_max_bytes",
+    )?;
+    let outputs_max_age_days = positive(
+        f.tools.outputs_max_age_days,
+        DEFAULT_OUTPUTS_MAX_AGE_DAYS,
+        "tools.outputs_max_age_days",
+    )?;
+    for (value, field) in [
+        (f.context.reserve_tokens, "context.reserve_tokens"),
+        (f.context.keep_recent_tokens, "context.keep_recent_tokens"),
+    ] {
+        if value.is_some_and(|v| v >= context_window) {
+            return Err(invalid(
+                field,
+                "must be smaller than model.context_window".to_string(),
+            ));
+        }
+    }
+    Ok(Limits {
+        context_window,
+        // These came from a u32, so the conversions cannot saturate.
+        max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
+        request_timeout: Duration::from_secs(request_timeout),
+        stream_idle_timeout: Duration::from_secs(stream_idle),
+        max_tool_calls: u32::try_from(max_tool_calls).unwrap_or(u32::MAX),
+        bash_timeout: Duration::from_secs(bash_secs),
+        max_rounds: u32::try_from(max_rounds).unwrap_or(u32::MAX),
+        outputs_max_file_bytes,
+        outputs_max_bytes,
+        outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
+    })
+}
+
+/// The server and the model name: each the flag if given, else the environment, else the files.
+fn endpoint(
+    layers: &Layers,
+    env: Env<'_>,
+    overrides: &Overrides,
+) -> Result<(String, String), ConfigError> {
+    let m = &layers.file.model;
+    let pick = |flag: &Option<String>,
+                flag_name: &'static str,
+                env_name: &'static str,
+                field: &'static str,
+                from_file: &Option<String>| {
+        if let Some(v) = flag {
+            Some((v.clone(), flag_name.to_string()))
+        } else if let Some(v) = env(env_name) {
+            Some((v, format!("environment variable {env_name}")))
+        } else {
+            from_file.clone().map(|v| (v, layers.origin(field)))
+        }
+    };
+    let base_url = pick(
+        &overrides.base_url,
+        "--base-url",
+        ENV_BASE_URL,
+        "model.base_url",
+        &m.base_url,
+    );
+    let model = pick(
+        &overrides.model,
+        "--model",
+        ENV_MODEL,
+        "model.name",
+        &m.name,
+    );
+    // Nothing anywhere names a server or a model (a user file may exist and only hold the
+    // trust list): the how-to helps more than "missing field".
+    if base_url.is_none() && model.is_none() {
+        return Err(ConfigError::Missing);
+    }
+    let (base_url, base_origin) = base_url.ok_or_else(|| ConfigError::Required {
+        origin: layers.origin("model.base_url"),
+        field: "model.base_url",
+        env: ENV_BASE_URL,
+    })?;
+    let (model, model_origin) = model.ok_or_else(|| ConfigError::Required {
+        origin: layers.origin("model.name"),
+        field: "model.name",
+        env: ENV_MODEL,
+    })?;
+    let base_url = check_base_url(base_url, base_origin)?;
+    if model.trim().is_empty() {
+        return Err(ConfigError::Invalid {
+            origin: model_origin,
+            field: "model.name",
+            reason: "must not be empty".to_string(),
+        });
+    }
+    Ok((base_url, model))
+}
+
+/// The key: `MINICODE_API_KEY`, else `api_key`, else the variable `api_key_env` names; and the
+/// variable it came from, so tools can remove it from child processes.
+fn key(layers: &Layers, env: Env<'_>) -> Result<(Option<Secret>, Option<String>), ConfigError> {
+    let m = &layers.file.model;
+    let invalid = |field: &'static str, reason: &str| ConfigError::Invalid {
+        origin: layers.origin(field),
+        field,
+        reason: reason.to_string(),
+    };
+    let configured_env = match (&m.api_key, &m.api_key_env) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "model.api_key_env",
+                "set either api_key or api_key_env, not both",
+            ));
+        }
+        (_, Some(name)) if name.is_empty() || name.contains(['=', '\0']) => {
+            return Err(invalid(
+                "model.api_key_env",
+                "must be the name of an environment variable",
+            ));
+        }
+        (_, name) => name.clone(),
+    };
+    if m.api_key.as_ref().is_some_and(|k| k.expose().is_empty()) {
+        return Err(invalid(
+            "model.api_key",
+            "must not be empty (leave it out if the server needs no key)",
+        ));
+    }
+    if let Some(key) = env(ENV_API_KEY) {
+        let from = configured_env.unwrap_or_else(|| ENV_API_KEY.to_string());
+        return Ok((Some(Secret::new(key)), Some(from)));
+    }
+    if let Some(key) = &m.api_key {
+        return Ok((Some(key.clone()), None));
+    }
+    match configured_env {
+        Some(name) => {
+            let key = env(&name).ok_or_else(|| ConfigError::Invalid {
+                origin: layers.origin("model.api_key_env"),
+                field: "model.api_key_env",
+                reason: format!("environment variable {name} is not set"),
+            })?;
+            Ok((Some(Secret::new(key)), Some(name)))
+        }
+        None => Ok((None, None)),
+    }
+}
+
+/// Accepts an `http://` or `https://` URL and drops trailing slashes, so the provider can
+/// append `/chat/completions` without doubling them.
+fn check_base_url(url: String, origin: String) -> Result<String, ConfigError> {
+    let trimmed = url.trim().trim_end_matches('/');
+    let scheme_ok = trimmed.starts_with("http://") || trimmed.starts_with("https://");
+    let has_host = trimmed
+        .split_once("://")
+        .is_some_and(|(_, rest)| !rest.is_empty());
+    if !scheme_ok || !has_host {
+        return Err(ConfigError::Invalid {
+            origin,
+            field: "model.base_url",
+            reason: "must be an http:// or https:// URL".to_string(),
+        });
+    }
+    Ok(trimmed.to_string())
+}

@@ -1,0 +1,415 @@
+//! OpenAI `chat.completion.chunk` payloads → [`StreamEvent`]s and one [`Reply`], within the
+//! bounds of [`ReplyLimits`]: every byte kept counts toward the reply size, calls are counted,
+//! ids and names are length-checked, and errors a server puts inside the stream are classified
+//! like HTTP errors. Pure: it never sees bytes of the wire, only parsed SSE events.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::SseEvent;
+use crate::chat::{ToolCall, Usage};
+use crate::provider::http_error;
+use crate::provider::{ProviderError, Reply, StreamEvent};
+
+/// The largest whole reply accepted (text, reasoning, tool-call ids, names and arguments, plus
+/// [`CALL_OVERHEAD_BYTES`] per call); past it the stream fails with a protocol error instead of
+/// growing memory without bound.
+pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
+
+/// Tool calls one reply may carry by default. Models ask for a handful at a time; thousands are
+/// a broken or hostile server, and each one would cost an approval and a tool run.
+pub const MAX_TOOL_CALLS: usize = 64;
+
+/// The longest tool-call id or name accepted. Real ids are ~30 bytes and names are ours (or an
+/// MCP server's, which are short); anything longer is garbage that would end up in history,
+/// in every later request and on screen.
+pub const MAX_CALL_FIELD_BYTES: usize = 256;
+
+/// What each tool call costs beyond its strings (its bookkeeping), counted toward the reply
+/// size so that even calls with empty fields cannot grow memory without bound.
+pub const CALL_OVERHEAD_BYTES: usize = 64;
+
+/// The bounds of one assembled reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyLimits {
+    /// See [`MAX_REPLY_BYTES`].
+    pub max_bytes: usize,
+    /// More calls than this in one reply is a protocol error.
+    pub max_tool_calls: usize,
+}
+
+impl Default for ReplyLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: MAX_REPLY_BYTES,
+            max_tool_calls: MAX_TOOL_CALLS,
+        }
+    }
+}
+
+/// The same bounds for a reply that arrived whole (a non-streamed completion), whose size the
+/// caller already capped while reading it.
+pub(crate) fn check_calls(calls: &[ToolCall], limits: ReplyLimits) -> Result<(), ProviderError> {
+    if calls.len() > limits.max_tool_calls {
+        return Err(ProviderError::Protocol(format!(
+            "the reply has more than {} tool calls",
+            limits.max_tool_calls
+        )));
+    }
+    for (index, call) in calls.iter().enumerate() {
+        for (what, value) in [("id", &call.id), ("name", &call.name)] {
+            if value.len() > MAX_CALL_FIELD_BYTES {
+                return Err(ProviderError::Protocol(format!(
+                    "tool call {index} has a {what} longer than {MAX_CALL_FIELD_BYTES} bytes"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn reply_too_large(max: usize) -> ProviderError {
+    let size = if max >= 1 << 20 {
+        format!("{} MiB", max >> 20)
+    } else {
+        format!("{max} bytes")
+    };
+    ProviderError::Protocol(format!("reply larger than {size}"))
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+    /// `"error"` marks vLLM's flat error body (`message`, `type`, `code` at the top level).
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default)]
+    index: u32,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    /// Reasoning text (DeepSeek, vLLM, llama.cpp: `reasoning_content`; others: `reasoning`).
+    /// Not kept, but counted toward the reply size so an endless think is cut off.
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolDelta<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+/// `usage` as OpenAI-compatible servers send it; missing numbers count as 0.
+#[derive(Deserialize)]
+pub(crate) struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    pub(crate) fn to_usage(&self) -> Usage {
+        let n = |v: Option<u64>| v.unwrap_or(0);
+        Usage::new(
+            n(self.prompt_tokens),
+            n(self.completion_tokens),
+            n(self.total_tokens),
+        )
+    }
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Assembles OpenAI `chat.completion.chunk` payloads into one [`Reply`]. Reusable by any
+/// provider that speaks the same chunk format; only choice index 0 is read.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    /// Bytes kept so far (see [`MAX_REPLY_BYTES`]), checked against `limits.max_bytes`.
+    size: usize,
+    limits: ReplyLimits,
+    /// The API key, removed from a server's in-stream error message before it is shortened.
+    key: Option<Arc<str>>,
+    text: String,
+    calls: Vec<PartialCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl Assembler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An assembler with these bounds that scrubs `key` from error messages the server sends.
+    pub fn with(limits: ReplyLimits, key: Option<Arc<str>>) -> Self {
+        Self {
+            limits,
+            key,
+            ..Self::default()
+        }
+    }
+
+    /// Whether `[DONE]` was seen.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Accounts for `bytes` more of the reply, failing once the whole exceeds the limit.
+    fn grow(&mut self, bytes: usize) -> Result<(), ProviderError> {
+        self.size = self.size.saturating_add(bytes);
+        if self.size > self.limits.max_bytes {
+            return Err(reply_too_large(self.limits.max_bytes));
+        }
+        Ok(())
+    }
+
+    /// The error a server put inside the stream, classified like an HTTP error.
+    fn server_error(&self, payload: &serde_json::Value) -> ProviderError {
+        http_error::error_from_payload(None, payload, self.key.as_deref())
+    }
+
+    /// Applies one event. Visible progress is appended to `out` (text is merged into a trailing
+    /// `Text`); on `[DONE]` a `Done(reply)` is appended and `Ok(false)` returned: stop reading.
+    pub fn push(
+        &mut self,
+        ev: SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, ProviderError> {
+        if self.done {
+            return Ok(false);
+        }
+        let data = ev.data.trim_ascii();
+        if data == "[DONE]" {
+            let reply = self.take_reply()?;
+            out.push(StreamEvent::Done(reply));
+            return Ok(false);
+        }
+        if data.is_empty() {
+            return Ok(true);
+        }
+        if ev.event == "error" {
+            let v = serde_json::from_str(data)
+                .unwrap_or_else(|_| serde_json::Value::String(data.to_owned()));
+            return Err(self.server_error(v.get("error").unwrap_or(&v)));
+        }
+        let chunk: Chunk<'_> = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Protocol(format!("malformed chunk json: {e}")))?;
+        if let Some(err) = &chunk.error {
+            return Err(self.server_error(err));
+        }
+        if chunk.object.as_deref() == Some("error") {
+            // vLLM's flat shape: the whole payload is the error object.
+            let v: serde_json::Value = serde_json::from_str(data)
+                .map_err(|e| ProviderError::Protocol(format!("malformed chunk json: {e}")))?;
+            return Err(self.server_error(&v));
+        }
+        if let Some(u) = &chunk.usage {
+            self.usage = Some(u.to_usage());
+        }
+        for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
+            if let Some(delta) = &choice.delta {
+                self.apply_delta(delta, out)?;
+            }
+            if let Some(reason) = &choice.finish_reason {
+                self.finish_reason = Some(reason.clone().into_owned());
+            }
+        }
+        Ok(true)
+    }
+
+    fn apply_delta(
+        &mut self,
+        delta: &Delta<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        for thought in [&delta.reasoning_content, &delta.reasoning]
+            .into_iter()
+            .flatten()
+        {
+            self.grow(thought.len())?;
+        }
+        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
+            self.grow(text.len())?;
+            self.text.push_str(text);
+            match out.last_mut() {
+                Some(StreamEvent::Text(prev)) => prev.push_str(text),
+                _ => out.push(StreamEvent::Text(text.to_owned())),
+            }
+        }
+        for piece in delta.tool_calls.iter().flatten() {
+            self.apply_tool_piece(piece, out)?;
+        }
+        Ok(())
+    }
+
+    fn apply_tool_piece(
+        &mut self,
+        piece: &ToolDelta<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let id = piece.id.as_deref().filter(|s| !s.is_empty());
+        let index = match piece.index {
+            Some(i) => i,
+            // Some servers omit the index: a new id starts a new call, else the last continues.
+            None => match (id, self.calls.last()) {
+                (_, None) => 0,
+                (Some(id), Some(last)) if !last.id.is_empty() && last.id != id => self.calls.len(),
+                _ => self.calls.len() - 1,
+            },
+        };
+        if index > self.calls.len() {
+            return Err(ProviderError::Protocol(format!(
+                "tool call index {index} skips index {}",
+                self.calls.len()
+            )));
+        }
+        if index == self.calls.len() {
+            if index >= self.limits.max_tool_calls {
+                return Err(ProviderError::Protocol(format!(
+                    "the reply has more than {} tool calls",
+                    self.limits.max_tool_calls
+                )));
+            }
+            self.grow(CALL_OVERHEAD_BYTES)?;
+            self.calls.push(PartialCall::default());
+        }
+        if let Some(kind) = piece
+            .kind
+            .as_deref()
+            .filter(|k| !k.is_empty() && *k != "function")
+        {
+            let kind = http_error::quote(kind, self.key.as_deref(), 40);
+            return Err(ProviderError::Protocol(format!(
+                "tool call {index} has unsupported type {kind:?}"
+            )));
+        }
+        let name = piece
+            .function
+            .as_ref()
+            .and_then(|f| f.name.as_deref())
+            .filter(|s| !s.is_empty());
+        for (what, value) in [("id", id), ("name", name)] {
+            if value.is_some_and(|v| v.len() > MAX_CALL_FIELD_BYTES) {
+                return Err(ProviderError::Protocol(format!(
+                    "tool call {index} has a {what} longer than {MAX_CALL_FIELD_BYTES} bytes"
+                )));
+            }
+        }
+        let call = &self.calls[index];
+        let new_id = id.filter(|_| call.id.is_empty()).map_or(0, str::len);
+        let new_name = name.filter(|_| call.name.is_empty()).map_or(0, str::len);
+        let args = piece
+            .function
+            .as_ref()
+            .and_then(|f| f.arguments.as_deref())
+            .map_or(0, str::len);
+        self.grow(new_id + new_name + args)?;
+        let call = &mut self.calls[index];
+        if let Some(id) = id {
+            if call.id.is_empty() {
+                call.id.push_str(id);
+            } else if call.id != id {
+                return Err(ProviderError::Protocol(format!(
+                    "tool call {index} changed its id"
+                )));
+            }
+        }
+        let Some(function) = &piece.function else {
+            return Ok(());
+        };
+        if let Some(name) = name {
+            if call.name.is_empty() {
+                call.name.push_str(name);
+                out.push(StreamEvent::ToolCallStarted {
+                    index,
+                    name: name.to_owned(),
+                });
+            } else if call.name != name {
+                return Err(ProviderError::Protocol(format!(
+                    "tool call {index} changed its name"
+                )));
+            }
+        }
+        if let Some(args) = &function.arguments {
+            call.arguments.push_str(args);
+        }
+        Ok(())
+    }
+
+    /// Marks the reply complete and hands it over (as on `[DONE]`), for providers that know the
+    /// end by other means. Fails if a tool call never got a name.
+    pub fn take_reply(&mut self) -> Result<Reply, ProviderError> {
+        self.done = true;
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (i, c) in std::mem::take(&mut self.calls).into_iter().enumerate() {
+            if c.name.is_empty() {
+                return Err(ProviderError::Protocol(format!(
+                    "tool call {i} has no name"
+                )));
+            }
+            // Some local servers omit ids; the history still needs one to pair the result.
+            let id = if c.id.is_empty() {
+                format!("call_{i}")
+            } else {
+                c.id
+            };
+            tool_calls.push(ToolCall {
+                id,
+                name: c.name,
+                arguments: c.arguments,
+            });
+        }
+        Ok(Reply {
+            text: std::mem::take(&mut self.text),
+            tool_calls,
+            finish_reason: self.finish_reason.take(),
+            usage: self.usage.take(),
+        })
+    }
+}

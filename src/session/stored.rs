@@ -1,0 +1,129 @@
+//! How the history is stored in a version 3 snapshot: each message in the chat wire shape, and
+//! on a tool result also how the call ended (`status`) and its one-line `summary`. Those two
+//! fields stay in the file: the model is never sent them (requests serialize `chat::Message`),
+//! but a resumed session shows each call as it ended instead of guessing from its wording.
+//!
+//! Pure serde work, one pass each way: no intermediate copy of the history is built, so
+//! loading a large session costs no more memory than its messages.
+
+use serde::de::{Error as _, SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::chat::{Message, Role, ToolCall, ToolStatus};
+
+use super::ResultInfo;
+
+/// The messages of a session and, by message index in ascending order, what is known about
+/// its tool results. Tool results without a record (pushed as plain messages) have none.
+#[derive(Debug, Default)]
+pub(super) struct History {
+    pub messages: Vec<Message>,
+    pub results: Vec<(usize, ResultInfo)>,
+}
+
+/// The same, borrowed, for writing without cloning.
+pub(super) struct HistoryRef<'a> {
+    pub messages: &'a [Message],
+    pub results: &'a [(usize, ResultInfo)],
+}
+
+/// One stored message, borrowed. The first four fields are `chat::Message`'s wire shape
+/// (`content` stays `null` rather than omitted, as there).
+#[derive(Serialize)]
+struct StoredRef<'a> {
+    role: Role,
+    content: &'a Option<String>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tool_calls: &'a [ToolCall],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<ToolStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+}
+
+/// One stored message as read.
+#[derive(Deserialize)]
+struct Stored {
+    role: Role,
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    status: Option<ToolStatus>,
+    #[serde(default)]
+    summary: Option<String>,
+}
+
+impl Serialize for HistoryRef<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.messages.len()))?;
+        let mut results = self.results.iter().peekable();
+        for (index, m) in self.messages.iter().enumerate() {
+            let info = results
+                .next_if(|(at, _)| *at == index)
+                .map(|(_, info)| info);
+            seq.serialize_element(&StoredRef {
+                role: m.role,
+                content: &m.content,
+                tool_calls: &m.tool_calls,
+                tool_call_id: m.tool_call_id.as_deref(),
+                status: info.and_then(|i| i.status),
+                summary: info.and_then(|i| i.summary.as_deref()),
+            })?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for History {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_seq(HistoryVisitor)
+    }
+}
+
+struct HistoryVisitor;
+
+impl<'de> Visitor<'de> for HistoryVisitor {
+    type Value = History;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of messages")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<History, A::Error> {
+        let mut history = History {
+            messages: Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16)),
+            results: Vec::new(),
+        };
+        while let Some(stored) = seq.next_element::<Stored>()? {
+            let index = history.messages.len();
+            let recorded = stored.status.is_some() || stored.summary.is_some();
+            if recorded {
+                if stored.role != Role::Tool {
+                    return Err(A::Error::custom(format!(
+                        "message {index} is not a tool result but has a status or summary"
+                    )));
+                }
+                history.results.push((
+                    index,
+                    ResultInfo {
+                        status: stored.status,
+                        summary: stored.summary,
+                    },
+                ));
+            }
+            history.messages.push(Message {
+                role: stored.role,
+                content: stored.content,
+                tool_calls: stored.tool_calls,
+                tool_call_id: stored.tool_call_id,
+            });
+        }
+        Ok(history)
+    }
+}

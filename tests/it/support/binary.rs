@@ -1,0 +1,42 @@
+//! Runs the built `minicode` binary in a temp workspace: isolated HOME, no inherited MINICODE_*
+//! settings, stdin from /dev/null, and a new session (no controlling terminal), so approvals
+//! can never be asked on the developer's /dev/tty.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use super::mock_openai::MockServer;
+
+/// Writes `<dir>/config/config.toml` pointing at `server`, and trusts `dir` in the user config
+/// under `<dir>/home` (the seed's layout: the workspace file chooses the server).
+pub fn write_config(dir: &Path, server: &MockServer) {
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    let config = format!(
+        "[model]\nbase_url = \"{}\"\nname = \"mock-model\"\n",
+        server.base_url()
+    );
+    std::fs::write(dir.join("config/config.toml"), config).unwrap();
+    super::user_config::write_trusting(&dir.join("home"), dir, "");
+}
+
+/// `minicode` in `dir`, ready for `.args(..)`; change stdin with `.stdin(..)` when needed.
+pub fn command(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.current_dir(dir)
+        .env("HOME", dir.join("home"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("MINICODE_BASE_URL")
+        .env_remove("MINICODE_MODEL")
+        .env_remove("MINICODE_API_KEY")
+        .env_remove("MINICODE_LOG")
+        .stdin(Stdio::null());
+    // SAFETY: setsid is async-signal-safe and only affects the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd
+}
