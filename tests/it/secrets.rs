@@ -298,3 +298,48 @@ fn a_same_user_child_cannot_read_minicodes_environ_or_memory() {
         assert!(text.contains("Permission denied"), "{file}: {text}");
     }
 }
+
+#[test]
+fn a_resumed_session_shows_the_calls_it_stored_redacted() {
+    let args = write_call();
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "write", &args)], 7),
+        text_reply("saved", 4),
+        text_reply("again", 4),
+    ]);
+    let (_dir, ws) = workspace();
+    let first = run_binary(&server, &ws, &["--yes", "save it"]);
+    assert_eq!(first.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    let at = stderr.find("--session ").expect("a session to resume") + 10;
+    let id = stderr[at..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_end_matches(')');
+    // The session keeps the call as the model made it; what a frontend is shown of it is not.
+    let out = run_binary(
+        &server,
+        &ws,
+        &[
+            "--session",
+            id,
+            "--output-format",
+            "stream-json",
+            "once more",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let restored = stdout
+        .lines()
+        .find(|l| l.contains("history_restored"))
+        .unwrap_or_else(|| panic!("a restored history in {stdout}"));
+    assert!(restored.contains("token=[redacted]"), "{restored}");
+    assert!(!has_key_fragment(&stdout), "{stdout}");
+}
