@@ -103,7 +103,12 @@ pub fn run(args: Args) -> ExitCode {
         Ok(code) => code,
         Err(failure) => {
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "minicode: {}", failure.message);
+            // Errors may carry text from files or a server: nothing in it may act on the terminal.
+            let _ = writeln!(
+                err,
+                "minicode: {}",
+                crate::sanitize::sanitize(&failure.message)
+            );
             ExitCode::from(failure.code)
         }
     }
