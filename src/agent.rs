@@ -337,7 +337,7 @@ async fn run_core(
     core.emit(core.configured());
     if !core.session.messages().is_empty() {
         core.emit(Event::HistoryRestored {
-            entries: history::entries(&core.session),
+            entries: history::entries(&core.session, &core.tool_ctx.secrets),
         });
     }
     if let Some(problem) = checkpoint_problem {

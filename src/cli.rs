@@ -103,13 +103,19 @@ pub fn run(args: Args) -> ExitCode {
         Ok(code) => code,
         Err(failure) => {
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "minicode: {}", failure.message);
+            // Errors may carry text from files or a server: nothing in it may act on the terminal.
+            let _ = writeln!(
+                err,
+                "minicode: {}",
+                crate::sanitize::sanitize(&failure.message)
+            );
             ExitCode::from(failure.code)
         }
     }
 }
 
 fn run_inner(args: Args) -> Result<ExitCode, Failure> {
+    crate::process::deny_dumps();
     let launch = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
@@ -130,6 +136,17 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let interactive =
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
+    if let Some(key) = &config.api_key {
+        let mut names = vec!["MINICODE_API_KEY", "OPENAI_API_KEY"];
+        names.extend(config.api_key_env.as_deref());
+        // SAFETY: the process is still single-threaded here: only argument parsing, config
+        // loading and the trust question (crossterm, no threads) ran; logging (a writer
+        // thread) and the runtime start below.
+        #[allow(unsafe_code)]
+        unsafe {
+            crate::process::forget_key_variables(names, key.expose())
+        };
+    }
     let prompt = match (&args.prompt, interactive) {
         (Some(p), _) if std::io::stdin().is_terminal() => Some(p.clone()),
         (Some(p), _) => Some(with_piped_text(p)?),
@@ -158,6 +175,12 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let session = open_session(&launch, &args)?;
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
     tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
+    tool_ctx.outputs = crate::tools::outputs::Limits {
+        max_file_bytes: config.outputs_max_file_bytes,
+        max_total_bytes: config.outputs_max_bytes,
+        max_age: config.outputs_max_age,
+    };
+    tool_ctx.prune_outputs();
     let setup = Setup {
         provider,
         registry: Arc::new(Registry::builtin()),

@@ -37,6 +37,11 @@ pub const DEFAULT_BASH_TIMEOUT_SECS: u64 = 120;
 /// The hard ceiling for one bash call, also for `timeout_secs` the model asks for.
 pub const MAX_BASH_TIMEOUT_SECS: u64 = 600;
 pub const DEFAULT_MAX_ROUNDS: u32 = 500;
+/// Defaults of the saved bash outputs (`.minicode/outputs/`): bytes saved per call, bytes all
+/// saved outputs may take, and days one is kept.
+pub const DEFAULT_OUTPUTS_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub const DEFAULT_OUTPUTS_MAX_AGE_DAYS: u64 = 7;
 /// The model name reported by the built-in demo provider.
 pub const DEMO_MODEL: &str = "demo";
 
@@ -106,6 +111,10 @@ pub struct Config {
     pub max_tool_calls: u32,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
+    /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.
+    pub outputs_max_file_bytes: u64,
+    pub outputs_max_bytes: u64,
+    pub outputs_max_age: Duration,
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:

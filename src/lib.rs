@@ -15,6 +15,7 @@ pub mod fsutil;
 pub mod logging;
 pub mod memory;
 pub mod print;
+pub(crate) mod process;
 pub mod protocol;
 pub mod provider;
 pub mod sanitize;

@@ -2,6 +2,10 @@
 //! exit status. stdout carries only the answer (or JSON); activity, approvals, retries and
 //! stats go to stderr. Approvals are asked on the controlling terminal (`/dev/tty`) when there
 //! is one, otherwise refused with a hint about `--yes`.
+//!
+//! Whatever reaches a terminal passes through [`crate::sanitize`]: streamed text on a terminal
+//! stdout, JSON lines on a terminal stdout (as `\u` escapes, the same JSON value), and every
+//! line on stderr. stdout that is not a terminal gets the model's bytes exactly, for scripts.
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -12,6 +16,7 @@ use tokio::sync::mpsc;
 use crate::chat::ApprovalRequest;
 use crate::protocol::{AgentHandle, OpSender};
 use crate::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
+use crate::sanitize::{self, sanitize};
 
 /// How the result is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -65,7 +70,10 @@ pub async fn run(
     let mut session_id = String::new();
     let mut session_path = String::new();
     let mut last_text = String::new();
-    let live_stdout = format == OutputFormat::Text && io::stdout().is_terminal();
+    let stdout_tty = io::stdout().is_terminal();
+    let live_stdout = format == OutputFormat::Text && stdout_tty;
+    // Deltas are sanitised one by one; the stream carries the context a joiner needs.
+    let mut live = sanitize::Stream::default();
     let mut out = io::stdout().lock();
     let mut err = io::stderr().lock();
     let mut ended: Option<(TurnEnd, TurnStats)> = None;
@@ -73,6 +81,11 @@ pub async fn run(
         if format == OutputFormat::StreamJson
             && let Ok(line) = serde_json::to_string(&event)
         {
+            let line = if stdout_tty {
+                sanitize::json_escaped(&line)
+            } else {
+                line
+            };
             let _ = writeln!(out, "{line}");
             let _ = out.flush();
         }
@@ -86,6 +99,7 @@ pub async fn run(
                 session_path = path;
             }
             Event::TextDelta { text } if live_stdout => {
+                let text = live.push(&text);
                 let _ = out.write_all(text.as_bytes());
                 if text.contains('\n') {
                     let _ = out.flush();
@@ -146,7 +160,7 @@ pub async fn run(
         let _ = writeln!(err, "minicode: the agent stopped unexpectedly");
         return ExitCode::FAILURE;
     };
-    let _ = writeln!(err, "{}", describe_end(&end, &stats));
+    let _ = writeln!(err, "{}", sanitize(&describe_end(&end, &stats)));
     // A session that never got a message was removed on shutdown: name no file that is gone.
     let kept = std::path::Path::new(&session_path).exists();
     let answered = matches!(end, TurnEnd::Completed | TurnEnd::RoundLimit { .. });
@@ -174,6 +188,11 @@ pub async fn run(
                 error,
             };
             if let Ok(line) = serde_json::to_string(&result) {
+                let line = if stdout_tty {
+                    sanitize::json_escaped(&line)
+                } else {
+                    line
+                };
                 let _ = writeln!(out, "{line}");
             }
         }
@@ -327,7 +346,8 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
             let mut err = io::stderr().lock();
             let _ = writeln!(
                 err,
-                "minicode: {tool} call refused: no terminal to ask for approval; rerun with --yes to allow tool calls"
+                "minicode: {} call refused: no terminal to ask for approval; rerun with --yes to allow tool calls",
+                sanitize(tool)
             );
             Decision::Deny {
                 reason: Some("no terminal was available to ask the user; the user can rerun with --yes to allow tool calls".to_string()),
@@ -336,13 +356,22 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
     }
 }
 
-/// `None` when there is no controlling terminal.
+/// `None` when there is no controlling terminal. Input typed before the question appears is
+/// discarded first: a "y" meant for something else (typed ahead while the model was still
+/// working) must not answer a question the user has not seen.
 fn ask_tty(prompt: &str) -> Option<Decision> {
+    use std::os::fd::AsRawFd;
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
         .ok()?;
+    // SAFETY: tcflush only discards the terminal's pending input; the fd is open for as long
+    // as `tty` lives. A failure (not a terminal after all) leaves nothing to discard.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::tcflush(tty.as_raw_fd(), libc::TCIFLUSH);
+    }
     let mut writer = tty.try_clone().ok()?;
     let _ = write!(
         writer,
@@ -363,11 +392,4 @@ fn ask_tty(prompt: &str) -> Option<Decision> {
             reason: (!reason.trim().is_empty()).then(|| reason.trim().to_string()),
         },
     })
-}
-
-/// Drops control characters (except newline and tab) so tool text cannot drive the terminal.
-fn sanitize(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-        .collect()
 }

@@ -7,9 +7,13 @@
 pub mod bash;
 pub mod diff;
 pub mod edit;
+pub mod outputs;
 pub mod protected;
 pub mod read;
+pub mod secrets;
 pub mod write;
+
+pub use secrets::Secrets;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -134,42 +138,14 @@ pub struct ToolCtx {
     pub secrets: Secrets,
     /// Bytes of output one call may hand the model (see [`ToolCtx::set_output_limit`]).
     output_limit: AtomicUsize,
+    /// Limits of the saved full outputs under `<data_dir>/outputs`.
+    pub outputs: outputs::Limits,
 }
 
 /// The most output one tool call hands the model, whatever the window.
 pub const MAX_OUTPUT_LIMIT: usize = 64 * 1024;
 /// The least, however small the window.
 pub const MIN_OUTPUT_LIMIT: usize = 2 * 1024;
-
-/// Secret values (the API key) to blank out of tool output. A tool can still read a config
-/// file or print an environment a user exported by hand; this keeps the key itself out of
-/// history whichever way it surfaced.
-#[derive(Clone, Default)]
-pub struct Secrets(Vec<String>);
-
-impl Secrets {
-    /// Values shorter than 8 bytes are ignored: blanking them would mangle ordinary output.
-    pub fn new(values: impl IntoIterator<Item = String>) -> Self {
-        Self(values.into_iter().filter(|v| v.len() >= 8).collect())
-    }
-
-    /// `text` with every secret replaced by `[redacted]`.
-    pub fn redact(&self, text: String) -> String {
-        self.0.iter().fold(text, |text, secret| {
-            if text.contains(secret.as_str()) {
-                text.replace(secret.as_str(), "[redacted]")
-            } else {
-                text
-            }
-        })
-    }
-}
-
-impl std::fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Secrets({} hidden)", self.0.len())
-    }
-}
 
 /// The longest a single bash call may run, whatever it asks for.
 pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
@@ -185,7 +161,14 @@ impl ToolCtx {
             seen: Mutex::new(HashMap::new()),
             secrets: Secrets::default(),
             output_limit: AtomicUsize::new(MAX_OUTPUT_LIMIT),
+            outputs: outputs::Limits::default(),
         }
+    }
+
+    /// Removes saved bash outputs beyond the configured age and total size (at start; each
+    /// bash call that saves one prunes again).
+    pub fn prune_outputs(&self) {
+        outputs::prune(&self.workspace, &self.outputs, None);
     }
 
     /// Bytes of output one call may hand the model.

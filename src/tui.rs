@@ -110,6 +110,8 @@ async fn session(
     let mut last_draw = Instant::now() - FRAME;
     loop {
         let next_frame = tokio::time::Instant::from_std((last_draw + FRAME).max(Instant::now()));
+        // A pending approval starts taking answer keys after a moment: redraw then.
+        let arms_at = state.approval_arms_at().map(tokio::time::Instant::from_std);
         let effects = tokio::select! {
             _ = sigterm.recv() => return Ok(Some(libc::SIGTERM)),
             _ = sighup.recv() => return Ok(Some(libc::SIGHUP)),
@@ -142,7 +144,13 @@ async fn session(
                 }
                 effects
             }
+            _ = tokio::time::sleep_until(arms_at.unwrap_or(next_frame)), if arms_at.is_some() => {
+                dirty = true;
+                state.set_now(Instant::now());
+                Vec::new()
+            }
             _ = tokio::time::sleep_until(next_frame), if dirty => {
+                state.set_now(Instant::now());
                 draw(&mut term, state)?;
                 last_draw = Instant::now();
                 dirty = false;

@@ -5,6 +5,7 @@
 use crate::chat::Role;
 use crate::protocol::HistoryEntry;
 use crate::session::Session;
+use crate::tools::Secrets;
 
 /// The longest summary rebuilt from raw arguments, in characters.
 const SUMMARY_CHARS: usize = 200;
@@ -12,7 +13,9 @@ const SUMMARY_CHARS: usize = 200;
 /// Every user prompt, non-empty assistant text and tool call of the session, in order. A tool
 /// call is listed where the model made it, with its result's status and output once answered
 /// (an unanswered call, which only a session saved mid-call can hold, has no status).
-pub(crate) fn entries(session: &Session) -> Vec<HistoryEntry> {
+/// Everything is redacted like a live call's events: the session keeps the model's calls as it
+/// made them, and a frontend (or the exit transcript) must not show the key from there.
+pub(crate) fn entries(session: &Session, secrets: &Secrets) -> Vec<HistoryEntry> {
     let messages = session.messages();
     let mut entries = Vec::with_capacity(messages.len());
     // Calls not yet answered: (call id, index of its entry).
@@ -67,7 +70,29 @@ pub(crate) fn entries(session: &Session) -> Vec<HistoryEntry> {
             }
         }
     }
+    if !secrets.is_empty() {
+        entries.iter_mut().for_each(|e| redact(e, secrets));
+    }
     entries
+}
+
+fn redact(entry: &mut HistoryEntry, secrets: &Secrets) {
+    let text = |t: &mut String| *t = secrets.redact(std::mem::take(t));
+    match entry {
+        HistoryEntry::User { text: t } | HistoryEntry::Assistant { text: t } => text(t),
+        HistoryEntry::ToolCall {
+            tool,
+            summary,
+            arguments,
+            output,
+            ..
+        } => {
+            text(tool);
+            text(summary);
+            text(output);
+            secrets.redact_json(arguments);
+        }
+    }
 }
 
 /// A call's target as its summary when the tool did not describe it: the first line of a

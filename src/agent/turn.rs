@@ -338,8 +338,9 @@ async fn run_call(
     let (tool, args) = match core.registry.resolve(&call.name, &call.arguments) {
         Ok(found) => found,
         Err(message) => {
-            core.emit(began(call, call.name.clone(), serde_json::Value::Null));
-            return (Some(call.name.clone()), rejected(message));
+            let name = core.tool_ctx.secrets.redact(call.name.clone());
+            core.emit(began(call, name.clone(), serde_json::Value::Null));
+            return (Some(name), rejected(core.tool_ctx.secrets.redact(message)));
         }
     };
     let prepared = tool.prepare(&args, &core.tool_ctx);
@@ -348,16 +349,23 @@ async fn run_call(
         Ok(p) => p.summary.clone(),
         Err(_) => super::history::summary_from_arguments(&args).unwrap_or_default(),
     };
-    core.emit(began(call, summary.clone(), args.clone()));
+    // What frontends see of the call is redacted like its result: they may print it, and
+    // stream-json, the session and the exit transcript keep it.
+    let secrets = &core.tool_ctx.secrets;
+    let summary = secrets.redact(summary);
+    let mut shown_args = args.clone();
+    secrets.redact_json(&mut shown_args);
+    core.emit(began(call, summary.clone(), shown_args));
     let summary = Some(summary);
     let prepared = match prepared {
         Ok(p) => p,
-        Err(message) => return (summary, rejected(message)),
+        Err(message) => return (summary, rejected(core.tool_ctx.secrets.redact(message))),
     };
     if let Some(request) = prepared.approval {
+        // The redacted summary: the warning it goes into reaches frontends too.
         let protected = prepared
             .protected
-            .map(|reason| (prepared.summary.as_str(), reason));
+            .map(|reason| (summary.as_deref().unwrap_or_default(), reason));
         match approve(core, call, request, protected, cancel, decisions).await {
             Some(Decision::Deny { reason }) => {
                 let mut text = "the user denied this call; it did not run".to_string();
@@ -429,7 +437,7 @@ async fn approve(
     core.emit(Event::ApprovalRequested {
         call: call.id.clone(),
         tool: call.name.clone(),
-        request,
+        request: core.tool_ctx.secrets.redact_request(request),
     });
     let decision = loop {
         let answer = tokio::select! {

@@ -51,6 +51,9 @@ pub(super) struct ModelTable {
 pub(super) struct ToolsTable {
     pub bash_timeout_secs: Option<u64>,
     pub max_rounds: Option<u32>,
+    pub outputs_max_file_bytes: Option<u64>,
+    pub outputs_max_bytes: Option<u64>,
+    pub outputs_max_age_days: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]

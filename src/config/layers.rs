@@ -188,7 +188,8 @@ impl Layers {
             model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
             model.context_window, model.max_tokens, model.request_timeout_secs,
             model.stream_idle_timeout_secs, model.max_tool_calls,
-            tools.bash_timeout_secs, tools.max_rounds,
+            tools.bash_timeout_secs, tools.max_rounds, tools.outputs_max_file_bytes,
+            tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns,
         );
@@ -212,6 +213,9 @@ impl Layers {
                 ToolsTable {
                     bash_timeout_secs: _,
                     max_rounds: _,
+                    outputs_max_file_bytes: _,
+                    outputs_max_bytes: _,
+                    outputs_max_age_days: _,
                 },
             context:
                 ContextTable {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use super::layers::Layers;
 use super::{
     Config, ConfigError, DEFAULT_BASH_TIMEOUT_SECS, DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_ROUNDS,
-    DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_REQUEST_TIMEOUT_SECS,
+    DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_OUTPUTS_MAX_AGE_DAYS,
+    DEFAULT_OUTPUTS_MAX_BYTES, DEFAULT_OUTPUTS_MAX_FILE_BYTES, DEFAULT_REQUEST_TIMEOUT_SECS,
     DEFAULT_STREAM_IDLE_TIMEOUT_SECS, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
     MAX_BASH_TIMEOUT_SECS, Overrides, ProviderKind, Secret,
 };
@@ -40,6 +41,9 @@ pub(super) fn resolve(
         max_tool_calls: limits.max_tool_calls,
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
+        outputs_max_file_bytes: limits.outputs_max_file_bytes,
+        outputs_max_bytes: limits.outputs_max_bytes,
+        outputs_max_age: limits.outputs_max_age,
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
@@ -68,6 +72,9 @@ struct Limits {
     max_tool_calls: u32,
     bash_timeout: Duration,
     max_rounds: u32,
+    outputs_max_file_bytes: u64,
+    outputs_max_bytes: u64,
+    outputs_max_age: Duration,
 }
 
 fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
@@ -123,6 +130,21 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         u64::from(DEFAULT_MAX_ROUNDS),
         "tools.max_rounds",
     )?;
+    let outputs_max_file_bytes = positive(
+        f.tools.outputs_max_file_bytes,
+        DEFAULT_OUTPUTS_MAX_FILE_BYTES,
+        "tools.outputs_max_file_bytes",
+    )?;
+    let outputs_max_bytes = positive(
+        f.tools.outputs_max_bytes,
+        DEFAULT_OUTPUTS_MAX_BYTES,
+        "tools.outputs_max_bytes",
+    )?;
+    let outputs_max_age_days = positive(
+        f.tools.outputs_max_age_days,
+        DEFAULT_OUTPUTS_MAX_AGE_DAYS,
+        "tools.outputs_max_age_days",
+    )?;
     for (value, field) in [
         (f.context.reserve_tokens, "context.reserve_tokens"),
         (f.context.keep_recent_tokens, "context.keep_recent_tokens"),
@@ -143,6 +165,9 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         max_tool_calls: u32::try_from(max_tool_calls).unwrap_or(u32::MAX),
         bash_timeout: Duration::from_secs(bash_secs),
         max_rounds: u32::try_from(max_rounds).unwrap_or(u32::MAX),
+        outputs_max_file_bytes,
+        outputs_max_bytes,
+        outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
     })
 }
 

@@ -1,13 +1,14 @@
 //! The `bash` tool: runs one command with `bash -c` in the workspace root.
 //!
-//! Each call gets a fresh shell in its own process group, stdin from /dev/null and one pipe
-//! for stdout and stderr (so output interleaves in arrival order). A timeout, a cancel or
-//! dropping the call kills the whole group with SIGKILL, grandchildren included; background
-//! jobs do not outlive the call. Output for the model is capped (head and tail kept) while the
+//! Each call gets a fresh shell in its own session (so its own process group, and no
+//! controlling terminal: `/dev/tty` cannot be opened, so nothing can draw over the UI or wait
+//! for a password at a prompt nobody sees), stdin from /dev/null and one pipe for stdout and
+//! stderr (so output interleaves in arrival order). A timeout, a cancel or dropping the call
+//! kills the whole group with SIGKILL, grandchildren included; background jobs do not outlive
+//! the call. Output for the model is capped (head and tail kept) while the
 //! full text is streamed to a log file, so memory stays bounded. Secrets are removed from the
 //! child's environment. It must never prompt the user or print anything itself.
 
-use std::io::Write as _;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -17,10 +18,11 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{MAX_BASH_TIMEOUT, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{
+    MAX_BASH_TIMEOUT, Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args,
+};
 use crate::chat::ApprovalRequest;
 use crate::chat::ToolSpec;
-use crate::fsutil;
 
 /// Most bytes of output the model sees per call (head and tail together).
 pub const OUTPUT_CAP: usize = super::MAX_OUTPUT_LIMIT;
@@ -29,9 +31,10 @@ pub const OUTPUT_CAP: usize = super::MAX_OUTPUT_LIMIT;
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
 
 const DESCRIPTION: &str = "Run a shell command with `bash -c` in the workspace root. Each call \
-starts a fresh shell (no state is kept between calls); stdin is empty. stdout and stderr are \
-returned together, capped at 64 KiB (head and tail kept; the full output is saved to a file \
-whose path is given). The exit status is reported. Background processes are killed when the \
+starts a fresh shell (no state is kept between calls); stdin is empty and there is no \
+terminal, so commands that ask for input or a password fail at once: use non-interactive \
+flags. stdout and stderr are returned together, capped at 64 KiB (head and tail kept; the \
+full output is saved to a file whose path is given). The exit status is reported. Background processes are killed when the \
 command ends. timeout_secs defaults to the configured limit (at most 600).";
 
 pub struct Bash;
@@ -168,17 +171,21 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer2))
-        .process_group(0)
         .kill_on_drop(true);
     scrub_env(&mut cmd, &ctx.scrub_env);
-    // If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
-    // instead of running on unattended. Grandchildren it started may still outlive us.
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls between fork and exec, no allocation, touching no
+    // memory of the parent.
     #[allow(unsafe_code)]
     unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
+        cmd.pre_exec(move || {
+            // A new session: the shell leads its own process group (pgid = its pid, which
+            // `GroupGuard` kills) and has no controlling terminal. `sudo`, `ssh` or a git
+            // credential helper then fail at once instead of prompting over the UI.
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            die_with_parent(parent)
         });
     }
     let spawned = cmd.spawn();
@@ -197,7 +204,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         Err(e) => return ToolOutput::failed(format!("could not read the command's output: {e}")),
     };
 
-    let mut sink = Sink::new(&ctx.workspace, ctx.output_limit());
+    let mut sink = Sink::new(ctx, ctx.output_limit());
     let mut buf = vec![0u8; 16 * 1024];
     let deadline = tokio::time::sleep(call.timeout);
     tokio::pin!(deadline);
@@ -285,6 +292,30 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     }
 }
 
+/// If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
+/// instead of running on unattended (Linux only; elsewhere the shell may outlive us, as may
+/// grandchildren it started anywhere). Runs in the child between fork and exec; a parent that
+/// died before the signal was armed is caught by comparing the parent's pid.
+#[cfg(target_os = "linux")]
+fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl and getppid are async-signal-safe and only concern this (child) process.
+    #[allow(unsafe_code)]
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
+    Ok(())
+}
+
 /// Removes secrets from the child's environment: the configured names, every `MINICODE_*`
 /// variable and `OPENAI_API_KEY`.
 fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
@@ -309,29 +340,38 @@ fn describe(status: ExitStatus) -> String {
 }
 
 /// Collects output with bounded memory: the first half of the cap, a ring of the last half,
-/// and — once the total passes the cap — the whole stream written to a log file as it comes.
-struct Sink {
+/// and — once the total passes the cap — the whole stream saved to a file as it comes
+/// (redacted, and itself capped: see [`outputs`]). Each half keeps a margin of the longest
+/// secret's length beyond its cut, so a secret across a cut is seen whole and redacted rather
+/// than half shown.
+struct Sink<'a> {
     /// Bytes of output the model gets: `head_cap` from the start, the rest from the end.
     cap: usize,
     head_cap: usize,
+    margin: usize,
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     total: u64,
-    /// The workspace, under whose `.minicode/outputs` the full log is kept.
+    secrets: &'a Secrets,
+    /// The workspace, under whose `.minicode/outputs` the full output is kept.
     workspace: PathBuf,
-    log: Option<Result<(PathBuf, std::fs::File), String>>,
+    limits: outputs::Limits,
+    log: Option<Result<outputs::Saved<'a>, String>>,
     notes: String,
 }
 
-impl Sink {
-    fn new(workspace: &Path, cap: usize) -> Self {
+impl<'a> Sink<'a> {
+    fn new(ctx: &'a ToolCtx, cap: usize) -> Self {
         Self {
             cap,
             head_cap: cap / 2,
+            margin: ctx.secrets.longest(),
             head: Vec::new(),
             tail: std::collections::VecDeque::new(),
             total: 0,
-            workspace: workspace.to_path_buf(),
+            secrets: &ctx.secrets,
+            workspace: ctx.workspace.clone(),
+            limits: ctx.outputs,
             log: None,
             notes: String::new(),
         }
@@ -341,48 +381,35 @@ impl Sink {
         self.total += data.len() as u64;
         if self.total > self.cap as u64 && self.log.is_none() {
             // First time over the cap: everything so far is still in head + tail (together
-            // they hold exactly the cap), so the log starts complete.
+            // they hold more than the cap), so the saved file starts complete.
             self.log = Some(self.open_log());
         }
-        if let Some(Ok((_, file))) = &mut self.log
-            && let Err(e) = file.write_all(data)
-        {
-            self.log = Some(Err(format!("writing the log failed: {e}")));
+        if let Some(Ok(saved)) = &mut self.log {
+            saved.write(data);
         }
-        let tail_cap = self.cap - self.head_cap;
-        let room = self
-            .head_cap
-            .saturating_sub(self.head.len())
-            .min(data.len());
+        let head_keep = self.head_cap + self.margin;
+        let tail_keep = self.cap - self.head_cap + self.margin;
+        let room = head_keep.saturating_sub(self.head.len()).min(data.len());
         self.head.extend_from_slice(&data[..room]);
         data = &data[room..];
-        if data.len() >= tail_cap {
+        if data.len() >= tail_keep {
             self.tail.clear();
-            self.tail.extend(&data[data.len() - tail_cap..]);
+            self.tail.extend(&data[data.len() - tail_keep..]);
         } else {
-            let overflow = (self.tail.len() + data.len()).saturating_sub(tail_cap);
+            let overflow = (self.tail.len() + data.len()).saturating_sub(tail_keep);
             self.tail.drain(..overflow);
             self.tail.extend(data);
         }
     }
 
-    fn open_log(&self) -> Result<(PathBuf, std::fs::File), String> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let outputs_dir = fsutil::private_dir(&self.workspace, "outputs")
-            .map_err(|e| format!("could not create .minicode/outputs: {e}"))?;
-        let path = outputs_dir.join(format!("{}.log", uuid::Uuid::new_v4().simple()));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| format!("could not create {}: {e}", path.display()))?;
+    fn open_log(&self) -> Result<outputs::Saved<'a>, String> {
+        let mut saved =
+            outputs::Saved::create(&self.workspace, self.secrets, self.limits.max_file_bytes)?;
         let (a, b) = self.tail.as_slices();
         for part in [&self.head[..], a, b] {
-            file.write_all(part)
-                .map_err(|e| format!("writing the log failed: {e}"))?;
+            saved.write(part);
         }
-        Ok((path, file))
+        Ok(saved)
     }
 
     /// A note from us (not the command), shown after the output.
@@ -390,29 +417,48 @@ impl Sink {
         self.notes.push_str(text);
     }
 
-    /// The text for the model: everything, or head + marker + tail when over the cap.
-    fn finish(mut self, workspace: &Path) -> String {
-        let tail: Vec<u8> = self.tail.drain(..).collect();
-        let mut out = String::from_utf8_lossy(&self.head).into_owned();
-        if self.total > self.cap as u64 {
-            let cut = self.total - (self.head.len() + tail.len()) as u64;
-            let saved = match &mut self.log {
-                Some(Ok((path, file))) => match file.sync_all() {
-                    Ok(()) => format!(
-                        "full output saved to {}",
-                        fsutil::display_path(workspace, path)
-                    ),
-                    Err(e) => format!("saving the full output failed: {e}"),
-                },
-                Some(Err(e)) => format!("full output not saved: {e}"),
-                None => "full output not saved".to_string(),
-            };
+    /// The text for the model: everything, or head + marker + tail when over the cap, with
+    /// secrets redacted after the cuts were moved off them.
+    fn finish(self, workspace: &Path) -> String {
+        let tail: Vec<u8> = self.tail.into();
+        let head = self.head;
+        let tail_cap = self.cap - self.head_cap;
+        let secrets = self.secrets;
+        let text =
+            |bytes: &[u8]| String::from_utf8_lossy(&secrets.redact_bytes(bytes)).into_owned();
+        let retained_all = self.total == (head.len() + tail.len()) as u64;
+        let all;
+        let (first, last, cut) = if self.total <= self.cap as u64 {
+            (&head[..], &tail[..], 0)
+        } else if retained_all {
+            all = [head.as_slice(), tail.as_slice()].concat();
+            let end = secrets.head_cut(&all, self.head_cap);
+            let start = secrets.tail_cut(&all, all.len() - tail_cap).max(end);
+            (&all[..end], &all[start..], (start - end) as u64)
+        } else {
+            let end = secrets.head_cut(&head, self.head_cap);
+            let start = secrets.tail_cut(&tail, tail.len().saturating_sub(tail_cap));
+            let cut = self.total - (end + tail.len() - start) as u64;
+            (&head[..end], &tail[start..], cut)
+        };
+        let saved = match self.log {
+            Some(Ok(saved)) => {
+                let (path, note) = saved.finish(workspace);
+                outputs::prune(&self.workspace, &self.limits, Some(&path));
+                note
+            }
+            Some(Err(e)) => format!("full output not saved: {e}"),
+            None => "full output not saved".to_string(),
+        };
+        let mut out = text(first);
+        // (Over the cap by less than two secrets' length, nothing may be cut at all.)
+        if cut > 0 {
             if !out.ends_with('\n') {
                 out.push('\n');
             }
             out.push_str(&format!("[... {cut} bytes cut; {saved} ...]\n"));
         }
-        out.push_str(&String::from_utf8_lossy(&tail));
+        out.push_str(&text(last));
         out.push_str(&self.notes);
         out
     }

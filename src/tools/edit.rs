@@ -145,7 +145,10 @@ impl Tool for Edit {
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
         let plan = plan(args, ctx)?;
-        let full = diff::unified(&plan.display, Some(&plan.old), &plan.new);
+        // Redacted before it is cut, so a cut cannot leave part of a secret.
+        let full = ctx
+            .secrets
+            .redact(diff::unified(&plan.display, Some(&plan.old), &plan.new));
         let shown = diff::cap(&full, APPROVAL_DIFF_LINES, APPROVAL_DIFF_BYTES);
         let times = match plan.replacements {
             1 => String::new(),
@@ -179,7 +182,11 @@ impl Tool for Edit {
             match apply(&plan, &ctx.workspace) {
                 Ok(fp) => {
                     ctx.remember(&plan.path, fp);
-                    let full = diff::unified(&plan.display, Some(&plan.old), &plan.new);
+                    let full = ctx.secrets.redact(diff::unified(
+                        &plan.display,
+                        Some(&plan.old),
+                        &plan.new,
+                    ));
                     let what = match plan.replacements {
                         1 => "1 replacement".to_string(),
                         n => format!("{n} replacements"),

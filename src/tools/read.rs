@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Fingerprint, Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 use crate::chat::ToolSpec;
 use crate::fsutil;
 use crate::memory;
@@ -127,8 +127,15 @@ impl Tool for Read {
             let remembered = path.clone();
             let detail = memory::is_detail_file(&ctx.workspace, &path);
             let max_bytes = MAX_OUTPUT_BYTES.min(ctx.output_limit());
+            let secrets = ctx.secrets.clone();
             let job = tokio::task::spawn_blocking(move || {
-                read_file(&path, &display, offset, limit, detail, max_bytes)
+                let window = Window {
+                    offset,
+                    limit,
+                    max_bytes,
+                    secrets: &secrets,
+                };
+                read_file(&path, &display, &window, detail)
             });
             let result = tokio::select! {
                 biased;
@@ -152,15 +159,22 @@ impl Tool for Read {
     }
 }
 
+/// Which lines to show, within which caps, with which values blanked out.
+struct Window<'a> {
+    offset: u64,
+    limit: u64,
+    max_bytes: usize,
+    /// Redacted from each line before it is cut, so no part of a key survives the cut.
+    secrets: &'a Secrets,
+}
+
 /// Reads and renders one window of the file; also returns the whole file's fingerprint when
 /// it was small enough to hash.
 fn read_file(
     path: &Path,
     display: &str,
-    offset: u64,
-    limit: u64,
+    window: &Window,
     memory_detail: bool,
-    max_bytes: usize,
 ) -> Result<(String, Option<Fingerprint>), String> {
     let fail = |e: std::io::Error| format!("cannot read {display}: {e}");
     // Look before opening: opening a FIFO for reading would block until a writer appears.
@@ -204,13 +218,11 @@ fn read_file(
         }
         let total = count_lines(&bytes);
         let fingerprint = Fingerprint::of(&bytes, &meta);
-        let text = render(&bytes[..], display, offset, limit, Some(total), max_bytes).map_err(
-            |e| match e {
-                RenderError::Binary => binary(),
-                RenderError::Io(e) => fail(e),
-                RenderError::PastEnd(m) => m,
-            },
-        )?;
+        let text = render(&bytes[..], display, window, Some(total)).map_err(|e| match e {
+            RenderError::Binary => binary(),
+            RenderError::Io(e) => fail(e),
+            RenderError::PastEnd(m) => m,
+        })?;
         return Ok((text, Some(fingerprint)));
     }
     let mut reader = BufReader::with_capacity(64 * 1024, file);
@@ -218,7 +230,7 @@ fn read_file(
     if fsutil::looks_binary(head) {
         return Err(binary());
     }
-    let text = render(reader, display, offset, limit, None, max_bytes).map_err(|e| match e {
+    let text = render(reader, display, window, None).map_err(|e| match e {
         RenderError::Binary => binary(),
         RenderError::Io(e) => fail(e),
         RenderError::PastEnd(m) => m,
@@ -245,15 +257,18 @@ enum RenderError {
 /// were beyond them.
 struct Line {
     kept: Vec<u8>,
+    /// Whether bytes were dropped after `kept` (which may then end inside a character).
+    cut: bool,
     skipped_chars: u64,
 }
 
 /// Bytes kept per line: enough for `MAX_LINE_CHARS` characters of up to 4 bytes each.
 const KEEP_BYTES: usize = MAX_LINE_CHARS * 4;
 
-/// Reads one line without ever holding more than [`KEEP_BYTES`] of it.
-fn next_line(reader: &mut impl BufRead) -> std::io::Result<Option<Line>> {
+/// Reads one line without ever holding more than `keep` bytes of it.
+fn next_line(reader: &mut impl BufRead, keep: usize) -> std::io::Result<Option<Line>> {
     let mut kept = Vec::new();
+    let mut cut = false;
     let mut skipped_chars = 0u64;
     let mut any = false;
     loop {
@@ -265,6 +280,7 @@ fn next_line(reader: &mut impl BufRead) -> std::io::Result<Option<Line>> {
         if buf.is_empty() {
             return Ok(any.then_some(Line {
                 kept,
+                cut,
                 skipped_chars,
             }));
         }
@@ -273,8 +289,9 @@ fn next_line(reader: &mut impl BufRead) -> std::io::Result<Option<Line>> {
             Some(i) => (&buf[..i], i + 1),
             None => (buf, buf.len()),
         };
-        let room = KEEP_BYTES.saturating_sub(kept.len()).min(chunk.len());
+        let room = keep.saturating_sub(kept.len()).min(chunk.len());
         kept.extend_from_slice(&chunk[..room]);
+        cut |= room < chunk.len();
         // Count characters (not bytes) in what is dropped: every byte that is not a UTF-8
         // continuation byte starts a character.
         skipped_chars += chunk[room..].iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
@@ -283,6 +300,7 @@ fn next_line(reader: &mut impl BufRead) -> std::io::Result<Option<Line>> {
         if ended {
             return Ok(Some(Line {
                 kept,
+                cut,
                 skipped_chars,
             }));
         }
@@ -294,16 +312,23 @@ fn next_line(reader: &mut impl BufRead) -> std::io::Result<Option<Line>> {
 fn render(
     mut reader: impl BufRead,
     display: &str,
-    offset: u64,
-    limit: u64,
+    window: &Window,
     total: Option<u64>,
-    max_bytes: usize,
 ) -> Result<String, RenderError> {
+    let Window {
+        offset,
+        limit,
+        max_bytes,
+        secrets,
+    } = *window;
+    // A secret that starts within the shown characters is kept whole, so it is redacted
+    // before the line is cut rather than shown in part.
+    let keep = KEEP_BYTES + secrets.longest();
     let mut out = String::new();
     let mut number = 0u64;
     let mut shown = 0u64;
     let mut next = None;
-    while let Some(line) = next_line(&mut reader).map_err(RenderError::Io)? {
+    while let Some(line) = next_line(&mut reader, keep).map_err(RenderError::Io)? {
         number += 1;
         if number < offset {
             continue;
@@ -312,7 +337,7 @@ fn render(
             next = Some(number);
             break;
         }
-        let formatted = format_line(number, &line)?;
+        let formatted = format_line(number, &line, secrets)?;
         if shown > 0 && out.len() + formatted.len() > max_bytes {
             next = Some(number);
             break;
@@ -338,17 +363,24 @@ fn render(
     Ok(out)
 }
 
-fn format_line(number: u64, line: &Line) -> Result<String, RenderError> {
+fn format_line(number: u64, line: &Line, secrets: &Secrets) -> Result<String, RenderError> {
     let text = match std::str::from_utf8(&line.kept) {
         Ok(t) => t,
         // The keep limit may have split a character: that is a cut, not invalid text.
-        Err(e) if e.error_len().is_none() && line.kept.len() == KEEP_BYTES => {
+        Err(e) if e.error_len().is_none() && line.cut => {
             // Invariant: `valid_up_to` is a char boundary, so this slice is valid UTF-8.
             std::str::from_utf8(&line.kept[..e.valid_up_to()]).map_err(|_| RenderError::Binary)?
         }
         Err(_) => return Err(RenderError::Binary),
     };
     let text = text.strip_suffix('\r').unwrap_or(text);
+    let redacted;
+    let text = if secrets.is_empty() {
+        text
+    } else {
+        redacted = secrets.redact(text.to_string());
+        redacted.as_str()
+    };
     let chars = text.chars().count() as u64 + line.skipped_chars;
     if chars as usize <= MAX_LINE_CHARS {
         return Ok(format!("{number:>6}\t{text}\n"));

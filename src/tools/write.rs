@@ -10,7 +10,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
+use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
 use crate::chat::ApprovalRequest;
 use crate::chat::ToolSpec;
 use crate::fsutil::{self, Existing, LoadError};
@@ -61,8 +61,9 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
 }
 
 /// The diff the user approves: against the current text, all-added for a new file, or a note
-/// when the current file cannot be shown as text.
-fn approval_diff(call: &Call) -> Result<String, String> {
+/// when the current file cannot be shown as text. Secrets are redacted before the diff is cut,
+/// so a cut cannot leave part of one.
+fn approval_diff(call: &Call, secrets: &Secrets) -> Result<String, String> {
     let full = match fsutil::load_existing(&call.path, MAX_EDIT_BYTES) {
         Ok(Existing::Missing) => diff::unified(&call.display, None, &call.content),
         Ok(Existing::File { bytes, .. }) => {
@@ -88,6 +89,7 @@ fn approval_diff(call: &Call) -> Result<String, String> {
         ),
         Err(e) => return Err(format!("cannot write {}: {e}", call.display)),
     };
+    let full = secrets.redact(full);
     Ok(diff::cap(&full, APPROVAL_DIFF_LINES, APPROVAL_DIFF_BYTES))
 }
 
@@ -119,7 +121,7 @@ impl Tool for Write {
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
         let call = check(args, ctx)?;
-        let diff = approval_diff(&call)?;
+        let diff = approval_diff(&call, &ctx.secrets)?;
         Ok(Prepared {
             protected: super::protected::reason(&ctx.workspace, &call.path),
             summary: format!("{} ({} bytes)", call.display, call.content.len()),

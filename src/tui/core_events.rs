@@ -107,7 +107,8 @@ impl State {
                     });
                 }
                 self.activity = Activity::Approval(tool.clone());
-                self.approval = Some(PendingApproval { call, tool, typing_reason: false, stashed_draft: String::new() });
+                let armed_at = self.now + self.approval_guard;
+                self.approval = Some(PendingApproval { call, tool, typing_reason: false, stashed_draft: String::new(), armed_at });
             }
             Event::ApprovalDecided { call, decision } => {
                 if let Some(i) = self.transcript.find_tool(&call) {

@@ -5,6 +5,7 @@
 //! the transcript or the terminal.
 
 use super::wrap::{TAB, char_width, is_control};
+use crate::sanitize::is_invisible;
 
 /// A multi-line draft with a cursor at (`row`, byte offset `col`).
 #[derive(Debug, Clone)]
@@ -286,12 +287,13 @@ impl Draft {
 }
 
 /// How a draft character appears on screen and its width: a tab as spaces, ESC as `␛`, other
-/// control characters as `\u{fffd}` (the same as `wrap::sanitize`), anything else as itself.
+/// control characters and invisible or reordering ones (a pasted bidi override) as
+/// `\u{fffd}` (as `wrap::sanitize` does), anything else as itself.
 fn shown(c: char, buf: &mut [u8; 4]) -> (&str, usize) {
     match c {
         '\t' => (TAB, TAB.len()),
         '\u{1b}' => ("␛", 1),
-        c if is_control(c) => ("\u{fffd}", 1),
+        c if is_control(c) || is_invisible(c) => ("\u{fffd}", 1),
         c => (c.encode_utf8(buf), char_width(c)),
     }
 }

@@ -24,6 +24,10 @@ use crate::protocol::{Decision, Event, Op};
 pub const WHEEL_ROWS: usize = 3;
 /// A second Ctrl+C within this time exits.
 pub const EXIT_CONFIRM: Duration = Duration::from_secs(2);
+/// How long after an approval appears its answer keys (y/a/n/r) are ignored, so a key typed
+/// for something else (the next word of a prompt, a second "y" for the previous approval)
+/// cannot answer a request the user has not read. Each ignored key restarts the wait.
+pub const APPROVAL_GUARD: Duration = Duration::from_millis(300);
 
 pub use super::commands::COMMANDS;
 
@@ -81,6 +85,8 @@ pub struct PendingApproval {
     pub typing_reason: bool,
     /// The draft that was there before the reason was typed.
     pub stashed_draft: String,
+    /// Answer keys count from this moment on (see [`APPROVAL_GUARD`]).
+    pub armed_at: Instant,
 }
 
 /// Everything the view shows.
@@ -105,6 +111,12 @@ pub struct State {
     pub hint: Option<String>,
     /// Rows of a mouse selection in the transcript area (start, end).
     pub selection: Option<(u16, u16)>,
+    /// How long answer keys wait after an approval appears ([`APPROVAL_GUARD`]; tests that
+    /// are not about the guard set it to zero).
+    pub approval_guard: Duration,
+    /// The time of the message being handled (or of the frame being drawn): time-dependent
+    /// rules read it instead of the clock, so tests can inject time.
+    pub(crate) now: Instant,
     pub(crate) last_ctrl_c: Option<Instant>,
     pub(crate) streaming: Option<usize>,
     pub(crate) interrupted_during: Option<String>,
@@ -133,6 +145,8 @@ impl State {
             mouse_capture: true,
             hint: None,
             selection: None,
+            approval_guard: APPROVAL_GUARD,
+            now: Instant::now(),
             last_ctrl_c: None,
             streaming: None,
             interrupted_during: None,
@@ -207,8 +221,14 @@ impl State {
             .max(1)
     }
 
-    /// One step of the Elm loop.
+    /// One step of the Elm loop, at the current time.
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        self.update_at(msg, Instant::now())
+    }
+
+    /// One step of the Elm loop with `msg` arriving at `now`.
+    pub fn update_at(&mut self, msg: Msg, now: Instant) -> Vec<Effect> {
+        self.now = now;
         match msg {
             Msg::Key(k) if k.kind == KeyEventKind::Release => Vec::new(),
             Msg::Key(k) => self.key(k),
@@ -322,8 +342,31 @@ impl State {
         Vec::new()
     }
 
+    /// Whether a pending approval takes answer keys yet (its guard has passed).
+    pub fn approval_armed(&self) -> bool {
+        self.approval
+            .as_ref()
+            .is_some_and(|p| self.now >= p.armed_at)
+    }
+
+    /// When the pending approval starts taking answer keys, if it does not yet: the run loop
+    /// redraws then, so the key hint appears.
+    pub fn approval_arms_at(&self) -> Option<Instant> {
+        self.approval
+            .as_ref()
+            .map(|p| p.armed_at)
+            .filter(|&t| t > self.now)
+    }
+
+    /// Moves the clock to `now` without any message (the run loop's frame time).
+    pub fn set_now(&mut self, now: Instant) {
+        self.now = now;
+    }
+
     /// y / a / n / r while an approval is pending; `None` lets the key reach the draft.
     fn approval_key(&mut self, k: &KeyEvent) -> Option<Vec<Effect>> {
+        let now = self.now;
+        let guard = self.approval_guard;
         let pending = self.approval.as_mut()?;
         if pending.typing_reason {
             if k.code == KeyCode::Enter && k.modifiers.is_empty() {
@@ -346,6 +389,13 @@ impl State {
         // typing a prompt while an approval waits never answers it by accident.
         if !k.modifiers.difference(KeyModifiers::SHIFT).is_empty() || !self.draft.is_empty() {
             return None;
+        }
+        // Too soon after the request appeared: an answer key is dropped (not typed into the
+        // draft) and the wait starts again, so a burst of typing never answers; other keys
+        // are text as usual.
+        if now < pending.armed_at && matches!(k.code, KeyCode::Char('y' | 'a' | 'n' | 'r')) {
+            pending.armed_at = now + guard;
+            return Some(Vec::new());
         }
         let decision = match k.code {
             KeyCode::Char('y') => Decision::Approve,
@@ -370,7 +420,7 @@ impl State {
         if self.busy {
             return self.interrupt();
         }
-        let now = Instant::now();
+        let now = self.now;
         if self
             .last_ctrl_c
             .is_some_and(|t| now.duration_since(t) <= EXIT_CONFIRM)

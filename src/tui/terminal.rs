@@ -121,9 +121,12 @@ pub fn suspend() -> io::Result<()> {
 }
 
 /// Writes an OSC 52 sequence that puts `text` on the system clipboard (works over SSH too).
+/// The text is sanitised first (tabs kept): a reply with an ESC or `\r` in it must not act on
+/// the terminal it is later pasted into.
 pub fn copy_to_clipboard(text: &str) -> io::Result<()> {
     use base64::Engine;
-    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let encoded =
+        base64::engine::general_purpose::STANDARD.encode(crate::sanitize::for_clipboard(text));
     let mut out = io::stdout();
     write!(out, "\x1b]52;c;{encoded}\x07")?;
     out.flush()

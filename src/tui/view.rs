@@ -158,10 +158,13 @@ fn hint(state: &State, area: Rect, buf: &mut Buffer) {
                 Style::new().fg(Color::Yellow),
             )
         } else {
-            let keys = if state.draft.is_empty() {
+            let keys = if !state.draft.is_empty() {
+                "empty the draft to answer y/a/n/r · Esc stop"
+            } else if state.approval_armed() {
                 "y yes · a always · n no · r no + reason · Esc stop"
             } else {
-                "empty the draft to answer y/a/n/r · Esc stop"
+                // The answer keys wait a moment (state::APPROVAL_GUARD): read first.
+                "read the request; answer keys in a moment · Esc stop"
             };
             Line::from(vec![
                 Span::styled(

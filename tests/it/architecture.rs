@@ -74,6 +74,11 @@ const RULES: &[Rule] = &[
         why: "logging only needs its private folder",
     },
     Rule {
+        module: "process",
+        may_use: Some(&[]),
+        why: "hardening of the process itself is a leaf the CLI calls",
+    },
+    Rule {
         module: "agent",
         may_use: Some(&[
             "chat", "protocol", "provider", "tools", "session", "memory", "fsutil", "sanitize",

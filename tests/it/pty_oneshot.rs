@@ -1,12 +1,15 @@
 //! One-shot mode in a real pseudo-terminal: approvals are asked on the controlling terminal
-//! (answered `y`, the command runs), and Ctrl+C at that prompt ends the run at once with exit
-//! code 130 instead of waiting for an answer.
+//! (answered `y`, the command runs; a `y` typed before the question appeared answers nothing),
+//! Ctrl+C at that prompt ends the run at once with exit code 130 instead of waiting for an
+//! answer, and nothing the model or a tool says reaches the terminal raw: no escape sequence,
+//! C1 control or bidi override, and a `bash` child cannot draw on the terminal through
+//! `/dev/tty`.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::support::mock_openai::{MockServer, text_reply, tool_calls_reply};
+use crate::support::mock_openai::{Gate, MockServer, text_reply, tool_calls_reply};
 use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -20,6 +23,10 @@ struct OneShot {
 
 impl OneShot {
     fn spawn(server: &MockServer, prompt: &str) -> OneShot {
+        Self::spawn_with(server, &[], prompt)
+    }
+
+    fn spawn_with(server: &MockServer, flags: &[&str], prompt: &str) -> OneShot {
         let dir = tempfile::tempdir().unwrap();
         let size = PtySize {
             rows: 30,
@@ -29,7 +36,9 @@ impl OneShot {
         };
         let pair = native_pty_system().openpty(size).unwrap();
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
-        cmd.args(["--base-url", &server.base_url(), "--model", "m", prompt]);
+        cmd.args(["--base-url", &server.base_url(), "--model", "m"]);
+        cmd.args(flags);
+        cmd.arg(prompt);
         cmd.cwd(dir.path());
         cmd.env("HOME", dir.path());
         cmd.env_remove("MINICODE_API_KEY");
@@ -129,4 +138,94 @@ fn ctrl_c_at_the_approval_prompt_exits_130_at_once() {
             .unwrap()
             .contains("no approval is pending")
     );
+}
+
+#[test]
+fn a_y_typed_before_the_question_appears_does_not_approve() {
+    let gate = Gate::new();
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[("c1", "bash", r#"{"command":"touch typed-ahead.txt"}"#)],
+            8,
+        )
+        .after(&gate),
+        text_reply("understood", 4),
+    ]);
+    let mut run = OneShot::spawn(&server, "make a file");
+    // The request is out and its reply held back: the user types "y" meant for something else.
+    assert!(crate::support::mock_openai::wait_until_blocking(
+        DEADLINE,
+        || { server.request_count() == 1 }
+    ));
+    run.send(b"y\r");
+    // Echoed by the terminal: the line sits in the terminal's input queue, unread.
+    run.wait_for("y\r\n");
+    gate.open();
+    run.wait_for("Allow?");
+    run.send(b"n\r");
+    assert_eq!(run.wait_exit(DEADLINE), 0);
+    assert!(
+        !run.dir.path().join("typed-ahead.txt").exists(),
+        "the typed-ahead y approved the call"
+    );
+    assert!(
+        server.requests()[1]
+            .raw_body
+            .contains("the user denied this call")
+    );
+}
+
+/// Bytes that would act on a terminal: ESC, the C1 controls (8-bit CSI, OSC, DCS…) and the
+/// bidi overrides and isolates.
+fn raw_controls(output: &str) -> Vec<char> {
+    output
+        .chars()
+        .filter(|&c| matches!(c as u32, 0x1b | 0x80..=0x9f | 0x202a..=0x202e | 0x2066..=0x2069))
+        .collect()
+}
+
+#[test]
+fn escape_sequences_from_the_model_and_tools_reach_the_terminal_inert() {
+    // A reply that would set the title and the clipboard, clear the screen, use the 8-bit
+    // CSI and reverse the text; a command whose text and output carry sequences too.
+    let reply = "answer \x1b]0;reply-title\x07 \x1b]52;c;ZXZpbA==\x07 \x1b[2J \u{9b}31m \u{202e}desrever done";
+    let command = r#"{"command":"echo 'out\u001b]0;tool-title\u0007put'; echo '\u009b2J'"}"#;
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", command)], 8),
+        text_reply(reply, 3),
+    ]);
+    let mut run = OneShot::spawn_with(&server, &["--yes"], "go");
+    assert_eq!(run.wait_exit(DEADLINE), 0);
+    run.wait_for("done");
+    let output = run.output.lock().unwrap().clone();
+    assert_eq!(raw_controls(&output), Vec::<char>::new(), "{output:?}");
+    // What was there is still visible, just inert.
+    assert!(output.contains("␛]0;reply-title"), "{output:?}");
+    assert!(
+        output.contains("▶ bash echo 'out␛]0;tool-title"),
+        "{output:?}"
+    );
+    assert!(
+        output.contains("succeeded: out␛]0;tool-title"),
+        "{output:?}"
+    );
+}
+
+#[test]
+fn a_bash_child_cannot_reach_the_terminal() {
+    // Without a new session the child would inherit the controlling terminal: `tty` would
+    // name it and the echo would land on the user's screen.
+    let command = r#"{"command":"tty; echo DRAWN-$((6*7)) > /dev/tty; echo status=$?"}"#;
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", command)], 8),
+        text_reply("ok", 4),
+    ]);
+    let mut run = OneShot::spawn_with(&server, &["--yes"], "go");
+    assert_eq!(run.wait_exit(DEADLINE), 0);
+    run.wait_for("ok");
+    let output = run.output.lock().unwrap().clone();
+    assert!(!output.contains("DRAWN-42"), "{output:?}");
+    let result = server.requests()[1].raw_body.clone();
+    assert!(result.contains("not a tty"), "{result}");
+    assert!(result.contains("status=1"), "{result}");
 }

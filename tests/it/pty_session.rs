@@ -1,7 +1,8 @@
 //! The real binary in a pseudo-terminal against the mock OpenAI server: a prompt streams its
 //! reply, a bash call is approved with `y`, scrolling works while streaming, a resize is taken,
-//! Esc interrupts, Ctrl+C twice exits, and afterwards the terminal is back in cooked mode on the
-//! main screen with keyboard flags popped and the transcript printed.
+//! Esc interrupts, Ctrl+C twice exits, a hostile reply reaches neither screen nor clipboard raw,
+//! and afterwards the terminal is back in cooked mode on the main screen with keyboard flags
+//! popped and the transcript printed.
 //!
 //! Every wait is for screen content with a generous deadline; nothing sleeps to synchronise.
 
@@ -219,6 +220,8 @@ fn bash_call_is_approved_with_y() {
     pty.wait_for("ask anything");
     pty.send(b"run the command\r");
     pty.wait_for("allow bash?");
+    // Answer keys count only once the guard has passed, and the hint says when.
+    pty.wait_for("y yes");
     pty.send(b"y");
     pty.wait_for("pty-42");
     pty.wait_for("all done");
@@ -306,6 +309,50 @@ fn sigterm_restores_the_terminal_and_exits_1() {
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let status = pty.wait_exit();
     assert_eq!(status.exit_code(), 1);
+    pty.assert_restored();
+}
+
+#[test]
+fn hostile_reply_reaches_screen_and_clipboard_inert() {
+    // Sequences that would set the title and the clipboard, use the 8-bit CSI, reverse text.
+    let reply =
+        "evil \x1b]0;reply-title\x07 \x1b]52;c;ZXZpbA==\x07 \u{9b}31m \u{202e}desrever done";
+    let server = MockServer::start_in_thread(vec![text_reply(reply, 3)]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    pty.send(b"say something\r");
+    pty.wait_for("desrever");
+    pty.wait_for("␛]0;reply-title");
+    pty.send(b"/copy\r");
+    pty.wait_for("copied the last reply");
+    let raw = pty.raw.lock().unwrap().clone();
+    for hostile in [
+        &b"\x1b]0;reply-title"[..],
+        b"\x1b]52;c;ZXZpbA==",
+        "\u{9b}".as_bytes(),
+        "\u{202e}".as_bytes(),
+    ] {
+        assert!(
+            !contains(&raw, hostile),
+            "{:?} reached the terminal",
+            String::from_utf8_lossy(hostile)
+        );
+    }
+    // Our own OSC 52 carries the reply without any control character.
+    let start = rfind(&raw, b"\x1b]52;c;").expect("an OSC 52 sequence") + 7;
+    let len = raw[start..].iter().position(|&b| b == 0x07).unwrap();
+    use base64::Engine;
+    let copied = base64::engine::general_purpose::STANDARD
+        .decode(&raw[start..start + len])
+        .unwrap();
+    let copied = String::from_utf8(copied).unwrap();
+    assert!(copied.starts_with("evil ␛]0;reply-title"), "{copied:?}");
+    assert!(
+        !copied.chars().any(|c| c.is_control() || c == '\u{202e}'),
+        "{copied:?}"
+    );
+    pty.send(b"\x04");
+    pty.wait_exit();
     pty.assert_restored();
 }
 

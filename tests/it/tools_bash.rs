@@ -1,6 +1,7 @@
 //! Black-box tests of the `bash` tool through the public registry: arguments, exit status,
-//! timeouts and cancellation killing the whole process group, the output cap and log file,
-//! interleaving, environment scrubbing and invalid UTF-8.
+//! timeouts and cancellation killing the whole process group, a new session without a
+//! controlling terminal, the output cap and log file, interleaving, environment scrubbing and
+//! invalid UTF-8.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -349,6 +350,32 @@ async fn bash_child_environment_has_no_secrets() {
     assert!(!out.content.contains("MINICODE_"));
     assert!(!out.content.contains("OPENAI_API_KEY"));
     assert!(out.content.contains("TOOLS_BASH_HARMLESS=visible-value"));
+}
+
+#[tokio::test]
+async fn bash_runs_in_its_own_session_without_a_controlling_terminal() {
+    let (_dir, ws) = workspace();
+    let script = "read -r pid comm state ppid pgrp sid rest < /proc/$$/stat; \
+                  echo \"pid=$pid pgrp=$pgrp sid=$sid\"; \
+                  (exec 3<>/dev/tty) 2>/dev/null && echo tty-opened || echo no-tty";
+    let out = run(&ctx(&ws), script).await;
+    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+    let line = out.content.lines().next().unwrap();
+    let field = |name: &str| {
+        line.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            .unwrap()
+            .to_string()
+    };
+    // The shell leads its own session and process group (the group a timeout kills).
+    assert_eq!(field("sid"), field("pid"), "{line}");
+    assert_eq!(field("pgrp"), field("pid"), "{line}");
+    assert_ne!(
+        field("sid"),
+        std::process::id().to_string(),
+        "not the test's session"
+    );
+    assert!(out.content.contains("no-tty"), "{}", out.content);
 }
 
 #[tokio::test]

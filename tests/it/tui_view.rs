@@ -15,6 +15,8 @@ use ratatui::backend::TestBackend;
 
 fn state(w: u16, h: u16) -> State {
     let mut s = State::new("test-model", 100_000);
+    // The approval guard has its own tests (tui_approval_guard); here keys answer at once.
+    s.approval_guard = Duration::ZERO;
     s.update(Msg::Resize(w, h));
     s.update(Msg::Agent(Event::SessionConfigured {
         session_id: "0123456789abcdef".into(),

@@ -82,6 +82,26 @@ pub enum MockReply {
         repeat: Vec<u8>,
         every: Duration,
     },
+    /// `reply`, held back until the test opens `gate` (see [`MockReply::after`]).
+    Gated {
+        gate: Arc<tokio::sync::Semaphore>,
+        reply: Box<MockReply>,
+    },
+}
+
+/// Lets a held-back reply go (see [`MockReply::after`]); usable from plain threads.
+#[derive(Clone)]
+pub struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Gate {
+    pub fn new() -> Self {
+        Gate(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+
+    /// Releases one reply waiting on this gate.
+    pub fn open(&self) {
+        self.0.add_permits(1);
+    }
 }
 
 impl MockReply {
@@ -127,6 +147,15 @@ impl MockReply {
     /// A plain status reply with a JSON body.
     pub fn json(status: u16, body: &Value) -> Self {
         Self::status(status, body.to_string())
+    }
+
+    /// This reply, sent only once `gate` is opened: the test decides when the client gets it
+    /// (e.g. after it typed something the client must not see yet).
+    pub fn after(self, gate: &Gate) -> Self {
+        MockReply::Gated {
+            gate: gate.0.clone(),
+            reply: Box::new(self),
+        }
     }
 
     /// Adds a response header; no effect on other kinds than `Status`.
@@ -466,6 +495,13 @@ async fn serve_connection(mut sock: TcpStream, shared: &Shared) {
                 &json!({"error": {"message": "script exhausted", "type": "mock_error"}}),
             )
         });
+        let reply = match reply {
+            MockReply::Gated { gate, reply } => {
+                let _ = gate.acquire().await.map(|p| p.forget());
+                *reply
+            }
+            other => other,
+        };
         let open = answer(&mut sock, &mut buf, reply).await;
         if !open || !keep_alive {
             let _ = sock.shutdown().await;
@@ -609,6 +645,8 @@ async fn answer(sock: &mut TcpStream, buf: &mut Vec<u8>, reply: MockReply) -> bo
                 }
             }
         }
+        // Opened in `serve_connection`; a gate inside a gate waits no further.
+        MockReply::Gated { reply, .. } => Box::pin(answer(sock, buf, *reply)).await,
     }
 }
 
