@@ -335,6 +335,13 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
         ApprovalRequest::Diff { path, diff } => {
             format!("\n{tool} wants to change {path}:\n{diff}\n")
         }
+        ApprovalRequest::McpCall {
+            server,
+            tool: remote,
+            arguments,
+        } => format!(
+            "\n{tool} wants to call tool `{remote}` of MCP server `{server}` with:\n{arguments}\n"
+        ),
     };
     let (tx, mut rx) = mpsc::channel(1);
     std::thread::spawn(move || {

@@ -7,6 +7,7 @@
 pub mod bash;
 pub mod diff;
 pub mod edit;
+pub mod mcp;
 pub mod outputs;
 pub mod protected;
 pub mod read;

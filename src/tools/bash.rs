@@ -129,10 +129,10 @@ impl Tool for Bash {
 
 /// Kills the process group when dropped, so a dropped call (not only a cancelled one) leaves
 /// nothing running.
-struct GroupGuard(libc::pid_t);
+pub(crate) struct GroupGuard(pub(crate) libc::pid_t);
 
 impl GroupGuard {
-    fn kill(&self) {
+    pub(crate) fn kill(&self) {
         // SAFETY: killpg only sends a signal; a group that is already gone gives ESRCH, which
         // is fine. The pgid is the shell's pid, fixed at spawn.
         #[allow(unsafe_code)]
@@ -297,7 +297,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
 /// grandchildren it started anywhere). Runs in the child between fork and exec; a parent that
 /// died before the signal was armed is caught by comparing the parent's pid.
 #[cfg(target_os = "linux")]
-fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+pub(crate) fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
     // SAFETY: prctl and getppid are async-signal-safe and only concern this (child) process.
     #[allow(unsafe_code)]
     unsafe {
@@ -312,13 +312,13 @@ fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
+pub(crate) fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
     Ok(())
 }
 
 /// Removes secrets from the child's environment: the configured names, every `MINICODE_*`
 /// variable and `OPENAI_API_KEY`.
-fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
+pub(crate) fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
     for name in names {
         cmd.env_remove(name);
     }
@@ -344,7 +344,7 @@ fn describe(status: ExitStatus) -> String {
 /// (redacted, and itself capped: see [`outputs`]). Each half keeps a margin of the longest
 /// secret's length beyond its cut, so a secret across a cut is seen whole and redacted rather
 /// than half shown.
-struct Sink<'a> {
+pub(crate) struct Sink<'a> {
     /// Bytes of output the model gets: `head_cap` from the start, the rest from the end.
     cap: usize,
     head_cap: usize,
@@ -361,7 +361,7 @@ struct Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    fn new(ctx: &'a ToolCtx, cap: usize) -> Self {
+    pub(crate) fn new(ctx: &'a ToolCtx, cap: usize) -> Self {
         Self {
             cap,
             head_cap: cap / 2,
@@ -377,7 +377,7 @@ impl<'a> Sink<'a> {
         }
     }
 
-    fn push(&mut self, mut data: &[u8]) {
+    pub(crate) fn push(&mut self, mut data: &[u8]) {
         self.total += data.len() as u64;
         if self.total > self.cap as u64 && self.log.is_none() {
             // First time over the cap: everything so far is still in head + tail (together
@@ -419,7 +419,7 @@ impl<'a> Sink<'a> {
 
     /// The text for the model: everything, or head + marker + tail when over the cap, with
     /// secrets redacted after the cuts were moved off them.
-    fn finish(self, workspace: &Path) -> String {
+    pub(crate) fn finish(self, workspace: &Path) -> String {
         let tail: Vec<u8> = self.tail.into();
         let head = self.head;
         let tail_cap = self.cap - self.head_cap;
