@@ -7,6 +7,7 @@ pub mod compact;
 pub mod context;
 mod context_upkeep;
 mod history;
+mod mcp;
 pub mod prompt;
 pub mod turn;
 pub mod validate;
@@ -60,6 +61,8 @@ pub struct Setup {
     pub tool_ctx: Arc<ToolCtx>,
     pub session: Session,
     pub options: Options,
+    /// The MCP servers, for `/mcp` and their notices (the CLI starts and stops them).
+    pub mcp: Option<Arc<crate::tools::mcp::Manager>>,
 }
 
 /// Starts the core on the current tokio runtime. The first event is `SessionConfigured`.
@@ -88,6 +91,7 @@ pub(crate) struct Core {
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
     /// Tools the user approved "always" for this session.
     approved_tools: HashSet<String>,
+    mcp: Option<Arc<crate::tools::mcp::Manager>>,
     events: mpsc::UnboundedSender<Event>,
     turns: u64,
 }
@@ -140,9 +144,18 @@ impl Core {
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
         let events = self.events.clone();
+        let mcp = self.mcp.clone();
         let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
-        let ((end, stats), shutdown) =
-            serve_ops(running, ops, queue, &cancel, Some(&decide_tx), &events).await;
+        let ((end, stats), shutdown) = serve_ops(
+            running,
+            ops,
+            queue,
+            &cancel,
+            Some(&decide_tx),
+            &events,
+            mcp.as_deref(),
+        )
+        .await;
         self.finish_turn(turn, end, stats, true);
         shutdown
     }
@@ -161,8 +174,10 @@ impl Core {
         let turn = self.start_turn();
         let cancel = CancellationToken::new();
         let events = self.events.clone();
+        let mcp = self.mcp.clone();
         let running = self.manual_compact(instructions, &cancel);
-        let ((end, stats), shutdown) = serve_ops(running, ops, queue, &cancel, None, &events).await;
+        let ((end, stats), shutdown) =
+            serve_ops(running, ops, queue, &cancel, None, &events, mcp.as_deref()).await;
         self.finish_turn(turn, end, stats, false);
         shutdown
     }
@@ -170,6 +185,8 @@ impl Core {
     /// Takes the registry's tools for the next main request when they changed since the last
     /// one, and refreshes the context's estimate of the declarations with them.
     pub(crate) fn current_tools(&mut self) {
+        // Servers that failed since the last request are reported before it goes out.
+        mcp::notices(self.mcp.as_deref(), &self.events);
         let generation = self.registry.generation();
         if generation != self.tool_specs.0 {
             let specs = self.registry.specs();
@@ -239,6 +256,7 @@ async fn serve_ops<T>(
     cancel: &CancellationToken,
     decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
     events: &mpsc::UnboundedSender<Event>,
+    mcp_servers: Option<&crate::tools::mcp::Manager>,
 ) -> (T, bool) {
     tokio::pin!(work);
     let mut shutdown = false;
@@ -262,6 +280,13 @@ async fn serve_ops<T>(
                     }
                 },
                 Some(Op::Submit(text)) => queue.push_back(text),
+                // Reading or restarting a server does not touch the conversation.
+                Some(Op::McpServers) => {
+                    let _ = events.send(mcp::servers(mcp_servers));
+                }
+                Some(Op::McpRestart { server }) => {
+                    let _ = events.send(mcp::restart(mcp_servers, &server));
+                }
                 Some(Op::Compact(_)) | Some(Op::NewSession) => {
                     let _ = events.send(Event::Error {
                         message: "busy: wait for the turn to end or interrupt it".into(),
@@ -324,6 +349,7 @@ async fn run_core(
         budget,
         memory_seen: None,
         approved_tools: HashSet::new(),
+        mcp: setup.mcp,
         events,
         turns: 0,
     };
@@ -349,6 +375,7 @@ async fn run_core(
         core.emit(Event::Error { message: e });
     }
     core.report_context();
+    mcp::notices(core.mcp.as_deref(), &core.events);
     let mut queue: VecDeque<String> = VecDeque::new();
     loop {
         let op = match queue.pop_front() {
@@ -374,6 +401,8 @@ async fn run_core(
                 }
             }
             Op::NewSession => core.new_session(),
+            Op::McpServers => core.emit(mcp::servers(core.mcp.as_deref())),
+            Op::McpRestart { server } => core.emit(mcp::restart(core.mcp.as_deref(), &server)),
             Op::Shutdown => break,
         }
     }

@@ -3,6 +3,7 @@
 //! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
+mod mcp;
 mod trust;
 
 use std::io::{IsTerminal, Read, Write};
@@ -82,6 +83,17 @@ pub enum Command {
         /// The workspace folder.
         path: Option<PathBuf>,
     },
+    /// MCP servers.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start the configured MCP servers, print each one's state and tools, and stop them.
+    List,
 }
 
 /// A failure that ends the program, with its exit code.
@@ -124,6 +136,9 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Sessions) => return list_sessions(&launch),
         Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
         Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
+        Some(Command::Mcp {
+            command: McpCommand::List,
+        }) => return mcp::list(&env, &launch, args.config.as_deref()),
         None => {}
     }
     let overrides = Overrides {
@@ -172,6 +187,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let provider = build_provider(&config)?;
     // Temp files a killed minicode left behind go before anything new is written.
     crate::fsutil::sweep_temp_files(&launch, &[crate::session::SESSIONS]);
+    // Asked before the session opens: a `.mcp.json` server the user has not approved yet.
+    let (mcp_servers, mcp_notes) = mcp::servers(&config, &launch, &env, mcp::Ask::Terminal);
     let session = open_session(&launch, &args)?;
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
     tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
@@ -181,10 +198,13 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         max_age: config.outputs_max_age,
     };
     tool_ctx.prune_outputs();
+    let registry = Arc::new(Registry::builtin());
+    let mcp = crate::tools::mcp::Manager::new(mcp_servers, registry.clone(), &tool_ctx, mcp_notes);
     let setup = Setup {
         provider,
-        registry: Arc::new(Registry::builtin()),
+        registry,
         tool_ctx: Arc::new(tool_ctx),
+        mcp: Some(mcp.clone()),
         session,
         options: Options {
             max_rounds: config.max_rounds,
@@ -207,10 +227,14 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         })?;
     let code = runtime.block_on(async move {
         let handle = agent::spawn(setup);
-        match prompt {
+        // In the background: the first request goes out without waiting for any server.
+        mcp.start();
+        let code = match prompt {
             Some(prompt) => print::run(handle, prompt, args.output_format, &resume_flags).await,
             None => full_screen(handle, &config, &resume_flags, &launch).await,
-        }
+        };
+        mcp.shutdown().await;
+        code
     });
     // A tool child that ignores its kill must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

@@ -12,9 +12,14 @@
 
 mod file;
 mod layers;
+mod mcp;
 mod resolve;
 mod trust;
 
+pub use mcp::{
+    DEFAULT_MCP_CALL_TIMEOUT_SECS, DEFAULT_MCP_STARTUP_TIMEOUT_SECS, MCP_JSON, McpApproval, McpServer,
+    approve_mcp_server, is_approved, workspace_servers,
+};
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
     user_config_path,
@@ -126,6 +131,10 @@ pub struct Config {
     /// Whether the user trusts the launch directory. Everything a workspace supplies that can
     /// run code or reach the network must ask this first (see [`Trust`]).
     pub trust: Trust,
+    /// MCP servers of the config files (a workspace's only when it is trusted), by id.
+    pub mcp_servers: Vec<McpServer>,
+    /// The user's approvals of workspaces' `.mcp.json` servers.
+    pub mcp_approvals: Vec<McpApproval>,
 }
 
 /// Command-line flags that take part in configuration.
@@ -198,7 +207,8 @@ pub enum ConfigError {
     /// key, and the user has not trusted the workspace. Nothing was sent anywhere.
     #[error(
         "config file {} sets {}, but this workspace is not trusted: a repository's config may \
-         not choose the server, the provider or the API key. If you trust this folder, run \
+         not choose the server, the provider or the API key, nor start MCP servers. If you \
+         trust this folder, run \
          `minicode trust` in it (it is recorded in your user config); otherwise remove {} from \
          that file (your user config or MINICODE_* variables can set them)",
         .path.display(),
@@ -218,6 +228,14 @@ pub enum ConfigError {
         .path.display()
     )]
     MisplacedTrustList { path: PathBuf },
+    /// `approved_mcp_servers` in a workspace's file: a repository must not approve its own
+    /// servers.
+    #[error(
+        "config file {}: `approved_mcp_servers` is read only from your user config; remove it \
+         from this file (minicode records your approvals there when you allow a server)",
+        .path.display()
+    )]
+    MisplacedApprovals { path: PathBuf },
 }
 
 fn list_fields(fields: &[&str]) -> String {

@@ -153,6 +153,7 @@ pub async fn run(
             | Event::TurnStarted { .. }
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
+            | Event::McpServers { .. }
             | Event::ContextUsage { .. } => {}
         }
     }
@@ -281,6 +282,7 @@ fn report(err: &mut impl Write, event: &Event) {
         | Event::ApprovalRequested { .. }
         | Event::ApprovalDecided { .. }
         | Event::ContextUsage { .. }
+        | Event::McpServers { .. }
         | Event::TurnEnded { .. }
         | Event::ShutdownComplete => return,
     };

@@ -6,6 +6,7 @@
 //! state, and adds no agent logic. State and drawing live in `tui/state` and `tui/view`.
 
 pub mod commands;
+mod mcp;
 pub mod core_events;
 pub mod input;
 pub mod markdown;

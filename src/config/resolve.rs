@@ -28,6 +28,16 @@ pub(super) fn resolve(
         layers.file.model.provider.unwrap_or_default()
     };
     let limits = limits(&layers)?;
+    let mut layers = layers;
+    let mcp_servers = super::mcp::from_tables(std::mem::take(&mut layers.mcp_servers))?;
+    let mcp_approvals = std::mem::take(&mut layers.approvals)
+        .into_iter()
+        .map(|a| super::McpApproval {
+            workspace: a.workspace,
+            server: a.server,
+            sha256: a.sha256,
+        })
+        .collect();
     let mut config = Config {
         provider,
         base_url: String::new(),
@@ -49,6 +59,8 @@ pub(super) fn resolve(
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
         sources: Vec::new(),
         trust: layers.trust,
+        mcp_servers,
+        mcp_approvals,
     };
     if provider == ProviderKind::Demo {
         // The demo model needs no server, name or key; anything configured for them is unused.

@@ -83,7 +83,17 @@ pub(super) fn lookup_lenient(user_file: Option<&Path>, launch_dir: &Path) -> Tru
         .unwrap_or(Trust::Untrusted)
 }
 
-fn canonical(path: &Path) -> PathBuf {
+/// The `.mcp.json` approvals in the user's file when it is not otherwise used (`--config`):
+/// any problem reading it means none.
+pub(super) fn approvals_lenient(user_file: Option<&Path>) -> Vec<super::file::ApprovedMcpServer> {
+    user_file
+        .filter(|f| f.exists())
+        .and_then(|file| super::file::read(file).ok())
+        .and_then(|parsed| parsed.approved_mcp_servers)
+        .unwrap_or_default()
+}
+
+pub(super) fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
@@ -256,7 +266,7 @@ fn edit_list(
     Ok(outcome(change))
 }
 
-fn read_document(path: &Path) -> Result<DocumentMut, TrustError> {
+pub(super) fn read_document(path: &Path) -> Result<DocumentMut, TrustError> {
     use std::io::Read;
     let unreadable = |source| TrustError::Unreadable {
         path: path.to_path_buf(),

@@ -21,6 +21,7 @@ mod context_manual;
 mod context_validate;
 mod durability;
 mod hostile_server;
+mod mcp;
 mod memory;
 mod provider_errors;
 mod provider_stream;

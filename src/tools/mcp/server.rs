@@ -110,7 +110,7 @@ pub(super) async fn run(
     };
     let ended = CancellationToken::new();
     let peer = service.peer().clone();
-    tracing::info!(server = %id, tools = tools.len(), "mcp server ready");
+    let count = tools.len();
     shared.register(
         &server,
         run,
@@ -120,6 +120,7 @@ pub(super) async fn run(
         },
         tools,
     );
+    tracing::info!(server = %id, tools = count, "mcp server ready");
     let closed = service.waiting();
     tokio::pin!(closed);
     loop {

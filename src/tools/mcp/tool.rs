@@ -212,9 +212,18 @@ impl Tool for McpTool {
                         limit.as_secs()
                     ));
                 }
+                // The server answered with an error: nothing was done.
+                Ok(Err(rmcp::ServiceError::McpError(e))) => {
+                    return ToolOutput::failed(format!(
+                        "MCP server `{id}` refused the call: {}",
+                        e.message
+                    ));
+                }
+                // The connection broke with the call in flight.
                 Ok(Err(e)) => {
                     return ToolOutput::failed(format!(
-                        "the call to MCP server `{id}` failed: {e}"
+                        "the connection to MCP server `{id}` broke while the call ran ({e}); the \
+                         outcome is unknown and the call was not repeated"
                     ));
                 }
                 Ok(Ok(result)) => result,
