@@ -17,8 +17,8 @@ mod resolve;
 mod trust;
 
 pub use mcp::{
-    DEFAULT_MCP_CALL_TIMEOUT_SECS, DEFAULT_MCP_STARTUP_TIMEOUT_SECS, MCP_JSON, McpApproval, McpServer,
-    approve_mcp_server, is_approved, workspace_servers,
+    DEFAULT_MCP_CALL_TIMEOUT_SECS, DEFAULT_MCP_STARTUP_TIMEOUT_SECS, MCP_JSON, McpApproval,
+    McpServer, approve_mcp_server, is_approved, workspace_servers,
 };
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,

@@ -245,11 +245,15 @@ pub struct McpServer {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum McpState {
     /// Configured but not started (disabled, or not approved).
-    NotStarted { reason: String },
+    NotStarted {
+        reason: String,
+    },
     Starting,
     Ready,
     /// It could not start or it stopped; its tools fail at once.
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
 }
 
 /// One item of a restored conversation: what the user saw, not what the model is sent (no

@@ -6,10 +6,10 @@
 //! state, and adds no agent logic. State and drawing live in `tui/state` and `tui/view`.
 
 pub mod commands;
-mod mcp;
 pub mod core_events;
 pub mod input;
 pub mod markdown;
+mod mcp;
 pub mod segment;
 pub mod state;
 pub mod terminal;

@@ -170,15 +170,16 @@ fn ask_tty(server: &McpServer) -> Option<bool> {
     let _ = writer.flush();
     let mut line = String::new();
     std::io::BufReader::new(tty).read_line(&mut line).ok()?;
-    Some(matches!(
-        line.trim().to_lowercase().as_str(),
-        "y" | "yes"
-    ))
+    Some(matches!(line.trim().to_lowercase().as_str(), "y" | "yes"))
 }
 
 /// `minicode mcp list`: starts every server that may start, waits until each is ready or
 /// failed (at most its start-up timeout), prints them with their tools, and stops them.
-pub(super) fn list(env: Env<'_>, launch: &Path, config_path: Option<&Path>) -> Result<ExitCode, Failure> {
+pub(super) fn list(
+    env: Env<'_>,
+    launch: &Path,
+    config_path: Option<&Path>,
+) -> Result<ExitCode, Failure> {
     // The listing needs no model: load as the demo does, so no server or key is required.
     let overrides = Overrides {
         config_path: config_path.map(Path::to_path_buf),

@@ -67,9 +67,9 @@ pub struct McpApproval {
 /// Whether `server` of `workspace` (canonical) was approved as it is defined now.
 pub fn is_approved(approvals: &[McpApproval], workspace: &Path, server: &McpServer) -> bool {
     let hash = server.definition_hash();
-    approvals.iter().any(|a| {
-        Path::new(&a.workspace) == workspace && a.server == server.id && a.sha256 == hash
-    })
+    approvals
+        .iter()
+        .any(|a| Path::new(&a.workspace) == workspace && a.server == server.id && a.sha256 == hash)
 }
 
 /// Checks the servers of the merged config files.

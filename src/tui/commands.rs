@@ -17,7 +17,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/session", "show the session id and file"),
     ("/copy", "copy the last reply to the clipboard"),
     ("/compact", "compact the context now (optional focus text)"),
-    ("/mcp", "MCP servers and their tools; /mcp restart <id> restarts one"),
+    (
+        "/mcp",
+        "MCP servers and their tools; /mcp restart <id> restarts one",
+    ),
 ];
 
 /// A Tab completion in progress: repeated Tab cycles through the commands matching `prefix`.
@@ -177,7 +180,10 @@ impl State {
                     (!arg.is_empty()).then(|| arg.to_string()),
                 ))];
             }
-            "/mcp" => match arg.split_once(' ').map_or((arg, ""), |(a, b)| (a, b.trim())) {
+            "/mcp" => match arg
+                .split_once(' ')
+                .map_or((arg, ""), |(a, b)| (a, b.trim()))
+            {
                 ("", _) => return vec![Effect::Op(Op::McpServers)],
                 ("restart", id) if !id.is_empty() => {
                     self.notice(Level::Info, format!("restarting MCP server {id}…"));

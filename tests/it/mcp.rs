@@ -138,7 +138,11 @@ fn ended_call(events: &[Event]) -> (ToolStatus, String) {
 }
 
 fn names(registry: &Registry) -> Vec<String> {
-    registry.specs().iter().map(|s| s.name.to_string()).collect()
+    registry
+        .specs()
+        .iter()
+        .map(|s| s.name.to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -288,9 +292,21 @@ async fn arguments_that_break_the_schema_are_rejected_before_anyone_is_asked() {
             _ => None,
         })
         .collect();
-    assert!(outputs[0].contains("missing required argument `text`"), "{}", outputs[0]);
-    assert!(outputs[1].contains("`times` must be integer, not a string"), "{}", outputs[1]);
-    assert!(outputs[2].contains("unknown argument `loud`"), "{}", outputs[2]);
+    assert!(
+        outputs[0].contains("missing required argument `text`"),
+        "{}",
+        outputs[0]
+    );
+    assert!(
+        outputs[1].contains("`times` must be integer, not a string"),
+        "{}",
+        outputs[1]
+    );
+    assert!(
+        outputs[2].contains("unknown argument `loud`"),
+        "{}",
+        outputs[2]
+    );
     assert!(h.calls().is_empty());
     shutdown(&mut handle).await;
     h.manager.shutdown().await;
@@ -361,7 +377,11 @@ async fn a_crashed_server_fails_its_calls_at_once_keeps_its_stderr_and_restarts(
     };
     assert!(why.contains("crashing on purpose"), "{why}");
     let log = h.ws.join(".minicode/logs/mcp-t.log");
-    assert!(std::fs::read_to_string(&log).unwrap().contains("crashing on purpose"));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("crashing on purpose")
+    );
     // The failure reached the user as a warning.
     assert!(events.iter().any(|e| matches!(
         e,
@@ -373,7 +393,10 @@ async fn a_crashed_server_fails_its_calls_at_once_keeps_its_stderr_and_restarts(
     h.manager.settled(SETTLE).await;
     assert_eq!(h.state("t"), State::Ready);
     let (events, _, _) = run_turn(&mut handle, "again", |_| None).await;
-    assert_eq!(ended_call(&events), (ToolStatus::Succeeded, "back".to_string()));
+    assert_eq!(
+        ended_call(&events),
+        (ToolStatus::Succeeded, "back".to_string())
+    );
     shutdown(&mut handle).await;
     h.manager.shutdown().await;
 }
@@ -390,7 +413,9 @@ async fn a_list_changed_notification_replaces_the_tools_and_the_next_request_dec
     run_turn(&mut handle, "change", |_| None).await;
     let registry = h.registry.clone();
     assert!(
-        wait_until(SETTLE, || names(&registry).contains(&"mcp_t__added".to_string())).await,
+        wait_until(SETTLE, || names(&registry)
+            .contains(&"mcp_t__added".to_string()))
+        .await,
         "the new tool never joined"
     );
     run_turn(&mut handle, "next", |_| None).await;
@@ -413,7 +438,10 @@ async fn results_describe_images_and_resources_by_type_and_size() {
     let (status, output) = ended_call(&events);
     assert_eq!(status, ToolStatus::Succeeded);
     assert!(output.starts_with("a picture follows\n"), "{output}");
-    assert!(output.contains("[image: image/png, 6 bytes, not shown]"), "{output}");
+    assert!(
+        output.contains("[image: image/png, 6 bytes, not shown]"),
+        "{output}"
+    );
     assert!(
         output.contains("[resource file:///notes.txt: text/plain, 11 bytes, not shown]"),
         "{output}"
@@ -452,7 +480,10 @@ async fn a_server_that_cannot_start_fails_clearly_and_is_reported_as_a_warning()
     let h = Harness::new(|_| {
         let mut broken = server("broken", &[]);
         broken.command = "/nonexistent/mcp-server".into();
-        let mut slow = server("slow", &[("IT_MCP_MODE", "slow"), ("IT_MCP_GATE", "/nonexistent")]);
+        let mut slow = server(
+            "slow",
+            &[("IT_MCP_MODE", "slow"), ("IT_MCP_GATE", "/nonexistent")],
+        );
         slow.startup_timeout = Duration::from_secs(1);
         vec![broken, slow]
     })
@@ -461,7 +492,10 @@ async fn a_server_that_cannot_start_fails_clearly_and_is_reported_as_a_warning()
     let State::Failed(why) = h.state("broken") else {
         panic!("{:?}", h.state("broken"));
     };
-    assert!(why.contains("could not start `/nonexistent/mcp-server`"), "{why}");
+    assert!(
+        why.contains("could not start `/nonexistent/mcp-server`"),
+        "{why}"
+    );
     let State::Failed(why) = h.state("slow") else {
         panic!("{:?}", h.state("slow"));
     };
@@ -512,7 +546,10 @@ async fn stopping_the_manager_ends_every_server_and_what_it_started() {
             server("polite", &[("IT_MCP_PID", polite.as_str())]),
             server(
                 "stubborn",
-                &[("IT_MCP_PID", stubborn.as_str()), ("IT_MCP_IGNORE_TERM", "1")],
+                &[
+                    ("IT_MCP_PID", stubborn.as_str()),
+                    ("IT_MCP_IGNORE_TERM", "1"),
+                ],
             ),
         ]
     })

@@ -21,6 +21,9 @@ use super::{Conn, Server, Shared, process};
 /// At most this many `tools/list` pages are followed: a server that keeps returning a cursor
 /// is broken, not large.
 const MAX_PAGES: usize = 100;
+/// How long a server whose pipes closed may take to exit before it is reported as having
+/// closed its connection (and stopped).
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 /// At most this many tools per server are declared to the model.
 const MAX_TOOLS: usize = 500;
 
@@ -121,8 +124,8 @@ pub(super) async fn run(
         tools,
     );
     tracing::info!(server = %id, tools = count, "mcp server ready");
-    let closed = service.waiting();
-    tokio::pin!(closed);
+    // Boxed, so it can be dropped (closing the server's stdin) before the child is stopped.
+    let mut closed = Box::pin(service.waiting());
     loop {
         let next = tokio::select! {
             biased;
@@ -139,7 +142,11 @@ pub(super) async fn run(
                 break;
             }
             Next::Closed => {
-                let why = with_stderr("it closed its connection".to_string(), &child);
+                // Usually the server is exiting: give its status a moment, it says more.
+                let why = match tokio::time::timeout(CLOSE_GRACE, child.wait()).await {
+                    Ok(status) => format!("it {}", child.describe_exit(status.ok())),
+                    Err(_) => with_stderr("it closed its connection".to_string(), &child),
+                };
                 shared.fail(&server, run, why);
                 break;
             }

@@ -165,15 +165,20 @@ impl Tool for McpTool {
     ) -> ToolFuture<'a> {
         Box::pin(async move {
             let id = self.server.id();
+            let unavailable = |why: String| {
+                ToolOutput::failed(format!(
+                    "MCP server `{id}` is not available ({why}); the call was not sent. The user \
+                     can restart it with /mcp restart {id}."
+                ))
+            };
             let conn = match self.server.connection() {
                 Ok(conn) => conn,
-                Err(why) => {
-                    return ToolOutput::failed(format!(
-                        "MCP server `{id}` is not available ({why}); the call was not sent. The \
-                         user can restart it with /mcp restart {id}."
-                    ));
-                }
+                Err(why) => return unavailable(why),
             };
+            // Its pipes closed a moment ago and its run has not noticed yet.
+            if conn.peer.is_transport_closed() {
+                return unavailable(self.why_gone(&conn).await);
+            }
             if cancel.is_cancelled() {
                 return ToolOutput::interrupted("interrupted by the user; the call was not sent");
             }
@@ -192,10 +197,7 @@ impl Tool for McpTool {
                     );
                 }
                 _ = conn.ended.cancelled() => {
-                    let why = match self.server.connection() {
-                        Err(why) => why,
-                        Ok(_) => "it was restarted".to_string(),
-                    };
+                    let why = self.why_gone(&conn).await;
                     return ToolOutput::failed(format!(
                         "MCP server `{id}` stopped while the call ran ({why}); the outcome is \
                          unknown and the call was not repeated. The user can restart it with \
@@ -219,11 +221,13 @@ impl Tool for McpTool {
                         e.message
                     ));
                 }
-                // The connection broke with the call in flight.
+                // The connection broke with the call in flight (usually: the server exited).
                 Ok(Err(e)) => {
+                    let why = self.why_gone(&conn).await;
                     return ToolOutput::failed(format!(
-                        "the connection to MCP server `{id}` broke while the call ran ({e}); the \
-                         outcome is unknown and the call was not repeated"
+                        "MCP server `{id}` stopped while the call ran ({why}; {e}); the outcome is \
+                         unknown and the call was not repeated. The user can restart it with \
+                         /mcp restart {id}."
                     ));
                 }
                 Ok(Ok(result)) => result,
@@ -243,6 +247,22 @@ impl Tool for McpTool {
         })
     }
 }
+
+impl McpTool {
+    /// Why the server's connection ended: its run's verdict (it exited with…, it closed its
+    /// connection), waited for briefly, since the call may notice the broken pipe first.
+    async fn why_gone(&self, conn: &super::Conn) -> String {
+        let _ = tokio::time::timeout(GONE_GRACE, conn.ended.cancelled()).await;
+        match self.server.connection() {
+            Err(why) => why,
+            Ok(_) if conn.ended.is_cancelled() => "it was restarted".to_string(),
+            Ok(_) => "its connection closed".to_string(),
+        }
+    }
+}
+
+/// How long a call that saw the connection break waits for the server's run to say why.
+const GONE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The result as text: text content joined, everything else described by type and size,
 /// structured content when nothing else came.

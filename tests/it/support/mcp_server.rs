@@ -74,6 +74,8 @@ fn serve() {
         libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC);
     }
     if let Ok(path) = std::env::var("IT_MCP_PID") {
+        // Never waited for on purpose: it must die with the server's process group.
+        #[allow(clippy::zombie_processes)]
         let grandchild = std::process::Command::new("sleep")
             .arg("600")
             .stdin(std::process::Stdio::null())
@@ -166,7 +168,11 @@ impl TestServer {
             tool("env", "Lists the server's environment.", no_args()),
             tool("change", "Adds a tool.", no_args()),
             tool("picture", "Returns a picture.", no_args()),
-            tool("odd.name/with spaces", "A tool with a name to clean.", no_args()),
+            tool(
+                "odd.name/with spaces",
+                "A tool with a name to clean.",
+                no_args(),
+            ),
         ];
         if self.added.load(Ordering::SeqCst) {
             tools.push(tool("added", "Added by change.", no_args()));
@@ -235,9 +241,9 @@ impl ServerHandler for TestServer {
                 tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
                 text("slept".to_string())
             }
-            "fail" => Ok(
-                CallToolResult::error(vec![ContentBlock::text("it failed on purpose")]).into(),
-            ),
+            "fail" => {
+                Ok(CallToolResult::error(vec![ContentBlock::text("it failed on purpose")]).into())
+            }
             "crash" => {
                 eprintln!("crashing on purpose");
                 std::process::exit(3);
