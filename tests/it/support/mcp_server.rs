@@ -12,6 +12,7 @@
 //! - `IT_MCP_PID`: a file the server writes `<its pid> <a grandchild's pid>` to at start (it
 //!   starts `sleep 600` as that grandchild), for the no-orphan tests.
 //! - `IT_MCP_IGNORE_TERM=1`: ignore SIGTERM (the client must then SIGKILL it).
+//! - `IT_MCP_START_DELAY_MS`: sleep this long before serving (a slow start-up).
 //!
 //! Tools: `echo {text, times?}`, `sleep {secs}`, `fail` (isError), `crash` (the server exits
 //! with code 3 mid-call), `env` (its environment), `change` (adds the tool `added` and sends
@@ -61,17 +62,30 @@ pub fn toml_table(id: &str, env: &[(&str, &str)], extra: &str) -> String {
 /// The server itself; a no-op in a normal test run (without `IT_MCP_MODE`).
 #[test]
 fn serve() {
-    let Ok(mode) = std::env::var(MODE) else {
+    if std::env::var(MODE).is_err() {
         return;
-    };
+    }
+    // SAFETY: fd 3 is the protocol's stdout, opened by the shell that started us; the test
+    // harness owns fd 1.
+    let out = unsafe { std::os::fd::FromRawFd::from_raw_fd(3) };
+    // The protocol's pipe must not leak into the grandchild `serve_on` may start.
+    unsafe {
+        libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    serve_on(out);
+}
+
+/// Serves MCP on stdin and `out` as the environment says (see the module doc), then exits
+/// the process. Also what the `mcp` benchmark's binary runs as its own test server.
+pub fn serve_on(out: std::fs::File) -> ! {
+    let mode = std::env::var(MODE).unwrap_or_else(|_| "paged".to_string());
+    if let Ok(ms) = std::env::var("IT_MCP_START_DELAY_MS") {
+        std::thread::sleep(std::time::Duration::from_millis(ms.parse().unwrap()));
+    }
     if std::env::var("IT_MCP_IGNORE_TERM").is_ok() {
         unsafe {
             libc::signal(libc::SIGTERM, libc::SIG_IGN);
         }
-    }
-    // The protocol's pipe must not leak into the grandchild below.
-    unsafe {
-        libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC);
     }
     if let Ok(path) = std::env::var("IT_MCP_PID") {
         // Never waited for on purpose: it must die with the server's process group.
@@ -96,9 +110,6 @@ fn serve() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        use std::os::fd::FromRawFd;
-        // SAFETY: fd 3 is the protocol's stdout, opened by the shell that started us.
-        let out = unsafe { std::fs::File::from_raw_fd(3) };
         let out = tokio::fs::File::from_std(out);
         let server = TestServer {
             mode,
