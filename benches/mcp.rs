@@ -140,7 +140,11 @@ fn first_request(with_server: bool) -> (usize, usize) {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().canonicalize().unwrap();
         let registry = Arc::new(Registry::builtin());
-        let ctx = Arc::new(ToolCtx::new(ws.clone(), Duration::from_secs(30), Vec::new()));
+        let ctx = Arc::new(ToolCtx::new(
+            ws.clone(),
+            Duration::from_secs(30),
+            Vec::new(),
+        ));
         let servers = if with_server {
             vec![ServerConfig {
                 id: "bench".into(),
@@ -208,4 +212,3 @@ fn request_size() {
     );
     assert!(with < 12 * 1024, "the first request is {with} bytes");
 }
-
