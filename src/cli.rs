@@ -137,7 +137,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     if let Some(key) = &config.api_key {
-        let mut names = vec!["MINICODE_API_KEY", "OPENAI_API_KEY"];
+        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
         names.extend(config.api_key_env.as_deref());
         // SAFETY: the process is still single-threaded here: only argument parsing, config
         // loading and the trust question (crossterm, no threads) ran; logging (a writer
@@ -280,9 +280,12 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, Failure> {
     })
 }
 
-/// Variables tools must never see: the configured key's variable (the rest are fixed names).
+/// Variables tools must never see: the fixed key variables and the configured one.
 fn scrubbed_env(config: &Config) -> Vec<String> {
-    let mut names = vec!["MINICODE_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
+    let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     names.extend(config.api_key_env.clone());
     names
 }

@@ -48,8 +48,6 @@ impl Reply {
 pub enum StreamEvent {
     /// A piece of visible assistant text.
     Text(String),
-    /// A tool call was first seen (name known, arguments still arriving).
-    ToolCallStarted { index: usize, name: String },
     /// The request failed before any byte of the response and will be sent again.
     Retrying {
         attempt: u32,

@@ -128,7 +128,7 @@ pub struct ToolCtx {
     /// `<workspace>/.minicode`, as a plain path. Anything written below it must go through
     /// `fsutil::private_dir`, which refuses a `.minicode` that links out of the workspace.
     pub data_dir: PathBuf,
-    /// Default bash timeout (a call may ask for up to `MAX_BASH_TIMEOUT`).
+    /// Default bash timeout (a call may ask for up to `defaults::BASH_TIMEOUT_CEILING`).
     pub bash_timeout: Duration,
     /// Environment variables removed from every child process (secrets).
     pub scrub_env: Vec<String>,
@@ -146,9 +146,6 @@ pub struct ToolCtx {
 pub const MAX_OUTPUT_LIMIT: usize = 64 * 1024;
 /// The least, however small the window.
 pub const MIN_OUTPUT_LIMIT: usize = 2 * 1024;
-
-/// The longest a single bash call may run, whatever it asks for.
-pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl ToolCtx {
     pub fn new(workspace: PathBuf, bash_timeout: Duration, scrub_env: Vec<String>) -> Self {

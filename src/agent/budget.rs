@@ -5,8 +5,6 @@
 
 use crate::chat::Usage;
 
-/// Default context window when the configuration names none.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 262_144;
 /// Default free space kept for the reply and for estimate error, for large windows.
 pub const DEFAULT_RESERVE_TOKENS: u64 = 16_384;
 /// Default size of the recent history kept verbatim by compaction, for large windows.

@@ -37,10 +37,10 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Self {
         Self {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(30),
-            retry_after_cap: Duration::from_secs(60),
+            max_attempts: crate::defaults::RETRY_ATTEMPTS,
+            base_delay: crate::defaults::RETRY_BASE_DELAY,
+            max_delay: crate::defaults::RETRY_MAX_DELAY,
+            retry_after_cap: crate::defaults::RETRY_AFTER_CAP,
         }
     }
 }

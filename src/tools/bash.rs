@@ -18,14 +18,9 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    MAX_BASH_TIMEOUT, Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args,
-};
+use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args};
 use crate::chat::ApprovalRequest;
 use crate::chat::ToolSpec;
-
-/// Most bytes of output the model sees per call (head and tail together).
-pub const OUTPUT_CAP: usize = super::MAX_OUTPUT_LIMIT;
 /// How long to keep reading after the group was killed, in case a process that escaped the
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
@@ -63,7 +58,7 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     };
     Ok(Call {
         command: args.command,
-        timeout: timeout.min(MAX_BASH_TIMEOUT),
+        timeout: timeout.min(crate::defaults::BASH_TIMEOUT_CEILING),
     })
 }
 
@@ -316,10 +311,13 @@ fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Removes secrets from the child's environment: the configured names, every `MINICODE_*`
-/// variable and `OPENAI_API_KEY`.
+/// Removes secrets from the child's environment: the configured names, the fixed key
+/// variables and every other `MINICODE_*` variable.
 fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
     for name in names {
+        cmd.env_remove(name);
+    }
+    for name in crate::defaults::SECRET_ENV_VARS {
         cmd.env_remove(name);
     }
     for (key, _) in std::env::vars_os() {
@@ -327,7 +325,6 @@ fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
             cmd.env_remove(&key);
         }
     }
-    cmd.env_remove("OPENAI_API_KEY");
 }
 
 fn describe(status: ExitStatus) -> String {

@@ -166,10 +166,6 @@ impl Transcript {
         }
     }
 
-    pub fn last_mut_index(&self) -> Option<usize> {
-        self.entries.len().checked_sub(1)
-    }
-
     /// Index of the tool entry for `call`, searching from the end (recent calls are near it).
     pub fn find_tool(&self, call: &str) -> Option<usize> {
         self.entries

@@ -20,7 +20,7 @@ pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
 
 /// Tool calls one reply may carry by default. Models ask for a handful at a time; thousands are
 /// a broken or hostile server, and each one would cost an approval and a tool run.
-pub const MAX_TOOL_CALLS: usize = 64;
+pub const MAX_TOOL_CALLS: usize = crate::defaults::MAX_TOOL_CALLS;
 
 /// The longest tool-call id or name accepted. Real ids are ~30 bytes and names are ours (or an
 /// MCP server's, which are short); anything longer is garbage that would end up in history,
@@ -283,16 +283,12 @@ impl Assembler {
             }
         }
         for piece in delta.tool_calls.iter().flatten() {
-            self.apply_tool_piece(piece, out)?;
+            self.apply_tool_piece(piece)?;
         }
         Ok(())
     }
 
-    fn apply_tool_piece(
-        &mut self,
-        piece: &ToolDelta<'_>,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), ProviderError> {
+    fn apply_tool_piece(&mut self, piece: &ToolDelta<'_>) -> Result<(), ProviderError> {
         let id = piece.id.as_deref().filter(|s| !s.is_empty());
         let index = match piece.index {
             Some(i) => i,
@@ -366,10 +362,6 @@ impl Assembler {
         if let Some(name) = name {
             if call.name.is_empty() {
                 call.name.push_str(name);
-                out.push(StreamEvent::ToolCallStarted {
-                    index,
-                    name: name.to_owned(),
-                });
             } else if call.name != name {
                 return Err(ProviderError::Protocol(format!(
                     "tool call {index} changed its name"
