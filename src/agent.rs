@@ -7,8 +7,8 @@ pub mod compact;
 pub mod context;
 mod context_upkeep;
 mod history;
-pub mod prompt;
-pub mod turn;
+pub(crate) mod prompt;
+pub(crate) mod turn;
 pub mod validate;
 
 use std::collections::{HashSet, VecDeque};

@@ -373,7 +373,7 @@ fn resume_flags(args: &Args) -> String {
 
 /// Whether the session's file is still there (an unused session is removed on exit, and
 /// pointing the user at it would only produce "no session").
-pub fn session_kept(workspace: &Path, id: &str) -> bool {
+pub(crate) fn session_kept(workspace: &Path, id: &str) -> bool {
     crate::session::sessions_dir(workspace)
         .join(format!("{id}.json"))
         .exists()

@@ -27,12 +27,12 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// The model name reported by the built-in demo provider.
-pub const DEMO_MODEL: &str = "demo";
+pub(crate) const DEMO_MODEL: &str = "demo";
 
 /// Environment variables that override the file.
-pub const ENV_BASE_URL: &str = "MINICODE_BASE_URL";
-pub const ENV_MODEL: &str = "MINICODE_MODEL";
-pub const ENV_API_KEY: &str = "MINICODE_API_KEY";
+pub(crate) const ENV_BASE_URL: &str = "MINICODE_BASE_URL";
+pub(crate) const ENV_MODEL: &str = "MINICODE_MODEL";
+pub(crate) const ENV_API_KEY: &str = "MINICODE_API_KEY";
 
 /// Which provider implementation to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -53,7 +53,7 @@ pub enum ProviderKind {
 pub struct Secret(String);
 
 impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
+    pub(crate) fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
 
@@ -213,7 +213,7 @@ fn list_fields(fields: &[&str]) -> String {
 }
 
 /// The workspace's configuration file, relative to the launch directory.
-pub const WORKSPACE_FILE: &str = "config/config.toml";
+pub(crate) const WORKSPACE_FILE: &str = "config/config.toml";
 
 /// Builds the configuration. `launch_dir` is the workspace, where `config/config.toml` is
 /// looked for; `env` reads an environment variable (an empty value counts as unset).

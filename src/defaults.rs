@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 /// The model's context window when neither the configuration nor the server says otherwise.
-pub const CONTEXT_WINDOW: u64 = 262_144;
+pub(crate) const CONTEXT_WINDOW: u64 = 262_144;
 /// The largest `max_tokens` a request asks for (less when the window leaves less room).
-pub const MAX_TOKENS: u32 = 8192;
+pub(crate) const MAX_TOKENS: u32 = 8192;
 /// Tool rounds one turn may use before a final summary is requested.
-pub const MAX_ROUNDS: u32 = 500;
+pub(crate) const MAX_ROUNDS: u32 = 500;
 
 /// The deadline of one model call, from sending the request to the end of the reply.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
@@ -20,24 +20,24 @@ pub const MAX_TOOL_CALLS: usize = 64;
 /// Attempts in all for a request that failed before any response byte (429, 5xx, connect).
 pub const RETRY_ATTEMPTS: u32 = 4;
 /// The first backoff wait; each retry doubles it (with jitter) up to [`RETRY_MAX_DELAY`].
-pub const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
-pub const RETRY_MAX_DELAY: Duration = Duration::from_secs(30);
+pub(crate) const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
+pub(crate) const RETRY_MAX_DELAY: Duration = Duration::from_secs(30);
 /// The longest `Retry-After` a server may impose.
-pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
+pub(crate) const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
 
 /// How long one bash call may run unless it asks for more.
-pub const BASH_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const BASH_TIMEOUT: Duration = Duration::from_secs(120);
 /// The most one bash call may run, whatever the configuration or the model asks for.
-pub const BASH_TIMEOUT_CEILING: Duration = Duration::from_secs(600);
+pub(crate) const BASH_TIMEOUT_CEILING: Duration = Duration::from_secs(600);
 
 /// Bytes of one bash call's full output saved under `.minicode/outputs/`.
-pub const OUTPUTS_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const OUTPUTS_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Bytes all saved outputs may take together.
-pub const OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Days a saved output is kept.
-pub const OUTPUTS_MAX_AGE_DAYS: u64 = 7;
+pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 7;
 
 /// Environment variables that may hold a model key whatever the configuration says; the
 /// configured `api_key_env` joins them. They are wiped from minicode's own environment once
 /// read and never reach a child process.
-pub const SECRET_ENV_VARS: &[&str] = &["MINICODE_API_KEY", "OPENAI_API_KEY"];
+pub(crate) const SECRET_ENV_VARS: &[&str] = &["MINICODE_API_KEY", "OPENAI_API_KEY"];

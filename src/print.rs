@@ -31,7 +31,7 @@ pub enum OutputFormat {
 }
 
 /// The exit code after an interrupt by SIGINT (128 + 2), as shells expect.
-pub const EXIT_SIGINT: u8 = 130;
+pub(crate) const EXIT_SIGINT: u8 = 130;
 
 /// The JSON object printed by `--output-format json` (README documents it: keep them in step).
 #[derive(Serialize)]
@@ -58,7 +58,7 @@ fn status_word(end: &TurnEnd) -> &'static str {
 /// Runs `prompt` as one turn and prints the outcome.
 /// `resume_flags` are the flags that chose the model (e.g. `--demo`), repeated in the resume
 /// hint so resuming talks to the same model.
-pub async fn run(
+pub(crate) async fn run(
     handle: AgentHandle,
     prompt: String,
     format: OutputFormat,
@@ -295,7 +295,7 @@ fn truncate(text: &str, max: usize) -> String {
 }
 
 /// The closing stats line.
-pub fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
+pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
     let status = match end {
         TurnEnd::Completed => "completed".to_string(),
         TurnEnd::RoundLimit { rounds } => format!("stopped at the limit of {rounds} tool rounds"),

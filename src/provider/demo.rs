@@ -27,7 +27,7 @@ const CHANGE_WORDS: &[&str] = &[
 const LIST_COMMAND: &str = "find . -maxdepth 2 -type f -not -path './.git/*' -not -path './target/*' \
 -not -path './.minicode/*' -not -path './node_modules/*' | sort | head -n 200";
 
-pub struct Demo {
+pub(crate) struct Demo {
     piece_delay: Duration,
 }
 

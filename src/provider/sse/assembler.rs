@@ -182,12 +182,8 @@ pub struct Assembler {
 }
 
 impl Assembler {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// An assembler with these bounds that scrubs `key` from error messages the server sends.
-    pub fn with(limits: ReplyLimits, key: Option<Arc<str>>) -> Self {
+    pub(crate) fn with(limits: ReplyLimits, key: Option<Arc<str>>) -> Self {
         Self {
             limits,
             key,
@@ -196,7 +192,7 @@ impl Assembler {
     }
 
     /// Whether `[DONE]` was seen.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.done
     }
 
@@ -216,7 +212,7 @@ impl Assembler {
 
     /// Applies one event. Visible progress is appended to `out` (text is merged into a trailing
     /// `Text`); on `[DONE]` a `Done(reply)` is appended and `Ok(false)` returned: stop reading.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         ev: SseEvent<'_>,
         out: &mut Vec<StreamEvent>,
@@ -376,7 +372,7 @@ impl Assembler {
 
     /// Marks the reply complete and hands it over (as on `[DONE]`), for providers that know the
     /// end by other means. Fails if a tool call never got a name.
-    pub fn take_reply(&mut self) -> Result<Reply, ProviderError> {
+    pub(crate) fn take_reply(&mut self) -> Result<Reply, ProviderError> {
         self.done = true;
         let mut tool_calls = Vec::with_capacity(self.calls.len());
         for (i, c) in std::mem::take(&mut self.calls).into_iter().enumerate() {
