@@ -360,18 +360,13 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
 /// discarded first: a "y" meant for something else (typed ahead while the model was still
 /// working) must not answer a question the user has not seen.
 fn ask_tty(prompt: &str) -> Option<Decision> {
-    use std::os::fd::AsRawFd;
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
         .ok()?;
-    // SAFETY: tcflush only discards the terminal's pending input; the fd is open for as long
-    // as `tty` lives. A failure (not a terminal after all) leaves nothing to discard.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::tcflush(tty.as_raw_fd(), libc::TCIFLUSH);
-    }
+    // A failure (not a terminal after all) leaves nothing to discard.
+    let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
     let mut writer = tty.try_clone().ok()?;
     let _ = write!(
         writer,

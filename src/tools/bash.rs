@@ -128,12 +128,12 @@ struct GroupGuard(libc::pid_t);
 
 impl GroupGuard {
     fn kill(&self) {
-        // SAFETY: killpg only sends a signal; a group that is already gone gives ESRCH, which
-        // is fine. The pgid is the shell's pid, fixed at spawn.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::killpg(self.0, libc::SIGKILL);
-        }
+        // A group that is already gone gives ESRCH, which is fine. The pgid is the shell's
+        // pid, fixed at spawn.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 
@@ -177,9 +177,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
             // A new session: the shell leads its own process group (pgid = its pid, which
             // `GroupGuard` kills) and has no controlling terminal. `sudo`, `ssh` or a git
             // credential helper then fail at once instead of prompting over the UI.
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
+            nix::unistd::setsid()?;
             die_with_parent(parent)
         });
     }
@@ -293,15 +291,9 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
 /// died before the signal was armed is caught by comparing the parent's pid.
 #[cfg(target_os = "linux")]
 fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
-    // SAFETY: prctl and getppid are async-signal-safe and only concern this (child) process.
-    #[allow(unsafe_code)]
-    unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::getppid() != parent {
-            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-        }
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+    if nix::unistd::getppid().as_raw() != parent {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
     }
     Ok(())
 }

@@ -111,12 +111,8 @@ pub(crate) fn install_panic_hook() {
 pub(crate) fn suspend() -> io::Result<()> {
     let mouse = MOUSE.load(Ordering::SeqCst);
     restore();
-    // SAFETY: raise() only sends a signal to this process; SIGSTOP cannot be caught, so the
-    // call returns after SIGCONT.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::raise(libc::SIGSTOP);
-    }
+    // SIGSTOP cannot be caught, so this returns after SIGCONT.
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
     enter(mouse)
 }
 
