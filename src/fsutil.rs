@@ -209,10 +209,19 @@ pub(crate) enum OpenError {
 /// controlling terminal. Checking after the open (not before) leaves no window in which the
 /// file can be swapped for a FIFO. On a regular file `O_NONBLOCK` changes nothing.
 pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+    open_checked(path, 0)
+}
+
+/// Opens `path` read-only without blocking (plus `extra` flags) and checks on the descriptor
+/// that it is a regular file.
+fn open_checked(
+    path: &Path,
+    extra: libc::c_int,
+) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | extra)
         .open(path)
         .map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => OpenError::Missing,
@@ -237,7 +246,6 @@ pub(crate) fn open_confined(
     workspace: &Path,
     path: &Path,
 ) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let real = match path.canonicalize() {
         Ok(real) => real,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(OpenError::Missing),
@@ -248,22 +256,7 @@ pub(crate) fn open_confined(
     }
     // `O_NOFOLLOW` on the resolved path: a symbolic link put in its place after the check
     // fails the open instead of being followed out of the workspace.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
-        .open(&real)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => OpenError::Missing,
-            _ => OpenError::Io(e),
-        })?;
-    let meta = file.metadata().map_err(OpenError::Io)?;
-    if meta.is_dir() {
-        return Err(OpenError::Directory);
-    }
-    if !meta.is_file() {
-        return Err(OpenError::NotRegular);
-    }
-    Ok((file, meta))
+    open_checked(&real, libc::O_NOFOLLOW)
 }
 
 /// Whether canonical `path` is `workspace` or below it, comparing components (so `/w/p-evil`
