@@ -62,7 +62,7 @@ fn boundary_by(messages: &[Message], keep: u64, estimate: impl Fn(usize) -> u64)
 /// The text of the ledger + summary message. The first request and the latest user message are
 /// quoted verbatim because summaries lose them: that is the failure users of other agents
 /// report most.
-pub fn ledger_text(
+pub(crate) fn ledger_text(
     summary: &str,
     first_request: Option<&str>,
     latest_request: Option<&str>,
@@ -155,7 +155,7 @@ impl Context {
 
     /// Re-counts the tool declarations after the set of tools changed (an MCP server's tools
     /// joined, a goal added its tools).
-    pub fn set_tools(&mut self, tools: &[ToolSpec]) {
+    pub(crate) fn set_tools(&mut self, tools: &[ToolSpec]) {
         self.tools_tokens = estimate_tools(tools);
     }
 
@@ -200,7 +200,7 @@ impl Context {
         self.rebuild_lead();
     }
 
-    pub fn memory_message(&self) -> Option<&Message> {
+    pub(crate) fn memory_message(&self) -> Option<&Message> {
         self.memory.as_ref()
     }
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 /// Builds the system prompt for a workspace.
-pub fn system_prompt(workspace: &Path) -> String {
+pub(crate) fn system_prompt(workspace: &Path) -> String {
     format!(
         "You are minicode, a coding agent working in the user's project through tools.\n\
          \n\

@@ -205,9 +205,11 @@ pub(super) fn list(
         .max()
         .unwrap_or_default()
         + std::time::Duration::from_secs(1);
-    let mut scrub = vec!["MINICODE_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
-    scrub.extend(config.api_key_env.clone());
-    let ctx = ToolCtx::new(launch.to_path_buf(), config.bash_timeout, scrub);
+    let ctx = ToolCtx::new(
+        launch.to_path_buf(),
+        config.bash_timeout,
+        super::scrubbed_env(&config),
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

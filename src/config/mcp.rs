@@ -15,12 +15,8 @@ use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 use super::file::McpServerTable;
 use super::{ConfigError, TrustError};
 
-/// Defaults of a server's time limits.
-pub const DEFAULT_MCP_STARTUP_TIMEOUT_SECS: u64 = 10;
-pub const DEFAULT_MCP_CALL_TIMEOUT_SECS: u64 = 120;
-
 /// The workspace file with MCP servers in the format other agents use.
-pub const MCP_JSON: &str = ".mcp.json";
+pub(crate) const MCP_JSON: &str = ".mcp.json";
 /// The largest `.mcp.json` read.
 const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
 
@@ -65,7 +61,7 @@ pub struct McpApproval {
 }
 
 /// Whether `server` of `workspace` (canonical) was approved as it is defined now.
-pub fn is_approved(approvals: &[McpApproval], workspace: &Path, server: &McpServer) -> bool {
+pub(crate) fn is_approved(approvals: &[McpApproval], workspace: &Path, server: &McpServer) -> bool {
     let hash = server.definition_hash();
     approvals
         .iter()
@@ -97,12 +93,12 @@ pub(super) fn from_tables(
         servers.push(McpServer {
             startup_timeout: secs(
                 table.startup_timeout_secs,
-                DEFAULT_MCP_STARTUP_TIMEOUT_SECS,
+                crate::defaults::MCP_STARTUP_TIMEOUT.as_secs(),
                 "mcp_servers.startup_timeout_secs",
             )?,
             call_timeout: secs(
                 table.call_timeout_secs,
-                DEFAULT_MCP_CALL_TIMEOUT_SECS,
+                crate::defaults::MCP_CALL_TIMEOUT.as_secs(),
                 "mcp_servers.call_timeout_secs",
             )?,
             id,
@@ -142,7 +138,7 @@ struct JsonServer {
 /// entries that were skipped. Call it only for a trusted workspace. The file is opened
 /// confined to the workspace (no link out, no FIFO); an unreadable or malformed file is an
 /// error for the user, naming the file but quoting none of it.
-pub fn workspace_servers(workspace: &Path) -> Result<(Vec<McpServer>, Vec<String>), String> {
+pub(crate) fn workspace_servers(workspace: &Path) -> Result<(Vec<McpServer>, Vec<String>), String> {
     use std::io::Read;
     let path = workspace.join(MCP_JSON);
     if std::fs::symlink_metadata(&path).is_err() {
@@ -193,8 +189,8 @@ pub fn workspace_servers(workspace: &Path) -> Result<(Vec<McpServer>, Vec<String
             env: entry.env,
             cwd: entry.cwd,
             enabled: true,
-            startup_timeout: Duration::from_secs(DEFAULT_MCP_STARTUP_TIMEOUT_SECS),
-            call_timeout: Duration::from_secs(DEFAULT_MCP_CALL_TIMEOUT_SECS),
+            startup_timeout: Duration::from_secs(crate::defaults::MCP_STARTUP_TIMEOUT.as_secs()),
+            call_timeout: Duration::from_secs(crate::defaults::MCP_CALL_TIMEOUT.as_secs()),
             origin: path.clone(),
         });
     }
@@ -203,7 +199,7 @@ pub fn workspace_servers(workspace: &Path) -> Result<(Vec<McpServer>, Vec<String
 
 /// Records in the user's config that `server` of `workspace` may start as it is defined now
 /// (replacing an older approval of the same server), keeping the rest of the file as it was.
-pub fn approve_mcp_server(
+pub(crate) fn approve_mcp_server(
     env: &dyn Fn(&str) -> Option<String>,
     workspace: &Path,
     server: &McpServer,

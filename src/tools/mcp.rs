@@ -31,11 +31,6 @@ use super::{Registry, ToolCtx};
 
 pub use process::GRACE;
 
-/// Default of `startup_timeout_secs`.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default of `call_timeout_secs`.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
-
 /// One server as the user configured it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {

@@ -206,7 +206,7 @@ impl State {
 }
 
 /// One line of per-turn statistics.
-pub fn stats_line(s: &TurnStats) -> String {
+pub(crate) fn stats_line(s: &TurnStats) -> String {
     let mut parts = vec![format!("{:.1} s", s.wall.as_secs_f64())];
     parts.push(plural(s.model_calls as u64, "model call"));
     if s.tool_calls > 0 {

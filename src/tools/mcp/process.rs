@@ -143,7 +143,7 @@ impl Child {
     /// Stops the server: SIGTERM to its group, then SIGKILL if it has not exited within
     /// [`GRACE`]. Its stdin was closed before (the protocol's own way to ask it to exit).
     pub(crate) async fn terminate(mut self) {
-        signal_group(self.pid, libc::SIGTERM);
+        signal_group(self.pid, nix::sys::signal::Signal::SIGTERM);
         if tokio::time::timeout(GRACE, self.child.wait())
             .await
             .is_err()
@@ -156,12 +156,9 @@ impl Child {
     }
 }
 
-fn signal_group(pid: u32, signal: libc::c_int) {
-    // SAFETY: killpg only sends a signal; a group already gone gives ESRCH, which is fine.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::killpg(pid as libc::pid_t, signal);
-    }
+fn signal_group(pid: u32, signal: nix::sys::signal::Signal) {
+    // A group already gone gives ESRCH, which is fine.
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as libc::pid_t), signal);
 }
 
 /// `.minicode/logs/mcp-<id>.log` (0600), appended to; emptied first when it grew past the
