@@ -993,7 +993,10 @@ fn mcp_commands_become_ops_and_the_servers_are_listed() {
     use minicode::protocol::{McpServer, McpState};
     let mut s = state(90, 24);
     type_text(&mut s, "/mcp");
-    assert_eq!(key(&mut s, KeyCode::Enter), vec![Effect::Op(Op::McpServers)]);
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::McpServers)]
+    );
     type_text(&mut s, "/mcp restart files");
     assert_eq!(
         key(&mut s, KeyCode::Enter),
@@ -1002,7 +1005,10 @@ fn mcp_commands_become_ops_and_the_servers_are_listed() {
         })]
     );
     type_text(&mut s, "/mcp restart");
-    assert!(key(&mut s, KeyCode::Enter).is_empty(), "no id: a usage hint");
+    assert!(
+        key(&mut s, KeyCode::Enter).is_empty(),
+        "no id: a usage hint"
+    );
     ev(
         &mut s,
         Event::McpServers {
@@ -1030,7 +1036,10 @@ fn mcp_commands_become_ops_and_the_servers_are_listed() {
     assert!(text.contains("usage: /mcp, or /mcp restart <id>"), "{text}");
     assert!(text.contains("files — ready, 2 tools"), "{text}");
     assert!(text.contains("mcp_files__read, mcp_files__list"), "{text}");
-    assert!(text.contains("gh — failed: it exited with code 1"), "{text}");
+    assert!(
+        text.contains("gh — failed: it exited with code 1"),
+        "{text}"
+    );
 }
 
 #[test]
