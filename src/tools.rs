@@ -7,10 +7,13 @@
 pub mod bash;
 pub mod diff;
 pub mod edit;
+pub mod list;
 pub mod outputs;
 pub mod protected;
 pub mod read;
+pub mod search;
 pub mod secrets;
+pub mod walk;
 pub mod write;
 
 pub use secrets::Secrets;
@@ -253,13 +256,16 @@ impl Registry {
         }
     }
 
-    /// The four built-in tools: `bash`, `read`, `write`, `edit`.
+    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list` and
+    /// `search`.
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(bash::Bash),
             Box::new(read::Read),
             Box::new(write::Write),
             Box::new(edit::Edit),
+            Box::new(list::List),
+            Box::new(search::Search),
         ])
     }
 

@@ -14,7 +14,8 @@ pub fn system_prompt(workspace: &Path) -> String {
          How to work:\n\
          - Use `read` to look at files before changing them; use `edit` for small changes and \
          `write` for new files or full rewrites. Paths are relative to the workspace root.\n\
-         - Use `bash` to explore (ls, rg, git) and to build and test. Each call starts a fresh \
+         - Use `list` and `search` to explore the files (they need no approval and honour \
+         .gitignore); use `bash` to build, test and run git. Each bash call starts a fresh \
          shell in the workspace root, so `cd` does not carry over: use `cd dir && cmd`.\n\
          - The user approves commands and file changes. If a call is denied, respect the \
          reason and adjust your plan instead of retrying the same thing.\n\

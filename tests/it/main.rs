@@ -33,6 +33,7 @@ mod session;
 mod tools_bash;
 mod tools_files;
 mod tools_registry;
+mod tools_search;
 mod trust;
 mod tui_approval_guard;
 mod tui_render;
