@@ -42,6 +42,11 @@ pub const DEFAULT_MAX_ROUNDS: u32 = 500;
 pub const DEFAULT_OUTPUTS_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub const DEFAULT_OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub const DEFAULT_OUTPUTS_MAX_AGE_DAYS: u64 = 7;
+/// Sub-agents running at once in the process, and the most that may be configured.
+pub const DEFAULT_SUBAGENTS_MAX_CONCURRENT: u32 = 3;
+pub const MAX_SUBAGENTS_MAX_CONCURRENT: u32 = 16;
+/// The deadline of one sub-agent.
+pub const DEFAULT_SUBAGENTS_TIMEOUT_SECS: u64 = 300;
 /// The model name reported by the built-in demo provider.
 pub const DEMO_MODEL: &str = "demo";
 
@@ -117,6 +122,10 @@ pub struct Config {
     pub outputs_max_age: Duration,
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
+    /// Sub-agents (`delegate`) running at once across the process.
+    pub subagents_max_concurrent: u32,
+    /// How long one sub-agent may take before it is stopped.
+    pub subagents_timeout: Duration,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,

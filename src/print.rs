@@ -137,6 +137,8 @@ pub async fn run(
             }
             Event::ShutdownComplete => break,
             Event::ToolCallEnded { .. }
+            | Event::SubagentStarted { .. }
+            | Event::SubagentEnded { .. }
             | Event::Retrying { .. }
             | Event::Warning { .. }
             | Event::Error { .. }
@@ -153,6 +155,7 @@ pub async fn run(
             | Event::TurnStarted { .. }
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
+            | Event::SubagentProgress { .. }
             | Event::ContextUsage { .. } => {}
         }
     }
@@ -262,6 +265,28 @@ fn report(err: &mut impl Write, event: &Event) {
                 *delay_ms as f64 / 1000.0
             )
         }
+        Event::SubagentStarted {
+            task, session_id, ..
+        } => format!("  ↳ sub-agent {task} started (session {session_id})"),
+        Event::SubagentEnded {
+            task,
+            status,
+            rounds,
+            tool_calls,
+            elapsed_ms,
+            error,
+            ..
+        } => {
+            let mut line = format!(
+                "  ↳ sub-agent {task} {} in {:.1}s · {rounds} rounds · {tool_calls} tool calls",
+                status.as_str(),
+                *elapsed_ms as f64 / 1000.0
+            );
+            if let Some(error) = error {
+                line.push_str(&format!(": {}", truncate(error, 120)));
+            }
+            line
+        }
         Event::Warning { message } => format!("warning: {message}"),
         Event::Error { message } => format!("error: {message}"),
         Event::Compacted {
@@ -281,6 +306,7 @@ fn report(err: &mut impl Write, event: &Event) {
         | Event::ApprovalRequested { .. }
         | Event::ApprovalDecided { .. }
         | Event::ContextUsage { .. }
+        | Event::SubagentProgress { .. }
         | Event::TurnEnded { .. }
         | Event::ShutdownComplete => return,
     };
@@ -320,8 +346,21 @@ pub fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
     } else {
         String::new()
     };
+    let subagents = if stats.subagents > 0 {
+        let tokens = if stats.subagent_tokens.unavailable() {
+            "tokens unavailable".to_string()
+        } else {
+            format!("{} tokens", stats.subagent_tokens.total_tokens)
+        };
+        format!(
+            " · {} sub-agents ({} model calls, {tokens})",
+            stats.subagents, stats.subagent_calls
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}",
+        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}{subagents}",
         stats.wall.as_secs_f64(),
         stats.model_calls,
         stats.tool_calls

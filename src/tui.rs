@@ -11,6 +11,7 @@ pub mod input;
 pub mod markdown;
 pub mod segment;
 pub mod state;
+pub mod subagents;
 pub mod terminal;
 pub mod transcript;
 pub mod trust_prompt;

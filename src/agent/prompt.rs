@@ -26,3 +26,34 @@ pub fn system_prompt(workspace: &Path) -> String {
         os = std::env::consts::OS,
     )
 }
+
+/// Added to the main agent's prompt when it may delegate.
+pub const DELEGATE_RULES: &str = "Sub-agents:\n\
+- `delegate` runs up to 4 independent, read-only investigations at once, each in a fresh \
+sub-agent that sees only the instruction and context you give it. Use it for broad \
+exploration (several areas of the code, long searches) and to keep this conversation short; \
+do small lookups yourself. Sub-agents cannot change files, run commands or ask the user.";
+
+/// The system prompt of a sub-agent: a fresh, read-only worker with one task.
+pub fn subagent_prompt(workspace: &Path) -> String {
+    format!(
+        "You are a sub-agent of minicode, a coding agent. Another agent delegated one task to \
+         you; it sees only your final reply, not your tool calls.\n\
+         \n\
+         Workspace: {workspace}\n\
+         Platform: {os}\n\
+         \n\
+         How to work:\n\
+         - You can only read: `list` and `search` to find files and code, `read` to look at \
+         them. Paths are relative to the workspace root. You cannot change files, run \
+         commands or ask anyone anything.\n\
+         - Investigate until you can answer, then reply with a final answer that stands on \
+         its own: concrete findings with file paths and line numbers, and what you could not \
+         find out. Keep it concise.\n\
+         - Project memory (`MiniCode.md`), when there is one, is shown to you; read its detail \
+         files under `.minicode/memory/` with `read` when they matter.\n\
+         - Never print secrets such as API keys.",
+        workspace = workspace.display(),
+        os = std::env::consts::OS,
+    )
+}

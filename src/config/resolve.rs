@@ -10,8 +10,9 @@ use super::{
     Config, ConfigError, DEFAULT_BASH_TIMEOUT_SECS, DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_ROUNDS,
     DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_OUTPUTS_MAX_AGE_DAYS,
     DEFAULT_OUTPUTS_MAX_BYTES, DEFAULT_OUTPUTS_MAX_FILE_BYTES, DEFAULT_REQUEST_TIMEOUT_SECS,
-    DEFAULT_STREAM_IDLE_TIMEOUT_SECS, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
-    MAX_BASH_TIMEOUT_SECS, Overrides, ProviderKind, Secret,
+    DEFAULT_STREAM_IDLE_TIMEOUT_SECS, DEFAULT_SUBAGENTS_MAX_CONCURRENT,
+    DEFAULT_SUBAGENTS_TIMEOUT_SECS, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    MAX_BASH_TIMEOUT_SECS, MAX_SUBAGENTS_MAX_CONCURRENT, Overrides, ProviderKind, Secret,
 };
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -44,6 +45,8 @@ pub(super) fn resolve(
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
         outputs_max_bytes: limits.outputs_max_bytes,
         outputs_max_age: limits.outputs_max_age,
+        subagents_max_concurrent: limits.subagents_max_concurrent,
+        subagents_timeout: limits.subagents_timeout,
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
@@ -75,6 +78,8 @@ struct Limits {
     outputs_max_file_bytes: u64,
     outputs_max_bytes: u64,
     outputs_max_age: Duration,
+    subagents_max_concurrent: u32,
+    subagents_timeout: Duration,
 }
 
 fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
@@ -145,6 +150,22 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         DEFAULT_OUTPUTS_MAX_AGE_DAYS,
         "tools.outputs_max_age_days",
     )?;
+    let subagents_max_concurrent = positive(
+        f.subagents.max_concurrent.map(u64::from),
+        u64::from(DEFAULT_SUBAGENTS_MAX_CONCURRENT),
+        "subagents.max_concurrent",
+    )?;
+    if subagents_max_concurrent > u64::from(MAX_SUBAGENTS_MAX_CONCURRENT) {
+        return Err(invalid(
+            "subagents.max_concurrent",
+            format!("must be at most {MAX_SUBAGENTS_MAX_CONCURRENT}"),
+        ));
+    }
+    let subagents_timeout = positive(
+        f.subagents.timeout_secs,
+        DEFAULT_SUBAGENTS_TIMEOUT_SECS,
+        "subagents.timeout_secs",
+    )?;
     for (value, field) in [
         (f.context.reserve_tokens, "context.reserve_tokens"),
         (f.context.keep_recent_tokens, "context.keep_recent_tokens"),
@@ -168,6 +189,9 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         outputs_max_file_bytes,
         outputs_max_bytes,
         outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
+        // Checked against a u32 bound above.
+        subagents_max_concurrent: u32::try_from(subagents_max_concurrent).unwrap_or(1),
+        subagents_timeout: Duration::from_secs(subagents_timeout),
     })
 }
 

@@ -49,8 +49,8 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
         Some(n) => n.min(MAX_LIMIT),
         None => DEFAULT_LIMIT,
     };
-    let start =
-        walk::start(&ctx.workspace, args.path.as_deref()).map_err(|e| format!("cannot list: {e}"))?;
+    let start = walk::start(&ctx.workspace, args.path.as_deref())
+        .map_err(|e| format!("cannot list: {e}"))?;
     let pattern = args.pattern.filter(|p| !p.trim().is_empty());
     if let Some(p) = &pattern {
         // Checked now, so a bad glob is reported before anything runs.
@@ -168,7 +168,9 @@ fn list(
             if kind.is_dir() {
                 return WalkState::Continue;
             }
-            let link = kind.is_symlink().then(|| link_note(workspace, entry.path()));
+            let link = kind
+                .is_symlink()
+                .then(|| link_note(workspace, entry.path()));
             batch.push(Found {
                 path: walk::shown(workspace, entry.path()),
                 link,

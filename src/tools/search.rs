@@ -11,8 +11,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -74,9 +74,7 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
         return Err("pattern must not be empty".to_string());
     }
     if args.pattern.len() > MAX_PATTERN_BYTES {
-        return Err(format!(
-            "pattern is longer than {MAX_PATTERN_BYTES} bytes"
-        ));
+        return Err(format!("pattern is longer than {MAX_PATTERN_BYTES} bytes"));
     }
     let limit = match args.limit {
         Some(0) => return Err("limit must be at least 1".to_string()),

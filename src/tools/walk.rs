@@ -84,7 +84,11 @@ impl Skipped {
 
     /// Lines for the end of a result, one per named folder and one for the rest.
     pub fn notes(&self) -> Vec<String> {
-        let mut notes: Vec<String> = self.named.iter().map(|w| format!("[skipped {w}]")).collect();
+        let mut notes: Vec<String> = self
+            .named
+            .iter()
+            .map(|w| format!("[skipped {w}]"))
+            .collect();
         if self.count > self.named.len() {
             notes.push(format!(
                 "[skipped {} more folders with unusable ignore files]",

@@ -36,7 +36,10 @@ async fn call_with(
     let registry = Registry::builtin();
     let (tool, value) = registry.resolve(tool, &args.to_string())?;
     let prepared = tool.prepare(&value, ctx)?;
-    assert!(prepared.approval.is_none(), "read-only tools need no approval");
+    assert!(
+        prepared.approval.is_none(),
+        "read-only tools need no approval"
+    );
     Ok(tool.run(value, ctx, cancel).await)
 }
 
@@ -115,7 +118,13 @@ async fn list_of_a_subfolder_applies_the_ignore_files_above_it() {
 #[tokio::test]
 async fn list_filters_by_glob_anchored_or_at_any_depth() {
     let (_d, ws, ctx) = setup();
-    for f in ["a.rs", "src/b.rs", "src/deep/c.rs", "src/d.md", "tests/e.rs"] {
+    for f in [
+        "a.rs",
+        "src/b.rs",
+        "src/deep/c.rs",
+        "src/d.md",
+        "tests/e.rs",
+    ] {
         put(&ws, f, "");
     }
     let any = ok(&ctx, "list", json!({"pattern": "*.rs"})).await;
@@ -172,7 +181,10 @@ async fn list_and_search_refuse_paths_outside_the_workspace() {
         ] {
             args["path"] = json!(path);
             let err = call(&ctx, tool, args).await.unwrap_err();
-            assert!(err.contains("outside the workspace"), "{tool} {path}: {err}");
+            assert!(
+                err.contains("outside the workspace"),
+                "{tool} {path}: {err}"
+            );
         }
     }
 }
@@ -200,7 +212,11 @@ async fn links_are_shown_but_never_followed_out_of_the_workspace() {
         "{out}"
     );
     let found = ok(&ctx, "search", json!({"pattern": "needle"})).await;
-    assert_eq!(lines(&found), ["real/inside.txt:1: needle inside"], "{found}");
+    assert_eq!(
+        lines(&found),
+        ["real/inside.txt:1: needle inside"],
+        "{found}"
+    );
 }
 
 #[tokio::test]
@@ -221,7 +237,11 @@ async fn git_and_minicode_folders_are_never_listed_or_searched() {
 async fn search_reports_path_line_text_sorted_and_honours_ignore_rules() {
     let (_d, ws, ctx) = setup();
     ignored_tree(&ws);
-    put(&ws, "src/main.rs", "fn main() {\n    needle();\n}\nfn other() { needle() }\n");
+    put(
+        &ws,
+        "src/main.rs",
+        "fn main() {\n    needle();\n}\nfn other() { needle() }\n",
+    );
     let out = ok(&ctx, "search", json!({"pattern": "needle"})).await;
     assert_eq!(
         lines(&out),
@@ -246,7 +266,10 @@ async fn search_reports_path_line_text_sorted_and_honours_ignore_rules() {
     .await;
     assert_eq!(
         lines(&one_file),
-        ["src/main.rs:1: fn main() {", "src/main.rs:4: fn other() { needle() }"]
+        [
+            "src/main.rs:1: fn main() {",
+            "src/main.rs:4: fn other() { needle() }"
+        ]
     );
 }
 
@@ -290,7 +313,11 @@ async fn search_skips_binary_files() {
 async fn search_caps_matches_with_a_note_and_the_same_answer_every_time() {
     let (_d, ws, ctx) = setup();
     for i in 0..50 {
-        put(&ws, &format!("f{i:02}.txt"), "needle\nhay\nneedle\nneedle\n");
+        put(
+            &ws,
+            &format!("f{i:02}.txt"),
+            "needle\nhay\nneedle\nneedle\n",
+        );
     }
     let first = ok(&ctx, "search", json!({"pattern": "needle", "limit": 10})).await;
     let l = lines(&first);
@@ -372,7 +399,10 @@ async fn a_fifo_is_never_opened_and_a_fifo_ignore_file_skips_its_folder() {
         "{out}"
     );
     let listed = ok(&ctx, "list", json!({})).await;
-    assert!(listed.starts_with("a.txt\npipe.txt\n[skipped trap"), "{listed}");
+    assert!(
+        listed.starts_with("a.txt\npipe.txt\n[skipped trap"),
+        "{listed}"
+    );
     // An ignore file linking out of the workspace is not read either.
     let (_d2, ws2, ctx2) = setup();
     let outside = ws2.parent().unwrap().join("rules");
@@ -381,7 +411,11 @@ async fn a_fifo_is_never_opened_and_a_fifo_ignore_file_skips_its_folder() {
     std::os::unix::fs::symlink(outside.join("ignore"), ws2.join("c/.gitignore")).unwrap();
     let err = call(&ctx2, "list", json!({"path": "c"})).await.unwrap();
     assert_eq!(err.status, ToolStatus::Failed, "{}", err.content);
-    assert!(err.content.contains("not a regular file inside"), "{}", err.content);
+    assert!(
+        err.content.contains("not a regular file inside"),
+        "{}",
+        err.content
+    );
 }
 
 #[tokio::test]
