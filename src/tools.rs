@@ -11,6 +11,7 @@ pub mod outputs;
 pub mod protected;
 pub mod read;
 pub mod secrets;
+pub mod skills;
 pub mod write;
 
 pub use secrets::Secrets;
