@@ -260,7 +260,7 @@ impl SkillState {
     pub fn label(self) -> &'static str {
         match self {
             SkillState::Listed => "listed",
-            SkillState::NameOnly => "listed (name only)",
+            SkillState::NameOnly => "name only",
             SkillState::Loaded => "loaded",
         }
     }

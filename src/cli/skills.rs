@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::Failure;
+use crate::protocol::SkillState;
 use crate::sanitize::visible;
 use crate::tools::skills::{self, Skills};
 
@@ -65,7 +66,12 @@ pub(super) fn list(env: Env<'_>, launch: &Path) -> Result<ExitCode, Failure> {
     let width = found.all().iter().map(|s| s.name.len()).max().unwrap_or(0);
     let mut out = std::io::stdout().lock();
     for s in found.all() {
-        let state = if s.described { "listed" } else { "name-only" };
+        let state = if s.described {
+            SkillState::Listed
+        } else {
+            SkillState::NameOnly
+        }
+        .label();
         let _ = writeln!(
             out,
             "{:width$}  {state:9}  {}  {}",

@@ -186,10 +186,8 @@ pub struct Args {
     pub file: Option<String>,
 }
 
-const DESCRIPTION: &str = "Load a skill: instructions for a particular kind of task, listed \
-under Skills in the system prompt. Call it with the skill's name before starting such a task; \
-it returns the instructions. `file` loads another file of that skill's folder (a path relative \
-to the folder, as the instructions name it).";
+const DESCRIPTION: &str = "Load a skill listed under Skills in the system prompt: returns \
+its instructions. `file` loads another file of that skill's folder (a relative path).";
 
 /// The `skill` tool: reads a skill's `SKILL.md` or another file of its folder. It only reads,
 /// inside the skill's folder, so it needs no approval.
@@ -228,8 +226,8 @@ impl Tool for SkillTool {
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "description": "The skill's name"},
-                    "file": {"type": "string", "description": "Another file of the skill's folder, relative to it (default: SKILL.md)"}
+                    "name": {"type": "string"},
+                    "file": {"type": "string", "description": "default: SKILL.md"}
                 },
                 "required": ["name"],
                 "additionalProperties": false
