@@ -914,3 +914,76 @@ fn this_repository_ships_a_valid_skill_for_working_on_minicode() {
         );
     }
 }
+
+#[test]
+fn a_trigger_in_a_one_shot_prompt_is_reported_on_stderr_and_sent() {
+    let server = MockServer::start_in_thread(vec![sse_text("ok", 4)]);
+    let dir = tempfile::tempdir().unwrap();
+    binary::write_config(dir.path(), &server);
+    realistic_skills(&dir.path().join(".minicode/skills"));
+    let out = binary::command(dir.path())
+        .arg("please review this")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("skill review loaded from .minicode/skills (trigger: review)"),
+        "{stderr}"
+    );
+    let messages = server.requests()[0].body["messages"].clone();
+    assert_eq!(messages[2]["tool_calls"][0]["function"]["name"], "skill");
+    assert!(
+        messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("(review)")
+    );
+}
+
+#[test]
+fn slash_skills_asks_the_core_and_shows_the_answer() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use minicode::protocol::SkillEntry;
+    use minicode::tui::state::{Effect, Msg, State};
+
+    let mut s = State::new("m", 100_000);
+    s.update(Msg::Resize(100, 20));
+    for c in "/skills".chars() {
+        s.update(Msg::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::NONE,
+        )));
+    }
+    let effects = s.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Op(Op::ListSkills))),
+        "{effects:?}"
+    );
+    s.update(Msg::Agent(Event::SkillsListed {
+        skills: vec![SkillEntry {
+            name: "release".into(),
+            description: "Cut a release.".into(),
+            source: ".minicode/skills".into(),
+            state: SkillState::Loaded,
+        }],
+    }));
+    s.update(Msg::Agent(Event::SkillLoaded {
+        name: "review".into(),
+        source: "~/.config/minicode/skills".into(),
+        trigger: Some("review".into()),
+    }));
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 20)).unwrap();
+    term.draw(|f| minicode::tui::view::render(&s, f)).unwrap();
+    let screen = term.backend().to_string();
+    assert!(
+        screen.contains("release · loaded · .minicode/skills — Cut a release."),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("skill review loaded from ~/.config/minicode/skills (trigger: review)"),
+        "{screen}"
+    );
+}
