@@ -7,9 +7,9 @@ pub mod compact;
 pub mod context;
 mod context_upkeep;
 mod history;
-pub mod prompt;
+pub(crate) mod prompt;
 mod skills;
-pub mod turn;
+pub(crate) mod turn;
 pub mod validate;
 
 use std::collections::{HashSet, VecDeque};
@@ -49,9 +49,9 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            max_rounds: 500,
-            max_tokens: 8192,
-            context_window: 262_144,
+            max_rounds: crate::defaults::MAX_ROUNDS,
+            max_tokens: crate::defaults::MAX_TOKENS,
+            context_window: crate::defaults::CONTEXT_WINDOW,
             auto_approve: false,
             reserve_tokens: None,
             keep_recent_tokens: None,

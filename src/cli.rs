@@ -142,7 +142,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     if let Some(key) = &config.api_key {
-        let mut names = vec!["MINICODE_API_KEY", "OPENAI_API_KEY"];
+        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
         names.extend(config.api_key_env.as_deref());
         // SAFETY: the process is still single-threaded here: only argument parsing, config
         // loading and the trust question (crossterm, no threads) ran; logging (a writer
@@ -287,9 +287,12 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, Failure> {
     })
 }
 
-/// Variables tools must never see: the configured key's variable (the rest are fixed names).
+/// Variables tools must never see: the fixed key variables and the configured one.
 fn scrubbed_env(config: &Config) -> Vec<String> {
-    let mut names = vec!["MINICODE_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
+    let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     names.extend(config.api_key_env.clone());
     names
 }
@@ -377,7 +380,7 @@ fn resume_flags(args: &Args) -> String {
 
 /// Whether the session's file is still there (an unused session is removed on exit, and
 /// pointing the user at it would only produce "no session").
-pub fn session_kept(workspace: &Path, id: &str) -> bool {
+pub(crate) fn session_kept(workspace: &Path, id: &str) -> bool {
     crate::session::sessions_dir(workspace)
         .join(format!("{id}.json"))
         .exists()

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::chat::{ApprovalRequest, ToolStatus, Usage};
 
 /// Identifies a tool call within a session (the model's call id).
-pub type CallId = String;
+pub(crate) type CallId = String;
 
 /// What a frontend asks the core to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,7 +83,7 @@ pub struct TokenStats {
 }
 
 impl TokenStats {
-    pub fn add(&mut self, usage: Option<Usage>) {
+    pub(crate) fn add(&mut self, usage: Option<Usage>) {
         match usage {
             Some(u) => {
                 self.input_tokens += u.input_tokens;
@@ -96,7 +96,7 @@ impl TokenStats {
     }
 
     /// No reply carried usage.
-    pub fn unavailable(&self) -> bool {
+    pub(crate) fn unavailable(&self) -> bool {
         self.replies_with_usage == 0
     }
 
@@ -310,7 +310,10 @@ impl OpSender {
 
 impl AgentHandle {
     /// Joins the two channel ends the core serves (see `agent::spawn`).
-    pub fn new(ops: mpsc::UnboundedSender<Op>, events: mpsc::UnboundedReceiver<Event>) -> Self {
+    pub(crate) fn new(
+        ops: mpsc::UnboundedSender<Op>,
+        events: mpsc::UnboundedReceiver<Event>,
+    ) -> Self {
         Self { ops, events }
     }
 
@@ -328,7 +331,7 @@ impl AgentHandle {
     }
 
     /// Splits into a cloneable op sender and the event receiver.
-    pub fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
+    pub(crate) fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
         (OpSender(self.ops), self.events)
     }
 }

@@ -65,7 +65,7 @@ fn boundary_by(messages: &[Message], keep: u64, estimate: impl Fn(usize) -> u64)
 ///
 /// `loaded_skills` are the skills loaded in the compacted part: their instructions are gone
 /// from the context, so the ledger names them for the model to load again when it needs them.
-pub fn ledger_text(
+pub(crate) fn ledger_text(
     summary: &str,
     first_request: Option<&str>,
     latest_request: Option<&str>,
@@ -167,7 +167,7 @@ impl Context {
 
     /// Re-counts the tool declarations after the set of tools changed (an MCP server's tools
     /// joined, a goal added its tools).
-    pub fn set_tools(&mut self, tools: &[ToolSpec]) {
+    pub(crate) fn set_tools(&mut self, tools: &[ToolSpec]) {
         self.tools_tokens = estimate_tools(tools);
     }
 
@@ -213,7 +213,7 @@ impl Context {
         self.rebuild_lead();
     }
 
-    pub fn memory_message(&self) -> Option<&Message> {
+    pub(crate) fn memory_message(&self) -> Option<&Message> {
         self.memory.as_ref()
     }
 

@@ -7,7 +7,7 @@ use crate::chat::estimate_text;
 use crate::tools::skills::{NAMES_ONLY_TOKENS, Skills};
 
 /// Builds the system prompt for a workspace.
-pub fn system_prompt(workspace: &Path) -> String {
+pub(crate) fn system_prompt(workspace: &Path) -> String {
     format!(
         "You are minicode, a coding agent working in the user's project through tools.\n\
          \n\

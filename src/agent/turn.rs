@@ -228,7 +228,6 @@ async fn stream_reply(
             };
             match next {
                 Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
-                Some(Ok(StreamEvent::ToolCallStarted { .. })) => {}
                 Some(Ok(StreamEvent::Retrying {
                     attempt,
                     max_attempts,

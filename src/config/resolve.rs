@@ -6,12 +6,11 @@
 use std::time::Duration;
 
 use super::layers::Layers;
+use crate::defaults;
+
 use super::{
-    Config, ConfigError, DEFAULT_BASH_TIMEOUT_SECS, DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_ROUNDS,
-    DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_OUTPUTS_MAX_AGE_DAYS,
-    DEFAULT_OUTPUTS_MAX_BYTES, DEFAULT_OUTPUTS_MAX_FILE_BYTES, DEFAULT_REQUEST_TIMEOUT_SECS,
-    DEFAULT_STREAM_IDLE_TIMEOUT_SECS, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
-    MAX_BASH_TIMEOUT_SECS, Overrides, ProviderKind, Secret,
+    Config, ConfigError, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, Overrides, ProviderKind,
+    Secret,
 };
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -91,58 +90,61 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
     };
     let context_window = positive(
         f.model.context_window,
-        DEFAULT_CONTEXT_WINDOW,
+        defaults::CONTEXT_WINDOW,
         "model.context_window",
     )?;
     let max_tokens = positive(
         f.model.max_tokens.map(u64::from),
-        u64::from(DEFAULT_MAX_TOKENS),
+        u64::from(defaults::MAX_TOKENS),
         "model.max_tokens",
     )?;
     let request_timeout = positive(
         f.model.request_timeout_secs,
-        DEFAULT_REQUEST_TIMEOUT_SECS,
+        defaults::REQUEST_TIMEOUT.as_secs(),
         "model.request_timeout_secs",
     )?;
     let max_tool_calls = positive(
         f.model.max_tool_calls.map(u64::from),
-        u64::from(DEFAULT_MAX_TOOL_CALLS),
+        defaults::MAX_TOOL_CALLS as u64,
         "model.max_tool_calls",
     )?;
     let stream_idle = positive(
         f.model.stream_idle_timeout_secs,
-        DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+        defaults::STREAM_IDLE_TIMEOUT.as_secs(),
         "model.stream_idle_timeout_secs",
     )?;
     let bash_secs = positive(
         f.tools.bash_timeout_secs,
-        DEFAULT_BASH_TIMEOUT_SECS,
+        defaults::BASH_TIMEOUT.as_secs(),
         "tools.bash_timeout_secs",
     )?;
-    if bash_secs > MAX_BASH_TIMEOUT_SECS {
+    if bash_secs > defaults::BASH_TIMEOUT_CEILING.as_secs() {
         return Err(invalid(
             "tools.bash_timeout_secs",
-            format!("must be at most {MAX_BASH_TIMEOUT_SECS}"),
+            format!(
+                "must be at most {}",
+                defaults::BASH_TIMEOUT_CEILING.as_secs()
+            ),
         ));
     }
     let max_rounds = positive(
         f.tools.max_rounds.map(u64::from),
-        u64::from(DEFAULT_MAX_ROUNDS),
+        u64::from(defaults::MAX_ROUNDS),
         "tools.max_rounds",
     )?;
     let outputs_max_file_bytes = positive(
         f.tools.outputs_max_file_bytes,
-        DEFAULT_OUTPUTS_MAX_FILE_BYTES,
+        defaults::OUTPUTS_MAX_FILE_BYTES,
         "tools.outputs_max_file_bytes",
     )?;
     let outputs_max_bytes = positive(
         f.tools.outputs_max_bytes,
-        DEFAULT_OUTPUTS_MAX_BYTES,
+        defaults::OUTPUTS_MAX_BYTES,
         "tools.outputs_max_bytes",
     )?;
     let outputs_max_age_days = positive(
         f.tools.outputs_max_age_days,
-        DEFAULT_OUTPUTS_MAX_AGE_DAYS,
+        defaults::OUTPUTS_MAX_AGE_DAYS,
         "tools.outputs_max_age_days",
     )?;
     for (value, field) in [

@@ -28,7 +28,7 @@ pub enum Trust {
 impl Trust {
     /// The one question every repository-supplied capability asks before it may run code or
     /// reach the network.
-    pub fn is_trusted(self) -> bool {
+    pub(crate) fn is_trusted(self) -> bool {
         self == Trust::Trusted
     }
 }

@@ -230,7 +230,7 @@ fn skills_text(skills: &[SkillEntry]) -> String {
 }
 
 /// One line of per-turn statistics.
-pub fn stats_line(s: &TurnStats) -> String {
+pub(crate) fn stats_line(s: &TurnStats) -> String {
     let mut parts = vec![format!("{:.1} s", s.wall.as_secs_f64())];
     parts.push(plural(s.model_calls as u64, "model call"));
     if s.tool_calls > 0 {

@@ -615,8 +615,8 @@ async fn without_skills_nothing_is_declared_or_listed() {
     assert!(!request.messages[0].text().contains("Skills"));
 }
 
-#[test]
-fn descriptions_past_the_metadata_budget_are_listed_by_name_only() {
+#[tokio::test]
+async fn descriptions_past_the_metadata_budget_are_listed_by_name_only() {
     let (_tmp, ws, user) = roots();
     let root = ws.join(".minicode/skills");
     for i in 0..20 {
@@ -627,14 +627,18 @@ fn descriptions_past_the_metadata_budget_are_listed_by_name_only() {
     let described = found.all().iter().filter(|s| s.described).count();
     assert!((1..20).contains(&described), "{described}");
     assert!(found.all()[..described].iter().all(|s| s.described));
-    let prompt = minicode::agent::prompt::skills_section(&found).unwrap();
+    let fake = Fake::new(vec![text_reply("ok")]);
+    let mut handle = start(&ws, &fake, found);
+    run_turn(&mut handle, "hello", |_| None).await;
+    let system = fake.main_requests()[0].messages[0].text().to_string();
+    let list = &system[system.find("Skills (").unwrap()..];
     assert!(
-        minicode::chat::estimate_text(&prompt) <= skills::METADATA_TOKENS + 200,
-        "{prompt}"
+        minicode::chat::estimate_text(list) <= skills::METADATA_TOKENS + 200,
+        "{list}"
     );
-    assert!(prompt.contains("More skills (by name only): "));
-    assert!(prompt.contains("s19"));
-    assert!(!prompt.contains("Skill number 19."));
+    assert!(list.contains("More skills (by name only): "), "{list}");
+    assert!(list.contains("s19"));
+    assert!(!list.contains("Skill number 19."));
 }
 
 #[test]
