@@ -8,6 +8,7 @@ pub mod context;
 mod context_upkeep;
 mod history;
 pub(crate) mod prompt;
+mod skills;
 pub(crate) mod turn;
 pub mod validate;
 
@@ -20,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats};
 use crate::provider::Provider;
 use crate::session::Session;
+use crate::tools::skills::Skills;
 use crate::tools::{Registry, ToolCtx};
 
 /// Knobs of the loop that come from configuration.
@@ -38,6 +40,10 @@ pub struct Options {
     pub reserve_tokens: Option<u64>,
     /// Recent history kept verbatim by compaction; `None` scales the default to the window.
     pub keep_recent_tokens: Option<u64>,
+    /// The skills the session may load (found by the CLI in the roots the user allows): their
+    /// names and descriptions go into the system prompt, the `skill` tool joins the registry
+    /// when there is at least one, and their triggers load them.
+    pub skills: Arc<Skills>,
 }
 
 impl Default for Options {
@@ -49,6 +55,7 @@ impl Default for Options {
             auto_approve: false,
             reserve_tokens: None,
             keep_recent_tokens: None,
+            skills: Arc::new(Skills::default()),
         }
     }
 }
@@ -88,6 +95,8 @@ pub(crate) struct Core {
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
     /// Tools the user approved "always" for this session.
     approved_tools: HashSet<String>,
+    /// The skills and which of them this session has loaded.
+    skills: skills::View,
     events: mpsc::UnboundedSender<Event>,
     turns: u64,
 }
@@ -140,9 +149,18 @@ impl Core {
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
         let events = self.events.clone();
+        let view = self.skills.clone();
         let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
-        let ((end, stats), shutdown) =
-            serve_ops(running, ops, queue, &cancel, Some(&decide_tx), &events).await;
+        let ((end, stats), shutdown) = serve_ops(
+            running,
+            ops,
+            queue,
+            &cancel,
+            Some(&decide_tx),
+            &events,
+            &view,
+        )
+        .await;
         self.finish_turn(turn, end, stats, true);
         shutdown
     }
@@ -161,8 +179,10 @@ impl Core {
         let turn = self.start_turn();
         let cancel = CancellationToken::new();
         let events = self.events.clone();
+        let view = self.skills.clone();
         let running = self.manual_compact(instructions, &cancel);
-        let ((end, stats), shutdown) = serve_ops(running, ops, queue, &cancel, None, &events).await;
+        let ((end, stats), shutdown) =
+            serve_ops(running, ops, queue, &cancel, None, &events, &view).await;
         self.finish_turn(turn, end, stats, false);
         shutdown
     }
@@ -217,6 +237,7 @@ impl Core {
                 // A fresh history: drop the old checkpoint and cached estimates.
                 let _ = self.context.set_checkpoint(None, self.session.messages());
                 self.approved_tools.clear();
+                self.skills.loaded.set(Vec::new());
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
                 self.report_context();
@@ -230,8 +251,9 @@ impl Core {
 
 /// Drives `work` (a turn or a manual compaction) to its end while serving ops: decisions go
 /// to `decisions` (none pending when it is `None`), `Interrupt` cancels `cancel`, prompts are
-/// queued, `Compact` and `NewSession` are refused as busy, and `Shutdown` (or every sender
-/// gone) cancels and is remembered. Returns the work's output and whether to shut down.
+/// queued, `Compact` and `NewSession` are refused as busy, `ListSkills` is answered from
+/// `skills`, and `Shutdown` (or every sender gone) cancels and is remembered. Returns the
+/// work's output and whether to shut down.
 async fn serve_ops<T>(
     work: impl Future<Output = T>,
     ops: &mut mpsc::UnboundedReceiver<Op>,
@@ -239,6 +261,7 @@ async fn serve_ops<T>(
     cancel: &CancellationToken,
     decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
     events: &mpsc::UnboundedSender<Event>,
+    skills: &skills::View,
 ) -> (T, bool) {
     tokio::pin!(work);
     let mut shutdown = false;
@@ -262,6 +285,9 @@ async fn serve_ops<T>(
                     }
                 },
                 Some(Op::Submit(text)) => queue.push_back(text),
+                Some(Op::ListSkills) => {
+                    let _ = events.send(skills.listed());
+                }
                 Some(Op::Compact(_)) | Some(Op::NewSession) => {
                     let _ = events.send(Event::Error {
                         message: "busy: wait for the turn to end or interrupt it".into(),
@@ -288,11 +314,20 @@ async fn run_core(
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<Event>,
 ) {
-    let system_prompt = format!(
+    let mut system_prompt = format!(
         "{}\n\n{}",
         prompt::system_prompt(&setup.tool_ctx.workspace),
         crate::memory::PROMPT_RULES
     );
+    let catalog = setup.options.skills.clone();
+    let mut refused_tools = Vec::new();
+    if let Some(section) = prompt::skills_section(&catalog) {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(&section);
+        refused_tools = setup
+            .registry
+            .set_group(crate::tools::skills::GROUP, vec![catalog.tool()]);
+    }
     let tool_specs = setup.registry.specs();
     let tools_generation = setup.registry.generation();
     let mut context = context::Context::new(system_prompt, &tool_specs);
@@ -324,9 +359,16 @@ async fn run_core(
         budget,
         memory_seen: None,
         approved_tools: HashSet::new(),
+        skills: skills::View {
+            skills: catalog,
+            loaded: skills::Loaded::default(),
+        },
         events,
         turns: 0,
     };
+    core.skills
+        .loaded
+        .set(crate::tools::skills::loaded_in(core.session.messages()));
     for call in core.session.repaired_calls() {
         core.emit(Event::Warning {
             message: format!(
@@ -338,6 +380,18 @@ async fn run_core(
     if !core.session.messages().is_empty() {
         core.emit(Event::HistoryRestored {
             entries: history::entries(&core.session, &core.tool_ctx.secrets),
+        });
+    }
+    for warning in core.skills.skills.warnings() {
+        core.emit(Event::Warning {
+            message: warning.clone(),
+        });
+    }
+    for name in refused_tools {
+        core.emit(Event::Warning {
+            message: format!(
+                "the {name} tool is already taken by another tool; the model cannot load skills"
+            ),
         });
     }
     if let Some(problem) = checkpoint_problem {
@@ -374,6 +428,7 @@ async fn run_core(
                 }
             }
             Op::NewSession => core.new_session(),
+            Op::ListSkills => core.emit(core.skills.listed()),
             Op::Shutdown => break,
         }
     }

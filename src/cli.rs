@@ -3,6 +3,7 @@
 //! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
+mod skills;
 mod trust;
 
 use std::io::{IsTerminal, Read, Write};
@@ -82,6 +83,9 @@ pub enum Command {
         /// The workspace folder.
         path: Option<PathBuf>,
     },
+    /// List the skills a session here offers the model: name, state, source, description
+    /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
+    Skills,
 }
 
 /// A failure that ends the program, with its exit code.
@@ -124,6 +128,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Sessions) => return list_sessions(&launch),
         Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
         Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
+        Some(Command::Skills) => return skills::list(&env, &launch),
         None => {}
     }
     let overrides = Overrides {
@@ -181,6 +186,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         max_age: config.outputs_max_age,
     };
     tool_ctx.prune_outputs();
+    let skills = skills::discover(&env, &launch, config.trust.is_trusted());
     let setup = Setup {
         provider,
         registry: Arc::new(Registry::builtin()),
@@ -193,6 +199,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             auto_approve: args.yes,
             reserve_tokens: config.reserve_tokens,
             keep_recent_tokens: config.keep_recent_tokens,
+            skills: Arc::new(skills),
         },
     };
     // One thread: the core, the provider stream and the frontend hand events to each other

@@ -17,7 +17,7 @@ mod trust;
 
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
-    user_config_path,
+    user_config_path, workspace_trust,
 };
 
 use std::fmt;

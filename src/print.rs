@@ -141,7 +141,8 @@ pub(crate) async fn run(
             | Event::Warning { .. }
             | Event::Error { .. }
             | Event::Compacted { .. }
-            | Event::MemoryLoaded { .. } => {
+            | Event::MemoryLoaded { .. }
+            | Event::SkillLoaded { .. } => {
                 if format != OutputFormat::StreamJson {
                     report(&mut err, &event);
                 }
@@ -153,7 +154,8 @@ pub(crate) async fn run(
             | Event::TurnStarted { .. }
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
-            | Event::ContextUsage { .. } => {}
+            | Event::ContextUsage { .. }
+            | Event::SkillsListed { .. } => {}
         }
     }
     let Some((end, stats)) = ended else {
@@ -272,6 +274,14 @@ fn report(err: &mut impl Write, event: &Event) {
             "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
         ),
         Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
+        Event::SkillLoaded {
+            name,
+            source,
+            trigger,
+        } => match trigger {
+            Some(word) => format!("skill {name} loaded from {source} (trigger: {word})"),
+            None => format!("skill {name} loaded from {source}"),
+        },
         Event::SessionConfigured { .. }
         | Event::HistoryRestored { .. }
         | Event::TurnStarted { .. }
@@ -281,6 +291,7 @@ fn report(err: &mut impl Write, event: &Event) {
         | Event::ApprovalRequested { .. }
         | Event::ApprovalDecided { .. }
         | Event::ContextUsage { .. }
+        | Event::SkillsListed { .. }
         | Event::TurnEnded { .. }
         | Event::ShutdownComplete => return,
     };

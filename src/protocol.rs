@@ -29,6 +29,8 @@ pub enum Op {
     Compact(Option<String>),
     /// Start a fresh session in the same workspace.
     NewSession,
+    /// List the skills with their state (answered by `SkillsListed`, also while a turn runs).
+    ListSkills,
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -200,6 +202,19 @@ pub enum Event {
         path: String,
         tokens: u64,
     },
+    /// A skill's instructions entered the conversation: the model called the `skill` tool
+    /// (`trigger` is `None`), or a word of the user's message was one of its triggers and the
+    /// core loaded it before the request (it is then in history as a `skill` call).
+    SkillLoaded {
+        name: String,
+        /// The root it came from, as shown to the user (`.minicode/skills`, …).
+        source: String,
+        trigger: Option<String>,
+    },
+    /// The answer to `Op::ListSkills`, in the order the skills are searched.
+    SkillsListed {
+        skills: Vec<SkillEntry>,
+    },
     /// The estimated context size after the last request (tokens).
     ContextUsage {
         tokens: u64,
@@ -217,6 +232,38 @@ pub enum Event {
     },
     /// The core stopped after `Shutdown`; nothing follows.
     ShutdownComplete,
+}
+
+/// One skill as `/skills` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillEntry {
+    pub name: String,
+    pub description: String,
+    /// The root it came from, as shown to the user.
+    pub source: String,
+    pub state: SkillState,
+}
+
+/// Where a skill stands in this session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkillState {
+    /// Its name and description are in the system prompt.
+    Listed,
+    /// Only its name is (the descriptions before it used the listing's budget).
+    NameOnly,
+    /// Its instructions were loaded in this session.
+    Loaded,
+}
+
+impl SkillState {
+    pub fn label(self) -> &'static str {
+        match self {
+            SkillState::Listed => "listed",
+            SkillState::NameOnly => "name only",
+            SkillState::Loaded => "loaded",
+        }
+    }
 }
 
 /// One item of a restored conversation: what the user saw, not what the model is sent (no

@@ -11,6 +11,7 @@ pub mod outputs;
 pub mod protected;
 pub(crate) mod read;
 pub(crate) mod secrets;
+pub mod skills;
 pub(crate) mod write;
 
 pub use secrets::Secrets;

@@ -17,6 +17,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/session", "show the session id and file"),
     ("/copy", "copy the last reply to the clipboard"),
     ("/compact", "compact the context now (optional focus text)"),
+    ("/skills", "list the skills and which are loaded"),
 ];
 
 /// A Tab completion in progress: repeated Tab cycles through the commands matching `prefix`.
@@ -176,6 +177,7 @@ impl State {
                     (!arg.is_empty()).then(|| arg.to_string()),
                 ))];
             }
+            "/skills" => return vec![Effect::Op(Op::ListSkills)],
             other => self.notice(
                 Level::Warning,
                 format!("unknown command {other} (try /help)"),
