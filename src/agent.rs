@@ -8,8 +8,9 @@ pub mod context;
 mod context_upkeep;
 pub mod delegate;
 mod history;
-pub mod prompt;
-pub mod turn;
+pub(crate) mod prompt;
+mod skills;
+pub(crate) mod turn;
 pub mod validate;
 
 use std::collections::{HashSet, VecDeque};
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats};
 use crate::provider::Provider;
 use crate::session::Session;
+use crate::tools::skills::Skills;
 use crate::tools::{Registry, ToolCtx};
 
 /// Knobs of the loop that come from configuration.
@@ -42,18 +44,23 @@ pub struct Options {
     /// Offer the `delegate` tool, with these limits (shared by every core of the process).
     /// `None`: no sub-agents (a sub-agent's own core always has `None`).
     pub subagents: Option<delegate::Subagents>,
+    /// The skills the session may load (found by the CLI in the roots the user allows): their
+    /// names and descriptions go into the system prompt, the `skill` tool joins the registry
+    /// when there is at least one, and their triggers load them.
+    pub skills: Arc<Skills>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Self {
-            max_rounds: 500,
-            max_tokens: 8192,
-            context_window: 262_144,
+            max_rounds: crate::defaults::MAX_ROUNDS,
+            max_tokens: crate::defaults::MAX_TOKENS,
+            context_window: crate::defaults::CONTEXT_WINDOW,
             auto_approve: false,
             reserve_tokens: None,
             keep_recent_tokens: None,
             subagents: None,
+            skills: Arc::new(Skills::default()),
         }
     }
 }
@@ -106,6 +113,8 @@ pub(crate) struct Core {
     /// The `delegate` tool this core registered, when it runs sub-agents: calls that resolve
     /// to this very instance are run by the core (see `delegate::run`).
     delegate: Option<Arc<dyn crate::tools::Tool>>,
+    /// The skills and which of them this session has loaded.
+    skills: skills::View,
     events: mpsc::UnboundedSender<Event>,
     turns: u64,
 }
@@ -158,9 +167,18 @@ impl Core {
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
         let events = self.events.clone();
+        let view = self.skills.clone();
         let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
-        let ((end, stats), shutdown) =
-            serve_ops(running, ops, queue, &cancel, Some(&decide_tx), &events).await;
+        let ((end, stats), shutdown) = serve_ops(
+            running,
+            ops,
+            queue,
+            &cancel,
+            Some(&decide_tx),
+            &events,
+            &view,
+        )
+        .await;
         self.finish_turn(turn, end, stats, true);
         shutdown
     }
@@ -179,8 +197,10 @@ impl Core {
         let turn = self.start_turn();
         let cancel = CancellationToken::new();
         let events = self.events.clone();
+        let view = self.skills.clone();
         let running = self.manual_compact(instructions, &cancel);
-        let ((end, stats), shutdown) = serve_ops(running, ops, queue, &cancel, None, &events).await;
+        let ((end, stats), shutdown) =
+            serve_ops(running, ops, queue, &cancel, None, &events, &view).await;
         self.finish_turn(turn, end, stats, false);
         shutdown
     }
@@ -235,6 +255,7 @@ impl Core {
                 // A fresh history: drop the old checkpoint and cached estimates.
                 let _ = self.context.set_checkpoint(None, self.session.messages());
                 self.approved_tools.clear();
+                self.skills.loaded.set(Vec::new());
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
                 self.report_context();
@@ -248,8 +269,9 @@ impl Core {
 
 /// Drives `work` (a turn or a manual compaction) to its end while serving ops: decisions go
 /// to `decisions` (none pending when it is `None`), `Interrupt` cancels `cancel`, prompts are
-/// queued, `Compact` and `NewSession` are refused as busy, and `Shutdown` (or every sender
-/// gone) cancels and is remembered. Returns the work's output and whether to shut down.
+/// queued, `Compact` and `NewSession` are refused as busy, `ListSkills` is answered from
+/// `skills`, and `Shutdown` (or every sender gone) cancels and is remembered. Returns the
+/// work's output and whether to shut down.
 async fn serve_ops<T>(
     work: impl Future<Output = T>,
     ops: &mut mpsc::UnboundedReceiver<Op>,
@@ -257,6 +279,7 @@ async fn serve_ops<T>(
     cancel: &CancellationToken,
     decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
     events: &mpsc::UnboundedSender<Event>,
+    skills: &skills::View,
 ) -> (T, bool) {
     tokio::pin!(work);
     let mut shutdown = false;
@@ -280,6 +303,9 @@ async fn serve_ops<T>(
                     }
                 },
                 Some(Op::Submit(text)) => queue.push_back(text),
+                Some(Op::ListSkills) => {
+                    let _ = events.send(skills.listed());
+                }
                 Some(Op::Compact(_)) | Some(Op::NewSession) => {
                     let _ = events.send(Event::Error {
                         message: "busy: wait for the turn to end or interrupt it".into(),
@@ -307,11 +333,29 @@ async fn run_core(
     events: mpsc::UnboundedSender<Event>,
     system_prompt: Option<String>,
 ) {
+    // A sub-agent's core comes with its own prompt and never offers skills or sub-agents.
+    let child = system_prompt.is_some();
+    let mut system_prompt = system_prompt.unwrap_or_else(|| {
+        format!(
+            "{}\n\n{}",
+            prompt::system_prompt(&setup.tool_ctx.workspace),
+            crate::memory::PROMPT_RULES
+        )
+    });
+    let catalog = setup.options.skills.clone();
+    let mut refused_tools = Vec::new();
+    if !child && let Some(section) = prompt::skills_section(&catalog) {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(&section);
+        refused_tools = setup
+            .registry
+            .set_group(crate::tools::skills::GROUP, vec![catalog.tool()]);
+    }
     // Sub-agents: the core declares `delegate` itself, in its own group, before the first
     // request; a name another group already holds is refused (and said so below).
     let mut delegate_refused = false;
     let delegate = match &setup.options.subagents {
-        Some(_) => {
+        Some(_) if !child => {
             let tool: Arc<dyn crate::tools::Tool> = Arc::new(delegate::Delegate);
             delegate_refused = !setup
                 .registry
@@ -319,20 +363,12 @@ async fn run_core(
                 .is_empty();
             (!delegate_refused).then_some(tool)
         }
-        None => None,
+        _ => None,
     };
-    let system_prompt = system_prompt.unwrap_or_else(|| {
-        let mut text = format!(
-            "{}\n\n{}",
-            prompt::system_prompt(&setup.tool_ctx.workspace),
-            crate::memory::PROMPT_RULES
-        );
-        if delegate.is_some() {
-            text.push_str("\n\n");
-            text.push_str(prompt::DELEGATE_RULES);
-        }
-        text
-    });
+    if delegate.is_some() {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(prompt::DELEGATE_RULES);
+    }
     let tool_specs = setup.registry.specs();
     let tools_generation = setup.registry.generation();
     let mut context = context::Context::new(system_prompt, &tool_specs);
@@ -365,9 +401,16 @@ async fn run_core(
         memory_seen: None,
         approved_tools: HashSet::new(),
         delegate,
+        skills: skills::View {
+            skills: catalog,
+            loaded: skills::Loaded::default(),
+        },
         events,
         turns: 0,
     };
+    core.skills
+        .loaded
+        .set(crate::tools::skills::loaded_in(core.session.messages()));
     for call in core.session.repaired_calls() {
         core.emit(Event::Warning {
             message: format!(
@@ -387,6 +430,18 @@ async fn run_core(
     if !core.session.messages().is_empty() {
         core.emit(Event::HistoryRestored {
             entries: history::entries(&core.session, &core.tool_ctx.secrets),
+        });
+    }
+    for warning in core.skills.skills.warnings() {
+        core.emit(Event::Warning {
+            message: warning.clone(),
+        });
+    }
+    for name in refused_tools {
+        core.emit(Event::Warning {
+            message: format!(
+                "the {name} tool is already taken by another tool; the model cannot load skills"
+            ),
         });
     }
     if let Some(problem) = checkpoint_problem {
@@ -423,6 +478,7 @@ async fn run_core(
                 }
             }
             Op::NewSession => core.new_session(),
+            Op::ListSkills => core.emit(core.skills.listed()),
             Op::Shutdown => break,
         }
     }

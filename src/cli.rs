@@ -3,6 +3,7 @@
 //! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
+mod skills;
 mod trust;
 
 use std::io::{IsTerminal, Read, Write};
@@ -82,6 +83,9 @@ pub enum Command {
         /// The workspace folder.
         path: Option<PathBuf>,
     },
+    /// List the skills a session here offers the model: name, state, source, description
+    /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
+    Skills,
 }
 
 /// A failure that ends the program, with its exit code.
@@ -124,6 +128,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Sessions) => return list_sessions(&launch),
         Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
         Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
+        Some(Command::Skills) => return skills::list(&env, &launch),
         None => {}
     }
     let overrides = Overrides {
@@ -137,7 +142,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     if let Some(key) = &config.api_key {
-        let mut names = vec!["MINICODE_API_KEY", "OPENAI_API_KEY"];
+        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
         names.extend(config.api_key_env.as_deref());
         // SAFETY: the process is still single-threaded here: only argument parsing, config
         // loading and the trust question (crossterm, no threads) ran; logging (a writer
@@ -181,6 +186,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         max_age: config.outputs_max_age,
     };
     tool_ctx.prune_outputs();
+    let skills = skills::discover(&env, &launch, config.trust.is_trusted());
     let setup = Setup {
         provider,
         registry: Arc::new(Registry::builtin()),
@@ -195,9 +201,10 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             keep_recent_tokens: config.keep_recent_tokens,
             // One value for the process: every delegation shares its slots.
             subagents: Some(agent::delegate::Subagents::new(
-                usize::try_from(config.subagents_max_concurrent).unwrap_or(1),
+                config.subagents_max_concurrent,
                 config.subagents_timeout,
             )),
+            skills: Arc::new(skills),
         },
     };
     // One thread: the core, the provider stream and the frontend hand events to each other
@@ -285,9 +292,12 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, Failure> {
     })
 }
 
-/// Variables tools must never see: the configured key's variable (the rest are fixed names).
+/// Variables tools must never see: the fixed key variables and the configured one.
 fn scrubbed_env(config: &Config) -> Vec<String> {
-    let mut names = vec!["MINICODE_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
+    let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     names.extend(config.api_key_env.clone());
     names
 }
@@ -382,7 +392,7 @@ fn resume_flags(args: &Args) -> String {
 
 /// Whether the session's file is still there (an unused session is removed on exit, and
 /// pointing the user at it would only produce "no session").
-pub fn session_kept(workspace: &Path, id: &str) -> bool {
+pub(crate) fn session_kept(workspace: &Path, id: &str) -> bool {
     crate::session::sessions_dir(workspace)
         .join(format!("{id}.json"))
         .exists()

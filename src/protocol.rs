@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::chat::{ApprovalRequest, ToolStatus, Usage};
 
 /// Identifies a tool call within a session (the model's call id).
-pub type CallId = String;
+pub(crate) type CallId = String;
 
 /// What a frontend asks the core to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +29,8 @@ pub enum Op {
     Compact(Option<String>),
     /// Start a fresh session in the same workspace.
     NewSession,
+    /// List the skills with their state (answered by `SkillsListed`, also while a turn runs).
+    ListSkills,
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -81,7 +83,7 @@ pub struct TokenStats {
 }
 
 impl TokenStats {
-    pub fn add(&mut self, usage: Option<Usage>) {
+    pub(crate) fn add(&mut self, usage: Option<Usage>) {
         match usage {
             Some(u) => {
                 self.input_tokens += u.input_tokens;
@@ -103,7 +105,7 @@ impl TokenStats {
     }
 
     /// No reply carried usage.
-    pub fn unavailable(&self) -> bool {
+    pub(crate) fn unavailable(&self) -> bool {
         self.replies_with_usage == 0
     }
 
@@ -266,6 +268,19 @@ pub enum Event {
         path: String,
         tokens: u64,
     },
+    /// A skill's instructions entered the conversation: the model called the `skill` tool
+    /// (`trigger` is `None`), or a word of the user's message was one of its triggers and the
+    /// core loaded it before the request (it is then in history as a `skill` call).
+    SkillLoaded {
+        name: String,
+        /// The root it came from, as shown to the user (`.minicode/skills`, …).
+        source: String,
+        trigger: Option<String>,
+    },
+    /// The answer to `Op::ListSkills`, in the order the skills are searched.
+    SkillsListed {
+        skills: Vec<SkillEntry>,
+    },
     /// The estimated context size after the last request (tokens).
     ContextUsage {
         tokens: u64,
@@ -283,6 +298,38 @@ pub enum Event {
     },
     /// The core stopped after `Shutdown`; nothing follows.
     ShutdownComplete,
+}
+
+/// One skill as `/skills` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillEntry {
+    pub name: String,
+    pub description: String,
+    /// The root it came from, as shown to the user.
+    pub source: String,
+    pub state: SkillState,
+}
+
+/// Where a skill stands in this session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkillState {
+    /// Its name and description are in the system prompt.
+    Listed,
+    /// Only its name is (the descriptions before it used the listing's budget).
+    NameOnly,
+    /// Its instructions were loaded in this session.
+    Loaded,
+}
+
+impl SkillState {
+    pub fn label(self) -> &'static str {
+        match self {
+            SkillState::Listed => "listed",
+            SkillState::NameOnly => "name only",
+            SkillState::Loaded => "loaded",
+        }
+    }
 }
 
 /// One item of a restored conversation: what the user saw, not what the model is sent (no
@@ -329,7 +376,10 @@ impl OpSender {
 
 impl AgentHandle {
     /// Joins the two channel ends the core serves (see `agent::spawn`).
-    pub fn new(ops: mpsc::UnboundedSender<Op>, events: mpsc::UnboundedReceiver<Event>) -> Self {
+    pub(crate) fn new(
+        ops: mpsc::UnboundedSender<Op>,
+        events: mpsc::UnboundedReceiver<Event>,
+    ) -> Self {
         Self { ops, events }
     }
 
@@ -347,7 +397,7 @@ impl AgentHandle {
     }
 
     /// Splits into a cloneable op sender and the event receiver.
-    pub fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
+    pub(crate) fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
         (OpSender(self.ops), self.events)
     }
 }

@@ -379,7 +379,7 @@ impl Session {
 
     /// Removes the files of a session that never received a message (the user opened and left),
     /// so `--continue` and `sessions` are not cluttered with empty ones. Keeps any other session.
-    pub fn discard_if_empty(self) -> Result<bool, SessionError> {
+    pub(crate) fn discard_if_empty(self) -> Result<bool, SessionError> {
         if !self.messages.is_empty() {
             return Ok(false);
         }

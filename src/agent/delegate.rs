@@ -32,8 +32,6 @@ pub const GROUP: &str = "subagents";
 pub const CHILD_TOOLS: [&str; 3] = ["read", "list", "search"];
 /// Tasks one call may hand out.
 pub const MAX_TASKS: usize = 4;
-pub const DEFAULT_MAX_CONCURRENT: usize = 3;
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 const MAX_TASK_ID_BYTES: usize = 64;
 const MAX_INSTRUCTION_BYTES: usize = 32 * 1024;
@@ -70,7 +68,10 @@ impl Subagents {
 
 impl Default for Subagents {
     fn default() -> Self {
-        Self::new(DEFAULT_MAX_CONCURRENT, DEFAULT_TIMEOUT)
+        Self::new(
+            crate::defaults::SUBAGENTS_MAX_CONCURRENT,
+            crate::defaults::SUBAGENTS_TIMEOUT,
+        )
     }
 }
 

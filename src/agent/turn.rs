@@ -57,7 +57,11 @@ pub(crate) async fn run(
         stats.wall = started.elapsed();
         return (TurnEnd::Failed { error }, stats);
     }
+    let triggered = core.triggered_skills(&input);
     core.session.push(Message::user(input));
+    // A skill whose trigger the message names joins history right after it, before the
+    // first request (see agent/skills.rs).
+    core.load_triggered(triggered).await;
     let span = tracing::info_span!("turn", session = %core.session.id());
     let end = async {
         let mut round: u32 = 0;
@@ -225,7 +229,6 @@ async fn stream_reply(
             };
             match next {
                 Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
-                Some(Ok(StreamEvent::ToolCallStarted { .. })) => {}
                 Some(Ok(StreamEvent::Retrying {
                     attempt,
                     max_attempts,
@@ -319,6 +322,7 @@ async fn run_batch(
             status: output.status,
             output: output.content.clone(),
         });
+        core.note_skill_call(call, &output);
         core.session
             .push_result(call.id.clone(), output.content, output.status, summary);
         if index + 1 < calls.len() {

@@ -26,7 +26,7 @@ pub(super) struct Layers {
 impl Layers {
     /// How an error about `field` names its source: the file that set it, else the files read,
     /// else "the environment".
-    pub fn origin(&self, field: &str) -> String {
+    pub(crate) fn origin(&self, field: &str) -> String {
         if let Some(path) = self.origins.get(field) {
             return format!("config file {}", path.display());
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
-use crate::protocol::{Event, HistoryEntry, TurnEnd, TurnStats};
+use crate::protocol::{Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
 
 impl State {
     /// Rebuilds the transcript of a resumed session from the entries the core restored.
@@ -168,6 +168,11 @@ impl State {
             Event::MemoryLoaded { path, tokens } => {
                 self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
             }
+            Event::SkillLoaded { name, source, trigger } => {
+                let why = trigger.map_or(String::new(), |word| format!(" (trigger: {word})"));
+                self.notice(Level::Info, format!("skill {name} loaded from {source}{why}"));
+            }
+            Event::SkillsListed { skills } => self.notice(Level::Info, skills_text(&skills)),
             Event::ContextUsage { tokens, window } => {
                 // Whenever it comes (after a request, after compaction, at session start).
                 self.context_tokens = Some(tokens);
@@ -225,8 +230,28 @@ impl State {
     }
 }
 
+/// The `/skills` answer: one line per skill (name, state, source, description).
+fn skills_text(skills: &[SkillEntry]) -> String {
+    if skills.is_empty() {
+        return "no skills: put one in .minicode/skills/<name>/SKILL.md (trusted workspaces) or \
+                ~/.config/minicode/skills/<name>/SKILL.md"
+            .to_string();
+    }
+    let mut text = format!("{} skills:", skills.len());
+    for s in skills {
+        text.push_str(&format!(
+            "\n{} · {} · {} — {}",
+            s.name,
+            s.state.label(),
+            s.source,
+            s.description
+        ));
+    }
+    text
+}
+
 /// One line of per-turn statistics.
-pub fn stats_line(s: &TurnStats) -> String {
+pub(crate) fn stats_line(s: &TurnStats) -> String {
     let mut parts = vec![format!("{:.1} s", s.wall.as_secs_f64())];
     parts.push(plural(s.model_calls as u64, "model call"));
     if s.tool_calls > 0 {

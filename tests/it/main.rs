@@ -30,6 +30,7 @@ mod resume;
 mod sanitize;
 mod secrets;
 mod session;
+mod skills;
 mod subagents;
 mod tools_bash;
 mod tools_files;

@@ -15,6 +15,7 @@ use minicode::chat::ToolStatus;
 use minicode::protocol::{AgentHandle, Event, Op, SubagentStatus, TurnEnd};
 use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use minicode::session::Session;
+use minicode::tools::skills::{self, Skills};
 use minicode::tools::{Registry, ToolCtx};
 use serde_json::{Value, json};
 
@@ -29,6 +30,16 @@ const PARENT_PROMPT: &str = "investigate the project";
 /// The parent core on a new session in `ws`, talking to `server`, with sub-agents limited by
 /// `subagents` (one value may be shared by several cores, like the process-wide one).
 fn parent(ws: &Path, server: &MockServer, subagents: &Subagents) -> AgentHandle {
+    parent_with(ws, server, subagents, Skills::default())
+}
+
+/// [`parent`] with skills the parent may load.
+fn parent_with(
+    ws: &Path,
+    server: &MockServer,
+    subagents: &Subagents,
+    skills: Skills,
+) -> AgentHandle {
     let provider = OpenAi::new(OpenAiOptions {
         base_url: server.base_url(),
         model: "mock-model".into(),
@@ -47,6 +58,7 @@ fn parent(ws: &Path, server: &MockServer, subagents: &Subagents) -> AgentHandle 
         session: Session::create(ws).unwrap(),
         options: Options {
             subagents: Some(subagents.clone()),
+            skills: Arc::new(skills),
             ..Options::default()
         },
     })
@@ -301,7 +313,18 @@ async fn children_declare_only_read_tools_start_fresh_and_cannot_delegate_again(
             text_reply("nothing to do", 5)
         }
     });
-    let mut handle = parent(&ws, &server, &Subagents::default());
+    // The parent may load a skill whose trigger is in the child's instruction: the child
+    // still gets neither the skill tool nor the skill.
+    let dir = ws.join(".minicode/skills/looker");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: looker\ndescription: Looks at things.\ntriggers: look around\n---\nSKILL BODY\n",
+    )
+    .unwrap();
+    let found = skills::discover(&skills::workspace_roots(&ws));
+    assert_eq!(found.all().len(), 1);
+    let mut handle = parent_with(&ws, &server, &Subagents::default(), found);
     let (events, end, stats) = run_turn(&mut handle, PARENT_PROMPT, |_| None).await;
     assert_eq!(end, TurnEnd::Completed);
     assert!(
@@ -322,8 +345,11 @@ async fn children_declare_only_read_tools_start_fresh_and_cannot_delegate_again(
     assert!(tool_names(parent_first).contains(&"delegate".to_string()));
     let children: Vec<&Recorded> = requests.iter().filter(|r| is_child(r)).collect();
     assert_eq!(children.len(), 2);
+    assert!(tool_names(parent_first).contains(&"skill".to_string()));
     for child in &children {
         assert_eq!(tool_names(child), ["read", "list", "search"]);
+        assert!(!child.raw_body.contains("SKILL BODY"));
+        assert!(!texts(child, "system")[0].contains("Skills"));
         // No parent history: only its own task (with the context it was given).
         let users = texts(child, "user");
         assert!(

@@ -44,9 +44,12 @@ pub(super) struct Context {
 
 impl Context {
     pub(super) fn new(core: &Core, subagents: &Subagents, call: &str) -> Self {
+        // No sub-agents of its own, no skills (their tool and trigger loads are not on the
+        // whitelist), nobody to approve anything.
         let options = Options {
             auto_approve: false,
             subagents: None,
+            skills: Arc::default(),
             ..core.options.clone()
         };
         Self {
