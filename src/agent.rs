@@ -6,6 +6,7 @@ pub mod budget;
 pub mod compact;
 pub mod context;
 mod context_upkeep;
+pub mod delegate;
 mod history;
 pub(crate) mod prompt;
 mod skills;
@@ -40,6 +41,9 @@ pub struct Options {
     pub reserve_tokens: Option<u64>,
     /// Recent history kept verbatim by compaction; `None` scales the default to the window.
     pub keep_recent_tokens: Option<u64>,
+    /// Offer the `delegate` tool, with these limits (shared by every core of the process).
+    /// `None`: no sub-agents (a sub-agent's own core always has `None`).
+    pub subagents: Option<delegate::Subagents>,
     /// The skills the session may load (found by the CLI in the roots the user allows): their
     /// names and descriptions go into the system prompt, the `skill` tool joins the registry
     /// when there is at least one, and their triggers load them.
@@ -55,6 +59,7 @@ impl Default for Options {
             auto_approve: false,
             reserve_tokens: None,
             keep_recent_tokens: None,
+            subagents: None,
             skills: Arc::new(Skills::default()),
         }
     }
@@ -73,7 +78,17 @@ pub struct Setup {
 pub fn spawn(setup: Setup) -> AgentHandle {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    tokio::spawn(run_core(setup, ops_rx, events_tx));
+    tokio::spawn(run_core(setup, ops_rx, events_tx, None));
+    AgentHandle::new(ops_tx, events_rx)
+}
+
+/// Starts a sub-agent's core: like [`spawn`], with its own system prompt, and inside `span`
+/// (the `subagent` span), so its turn, model and tool spans nest under it.
+pub(crate) fn spawn_child(setup: Setup, system_prompt: String, span: tracing::Span) -> AgentHandle {
+    use tracing::Instrument;
+    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    tokio::spawn(run_core(setup, ops_rx, events_tx, Some(system_prompt)).instrument(span));
     AgentHandle::new(ops_tx, events_rx)
 }
 
@@ -95,6 +110,9 @@ pub(crate) struct Core {
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
     /// Tools the user approved "always" for this session.
     approved_tools: HashSet<String>,
+    /// The `delegate` tool this core registered, when it runs sub-agents: calls that resolve
+    /// to this very instance are run by the core (see `delegate::run`).
+    delegate: Option<Arc<dyn crate::tools::Tool>>,
     /// The skills and which of them this session has loaded.
     skills: skills::View,
     events: mpsc::UnboundedSender<Event>,
@@ -313,20 +331,43 @@ async fn run_core(
     setup: Setup,
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<Event>,
+    system_prompt: Option<String>,
 ) {
-    let mut system_prompt = format!(
-        "{}\n\n{}",
-        prompt::system_prompt(&setup.tool_ctx.workspace),
-        crate::memory::PROMPT_RULES
-    );
+    // A sub-agent's core comes with its own prompt and never offers skills or sub-agents.
+    let child = system_prompt.is_some();
+    let mut system_prompt = system_prompt.unwrap_or_else(|| {
+        format!(
+            "{}\n\n{}",
+            prompt::system_prompt(&setup.tool_ctx.workspace),
+            crate::memory::PROMPT_RULES
+        )
+    });
     let catalog = setup.options.skills.clone();
     let mut refused_tools = Vec::new();
-    if let Some(section) = prompt::skills_section(&catalog) {
+    if !child && let Some(section) = prompt::skills_section(&catalog) {
         system_prompt.push_str("\n\n");
         system_prompt.push_str(&section);
         refused_tools = setup
             .registry
             .set_group(crate::tools::skills::GROUP, vec![catalog.tool()]);
+    }
+    // Sub-agents: the core declares `delegate` itself, in its own group, before the first
+    // request; a name another group already holds is refused (and said so below).
+    let mut delegate_refused = false;
+    let delegate = match &setup.options.subagents {
+        Some(_) if !child => {
+            let tool: Arc<dyn crate::tools::Tool> = Arc::new(delegate::Delegate);
+            delegate_refused = !setup
+                .registry
+                .set_group(delegate::GROUP, vec![tool.clone()])
+                .is_empty();
+            (!delegate_refused).then_some(tool)
+        }
+        _ => None,
+    };
+    if delegate.is_some() {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(prompt::DELEGATE_RULES);
     }
     let tool_specs = setup.registry.specs();
     let tools_generation = setup.registry.generation();
@@ -359,6 +400,7 @@ async fn run_core(
         budget,
         memory_seen: None,
         approved_tools: HashSet::new(),
+        delegate,
         skills: skills::View {
             skills: catalog,
             loaded: skills::Loaded::default(),
@@ -377,6 +419,14 @@ async fn run_core(
         });
     }
     core.emit(core.configured());
+    if delegate_refused {
+        core.emit(Event::Warning {
+            message: format!(
+                "sub-agents are off: another tool is already named {}",
+                delegate::NAME
+            ),
+        });
+    }
     if !core.session.messages().is_empty() {
         core.emit(Event::HistoryRestored {
             entries: history::entries(&core.session, &core.tool_ctx.secrets),

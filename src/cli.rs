@@ -199,6 +199,11 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             auto_approve: args.yes,
             reserve_tokens: config.reserve_tokens,
             keep_recent_tokens: config.keep_recent_tokens,
+            // One value for the process: every delegation shares its slots.
+            subagents: Some(agent::delegate::Subagents::new(
+                config.subagents_max_concurrent,
+                config.subagents_timeout,
+            )),
             skills: Arc::new(skills),
         },
     };
@@ -309,6 +314,13 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
         let about = match &s.problem {
             Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
             None => crate::sanitize::visible(&s.first_prompt),
+        };
+        let about = match &s.parent {
+            Some(parent) => format!(
+                "(sub-agent of {}) {about}",
+                crate::sanitize::visible(parent)
+            ),
+            None => about,
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }

@@ -101,6 +101,10 @@ pub struct Config {
     pub outputs_max_age: Duration,
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
+    /// Sub-agents (`delegate`) running at once across the process.
+    pub subagents_max_concurrent: usize,
+    /// How long one sub-agent may take before it is stopped.
+    pub subagents_timeout: Duration,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,

@@ -41,3 +41,10 @@ pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 7;
 /// configured `api_key_env` joins them. They are wiped from minicode's own environment once
 /// read and never reach a child process.
 pub(crate) const SECRET_ENV_VARS: &[&str] = &["MINICODE_API_KEY", "OPENAI_API_KEY"];
+
+/// Sub-agents (the `delegate` tool) running at once in one process, and the most that may be
+/// configured (each holds a model connection).
+pub const SUBAGENTS_MAX_CONCURRENT: usize = 3;
+pub(crate) const SUBAGENTS_MAX_CONCURRENT_CEILING: usize = 16;
+/// How long one sub-agent may take from its start.
+pub const SUBAGENTS_TIMEOUT: Duration = Duration::from_secs(300);

@@ -95,6 +95,15 @@ impl TokenStats {
         }
     }
 
+    /// Adds another tally to this one.
+    pub fn merge(&mut self, other: &TokenStats) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.total_tokens += other.total_tokens;
+        self.replies_with_usage += other.replies_with_usage;
+        self.replies_without_usage += other.replies_without_usage;
+    }
+
     /// No reply carried usage.
     pub(crate) fn unavailable(&self) -> bool {
         self.replies_with_usage == 0
@@ -117,6 +126,37 @@ pub struct TurnStats {
     /// Summary calls made by compaction, counted apart from the main conversation.
     pub summary_calls: u32,
     pub summary_tokens: TokenStats,
+    /// Sub-agents started by `delegate` calls in this turn.
+    pub subagents: u32,
+    /// Their model calls (summaries included) and tokens, counted apart from the parent's.
+    pub subagent_calls: u32,
+    pub subagent_tokens: TokenStats,
+}
+
+/// How a sub-agent's task ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentStatus {
+    /// It answered.
+    Completed,
+    /// Its model call failed, it hit the round limit, or it could not start.
+    Failed,
+    /// It missed its deadline and was stopped; its answer so far is kept.
+    TimedOut,
+    /// The user interrupted the parent's turn.
+    Interrupted,
+}
+
+impl SubagentStatus {
+    /// The word used in results and events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubagentStatus::Completed => "completed",
+            SubagentStatus::Failed => "failed",
+            SubagentStatus::TimedOut => "timed_out",
+            SubagentStatus::Interrupted => "interrupted",
+        }
+    }
 }
 
 fn ser_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -186,6 +226,32 @@ pub enum Event {
         call: CallId,
         status: ToolStatus,
         output: String,
+    },
+    /// A sub-agent of the `delegate` call `call` began its task `task` (the task's id as the
+    /// model named it) in its own session.
+    SubagentStarted {
+        call: CallId,
+        task: String,
+        session_id: String,
+    },
+    /// A running sub-agent moved on: a new model request or a tool call.
+    SubagentProgress {
+        call: CallId,
+        task: String,
+        rounds: u32,
+        tool_calls: u32,
+        elapsed_ms: u64,
+    },
+    /// A sub-agent stopped; exactly once per `SubagentStarted`.
+    SubagentEnded {
+        call: CallId,
+        task: String,
+        status: SubagentStatus,
+        rounds: u32,
+        tool_calls: u32,
+        elapsed_ms: u64,
+        /// Why it failed, when it did.
+        error: Option<String>,
     },
     /// Something worth telling the user that does not end the turn.
     Warning {

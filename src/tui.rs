@@ -11,6 +11,7 @@ pub mod input;
 pub mod markdown;
 pub mod segment;
 pub mod state;
+pub(crate) mod subagents;
 pub(crate) mod terminal;
 pub mod transcript;
 pub mod trust_prompt;

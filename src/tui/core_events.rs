@@ -4,6 +4,8 @@
 //!
 //! Part of `update`; no I/O and no decisions that belong to the core.
 
+use std::time::Duration;
+
 use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
 use crate::protocol::{Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
@@ -138,6 +140,25 @@ impl State {
                 }
                 self.activity = Activity::Waiting;
             }
+            Event::SubagentStarted { call, task, session_id } => {
+                self.subagent_started(call, task, session_id);
+            }
+            Event::SubagentProgress { call, task, rounds, tool_calls, elapsed_ms } => {
+                self.subagent_update(&call, &task, |c| {
+                    c.rounds = rounds;
+                    c.tool_calls = tool_calls;
+                    c.elapsed = Duration::from_millis(elapsed_ms);
+                });
+            }
+            Event::SubagentEnded { call, task, status, rounds, tool_calls, elapsed_ms, error } => {
+                self.subagent_update(&call, &task, |c| {
+                    c.ended = Some(status);
+                    c.rounds = rounds;
+                    c.tool_calls = tool_calls;
+                    c.elapsed = Duration::from_millis(elapsed_ms);
+                    c.error = error;
+                });
+            }
             Event::Warning { message } => self.notice(Level::Warning, message),
             Event::Error { message } => self.notice(Level::Error, message),
             Event::Compacted { tokens_before, tokens_after, messages_summarized } => self.notice(
@@ -255,6 +276,18 @@ pub(crate) fn stats_line(s: &TurnStats) -> String {
         parts.push(format!(
             "{} ({tokens})",
             plural(s.summary_calls as u64, "summary call")
+        ));
+    }
+    if s.subagents > 0 {
+        let tokens = if s.subagent_tokens.unavailable() {
+            "tokens unavailable".to_string()
+        } else {
+            format!("{} tokens", s.subagent_tokens.total_tokens)
+        };
+        parts.push(format!(
+            "{} ({}, {tokens})",
+            plural(s.subagents as u64, "sub-agent"),
+            plural(s.subagent_calls as u64, "model call")
         ));
     }
     parts.join(" · ")
