@@ -4,6 +4,7 @@
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
 mod mcp;
+mod skills;
 mod trust;
 
 use std::io::{IsTerminal, Read, Write};
@@ -83,6 +84,9 @@ pub enum Command {
         /// The workspace folder.
         path: Option<PathBuf>,
     },
+    /// List the skills a session here offers the model: name, state, source, description
+    /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
+    Skills,
     /// MCP servers.
     Mcp {
         #[command(subcommand)]
@@ -139,6 +143,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Mcp {
             command: McpCommand::List,
         }) => return mcp::list(&env, &launch, args.config.as_deref()),
+        Some(Command::Skills) => return skills::list(&env, &launch),
         None => {}
     }
     let overrides = Overrides {
@@ -198,6 +203,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         max_age: config.outputs_max_age,
     };
     tool_ctx.prune_outputs();
+    let skills = skills::discover(&env, &launch, config.trust.is_trusted());
     let registry = Arc::new(Registry::builtin());
     let mcp = crate::tools::mcp::Manager::new(mcp_servers, registry.clone(), &tool_ctx, mcp_notes);
     let setup = Setup {
@@ -213,6 +219,12 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             auto_approve: args.yes,
             reserve_tokens: config.reserve_tokens,
             keep_recent_tokens: config.keep_recent_tokens,
+            // One value for the process: every delegation shares its slots.
+            subagents: Some(agent::delegate::Subagents::new(
+                config.subagents_max_concurrent,
+                config.subagents_timeout,
+            )),
+            skills: Arc::new(skills),
         },
     };
     // One thread: the core, the provider stream and the frontend hand events to each other
@@ -326,6 +338,13 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
         let about = match &s.problem {
             Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
             None => crate::sanitize::visible(&s.first_prompt),
+        };
+        let about = match &s.parent {
+            Some(parent) => format!(
+                "(sub-agent of {}) {about}",
+                crate::sanitize::visible(parent)
+            ),
+            None => about,
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }

@@ -20,7 +20,7 @@ pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_server
 pub use mcp::{McpApproval, McpServer};
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
-    user_config_path,
+    user_config_path, workspace_trust,
 };
 
 use std::fmt;
@@ -104,6 +104,10 @@ pub struct Config {
     pub outputs_max_age: Duration,
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
+    /// Sub-agents (`delegate`) running at once across the process.
+    pub subagents_max_concurrent: usize,
+    /// How long one sub-agent may take before it is stopped.
+    pub subagents_timeout: Duration,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,

@@ -42,6 +42,12 @@ pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 7;
 /// read and never reach a child process.
 pub(crate) const SECRET_ENV_VARS: &[&str] = &["MINICODE_API_KEY", "OPENAI_API_KEY"];
 
+/// Sub-agents (the `delegate` tool) running at once in one process, and the most that may be
+/// configured (each holds a model connection).
+pub const SUBAGENTS_MAX_CONCURRENT: usize = 3;
+pub(crate) const SUBAGENTS_MAX_CONCURRENT_CEILING: usize = 16;
+/// How long one sub-agent may take from its start.
+pub const SUBAGENTS_TIMEOUT: Duration = Duration::from_secs(300);
 /// Time an MCP server has for its handshake and first tool list (all pages).
 pub(crate) const MCP_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time one MCP tool call may take before its outcome is reported unknown.

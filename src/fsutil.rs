@@ -237,6 +237,37 @@ fn open_checked(
     Ok((file, meta))
 }
 
+/// Opens a file a directory walk found (the `list` and `search` tools) without following a
+/// symbolic link in its last component and without blocking, and checks on the descriptor
+/// that it is a regular file. The walk itself never descends through a link, so the file is
+/// where the walk saw it: inside the workspace. Cheaper than [`open_confined`] (no
+/// `realpath` per file), which matters when a search opens 100,000 files.
+pub(crate) fn open_walked(path: &Path) -> Result<std::fs::File, OpenError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => OpenError::Missing,
+            _ => OpenError::Io(e),
+        })?;
+    let meta = file.metadata().map_err(OpenError::Io)?;
+    if meta.is_dir() {
+        return Err(OpenError::Directory);
+    }
+    if !meta.is_file() {
+        return Err(OpenError::NotRegular);
+    }
+    Ok(file)
+}
+
+/// Whether canonical `path` is `workspace` or below it (see [`resolve_in_workspace`] for the
+/// rule): for callers that resolved a path themselves, e.g. the target of a link a walk met.
+pub(crate) fn is_inside(workspace: &Path, path: &Path) -> bool {
+    inside(workspace, path)
+}
+
 /// Opens a file that the repository supplies and the agent reads without asking anyone
 /// (`MiniCode.md`, memory files, the workspace configuration, anything later): its real path,
 /// after every symbolic link, must lie inside the canonical `workspace`, and it must be a

@@ -137,11 +137,14 @@ pub(crate) async fn run(
             }
             Event::ShutdownComplete => break,
             Event::ToolCallEnded { .. }
+            | Event::SubagentStarted { .. }
+            | Event::SubagentEnded { .. }
             | Event::Retrying { .. }
             | Event::Warning { .. }
             | Event::Error { .. }
             | Event::Compacted { .. }
-            | Event::MemoryLoaded { .. } => {
+            | Event::MemoryLoaded { .. }
+            | Event::SkillLoaded { .. } => {
                 if format != OutputFormat::StreamJson {
                     report(&mut err, &event);
                 }
@@ -154,7 +157,9 @@ pub(crate) async fn run(
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
             | Event::McpServers { .. }
-            | Event::ContextUsage { .. } => {}
+            | Event::SubagentProgress { .. }
+            | Event::ContextUsage { .. }
+            | Event::SkillsListed { .. } => {}
         }
     }
     let Some((end, stats)) = ended else {
@@ -263,6 +268,28 @@ fn report(err: &mut impl Write, event: &Event) {
                 *delay_ms as f64 / 1000.0
             )
         }
+        Event::SubagentStarted {
+            task, session_id, ..
+        } => format!("  ↳ sub-agent {task} started (session {session_id})"),
+        Event::SubagentEnded {
+            task,
+            status,
+            rounds,
+            tool_calls,
+            elapsed_ms,
+            error,
+            ..
+        } => {
+            let mut line = format!(
+                "  ↳ sub-agent {task} {} in {:.1}s · {rounds} rounds · {tool_calls} tool calls",
+                status.as_str(),
+                *elapsed_ms as f64 / 1000.0
+            );
+            if let Some(error) = error {
+                line.push_str(&format!(": {}", truncate(error, 120)));
+            }
+            line
+        }
         Event::Warning { message } => format!("warning: {message}"),
         Event::Error { message } => format!("error: {message}"),
         Event::Compacted {
@@ -273,6 +300,14 @@ fn report(err: &mut impl Write, event: &Event) {
             "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
         ),
         Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
+        Event::SkillLoaded {
+            name,
+            source,
+            trigger,
+        } => match trigger {
+            Some(word) => format!("skill {name} loaded from {source} (trigger: {word})"),
+            None => format!("skill {name} loaded from {source}"),
+        },
         Event::SessionConfigured { .. }
         | Event::HistoryRestored { .. }
         | Event::TurnStarted { .. }
@@ -283,6 +318,8 @@ fn report(err: &mut impl Write, event: &Event) {
         | Event::ApprovalDecided { .. }
         | Event::ContextUsage { .. }
         | Event::McpServers { .. }
+        | Event::SubagentProgress { .. }
+        | Event::SkillsListed { .. }
         | Event::TurnEnded { .. }
         | Event::ShutdownComplete => return,
     };
@@ -322,8 +359,21 @@ pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
     } else {
         String::new()
     };
+    let subagents = if stats.subagents > 0 {
+        let tokens = if stats.subagent_tokens.unavailable() {
+            "tokens unavailable".to_string()
+        } else {
+            format!("{} tokens", stats.subagent_tokens.total_tokens)
+        };
+        format!(
+            " · {} sub-agents ({} model calls, {tokens})",
+            stats.subagents, stats.subagent_calls
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}",
+        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}{subagents}",
         stats.wall.as_secs_f64(),
         stats.model_calls,
         stats.tool_calls

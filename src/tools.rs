@@ -7,11 +7,15 @@
 pub mod bash;
 pub(crate) mod diff;
 pub(crate) mod edit;
+pub(crate) mod list;
 pub mod mcp;
 pub mod outputs;
 pub mod protected;
 pub(crate) mod read;
+pub(crate) mod search;
 pub(crate) mod secrets;
+pub mod skills;
+pub(crate) mod walk;
 pub(crate) mod write;
 
 pub use secrets::Secrets;
@@ -251,13 +255,16 @@ impl Registry {
         }
     }
 
-    /// The four built-in tools: `bash`, `read`, `write`, `edit`.
+    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list` and
+    /// `search`.
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(bash::Bash),
             Box::new(read::Read),
             Box::new(write::Write),
             Box::new(edit::Edit),
+            Box::new(list::List),
+            Box::new(search::Search),
         ])
     }
 

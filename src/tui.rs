@@ -12,6 +12,7 @@ pub mod markdown;
 mod mcp;
 pub mod segment;
 pub mod state;
+pub(crate) mod subagents;
 pub(crate) mod terminal;
 pub mod transcript;
 pub mod trust_prompt;

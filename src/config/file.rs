@@ -30,6 +30,8 @@ pub(super) struct FileConfig {
     pub context: ContextTable,
     #[serde(default)]
     pub ui: UiTable,
+    #[serde(default)]
+    pub subagents: SubagentsTable,
     /// MCP servers by id (`[mcp_servers.<id>]`); a workspace's file may set them only once the
     /// workspace is trusted.
     pub mcp_servers: Option<BTreeMap<String, McpServerTable>>,
@@ -92,6 +94,13 @@ pub(super) struct ToolsTable {
 pub(super) struct ContextTable {
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SubagentsTable {
+    pub max_concurrent: Option<u32>,
+    pub timeout_secs: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]

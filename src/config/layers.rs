@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::file::{
-    self, ApprovedMcpServer, ContextTable, FileConfig, McpServerTable, ModelTable, ToolsTable,
-    UiTable,
+    self, ApprovedMcpServer, ContextTable, FileConfig, McpServerTable, ModelTable, SubagentsTable,
+    ToolsTable, UiTable,
 };
 use super::trust::{self, Trust};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
@@ -218,6 +218,7 @@ impl Layers {
             tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns,
+            subagents.max_concurrent, subagents.timeout_secs,
         );
         // Every field must be laid above: this pattern stops compiling when one is added.
         let FileConfig {
@@ -253,6 +254,11 @@ impl Layers {
             },
             mcp_servers: _,
             approved_mcp_servers: _,
+            subagents:
+                SubagentsTable {
+                    max_concurrent: _,
+                    timeout_secs: _,
+                },
         } = over;
         layers.sources.push(path);
     }

@@ -53,6 +53,8 @@ pub(super) fn resolve(
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
         outputs_max_bytes: limits.outputs_max_bytes,
         outputs_max_age: limits.outputs_max_age,
+        subagents_max_concurrent: limits.subagents_max_concurrent,
+        subagents_timeout: limits.subagents_timeout,
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
@@ -86,6 +88,8 @@ struct Limits {
     outputs_max_file_bytes: u64,
     outputs_max_bytes: u64,
     outputs_max_age: Duration,
+    subagents_max_concurrent: usize,
+    subagents_timeout: Duration,
 }
 
 fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
@@ -159,6 +163,23 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         defaults::OUTPUTS_MAX_AGE_DAYS,
         "tools.outputs_max_age_days",
     )?;
+    let subagents_max_concurrent = positive(
+        f.subagents.max_concurrent.map(u64::from),
+        defaults::SUBAGENTS_MAX_CONCURRENT as u64,
+        "subagents.max_concurrent",
+    )?;
+    let ceiling = defaults::SUBAGENTS_MAX_CONCURRENT_CEILING;
+    if subagents_max_concurrent > ceiling as u64 {
+        return Err(invalid(
+            "subagents.max_concurrent",
+            format!("must be at most {ceiling}"),
+        ));
+    }
+    let subagents_timeout = positive(
+        f.subagents.timeout_secs,
+        defaults::SUBAGENTS_TIMEOUT.as_secs(),
+        "subagents.timeout_secs",
+    )?;
     for (value, field) in [
         (f.context.reserve_tokens, "context.reserve_tokens"),
         (f.context.keep_recent_tokens, "context.keep_recent_tokens"),
@@ -182,6 +203,9 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         outputs_max_file_bytes,
         outputs_max_bytes,
         outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
+        // Checked against the ceiling above.
+        subagents_max_concurrent: usize::try_from(subagents_max_concurrent).unwrap_or(1),
+        subagents_timeout: Duration::from_secs(subagents_timeout),
     })
 }
 

@@ -93,6 +93,12 @@ pub(super) fn approvals_lenient(user_file: Option<&Path>) -> Vec<super::file::Ap
         .unwrap_or_default()
 }
 
+/// Whether the user trusts `launch_dir`, for commands that need no model (`minicode skills`):
+/// read from the user's file alone, and any problem reading it means untrusted.
+pub fn workspace_trust(env: &dyn Fn(&str) -> Option<String>, launch_dir: &Path) -> Trust {
+    lookup_lenient(user_config_path(env).as_deref(), launch_dir)
+}
+
 pub(super) fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }

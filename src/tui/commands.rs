@@ -21,6 +21,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/mcp",
         "MCP servers and their tools; /mcp restart <id> restarts one",
     ),
+    ("/skills", "list the skills and which are loaded"),
 ];
 
 /// A Tab completion in progress: repeated Tab cycles through the commands matching `prefix`.
@@ -193,6 +194,7 @@ impl State {
                 }
                 _ => self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>"),
             },
+            "/skills" => return vec![Effect::Op(Op::ListSkills)],
             other => self.notice(
                 Level::Warning,
                 format!("unknown command {other} (try /help)"),

@@ -71,6 +71,8 @@ pub enum Kind {
     Tool(ToolEntry),
     Notice(Level, String),
     Stats(String),
+    /// The live lines of a `delegate` call's sub-agents.
+    Subagents(super::subagents::Children),
 }
 
 struct Layout {
@@ -417,6 +419,7 @@ fn lines_of(kind: &Kind, width: usize, expanded: bool) -> Vec<Line<'static>> {
         }
         Kind::Assistant(reply) => markdown::render(&reply.text, width),
         Kind::Tool(t) => tool_lines(t, width, expanded),
+        Kind::Subagents(c) => super::subagents::lines(c, width),
         Kind::Notice(level, text) => {
             let (mark, style) = match level {
                 Level::Info => ("· ", Style::new().fg(Color::DarkGray)),

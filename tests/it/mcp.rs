@@ -460,7 +460,8 @@ async fn names_are_cleaned_cut_to_64_characters_and_made_unique() {
     let all = names(&h.registry);
     let unique: std::collections::HashSet<&String> = all.iter().collect();
     assert_eq!(unique.len(), all.len(), "duplicate names: {all:?}");
-    assert_eq!(all.len(), 4 + 3 * 8, "{all:?}");
+    let builtin = Registry::builtin().specs().len();
+    assert_eq!(all.len(), builtin + 3 * 8, "{all:?}");
     for name in &all {
         assert!(name.len() <= 64, "{name}");
         assert!(
@@ -472,6 +473,14 @@ async fn names_are_cleaned_cut_to_64_characters_and_made_unique() {
     // One of the two servers whose ids clean to `a_b` got suffixed names.
     assert!(all.contains(&"mcp_a_b__echo".to_string()));
     assert!(all.contains(&"mcp_a_b__echo_2".to_string()), "{all:?}");
+    // A long server id gives way to the tool's name: every tool keeps its own.
+    for tool in ["echo", "picture", "odd_name_with_spaces"] {
+        assert!(
+            all.iter()
+                .any(|n| n.starts_with("mcp_a-very-long") && n.ends_with(&format!("__{tool}"))),
+            "{tool}: {all:?}"
+        );
+    }
     h.manager.shutdown().await;
 }
 

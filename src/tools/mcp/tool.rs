@@ -92,7 +92,7 @@ impl McpTool {
 }
 
 /// `mcp_<server>__<tool>` with every character outside `[A-Za-z0-9_-]` replaced by `_`, cut to
-/// [`MAX_NAME`], and given a `_2`, `_3`… suffix while `taken`.
+/// [`MAX_NAME`] (the server's part first), and given a `_2`, `_3`… suffix while `taken`.
 pub(crate) fn model_name(server: &str, tool: &str, taken: &dyn Fn(&str) -> bool) -> String {
     let clean = |s: &str| -> String {
         s.chars()
@@ -105,9 +105,16 @@ pub(crate) fn model_name(server: &str, tool: &str, taken: &dyn Fn(&str) -> bool)
             })
             .collect()
     };
-    let mut base = format!("mcp_{}__{}", clean(server), clean(tool));
-    // Only ASCII is left, so any byte index is a character boundary.
-    base.truncate(MAX_NAME);
+    let (mut server, mut tool) = (clean(server), clean(tool));
+    // Too long: the server's part gives way first (down to 16 characters), so the tools of a
+    // server with a long id keep names that tell them apart. Only ASCII is left, so any byte
+    // index is a character boundary.
+    let room = MAX_NAME - "mcp___".len();
+    if server.len() + tool.len() > room {
+        server.truncate(room.saturating_sub(tool.len()).max(16));
+        tool.truncate(room - server.len().min(room));
+    }
+    let base = format!("mcp_{server}__{tool}");
     if !taken(&base) {
         return base;
     }
