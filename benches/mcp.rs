@@ -7,7 +7,8 @@
 //!   run's wall time (which includes stopping the server). Target: the same with and without.
 //! - Size: the agent, with the built-in tools and one ready server of 20 tools, sends its
 //!   first request to the mock; measured: the request body's bytes, and those of the 20
-//!   declarations alone. The combined target (3 skills + this) is under 12 KB.
+//!   declarations alone. The combined target (3 skills + this) is under 12 KB; the
+//!   bench fails when the 20 declarations take 6,000 bytes or more.
 //!
 //! This bench binary is also the MCP server it measures (`mcp serve`), built with rmcp's
 //! server side like the tests' server. Run with `cargo bench --bench mcp`.
@@ -210,5 +211,10 @@ fn request_size() {
         "first request, + one MCP server of 20 tools   {with:>6} bytes ({declarations} bytes of MCP declarations, +{} bytes)",
         with - without
     );
-    assert!(with < 12 * 1024, "the first request is {with} bytes");
+    // The 12 KB target is for the whole first request with 3 skills too (the skills
+    // bench measures their part); this guards the MCP part: about 270 bytes per tool here.
+    assert!(
+        declarations < 20 * 300,
+        "20 MCP declarations take {declarations} bytes"
+    );
 }

@@ -186,6 +186,8 @@ async fn discovery_follows_every_page_and_the_request_declares_names_and_schemas
         .unwrap();
     assert_eq!(echo["function"]["description"], "Echoes the text back.");
     assert_eq!(echo["function"]["parameters"]["required"][0], "text");
+    // The schema's draft marker is not sent: it tells the model nothing.
+    assert!(echo["function"]["parameters"].get("$schema").is_none());
     assert_eq!(
         echo["function"]["parameters"]["properties"]["times"]["type"],
         "integer"

@@ -63,10 +63,13 @@ impl McpTool {
             description.push('…');
         }
         let mut schema = serde_json::Value::Object((*remote.input_schema).clone());
-        if let Some(object) = schema.as_object_mut()
-            && !object.contains_key("type")
-        {
-            object.insert("type".into(), "object".into());
+        if let Some(object) = schema.as_object_mut() {
+            // Which draft the schema follows tells the model nothing and is sent with every
+            // request (generated schemas often carry it).
+            object.remove("$schema");
+            if !object.contains_key("type") {
+                object.insert("type".into(), "object".into());
+            }
         }
         let size = serde_json::to_string(&schema).map_or(usize::MAX, |s| s.len());
         if size > MAX_SCHEMA_BYTES {

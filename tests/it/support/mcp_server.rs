@@ -160,6 +160,7 @@ impl TestServer {
                 "echo",
                 "Echoes the text back.",
                 json!({
+                    "$schema": "http://json-schema.org/draft-07/schema#",
                     "type": "object",
                     "properties": {
                         "text": {"type": "string", "description": "The text"},
