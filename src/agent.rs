@@ -10,6 +10,7 @@ mod history;
 pub mod prompt;
 pub mod turn;
 pub mod validate;
+mod window;
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats};
+use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats, WindowSource};
 use crate::provider::Provider;
 use crate::session::Session;
 use crate::tools::{Registry, ToolCtx};
@@ -32,6 +33,12 @@ pub struct Options {
     pub max_tokens: u32,
     /// The model's context window in tokens.
     pub context_window: u64,
+    /// Where `context_window` came from: anything but `Config` lets the probe at session start
+    /// replace it.
+    pub context_window_source: WindowSource,
+    /// Keep the model's reasoning on its messages and send it back in later requests (some
+    /// servers require it during tool loops); otherwise it is shown and dropped.
+    pub send_reasoning: bool,
     /// Approve every tool call without asking (`--yes`).
     pub auto_approve: bool,
     /// Tokens kept free for the reply; `None` scales the default to the window.
@@ -46,6 +53,8 @@ impl Default for Options {
             max_rounds: 500,
             max_tokens: 8192,
             context_window: 262_144,
+            context_window_source: WindowSource::Default,
+            send_reasoning: false,
             auto_approve: false,
             reserve_tokens: None,
             keep_recent_tokens: None,
@@ -83,6 +92,10 @@ pub(crate) struct Core {
     context: context::Context,
     /// The main conversation's token budget (its window may be replaced by a server-stated one).
     budget: budget::Budget,
+    /// Where the budget's window came from.
+    window_source: WindowSource,
+    /// The probe of the server started with the session, until it lands.
+    probe: window::PendingProbe,
     /// The stamp of MiniCode.md at its last load and that load's outcome, so the check before
     /// each request re-reads the file only when it was touched.
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
@@ -125,6 +138,14 @@ impl Core {
             // The window in use: the server's, once it stated one, else the configured one.
             context_window: self.budget.window,
             resumed_messages: self.session.messages().len(),
+        }
+    }
+
+    /// The window in use and where it came from.
+    fn window_set(&self) -> Event {
+        Event::ContextWindowSet {
+            tokens: self.budget.window,
+            source: self.window_source,
         }
     }
 
@@ -219,6 +240,7 @@ impl Core {
                 self.approved_tools.clear();
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
+                self.emit(self.window_set());
                 self.report_context();
             }
             Err(e) => self.emit(Event::Error {
@@ -288,12 +310,17 @@ async fn run_core(
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<Event>,
 ) {
-    let system_prompt = format!(
-        "{}\n\n{}",
-        prompt::system_prompt(&setup.tool_ctx.workspace),
-        crate::memory::PROMPT_RULES
-    );
     let tool_specs = setup.registry.specs();
+    let system_prompt = if tool_specs.is_empty() {
+        // `--no-tools`: plain chat; the memory rules (which name tools) do not apply.
+        prompt::plain_chat_prompt(&setup.tool_ctx.workspace)
+    } else {
+        format!(
+            "{}\n\n{}",
+            prompt::system_prompt(&setup.tool_ctx.workspace),
+            crate::memory::PROMPT_RULES
+        )
+    };
     let tools_generation = setup.registry.generation();
     let mut context = context::Context::new(system_prompt, &tool_specs);
     setup
@@ -313,6 +340,7 @@ async fn run_core(
             setup.session.messages(),
         )
         .err();
+    let window_source = setup.options.context_window_source;
     let mut core = Core {
         provider: setup.provider,
         registry: setup.registry,
@@ -322,6 +350,8 @@ async fn run_core(
         options: setup.options,
         context,
         budget,
+        window_source,
+        probe: None,
         memory_seen: None,
         approved_tools: HashSet::new(),
         events,
@@ -334,7 +364,9 @@ async fn run_core(
             ),
         });
     }
+    core.start_probe();
     core.emit(core.configured());
+    core.emit(core.window_set());
     if !core.session.messages().is_empty() {
         core.emit(Event::HistoryRestored {
             entries: history::entries(&core.session, &core.tool_ctx.secrets),
@@ -353,10 +385,24 @@ async fn run_core(
     loop {
         let op = match queue.pop_front() {
             Some(text) => Op::Submit(text),
-            None => match ops.recv().await {
-                Some(op) => op,
-                None => break,
-            },
+            None => {
+                // While idle, a probe that lands is applied at once (the status bar shows it).
+                let next = match core.probe.as_mut() {
+                    Some(probe) => tokio::select! {
+                        landed = probe => Err(landed.ok().flatten()),
+                        op = ops.recv() => Ok(op),
+                    },
+                    None => Ok(ops.recv().await),
+                };
+                match next {
+                    Ok(Some(op)) => op,
+                    Ok(None) => break,
+                    Err(landed) => {
+                        core.apply_probe(landed);
+                        continue;
+                    }
+                }
+            }
         };
         match op {
             Op::Submit(text) => {

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod core_events;
 pub mod input;
 pub mod markdown;
+pub mod reasoning;
 pub mod segment;
 pub mod state;
 pub mod terminal;

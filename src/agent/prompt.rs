@@ -25,3 +25,19 @@ pub fn system_prompt(workspace: &Path) -> String {
         os = std::env::consts::OS,
     )
 }
+
+/// The system prompt when no tools are offered (`--no-tools`): the model must not pretend to
+/// run anything.
+pub fn plain_chat_prompt(workspace: &Path) -> String {
+    format!(
+        "You are minicode, a coding assistant. This session has no tools: you cannot read \
+         files, run commands or change anything. Answer from what the user shows you; when you \
+         need a file or a command's output, ask the user to paste it. Use Markdown.\n\
+         \n\
+         The user's project: {workspace}\n\
+         Platform: {os}\n\
+         - Never print or store secrets such as API keys.",
+        workspace = workspace.display(),
+        os = std::env::consts::OS,
+    )
+}
