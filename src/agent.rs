@@ -366,12 +366,12 @@ async fn run_core(
     }
     core.start_probe();
     core.emit(core.configured());
-    core.emit(core.window_set());
     if !core.session.messages().is_empty() {
         core.emit(Event::HistoryRestored {
             entries: history::entries(&core.session, &core.tool_ctx.secrets),
         });
     }
+    core.emit(core.window_set());
     if let Some(problem) = checkpoint_problem {
         core.emit(Event::Warning {
             message: format!("ignoring the saved compaction checkpoint: {problem}"),

@@ -231,8 +231,8 @@ pub enum Event {
         path: String,
         tokens: u64,
     },
-    /// The context window in use and where it came from: sent right after
-    /// `SessionConfigured`, then whenever it changes (the probe at session start answered, or
+    /// The context window in use and where it came from: sent at the start of a session
+    /// (after `SessionConfigured` and any `HistoryRestored`), then whenever it changes (the probe at session start answered, or
     /// the server named its window in a context-length error).
     ContextWindowSet {
         tokens: u64,

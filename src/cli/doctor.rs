@@ -33,6 +33,10 @@ const REQUEST_LIMIT: Duration = Duration::from_secs(120);
 const PROBE_LIMIT: Duration = Duration::from_secs(10);
 /// The trivial tool the round trip forces.
 const TOOL: &str = "ping";
+/// Reply limits of the checks: enough for a word (or a short think) and for a call with empty
+/// arguments, small enough that a slow CPU model that rambles instead still ends soon.
+const STREAM_TOKENS: u32 = 64;
+const TOOL_TOKENS: u32 = 128;
 
 /// How one check ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -390,7 +394,7 @@ async fn check_streaming(provider: &OpenAi, f: &mut Findings) -> Option<Reply> {
     let request = ChatRequest {
         messages: &messages,
         tools: &[],
-        max_tokens: 256,
+        max_tokens: STREAM_TOKENS,
     };
     let s = stream(provider, &request, Extras::default()).await;
     match s.reply {
@@ -458,7 +462,7 @@ async fn check_tools(
     let request = ChatRequest {
         messages: &messages,
         tools: &tools,
-        max_tokens: 256,
+        max_tokens: TOOL_TOKENS,
     };
     let extras = Extras {
         tool_choice: Some(TOOL.to_string()),
@@ -507,7 +511,7 @@ async fn check_tools(
     let request = ChatRequest {
         messages: &messages,
         tools: &tools,
-        max_tokens: 256,
+        max_tokens: TOOL_TOKENS,
     };
     match stream(provider, &request, Extras::default()).await.reply {
         Ok(_) => f.add(

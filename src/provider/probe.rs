@@ -161,8 +161,9 @@ impl Target {
         }
     }
 
-    /// Asks every endpoint that may know, `/models` first (every family has it), then the
-    /// family-specific ones together. Unbounded here: the caller puts the time limit.
+    /// Asks every endpoint that may know: `/models` first (every family has it), then
+    /// llama.cpp's `/props`, and LM Studio's and Ollama's own endpoints when `/models` did not
+    /// say, together. Unbounded here: the caller puts the time limit.
     pub async fn probe(&self) -> ServerInfo {
         let mut info = ServerInfo::default();
         let mut found = None;
@@ -196,7 +197,9 @@ impl Target {
         );
         if let Some(props) = &props {
             info.supports_tools = parse::tools_from_props(props);
-            found = found.or_else(|| parse::window_from_props(props));
+            // llama.cpp's per-slot context (what one request gets) wins over its model list,
+            // whose n_ctx may be the total of all slots.
+            found = parse::window_from_props(props).or(found);
         }
         if let Some(v) = &lmstudio {
             found = found.or_else(|| parse::window_from_lmstudio(v, &self.model));

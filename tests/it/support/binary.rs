@@ -26,6 +26,7 @@ pub fn command(dir: &Path) -> Command {
     cmd.current_dir(dir)
         .env("HOME", dir.join("home"))
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .env_remove("MINICODE_BASE_URL")
         .env_remove("MINICODE_MODEL")
         .env_remove("MINICODE_API_KEY")
