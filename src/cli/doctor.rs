@@ -37,6 +37,11 @@ const TOOL: &str = "ping";
 /// arguments, small enough that a slow CPU model that rambles instead still ends soon.
 const STREAM_TOKENS: u32 = 64;
 const TOOL_TOKENS: u32 = 128;
+/// What to do about a server that cannot call tools.
+const NO_TOOLS_FIX: &str = "use a model (and server setup) that supports tool calls — \
+llama.cpp: --jinja and a tool-capable template; vLLM: --enable-auto-tool-choice \
+--tool-call-parser …; Ollama: a model tagged 'tools' — or run minicode with --no-tools for \
+plain chat";
 
 /// How one check ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -470,6 +475,14 @@ async fn check_tools(
     };
     let first = match stream(provider, &request, extras).await.reply {
         Ok(reply) => reply,
+        Err(e) if probed.and_then(|i| i.supports_tools) == Some(false) => {
+            f.fail(
+                "tools",
+                format!("the server's chat template cannot render tools (it says so); the forced call failed: {e}"),
+                NO_TOOLS_FIX,
+            );
+            return None;
+        }
         Err(e) => {
             let fix = fix_for(&e);
             f.fail("tools", e.to_string(), fix);
@@ -488,13 +501,7 @@ async fn check_tools(
                 "the model did not call the tool (the server refuses tool_choice, so it could not be forced)"
             }
         };
-        f.fail(
-            "tools",
-            why,
-            "use a model (and server setup) that supports tool calls — llama.cpp: --jinja and a \
-             tool-capable template; vLLM: --enable-auto-tool-choice --tool-call-parser …; \
-             Ollama: a model tagged 'tools' — or run minicode with --no-tools for plain chat",
-        );
+        f.fail("tools", why, NO_TOOLS_FIX);
         return Some(first);
     };
     // The result goes back like in a session: the call, its result, then the answer.
