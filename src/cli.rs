@@ -4,6 +4,7 @@
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
 mod doctor;
+mod skills;
 mod trust;
 
 use std::io::{IsTerminal, Read, Write};
@@ -107,6 +108,9 @@ pub enum Command {
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
     },
+    /// List the skills a session here offers the model: name, state, source, description
+    /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
+    Skills,
 }
 
 /// A failure that ends the program, with its exit code.
@@ -162,6 +166,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             };
             return doctor::run(&env, &launch, flags, *output_format);
         }
+        Some(Command::Skills) => return skills::list(&env, &launch),
         None => {}
     }
     let overrides = Overrides {
@@ -175,7 +180,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     if let Some(key) = &config.api_key {
-        let mut names = vec!["MINICODE_API_KEY", "OPENAI_API_KEY"];
+        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
         names.extend(config.api_key_env.as_deref());
         // SAFETY: the process is still single-threaded here: only argument parsing, config
         // loading and the trust question (crossterm, no threads) ran; logging (a writer
@@ -219,11 +224,17 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         max_age: config.outputs_max_age,
     };
     tool_ctx.prune_outputs();
-    // Without tools the model gets none to call (and a prompt that says so): plain chat.
+    // Without tools the model gets none to call (and a prompt that says so): plain chat, with
+    // no skills and no sub-agents either.
     let registry = if args.no_tools {
         Registry::new(Vec::new())
     } else {
         Registry::builtin()
+    };
+    let skills = if args.no_tools {
+        crate::tools::skills::Skills::default()
+    } else {
+        skills::discover(&env, &launch, config.trust.is_trusted())
     };
     let setup = Setup {
         provider,
@@ -243,6 +254,14 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             auto_approve: args.yes,
             reserve_tokens: config.reserve_tokens,
             keep_recent_tokens: config.keep_recent_tokens,
+            // One value for the process: every delegation shares its slots.
+            subagents: (!args.no_tools).then(|| {
+                agent::delegate::Subagents::new(
+                    config.subagents_max_concurrent,
+                    config.subagents_timeout,
+                )
+            }),
+            skills: Arc::new(skills),
         },
     };
     // One thread: the core, the provider stream and the frontend hand events to each other
@@ -342,9 +361,12 @@ fn openai(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<OpenA
     .map_err(usage)
 }
 
-/// Variables tools must never see: the configured key's variable (the rest are fixed names).
+/// Variables tools must never see: the fixed key variables and the configured one.
 fn scrubbed_env(config: &Config) -> Vec<String> {
-    let mut names = vec!["MINICODE_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
+    let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     names.extend(config.api_key_env.clone());
     names
 }
@@ -361,6 +383,13 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
         let about = match &s.problem {
             Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
             None => crate::sanitize::visible(&s.first_prompt),
+        };
+        let about = match &s.parent {
+            Some(parent) => format!(
+                "(sub-agent of {}) {about}",
+                crate::sanitize::visible(parent)
+            ),
+            None => about,
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }
@@ -435,7 +464,7 @@ fn resume_flags(args: &Args) -> String {
 
 /// Whether the session's file is still there (an unused session is removed on exit, and
 /// pointing the user at it would only produce "no session").
-pub fn session_kept(workspace: &Path, id: &str) -> bool {
+pub(crate) fn session_kept(workspace: &Path, id: &str) -> bool {
     crate::session::sessions_dir(workspace)
         .join(format!("{id}.json"))
         .exists()

@@ -18,7 +18,7 @@ use tracing_subscriber::EnvFilter;
 pub const ENV_LOG: &str = "MINICODE_LOG";
 
 /// How many daily files are kept.
-pub const KEEP_FILES: usize = 7;
+pub(crate) const KEEP_FILES: usize = 7;
 
 /// Keeps the background writer alive; dropping it flushes what is buffered. Hold it until
 /// the program ends.

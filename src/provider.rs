@@ -3,7 +3,7 @@
 //! knows about terminals, tools or sessions.
 
 pub mod compat;
-pub mod demo;
+pub(crate) mod demo;
 pub mod http_error;
 pub mod openai;
 pub mod probe;
@@ -68,7 +68,7 @@ impl ReasoningFormat {
 
 impl Reply {
     /// The assistant message to keep in history for this reply.
-    pub fn to_message(&self) -> Message {
+    pub(crate) fn to_message(&self) -> Message {
         let text = (!self.text.is_empty() || self.tool_calls.is_empty()).then(|| self.text.clone());
         Message::assistant(text, self.tool_calls.clone())
     }
@@ -82,8 +82,6 @@ pub enum StreamEvent {
     Text(String),
     /// A piece of the model's reasoning (never part of the answer).
     Reasoning(String),
-    /// A tool call was first seen (name known, arguments still arriving).
-    ToolCallStarted { index: usize, name: String },
     /// The request failed before any byte of the response and will be sent again.
     Retrying {
         attempt: u32,
@@ -175,7 +173,7 @@ pub enum ProviderError {
 impl ProviderError {
     /// Whether sending the same request again may succeed. Only failures before any response
     /// byte arrived qualify; an exhausted quota does not.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         match self {
             ProviderError::RateLimited {
                 quota_exhausted, ..
@@ -186,7 +184,7 @@ impl ProviderError {
     }
 
     /// The server-requested wait before a retry, if it named one.
-    pub fn retry_after_ms(&self) -> Option<u64> {
+    pub(crate) fn retry_after_ms(&self) -> Option<u64> {
         match self {
             ProviderError::RateLimited { retry_after_ms, .. }
             | ProviderError::Server { retry_after_ms, .. } => *retry_after_ms,

@@ -68,7 +68,7 @@ pub fn history_prefix(messages: &[Message]) -> Result<(), ValidationError> {
 /// about to enter history. A model may emit broken arguments; the call is rejected with a
 /// result explaining why, but the broken text must not stay in history, or every later request
 /// (which servers would refuse) fails validation. Returns how many calls were changed.
-pub fn normalize_arguments(message: &mut Message) -> usize {
+pub(crate) fn normalize_arguments(message: &mut Message) -> usize {
     let mut changed = 0;
     for call in &mut message.tool_calls {
         if !is_json_object(&call.arguments) {

@@ -352,9 +352,6 @@ async fn stream(provider: &OpenAi, request: &ChatRequest<'_>, extras: Extras) ->
             Ok(StreamEvent::Text(_) | StreamEvent::Reasoning(_)) => {
                 first_token.get_or_insert_with(|| started.elapsed());
             }
-            Ok(StreamEvent::ToolCallStarted { .. }) => {
-                first_token.get_or_insert_with(|| started.elapsed());
-            }
             Ok(StreamEvent::Retrying { .. }) => {}
             Ok(StreamEvent::Done(r)) => reply = Ok(r),
             Err(e) => reply = Err(e),

@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::file::{self, ContextTable, FileConfig, ModelTable, ToolsTable, UiTable};
+use super::file::{
+    self, ContextTable, FileConfig, ModelTable, SubagentsTable, ToolsTable, UiTable,
+};
 use super::trust::{self, Trust};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
 
@@ -24,7 +26,7 @@ pub(super) struct Layers {
 impl Layers {
     /// How an error about `field` names its source: the file that set it, else the files read,
     /// else "the environment".
-    pub fn origin(&self, field: &str) -> String {
+    pub(crate) fn origin(&self, field: &str) -> String {
         if let Some(path) = self.origins.get(field) {
             return format!("config file {}", path.display());
         }
@@ -192,6 +194,7 @@ impl Layers {
             tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns,
+            subagents.max_concurrent, subagents.timeout_secs,
         );
         // Every field must be laid above: this pattern stops compiling when one is added.
         let FileConfig {
@@ -226,6 +229,11 @@ impl Layers {
             ui: UiTable {
                 exit_transcript_turns: _,
             },
+            subagents:
+                SubagentsTable {
+                    max_concurrent: _,
+                    timeout_secs: _,
+                },
         } = over;
         layers.sources.push(path);
     }

@@ -45,7 +45,7 @@ impl Thought {
 impl State {
     /// Appends streamed reasoning to the open entry, or opens one.
     pub(crate) fn reasoning_delta(&mut self, text: &str) {
-        let open = self.transcript.last_mut_index().filter(
+        let open = self.transcript.len().checked_sub(1).filter(
             |&i| matches!(self.transcript.entries()[i].kind(), Kind::Reasoning(t) if t.open),
         );
         match open {

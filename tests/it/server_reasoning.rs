@@ -369,7 +369,25 @@ fn the_full_screen_view_shows_reasoning_then_folds_it_when_the_answer_starts() {
     assert!(has(&s, "step 12") && has(&s, "step 10") && !has(&s, "step 9"));
     assert!(has(&s, "The answer"));
     // The folded reasoning is not the reply /copy takes.
-    assert_eq!(s.last_reply(), Some("The answer"));
+    s.update(Msg::Agent(Event::AssistantMessage {
+        text: "The answer".into(),
+    }));
+    for c in "/copy".chars() {
+        s.update(Msg::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char(c),
+            crossterm::event::KeyModifiers::NONE,
+        )));
+    }
+    let effects = s.update(Msg::Key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Enter,
+        crossterm::event::KeyModifiers::NONE,
+    )));
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, minicode::tui::state::Effect::Copy(t) if t == "The answer")),
+        "{effects:?}"
+    );
     // Ctrl+O shows it whole.
     s.update(Msg::Key(crossterm::event::KeyEvent::new(
         crossterm::event::KeyCode::Char('o'),
