@@ -10,6 +10,7 @@
 //! Parameters the server refuses (`compat`) are adapted once and remembered, in memory and in
 //! the server cache; the probe at session start (`probe`) uses the same client and headers.
 
+mod completion;
 mod request;
 
 pub use request::Extras;
@@ -21,23 +22,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION};
-use serde::Deserialize;
-use serde_json::Value;
 
 use super::compat::{self, Quirks};
-use super::http_error::{
-    clean, error_from_payload, error_from_response, redact_prefix, retry_after_ms, scrub,
-};
+use super::http_error::{clean, error_from_response, redact_prefix, retry_after_ms, scrub};
 use super::probe::cache::Cache;
 use super::probe::{PROBE_TIMEOUT, Target};
 use super::retry::{self, ByteStream, Opened, Policy, StreamLimits};
-use super::sse::{ArgsText, Decoder, ReplyLimits, WireUsage, check_calls, reply_too_large};
+use super::sse::{Decoder, ReplyLimits, reply_too_large};
 use super::{
-    ChatRequest, EventStream, ProbeFuture, Provider, ProviderError, ReasoningFormat, Reply,
-    ReplyFuture, ServerInfo,
+    ChatRequest, EventStream, ProbeFuture, Provider, ProviderError, ReplyFuture, ServerInfo,
 };
-use crate::chat::ToolCall;
 use crate::defaults;
+use completion::parse_completion;
 use request::Payload;
 
 /// Sent with every request, so server operators can tell who is calling.
@@ -415,125 +411,6 @@ impl Provider for OpenAi {
             info
         })
     }
-}
-
-#[derive(Deserialize)]
-struct Completion<'a> {
-    #[serde(default, borrow)]
-    choices: Vec<CompletionChoice<'a>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<Value>,
-    /// `"error"` marks vLLM's flat error body.
-    #[serde(default)]
-    object: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct CompletionChoice<'a> {
-    #[serde(default)]
-    index: u32,
-    #[serde(default, borrow)]
-    message: Option<CompletionMessage<'a>>,
-    #[serde(default)]
-    finish_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct CompletionMessage<'a> {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default, borrow)]
-    tool_calls: Vec<CompletionCall<'a>>,
-}
-
-/// A tool call of a whole completion; `arguments` may be a string or an object.
-#[derive(Deserialize)]
-struct CompletionCall<'a> {
-    #[serde(default)]
-    id: String,
-    #[serde(default, borrow)]
-    function: Option<CompletionFunction<'a>>,
-}
-
-#[derive(Deserialize)]
-struct CompletionFunction<'a> {
-    #[serde(default)]
-    name: String,
-    #[serde(default, borrow)]
-    arguments: Option<ArgsText<'a>>,
-}
-
-/// Parses a whole (non-streamed) `chat.completion` body.
-fn parse_completion(
-    bytes: &[u8],
-    limits: ReplyLimits,
-    key: Option<&str>,
-) -> Result<Reply, ProviderError> {
-    let c: Completion = serde_json::from_slice(bytes)
-        .map_err(|e| ProviderError::Protocol(format!("malformed completion json: {e}")))?;
-    if let Some(err) = &c.error {
-        return Err(error_from_payload(None, err, key));
-    }
-    if c.object.as_deref() == Some("error") {
-        let v: Value = serde_json::from_slice(bytes)
-            .map_err(|e| ProviderError::Protocol(format!("malformed completion json: {e}")))?;
-        return Err(error_from_payload(None, &v, key));
-    }
-    let choice = c
-        .choices
-        .into_iter()
-        .find(|ch| ch.index == 0)
-        .ok_or_else(|| ProviderError::Protocol("completion has no choice 0".into()))?;
-    let Some(message) = choice.message else {
-        return Ok(Reply {
-            finish_reason: choice.finish_reason,
-            usage: c.usage.map(|u| u.to_usage()),
-            ..Reply::default()
-        });
-    };
-    let tool_calls: Vec<ToolCall> = message
-        .tool_calls
-        .into_iter()
-        .enumerate()
-        .map(|(i, call)| {
-            let function = call.function;
-            ToolCall {
-                id: if call.id.is_empty() {
-                    format!("call_{i}")
-                } else {
-                    call.id
-                },
-                name: function
-                    .as_ref()
-                    .map(|f| f.name.clone())
-                    .unwrap_or_default(),
-                arguments: function
-                    .and_then(|f| f.arguments)
-                    .map(|a| a.0.into_owned())
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    check_calls(&tool_calls, limits)?;
-    let (reasoning, reasoning_format) = match (message.reasoning_content, message.reasoning) {
-        (Some(r), _) if !r.is_empty() => (r, Some(ReasoningFormat::ReasoningContent)),
-        (_, Some(r)) if !r.is_empty() => (r, Some(ReasoningFormat::Reasoning)),
-        _ => (String::new(), None),
-    };
-    Ok(Reply {
-        text: message.content.unwrap_or_default(),
-        tool_calls,
-        finish_reason: choice.finish_reason,
-        usage: c.usage.map(|u| u.to_usage()),
-        reasoning,
-        reasoning_format,
-    })
 }
 
 fn config_error(message: &str) -> ProviderError {
