@@ -464,3 +464,37 @@ fn one_shot_json_reports_the_window_and_its_source() {
         json!({"tokens": 9000, "source": "config"})
     );
 }
+
+#[test]
+fn the_status_bar_says_where_the_window_came_from() {
+    use minicode::tui::state::{Msg, State};
+    let status = |s: &State| {
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 10)).unwrap();
+        term.draw(|f| minicode::tui::view::render(s, f)).unwrap();
+        let buf = term.backend().buffer().clone();
+        (0..buf.area.width)
+            .map(|x| buf[(x, buf.area.height - 1)].symbol())
+            .collect::<String>()
+    };
+    let mut s = State::new("m", 262_144);
+    s.update(Msg::Resize(120, 10));
+    s.update(Msg::Agent(Event::ContextWindowSet {
+        tokens: 262_144,
+        source: WindowSource::Default,
+    }));
+    assert!(!status(&s).contains("window"), "{}", status(&s));
+    s.update(Msg::Agent(Event::ContextWindowSet {
+        tokens: 8192,
+        source: WindowSource::Probe,
+    }));
+    assert!(status(&s).contains("window 8192 (probe)"), "{}", status(&s));
+    s.update(Msg::Agent(Event::ContextWindowSet {
+        tokens: 6000,
+        source: WindowSource::ServerError,
+    }));
+    assert!(
+        status(&s).contains("window 6000 (server-error)"),
+        "{}",
+        status(&s)
+    );
+}
