@@ -498,3 +498,30 @@ fn the_status_bar_says_where_the_window_came_from() {
         status(&s)
     );
 }
+
+#[test]
+fn the_cache_goes_under_xdg_cache_home_when_it_is_set() {
+    let server = MockServer::start_in_thread(vec![text_reply("one", 2)]);
+    server.route("/props", MockReply::json(200, &json!({"n_ctx": 5000})));
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let cache = tempfile::tempdir().unwrap();
+    let out = command(&ws)
+        .env("XDG_CACHE_HOME", cache.path())
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<_> = cache
+        .path()
+        .join("minicode/servers")
+        .read_dir()
+        .unwrap()
+        .collect();
+    assert_eq!(files.len(), 1);
+    assert!(!ws.join("home/.cache").exists());
+}
