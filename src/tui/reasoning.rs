@@ -1,7 +1,7 @@
 //! The model's reasoning in the transcript: a dimmed entry that shows its last lines while it
 //! streams and folds to fewer once the answer (or a tool call) begins; Ctrl+O, which unfolds
-//! tool output, shows it whole. Reasoning is never the answer: `/copy` and the exit transcript
-//! skip it.
+//! tool output, shows it whole. Reasoning is never the answer: `/copy` takes the reply; the exit
+//! transcript shows the entry as it is drawn (folded).
 //!
 //! Rendering only looks at the end of the text while folded, so a long think costs the same
 //! per frame as a short one. No I/O; part of `update` (the two `State` methods) and of the
