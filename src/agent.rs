@@ -8,6 +8,7 @@ pub mod context;
 mod context_upkeep;
 mod history;
 pub mod prompt;
+mod spans;
 pub mod turn;
 pub mod validate;
 
@@ -38,6 +39,9 @@ pub struct Options {
     pub reserve_tokens: Option<u64>,
     /// Recent history kept verbatim by compaction; `None` scales the default to the window.
     pub keep_recent_tokens: Option<u64>,
+    /// Attach prompts, replies, tool arguments and results to the exported spans
+    /// (`[telemetry] include_content`); metadata only when false.
+    pub trace_content: bool,
 }
 
 impl Default for Options {
@@ -49,6 +53,7 @@ impl Default for Options {
             auto_approve: false,
             reserve_tokens: None,
             keep_recent_tokens: None,
+            trace_content: false,
         }
     }
 }
@@ -93,6 +98,14 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// How contents go into spans: `None` unless `include_content` is on. Takes the tool
+    /// context (a clone of `tool_ctx` where `self` is borrowed mutably meanwhile) for the key.
+    fn content<'a>(&self, ctx: &'a ToolCtx) -> Option<spans::Content<'a>> {
+        self.options.trace_content.then_some(spans::Content {
+            secrets: &ctx.secrets,
+        })
+    }
+
     fn emit(&self, event: Event) {
         // A frontend that went away cannot be told anything; the turn still finishes and saves.
         let _ = self.events.send(event);

@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::file::{self, ContextTable, FileConfig, ModelTable, ToolsTable, UiTable};
+use super::file::{
+    self, ContextTable, FileConfig, ModelTable, TelemetryTable, ToolsTable, UiTable,
+};
 use super::trust::{self, Trust};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
 
@@ -52,14 +54,23 @@ impl Layers {
 }
 
 /// The fields a workspace file may set only once the user trusts the workspace: together they
-/// decide which server receives the conversation and which key goes with it.
+/// decide which server receives the conversation and which key goes with it, and where (and
+/// with which credentials) telemetry about the conversation is sent. The whole `[telemetry]`
+/// table counts: a repository must not be able to turn export on, point it at itself, or ask
+/// for the contents.
 pub(super) fn redirecting_fields(f: &FileConfig) -> Vec<&'static str> {
     let m = &f.model;
+    let t = &f.telemetry;
     [
         (m.provider.is_some(), "model.provider"),
         (m.base_url.is_some(), "model.base_url"),
         (m.api_key.is_some(), "model.api_key"),
         (m.api_key_env.is_some(), "model.api_key_env"),
+        (t.otlp_endpoint.is_some(), "telemetry.otlp_endpoint"),
+        (t.headers.is_some(), "telemetry.headers"),
+        (t.protocol.is_some(), "telemetry.protocol"),
+        (t.service_name.is_some(), "telemetry.service_name"),
+        (t.include_content.is_some(), "telemetry.include_content"),
     ]
     .into_iter()
     .filter_map(|(set, name)| set.then_some(name))
@@ -192,6 +203,8 @@ impl Layers {
             tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns,
+            telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
+            telemetry.service_name, telemetry.include_content,
         );
         // Every field must be laid above: this pattern stops compiling when one is added.
         let FileConfig {
@@ -225,6 +238,14 @@ impl Layers {
             ui: UiTable {
                 exit_transcript_turns: _,
             },
+            telemetry:
+                TelemetryTable {
+                    otlp_endpoint: _,
+                    headers: _,
+                    protocol: _,
+                    service_name: _,
+                    include_content: _,
+                },
         } = over;
         layers.sources.push(path);
     }
