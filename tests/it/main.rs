@@ -30,6 +30,7 @@ mod resume;
 mod sanitize;
 mod secrets;
 mod session;
+mod telemetry;
 mod tools_bash;
 mod tools_files;
 mod tools_registry;
