@@ -258,6 +258,16 @@ pub(crate) fn subagent(task_id: &str, child_session_id: &str) -> Span {
     )
 }
 
+/// Records how a child ended (`completed`, `failed`, `timed_out`, `interrupted`); `failed`
+/// and `timed_out` are errors.
+#[allow(dead_code, reason = "recorded by the delegate tool (issue 11 part 2)")]
+pub(crate) fn end_subagent(span: &Span, status: &'static str) {
+    span.record("minicode.subagent.status", status);
+    if matches!(status, "failed" | "timed_out") {
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
 impl Content<'_> {
     /// `gen_ai.input.messages`: the messages sent, newest kept when they do not all fit.
     pub(crate) fn input_messages(&self, span: &Span, messages: &[&Message]) {

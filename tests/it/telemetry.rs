@@ -4,20 +4,21 @@
 //! with their GenAI attributes and no contents by default; contents only with
 //! `include_content`; the key never, in any exported byte; JSON as well as protobuf; headers
 //! and the standard `OTEL_*` variables; nothing sent when telemetry is off; a stalled
-//! collector delays exit by at most 2 s; an unreachable one is one warning in the log and
+//! collector delays exit by at most 2 s and never slows a turn; an unreachable one is one warning in the log and
 //! nothing on screen; an untrusted workspace cannot turn export on. Configuration checks run
 //! through `config::load` with an injected environment.
 
+use std::io::Read;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use minicode::config::{self, ConfigError, OtlpProtocol, Overrides};
 
 use crate::support::binary;
 use crate::support::mock_openai::{
-    MockServer, USAGE_COMPLETION_TOKENS, USAGE_PROMPT_TOKENS, error_reply, text_reply,
-    tool_calls_reply,
+    Gate, MockServer, USAGE_COMPLETION_TOKENS, USAGE_PROMPT_TOKENS, error_reply, text_reply,
+    tool_calls_reply, wait_until_blocking,
 };
 use crate::support::otlp_receiver::{Mode, Receiver, SeenSpan};
 
@@ -460,6 +461,55 @@ fn a_collector_that_never_answers_delays_exit_by_at_most_two_seconds() {
     assert!(!stderr.to_lowercase().contains("export"), "{stderr}");
     let log = log_text(ws.path());
     assert_eq!(log.matches("telemetry: ").count(), 1, "{log}");
+}
+
+#[test]
+fn a_collector_stalled_mid_turn_never_slows_the_turn() {
+    let receiver = Receiver::start(Mode::Never);
+    // The answer is held back until an export is stuck at the collector.
+    let gate = Gate::new();
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("call-1", "read", r#"{"path":"README.md"}"#)], 8),
+        text_reply(ANSWER, 6).after(&gate),
+    ]);
+    let ws = workspace(&server, &endpoint_line(&receiver));
+    let mut child = binary::command(ws.path())
+        .env("MINICODE_API_KEY", KEY)
+        // Export every 10 ms, so spans leave while the turn is still running.
+        .env("OTEL_BSP_SCHEDULE_DELAY", "10")
+        .args(["--yes", PROMPT])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until_blocking(Duration::from_secs(20), || !receiver.requests().is_empty()),
+        "no export during the turn"
+    );
+    gate.open();
+    let released = Instant::now();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !text(&seen).contains(ANSWER) {
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(n > 0, "stdout ended without the answer: {}", text(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let answered = released.elapsed();
+    let status = child.wait().unwrap();
+    let exited = released.elapsed();
+    assert!(status.success());
+    // The export is blocked for its 10 s timeout; the turn goes on as if nothing happened.
+    assert!(
+        answered < Duration::from_secs(2),
+        "the answer took {answered:?}"
+    );
+    assert!(
+        exited - answered < Duration::from_secs(3),
+        "exit took {:?}",
+        exited - answered
+    );
 }
 
 #[test]

@@ -21,6 +21,7 @@ pub const OTEL_VARIABLES: &[&str] = &[
     "OTEL_EXPORTER_OTLP_TIMEOUT",
     "OTEL_SERVICE_NAME",
     "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_BSP_SCHEDULE_DELAY",
 ];
 
 /// Writes `<dir>/config/config.toml` pointing at `server`, and trusts `dir` in the user config
