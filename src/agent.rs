@@ -6,10 +6,12 @@ pub mod budget;
 pub mod compact;
 pub mod context;
 mod context_upkeep;
+pub mod delegate;
 mod history;
-pub mod prompt;
+pub(crate) mod prompt;
+mod skills;
 mod spans;
-pub mod turn;
+pub(crate) mod turn;
 pub mod validate;
 
 use std::collections::{HashSet, VecDeque};
@@ -21,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats};
 use crate::provider::Provider;
 use crate::session::Session;
+use crate::tools::skills::Skills;
 use crate::tools::{Registry, ToolCtx};
 
 /// Knobs of the loop that come from configuration.
@@ -39,6 +42,13 @@ pub struct Options {
     pub reserve_tokens: Option<u64>,
     /// Recent history kept verbatim by compaction; `None` scales the default to the window.
     pub keep_recent_tokens: Option<u64>,
+    /// Offer the `delegate` tool, with these limits (shared by every core of the process).
+    /// `None`: no sub-agents (a sub-agent's own core always has `None`).
+    pub subagents: Option<delegate::Subagents>,
+    /// The skills the session may load (found by the CLI in the roots the user allows): their
+    /// names and descriptions go into the system prompt, the `skill` tool joins the registry
+    /// when there is at least one, and their triggers load them.
+    pub skills: Arc<Skills>,
     /// Attach prompts, replies, tool arguments and results to the exported spans
     /// (`[telemetry] include_content`); metadata only when false.
     pub trace_content: bool,
@@ -47,12 +57,14 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            max_rounds: 500,
-            max_tokens: 8192,
-            context_window: 262_144,
+            max_rounds: crate::defaults::MAX_ROUNDS,
+            max_tokens: crate::defaults::MAX_TOKENS,
+            context_window: crate::defaults::CONTEXT_WINDOW,
             auto_approve: false,
             reserve_tokens: None,
             keep_recent_tokens: None,
+            subagents: None,
+            skills: Arc::new(Skills::default()),
             trace_content: false,
         }
     }
@@ -71,7 +83,17 @@ pub struct Setup {
 pub fn spawn(setup: Setup) -> AgentHandle {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    tokio::spawn(run_core(setup, ops_rx, events_tx));
+    tokio::spawn(run_core(setup, ops_rx, events_tx, None));
+    AgentHandle::new(ops_tx, events_rx)
+}
+
+/// Starts a sub-agent's core: like [`spawn`], with its own system prompt, and inside `span`
+/// (the `subagent` span), so its turn, model and tool spans nest under it.
+pub(crate) fn spawn_child(setup: Setup, system_prompt: String, span: tracing::Span) -> AgentHandle {
+    use tracing::Instrument;
+    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    tokio::spawn(run_core(setup, ops_rx, events_tx, Some(system_prompt)).instrument(span));
     AgentHandle::new(ops_tx, events_rx)
 }
 
@@ -93,6 +115,11 @@ pub(crate) struct Core {
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
     /// Tools the user approved "always" for this session.
     approved_tools: HashSet<String>,
+    /// The `delegate` tool this core registered, when it runs sub-agents: calls that resolve
+    /// to this very instance are run by the core (see `delegate::run`).
+    delegate: Option<Arc<dyn crate::tools::Tool>>,
+    /// The skills and which of them this session has loaded.
+    skills: skills::View,
     events: mpsc::UnboundedSender<Event>,
     turns: u64,
 }
@@ -153,9 +180,18 @@ impl Core {
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
         let events = self.events.clone();
+        let view = self.skills.clone();
         let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
-        let ((end, stats), shutdown) =
-            serve_ops(running, ops, queue, &cancel, Some(&decide_tx), &events).await;
+        let ((end, stats), shutdown) = serve_ops(
+            running,
+            ops,
+            queue,
+            &cancel,
+            Some(&decide_tx),
+            &events,
+            &view,
+        )
+        .await;
         self.finish_turn(turn, end, stats, true);
         shutdown
     }
@@ -174,8 +210,10 @@ impl Core {
         let turn = self.start_turn();
         let cancel = CancellationToken::new();
         let events = self.events.clone();
+        let view = self.skills.clone();
         let running = self.manual_compact(instructions, &cancel);
-        let ((end, stats), shutdown) = serve_ops(running, ops, queue, &cancel, None, &events).await;
+        let ((end, stats), shutdown) =
+            serve_ops(running, ops, queue, &cancel, None, &events, &view).await;
         self.finish_turn(turn, end, stats, false);
         shutdown
     }
@@ -230,6 +268,7 @@ impl Core {
                 // A fresh history: drop the old checkpoint and cached estimates.
                 let _ = self.context.set_checkpoint(None, self.session.messages());
                 self.approved_tools.clear();
+                self.skills.loaded.set(Vec::new());
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
                 self.report_context();
@@ -243,8 +282,9 @@ impl Core {
 
 /// Drives `work` (a turn or a manual compaction) to its end while serving ops: decisions go
 /// to `decisions` (none pending when it is `None`), `Interrupt` cancels `cancel`, prompts are
-/// queued, `Compact` and `NewSession` are refused as busy, and `Shutdown` (or every sender
-/// gone) cancels and is remembered. Returns the work's output and whether to shut down.
+/// queued, `Compact` and `NewSession` are refused as busy, `ListSkills` is answered from
+/// `skills`, and `Shutdown` (or every sender gone) cancels and is remembered. Returns the
+/// work's output and whether to shut down.
 async fn serve_ops<T>(
     work: impl Future<Output = T>,
     ops: &mut mpsc::UnboundedReceiver<Op>,
@@ -252,6 +292,7 @@ async fn serve_ops<T>(
     cancel: &CancellationToken,
     decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
     events: &mpsc::UnboundedSender<Event>,
+    skills: &skills::View,
 ) -> (T, bool) {
     tokio::pin!(work);
     let mut shutdown = false;
@@ -275,6 +316,9 @@ async fn serve_ops<T>(
                     }
                 },
                 Some(Op::Submit(text)) => queue.push_back(text),
+                Some(Op::ListSkills) => {
+                    let _ = events.send(skills.listed());
+                }
                 Some(Op::Compact(_)) | Some(Op::NewSession) => {
                     let _ = events.send(Event::Error {
                         message: "busy: wait for the turn to end or interrupt it".into(),
@@ -300,12 +344,44 @@ async fn run_core(
     setup: Setup,
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<Event>,
+    system_prompt: Option<String>,
 ) {
-    let system_prompt = format!(
-        "{}\n\n{}",
-        prompt::system_prompt(&setup.tool_ctx.workspace),
-        crate::memory::PROMPT_RULES
-    );
+    // A sub-agent's core comes with its own prompt and never offers skills or sub-agents.
+    let child = system_prompt.is_some();
+    let mut system_prompt = system_prompt.unwrap_or_else(|| {
+        format!(
+            "{}\n\n{}",
+            prompt::system_prompt(&setup.tool_ctx.workspace),
+            crate::memory::PROMPT_RULES
+        )
+    });
+    let catalog = setup.options.skills.clone();
+    let mut refused_tools = Vec::new();
+    if !child && let Some(section) = prompt::skills_section(&catalog) {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(&section);
+        refused_tools = setup
+            .registry
+            .set_group(crate::tools::skills::GROUP, vec![catalog.tool()]);
+    }
+    // Sub-agents: the core declares `delegate` itself, in its own group, before the first
+    // request; a name another group already holds is refused (and said so below).
+    let mut delegate_refused = false;
+    let delegate = match &setup.options.subagents {
+        Some(_) if !child => {
+            let tool: Arc<dyn crate::tools::Tool> = Arc::new(delegate::Delegate);
+            delegate_refused = !setup
+                .registry
+                .set_group(delegate::GROUP, vec![tool.clone()])
+                .is_empty();
+            (!delegate_refused).then_some(tool)
+        }
+        _ => None,
+    };
+    if delegate.is_some() {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(prompt::DELEGATE_RULES);
+    }
     let tool_specs = setup.registry.specs();
     let tools_generation = setup.registry.generation();
     let mut context = context::Context::new(system_prompt, &tool_specs);
@@ -337,9 +413,17 @@ async fn run_core(
         budget,
         memory_seen: None,
         approved_tools: HashSet::new(),
+        delegate,
+        skills: skills::View {
+            skills: catalog,
+            loaded: skills::Loaded::default(),
+        },
         events,
         turns: 0,
     };
+    core.skills
+        .loaded
+        .set(crate::tools::skills::loaded_in(core.session.messages()));
     for call in core.session.repaired_calls() {
         core.emit(Event::Warning {
             message: format!(
@@ -348,9 +432,29 @@ async fn run_core(
         });
     }
     core.emit(core.configured());
+    if delegate_refused {
+        core.emit(Event::Warning {
+            message: format!(
+                "sub-agents are off: another tool is already named {}",
+                delegate::NAME
+            ),
+        });
+    }
     if !core.session.messages().is_empty() {
         core.emit(Event::HistoryRestored {
             entries: history::entries(&core.session, &core.tool_ctx.secrets),
+        });
+    }
+    for warning in core.skills.skills.warnings() {
+        core.emit(Event::Warning {
+            message: warning.clone(),
+        });
+    }
+    for name in refused_tools {
+        core.emit(Event::Warning {
+            message: format!(
+                "the {name} tool is already taken by another tool; the model cannot load skills"
+            ),
         });
     }
     if let Some(problem) = checkpoint_problem {
@@ -387,6 +491,7 @@ async fn run_core(
                 }
             }
             Op::NewSession => core.new_session(),
+            Op::ListSkills => core.emit(core.skills.listed()),
             Op::Shutdown => break,
         }
     }

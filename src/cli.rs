@@ -3,6 +3,7 @@
 //! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
+mod skills;
 mod trust;
 
 use std::io::{IsTerminal, Read, Write};
@@ -82,6 +83,9 @@ pub enum Command {
         /// The workspace folder.
         path: Option<PathBuf>,
     },
+    /// List the skills a session here offers the model: name, state, source, description
+    /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
+    Skills,
 }
 
 /// A failure that ends the program, with its exit code.
@@ -124,6 +128,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Sessions) => return list_sessions(&launch),
         Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
         Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
+        Some(Command::Skills) => return skills::list(&env, &launch),
         None => {}
     }
     let overrides = Overrides {
@@ -137,7 +142,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     if let Some(key) = &config.api_key {
-        let mut names = vec!["MINICODE_API_KEY", "OPENAI_API_KEY"];
+        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
         names.extend(config.api_key_env.as_deref());
         // SAFETY: the process is still single-threaded here: only argument parsing, config
         // loading and the trust question (crossterm, no threads) ran; logging (a writer
@@ -190,6 +195,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         max_age: config.outputs_max_age,
     };
     tool_ctx.prune_outputs();
+    let skills = skills::discover(&env, &launch, config.trust.is_trusted());
     let setup = Setup {
         provider,
         registry: Arc::new(Registry::builtin()),
@@ -203,6 +209,12 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             reserve_tokens: config.reserve_tokens,
             keep_recent_tokens: config.keep_recent_tokens,
             trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
+            // One value for the process: every delegation shares its slots.
+            subagents: Some(agent::delegate::Subagents::new(
+                config.subagents_max_concurrent,
+                config.subagents_timeout,
+            )),
+            skills: Arc::new(skills),
         },
     };
     // One thread: the core, the provider stream and the frontend hand events to each other
@@ -305,10 +317,13 @@ fn export_settings(config: &Config) -> Option<crate::logging::otlp::Settings> {
     })
 }
 
-/// Variables tools must never see: the configured key's variable (the rest are fixed names:
-/// the key's, and the OpenTelemetry headers, which carry a collector's credentials).
+/// Variables tools must never see: the fixed key variables, the OpenTelemetry headers (a
+/// collector's credentials) and the configured key variable.
 fn scrubbed_env(config: &Config) -> Vec<String> {
-    let mut names = vec!["MINICODE_API_KEY".to_string(), "OPENAI_API_KEY".to_string()];
+    let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     names.extend(
         [
             "OTEL_EXPORTER_OTLP_HEADERS",
@@ -332,6 +347,13 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
         let about = match &s.problem {
             Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
             None => crate::sanitize::visible(&s.first_prompt),
+        };
+        let about = match &s.parent {
+            Some(parent) => format!(
+                "(sub-agent of {}) {about}",
+                crate::sanitize::visible(parent)
+            ),
+            None => about,
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }
@@ -403,7 +425,7 @@ fn resume_flags(args: &Args) -> String {
 
 /// Whether the session's file is still there (an unused session is removed on exit, and
 /// pointing the user at it would only produce "no session").
-pub fn session_kept(workspace: &Path, id: &str) -> bool {
+pub(crate) fn session_kept(workspace: &Path, id: &str) -> bool {
     crate::session::sessions_dir(workspace)
         .join(format!("{id}.json"))
         .exists()

@@ -18,7 +18,7 @@ mod trust;
 
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
-    user_config_path,
+    user_config_path, workspace_trust,
 };
 
 use std::fmt;
@@ -27,36 +27,20 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 262_144;
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
-pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECS: u64 = 300;
-pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 600;
-/// Tool calls one reply may carry (`provider::sse::MAX_TOOL_CALLS`, repeated here so the
-/// configuration does not depend on the provider).
-pub const DEFAULT_MAX_TOOL_CALLS: u32 = 64;
-pub const DEFAULT_BASH_TIMEOUT_SECS: u64 = 120;
-/// The hard ceiling for one bash call, also for `timeout_secs` the model asks for.
-pub const MAX_BASH_TIMEOUT_SECS: u64 = 600;
-pub const DEFAULT_MAX_ROUNDS: u32 = 500;
-/// Defaults of the saved bash outputs (`.minicode/outputs/`): bytes saved per call, bytes all
-/// saved outputs may take, and days one is kept.
-pub const DEFAULT_OUTPUTS_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
-pub const DEFAULT_OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
-pub const DEFAULT_OUTPUTS_MAX_AGE_DAYS: u64 = 7;
 /// The model name reported by the built-in demo provider.
-pub const DEMO_MODEL: &str = "demo";
+pub(crate) const DEMO_MODEL: &str = "demo";
 
 /// Environment variables that override the file.
-pub const ENV_BASE_URL: &str = "MINICODE_BASE_URL";
-pub const ENV_MODEL: &str = "MINICODE_MODEL";
-pub const ENV_API_KEY: &str = "MINICODE_API_KEY";
+pub(crate) const ENV_BASE_URL: &str = "MINICODE_BASE_URL";
+pub(crate) const ENV_MODEL: &str = "MINICODE_MODEL";
+pub(crate) const ENV_API_KEY: &str = "MINICODE_API_KEY";
 /// The standard OpenTelemetry variables minicode reads (see docs/telemetry.md).
-pub const ENV_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
-pub const ENV_OTLP_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
-pub const ENV_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
-pub const ENV_OTLP_TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
-pub const ENV_OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
-pub const ENV_OTEL_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
+pub(crate) const ENV_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+pub(crate) const ENV_OTLP_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+pub(crate) const ENV_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+pub(crate) const ENV_OTLP_TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+pub(crate) const ENV_OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+pub(crate) const ENV_OTEL_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 
 /// Which provider implementation to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -104,7 +88,7 @@ pub struct Telemetry {
 pub struct Secret(String);
 
 impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
+    pub(crate) fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
 
@@ -152,6 +136,10 @@ pub struct Config {
     pub outputs_max_age: Duration,
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
+    /// Sub-agents (`delegate`) running at once across the process.
+    pub subagents_max_concurrent: usize,
+    /// How long one sub-agent may take before it is stopped.
+    pub subagents_timeout: Duration,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,
@@ -267,7 +255,7 @@ fn list_fields(fields: &[&str]) -> String {
 }
 
 /// The workspace's configuration file, relative to the launch directory.
-pub const WORKSPACE_FILE: &str = "config/config.toml";
+pub(crate) const WORKSPACE_FILE: &str = "config/config.toml";
 
 /// Builds the configuration. `launch_dir` is the workspace, where `config/config.toml` is
 /// looked for; `env` reads an environment variable (an empty value counts as unset).

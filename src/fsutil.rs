@@ -94,16 +94,16 @@ pub fn resolve_in_workspace(workspace: &Path, raw: &str) -> Result<PathBuf, Path
 }
 
 /// How many leading bytes are checked for a NUL byte when deciding a file is binary.
-pub const SNIFF_BYTES: usize = 8192;
+pub(crate) const SNIFF_BYTES: usize = 8192;
 
 /// True when `bytes` look binary: a NUL byte within the first [`SNIFF_BYTES`].
-pub fn looks_binary(bytes: &[u8]) -> bool {
+pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0)
 }
 
 /// What a file tool found at a resolved path.
 #[derive(Debug)]
-pub enum Existing {
+pub(crate) enum Existing {
     /// Nothing there yet.
     Missing,
     /// A regular file and its whole content.
@@ -115,7 +115,7 @@ pub enum Existing {
 
 /// Why [`load_existing`] could not give a file's content.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub(crate) enum LoadError {
     #[error("it is a directory")]
     Directory,
     #[error("it is not a regular file")]
@@ -128,7 +128,7 @@ pub enum LoadError {
 
 /// Loads the regular file at `path` whole, refusing directories, devices and files over
 /// `max_bytes` (so a tool never pulls a huge file into memory). A missing file is not an error.
-pub fn load_existing(path: &Path, max_bytes: u64) -> Result<Existing, LoadError> {
+pub(crate) fn load_existing(path: &Path, max_bytes: u64) -> Result<Existing, LoadError> {
     use std::io::Read;
     let (file, meta) = match open_regular(path) {
         Ok(opened) => opened,
@@ -160,7 +160,11 @@ pub fn load_existing(path: &Path, max_bytes: u64) -> Result<Existing, LoadError>
 /// Refuses to replace a file its owner made read-only (no owner write bit): the tools would
 /// otherwise replace it anyway, since the rename needs only the folder to be writable. The
 /// error is a message for the model; `verb` is the tool's name (`write`, `edit`).
-pub fn refuse_read_only(meta: &std::fs::Metadata, display: &str, verb: &str) -> Result<(), String> {
+pub(crate) fn refuse_read_only(
+    meta: &std::fs::Metadata,
+    display: &str,
+    verb: &str,
+) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o200 != 0 {
@@ -173,7 +177,7 @@ pub fn refuse_read_only(meta: &std::fs::Metadata, display: &str, verb: &str) -> 
 }
 
 /// Shows `path` relative to the workspace when it is inside it.
-pub fn display_path(workspace: &Path, path: &Path) -> String {
+pub(crate) fn display_path(workspace: &Path, path: &Path) -> String {
     path.strip_prefix(workspace)
         .unwrap_or(path)
         .display()
@@ -182,7 +186,7 @@ pub fn display_path(workspace: &Path, path: &Path) -> String {
 
 /// Why [`open_regular`] or [`open_confined`] gave no file.
 #[derive(Debug, thiserror::Error)]
-pub enum OpenError {
+pub(crate) enum OpenError {
     /// Nothing there (a dangling symbolic link counts as nothing).
     #[error("it does not exist")]
     Missing,
@@ -204,11 +208,20 @@ pub enum OpenError {
 /// is then refused by the type check), `O_NOCTTY` keeps a terminal device from becoming our
 /// controlling terminal. Checking after the open (not before) leaves no window in which the
 /// file can be swapped for a FIFO. On a regular file `O_NONBLOCK` changes nothing.
-pub fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+    open_checked(path, 0)
+}
+
+/// Opens `path` read-only without blocking (plus `extra` flags) and checks on the descriptor
+/// that it is a regular file.
+fn open_checked(
+    path: &Path,
+    extra: libc::c_int,
+) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | extra)
         .open(path)
         .map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => OpenError::Missing,
@@ -224,30 +237,17 @@ pub fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), O
     Ok((file, meta))
 }
 
-/// Opens a file that the repository supplies and the agent reads without asking anyone
-/// (`MiniCode.md`, memory files, the workspace configuration, anything later): its real path,
-/// after every symbolic link, must lie inside the canonical `workspace`, and it must be a
-/// regular file, opened without blocking (see [`open_regular`]). A symbolic link that stays
-/// inside the workspace is followed.
-pub fn open_confined(
-    workspace: &Path,
-    path: &Path,
-) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+/// Opens a file a directory walk found (the `list` and `search` tools) without following a
+/// symbolic link in its last component and without blocking, and checks on the descriptor
+/// that it is a regular file. The walk itself never descends through a link, so the file is
+/// where the walk saw it: inside the workspace. Cheaper than [`open_confined`] (no
+/// `realpath` per file), which matters when a search opens 100,000 files.
+pub(crate) fn open_walked(path: &Path) -> Result<std::fs::File, OpenError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let real = match path.canonicalize() {
-        Ok(real) => real,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(OpenError::Missing),
-        Err(e) => return Err(OpenError::Io(e)),
-    };
-    if !inside(workspace, &real) {
-        return Err(OpenError::Outside);
-    }
-    // `O_NOFOLLOW` on the resolved path: a symbolic link put in its place after the check
-    // fails the open instead of being followed out of the workspace.
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
-        .open(&real)
+        .open(path)
         .map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => OpenError::Missing,
             _ => OpenError::Io(e),
@@ -259,7 +259,35 @@ pub fn open_confined(
     if !meta.is_file() {
         return Err(OpenError::NotRegular);
     }
-    Ok((file, meta))
+    Ok(file)
+}
+
+/// Whether canonical `path` is `workspace` or below it (see [`resolve_in_workspace`] for the
+/// rule): for callers that resolved a path themselves, e.g. the target of a link a walk met.
+pub(crate) fn is_inside(workspace: &Path, path: &Path) -> bool {
+    inside(workspace, path)
+}
+
+/// Opens a file that the repository supplies and the agent reads without asking anyone
+/// (`MiniCode.md`, memory files, the workspace configuration, anything later): its real path,
+/// after every symbolic link, must lie inside the canonical `workspace`, and it must be a
+/// regular file, opened without blocking (see [`open_regular`]). A symbolic link that stays
+/// inside the workspace is followed.
+pub(crate) fn open_confined(
+    workspace: &Path,
+    path: &Path,
+) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+    let real = match path.canonicalize() {
+        Ok(real) => real,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(OpenError::Missing),
+        Err(e) => return Err(OpenError::Io(e)),
+    };
+    if !inside(workspace, &real) {
+        return Err(OpenError::Outside);
+    }
+    // `O_NOFOLLOW` on the resolved path: a symbolic link put in its place after the check
+    // fails the open instead of being followed out of the workspace.
+    open_checked(&real, libc::O_NOFOLLOW)
 }
 
 /// Whether canonical `path` is `workspace` or below it, comparing components (so `/w/p-evil`
@@ -273,7 +301,7 @@ fn inside(workspace: &Path, path: &Path) -> bool {
 }
 
 /// The folder `.minicode/` holds minicode's own data for a workspace.
-pub const DATA_DIR: &str = ".minicode";
+pub(crate) const DATA_DIR: &str = ".minicode";
 
 /// Makes sure `<workspace>/.minicode/<sub>` (e.g. `sessions`, `logs`, `outputs`) is a real
 /// folder inside the workspace and returns its canonical path: the only way minicode creates,

@@ -11,6 +11,7 @@ pub mod agent;
 pub mod chat;
 pub mod cli;
 pub mod config;
+pub mod defaults;
 pub mod fsutil;
 pub mod logging;
 pub mod memory;

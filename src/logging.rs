@@ -24,7 +24,7 @@ use tracing_subscriber::fmt::format::FmtSpan;
 pub const ENV_LOG: &str = "MINICODE_LOG";
 
 /// How many daily files are kept.
-pub const KEEP_FILES: usize = 7;
+pub(crate) const KEEP_FILES: usize = 7;
 
 /// Keeps the background writer (and the span exporter, when telemetry is on) alive; dropping
 /// it sends the last spans (waiting at most [`otlp::EXIT_FLUSH`]) and then flushes the log, so

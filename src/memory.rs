@@ -203,7 +203,7 @@ pub fn stamp(workspace: &Path) -> Stamp {
 /// cannot leave a memory file that fails every later turn: the root file against its limits
 /// (UTF-8, no NUL, size, tokens), a detail file against its own (UTF-8, no NUL, size). Any
 /// other path passes. `display` is how the error names the file.
-pub fn check_new_content(
+pub(crate) fn check_new_content(
     workspace: &Path,
     path: &Path,
     display: &str,

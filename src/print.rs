@@ -31,7 +31,7 @@ pub enum OutputFormat {
 }
 
 /// The exit code after an interrupt by SIGINT (128 + 2), as shells expect.
-pub const EXIT_SIGINT: u8 = 130;
+pub(crate) const EXIT_SIGINT: u8 = 130;
 
 /// The JSON object printed by `--output-format json` (README documents it: keep them in step).
 #[derive(Serialize)]
@@ -58,7 +58,7 @@ fn status_word(end: &TurnEnd) -> &'static str {
 /// Runs `prompt` as one turn and prints the outcome.
 /// `resume_flags` are the flags that chose the model (e.g. `--demo`), repeated in the resume
 /// hint so resuming talks to the same model.
-pub async fn run(
+pub(crate) async fn run(
     handle: AgentHandle,
     prompt: String,
     format: OutputFormat,
@@ -137,11 +137,14 @@ pub async fn run(
             }
             Event::ShutdownComplete => break,
             Event::ToolCallEnded { .. }
+            | Event::SubagentStarted { .. }
+            | Event::SubagentEnded { .. }
             | Event::Retrying { .. }
             | Event::Warning { .. }
             | Event::Error { .. }
             | Event::Compacted { .. }
-            | Event::MemoryLoaded { .. } => {
+            | Event::MemoryLoaded { .. }
+            | Event::SkillLoaded { .. } => {
                 if format != OutputFormat::StreamJson {
                     report(&mut err, &event);
                 }
@@ -153,7 +156,9 @@ pub async fn run(
             | Event::TurnStarted { .. }
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
-            | Event::ContextUsage { .. } => {}
+            | Event::SubagentProgress { .. }
+            | Event::ContextUsage { .. }
+            | Event::SkillsListed { .. } => {}
         }
     }
     let Some((end, stats)) = ended else {
@@ -262,6 +267,28 @@ fn report(err: &mut impl Write, event: &Event) {
                 *delay_ms as f64 / 1000.0
             )
         }
+        Event::SubagentStarted {
+            task, session_id, ..
+        } => format!("  ↳ sub-agent {task} started (session {session_id})"),
+        Event::SubagentEnded {
+            task,
+            status,
+            rounds,
+            tool_calls,
+            elapsed_ms,
+            error,
+            ..
+        } => {
+            let mut line = format!(
+                "  ↳ sub-agent {task} {} in {:.1}s · {rounds} rounds · {tool_calls} tool calls",
+                status.as_str(),
+                *elapsed_ms as f64 / 1000.0
+            );
+            if let Some(error) = error {
+                line.push_str(&format!(": {}", truncate(error, 120)));
+            }
+            line
+        }
         Event::Warning { message } => format!("warning: {message}"),
         Event::Error { message } => format!("error: {message}"),
         Event::Compacted {
@@ -272,6 +299,14 @@ fn report(err: &mut impl Write, event: &Event) {
             "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
         ),
         Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
+        Event::SkillLoaded {
+            name,
+            source,
+            trigger,
+        } => match trigger {
+            Some(word) => format!("skill {name} loaded from {source} (trigger: {word})"),
+            None => format!("skill {name} loaded from {source}"),
+        },
         Event::SessionConfigured { .. }
         | Event::HistoryRestored { .. }
         | Event::TurnStarted { .. }
@@ -281,6 +316,8 @@ fn report(err: &mut impl Write, event: &Event) {
         | Event::ApprovalRequested { .. }
         | Event::ApprovalDecided { .. }
         | Event::ContextUsage { .. }
+        | Event::SubagentProgress { .. }
+        | Event::SkillsListed { .. }
         | Event::TurnEnded { .. }
         | Event::ShutdownComplete => return,
     };
@@ -295,7 +332,7 @@ fn truncate(text: &str, max: usize) -> String {
 }
 
 /// The closing stats line.
-pub fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
+pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
     let status = match end {
         TurnEnd::Completed => "completed".to_string(),
         TurnEnd::RoundLimit { rounds } => format!("stopped at the limit of {rounds} tool rounds"),
@@ -320,8 +357,21 @@ pub fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
     } else {
         String::new()
     };
+    let subagents = if stats.subagents > 0 {
+        let tokens = if stats.subagent_tokens.unavailable() {
+            "tokens unavailable".to_string()
+        } else {
+            format!("{} tokens", stats.subagent_tokens.total_tokens)
+        };
+        format!(
+            " · {} sub-agents ({} model calls, {tokens})",
+            stats.subagents, stats.subagent_calls
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}",
+        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}{subagents}",
         stats.wall.as_secs_f64(),
         stats.model_calls,
         stats.tool_calls
@@ -360,18 +410,13 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
 /// discarded first: a "y" meant for something else (typed ahead while the model was still
 /// working) must not answer a question the user has not seen.
 fn ask_tty(prompt: &str) -> Option<Decision> {
-    use std::os::fd::AsRawFd;
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
         .ok()?;
-    // SAFETY: tcflush only discards the terminal's pending input; the fd is open for as long
-    // as `tty` lives. A failure (not a terminal after all) leaves nothing to discard.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::tcflush(tty.as_raw_fd(), libc::TCIFLUSH);
-    }
+    // A failure (not a terminal after all) leaves nothing to discard.
+    let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
     let mut writer = tty.try_clone().ok()?;
     let _ = write!(
         writer,

@@ -7,11 +7,9 @@
 /// Marks the process non-dumpable (Linux only; elsewhere this does nothing: the platform's
 /// own rules for reading another process's memory apply).
 pub(crate) fn deny_dumps() {
-    // SAFETY: prctl with PR_SET_DUMPABLE only changes a flag of this process.
     #[cfg(target_os = "linux")]
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!(error = %e, "could not mark the process non-dumpable");
     }
 }
 

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::chat::{ApprovalRequest, ToolStatus, Usage};
 
 /// Identifies a tool call within a session (the model's call id).
-pub type CallId = String;
+pub(crate) type CallId = String;
 
 /// What a frontend asks the core to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +29,8 @@ pub enum Op {
     Compact(Option<String>),
     /// Start a fresh session in the same workspace.
     NewSession,
+    /// List the skills with their state (answered by `SkillsListed`, also while a turn runs).
+    ListSkills,
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -81,7 +83,7 @@ pub struct TokenStats {
 }
 
 impl TokenStats {
-    pub fn add(&mut self, usage: Option<Usage>) {
+    pub(crate) fn add(&mut self, usage: Option<Usage>) {
         match usage {
             Some(u) => {
                 self.input_tokens += u.input_tokens;
@@ -93,8 +95,17 @@ impl TokenStats {
         }
     }
 
+    /// Adds another tally to this one.
+    pub fn merge(&mut self, other: &TokenStats) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.total_tokens += other.total_tokens;
+        self.replies_with_usage += other.replies_with_usage;
+        self.replies_without_usage += other.replies_without_usage;
+    }
+
     /// No reply carried usage.
-    pub fn unavailable(&self) -> bool {
+    pub(crate) fn unavailable(&self) -> bool {
         self.replies_with_usage == 0
     }
 
@@ -115,6 +126,37 @@ pub struct TurnStats {
     /// Summary calls made by compaction, counted apart from the main conversation.
     pub summary_calls: u32,
     pub summary_tokens: TokenStats,
+    /// Sub-agents started by `delegate` calls in this turn.
+    pub subagents: u32,
+    /// Their model calls (summaries included) and tokens, counted apart from the parent's.
+    pub subagent_calls: u32,
+    pub subagent_tokens: TokenStats,
+}
+
+/// How a sub-agent's task ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentStatus {
+    /// It answered.
+    Completed,
+    /// Its model call failed, it hit the round limit, or it could not start.
+    Failed,
+    /// It missed its deadline and was stopped; its answer so far is kept.
+    TimedOut,
+    /// The user interrupted the parent's turn.
+    Interrupted,
+}
+
+impl SubagentStatus {
+    /// The word used in results and events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubagentStatus::Completed => "completed",
+            SubagentStatus::Failed => "failed",
+            SubagentStatus::TimedOut => "timed_out",
+            SubagentStatus::Interrupted => "interrupted",
+        }
+    }
 }
 
 fn ser_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -185,6 +227,32 @@ pub enum Event {
         status: ToolStatus,
         output: String,
     },
+    /// A sub-agent of the `delegate` call `call` began its task `task` (the task's id as the
+    /// model named it) in its own session.
+    SubagentStarted {
+        call: CallId,
+        task: String,
+        session_id: String,
+    },
+    /// A running sub-agent moved on: a new model request or a tool call.
+    SubagentProgress {
+        call: CallId,
+        task: String,
+        rounds: u32,
+        tool_calls: u32,
+        elapsed_ms: u64,
+    },
+    /// A sub-agent stopped; exactly once per `SubagentStarted`.
+    SubagentEnded {
+        call: CallId,
+        task: String,
+        status: SubagentStatus,
+        rounds: u32,
+        tool_calls: u32,
+        elapsed_ms: u64,
+        /// Why it failed, when it did.
+        error: Option<String>,
+    },
     /// Something worth telling the user that does not end the turn.
     Warning {
         message: String,
@@ -199,6 +267,19 @@ pub enum Event {
     MemoryLoaded {
         path: String,
         tokens: u64,
+    },
+    /// A skill's instructions entered the conversation: the model called the `skill` tool
+    /// (`trigger` is `None`), or a word of the user's message was one of its triggers and the
+    /// core loaded it before the request (it is then in history as a `skill` call).
+    SkillLoaded {
+        name: String,
+        /// The root it came from, as shown to the user (`.minicode/skills`, …).
+        source: String,
+        trigger: Option<String>,
+    },
+    /// The answer to `Op::ListSkills`, in the order the skills are searched.
+    SkillsListed {
+        skills: Vec<SkillEntry>,
     },
     /// The estimated context size after the last request (tokens).
     ContextUsage {
@@ -217,6 +298,38 @@ pub enum Event {
     },
     /// The core stopped after `Shutdown`; nothing follows.
     ShutdownComplete,
+}
+
+/// One skill as `/skills` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillEntry {
+    pub name: String,
+    pub description: String,
+    /// The root it came from, as shown to the user.
+    pub source: String,
+    pub state: SkillState,
+}
+
+/// Where a skill stands in this session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkillState {
+    /// Its name and description are in the system prompt.
+    Listed,
+    /// Only its name is (the descriptions before it used the listing's budget).
+    NameOnly,
+    /// Its instructions were loaded in this session.
+    Loaded,
+}
+
+impl SkillState {
+    pub fn label(self) -> &'static str {
+        match self {
+            SkillState::Listed => "listed",
+            SkillState::NameOnly => "name only",
+            SkillState::Loaded => "loaded",
+        }
+    }
 }
 
 /// One item of a restored conversation: what the user saw, not what the model is sent (no
@@ -263,7 +376,10 @@ impl OpSender {
 
 impl AgentHandle {
     /// Joins the two channel ends the core serves (see `agent::spawn`).
-    pub fn new(ops: mpsc::UnboundedSender<Op>, events: mpsc::UnboundedReceiver<Event>) -> Self {
+    pub(crate) fn new(
+        ops: mpsc::UnboundedSender<Op>,
+        events: mpsc::UnboundedReceiver<Event>,
+    ) -> Self {
         Self { ops, events }
     }
 
@@ -281,7 +397,7 @@ impl AgentHandle {
     }
 
     /// Splits into a cloneable op sender and the event receiver.
-    pub fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
+    pub(crate) fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
         (OpSender(self.ops), self.events)
     }
 }

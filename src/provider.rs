@@ -2,7 +2,7 @@
 //! data model, and the one error type every provider failure is reported through. Nothing here
 //! knows about terminals, tools or sessions.
 
-pub mod demo;
+pub(crate) mod demo;
 pub mod http_error;
 pub mod openai;
 pub mod retry;
@@ -36,7 +36,7 @@ pub struct Reply {
 
 impl Reply {
     /// The assistant message to keep in history for this reply.
-    pub fn to_message(&self) -> Message {
+    pub(crate) fn to_message(&self) -> Message {
         let text = (!self.text.is_empty() || self.tool_calls.is_empty()).then(|| self.text.clone());
         Message::assistant(text, self.tool_calls.clone())
     }
@@ -48,8 +48,6 @@ impl Reply {
 pub enum StreamEvent {
     /// A piece of visible assistant text.
     Text(String),
-    /// A tool call was first seen (name known, arguments still arriving).
-    ToolCallStarted { index: usize, name: String },
     /// The request failed before any byte of the response and will be sent again.
     Retrying {
         attempt: u32,
@@ -121,7 +119,7 @@ pub enum ProviderError {
 impl ProviderError {
     /// Whether sending the same request again may succeed. Only failures before any response
     /// byte arrived qualify; an exhausted quota does not.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         match self {
             ProviderError::RateLimited {
                 quota_exhausted, ..
@@ -149,7 +147,7 @@ impl ProviderError {
     }
 
     /// The server-requested wait before a retry, if it named one.
-    pub fn retry_after_ms(&self) -> Option<u64> {
+    pub(crate) fn retry_after_ms(&self) -> Option<u64> {
         match self {
             ProviderError::RateLimited { retry_after_ms, .. }
             | ProviderError::Server { retry_after_ms, .. } => *retry_after_ms,

@@ -24,7 +24,7 @@
 //! the one character of context across pieces.
 
 /// Columns a tab expands to (tabs have no width of their own in a cell grid).
-pub const TAB: &str = "    ";
+pub(crate) const TAB: &str = "    ";
 
 /// What a character that could hide or reorder text is shown as.
 const HIDDEN: char = '\u{fffd}';
@@ -154,7 +154,7 @@ fn touched(c: char) -> bool {
 }
 
 /// C0, DEL and C1 controls (C1 includes the 8-bit CSI `\u{9b}`).
-pub fn is_control(c: char) -> bool {
+pub(crate) fn is_control(c: char) -> bool {
     let n = c as u32;
     n < 0x20 || (0x7f..=0x9f).contains(&n)
 }
@@ -164,7 +164,7 @@ pub fn is_control(c: char) -> bool {
 /// interlinear annotation marks, unassigned ignorables) or look like blank space while not
 /// being one (Hangul fillers, the Mongolian vowel separator). Context-dependent invisibles
 /// (joiners, variation selectors, tags) are not included: see [`Stream`].
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{034f}'                      // combining grapheme joiner

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::chat::{Message, Role, ToolStatus};
 use crate::fsutil;
 
-pub use snapshot::INTERRUPTED_RESULT;
+pub use snapshot::{INTERRUPTED_RESULT, Parent};
 use snapshot::{LoadError, Parsed, Problem, SnapshotRef};
 use stored::HistoryRef;
 
@@ -68,6 +68,8 @@ pub struct SessionInfo {
     pub path: PathBuf,
     /// Why the file cannot be opened, when it cannot; such sessions are listed, not hidden.
     pub problem: Option<String>,
+    /// For a sub-agent's session, the session that started it.
+    pub parent: Option<String>,
 }
 
 /// Why a session could not be created, opened or saved.
@@ -135,6 +137,7 @@ pub struct Session {
     results: Vec<(usize, ResultInfo)>,
     totals: Totals,
     checkpoint: Option<Checkpoint>,
+    parent: Option<Parent>,
     repaired: Vec<String>,
     /// Size of the last snapshot written, to size the next buffer in one allocation.
     last_size: usize,
@@ -175,6 +178,19 @@ impl Session {
     /// Starts a new session with a fresh id and writes its file at once, so it can be
     /// resumed even if the first turn never completes.
     pub fn create(workspace: &Path) -> Result<Session, SessionError> {
+        Self::create_with(workspace, None)
+    }
+
+    /// Starts a sub-agent's session: like [`Session::create`], recording who started it.
+    pub fn create_child(workspace: &Path, parent: Parent) -> Result<Session, SessionError> {
+        parent.check().map_err(|reason| SessionError::Invalid {
+            id: parent.session_id.clone(),
+            reason,
+        })?;
+        Self::create_with(workspace, Some(parent))
+    }
+
+    fn create_with(workspace: &Path, parent: Option<Parent>) -> Result<Session, SessionError> {
         let workspace = canonical(workspace)?;
         let dir = fsutil::private_dir(&workspace, SESSIONS)
             .map_err(io_error(&sessions_dir(&workspace)))?;
@@ -189,6 +205,7 @@ impl Session {
             results: Vec::new(),
             totals: Totals::default(),
             checkpoint: None,
+            parent,
             repaired: Vec::new(),
             last_size: 0,
             _lock: lock,
@@ -230,6 +247,7 @@ impl Session {
             results: loaded.results,
             totals: loaded.totals,
             checkpoint: loaded.checkpoint,
+            parent: loaded.parent,
             repaired: loaded.repaired,
             last_size: loaded.size,
             _lock: lock,
@@ -237,9 +255,12 @@ impl Session {
     }
 
     /// Opens this workspace's most recently updated session. When that one is unreadable the
-    /// error says so rather than silently resuming an older conversation.
+    /// error says so rather than silently resuming an older conversation. Sub-agents'
+    /// sessions are passed over: the user's conversation is the one to continue.
     pub fn open_latest(workspace: &Path) -> Result<Session, SessionError> {
-        let newest = Self::list(workspace)?.into_iter().next();
+        let newest = Self::list(workspace)?
+            .into_iter()
+            .find(|info| info.parent.is_none());
         match newest {
             Some(info) => Self::open(workspace, &info.id),
             None => Err(SessionError::NotFound { id: None }),
@@ -336,6 +357,11 @@ impl Session {
         &mut self.totals
     }
 
+    /// Who started this session, when a sub-agent runs in it.
+    pub fn parent(&self) -> Option<&Parent> {
+        self.parent.as_ref()
+    }
+
     pub fn checkpoint(&self) -> Option<&Checkpoint> {
         self.checkpoint.as_ref()
     }
@@ -353,7 +379,7 @@ impl Session {
 
     /// Removes the files of a session that never received a message (the user opened and left),
     /// so `--continue` and `sessions` are not cluttered with empty ones. Keeps any other session.
-    pub fn discard_if_empty(self) -> Result<bool, SessionError> {
+    pub(crate) fn discard_if_empty(self) -> Result<bool, SessionError> {
         if !self.messages.is_empty() {
             return Ok(false);
         }
@@ -388,6 +414,7 @@ impl Session {
             },
             totals: &self.totals,
             checkpoint: self.checkpoint.as_ref(),
+            parent: self.parent.as_ref(),
         };
         let mut buf = Vec::with_capacity(self.last_size + self.last_size / 8 + 4096);
         serde_json::to_writer(&mut buf, &snapshot)
@@ -431,6 +458,7 @@ struct Loaded {
     results: Vec<(usize, ResultInfo)>,
     totals: Totals,
     checkpoint: Option<Checkpoint>,
+    parent: Option<Parent>,
     repaired: Vec<String>,
     size: usize,
 }
@@ -487,6 +515,7 @@ fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError>
         results,
         totals: snapshot.totals,
         checkpoint: snapshot.checkpoint,
+        parent: snapshot.parent,
         repaired: open,
         size: bytes.len(),
     })
@@ -535,6 +564,7 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         first_prompt: String::new(),
         path: path.to_path_buf(),
         problem: Some(problem),
+        parent: None,
     };
     let bytes = match read_confined(workspace, path) {
         Ok(bytes) => bytes,
@@ -567,5 +597,6 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         first_prompt,
         path: path.to_path_buf(),
         problem: None,
+        parent: snapshot.parent.map(|p| p.session_id),
     }
 }

@@ -5,13 +5,17 @@
 //! user; the agent asks for approval with what `prepare` describes, then calls `run`.
 
 pub mod bash;
-pub mod diff;
-pub mod edit;
+pub(crate) mod diff;
+pub(crate) mod edit;
+pub(crate) mod list;
 pub mod outputs;
 pub mod protected;
-pub mod read;
-pub mod secrets;
-pub mod write;
+pub(crate) mod read;
+pub(crate) mod search;
+pub(crate) mod secrets;
+pub mod skills;
+pub(crate) mod walk;
+pub(crate) mod write;
 
 pub use secrets::Secrets;
 
@@ -77,14 +81,14 @@ impl ToolOutput {
         }
     }
 
-    pub fn failed(content: impl Into<String>) -> Self {
+    pub(crate) fn failed(content: impl Into<String>) -> Self {
         Self {
             status: ToolStatus::Failed,
             content: content.into(),
         }
     }
 
-    pub fn interrupted(content: impl Into<String>) -> Self {
+    pub(crate) fn interrupted(content: impl Into<String>) -> Self {
         Self {
             status: ToolStatus::Interrupted,
             content: content.into(),
@@ -94,13 +98,13 @@ impl ToolOutput {
 
 /// Parses a tool's arguments into its typed struct; serde's message names the missing,
 /// unknown or mistyped field. Use with `#[serde(deny_unknown_fields)]` structs.
-pub fn parse_args<T: DeserializeOwned>(args: &serde_json::Value) -> Result<T, String> {
+pub(crate) fn parse_args<T: DeserializeOwned>(args: &serde_json::Value) -> Result<T, String> {
     T::deserialize(args).map_err(|e| format!("invalid arguments: {e}"))
 }
 
 /// A file's identity when a tool last read or wrote it, so `edit` can tell if it changed since.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fingerprint {
+pub(crate) struct Fingerprint {
     pub len: u64,
     pub modified: Option<std::time::SystemTime>,
     /// A hash of the content, so a same-size rewrite within one mtime tick is still caught.
@@ -108,7 +112,7 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
-    pub fn of(content: &[u8], meta: &std::fs::Metadata) -> Self {
+    pub(crate) fn of(content: &[u8], meta: &std::fs::Metadata) -> Self {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         content.hash(&mut h);
@@ -128,7 +132,7 @@ pub struct ToolCtx {
     /// `<workspace>/.minicode`, as a plain path. Anything written below it must go through
     /// `fsutil::private_dir`, which refuses a `.minicode` that links out of the workspace.
     pub data_dir: PathBuf,
-    /// Default bash timeout (a call may ask for up to `MAX_BASH_TIMEOUT`).
+    /// Default bash timeout (a call may ask for up to `defaults::BASH_TIMEOUT_CEILING`).
     pub bash_timeout: Duration,
     /// Environment variables removed from every child process (secrets).
     pub scrub_env: Vec<String>,
@@ -146,9 +150,6 @@ pub struct ToolCtx {
 pub const MAX_OUTPUT_LIMIT: usize = 64 * 1024;
 /// The least, however small the window.
 pub const MIN_OUTPUT_LIMIT: usize = 2 * 1024;
-
-/// The longest a single bash call may run, whatever it asks for.
-pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl ToolCtx {
     pub fn new(workspace: PathBuf, bash_timeout: Duration, scrub_env: Vec<String>) -> Self {
@@ -188,7 +189,7 @@ impl ToolCtx {
     }
 
     /// Records that the model has seen this file's current content.
-    pub fn remember(&self, path: &Path, fp: Fingerprint) {
+    pub(crate) fn remember(&self, path: &Path, fp: Fingerprint) {
         if let Ok(mut seen) = self.seen.lock() {
             seen.insert(path.to_path_buf(), fp);
         }
@@ -196,7 +197,7 @@ impl ToolCtx {
 
     /// Forgets every file seen: a new conversation has not read anything, so `edit` needs a
     /// fresh `read` before it changes a file again.
-    pub fn forget_seen(&self) {
+    pub(crate) fn forget_seen(&self) {
         // Even after a panic elsewhere poisoned the map, forgetting is always safe.
         match self.seen.lock() {
             Ok(mut seen) => seen.clear(),
@@ -205,7 +206,7 @@ impl ToolCtx {
     }
 
     /// The fingerprint recorded when the model last read or wrote this file.
-    pub fn recall(&self, path: &Path) -> Option<Fingerprint> {
+    pub(crate) fn recall(&self, path: &Path) -> Option<Fingerprint> {
         self.seen.lock().ok().and_then(|s| s.get(path).copied())
     }
 }
@@ -239,11 +240,11 @@ impl Catalog {
 }
 
 /// The group the built-in tools belong to.
-pub const BUILTIN_GROUP: &str = "builtin";
+pub(crate) const BUILTIN_GROUP: &str = "builtin";
 
 impl Registry {
     /// A registry holding `tools` in the [`BUILTIN_GROUP`].
-    pub fn new(tools: Vec<Box<dyn Tool>>) -> Self {
+    pub(crate) fn new(tools: Vec<Box<dyn Tool>>) -> Self {
         let tools = tools
             .into_iter()
             .map(|t| (BUILTIN_GROUP.to_string(), Arc::from(t)))
@@ -253,13 +254,16 @@ impl Registry {
         }
     }
 
-    /// The four built-in tools: `bash`, `read`, `write`, `edit`.
+    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list` and
+    /// `search`.
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(bash::Bash),
             Box::new(read::Read),
             Box::new(write::Write),
             Box::new(edit::Edit),
+            Box::new(list::List),
+            Box::new(search::Search),
         ])
     }
 

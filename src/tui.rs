@@ -5,13 +5,14 @@
 //! The UI is one more consumer of the core's events: it turns keys into `Op`s and events into
 //! state, and adds no agent logic. State and drawing live in `tui/state` and `tui/view`.
 
-pub mod commands;
-pub mod core_events;
+pub(crate) mod commands;
+pub(crate) mod core_events;
 pub mod input;
 pub mod markdown;
 pub mod segment;
 pub mod state;
-pub mod terminal;
+pub(crate) mod subagents;
+pub(crate) mod terminal;
 pub mod transcript;
 pub mod trust_prompt;
 pub mod view;
@@ -33,14 +34,14 @@ use crate::protocol::{Event, Op};
 use state::{Effect, Msg, State};
 
 /// The shortest time between two frames (coalesces streaming redraws to ~30 fps).
-pub const FRAME: Duration = Duration::from_millis(33);
+pub(crate) const FRAME: Duration = Duration::from_millis(33);
 /// How long to wait for the core to save and stop on exit.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 /// Agent events handled before a frame may be drawn, so a flood cannot starve input.
 const EVENT_BATCH: usize = 4096;
 
 /// How the session starts.
-pub struct Options {
+pub(crate) struct Options {
     pub model: String,
     pub context_window: u64,
     /// How many of the last turns to print to the normal screen on exit (None = all, Some(0) = none).
@@ -49,7 +50,7 @@ pub struct Options {
 
 /// What the caller needs after the session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub session_id: Option<String>,
     /// The signal that ended the session (SIGTERM, SIGHUP, SIGINT), if one did; the CLI turns
     /// it into a failure exit code.
@@ -58,7 +59,7 @@ pub struct Outcome {
 
 /// Runs the session until the user exits. Sends `Op::Shutdown` on exit and waits (bounded) for
 /// `Event::ShutdownComplete`. Returns the session id last seen (for the "resume with" line).
-pub async fn run(handle: AgentHandle, options: Options) -> io::Result<Outcome> {
+pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Outcome> {
     let (ops, mut events) = handle.split();
     let mut state = State::new(&options.model, options.context_window);
     let guard = terminal::Guard::enter(true)?;

@@ -5,15 +5,13 @@
 
 use crate::chat::Usage;
 
-/// Default context window when the configuration names none.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 262_144;
 /// Default free space kept for the reply and for estimate error, for large windows.
 pub const DEFAULT_RESERVE_TOKENS: u64 = 16_384;
 /// Default size of the recent history kept verbatim by compaction, for large windows.
 pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 /// The smallest window compaction can work in: below it the system prompt, memory and one
 /// exchange leave no room for anything.
-pub const MIN_CONTEXT_WINDOW: u64 = 2048;
+pub(crate) const MIN_CONTEXT_WINDOW: u64 = 2048;
 
 /// The smallest reply room a main request is sent with. Less than this left in the window
 /// triggers compaction first, whatever the configured reserve.
@@ -85,7 +83,7 @@ impl Budget {
 
     /// Default reserve and keep-recent for `window`, with no explicit values (never fails;
     /// a window below the minimum simply leaves little room).
-    pub fn for_window(window: u64) -> Self {
+    pub(crate) fn for_window(window: u64) -> Self {
         Self::derive(window, None, None)
     }
 

@@ -18,7 +18,7 @@ use crate::provider::{ChatRequest, Provider, ProviderError, Reply};
 use crate::session::Checkpoint;
 
 /// The summariser's system prompt.
-pub const SUMMARY_SYSTEM_PROMPT: &str = "You keep the working notes of a coding agent. The \
+pub(crate) const SUMMARY_SYSTEM_PROMPT: &str = "You keep the working notes of a coding agent. The \
 agent's earlier conversation is about to be removed from its context, and your notes are all it \
 will have of it. You do not continue the conversation, answer its questions or call tools: you \
 only write the notes.";
@@ -256,7 +256,7 @@ fn accept(reply: &Reply) -> Result<String, CompactError> {
 
 /// The user prompt of one summary call. `part` counts from 1; `more` says another chunk
 /// follows, so the notes must not treat this one as the end of the conversation.
-pub fn summary_prompt(
+pub(crate) fn summary_prompt(
     previous: Option<&str>,
     chunk: &str,
     instructions: Option<&str>,

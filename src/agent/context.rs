@@ -62,10 +62,14 @@ fn boundary_by(messages: &[Message], keep: u64, estimate: impl Fn(usize) -> u64)
 /// The text of the ledger + summary message. The first request and the latest user message are
 /// quoted verbatim because summaries lose them: that is the failure users of other agents
 /// report most.
-pub fn ledger_text(
+///
+/// `loaded_skills` are the skills loaded in the compacted part: their instructions are gone
+/// from the context, so the ledger names them for the model to load again when it needs them.
+pub(crate) fn ledger_text(
     summary: &str,
     first_request: Option<&str>,
     latest_request: Option<&str>,
+    loaded_skills: &[String],
 ) -> String {
     let mut text = String::from(
         "<task-ledger>\nThe earlier conversation was compacted. The user's own words below are \
@@ -81,6 +85,14 @@ pub fn ledger_text(
         text.push_str("<latest-user-message>\n");
         text.push_str(latest);
         text.push_str("\n</latest-user-message>\n");
+    }
+    if !loaded_skills.is_empty() {
+        text.push_str(
+            "<loaded-skills>\nSkills loaded earlier, whose instructions were compacted away \
+             (call the `skill` tool again to reload one the task still needs): ",
+        );
+        text.push_str(&loaded_skills.join(", "));
+        text.push_str("\n</loaded-skills>\n");
     }
     text.push_str("</task-ledger>\n<summary>\n");
     text.push_str(summary);
@@ -155,7 +167,7 @@ impl Context {
 
     /// Re-counts the tool declarations after the set of tools changed (an MCP server's tools
     /// joined, a goal added its tools).
-    pub fn set_tools(&mut self, tools: &[ToolSpec]) {
+    pub(crate) fn set_tools(&mut self, tools: &[ToolSpec]) {
         self.tools_tokens = estimate_tools(tools);
     }
 
@@ -195,12 +207,13 @@ impl Context {
             };
             self.ledger_quotes_latest = latest.is_some();
             let text = |at: usize| before[at].text();
-            ledger_text(&c.summary, first.map(text), latest.map(text))
+            let skills = crate::tools::skills::loaded_in(before);
+            ledger_text(&c.summary, first.map(text), latest.map(text), &skills)
         });
         self.rebuild_lead();
     }
 
-    pub fn memory_message(&self) -> Option<&Message> {
+    pub(crate) fn memory_message(&self) -> Option<&Message> {
         self.memory.as_ref()
     }
 

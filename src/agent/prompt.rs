@@ -1,10 +1,13 @@
 //! The system prompt. Rebuilt at every start (never stored in sessions), so a resumed session
-//! always runs with the current rules.
+//! always runs with the current rules (and the skills found at this start).
 
 use std::path::Path;
 
+use crate::chat::estimate_text;
+use crate::tools::skills::{NAMES_ONLY_TOKENS, Skills};
+
 /// Builds the system prompt for a workspace.
-pub fn system_prompt(workspace: &Path) -> String {
+pub(crate) fn system_prompt(workspace: &Path) -> String {
     format!(
         "You are minicode, a coding agent working in the user's project through tools.\n\
          \n\
@@ -14,7 +17,8 @@ pub fn system_prompt(workspace: &Path) -> String {
          How to work:\n\
          - Use `read` to look at files before changing them; use `edit` for small changes and \
          `write` for new files or full rewrites. Paths are relative to the workspace root.\n\
-         - Use `bash` to explore (ls, rg, git) and to build and test. Each call starts a fresh \
+         - Use `list` and `search` to explore the files (they need no approval and honour \
+         .gitignore); use `bash` to build, test and run git. Each bash call starts a fresh \
          shell in the workspace root, so `cd` does not carry over: use `cd dir && cmd`.\n\
          - The user approves commands and file changes. If a call is denied, respect the \
          reason and adjust your plan instead of retrying the same thing.\n\
@@ -24,4 +28,76 @@ pub fn system_prompt(workspace: &Path) -> String {
         workspace = workspace.display(),
         os = std::env::consts::OS,
     )
+}
+
+/// Added to the main agent's prompt when it may delegate.
+pub(crate) const DELEGATE_RULES: &str = "Sub-agents:\n\
+- `delegate` runs up to 4 independent, read-only investigations at once, each in a fresh \
+sub-agent that sees only the instruction and context you give it. Use it for broad \
+exploration (several areas of the code, long searches) and to keep this conversation short; \
+do small lookups yourself. Sub-agents cannot change files, run commands or ask the user.";
+
+/// The system prompt of a sub-agent: a fresh, read-only worker with one task.
+pub(crate) fn subagent_prompt(workspace: &Path) -> String {
+    format!(
+        "You are a sub-agent of minicode, a coding agent. Another agent delegated one task to \
+         you; it sees only your final reply, not your tool calls.\n\
+         \n\
+         Workspace: {workspace}\n\
+         Platform: {os}\n\
+         \n\
+         How to work:\n\
+         - You can only read: `list` and `search` to find files and code, `read` to look at \
+         them. Paths are relative to the workspace root. You cannot change files, run \
+         commands or ask anyone anything.\n\
+         - Investigate until you can answer, then reply with a final answer that stands on \
+         its own: concrete findings with file paths and line numbers, and what you could not \
+         find out. Keep it concise.\n\
+         - Project memory (`MiniCode.md`), when there is one, is shown to you; read its detail \
+         files under `.minicode/memory/` with `read` when they matter.\n\
+         - Never print secrets such as API keys.",
+        workspace = workspace.display(),
+        os = std::env::consts::OS,
+    )
+}
+
+/// The system prompt's list of skills: names with descriptions while they fit the metadata
+/// budget (`tools::skills::METADATA_TOKENS`, decided at discovery), then names only, and one
+/// line on how to load one. `None` without skills. Bodies are never part of it: they are
+/// loaded on demand, which is what keeps the first request small.
+pub fn skills_section(skills: &Skills) -> Option<String> {
+    if skills.is_empty() {
+        return None;
+    }
+    let mut text = String::from(
+        "Skills (instructions for particular tasks, loaded on demand):\n\
+         Before a task one of these covers, call the `skill` tool with its name to load its \
+         instructions, then follow them.\n",
+    );
+    let mut names_only = Vec::new();
+    for skill in skills.all() {
+        if skill.described {
+            text.push_str(&format!("- {}: {}\n", skill.name, skill.description));
+        } else {
+            names_only.push(skill.name.as_str());
+        }
+    }
+    if !names_only.is_empty() {
+        let mut line = String::from("More skills (by name only):");
+        let mut shown = 0;
+        for name in &names_only {
+            if estimate_text(&line) + estimate_text(name) + 1 > NAMES_ONLY_TOKENS {
+                break;
+            }
+            line.push_str(if shown == 0 { " " } else { ", " });
+            line.push_str(name);
+            shown += 1;
+        }
+        if shown < names_only.len() {
+            line.push_str(&format!(" … and {} more", names_only.len() - shown));
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Some(text.trim_end().to_string())
 }

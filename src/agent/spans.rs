@@ -30,22 +30,28 @@ pub(crate) struct Content<'a> {
     pub secrets: &'a Secrets,
 }
 
-/// The span of one user turn: the root of its trace.
-pub(crate) fn turn(session_id: &str) -> Span {
-    tracing::info_span!(
+/// The span of one user turn: the root of its trace, or, for a sub-agent (`child`), nested
+/// under its `subagent` span. Only a root turn carries `session.id`, the attribute back ends
+/// such as Langfuse group a trace's session by: a child's must not regroup its parent's trace.
+pub(crate) fn turn(session_id: &str, child: bool) -> Span {
+    let span = tracing::info_span!(
         "turn",
         "otel.name" = "invoke_agent minicode",
         "gen_ai.operation.name" = "invoke_agent",
         "gen_ai.agent.name" = "minicode",
         "gen_ai.conversation.id" = session_id,
-        "session.id" = session_id,
+        "session.id" = Empty,
         "minicode.turn.end" = Empty,
         "minicode.turn.model_calls" = Empty,
         "minicode.turn.tool_calls" = Empty,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
         "otel.status_code" = Empty,
-    )
+    );
+    if !child {
+        span.record("session.id", session_id);
+    }
+    span
 }
 
 /// Records how a turn ended, its counts and its token totals (summary calls excluded).
@@ -242,9 +248,8 @@ pub(crate) fn end_compaction_failed(span: &Span, error: &CompactError) {
     }
 }
 
-/// The span a sub-agent's run lives in, around the child's own `turn` span. Its fields are the
-/// contract docs/telemetry.md states; the `delegate` tool opens it for each child.
-#[allow(dead_code, reason = "opened by the delegate tool (issue 11 part 2)")]
+/// The span a sub-agent's run lives in, around the child's own `turn` span; the `delegate`
+/// tool opens it for each child.
 pub(crate) fn subagent(task_id: &str, child_session_id: &str) -> Span {
     tracing::info_span!(
         "subagent",
@@ -260,7 +265,6 @@ pub(crate) fn subagent(task_id: &str, child_session_id: &str) -> Span {
 
 /// Records how a child ended (`completed`, `failed`, `timed_out`, `interrupted`); `failed`
 /// and `timed_out` are errors.
-#[allow(dead_code, reason = "recorded by the delegate tool (issue 11 part 2)")]
 pub(crate) fn end_subagent(span: &Span, status: &'static str) {
     span.record("minicode.subagent.status", status);
     if matches!(status, "failed" | "timed_out") {

@@ -6,6 +6,7 @@
 //! its calls (an empty reply counts as failed); every tool call in history gets exactly one
 //! result, in call order, even when the turn is interrupted halfway through a batch.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::StreamExt;
@@ -57,13 +58,17 @@ pub(crate) async fn run(
         stats.wall = started.elapsed();
         return (TurnEnd::Failed { error }, stats);
     }
-    let span = spans::turn(core.session.id());
+    let triggered = core.triggered_skills(&input);
+    let span = spans::turn(core.session.id(), core.session.parent().is_some());
     let ctx = core.tool_ctx.clone();
     let content = core.content(&ctx);
     if let Some(content) = content {
         content.turn_text(&span, Role::User, &input);
     }
     core.session.push(Message::user(input));
+    // A skill whose trigger the message names joins history right after it, before the
+    // first request (see agent/skills.rs).
+    core.load_triggered(triggered).await;
     let end = async {
         let mut round: u32 = 0;
         loop {
@@ -255,7 +260,6 @@ async fn stream_reply(
             };
             match next {
                 Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
-                Some(Ok(StreamEvent::ToolCallStarted { .. })) => {}
                 Some(Ok(StreamEvent::Retrying {
                     attempt,
                     max_attempts,
@@ -354,12 +358,13 @@ async fn run_batch(
             return true;
         }
         stats.tool_calls += 1;
-        let (summary, output) = run_call(core, call, cancel, decisions).await;
+        let (summary, output) = run_call(core, call, cancel, decisions, stats).await;
         core.emit(Event::ToolCallEnded {
             call: call.id.clone(),
             status: output.status,
             output: output.content.clone(),
         });
+        core.note_skill_call(call, &output);
         core.session
             .push_result(call.id.clone(), output.content, output.status, summary);
         if index + 1 < calls.len() {
@@ -376,6 +381,7 @@ async fn run_call(
     call: &ToolCall,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+    stats: &mut TurnStats,
 ) -> (Option<String>, ToolOutput) {
     let span = spans::tool_call(call, &core.tool_ctx.secrets);
     let ctx = core.tool_ctx.clone();
@@ -383,7 +389,7 @@ async fn run_call(
     if let Some(content) = content {
         content.tool_arguments(&span, &call.arguments);
     }
-    let (summary, output) = prepare_and_run(core, call, cancel, decisions)
+    let (summary, output) = prepare_and_run(core, call, cancel, decisions, stats)
         .instrument(span.clone())
         .await;
     spans::end_tool_call(&span, output.status);
@@ -400,6 +406,7 @@ async fn prepare_and_run(
     call: &ToolCall,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+    stats: &mut TurnStats,
 ) -> (Option<String>, ToolOutput) {
     let (tool, args) = match core.registry.resolve(&call.name, &call.arguments) {
         Ok(found) => found,
@@ -451,7 +458,23 @@ async fn prepare_and_run(
             }
         }
     }
-    let mut output = tool.run(args, &core.tool_ctx, cancel.child_token()).await;
+    let subagents = core.options.subagents.clone();
+    let ours = core
+        .delegate
+        .as_ref()
+        .is_some_and(|d| Arc::ptr_eq(d, &tool));
+    let mut output = match subagents.filter(|_| ours) {
+        // The core's own `delegate`: its children need the core, not just a tool context.
+        Some(subagents) => {
+            let (output, tally) =
+                super::delegate::run(core, &subagents, &call.id, &args, cancel.child_token()).await;
+            stats.subagents += tally.children;
+            stats.subagent_calls += tally.model_calls;
+            stats.subagent_tokens.merge(&tally.tokens);
+            output
+        }
+        None => tool.run(args, &core.tool_ctx, cancel.child_token()).await,
+    };
     output.content = core.tool_ctx.secrets.redact(output.content);
     (summary, output)
 }

@@ -68,7 +68,7 @@ pub fn history_prefix(messages: &[Message]) -> Result<(), ValidationError> {
 /// about to enter history. A model may emit broken arguments; the call is rejected with a
 /// result explaining why, but the broken text must not stay in history, or every later request
 /// (which servers would refuse) fails validation. Returns how many calls were changed.
-pub fn normalize_arguments(message: &mut Message) -> usize {
+pub(crate) fn normalize_arguments(message: &mut Message) -> usize {
     let mut changed = 0;
     for call in &mut message.tool_calls {
         if !is_json_object(&call.arguments) {
@@ -82,7 +82,7 @@ pub fn normalize_arguments(message: &mut Message) -> usize {
 /// Gives every call in a reply a distinct, non-empty id (a server that repeats or omits ids
 /// would otherwise leave a history no later request could validate). Renamed calls get
 /// `<id>_<n>`; returns how many were renamed.
-pub fn unique_call_ids(calls: &mut [crate::chat::ToolCall]) -> usize {
+pub(crate) fn unique_call_ids(calls: &mut [crate::chat::ToolCall]) -> usize {
     let mut seen = std::collections::HashSet::new();
     let mut renamed = 0;
     for index in 0..calls.len() {

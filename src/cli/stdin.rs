@@ -103,22 +103,18 @@ fn stdin_kind() -> Kind {
 fn first_byte_within(wait: Duration) -> bool {
     let deadline = std::time::Instant::now() + wait;
     loop {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let mut fd = libc::pollfd {
-            fd: libc::STDIN_FILENO,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: poll reads and writes exactly the one pollfd it is given, which lives on
-        // this stack frame for the duration of the call.
-        #[allow(unsafe_code)]
-        let rc = unsafe { libc::poll(&mut fd, 1, ms) };
-        if rc > 0 {
-            return true; // data, end of file (POLLHUP) or an error the read will report
-        }
-        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return false;
+        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+        let stdin = std::io::stdin();
+        let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, timeout) {
+            // Data, end of file (POLLHUP) or an error the read will report.
+            Ok(n) if n > 0 => return true,
+            Ok(_) => return false,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return false,
         }
     }
 }

@@ -30,6 +30,8 @@ pub(super) struct FileConfig {
     #[serde(default)]
     pub ui: UiTable,
     #[serde(default)]
+    pub subagents: SubagentsTable,
+    #[serde(default)]
     pub telemetry: TelemetryTable,
 }
 
@@ -63,6 +65,13 @@ pub(super) struct ToolsTable {
 pub(super) struct ContextTable {
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SubagentsTable {
+    pub max_concurrent: Option<u32>,
+    pub timeout_secs: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::file::{
-    self, ContextTable, FileConfig, ModelTable, TelemetryTable, ToolsTable, UiTable,
+    self, ContextTable, FileConfig, ModelTable, SubagentsTable, TelemetryTable, ToolsTable, UiTable,
 };
 use super::trust::{self, Trust};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
@@ -26,7 +26,7 @@ pub(super) struct Layers {
 impl Layers {
     /// How an error about `field` names its source: the file that set it, else the files read,
     /// else "the environment".
-    pub fn origin(&self, field: &str) -> String {
+    pub(crate) fn origin(&self, field: &str) -> String {
         if let Some(path) = self.origins.get(field) {
             return format!("config file {}", path.display());
         }
@@ -203,6 +203,7 @@ impl Layers {
             tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns,
+            subagents.max_concurrent, subagents.timeout_secs,
             telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
             telemetry.service_name, telemetry.include_content,
         );
@@ -238,6 +239,11 @@ impl Layers {
             ui: UiTable {
                 exit_transcript_turns: _,
             },
+            subagents:
+                SubagentsTable {
+                    max_concurrent: _,
+                    timeout_secs: _,
+                },
             telemetry:
                 TelemetryTable {
                     otlp_endpoint: _,

@@ -6,12 +6,11 @@
 use std::time::Duration;
 
 use super::layers::Layers;
+use crate::defaults;
+
 use super::{
-    Config, ConfigError, DEFAULT_BASH_TIMEOUT_SECS, DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_ROUNDS,
-    DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_OUTPUTS_MAX_AGE_DAYS,
-    DEFAULT_OUTPUTS_MAX_BYTES, DEFAULT_OUTPUTS_MAX_FILE_BYTES, DEFAULT_REQUEST_TIMEOUT_SECS,
-    DEFAULT_STREAM_IDLE_TIMEOUT_SECS, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
-    MAX_BASH_TIMEOUT_SECS, Overrides, ProviderKind, Secret,
+    Config, ConfigError, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, Overrides, ProviderKind,
+    Secret,
 };
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -45,6 +44,8 @@ pub(super) fn resolve(
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
         outputs_max_bytes: limits.outputs_max_bytes,
         outputs_max_age: limits.outputs_max_age,
+        subagents_max_concurrent: limits.subagents_max_concurrent,
+        subagents_timeout: limits.subagents_timeout,
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
@@ -77,6 +78,8 @@ struct Limits {
     outputs_max_file_bytes: u64,
     outputs_max_bytes: u64,
     outputs_max_age: Duration,
+    subagents_max_concurrent: usize,
+    subagents_timeout: Duration,
 }
 
 fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
@@ -93,59 +96,79 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
     };
     let context_window = positive(
         f.model.context_window,
-        DEFAULT_CONTEXT_WINDOW,
+        defaults::CONTEXT_WINDOW,
         "model.context_window",
     )?;
     let max_tokens = positive(
         f.model.max_tokens.map(u64::from),
-        u64::from(DEFAULT_MAX_TOKENS),
+        u64::from(defaults::MAX_TOKENS),
         "model.max_tokens",
     )?;
     let request_timeout = positive(
         f.model.request_timeout_secs,
-        DEFAULT_REQUEST_TIMEOUT_SECS,
+        defaults::REQUEST_TIMEOUT.as_secs(),
         "model.request_timeout_secs",
     )?;
     let max_tool_calls = positive(
         f.model.max_tool_calls.map(u64::from),
-        u64::from(DEFAULT_MAX_TOOL_CALLS),
+        defaults::MAX_TOOL_CALLS as u64,
         "model.max_tool_calls",
     )?;
     let stream_idle = positive(
         f.model.stream_idle_timeout_secs,
-        DEFAULT_STREAM_IDLE_TIMEOUT_SECS,
+        defaults::STREAM_IDLE_TIMEOUT.as_secs(),
         "model.stream_idle_timeout_secs",
     )?;
     let bash_secs = positive(
         f.tools.bash_timeout_secs,
-        DEFAULT_BASH_TIMEOUT_SECS,
+        defaults::BASH_TIMEOUT.as_secs(),
         "tools.bash_timeout_secs",
     )?;
-    if bash_secs > MAX_BASH_TIMEOUT_SECS {
+    if bash_secs > defaults::BASH_TIMEOUT_CEILING.as_secs() {
         return Err(invalid(
             "tools.bash_timeout_secs",
-            format!("must be at most {MAX_BASH_TIMEOUT_SECS}"),
+            format!(
+                "must be at most {}",
+                defaults::BASH_TIMEOUT_CEILING.as_secs()
+            ),
         ));
     }
     let max_rounds = positive(
         f.tools.max_rounds.map(u64::from),
-        u64::from(DEFAULT_MAX_ROUNDS),
+        u64::from(defaults::MAX_ROUNDS),
         "tools.max_rounds",
     )?;
     let outputs_max_file_bytes = positive(
         f.tools.outputs_max_file_bytes,
-        DEFAULT_OUTPUTS_MAX_FILE_BYTES,
+        defaults::OUTPUTS_MAX_FILE_BYTES,
         "tools.outputs_max_file_bytes",
     )?;
     let outputs_max_bytes = positive(
         f.tools.outputs_max_bytes,
-        DEFAULT_OUTPUTS_MAX_BYTES,
+        defaults::OUTPUTS_MAX_BYTES,
         "tools.outputs_max_bytes",
     )?;
     let outputs_max_age_days = positive(
         f.tools.outputs_max_age_days,
-        DEFAULT_OUTPUTS_MAX_AGE_DAYS,
+        defaults::OUTPUTS_MAX_AGE_DAYS,
         "tools.outputs_max_age_days",
+    )?;
+    let subagents_max_concurrent = positive(
+        f.subagents.max_concurrent.map(u64::from),
+        defaults::SUBAGENTS_MAX_CONCURRENT as u64,
+        "subagents.max_concurrent",
+    )?;
+    let ceiling = defaults::SUBAGENTS_MAX_CONCURRENT_CEILING;
+    if subagents_max_concurrent > ceiling as u64 {
+        return Err(invalid(
+            "subagents.max_concurrent",
+            format!("must be at most {ceiling}"),
+        ));
+    }
+    let subagents_timeout = positive(
+        f.subagents.timeout_secs,
+        defaults::SUBAGENTS_TIMEOUT.as_secs(),
+        "subagents.timeout_secs",
     )?;
     for (value, field) in [
         (f.context.reserve_tokens, "context.reserve_tokens"),
@@ -170,6 +193,9 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         outputs_max_file_bytes,
         outputs_max_bytes,
         outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
+        // Checked against the ceiling above.
+        subagents_max_concurrent: usize::try_from(subagents_max_concurrent).unwrap_or(1),
+        subagents_timeout: Duration::from_secs(subagents_timeout),
     })
 }
 

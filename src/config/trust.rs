@@ -28,7 +28,7 @@ pub enum Trust {
 impl Trust {
     /// The one question every repository-supplied capability asks before it may run code or
     /// reach the network.
-    pub fn is_trusted(self) -> bool {
+    pub(crate) fn is_trusted(self) -> bool {
         self == Trust::Trusted
     }
 }
@@ -81,6 +81,12 @@ pub(super) fn lookup_lenient(user_file: Option<&Path>, launch_dir: &Path) -> Tru
         .ok()
         .and_then(|parsed| lookup(parsed.trusted_workspaces.as_deref(), file, launch_dir).ok())
         .unwrap_or(Trust::Untrusted)
+}
+
+/// Whether the user trusts `launch_dir`, for commands that need no model (`minicode skills`):
+/// read from the user's file alone, and any problem reading it means untrusted.
+pub fn workspace_trust(env: &dyn Fn(&str) -> Option<String>, launch_dir: &Path) -> Trust {
+    lookup_lenient(user_config_path(env).as_deref(), launch_dir)
 }
 
 fn canonical(path: &Path) -> PathBuf {

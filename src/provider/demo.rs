@@ -27,7 +27,7 @@ const CHANGE_WORDS: &[&str] = &[
 const LIST_COMMAND: &str = "find . -maxdepth 2 -type f -not -path './.git/*' -not -path './target/*' \
 -not -path './.minicode/*' -not -path './node_modules/*' | sort | head -n 200";
 
-pub struct Demo {
+pub(crate) struct Demo {
     piece_delay: Duration,
 }
 
@@ -39,26 +39,11 @@ impl Default for Demo {
     }
 }
 
-impl Demo {
-    /// A demo model that streams without pauses (for tests and benchmarks).
-    pub fn instant() -> Self {
-        Self {
-            piece_delay: Duration::ZERO,
-        }
-    }
-}
-
 impl Provider for Demo {
     fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
         let reply = plan(request);
         let delay = self.piece_delay;
         let mut events: Vec<StreamEvent> = chunk_text(&reply.text).map(StreamEvent::Text).collect();
-        for (index, call) in reply.tool_calls.iter().enumerate() {
-            events.push(StreamEvent::ToolCallStarted {
-                index,
-                name: call.name.clone(),
-            });
-        }
         events.push(StreamEvent::Done(reply));
         Box::pin(stream::unfold(
             events.into_iter(),

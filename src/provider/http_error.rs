@@ -23,7 +23,7 @@ fn scrubbable(key: Option<&str>) -> Option<&str> {
 }
 
 /// `text` with every occurrence of the key replaced.
-pub fn redact<'a>(text: &'a str, key: Option<&str>) -> Cow<'a, str> {
+pub(crate) fn redact<'a>(text: &'a str, key: Option<&str>) -> Cow<'a, str> {
     match scrubbable(key) {
         Some(key) if text.contains(key) => Cow::Owned(text.replace(key, REDACTED)),
         _ => Cow::Borrowed(text),
@@ -63,7 +63,7 @@ pub(crate) fn quote(text: &str, key: Option<&str>, max: usize) -> String {
 
 /// Replaces the key wherever a server echoed it back: the last guard on every error that
 /// leaves the provider. Text from error bodies was already redacted before it was cut.
-pub fn scrub(e: ProviderError, key: Option<&str>) -> ProviderError {
+pub(crate) fn scrub(e: ProviderError, key: Option<&str>) -> ProviderError {
     let Some(key) = scrubbable(key) else {
         return e;
     };
@@ -115,7 +115,7 @@ pub fn scrub(e: ProviderError, key: Option<&str>) -> ProviderError {
 }
 
 /// `retry-after-ms` (OpenAI's precise form) or `Retry-After` in seconds or as an HTTP date.
-pub fn retry_after_ms(headers: &HeaderMap) -> Option<u64> {
+pub(crate) fn retry_after_ms(headers: &HeaderMap) -> Option<u64> {
     let get = |name: &str| {
         headers
             .get(name)
@@ -288,7 +288,11 @@ pub fn error_from_response(
 /// a numeric `code` in the HTTP range is taken as the status, otherwise the status is inferred
 /// from `type` and `code` (OpenAI's `rate_limit_exceeded`, vLLM's `BadRequestError`, …) so the
 /// error is classified and retried exactly as the same answer with an HTTP status would be.
-pub fn error_from_payload(status: Option<u16>, error: &Value, key: Option<&str>) -> ProviderError {
+pub(crate) fn error_from_payload(
+    status: Option<u16>,
+    error: &Value,
+    key: Option<&str>,
+) -> ProviderError {
     let info = ErrorInfo::from_value(error, key);
     let status = status
         .or(info.status_code.filter(|c| (400..600).contains(c)))

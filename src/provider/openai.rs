@@ -23,9 +23,7 @@ use super::retry::{self, ByteStream, Policy, StreamLimits};
 use super::sse::{Decoder, ReplyLimits, WireUsage, check_calls, reply_too_large};
 use super::{ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture};
 use crate::chat::{Message, ToolCall, ToolSpec};
-
-/// The deadline of one model call unless configured otherwise.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+use crate::defaults;
 
 /// Sent with every request, so server operators can tell who is calling.
 const USER_AGENT: &str = concat!("minicode/", env!("CARGO_PKG_VERSION"));
@@ -60,11 +58,11 @@ impl Default for OpenAiOptions {
             base_url: String::new(),
             api_key: None,
             model: String::new(),
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            stream_idle_timeout: Duration::from_secs(300),
+            request_timeout: defaults::REQUEST_TIMEOUT,
+            stream_idle_timeout: defaults::STREAM_IDLE_TIMEOUT,
             limits: ReplyLimits::default(),
-            max_attempts: 4,
-            retry_base_delay: Duration::from_millis(500),
+            max_attempts: defaults::RETRY_ATTEMPTS,
+            retry_base_delay: defaults::RETRY_BASE_DELAY,
         }
     }
 }

@@ -19,7 +19,7 @@ use super::sse::{Decoder, ReplyLimits};
 use super::{EventStream, ProviderError, StreamEvent};
 
 /// Response body bytes of one attempt; errors are already mapped (mid-stream → `Network`).
-pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
+pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
 
 /// When and how often to send a request again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,10 +37,10 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Self {
         Self {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(30),
-            retry_after_cap: Duration::from_secs(60),
+            max_attempts: crate::defaults::RETRY_ATTEMPTS,
+            base_delay: crate::defaults::RETRY_BASE_DELAY,
+            max_delay: crate::defaults::RETRY_MAX_DELAY,
+            retry_after_cap: crate::defaults::RETRY_AFTER_CAP,
         }
     }
 }
@@ -59,13 +59,16 @@ impl Policy {
     }
 
     /// Whether another attempt follows failed attempt `failed` with this error.
-    pub fn should_retry(&self, failed: u32, err: &ProviderError) -> bool {
+    pub(crate) fn should_retry(&self, failed: u32, err: &ProviderError) -> bool {
         failed < self.max_attempts && err.is_retryable()
     }
 }
 
 /// Runs `call` until it succeeds, fails for good, or attempts run out (non-streaming calls).
-pub async fn call_with_retry<T, F, Fut>(policy: Policy, mut call: F) -> Result<T, ProviderError>
+pub(crate) async fn call_with_retry<T, F, Fut>(
+    policy: Policy,
+    mut call: F,
+) -> Result<T, ProviderError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, ProviderError>>,
@@ -87,7 +90,7 @@ where
 
 /// Limits of one streamed call.
 #[derive(Debug, Clone, Copy)]
-pub struct StreamLimits {
+pub(crate) struct StreamLimits {
     pub policy: Policy,
     /// Longest silence (no bytes at all, heartbeats included) before the call times out.
     pub idle_timeout: Duration,
@@ -136,7 +139,7 @@ enum State<F> {
 /// body is returned nothing is retried, and `decoder` reads it. The whole call ends at
 /// `limits.deadline` (counted from the first poll), whatever the server sends. The stream ends
 /// with one `Done` or one `Err`.
-pub fn drive<F, Fut>(
+pub(crate) fn drive<F, Fut>(
     limits: StreamLimits,
     decoder: Decoder,
     open: F,

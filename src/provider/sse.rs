@@ -223,7 +223,7 @@ impl Decoder {
     }
 
     /// A decoder with these reply bounds that scrubs `key` from in-stream error messages.
-    pub fn with(limits: ReplyLimits, key: Option<Arc<str>>) -> Self {
+    pub(crate) fn with(limits: ReplyLimits, key: Option<Arc<str>>) -> Self {
         Self {
             parser: Parser::new(),
             assembler: Assembler::with(limits, key),
@@ -241,7 +241,7 @@ impl Decoder {
     }
 
     /// Whether `[DONE]` was seen (the `Done` event was produced).
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.assembler.is_done()
     }
 

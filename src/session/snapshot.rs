@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::chat::{Message, Role, ToolStatus};
 
 use super::stored::{History, HistoryRef};
-use super::{Checkpoint, SNAPSHOT_VERSION, Totals};
+use super::{Checkpoint, SNAPSHOT_VERSION, Totals, is_valid_id};
 
 /// The tool result put in place of a call whose outcome was lost (the process died while it
 /// ran). It tells the model the truth: the call may or may not have had effects.
@@ -33,6 +33,10 @@ pub(super) struct Snapshot {
     pub totals: Totals,
     #[serde(default)]
     pub checkpoint: Option<Checkpoint>,
+    /// Set on a sub-agent's session: who started it. Absent from every other file, so files
+    /// written before sub-agents existed load unchanged (no version step needed).
+    #[serde(default)]
+    pub parent: Option<Parent>,
 }
 
 /// The same shape, borrowed, for writing without cloning the history.
@@ -46,6 +50,39 @@ pub(super) struct SnapshotRef<'a> {
     pub messages: HistoryRef<'a>,
     pub totals: &'a Totals,
     pub checkpoint: Option<&'a Checkpoint>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<&'a Parent>,
+}
+
+/// Where a sub-agent's session came from: the parent session, the parent's `delegate` call
+/// and the task's id in it. Stored in the child's snapshot, so a child's file can be traced
+/// back to the call that started it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Parent {
+    pub session_id: String,
+    pub call_id: String,
+    pub task_id: String,
+}
+
+/// The longest call or task id a parent record keeps (ids come from the model).
+const MAX_PARENT_ID_BYTES: usize = 256;
+
+impl Parent {
+    /// The record is one minicode could have written.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if !is_valid_id(&self.session_id) {
+            return Err("`parent.session_id` is not a session id".to_string());
+        }
+        for (label, value) in [("call_id", &self.call_id), ("task_id", &self.task_id)] {
+            if value.is_empty() || value.len() > MAX_PARENT_ID_BYTES {
+                return Err(format!(
+                    "`parent.{label}` must have 1 to {MAX_PARENT_ID_BYTES} bytes"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Only the version, read first so an unknown future format is refused with a clear message
@@ -232,6 +269,9 @@ pub(super) fn validate(
     let open = check_history(&snapshot.messages.messages).map_err(Problem::Corrupt)?;
     if let Some(checkpoint) = &snapshot.checkpoint {
         check_checkpoint(checkpoint, &snapshot.messages.messages).map_err(Problem::Corrupt)?;
+    }
+    if let Some(parent) = &snapshot.parent {
+        parent.check().map_err(Problem::Corrupt)?;
     }
     Ok(open)
 }

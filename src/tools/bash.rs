@@ -18,14 +18,9 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    MAX_BASH_TIMEOUT, Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args,
-};
+use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args};
 use crate::chat::ApprovalRequest;
 use crate::chat::ToolSpec;
-
-/// Most bytes of output the model sees per call (head and tail together).
-pub const OUTPUT_CAP: usize = super::MAX_OUTPUT_LIMIT;
 /// How long to keep reading after the group was killed, in case a process that escaped the
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
@@ -63,7 +58,7 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     };
     Ok(Call {
         command: args.command,
-        timeout: timeout.min(MAX_BASH_TIMEOUT),
+        timeout: timeout.min(crate::defaults::BASH_TIMEOUT_CEILING),
     })
 }
 
@@ -133,12 +128,12 @@ struct GroupGuard(libc::pid_t);
 
 impl GroupGuard {
     fn kill(&self) {
-        // SAFETY: killpg only sends a signal; a group that is already gone gives ESRCH, which
-        // is fine. The pgid is the shell's pid, fixed at spawn.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::killpg(self.0, libc::SIGKILL);
-        }
+        // A group that is already gone gives ESRCH, which is fine. The pgid is the shell's
+        // pid, fixed at spawn.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 
@@ -182,9 +177,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
             // A new session: the shell leads its own process group (pgid = its pid, which
             // `GroupGuard` kills) and has no controlling terminal. `sudo`, `ssh` or a git
             // credential helper then fail at once instead of prompting over the UI.
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
+            nix::unistd::setsid()?;
             die_with_parent(parent)
         });
     }
@@ -298,15 +291,9 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
 /// died before the signal was armed is caught by comparing the parent's pid.
 #[cfg(target_os = "linux")]
 fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
-    // SAFETY: prctl and getppid are async-signal-safe and only concern this (child) process.
-    #[allow(unsafe_code)]
-    unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::getppid() != parent {
-            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-        }
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+    if nix::unistd::getppid().as_raw() != parent {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
     }
     Ok(())
 }
@@ -316,10 +303,13 @@ fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Removes secrets from the child's environment: the configured names, every `MINICODE_*`
-/// variable and `OPENAI_API_KEY`.
+/// Removes secrets from the child's environment: the configured names, the fixed key
+/// variables and every other `MINICODE_*` variable.
 fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
     for name in names {
+        cmd.env_remove(name);
+    }
+    for name in crate::defaults::SECRET_ENV_VARS {
         cmd.env_remove(name);
     }
     for (key, _) in std::env::vars_os() {
@@ -327,7 +317,6 @@ fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
             cmd.env_remove(&key);
         }
     }
-    cmd.env_remove("OPENAI_API_KEY");
 }
 
 fn describe(status: ExitStatus) -> String {

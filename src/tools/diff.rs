@@ -12,7 +12,7 @@ const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
 /// A unified diff (3 lines of context) from `old` to `new`, labelled with `path`.
 /// `old = None` means the file does not exist yet: the old side is `/dev/null` and every line
 /// is added. Identical texts give an empty string.
-pub fn unified(path: &str, old: Option<&str>, new: &str) -> String {
+pub(crate) fn unified(path: &str, old: Option<&str>, new: &str) -> String {
     let old_label = match old {
         Some(_) => format!("a/{path}"),
         None => "/dev/null".to_string(),
@@ -37,7 +37,7 @@ pub fn unified(path: &str, old: Option<&str>, new: &str) -> String {
 /// Shortens `diff` to at most `max_lines` lines and `max_bytes` bytes, ending with a note of
 /// how many lines were left out, so a large change cannot flood the model's context or the
 /// approval prompt.
-pub fn cap(diff: &str, max_lines: usize, max_bytes: usize) -> String {
+pub(crate) fn cap(diff: &str, max_lines: usize, max_bytes: usize) -> String {
     let total_lines = diff.lines().count();
     let mut out = String::new();
     let mut kept = 0;

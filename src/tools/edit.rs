@@ -17,20 +17,20 @@ use crate::fsutil::{self, Existing};
 use crate::memory;
 
 /// Largest file `edit` (and `write`'s approval diff) will load whole.
-pub const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
 /// The approval diff is cut beyond this, so the prompt stays usable.
-pub const APPROVAL_DIFF_LINES: usize = 4000;
-pub const APPROVAL_DIFF_BYTES: usize = 512 * 1024;
+pub(crate) const APPROVAL_DIFF_LINES: usize = 4000;
+pub(crate) const APPROVAL_DIFF_BYTES: usize = 512 * 1024;
 /// The diff shown to the model in the result is kept short.
-pub const RESULT_DIFF_LINES: usize = 60;
-pub const RESULT_DIFF_BYTES: usize = 6 * 1024;
+pub(crate) const RESULT_DIFF_LINES: usize = 60;
+pub(crate) const RESULT_DIFF_BYTES: usize = 6 * 1024;
 
 const DESCRIPTION: &str = "Replace exact text in an existing file. The file must have been read \
 (read tool) or written (write tool) earlier in this session and not changed since. old_string \
 must match the file exactly (including whitespace and indentation) and exactly once, unless \
 replace_all is true; include enough surrounding lines to make it unique. Returns a unified diff.";
 
-pub struct Edit;
+pub(crate) struct Edit;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -11,14 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::secrets::{Redactor, Secrets};
-use crate::fsutil;
-
-/// Most bytes saved for one call, by default.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
-/// Most bytes all saved outputs together may take, by default.
-pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
-/// Saved outputs older than this are removed, by default.
-pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+use crate::{defaults, fsutil};
 
 /// The limits of `.minicode/outputs/` (`[tools]` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +27,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
-            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
-            max_age: DEFAULT_MAX_AGE,
+            max_file_bytes: defaults::OUTPUTS_MAX_FILE_BYTES,
+            max_total_bytes: defaults::OUTPUTS_MAX_BYTES,
+            max_age: Duration::from_secs(defaults::OUTPUTS_MAX_AGE_DAYS * 24 * 60 * 60),
         }
     }
 }

@@ -16,21 +16,21 @@ use crate::fsutil;
 use crate::memory;
 
 /// Most lines shown by one call.
-pub const MAX_LINES: u64 = 2000;
+pub(crate) const MAX_LINES: u64 = 2000;
 /// Most bytes of output produced by one call.
-pub const MAX_OUTPUT_BYTES: usize = 50 * 1024;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 50 * 1024;
 /// Longer lines are cut to this many characters, with a marker.
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
 /// Files up to this size are read whole and fingerprinted (content hash), so they can be
 /// edited afterwards; larger ones are streamed and not remembered (`edit` refuses them anyway).
-pub const MAX_FINGERPRINT_BYTES: u64 = super::edit::MAX_EDIT_BYTES;
+pub(crate) const MAX_FINGERPRINT_BYTES: u64 = super::edit::MAX_EDIT_BYTES;
 
 const DESCRIPTION: &str = "Read a text file from the workspace. Returns numbered lines \
 (line number, tab, text). At most 2000 lines or 50 KB per call; when more follows, the result \
 ends with the offset to continue from. Lines longer than 2000 characters are cut. Binary files \
 are refused. Read a file before editing it with the edit tool.";
 
-pub struct Read;
+pub(crate) struct Read;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

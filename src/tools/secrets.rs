@@ -21,12 +21,12 @@ impl Secrets {
         Self(values.into_iter().filter(|v| v.len() >= 8).collect())
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// `text` with every secret replaced by `[redacted]`.
-    pub fn redact(&self, text: String) -> String {
+    pub(crate) fn redact(&self, text: String) -> String {
         self.0.iter().fold(text, |text, secret| {
             if text.contains(secret.as_str()) {
                 text.replace(secret.as_str(), REDACTED)
@@ -37,7 +37,7 @@ impl Secrets {
     }
 
     /// Redacts every string (and object key) inside a JSON value, e.g. a call's arguments.
-    pub fn redact_json(&self, value: &mut serde_json::Value) {
+    pub(crate) fn redact_json(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
         if self.is_empty() {
             return;
@@ -61,7 +61,7 @@ impl Secrets {
     }
 
     /// An approval request as a frontend may show it: the command or the diff redacted.
-    pub fn redact_request(&self, request: ApprovalRequest) -> ApprovalRequest {
+    pub(crate) fn redact_request(&self, request: ApprovalRequest) -> ApprovalRequest {
         match request {
             ApprovalRequest::Command { command } => ApprovalRequest::Command {
                 command: self.redact(command),

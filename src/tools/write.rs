@@ -20,7 +20,7 @@ const DESCRIPTION: &str = "Create a file or replace its whole content. Parent fo
 created. Prefer the edit tool for changing part of an existing file. The path is relative to \
 the workspace root and must stay inside it.";
 
-pub struct Write;
+pub(crate) struct Write;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -17,11 +17,12 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/session", "show the session id and file"),
     ("/copy", "copy the last reply to the clipboard"),
     ("/compact", "compact the context now (optional focus text)"),
+    ("/skills", "list the skills and which are loaded"),
 ];
 
 /// A Tab completion in progress: repeated Tab cycles through the commands matching `prefix`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TabCycle {
+pub(crate) struct TabCycle {
     /// What the user had typed (after completing the longest common prefix).
     pub prefix: String,
     /// The draft this completion put there; any edit that changes it ends the cycle.
@@ -31,7 +32,7 @@ pub struct TabCycle {
 }
 
 /// Commands whose name starts with `prefix`, in list order.
-pub fn matching(prefix: &str) -> Vec<&'static str> {
+pub(crate) fn matching(prefix: &str) -> Vec<&'static str> {
     COMMANDS
         .iter()
         .map(|(c, _)| *c)
@@ -78,7 +79,7 @@ impl State {
     }
 
     /// The command Tab has put in the draft, to highlight it in the hint.
-    pub fn completion_selected(&self) -> Option<&str> {
+    pub(crate) fn completion_selected(&self) -> Option<&str> {
         self.active_cycle()
             .filter(|c| c.next > 0)
             .map(|c| c.shown.as_str())
@@ -176,6 +177,7 @@ impl State {
                     (!arg.is_empty()).then(|| arg.to_string()),
                 ))];
             }
+            "/skills" => return vec![Effect::Op(Op::ListSkills)],
             other => self.notice(
                 Level::Warning,
                 format!("unknown command {other} (try /help)"),

@@ -4,9 +4,11 @@
 //!
 //! Part of `update`; no I/O and no decisions that belong to the core.
 
+use std::time::Duration;
+
 use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
-use crate::protocol::{Event, HistoryEntry, TurnEnd, TurnStats};
+use crate::protocol::{Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
 
 impl State {
     /// Rebuilds the transcript of a resumed session from the entries the core restored.
@@ -138,6 +140,25 @@ impl State {
                 }
                 self.activity = Activity::Waiting;
             }
+            Event::SubagentStarted { call, task, session_id } => {
+                self.subagent_started(call, task, session_id);
+            }
+            Event::SubagentProgress { call, task, rounds, tool_calls, elapsed_ms } => {
+                self.subagent_update(&call, &task, |c| {
+                    c.rounds = rounds;
+                    c.tool_calls = tool_calls;
+                    c.elapsed = Duration::from_millis(elapsed_ms);
+                });
+            }
+            Event::SubagentEnded { call, task, status, rounds, tool_calls, elapsed_ms, error } => {
+                self.subagent_update(&call, &task, |c| {
+                    c.ended = Some(status);
+                    c.rounds = rounds;
+                    c.tool_calls = tool_calls;
+                    c.elapsed = Duration::from_millis(elapsed_ms);
+                    c.error = error;
+                });
+            }
             Event::Warning { message } => self.notice(Level::Warning, message),
             Event::Error { message } => self.notice(Level::Error, message),
             Event::Compacted { tokens_before, tokens_after, messages_summarized } => self.notice(
@@ -147,6 +168,11 @@ impl State {
             Event::MemoryLoaded { path, tokens } => {
                 self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
             }
+            Event::SkillLoaded { name, source, trigger } => {
+                let why = trigger.map_or(String::new(), |word| format!(" (trigger: {word})"));
+                self.notice(Level::Info, format!("skill {name} loaded from {source}{why}"));
+            }
+            Event::SkillsListed { skills } => self.notice(Level::Info, skills_text(&skills)),
             Event::ContextUsage { tokens, window } => {
                 // Whenever it comes (after a request, after compaction, at session start).
                 self.context_tokens = Some(tokens);
@@ -204,8 +230,28 @@ impl State {
     }
 }
 
+/// The `/skills` answer: one line per skill (name, state, source, description).
+fn skills_text(skills: &[SkillEntry]) -> String {
+    if skills.is_empty() {
+        return "no skills: put one in .minicode/skills/<name>/SKILL.md (trusted workspaces) or \
+                ~/.config/minicode/skills/<name>/SKILL.md"
+            .to_string();
+    }
+    let mut text = format!("{} skills:", skills.len());
+    for s in skills {
+        text.push_str(&format!(
+            "\n{} · {} · {} — {}",
+            s.name,
+            s.state.label(),
+            s.source,
+            s.description
+        ));
+    }
+    text
+}
+
 /// One line of per-turn statistics.
-pub fn stats_line(s: &TurnStats) -> String {
+pub(crate) fn stats_line(s: &TurnStats) -> String {
     let mut parts = vec![format!("{:.1} s", s.wall.as_secs_f64())];
     parts.push(plural(s.model_calls as u64, "model call"));
     if s.tool_calls > 0 {
@@ -230,6 +276,18 @@ pub fn stats_line(s: &TurnStats) -> String {
         parts.push(format!(
             "{} ({tokens})",
             plural(s.summary_calls as u64, "summary call")
+        ));
+    }
+    if s.subagents > 0 {
+        let tokens = if s.subagent_tokens.unavailable() {
+            "tokens unavailable".to_string()
+        } else {
+            format!("{} tokens", s.subagent_tokens.total_tokens)
+        };
+        parts.push(format!(
+            "{} ({}, {tokens})",
+            plural(s.subagents as u64, "sub-agent"),
+            plural(s.subagent_calls as u64, "model call")
         ));
     }
     parts.join(" · ")

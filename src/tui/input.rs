@@ -39,16 +39,12 @@ impl Draft {
         self.lines.len() == 1 && self.lines[0].is_empty()
     }
 
-    pub fn cursor(&self) -> (usize, usize) {
-        (self.row, self.col)
-    }
-
     pub fn lines(&self) -> &[String] {
         &self.lines
     }
 
     /// Replaces the draft, cursor at the end.
-    pub fn set_text(&mut self, text: &str) {
+    pub(crate) fn set_text(&mut self, text: &str) {
         self.lines = text.split('\n').map(str::to_string).collect();
         self.row = self.lines.len() - 1;
         self.col = self.lines[self.row].len();
@@ -72,7 +68,7 @@ impl Draft {
     }
 
     /// Adds a prompt to the recall list (e.g. from a resumed session).
-    pub fn remember(&mut self, prompt: &str) {
+    pub(crate) fn remember(&mut self, prompt: &str) {
         self.history.push(prompt.to_string());
     }
 
@@ -80,7 +76,7 @@ impl Draft {
         &self.lines[self.row]
     }
 
-    pub fn insert_char(&mut self, c: char) {
+    pub(crate) fn insert_char(&mut self, c: char) {
         if c == '\n' {
             self.newline();
             return;
@@ -125,7 +121,7 @@ impl Draft {
         }
     }
 
-    pub fn delete(&mut self) {
+    pub(crate) fn delete(&mut self) {
         if self.col < self.line().len() {
             let next = next_boundary(self.line(), self.col);
             self.lines[self.row].replace_range(self.col..next, "");
@@ -135,7 +131,7 @@ impl Draft {
         }
     }
 
-    pub fn left(&mut self) {
+    pub(crate) fn left(&mut self) {
         if self.col > 0 {
             self.col = prev_boundary(self.line(), self.col);
         } else if self.row > 0 {
@@ -144,7 +140,7 @@ impl Draft {
         }
     }
 
-    pub fn right(&mut self) {
+    pub(crate) fn right(&mut self) {
         if self.col < self.line().len() {
             self.col = next_boundary(self.line(), self.col);
         } else if self.row + 1 < self.lines.len() {
@@ -169,7 +165,7 @@ impl Draft {
         self.col = word_start(self.line(), self.col);
     }
 
-    pub fn word_right(&mut self) {
+    pub(crate) fn word_right(&mut self) {
         let line = self.line();
         if self.col >= line.len() {
             self.right();

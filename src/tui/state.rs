@@ -21,9 +21,9 @@ use super::wrap;
 use crate::protocol::{Decision, Event, Op};
 
 /// Rows moved by one mouse-wheel notch.
-pub const WHEEL_ROWS: usize = 3;
+pub(crate) const WHEEL_ROWS: usize = 3;
 /// A second Ctrl+C within this time exits.
-pub const EXIT_CONFIRM: Duration = Duration::from_secs(2);
+pub(crate) const EXIT_CONFIRM: Duration = Duration::from_secs(2);
 /// How long after an approval appears its answer keys (y/a/n/r) are ignored, so a key typed
 /// for something else (the next word of a prompt, a second "y" for the previous approval)
 /// cannot answer a request the user has not read. Each ignored key restarts the wait.
@@ -65,7 +65,7 @@ pub enum Activity {
 }
 
 impl Activity {
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Activity::Idle => "idle".into(),
             Activity::Waiting => "waiting for the model".into(),
@@ -164,7 +164,7 @@ impl State {
     }
 
     /// The text of the last assistant reply, for `/copy`.
-    pub fn last_reply(&self) -> Option<&str> {
+    pub(crate) fn last_reply(&self) -> Option<&str> {
         self.transcript
             .entries()
             .iter()
@@ -175,7 +175,7 @@ impl State {
             })
     }
 
-    pub fn scroll_up(&mut self, n: usize) {
+    pub(crate) fn scroll_up(&mut self, n: usize) {
         let area = self.transcript_area();
         let (w, h) = (area.width as usize, area.height as usize);
         let top = match self.scroll {
@@ -191,7 +191,7 @@ impl State {
 
     /// Home: the first line of the first entry. Lays out only what fills the window from
     /// there, never the whole transcript.
-    pub fn scroll_top(&mut self) {
+    pub(crate) fn scroll_top(&mut self) {
         let area = self.transcript_area();
         let (w, h) = (area.width as usize, area.height as usize);
         // Content shorter than the window: the tail already shows it all.
@@ -200,7 +200,7 @@ impl State {
         }
     }
 
-    pub fn scroll_down(&mut self, n: usize) {
+    pub(crate) fn scroll_down(&mut self, n: usize) {
         let Scroll::Anchor { entry, line } = self.scroll else {
             return;
         };
@@ -343,7 +343,7 @@ impl State {
     }
 
     /// Whether a pending approval takes answer keys yet (its guard has passed).
-    pub fn approval_armed(&self) -> bool {
+    pub(crate) fn approval_armed(&self) -> bool {
         self.approval
             .as_ref()
             .is_some_and(|p| self.now >= p.armed_at)
@@ -487,7 +487,7 @@ impl State {
     }
 
     /// Queued prompts wait for Enter (the last turn was interrupted or failed).
-    pub fn queue_paused(&self) -> bool {
+    pub(crate) fn queue_paused(&self) -> bool {
         !self.busy && !self.queue.is_empty()
     }
 
@@ -529,7 +529,7 @@ impl State {
     }
 
     /// Plain text of transcript rows `top..=bottom` as they are on screen.
-    pub fn selected_text(&self, top: u16, bottom: u16) -> String {
+    pub(crate) fn selected_text(&self, top: u16, bottom: u16) -> String {
         let area = self.transcript_area();
         let rows = self
             .transcript

@@ -23,13 +23,13 @@ static MOUSE: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
 /// Restores the terminal when dropped.
-pub struct Guard {
+pub(crate) struct Guard {
     _private: (),
 }
 
 impl Guard {
     /// Takes over the terminal. `mouse` turns mouse capture on from the start.
-    pub fn enter(mouse: bool) -> io::Result<Self> {
+    pub(crate) fn enter(mouse: bool) -> io::Result<Self> {
         install_panic_hook();
         enter(mouse)?;
         Ok(Self { _private: () })
@@ -61,7 +61,7 @@ fn enter(mouse: bool) -> io::Result<()> {
 }
 
 /// Turns mouse reporting on or off (off lets the terminal's own selection work).
-pub fn set_mouse(on: bool) -> io::Result<()> {
+pub(crate) fn set_mouse(on: bool) -> io::Result<()> {
     let mut out = io::stdout();
     if on {
         execute!(out, EnableMouseCapture)?;
@@ -74,7 +74,7 @@ pub fn set_mouse(on: bool) -> io::Result<()> {
 
 /// Puts the terminal back as it was; does nothing when it is not taken over. Errors are
 /// ignored: this runs on the way out, where nothing better can be done.
-pub fn restore() {
+pub(crate) fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
     }
@@ -97,7 +97,7 @@ pub fn restore() {
 
 /// Restores the terminal before any panic message is printed, so the message is readable and
 /// the shell usable.
-pub fn install_panic_hook() {
+pub(crate) fn install_panic_hook() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -108,22 +108,18 @@ pub fn install_panic_hook() {
 }
 
 /// Ctrl+Z: restores the terminal, stops the process, and takes the terminal back on resume.
-pub fn suspend() -> io::Result<()> {
+pub(crate) fn suspend() -> io::Result<()> {
     let mouse = MOUSE.load(Ordering::SeqCst);
     restore();
-    // SAFETY: raise() only sends a signal to this process; SIGSTOP cannot be caught, so the
-    // call returns after SIGCONT.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::raise(libc::SIGSTOP);
-    }
+    // SIGSTOP cannot be caught, so this returns after SIGCONT.
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
     enter(mouse)
 }
 
 /// Writes an OSC 52 sequence that puts `text` on the system clipboard (works over SSH too).
 /// The text is sanitised first (tabs kept): a reply with an ESC or `\r` in it must not act on
 /// the terminal it is later pasted into.
-pub fn copy_to_clipboard(text: &str) -> io::Result<()> {
+pub(crate) fn copy_to_clipboard(text: &str) -> io::Result<()> {
     use base64::Engine;
     let encoded =
         base64::engine::general_purpose::STANDARD.encode(crate::sanitize::for_clipboard(text));

@@ -18,7 +18,7 @@ use crate::chat::{ApprovalRequest, ToolStatus};
 use crate::protocol::Decision;
 
 /// Lines of tool output shown while a result is folded.
-pub const FOLDED_OUTPUT_LINES: usize = 4;
+pub(crate) const FOLDED_OUTPUT_LINES: usize = 4;
 
 /// Cached lines beyond which caches of entries far from the view are dropped.
 const CACHE_LINE_BUDGET: usize = 20_000;
@@ -71,6 +71,8 @@ pub enum Kind {
     Tool(ToolEntry),
     Notice(Level, String),
     Stats(String),
+    /// The live lines of a `delegate` call's sub-agents.
+    Subagents(super::subagents::Children),
 }
 
 struct Layout {
@@ -99,14 +101,14 @@ impl Layout {
 }
 
 /// One transcript entry and its render cache.
-pub struct Entry {
+pub(crate) struct Entry {
     kind: Kind,
     rev: u64,
     cache: RefCell<Option<Layout>>,
 }
 
 impl Entry {
-    pub fn kind(&self) -> &Kind {
+    pub(crate) fn kind(&self) -> &Kind {
         &self.kind
     }
 }
@@ -140,11 +142,11 @@ impl Transcript {
         self.entries.is_empty()
     }
 
-    pub fn entries(&self) -> &[Entry] {
+    pub(crate) fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.entries.clear();
         self.cached.borrow_mut().clear();
         self.cached_lines.set(0);
@@ -166,23 +168,15 @@ impl Transcript {
         }
     }
 
-    pub fn last_mut_index(&self) -> Option<usize> {
-        self.entries.len().checked_sub(1)
-    }
-
     /// Index of the tool entry for `call`, searching from the end (recent calls are near it).
-    pub fn find_tool(&self, call: &str) -> Option<usize> {
+    pub(crate) fn find_tool(&self, call: &str) -> Option<usize> {
         self.entries
             .iter()
             .rposition(|e| matches!(&e.kind, Kind::Tool(t) if t.call == call))
     }
 
-    pub fn expanded(&self) -> bool {
-        self.expanded
-    }
-
     /// Folds or unfolds every tool result.
-    pub fn toggle_expanded(&mut self) {
+    pub(crate) fn toggle_expanded(&mut self) {
         self.expanded = !self.expanded;
         for e in &mut self.entries {
             if matches!(e.kind, Kind::Tool(_)) {
@@ -317,7 +311,7 @@ impl Transcript {
     }
 
     /// Moves a position `n` rows down; `None` when that reaches the tail window.
-    pub fn down(
+    pub(crate) fn down(
         &self,
         (mut entry, mut line): (usize, usize),
         n: usize,
@@ -425,6 +419,7 @@ fn lines_of(kind: &Kind, width: usize, expanded: bool) -> Vec<Line<'static>> {
         }
         Kind::Assistant(reply) => markdown::render(&reply.text, width),
         Kind::Tool(t) => tool_lines(t, width, expanded),
+        Kind::Subagents(c) => super::subagents::lines(c, width),
         Kind::Notice(level, text) => {
             let (mark, style) = match level {
                 Level::Info => ("· ", Style::new().fg(Color::DarkGray)),

@@ -159,7 +159,7 @@ impl Prompt {
 /// Asks on the terminal (alternate screen, raw mode, restored on every exit path by the
 /// terminal guard) and returns the answer. Runs before the session's own loop, so it reads
 /// keys directly.
-pub fn ask(question: Question) -> io::Result<Answer> {
+pub(crate) fn ask(question: Question) -> io::Result<Answer> {
     let _guard = super::terminal::Guard::enter(false)?;
     let mut term = ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(io::stdout()))?;
     let mut prompt = Prompt::new(question);

@@ -78,7 +78,7 @@ fn has_hint(state: &State) -> bool {
 }
 
 /// Shown while queued prompts wait for Enter.
-pub const QUEUE_PAUSED: &str = "queue paused — Enter sends the next";
+pub(crate) const QUEUE_PAUSED: &str = "queue paused — Enter sends the next";
 
 /// Draws the whole screen.
 pub fn render(state: &State, frame: &mut Frame<'_>) {

@@ -15,7 +15,7 @@ pub fn width(text: &str) -> usize {
 }
 
 /// Display width of one character (0 for combining marks).
-pub fn char_width(c: char) -> usize {
+pub(crate) fn char_width(c: char) -> usize {
     UnicodeWidthChar::width(c).unwrap_or(0)
 }
 
@@ -182,7 +182,7 @@ pub fn line_text(line: &Line<'_>) -> String {
 }
 
 /// Cuts `text` to at most `max` columns, adding `…` when something was cut.
-pub fn truncate(text: &str, max: usize) -> String {
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     if width(text) <= max {
         return text.to_string();
     }

@@ -66,7 +66,7 @@ async fn text_reply_completes_turn_and_streams_deltas() {
     let seen = model.main_requests();
     assert_eq!(seen[0].messages[0].role, Role::System);
     assert_eq!(seen[0].messages[1], Message::user("hi"));
-    assert_eq!(seen[0].tools, 4);
+    assert_eq!(seen[0].tools, 6);
 }
 
 #[tokio::test]

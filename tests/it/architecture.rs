@@ -34,6 +34,11 @@ const RULES: &[Rule] = &[
         why: "the sanitizer is a leaf",
     },
     Rule {
+        module: "defaults",
+        may_use: Some(&[]),
+        why: "shared defaults are plain constants",
+    },
+    Rule {
         module: "fsutil",
         may_use: Some(&[]),
         why: "file-system helpers are a leaf",
@@ -55,17 +60,17 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "provider",
-        may_use: Some(&["chat", "sanitize"]),
+        may_use: Some(&["chat", "defaults", "sanitize"]),
         why: "a provider turns the data model into wire requests and nothing else",
     },
     Rule {
         module: "tools",
-        may_use: Some(&["chat", "fsutil", "memory", "sanitize"]),
+        may_use: Some(&["chat", "defaults", "fsutil", "memory", "sanitize"]),
         why: "tools never reach the agent, the protocol, providers or sessions",
     },
     Rule {
         module: "config",
-        may_use: Some(&["fsutil", "sanitize"]),
+        may_use: Some(&["defaults", "fsutil", "sanitize"]),
         why: "configuration is read once by the CLI and handed down as plain values",
     },
     Rule {
@@ -81,7 +86,8 @@ const RULES: &[Rule] = &[
     Rule {
         module: "agent",
         may_use: Some(&[
-            "chat", "protocol", "provider", "tools", "session", "memory", "fsutil", "sanitize",
+            "chat", "defaults", "protocol", "provider", "tools", "session", "memory", "fsutil",
+            "sanitize",
         ]),
         why: "the core is wired by the CLI: it never reads config and never names a frontend",
     },

@@ -2,7 +2,6 @@
 //! stdout/stderr split, output formats, approvals without a terminal, resume, signals, and the
 //! offline demo end to end.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -47,23 +46,7 @@ impl Workspace {
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_minicode"));
-        cmd.current_dir(self.path())
-            .env("HOME", self.path().join("home"))
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("MINICODE_BASE_URL")
-            .env_remove("MINICODE_MODEL")
-            .env_remove("MINICODE_API_KEY")
-            .env_remove("MINICODE_LOG")
-            .stdin(Stdio::null());
-        // A new session has no controlling terminal: approvals cannot be asked on /dev/tty.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setsid();
-                Ok(())
-            });
-        }
-        cmd
+        crate::support::binary::command(self.path())
     }
 
     fn run(&self, args: &[&str]) -> Output {

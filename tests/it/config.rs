@@ -115,6 +115,8 @@ fn project_file_is_read_with_defaults() {
     assert_eq!(c.reserve_tokens, None);
     assert_eq!(c.keep_recent_tokens, None);
     assert_eq!(c.exit_transcript_turns, None);
+    assert_eq!(c.subagents_max_concurrent, 3);
+    assert_eq!(c.subagents_timeout, Duration::from_secs(300));
     assert_eq!(c.sources, vec![user_file(&d), project_file(&d)]);
 }
 
@@ -142,6 +144,9 @@ reserve_tokens = 200
 keep_recent_tokens = 300
 [ui]
 exit_transcript_turns = 0
+[subagents]
+max_concurrent = 2
+timeout_secs = 45
 "#,
     );
     let c = load(&d, &[("MY_KEY", KEY)], &Overrides::default()).unwrap();
@@ -157,6 +162,8 @@ exit_transcript_turns = 0
     assert_eq!(c.reserve_tokens, Some(200));
     assert_eq!(c.keep_recent_tokens, Some(300));
     assert_eq!(c.exit_transcript_turns, Some(0));
+    assert_eq!(c.subagents_max_concurrent, 2);
+    assert_eq!(c.subagents_timeout, Duration::from_secs(45));
 }
 
 #[test]
@@ -449,6 +456,15 @@ fn invalid_values_are_refused() {
             "tools.bash_timeout_secs",
         ),
         ("[tools]\nmax_rounds = 0\n", "tools.max_rounds"),
+        (
+            "[subagents]\nmax_concurrent = 0\n",
+            "subagents.max_concurrent",
+        ),
+        (
+            "[subagents]\nmax_concurrent = 17\n",
+            "subagents.max_concurrent",
+        ),
+        ("[subagents]\ntimeout_secs = 0\n", "subagents.timeout_secs"),
         ("[model]\nname = \"\"\n", "model.name"),
         ("[model]\nbase_url = \"\"\n", "model.base_url"),
         ("[model]\nbase_url = \"ftp://x\"\n", "model.base_url"),

@@ -86,18 +86,6 @@ async fn tool_call_split_every_one_to_seven_bytes_assembles_the_same_call() {
     for n in 1..=7 {
         let (events, err) = run(&p).await;
         assert!(err.is_none(), "split {n}: {err:?}");
-        let started: Vec<_> = events
-            .iter()
-            .filter(|e| matches!(e, StreamEvent::ToolCallStarted { .. }))
-            .collect();
-        assert_eq!(
-            started,
-            [&StreamEvent::ToolCallStarted {
-                index: 0,
-                name: "read".into()
-            }],
-            "split {n}"
-        );
         let reply = done(&events);
         assert_eq!(reply.tool_calls.len(), 1);
         assert_eq!(reply.tool_calls[0].id, "call_abc");
@@ -146,14 +134,6 @@ async fn two_tool_calls_in_one_reply_keep_their_order() {
     .await;
     let (events, err) = run(&provider(&server)).await;
     assert!(err.is_none(), "{err:?}");
-    let started: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallStarted { index, name } => Some((*index, name.as_str())),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(started, [(0, "read"), (1, "bash")]);
     let calls = &done(&events).tool_calls;
     assert_eq!(
         calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),

@@ -211,6 +211,62 @@ fn a_failed_model_call_is_an_error_span_with_its_class() {
 }
 
 #[test]
+fn a_sub_agent_runs_in_a_subagent_span_under_its_delegate_call() {
+    let server = MockServer::start_in_thread(Vec::new());
+    let args = r#"{"tasks":[{"id":"docs","instruction":"look at the docs"}]}"#;
+    server.respond_with(move |r| {
+        let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+        let child = messages.first().is_some_and(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("You are a sub-agent"))
+        });
+        Some(if child {
+            text_reply("the docs are fine", 5)
+        } else if messages.iter().any(|m| m["role"] == "tool") {
+            text_reply(ANSWER, 6)
+        } else {
+            tool_calls_reply(&[("call-d", "delegate", args)], 16)
+        })
+    });
+    let receiver = Receiver::start(Mode::Answer);
+    let ws = workspace(&server, &endpoint_line(&receiver));
+    let out = run(ws.path(), &[], &["--output-format", "json", PROMPT]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let parent_session = json["session_id"].as_str().unwrap();
+
+    let spans = receiver.spans();
+    let turns: Vec<&SeenSpan> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_agent minicode")
+        .collect();
+    assert_eq!(turns.len(), 2, "{spans:#?}");
+    let root = turns.iter().find(|t| t.parent_span_id.is_empty()).unwrap();
+    assert_eq!(root.attr("session.id"), Some(parent_session));
+    let delegate = one(&spans, "execute_tool delegate");
+    assert_eq!(delegate.parent_span_id, root.span_id);
+    let sub = one(&spans, "invoke_agent subagent");
+    assert_eq!(sub.parent_span_id, delegate.span_id);
+    assert_eq!(sub.attr("gen_ai.operation.name"), Some("invoke_agent"));
+    assert_eq!(sub.attr("minicode.subagent.task_id"), Some("docs"));
+    assert_eq!(sub.attr("minicode.subagent.status"), Some("completed"));
+    let child_session = sub.attr("gen_ai.conversation.id").unwrap();
+    assert_ne!(child_session, parent_session);
+    // The child's own turn nests under it, and does not claim the trace's session.
+    let child = turns.iter().find(|t| t.parent_span_id == sub.span_id).unwrap();
+    assert_eq!(child.attr("gen_ai.conversation.id"), Some(child_session));
+    assert_eq!(child.attr("session.id"), None);
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "chat mock-model" && s.parent_span_id == child.span_id),
+        "the child's model call is under its turn"
+    );
+    assert!(spans.iter().all(|s| s.trace_id == root.trace_id), "one trace");
+}
+
+#[test]
 fn include_content_adds_prompts_replies_and_tool_io() {
     let server = MockServer::start_in_thread(read_then_answer());
     let receiver = Receiver::start(Mode::Answer);

@@ -74,10 +74,15 @@ fn a_group_is_replaced_whole_and_keeps_its_place() {
     registry.set_group("mcp:a", vec![Arc::new(Named("a_three"))]);
     assert_eq!(
         names(&registry),
-        ["bash", "read", "write", "edit", "a_three", "b_one"]
+        [
+            "bash", "read", "write", "edit", "list", "search", "a_three", "b_one"
+        ]
     );
     registry.set_group("mcp:a", Vec::new());
-    assert_eq!(names(&registry), ["bash", "read", "write", "edit", "b_one"]);
+    assert_eq!(
+        names(&registry),
+        ["bash", "read", "write", "edit", "list", "search", "b_one"]
+    );
 }
 
 #[test]
@@ -88,7 +93,10 @@ fn a_name_taken_by_another_group_is_refused_not_shadowed() {
         vec![Arc::new(Named("bash")), Arc::new(Named("ok"))],
     );
     assert_eq!(refused, ["bash"]);
-    assert_eq!(names(&registry), ["bash", "read", "write", "edit", "ok"]);
+    assert_eq!(
+        names(&registry),
+        ["bash", "read", "write", "edit", "list", "search", "ok"]
+    );
     // The built-in bash is still the one that resolves.
     let Ok((tool, _)) = registry.resolve("bash", r#"{"command": "true"}"#) else {
         panic!("bash no longer resolves");
@@ -130,8 +138,8 @@ async fn tools_that_join_a_running_session_are_declared_in_the_next_request() {
     registry.set_group("late", vec![Arc::new(Named("late_tool"))]);
     run_turn(&mut handle, "second", |_| None).await;
     let requests = fake.main_requests();
-    assert_eq!(requests[0].tools, 4);
-    assert_eq!(requests[1].tools, 5);
+    assert_eq!(requests[0].tools, 6);
+    assert_eq!(requests[1].tools, 7);
     // The estimate counts the new declaration too.
     assert!(requests[1].estimate > requests[0].estimate);
 }

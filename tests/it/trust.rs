@@ -9,7 +9,6 @@
 //! config is never read or written.
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -70,23 +69,7 @@ impl Ws {
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_minicode"));
-        cmd.current_dir(&self.root)
-            .env("HOME", &self.home)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("MINICODE_BASE_URL")
-            .env_remove("MINICODE_MODEL")
-            .env_remove("MINICODE_API_KEY")
-            .env_remove("MINICODE_LOG")
-            .stdin(Stdio::null());
-        // No controlling terminal: a one-shot run, approvals cannot be asked.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setsid();
-                Ok(())
-            });
-        }
-        cmd
+        crate::support::binary::command_with_home(&self.root, &self.home)
     }
 
     fn run(&self, args: &[&str]) -> Output {

@@ -816,7 +816,8 @@ fn tiny_window_still_shows_a_pending_approval() {
 
 #[test]
 fn slash_hint_lists_every_match_and_tab_completes_the_common_prefix_then_cycles() {
-    let mut s = state(60, 16);
+    // Wide enough for every command name on the one hint line.
+    let mut s = state(80, 16);
     type_text(&mut s, "/");
     let hint = rows(&s).join("\n");
     for (c, _) in minicode::tui::state::COMMANDS {
@@ -985,4 +986,87 @@ fn keys_after_an_answer_are_text_not_more_answers() {
     );
     assert_eq!(s.draft.text(), "ny note", "the rest is kept as text");
     assert!(s.approval.is_none());
+}
+
+#[test]
+fn a_delegate_call_shows_one_live_line_per_sub_agent() {
+    use minicode::protocol::SubagentStatus;
+    let mut s = state(120, 20);
+    start_turn(&mut s, "look around");
+    ev(
+        &mut s,
+        Event::ToolCallBegan {
+            call: "call_1".into(),
+            tool: "delegate".into(),
+            summary: "2 tasks: tests, api".into(),
+            arguments: serde_json::json!({}),
+        },
+    );
+    for task in ["tests", "api"] {
+        ev(
+            &mut s,
+            Event::SubagentStarted {
+                call: "call_1".into(),
+                task: task.into(),
+                session_id: format!("session-{task}"),
+            },
+        );
+    }
+    ev(
+        &mut s,
+        Event::SubagentProgress {
+            call: "call_1".into(),
+            task: "api".into(),
+            rounds: 2,
+            tool_calls: 3,
+            elapsed_ms: 4200,
+        },
+    );
+    let shown = rows(&s).join("\n");
+    assert!(shown.contains("delegate 2 tasks: tests, api"), "{shown}");
+    assert!(
+        shown.contains("↳ tests · running · 0 rounds · 0 tool calls · 0 s"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("↳ api · running · 2 rounds · 3 tool calls · 4 s"),
+        "{shown}"
+    );
+    ev(
+        &mut s,
+        Event::SubagentEnded {
+            call: "call_1".into(),
+            task: "tests".into(),
+            status: SubagentStatus::TimedOut,
+            rounds: 5,
+            tool_calls: 9,
+            elapsed_ms: 300_000,
+            error: Some("no answer within its deadline of 300 s".into()),
+        },
+    );
+    ev(
+        &mut s,
+        Event::SubagentEnded {
+            call: "call_1".into(),
+            task: "api".into(),
+            status: SubagentStatus::Completed,
+            rounds: 3,
+            tool_calls: 4,
+            elapsed_ms: 6100,
+            error: None,
+        },
+    );
+    let shown = rows(&s).join("\n");
+    assert!(
+        shown.contains("⏱ tests · timed out · 5 rounds · 9 tool calls · 300 s · no answer"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("✓ api · completed · 3 rounds · 4 tool calls · 6 s"),
+        "{shown}"
+    );
+    // One entry for the call: the two lines are adjacent.
+    let rows = rows(&s);
+    let t = rows.iter().position(|r| r.contains("⏱ tests")).unwrap();
+    assert!(rows[t + 1].contains("✓ api"), "{rows:?}");
 }

@@ -20,7 +20,7 @@ pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
 
 /// Tool calls one reply may carry by default. Models ask for a handful at a time; thousands are
 /// a broken or hostile server, and each one would cost an approval and a tool run.
-pub const MAX_TOOL_CALLS: usize = 64;
+pub const MAX_TOOL_CALLS: usize = crate::defaults::MAX_TOOL_CALLS;
 
 /// The longest tool-call id or name accepted. Real ids are ~30 bytes and names are ours (or an
 /// MCP server's, which are short); anything longer is garbage that would end up in history,
@@ -182,12 +182,8 @@ pub struct Assembler {
 }
 
 impl Assembler {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// An assembler with these bounds that scrubs `key` from error messages the server sends.
-    pub fn with(limits: ReplyLimits, key: Option<Arc<str>>) -> Self {
+    pub(crate) fn with(limits: ReplyLimits, key: Option<Arc<str>>) -> Self {
         Self {
             limits,
             key,
@@ -196,7 +192,7 @@ impl Assembler {
     }
 
     /// Whether `[DONE]` was seen.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.done
     }
 
@@ -216,7 +212,7 @@ impl Assembler {
 
     /// Applies one event. Visible progress is appended to `out` (text is merged into a trailing
     /// `Text`); on `[DONE]` a `Done(reply)` is appended and `Ok(false)` returned: stop reading.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         ev: SseEvent<'_>,
         out: &mut Vec<StreamEvent>,
@@ -283,16 +279,12 @@ impl Assembler {
             }
         }
         for piece in delta.tool_calls.iter().flatten() {
-            self.apply_tool_piece(piece, out)?;
+            self.apply_tool_piece(piece)?;
         }
         Ok(())
     }
 
-    fn apply_tool_piece(
-        &mut self,
-        piece: &ToolDelta<'_>,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), ProviderError> {
+    fn apply_tool_piece(&mut self, piece: &ToolDelta<'_>) -> Result<(), ProviderError> {
         let id = piece.id.as_deref().filter(|s| !s.is_empty());
         let index = match piece.index {
             Some(i) => i,
@@ -366,10 +358,6 @@ impl Assembler {
         if let Some(name) = name {
             if call.name.is_empty() {
                 call.name.push_str(name);
-                out.push(StreamEvent::ToolCallStarted {
-                    index,
-                    name: name.to_owned(),
-                });
             } else if call.name != name {
                 return Err(ProviderError::Protocol(format!(
                     "tool call {index} changed its name"
@@ -384,7 +372,7 @@ impl Assembler {
 
     /// Marks the reply complete and hands it over (as on `[DONE]`), for providers that know the
     /// end by other means. Fails if a tool call never got a name.
-    pub fn take_reply(&mut self) -> Result<Reply, ProviderError> {
+    pub(crate) fn take_reply(&mut self) -> Result<Reply, ProviderError> {
         self.done = true;
         let mut tool_calls = Vec::with_capacity(self.calls.len());
         for (i, c) in std::mem::take(&mut self.calls).into_iter().enumerate() {

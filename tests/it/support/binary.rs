@@ -38,9 +38,14 @@ pub fn write_config(dir: &Path, server: &MockServer) {
 
 /// `minicode` in `dir`, ready for `.args(..)`; change stdin with `.stdin(..)` when needed.
 pub fn command(dir: &Path) -> Command {
+    command_with_home(dir, &dir.join("home"))
+}
+
+/// `minicode` in `dir` with `home` as HOME (where the user config is looked for).
+pub fn command_with_home(dir: &Path, home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_minicode"));
     cmd.current_dir(dir)
-        .env("HOME", dir.join("home"))
+        .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("MINICODE_BASE_URL")
         .env_remove("MINICODE_MODEL")

@@ -38,6 +38,10 @@ pub struct Recorded {
     pub body: Value,
     /// The body as text (lossy UTF-8), to assert what must never be sent.
     pub raw_body: String,
+    /// When the request was read, and when its answer was written in full (or the client
+    /// hung up); `None` while it is still being answered.
+    pub arrived: Instant,
+    pub finished: Option<Instant>,
 }
 
 impl Recorded {
@@ -338,12 +342,19 @@ pub fn wait_until_blocking(timeout: Duration, mut cond: impl FnMut() -> bool) ->
     }
 }
 
+/// Chooses the reply to a request from its content (see [`MockServer::respond_with`]).
+pub type Responder = Arc<dyn Fn(&Recorded) -> Option<MockReply> + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<MockReply>>,
     requests: Mutex<Vec<Recorded>>,
+    responder: Mutex<Option<Responder>>,
     open: AtomicUsize,
     accepted: AtomicUsize,
+    /// Requests read and not yet answered in full, and the most there ever were at once.
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
 }
 
 /// A poisoned lock only means another test thread panicked; the data is still usable.
@@ -428,6 +439,22 @@ impl MockServer {
         lock(&self.shared.requests).len()
     }
 
+    /// Answers every later request with `f`'s reply when it gives one (else the script's
+    /// next): for clients that send concurrent requests in no fixed order (sub-agents).
+    pub fn respond_with(&self, f: impl Fn(&Recorded) -> Option<MockReply> + Send + Sync + 'static) {
+        *lock(&self.shared.responder) = Some(Arc::new(f));
+    }
+
+    /// Requests being answered right now.
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The most requests that were ever being answered at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+
     /// Connections currently open (accepted and not yet closed by either side).
     pub fn open_connections(&self) -> usize {
         self.shared.open.load(Ordering::SeqCst)
@@ -488,13 +515,22 @@ async fn serve_connection(mut sock: TcpStream, shared: &Shared) {
         let Some((request, keep_alive)) = read_request(&mut sock, &mut buf).await else {
             return;
         };
-        lock(&shared.requests).push(request);
-        let reply = lock(&shared.script).pop_front().unwrap_or_else(|| {
-            MockReply::json(
-                500,
-                &json!({"error": {"message": "script exhausted", "type": "mock_error"}}),
-            )
-        });
+        let responder = lock(&shared.responder).clone();
+        let routed = responder.and_then(|f| f(&request));
+        let index = {
+            let mut requests = lock(&shared.requests);
+            requests.push(request);
+            requests.len() - 1
+        };
+        let _flight = InFlight::start(shared, index);
+        let reply = routed
+            .or_else(|| lock(&shared.script).pop_front())
+            .unwrap_or_else(|| {
+                MockReply::json(
+                    500,
+                    &json!({"error": {"message": "script exhausted", "type": "mock_error"}}),
+                )
+            });
         let reply = match reply {
             MockReply::Gated { gate, reply } => {
                 let _ = gate.acquire().await.map(|p| p.forget());
@@ -507,6 +543,30 @@ async fn serve_connection(mut sock: TcpStream, shared: &Shared) {
             let _ = sock.shutdown().await;
             return;
         }
+    }
+}
+
+/// Counts a request as in flight from when it was read until it is dropped (its answer was
+/// written in full, the client hung up, or the server stopped), and stamps its finish.
+struct InFlight<'a> {
+    shared: &'a Shared,
+    index: usize,
+}
+
+impl<'a> InFlight<'a> {
+    fn start(shared: &'a Shared, index: usize) -> Self {
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight { shared, index }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = lock(&self.shared.requests).get_mut(self.index) {
+            r.finished = Some(Instant::now());
+        }
+        self.shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -553,6 +613,8 @@ async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Record
             headers,
             body,
             raw_body,
+            arrived: Instant::now(),
+            finished: None,
         },
         keep_alive,
     ))

@@ -1,0 +1,50 @@
+//! Every default and ceiling that more than one layer needs, in one place: the configuration
+//! fills unset fields from here, and the core's own `Default`s (for library callers and tests)
+//! use the same values, so the two can never drift apart. A leaf: plain constants, nothing else.
+
+use std::time::Duration;
+
+/// The model's context window when neither the configuration nor the server says otherwise.
+pub(crate) const CONTEXT_WINDOW: u64 = 262_144;
+/// The largest `max_tokens` a request asks for (less when the window leaves less room).
+pub(crate) const MAX_TOKENS: u32 = 8192;
+/// Tool rounds one turn may use before a final summary is requested.
+pub(crate) const MAX_ROUNDS: u32 = 500;
+
+/// The deadline of one model call, from sending the request to the end of the reply.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// The longest silence in a streamed reply before the call fails.
+pub const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Tool calls one reply may carry.
+pub const MAX_TOOL_CALLS: usize = 64;
+/// Attempts in all for a request that failed before any response byte (429, 5xx, connect).
+pub const RETRY_ATTEMPTS: u32 = 4;
+/// The first backoff wait; each retry doubles it (with jitter) up to [`RETRY_MAX_DELAY`].
+pub(crate) const RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
+pub(crate) const RETRY_MAX_DELAY: Duration = Duration::from_secs(30);
+/// The longest `Retry-After` a server may impose.
+pub(crate) const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
+
+/// How long one bash call may run unless it asks for more.
+pub(crate) const BASH_TIMEOUT: Duration = Duration::from_secs(120);
+/// The most one bash call may run, whatever the configuration or the model asks for.
+pub(crate) const BASH_TIMEOUT_CEILING: Duration = Duration::from_secs(600);
+
+/// Bytes of one bash call's full output saved under `.minicode/outputs/`.
+pub(crate) const OUTPUTS_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Bytes all saved outputs may take together.
+pub(crate) const OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// Days a saved output is kept.
+pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 7;
+
+/// Environment variables that may hold a model key whatever the configuration says; the
+/// configured `api_key_env` joins them. They are wiped from minicode's own environment once
+/// read and never reach a child process.
+pub(crate) const SECRET_ENV_VARS: &[&str] = &["MINICODE_API_KEY", "OPENAI_API_KEY"];
+
+/// Sub-agents (the `delegate` tool) running at once in one process, and the most that may be
+/// configured (each holds a model connection).
+pub const SUBAGENTS_MAX_CONCURRENT: usize = 3;
+pub(crate) const SUBAGENTS_MAX_CONCURRENT_CEILING: usize = 16;
+/// How long one sub-agent may take from its start.
+pub const SUBAGENTS_TIMEOUT: Duration = Duration::from_secs(300);

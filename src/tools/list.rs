@@ -1,0 +1,268 @@
+//! The `list` tool: the files under a folder of the workspace, as ripgrep would see them
+//! (ignore files honoured, `.git` and `.minicode` left out, links shown but not followed),
+//! optionally filtered by a glob, sorted, and capped with an "N more" line. Read-only: it needs
+//! no approval and opens no file (only ignore files, through the walk).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use ignore::WalkState;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::walk::{self, Start};
+use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use crate::chat::ToolSpec;
+use crate::fsutil;
+
+/// Paths shown when the call names no limit.
+pub const DEFAULT_LIMIT: usize = 200;
+/// The most paths one call shows.
+pub const MAX_LIMIT: usize = 2000;
+
+const DESCRIPTION: &str = "List the files under a folder of the workspace (recursively), \
+sorted by path. Honours .gitignore, .ignore and git's excludes; .git and .minicode are never \
+listed; symbolic links are shown, not followed. Use `pattern` to filter with a glob \
+(`*.rs` matches at any depth, `src/**/*.rs` is anchored at the folder, a leading `!` \
+excludes). Read-only, no approval needed; prefer it to bash for exploring.";
+
+pub struct List;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: Option<String>,
+    pattern: Option<String>,
+    limit: Option<usize>,
+}
+
+struct Call {
+    start: Start,
+    pattern: Option<String>,
+    limit: usize,
+}
+
+fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
+    let args: Args = parse_args(args)?;
+    let limit = match args.limit {
+        Some(0) => return Err("limit must be at least 1".to_string()),
+        Some(n) => n.min(MAX_LIMIT),
+        None => DEFAULT_LIMIT,
+    };
+    let start = walk::start(&ctx.workspace, args.path.as_deref())
+        .map_err(|e| format!("cannot list: {e}"))?;
+    let pattern = args.pattern.filter(|p| !p.trim().is_empty());
+    if let Some(p) = &pattern {
+        // Checked now, so a bad glob is reported before anything runs.
+        ignore::overrides::OverrideBuilder::new(&start.root)
+            .add(p)
+            .map_err(|e| format!("invalid pattern {p:?}: {e}"))?;
+    }
+    Ok(Call {
+        start,
+        pattern,
+        limit,
+    })
+}
+
+impl Tool for List {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list".into(),
+            description: DESCRIPTION.into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Folder relative to the workspace root (default: the root)"},
+                    "pattern": {"type": "string", "description": "Glob the paths must match, e.g. *.rs or src/**/test_*.py"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most paths to show (default 200, at most 2000)"}
+                },
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
+        let call = check(args, ctx)?;
+        let summary = match &call.pattern {
+            Some(p) => format!("{} ({p})", call.start.display),
+            None => call.start.display,
+        };
+        Ok(Prepared {
+            summary,
+            approval: None,
+            protected: None,
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolCtx,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let call = match check(&args, ctx) {
+                Ok(c) => c,
+                Err(e) => return ToolOutput::failed(e),
+            };
+            let workspace = ctx.workspace.clone();
+            let max_bytes = ctx.output_limit();
+            let secrets = ctx.secrets.clone();
+            let stop = cancel.clone();
+            // The walk blocks on the file system: off the runtime, and it stops on cancel.
+            let job = tokio::task::spawn_blocking(move || {
+                list(&workspace, &call, max_bytes, &stop).map(|text| secrets.redact(text))
+            });
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => ToolOutput::interrupted("interrupted by the user"),
+                done = job => match done {
+                    Ok(Ok(text)) => ToolOutput::ok(text),
+                    Ok(Err(e)) => ToolOutput::failed(e),
+                    Err(e) => ToolOutput::failed(format!("list failed: {e}")),
+                },
+            }
+        })
+    }
+}
+
+/// One path found, and what to show after it.
+struct Found {
+    path: String,
+    /// For a symbolic link: where it leads, or why it is not followed.
+    link: Option<String>,
+}
+
+fn list(
+    workspace: &Path,
+    call: &Call,
+    max_bytes: usize,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    let walk = walk::build(workspace, &call.start, call.pattern.as_deref())
+        .map_err(|e| format!("cannot list: {e}"))?;
+    let found: Arc<Mutex<Vec<Found>>> = Arc::default();
+    let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    walk.builder.build_parallel().run(|| {
+        let errors = errors.clone();
+        let cancel = cancel.clone();
+        let mut batch = Batch {
+            found: Vec::new(),
+            all: found.clone(),
+        };
+        Box::new(move |entry| {
+            if cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
+            let entry = match entry {
+                Ok(e) => e,
+                Err(_) => {
+                    errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return WalkState::Continue;
+                }
+            };
+            let Some(kind) = entry.file_type() else {
+                return WalkState::Continue;
+            };
+            if kind.is_dir() {
+                return WalkState::Continue;
+            }
+            let link = kind
+                .is_symlink()
+                .then(|| link_note(workspace, entry.path()));
+            batch.push(Found {
+                path: walk::shown(workspace, entry.path()),
+                link,
+            });
+            WalkState::Continue
+        })
+    });
+    if cancel.is_cancelled() {
+        return Err("interrupted by the user".to_string());
+    }
+    let mut found = std::mem::take(&mut *found.lock().map_err(|_| "list failed")?);
+    found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let total = found.len();
+    let mut out = String::new();
+    let mut shown = 0;
+    for f in found.iter().take(call.limit) {
+        let line = match &f.link {
+            Some(note) => format!("{} {note}\n", f.path),
+            None => format!("{}\n", f.path),
+        };
+        // Room is kept for the closing notes.
+        if out.len() + line.len() + 256 > max_bytes {
+            break;
+        }
+        out.push_str(&line);
+        shown += 1;
+    }
+    if total == 0 {
+        out.push_str(&match &call.pattern {
+            Some(p) => format!("no files matching {p} under {}\n", call.start.display),
+            None => format!("no files under {}\n", call.start.display),
+        });
+    } else if shown < total {
+        out.push_str(&format!(
+            "[… and {} more files ({total} in all); narrow with path or pattern{}]\n",
+            total - shown,
+            if call.limit < MAX_LIMIT {
+                ", or raise limit (at most 2000)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let errors = errors.load(std::sync::atomic::Ordering::Relaxed);
+    if errors > 0 {
+        out.push_str(&format!("[{errors} entries could not be read]\n"));
+    }
+    if let Ok(skipped) = walk.skipped.lock() {
+        for note in skipped.notes() {
+            out.push_str(&note);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// Where a link found by the walk leads; links are never followed, only described.
+fn link_note(workspace: &Path, path: &Path) -> String {
+    match path.canonicalize() {
+        Ok(real) if fsutil::is_inside(workspace, &real) => {
+            format!("-> {}", walk::shown(workspace, &real))
+        }
+        Ok(_) => "(symbolic link leading outside the workspace, not followed)".to_string(),
+        Err(_) => "(broken symbolic link)".to_string(),
+    }
+}
+
+/// One worker's found paths, handed to the shared list in batches and when the worker ends
+/// (the parallel walker drops each worker's closure when it finishes), so the lock is taken
+/// once per batch, not once per file.
+struct Batch {
+    found: Vec<Found>,
+    all: Arc<Mutex<Vec<Found>>>,
+}
+
+impl Batch {
+    fn push(&mut self, f: Found) {
+        self.found.push(f);
+        if self.found.len() >= 256 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Ok(mut all) = self.all.lock() {
+            all.append(&mut self.found);
+        }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
