@@ -254,7 +254,10 @@ fn a_sub_agent_runs_in_a_subagent_span_under_its_delegate_call() {
     let child_session = sub.attr("gen_ai.conversation.id").unwrap();
     assert_ne!(child_session, parent_session);
     // The child's own turn nests under it, and does not claim the trace's session.
-    let child = turns.iter().find(|t| t.parent_span_id == sub.span_id).unwrap();
+    let child = turns
+        .iter()
+        .find(|t| t.parent_span_id == sub.span_id)
+        .unwrap();
     assert_eq!(child.attr("gen_ai.conversation.id"), Some(child_session));
     assert_eq!(child.attr("session.id"), None);
     assert!(
@@ -263,7 +266,10 @@ fn a_sub_agent_runs_in_a_subagent_span_under_its_delegate_call() {
             .any(|s| s.name == "chat mock-model" && s.parent_span_id == child.span_id),
         "the child's model call is under its turn"
     );
-    assert!(spans.iter().all(|s| s.trace_id == root.trace_id), "one trace");
+    assert!(
+        spans.iter().all(|s| s.trace_id == root.trace_id),
+        "one trace"
+    );
 }
 
 #[test]
