@@ -512,8 +512,9 @@ fn a_collector_that_never_answers_delays_exit_by_at_most_two_seconds() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim(), ANSWER);
     assert!(!receiver.requests().is_empty(), "the export was attempted");
-    // 2 s for the flush, plus a generous allowance for the run itself on a loaded machine.
-    assert!(took < Duration::from_secs(5), "exit took {took:?}");
+    // 2 s for the flush, plus a generous allowance for the run itself on a loaded machine
+    // (the export request itself would wait 10 s).
+    assert!(took < Duration::from_secs(6), "exit took {took:?}");
     assert!(
         took >= Duration::from_millis(1900),
         "the flush should have waited for the stalled collector: {took:?}"
@@ -562,16 +563,14 @@ fn a_collector_stalled_mid_turn_never_slows_the_turn() {
     let status = child.wait().unwrap();
     let exited = released.elapsed();
     assert!(status.success());
-    // The export is blocked for its 10 s timeout; the turn goes on as if nothing happened.
+    // The export is blocked for its 10 s timeout; the turn goes on as if nothing happened
+    // (the bounds leave room for a loaded machine, far below those 10 s).
     assert!(
-        answered < Duration::from_secs(2),
+        answered < Duration::from_secs(5),
         "the answer took {answered:?}"
     );
-    assert!(
-        exited - answered < Duration::from_secs(3),
-        "exit took {:?}",
-        exited - answered
-    );
+    let flush = exited - answered;
+    assert!(flush < Duration::from_secs(4), "exit took {flush:?}");
 }
 
 #[test]
