@@ -77,6 +77,8 @@ pub struct OpenAi {
     key: Option<Arc<str>>,
     headers: HeaderMap,
     limits: StreamLimits,
+    /// Host and port of `url`, for telemetry.
+    server: Option<(Arc<str>, u16)>,
 }
 
 impl std::fmt::Debug for OpenAiOptions {
@@ -147,7 +149,11 @@ impl OpenAi {
             base_delay: opts.retry_base_delay,
             ..Policy::default()
         };
+        let server = reqwest::Url::parse(base)
+            .ok()
+            .and_then(|url| Some((url.host_str()?.into(), url.port_or_known_default()?)));
         Ok(OpenAi {
+            server,
             client,
             url: format!("{base}/chat/completions"),
             model: opts.model,
@@ -292,6 +298,10 @@ impl Provider for OpenAi {
             },
             span,
         ))
+    }
+
+    fn server(&self) -> Option<(&str, u16)> {
+        self.server.as_ref().map(|(host, port)| (&**host, *port))
     }
 
     fn model(&self) -> &str {

@@ -32,6 +32,7 @@ mod secrets;
 mod session;
 mod skills;
 mod subagents;
+mod telemetry;
 mod tools_bash;
 mod tools_files;
 mod tools_registry;
