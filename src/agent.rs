@@ -10,6 +10,7 @@ pub mod delegate;
 mod history;
 pub(crate) mod prompt;
 mod skills;
+mod spans;
 pub(crate) mod turn;
 pub mod validate;
 mod window;
@@ -55,6 +56,9 @@ pub struct Options {
     /// names and descriptions go into the system prompt, the `skill` tool joins the registry
     /// when there is at least one, and their triggers load them.
     pub skills: Arc<Skills>,
+    /// Attach prompts, replies, tool arguments and results to the exported spans
+    /// (`[telemetry] include_content`); metadata only when false.
+    pub trace_content: bool,
 }
 
 impl Default for Options {
@@ -70,6 +74,7 @@ impl Default for Options {
             keep_recent_tokens: None,
             subagents: None,
             skills: Arc::new(Skills::default()),
+            trace_content: false,
         }
     }
 }
@@ -133,6 +138,14 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// How contents go into spans: `None` unless `include_content` is on. Takes the tool
+    /// context (a clone of `tool_ctx` where `self` is borrowed mutably meanwhile) for the key.
+    fn content<'a>(&self, ctx: &'a ToolCtx) -> Option<spans::Content<'a>> {
+        self.options.trace_content.then_some(spans::Content {
+            secrets: &ctx.secrets,
+        })
+    }
+
     fn emit(&self, event: Event) {
         // A frontend that went away cannot be told anything; the turn still finishes and saves.
         let _ = self.events.send(event);

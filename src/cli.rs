@@ -204,7 +204,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(usage("the prompt is empty"));
     }
-    let _log = crate::logging::init(&launch, interactive);
+    let _log =
+        crate::logging::init(&launch, interactive, export_settings(&config)).map_err(usage)?;
     crate::agent::budget::Budget::new(
         config.context_window,
         config.reserve_tokens,
@@ -217,7 +218,15 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     crate::fsutil::sweep_temp_files(&launch, &[crate::session::SESSIONS]);
     let session = open_session(&launch, &args)?;
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
-    tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
+    // The telemetry headers (a collector's credentials) are kept out of tool output like the key.
+    let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
+    tool_ctx.secrets = Secrets::new(
+        config
+            .api_key
+            .iter()
+            .chain(header_values.map(|(_, value)| value))
+            .map(|k| k.expose().to_string()),
+    );
     tool_ctx.outputs = crate::tools::outputs::Limits {
         max_file_bytes: config.outputs_max_file_bytes,
         max_total_bytes: config.outputs_max_bytes,
@@ -254,6 +263,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             auto_approve: args.yes,
             reserve_tokens: config.reserve_tokens,
             keep_recent_tokens: config.keep_recent_tokens,
+            trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
             // One value for the process: every delegation shares its slots.
             subagents: (!args.no_tools).then(|| {
                 agent::delegate::Subagents::new(
@@ -361,12 +371,35 @@ fn openai(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<OpenA
     .map_err(usage)
 }
 
-/// Variables tools must never see: the fixed key variables and the configured one.
+/// The exporter's settings when telemetry is on.
+fn export_settings(config: &Config) -> Option<crate::logging::otlp::Settings> {
+    let t = config.telemetry.as_ref()?;
+    Some(crate::logging::otlp::Settings {
+        traces_url: t.traces_url.clone(),
+        headers: t
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.expose().to_string()))
+            .collect(),
+        json: t.protocol == crate::config::OtlpProtocol::HttpJson,
+        service_name: t.service_name.clone(),
+    })
+}
+
+/// Variables tools must never see: the fixed key variables, the OpenTelemetry headers (a
+/// collector's credentials) and the configured key variable.
 fn scrubbed_env(config: &Config) -> Vec<String> {
     let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
         .iter()
         .map(|n| n.to_string())
         .collect();
+    names.extend(
+        [
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        ]
+        .map(String::from),
+    );
     names.extend(config.api_key_env.clone());
     names
 }

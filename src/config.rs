@@ -13,6 +13,7 @@
 mod file;
 mod layers;
 mod resolve;
+mod telemetry;
 mod trust;
 
 pub use trust::{
@@ -33,6 +34,13 @@ pub(crate) const DEMO_MODEL: &str = "demo";
 pub(crate) const ENV_BASE_URL: &str = "MINICODE_BASE_URL";
 pub(crate) const ENV_MODEL: &str = "MINICODE_MODEL";
 pub(crate) const ENV_API_KEY: &str = "MINICODE_API_KEY";
+/// The standard OpenTelemetry variables minicode reads (see docs/telemetry.md).
+pub(crate) const ENV_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+pub(crate) const ENV_OTLP_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+pub(crate) const ENV_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+pub(crate) const ENV_OTLP_TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+pub(crate) const ENV_OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+pub(crate) const ENV_OTEL_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 
 /// Which provider implementation to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -43,6 +51,33 @@ pub enum ProviderKind {
     OpenAi,
     /// The offline, deterministic demo model.
     Demo,
+}
+
+/// How spans are encoded for the collector (the OTLP/HTTP flavours; gRPC is not built in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum OtlpProtocol {
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    #[serde(rename = "http/json")]
+    HttpJson,
+}
+
+/// OpenTelemetry export, present in [`Config`] only when it is on (an endpoint is configured
+/// and `OTEL_SDK_DISABLED` is not `true`). See docs/telemetry.md.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Telemetry {
+    /// The full URL spans are posted to: `<endpoint>/v1/traces`, or
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as given.
+    pub traces_url: String,
+    /// Extra request headers from the files (e.g. `Authorization`); `OTEL_EXPORTER_OTLP_HEADERS`
+    /// is added on top by the exporter itself. Values are secrets.
+    pub headers: Vec<(String, Secret)>,
+    pub protocol: OtlpProtocol,
+    /// `service.name` of the exported resource (default `minicode`).
+    pub service_name: String,
+    /// Whether message contents, tool arguments and results are exported (default false).
+    pub include_content: bool,
 }
 
 /// A value that must never be shown: `Debug` and `Display` print `***`, so a `Config` can be
@@ -118,6 +153,8 @@ pub struct Config {
     /// Whether the user trusts the launch directory. Everything a workspace supplies that can
     /// run code or reach the network must ask this first (see [`Trust`]).
     pub trust: Trust,
+    /// OpenTelemetry export; `None` (the default) means off: no exporter, no extra layer.
+    pub telemetry: Option<Telemetry>,
 }
 
 /// Command-line flags that take part in configuration.
@@ -190,7 +227,8 @@ pub enum ConfigError {
     /// key, and the user has not trusted the workspace. Nothing was sent anywhere.
     #[error(
         "config file {} sets {}, but this workspace is not trusted: a repository's config may \
-         not choose the server, the provider or the API key. If you trust this folder, run \
+         not choose the server, the provider, the API key or where telemetry is sent. If you \
+         trust this folder, run \
          `minicode trust` in it (it is recorded in your user config); otherwise remove {} from \
          that file (your user config or MINICODE_* variables can set them)",
         .path.display(),

@@ -127,6 +127,11 @@ pub trait Provider: Send + Sync {
     fn probe(&self) -> ProbeFuture {
         Box::pin(std::future::ready(None))
     }
+    /// The host and port requests go to, for telemetry (`server.address`, `server.port`);
+    /// `None` for a provider that reaches no server.
+    fn server(&self) -> Option<(&str, u16)> {
+        None
+    }
 }
 
 /// Every way a model call can fail. Messages are lowercase and never contain the API key.
@@ -180,6 +185,24 @@ impl ProviderError {
             } => !quota_exhausted,
             ProviderError::Server { .. } | ProviderError::Connect(_) => true,
             _ => false,
+        }
+    }
+
+    /// A short, fixed name of the failure's class (`error.type` in telemetry): never the
+    /// message, which may quote the server.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderError::Auth { .. } => "auth",
+            ProviderError::RateLimited { .. } => "rate_limited",
+            ProviderError::Server { .. } => "server_error",
+            ProviderError::ContextLength { .. } => "context_length",
+            ProviderError::Request { .. } => "request_refused",
+            ProviderError::NoTools { .. } => "no_tools",
+            ProviderError::Network(_) => "network",
+            ProviderError::Connect(_) => "connect",
+            ProviderError::Timeout(_) => "timeout",
+            ProviderError::Cancelled => "cancelled",
+            ProviderError::Protocol(_) => "protocol",
         }
     }
 

@@ -17,8 +17,9 @@ use tracing::Instrument;
 use super::Core;
 use super::compact::CompactError;
 use super::context_upkeep::chain;
+use super::spans::{self, Purpose};
 use crate::chat::estimate_message;
-use crate::chat::{ApprovalRequest, ToolStatus};
+use crate::chat::{ApprovalRequest, Role, ToolStatus};
 use crate::chat::{Message, ToolCall};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
@@ -60,11 +61,16 @@ pub(crate) async fn run(
         return (TurnEnd::Failed { error }, stats);
     }
     let triggered = core.triggered_skills(&input);
+    let span = spans::turn(core.session.id(), core.session.parent().is_some());
+    let ctx = core.tool_ctx.clone();
+    let content = core.content(&ctx);
+    if let Some(content) = content {
+        content.turn_text(&span, Role::User, &input);
+    }
     core.session.push(Message::user(input));
     // A skill whose trigger the message names joins history right after it, before the
     // first request (see agent/skills.rs).
     core.load_triggered(triggered).await;
-    let span = tracing::info_span!("turn", session = %core.session.id());
     let end = async {
         let mut round: u32 = 0;
         loop {
@@ -100,9 +106,19 @@ pub(crate) async fn run(
             }
         }
     }
-    .instrument(span)
+    .instrument(span.clone())
     .await;
     stats.wall = started.elapsed();
+    spans::end_turn(&span, &end, &stats);
+    if let (Some(content), TurnEnd::Completed | TurnEnd::RoundLimit { .. }) = (content, &end)
+        && let Some(answer) = core
+            .session
+            .messages()
+            .last()
+            .and_then(|m| m.content.as_deref())
+    {
+        content.turn_text(&span, Role::Assistant, answer);
+    }
     (end, stats)
 }
 
@@ -248,8 +264,23 @@ async fn stream_reply(
         tools,
         max_tokens: core.budget.reply_tokens(input, core.options.max_tokens),
     };
-    let span = tracing::info_span!("model_call", model = core.provider.model());
-    let mut stream = core.provider.stream(&request);
+    let purpose = if extra.is_some() {
+        Purpose::RoundLimitSummary
+    } else {
+        Purpose::Turn
+    };
+    let span = spans::model_call(
+        core.provider.model(),
+        core.provider.server(),
+        request.max_tokens,
+        purpose,
+    );
+    let content = core.content(&core.tool_ctx);
+    if let Some(content) = content {
+        content.input_messages(&span, &messages);
+    }
+    // Opened inside the span, so the provider's own `http_request` span is its child.
+    let mut stream = span.in_scope(|| core.provider.stream(&request));
     drop(messages);
     stats.model_calls += 1;
     let outcome = async {
@@ -287,8 +318,19 @@ async fn stream_reply(
             }
         }
     }
-    .instrument(span)
+    .instrument(span.clone())
     .await;
+    match &outcome {
+        StreamOutcome::Reply(reply) => {
+            spans::end_model_call(&span, Ok(reply));
+            if let Some(content) = content {
+                content.output_reply(&span, reply);
+            }
+        }
+        StreamOutcome::Failed(e) => spans::end_model_call(&span, Err(e)),
+        StreamOutcome::Cancelled => spans::cancel_model_call(&span),
+    }
+    drop(span);
     if let StreamOutcome::Reply(reply) = &outcome {
         stats.tokens.add(reply.usage);
         tracing::debug!(usage = ?reply.usage, tools = reply.tool_calls.len(), "model call finished");
@@ -367,9 +409,34 @@ async fn run_batch(
     cancel.is_cancelled()
 }
 
+/// One call inside its `tool_call` span, which records its status (and, with
+/// `include_content`, its arguments and result).
+async fn run_call(
+    core: &mut Core,
+    call: &ToolCall,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+    stats: &mut TurnStats,
+) -> (Option<String>, ToolOutput) {
+    let span = spans::tool_call(call, &core.tool_ctx.secrets);
+    let ctx = core.tool_ctx.clone();
+    let content = core.content(&ctx);
+    if let Some(content) = content {
+        content.tool_arguments(&span, &call.arguments);
+    }
+    let (summary, output) = prepare_and_run(core, call, cancel, decisions, stats)
+        .instrument(span.clone())
+        .await;
+    spans::end_tool_call(&span, output.status);
+    if let Some(content) = content {
+        content.tool_result(&span, &output.content);
+    }
+    (summary, output)
+}
+
 /// Validates, approves and runs one call; every path yields the output the model will read,
 /// beside the summary announced with `ToolCallBegan` (kept with the result in the session).
-async fn run_call(
+async fn prepare_and_run(
     core: &mut Core,
     call: &ToolCall,
     cancel: &CancellationToken,
@@ -426,7 +493,6 @@ async fn run_call(
             }
         }
     }
-    let span = tracing::info_span!("tool_call", tool = %call.name, call = %call.id);
     let subagents = core.options.subagents.clone();
     let ours = core
         .delegate
@@ -436,19 +502,13 @@ async fn run_call(
         // The core's own `delegate`: its children need the core, not just a tool context.
         Some(subagents) => {
             let (output, tally) =
-                super::delegate::run(core, &subagents, &call.id, &args, cancel.child_token())
-                    .instrument(span)
-                    .await;
+                super::delegate::run(core, &subagents, &call.id, &args, cancel.child_token()).await;
             stats.subagents += tally.children;
             stats.subagent_calls += tally.model_calls;
             stats.subagent_tokens.merge(&tally.tokens);
             output
         }
-        None => {
-            tool.run(args, &core.tool_ctx, cancel.child_token())
-                .instrument(span)
-                .await
-        }
+        None => tool.run(args, &core.tool_ctx, cancel.child_token()).await,
     };
     output.content = core.tool_ctx.secrets.redact(output.content);
     (summary, output)
@@ -488,6 +548,7 @@ async fn approve(
         }
     }
     if core.options.auto_approve || (always && protected.is_none()) {
+        spans::tool_approval(&tracing::Span::current(), "auto");
         core.emit(Event::ApprovalDecided {
             call: call.id.clone(),
             decision: Decision::Approve,
@@ -516,6 +577,11 @@ async fn approve(
     if decision == Decision::ApproveTool {
         core.approved_tools.insert(call.name.clone());
     }
+    let how = match decision {
+        Decision::Deny { .. } => "denied",
+        _ => "user",
+    };
+    spans::tool_approval(&tracing::Span::current(), how);
     core.emit(Event::ApprovalDecided {
         call: call.id.clone(),
         decision: decision.clone(),

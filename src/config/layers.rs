@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::file::{
-    self, ContextTable, FileConfig, ModelTable, SubagentsTable, ToolsTable, UiTable,
+    self, ContextTable, FileConfig, ModelTable, SubagentsTable, TelemetryTable, ToolsTable, UiTable,
 };
 use super::trust::{self, Trust};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
@@ -54,14 +54,23 @@ impl Layers {
 }
 
 /// The fields a workspace file may set only once the user trusts the workspace: together they
-/// decide which server receives the conversation and which key goes with it.
+/// decide which server receives the conversation and which key goes with it, and where (and
+/// with which credentials) telemetry about the conversation is sent. The whole `[telemetry]`
+/// table counts: a repository must not be able to turn export on, point it at itself, or ask
+/// for the contents.
 pub(super) fn redirecting_fields(f: &FileConfig) -> Vec<&'static str> {
     let m = &f.model;
+    let t = &f.telemetry;
     [
         (m.provider.is_some(), "model.provider"),
         (m.base_url.is_some(), "model.base_url"),
         (m.api_key.is_some(), "model.api_key"),
         (m.api_key_env.is_some(), "model.api_key_env"),
+        (t.otlp_endpoint.is_some(), "telemetry.otlp_endpoint"),
+        (t.headers.is_some(), "telemetry.headers"),
+        (t.protocol.is_some(), "telemetry.protocol"),
+        (t.service_name.is_some(), "telemetry.service_name"),
+        (t.include_content.is_some(), "telemetry.include_content"),
     ]
     .into_iter()
     .filter_map(|(set, name)| set.then_some(name))
@@ -195,6 +204,8 @@ impl Layers {
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns,
             subagents.max_concurrent, subagents.timeout_secs,
+            telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
+            telemetry.service_name, telemetry.include_content,
         );
         // Every field must be laid above: this pattern stops compiling when one is added.
         let FileConfig {
@@ -233,6 +244,14 @@ impl Layers {
                 SubagentsTable {
                     max_concurrent: _,
                     timeout_secs: _,
+                },
+            telemetry:
+                TelemetryTable {
+                    otlp_endpoint: _,
+                    headers: _,
+                    protocol: _,
+                    service_name: _,
+                    include_content: _,
                 },
         } = over;
         layers.sources.push(path);

@@ -27,6 +27,7 @@ pub(super) fn resolve(
         layers.file.model.provider.unwrap_or_default()
     };
     let limits = limits(&layers)?;
+    let telemetry = super::telemetry::resolve(&layers, env)?;
     let mut config = Config {
         provider,
         base_url: String::new(),
@@ -52,6 +53,7 @@ pub(super) fn resolve(
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
         sources: Vec::new(),
         trust: layers.trust,
+        telemetry,
     };
     if provider == ProviderKind::Demo {
         // The demo model needs no server, name or key; anything configured for them is unused.

@@ -101,6 +101,8 @@ pub struct OpenAi {
     quirks: Arc<Mutex<Quirks>>,
     cache: Arc<Cache>,
     send_reasoning: bool,
+    /// Host and port of `url`, for telemetry.
+    server: Option<(Arc<str>, u16)>,
 }
 
 impl std::fmt::Debug for OpenAiOptions {
@@ -175,7 +177,11 @@ impl OpenAi {
         };
         let cache = Cache::new(opts.cache_dir.as_deref(), base, &opts.model);
         let quirks = cache.quirks().unwrap_or_default();
+        let server = reqwest::Url::parse(base)
+            .ok()
+            .and_then(|url| Some((url.host_str()?.into(), url.port_or_known_default()?)));
         Ok(OpenAi {
+            server,
             client,
             base: base.to_string(),
             url: format!("{base}/chat/completions"),
@@ -386,6 +392,10 @@ impl Provider for OpenAi {
             },
             span,
         ))
+    }
+
+    fn server(&self) -> Option<(&str, u16)> {
+        self.server.as_ref().map(|(host, port)| (&**host, *port))
     }
 
     fn model(&self) -> &str {

@@ -38,6 +38,7 @@ mod server_wire;
 mod session;
 mod skills;
 mod subagents;
+mod telemetry;
 mod tools_bash;
 mod tools_files;
 mod tools_registry;

@@ -9,6 +9,7 @@ pub mod events;
 pub mod fake;
 pub mod isolated;
 pub mod mock_openai;
+pub mod otlp_receiver;
 pub mod stream;
 pub mod user_config;
 

@@ -126,13 +126,7 @@ impl Context {
         };
         let session_id = session.id().to_string();
         outcome.session_id = Some(session_id.clone());
-        let span = tracing::info_span!(
-            "subagent",
-            session = %session_id,
-            parent_session = %self.parent_session,
-            call = %self.call,
-            task = %task.id,
-        );
+        let span = crate::agent::spans::subagent(&task.id, &session_id);
         let setup = Setup {
             provider: self.provider.clone(),
             registry: self.registry.clone(),
@@ -148,8 +142,9 @@ impl Context {
             session_id,
         });
         self.follow(handle, task, cancel, &mut outcome)
-            .instrument(span)
+            .instrument(span.clone())
             .await;
+        crate::agent::spans::end_subagent(&span, outcome.status.as_str());
         self.emit(Event::SubagentEnded {
             call: self.call.clone(),
             task: task.id.clone(),
