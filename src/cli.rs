@@ -204,8 +204,18 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(usage("the prompt is empty"));
     }
-    let _log =
-        crate::logging::init(&launch, interactive, export_settings(&config)).map_err(usage)?;
+    for notice in &config.notices {
+        note(notice);
+    }
+    // An exporter the environment configures in a way we cannot honour (an unsupported
+    // OTEL_EXPORTER_OTLP_COMPRESSION, say) must not stop the user's work: export is off.
+    let _log = match crate::logging::init(&launch, interactive, export_settings(&config)) {
+        Ok(guard) => guard,
+        Err(e) => {
+            note(&format!("{e}; OpenTelemetry export is off for this run"));
+            crate::logging::init(&launch, interactive, None).map_err(usage)?
+        }
+    };
     crate::agent::budget::Budget::new(
         config.context_window,
         config.reserve_tokens,
@@ -330,6 +340,15 @@ fn with_piped_text(prompt: &str) -> Result<String, Failure> {
         stdin::Piped::Text(text) => Ok(stdin::attach(prompt, &text)),
         stdin::Piped::Nothing => Ok(prompt.to_string()),
     }
+}
+
+/// A line on stderr that does not stop the run, made safe for the terminal.
+fn note(text: &str) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "minicode: note: {}",
+        crate::sanitize::sanitize(text)
+    );
 }
 
 fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {

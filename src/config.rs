@@ -155,6 +155,9 @@ pub struct Config {
     pub trust: Trust,
     /// OpenTelemetry export; `None` (the default) means off: no exporter, no extra layer.
     pub telemetry: Option<Telemetry>,
+    /// Things the user should hear about that do not stop the run (e.g. an `OTEL_*` setting
+    /// meant for another program that minicode cannot honour); the CLI shows them on stderr.
+    pub notices: Vec<String>,
 }
 
 /// Command-line flags that take part in configuration.

@@ -27,7 +27,8 @@ pub(super) fn resolve(
         layers.file.model.provider.unwrap_or_default()
     };
     let limits = limits(&layers)?;
-    let telemetry = super::telemetry::resolve(&layers, env)?;
+    let mut notices = Vec::new();
+    let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
     let mut config = Config {
         provider,
         base_url: String::new(),
@@ -54,6 +55,7 @@ pub(super) fn resolve(
         sources: Vec::new(),
         trust: layers.trust,
         telemetry,
+        notices,
     };
     if provider == ProviderKind::Demo {
         // The demo model needs no server, name or key; anything configured for them is unused.

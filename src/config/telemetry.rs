@@ -2,8 +2,10 @@
 //! off. Precedence as everywhere: the files, then the environment. Telemetry is on exactly when
 //! an endpoint is configured and `OTEL_SDK_DISABLED` is not `true`; nothing else turns it on.
 //! Checks the endpoint, the protocol, the service name and the header names here, so a typo is
-//! a usage error at start and not a silent lack of traces. It must never put a header value
-//! into an error: those carry credentials.
+//! a usage error at start and not a silent lack of traces. A protocol we do not speak that comes
+//! from the environment (often set for other programs, e.g. `grpc`) turns export off with a
+//! notice instead: it must not stop the user's work. It must never put a header value into an
+//! error: those carry credentials.
 
 use super::layers::Layers;
 use super::{
@@ -20,7 +22,11 @@ const TRACES_PATH: &str = "/v1/traces";
 const DEFAULT_SERVICE_NAME: &str = "minicode";
 
 /// Resolves the telemetry settings; `Ok(None)` when export is off.
-pub(super) fn resolve(layers: &Layers, env: Env<'_>) -> Result<Option<Telemetry>, ConfigError> {
+pub(super) fn resolve(
+    layers: &Layers,
+    env: Env<'_>,
+    notices: &mut Vec<String>,
+) -> Result<Option<Telemetry>, ConfigError> {
     let t = &layers.file.telemetry;
     if env(ENV_OTEL_SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         return Ok(None);
@@ -52,13 +58,13 @@ pub(super) fn resolve(layers: &Layers, env: Env<'_>) -> Result<Option<Telemetry>
         Some((name, value)) => match value.trim() {
             "http/protobuf" => OtlpProtocol::HttpProtobuf,
             "http/json" => OtlpProtocol::HttpJson,
-            _ => {
-                return Err(invalid(
-                    env_origin(name),
-                    "telemetry.protocol",
-                    "must be \"http/protobuf\" or \"http/json\" (minicode exports over HTTP; \
-                     gRPC is not built in)",
+            other => {
+                notices.push(format!(
+                    "{name}={} is not supported (minicode exports over http/protobuf or \
+                     http/json only); OpenTelemetry export is off for this run",
+                    crate::sanitize::visible(other)
                 ));
+                return Ok(None);
             }
         },
         None => t.protocol.unwrap_or_default(),

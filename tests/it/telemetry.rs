@@ -502,6 +502,31 @@ fn nothing_is_sent_when_telemetry_is_off() {
 }
 
 #[test]
+fn otel_settings_meant_for_other_programs_turn_export_off_without_stopping_the_run() {
+    let receiver = Receiver::start(Mode::Answer);
+    for var in [
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"),
+    ] {
+        let server = MockServer::start_in_thread(read_then_answer());
+        let ws = workspace(&server, "");
+        let out = run(
+            ws.path(),
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint()), var],
+            &["--yes", PROMPT],
+        );
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{var:?}: {err}");
+        assert_eq!(text(&out.stdout).trim(), ANSWER);
+        assert!(
+            err.contains("OpenTelemetry export is off"),
+            "{var:?}: {err}"
+        );
+    }
+    assert!(receiver.requests().is_empty(), "something was exported");
+}
+
+#[test]
 fn a_collector_that_never_answers_delays_exit_by_at_most_two_seconds() {
     let receiver = Receiver::start(Mode::Never);
     let server = MockServer::start_in_thread(read_then_answer());
@@ -725,11 +750,6 @@ fn bad_telemetry_settings_are_usage_errors_that_never_show_header_values() {
             "telemetry.otlp_endpoint",
         ),
         (
-            "[telemetry]\notlp_endpoint = \"http://x\"\n",
-            vec![("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
-            "telemetry.protocol",
-        ),
-        (
             "[telemetry]\notlp_endpoint = \"http://x\"\nservice_name = \" \"\n",
             vec![],
             "telemetry.service_name",
@@ -754,6 +774,19 @@ fn bad_telemetry_settings_are_usage_errors_that_never_show_header_values() {
             "a header value was shown: {shown}"
         );
     }
+    // A protocol the environment asks for (often set for other programs) turns export off
+    // with a notice; it does not stop the run.
+    let c = load(
+        "[telemetry]\notlp_endpoint = \"http://x\"\n",
+        &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+    )
+    .unwrap();
+    assert!(c.telemetry.is_none());
+    assert!(
+        c.notices[0].contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc"),
+        "{:?}",
+        c.notices
+    );
     // A bad protocol in the file is a field error from the parser.
     let err = load("[telemetry]\nprotocol = \"grpc\"\n", &[]).unwrap_err();
     assert!(format!("{err}").contains("telemetry.protocol"), "{err}");
