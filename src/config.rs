@@ -122,12 +122,16 @@ pub struct Config {
     /// `MINICODE_API_KEY`), so tools can remove it from child processes.
     pub api_key_env: Option<String>,
     pub context_window: u64,
+    /// Whether `[model] context_window` was set in a file (a probed window never replaces it).
+    pub context_window_configured: bool,
     pub max_tokens: u32,
     /// The deadline of one model call, streaming included (heartbeats do not extend it).
     pub request_timeout: Duration,
     pub stream_idle_timeout: Duration,
     /// More tool calls than this in one reply is a protocol error.
     pub max_tool_calls: u32,
+    /// Send the model's reasoning back to the server in later requests.
+    pub send_reasoning: bool,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.
@@ -255,6 +259,18 @@ fn list_fields(fields: &[&str]) -> String {
         .map(|f| format!("`{f}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The user's cache folder for minicode (what was learned about servers):
+/// `$XDG_CACHE_HOME/minicode`, or `$HOME/.cache/minicode` when `XDG_CACHE_HOME` is unset,
+/// empty or relative; `None` without either.
+pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    let xdg = var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let dir = xdg.or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(dir.join("minicode"))
 }
 
 /// The workspace's configuration file, relative to the launch directory.

@@ -106,8 +106,7 @@ impl Core {
         stats: &mut TurnStats,
     ) -> Result<u64, CompactError> {
         if let Some(w) = window.filter(|w| *w != self.budget.window) {
-            self.budget = self.budget.with_window(w);
-            self.tool_ctx.set_output_limit(w);
+            self.set_window(w, crate::protocol::WindowSource::ServerError);
             self.emit(Event::Warning {
                 message: format!(
                     "the server's context window is {w} tokens; using it for this session"

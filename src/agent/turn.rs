@@ -25,9 +25,11 @@ use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
 use crate::tools::ToolOutput;
 
-/// How a turn fails when the model answered with nothing: no text and no tool call (a reply
-/// with only reasoning counts as empty too, since reasoning is not kept).
+/// How a turn fails when the model answered with nothing: no text and no tool call.
 const EMPTY_REPLY: &str = "the model returned an empty reply";
+
+/// How a turn fails when the model only reasoned: reasoning is never the answer.
+const REASONING_ONLY: &str = "the model returned only reasoning, with no answer and no tool call";
 
 /// The instruction for the last request once the round limit is reached.
 const ROUND_LIMIT_PROMPT: &str = "You have used the maximum number of tool rounds for this task. \
@@ -83,6 +85,9 @@ pub(crate) async fn run(
                 };
             super::validate::unique_call_ids(&mut reply.tool_calls);
             let mut message = reply.to_message();
+            if core.options.send_reasoning && !reply.reasoning.is_empty() {
+                message.reasoning = Some(std::mem::take(&mut reply.reasoning));
+            }
             // Broken arguments are answered by a rejection below; history keeps `{}`.
             super::validate::normalize_arguments(&mut message);
             core.session.push(message);
@@ -139,6 +144,12 @@ async fn request(
     // file as it is now, and an invalid one fails the turn.
     // Tools that joined (or left) since the last request are declared and counted now.
     core.current_tools();
+    // The first request of a session waits for the probe (bounded by the provider), so it is
+    // sent with the server's window, not the default.
+    core.await_probe(cancel).await;
+    if cancel.is_cancelled() {
+        return Err(TurnEnd::Interrupted);
+    }
     if let Err(error) = core.refresh_memory() {
         return Err(TurnEnd::Failed { error });
     }
@@ -180,10 +191,16 @@ async fn request(
         // NO_REPLY filler before the next one, as after any failed request.
         StreamOutcome::Reply(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
             Err(TurnEnd::Failed {
-                error: empty_reply_error(reply.finish_reason.as_deref()),
+                error: empty_reply_error(&reply),
             })
         }
         StreamOutcome::Reply(reply) => Ok((reply, sent)),
+        StreamOutcome::Failed(e @ ProviderError::NoTools { .. }) => Err(TurnEnd::Failed {
+            error: format!(
+                "{e}. Use a model that supports tool calls, or run minicode with --no-tools for \
+                 plain chat"
+            ),
+        }),
         StreamOutcome::Failed(e) => Err(TurnEnd::Failed {
             error: e.to_string(),
         }),
@@ -191,19 +208,34 @@ async fn request(
     }
 }
 
-/// [`EMPTY_REPLY`], with the server's finish reason when it explains something ("length": the
-/// output budget was spent, e.g. on reasoning).
-fn empty_reply_error(finish_reason: Option<&str>) -> String {
-    match finish_reason.filter(|r| !r.is_empty() && *r != "stop") {
+/// [`EMPTY_REPLY`] (or [`REASONING_ONLY`] when the model did think), with the server's finish
+/// reason when it explains something ("length": the output budget was spent, e.g. on
+/// reasoning).
+fn empty_reply_error(reply: &Reply) -> String {
+    let what = if reply.reasoning.trim().is_empty() {
+        EMPTY_REPLY
+    } else {
+        REASONING_ONLY
+    };
+    match reply
+        .finish_reason
+        .as_deref()
+        .filter(|r| !r.is_empty() && *r != "stop")
+    {
         Some(reason) => {
             let reason: String = reason
                 .chars()
                 .filter(|c| !c.is_control())
                 .take(40)
                 .collect();
-            format!("{EMPTY_REPLY} (finish_reason: {reason})")
+            let hint = if reason == "length" && what == REASONING_ONLY {
+                "; the reply's token limit was spent on reasoning (raise [model] max_tokens)"
+            } else {
+                ""
+            };
+            format!("{what} (finish_reason: {reason}){hint}")
         }
-        None => EMPTY_REPLY.to_string(),
+        None => what.to_string(),
     }
 }
 
@@ -260,6 +292,9 @@ async fn stream_reply(
             };
             match next {
                 Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
+                Some(Ok(StreamEvent::Reasoning(text))) => {
+                    core.emit(Event::ReasoningDelta { text });
+                }
                 Some(Ok(StreamEvent::Retrying {
                     attempt,
                     max_attempts,

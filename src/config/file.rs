@@ -48,6 +48,7 @@ pub(super) struct ModelTable {
     pub request_timeout_secs: Option<u64>,
     pub stream_idle_timeout_secs: Option<u64>,
     pub max_tool_calls: Option<u32>,
+    pub send_reasoning: Option<bool>,
 }
 
 #[derive(Default, Deserialize)]

@@ -46,10 +46,14 @@ impl Context {
     pub(super) fn new(core: &Core, subagents: &Subagents, call: &str) -> Self {
         // No sub-agents of its own, no skills (their tool and trigger loads are not on the
         // whitelist), nobody to approve anything.
+        // The parent's window as it stands (probed, configured or named by the server): a
+        // child never probes the server again, so it is handed over as settled.
         let options = Options {
             auto_approve: false,
             subagents: None,
             skills: Arc::default(),
+            context_window: core.budget.window,
+            context_window_source: crate::protocol::WindowSource::Config,
             ..core.options.clone()
         };
         Self {

@@ -47,6 +47,7 @@ pub fn command_with_home(dir: &Path, home: &Path) -> Command {
     cmd.current_dir(dir)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .env_remove("MINICODE_BASE_URL")
         .env_remove("MINICODE_MODEL")
         .env_remove("MINICODE_API_KEY")
