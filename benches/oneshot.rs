@@ -3,7 +3,12 @@
 //! that answers at once.
 //!
 //! Scenarios: `--version`; a one-shot task with 5 tool calls (read, edit, bash, read, write);
-//! streaming a 200 KB reply in 4-character chunks. Run with `cargo bench --bench oneshot`.
+//! streaming a 200 KB reply in 4-character chunks; the same 5-call task with telemetry on,
+//! exporting to a local OTLP receiver. Run with `cargo bench --bench oneshot`.
+//!
+//! `MINICODE_BENCH_BINARY=/path/to/minicode` measures that binary instead of the one built
+//! with the bench (to compare two builds under the same load, alternating runs); the telemetry
+//! scenario then runs only if the variable is unset.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Resource usage is read with libc (getrusage, wait4, sysconf): measurement only.
@@ -12,6 +17,10 @@
 #[path = "../tests/it/support/mock_openai.rs"]
 #[allow(dead_code)]
 mod mock_openai;
+
+#[path = "../tests/it/support/otlp_receiver.rs"]
+#[allow(dead_code)]
+mod otlp_receiver;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -125,13 +134,26 @@ fn workspace(server: &MockServer) -> tempfile::TempDir {
 fn minicode(dir: &std::path::Path, args: &[&str]) -> Command {
     // `env -C` changes directory in the child, so `Command` can use posix_spawn: a forked copy
     // of this (large) bench process would otherwise count in the child's peak RSS.
+    let binary = std::env::var("MINICODE_BENCH_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_minicode").to_string());
     let mut cmd = Command::new("env");
     cmd.arg("-C")
         .arg(dir)
-        .arg(env!("CARGO_BIN_EXE_minicode"))
+        .arg(binary)
         .args(args)
         .env_remove("MINICODE_LOG")
         .env("HOME", dir);
+    // Telemetry off unless a scenario turns it on.
+    for name in [
+        "OTEL_SDK_DISABLED",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_SERVICE_NAME",
+    ] {
+        cmd.env_remove(name);
+    }
     cmd
 }
 
@@ -184,4 +206,21 @@ fn main() {
         costs.push(run(&mut minicode(ws.path(), &["stream it"])));
     }
     report("one-shot, 200 KB in 4-char chunks", median(costs), 5);
+
+    if std::env::var_os("MINICODE_BENCH_BINARY").is_some() {
+        return;
+    }
+    let receiver = otlp_receiver::Receiver::start(otlp_receiver::Mode::Answer);
+    let mut costs = Vec::new();
+    for _ in 0..runs {
+        let server = MockServer::start_in_thread(five_tool_script());
+        let ws = workspace(&server);
+        let before = receiver.requests().len();
+        let mut cmd = minicode(ws.path(), &["--yes", "do the five steps"]);
+        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
+        costs.push(run(&mut cmd));
+        assert_eq!(server.request_count(), 6);
+        assert!(receiver.requests().len() > before, "nothing was exported");
+    }
+    report("one-shot, 5 tool calls, telemetry on", median(costs), runs);
 }

@@ -11,8 +11,10 @@ mod history;
 mod mcp;
 pub(crate) mod prompt;
 mod skills;
+mod spans;
 pub(crate) mod turn;
 pub mod validate;
+mod window;
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats};
+use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats, WindowSource};
 use crate::provider::Provider;
 use crate::session::Session;
 use crate::tools::skills::Skills;
@@ -36,6 +38,12 @@ pub struct Options {
     pub max_tokens: u32,
     /// The model's context window in tokens.
     pub context_window: u64,
+    /// Where `context_window` came from: anything but `Config` lets the probe at session start
+    /// replace it.
+    pub context_window_source: WindowSource,
+    /// Keep the model's reasoning on its messages and send it back in later requests (some
+    /// servers require it during tool loops); otherwise it is shown and dropped.
+    pub send_reasoning: bool,
     /// Approve every tool call without asking (`--yes`).
     pub auto_approve: bool,
     /// Tokens kept free for the reply; `None` scales the default to the window.
@@ -49,6 +57,9 @@ pub struct Options {
     /// names and descriptions go into the system prompt, the `skill` tool joins the registry
     /// when there is at least one, and their triggers load them.
     pub skills: Arc<Skills>,
+    /// Attach prompts, replies, tool arguments and results to the exported spans
+    /// (`[telemetry] include_content`); metadata only when false.
+    pub trace_content: bool,
 }
 
 impl Default for Options {
@@ -57,11 +68,14 @@ impl Default for Options {
             max_rounds: crate::defaults::MAX_ROUNDS,
             max_tokens: crate::defaults::MAX_TOKENS,
             context_window: crate::defaults::CONTEXT_WINDOW,
+            context_window_source: WindowSource::Default,
+            send_reasoning: false,
             auto_approve: false,
             reserve_tokens: None,
             keep_recent_tokens: None,
             subagents: None,
             skills: Arc::new(Skills::default()),
+            trace_content: false,
         }
     }
 }
@@ -108,6 +122,10 @@ pub(crate) struct Core {
     context: context::Context,
     /// The main conversation's token budget (its window may be replaced by a server-stated one).
     budget: budget::Budget,
+    /// Where the budget's window came from.
+    window_source: WindowSource,
+    /// The probe of the server started with the session, until it lands.
+    probe: window::PendingProbe,
     /// The stamp of MiniCode.md at its last load and that load's outcome, so the check before
     /// each request re-reads the file only when it was touched.
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
@@ -124,6 +142,14 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// How contents go into spans: `None` unless `include_content` is on. Takes the tool
+    /// context (a clone of `tool_ctx` where `self` is borrowed mutably meanwhile) for the key.
+    fn content<'a>(&self, ctx: &'a ToolCtx) -> Option<spans::Content<'a>> {
+        self.options.trace_content.then_some(spans::Content {
+            secrets: &ctx.secrets,
+        })
+    }
+
     fn emit(&self, event: Event) {
         // A frontend that went away cannot be told anything; the turn still finishes and saves.
         let _ = self.events.send(event);
@@ -156,6 +182,14 @@ impl Core {
             // The window in use: the server's, once it stated one, else the configured one.
             context_window: self.budget.window,
             resumed_messages: self.session.messages().len(),
+        }
+    }
+
+    /// The window in use and where it came from.
+    fn window_set(&self) -> Event {
+        Event::ContextWindowSet {
+            tokens: self.budget.window,
+            source: self.window_source,
         }
     }
 
@@ -267,6 +301,7 @@ impl Core {
                 self.skills.loaded.set(Vec::new());
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
+                self.emit(self.window_set());
                 self.report_context();
             }
             Err(e) => self.emit(Event::Error {
@@ -398,6 +433,10 @@ async fn run_core(
         system_prompt.push_str(prompt::DELEGATE_RULES);
     }
     let tool_specs = setup.registry.specs();
+    if !child && tool_specs.is_empty() {
+        // `--no-tools`: plain chat; the memory rules (which name tools) do not apply.
+        system_prompt = prompt::plain_chat_prompt(&setup.tool_ctx.workspace);
+    }
     let tools_generation = setup.registry.generation();
     let mut context = context::Context::new(system_prompt, &tool_specs);
     setup
@@ -417,6 +456,7 @@ async fn run_core(
             setup.session.messages(),
         )
         .err();
+    let window_source = setup.options.context_window_source;
     let mut core = Core {
         provider: setup.provider,
         registry: setup.registry,
@@ -426,6 +466,8 @@ async fn run_core(
         options: setup.options,
         context,
         budget,
+        window_source,
+        probe: None,
         memory_seen: None,
         approved_tools: HashSet::new(),
         mcp: setup.mcp,
@@ -447,6 +489,7 @@ async fn run_core(
             ),
         });
     }
+    core.start_probe();
     core.emit(core.configured());
     if delegate_refused {
         core.emit(Event::Warning {
@@ -473,6 +516,7 @@ async fn run_core(
             ),
         });
     }
+    core.emit(core.window_set());
     if let Some(problem) = checkpoint_problem {
         core.emit(Event::Warning {
             message: format!("ignoring the saved compaction checkpoint: {problem}"),
@@ -487,10 +531,24 @@ async fn run_core(
     loop {
         let op = match queue.pop_front() {
             Some(text) => Op::Submit(text),
-            None => match ops.recv().await {
-                Some(op) => op,
-                None => break,
-            },
+            None => {
+                // While idle, a probe that lands is applied at once (the status bar shows it).
+                let next = match core.probe.as_mut() {
+                    Some(probe) => tokio::select! {
+                        landed = probe => Err(landed.ok().flatten()),
+                        op = ops.recv() => Ok(op),
+                    },
+                    None => Ok(ops.recv().await),
+                };
+                match next {
+                    Ok(Some(op)) => op,
+                    Ok(None) => break,
+                    Err(landed) => {
+                        core.apply_probe(landed);
+                        continue;
+                    }
+                }
+            }
         };
         match op {
             Op::Submit(text) => {

@@ -34,6 +34,16 @@ pub struct Message {
     pub tool_calls: Vec<ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// What a reasoning model thought before this assistant reply, kept only when the user
+    /// asked for it to be sent back (`[model] send_reasoning`): some servers require it during
+    /// tool loops. Named `reasoning_content` on the wire and in session files, as DeepSeek,
+    /// vLLM and llama.cpp name it; the provider leaves it out of requests unless enabled.
+    #[serde(
+        rename = "reasoning_content",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reasoning: Option<String>,
 }
 
 impl Message {
@@ -51,6 +61,7 @@ impl Message {
             content: text,
             tool_calls,
             tool_call_id: None,
+            reasoning: None,
         }
     }
 
@@ -60,6 +71,7 @@ impl Message {
             content: Some(output.into()),
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),
+            reasoning: None,
         }
     }
 
@@ -69,6 +81,7 @@ impl Message {
             content: Some(text),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            reasoning: None,
         }
     }
 

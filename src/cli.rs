@@ -3,6 +3,7 @@
 //! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
+mod doctor;
 mod mcp;
 mod skills;
 mod trust;
@@ -19,6 +20,7 @@ mod stdin;
 use crate::agent::{self, Options, Setup};
 use crate::config::{Config, Overrides, ProviderKind};
 use crate::print::{self, OutputFormat};
+use crate::protocol::WindowSource;
 use crate::provider::Provider;
 use crate::provider::demo::Demo;
 use crate::provider::openai::{OpenAi, OpenAiOptions};
@@ -65,6 +67,12 @@ pub struct Args {
     /// One-shot output: text (the answer), json (one object), stream-json (one event per line).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
+    /// Offer the model no tools: plain chat, for models or servers without tool support.
+    #[arg(long)]
+    pub no_tools: bool,
+    /// One-shot: print the model's reasoning on stderr as it streams (never on stdout).
+    #[arg(long)]
+    pub show_reasoning: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -83,6 +91,23 @@ pub enum Command {
     Untrust {
         /// The workspace folder.
         path: Option<PathBuf>,
+    },
+    /// Check the configured model server step by step: reachable, key, model, streaming,
+    /// usage, a tool call round trip, context window, reasoning, speed. Exit 0 when it can run
+    /// the agent, 1 when it cannot, 2 for configuration errors.
+    Doctor {
+        /// text (a table) or json.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        output_format: OutputFormat,
+        /// Use this config file instead of the usual locations.
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+        /// Model name (overrides config and MINICODE_MODEL).
+        #[arg(long)]
+        model: Option<String>,
+        /// Server base URL (overrides config and MINICODE_BASE_URL).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
     },
     /// List the skills a session here offers the model: name, state, source, description
     /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
@@ -143,6 +168,19 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Mcp {
             command: McpCommand::List,
         }) => return mcp::list(&env, &launch, args.config.as_deref()),
+        Some(Command::Doctor {
+            output_format,
+            config,
+            model,
+            base_url,
+        }) => {
+            let flags = doctor::Flags {
+                config: config.clone(),
+                model: model.clone(),
+                base_url: base_url.clone(),
+            };
+            return doctor::run(&env, &launch, flags, *output_format);
+        }
         Some(Command::Skills) => return skills::list(&env, &launch),
         None => {}
     }
@@ -181,7 +219,18 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(usage("the prompt is empty"));
     }
-    let _log = crate::logging::init(&launch, interactive);
+    for notice in &config.notices {
+        note(notice);
+    }
+    // An exporter the environment configures in a way we cannot honour (an unsupported
+    // OTEL_EXPORTER_OTLP_COMPRESSION, say) must not stop the user's work: export is off.
+    let _log = match crate::logging::init(&launch, interactive, export_settings(&config)) {
+        Ok(guard) => guard,
+        Err(e) => {
+            note(&format!("{e}; OpenTelemetry export is off for this run"));
+            crate::logging::init(&launch, interactive, None).map_err(usage)?
+        }
+    };
     crate::agent::budget::Budget::new(
         config.context_window,
         config.reserve_tokens,
@@ -189,22 +238,44 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     )
     .map_err(|e| usage(format!("invalid [context] settings: {e}")))?;
     // Everything that can fail with a usage error comes before the session file is created.
-    let provider = build_provider(&config)?;
+    let provider = build_provider(&config, &env)?;
     // Temp files a killed minicode left behind go before anything new is written.
     crate::fsutil::sweep_temp_files(&launch, &[crate::session::SESSIONS]);
     // Asked before the session opens: a `.mcp.json` server the user has not approved yet.
-    let (mcp_servers, mcp_notes) = mcp::servers(&config, &launch, &env, mcp::Ask::Terminal);
+    let (mcp_servers, mcp_notes) = if args.no_tools {
+        (Vec::new(), Vec::new())
+    } else {
+        mcp::servers(&config, &launch, &env, mcp::Ask::Terminal)
+    };
     let session = open_session(&launch, &args)?;
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
-    tool_ctx.secrets = Secrets::new(config.api_key.as_ref().map(|k| k.expose().to_string()));
+    // The telemetry headers (a collector's credentials) are kept out of tool output like the key.
+    let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
+    tool_ctx.secrets = Secrets::new(
+        config
+            .api_key
+            .iter()
+            .chain(header_values.map(|(_, value)| value))
+            .map(|k| k.expose().to_string()),
+    );
     tool_ctx.outputs = crate::tools::outputs::Limits {
         max_file_bytes: config.outputs_max_file_bytes,
         max_total_bytes: config.outputs_max_bytes,
         max_age: config.outputs_max_age,
     };
     tool_ctx.prune_outputs();
-    let skills = skills::discover(&env, &launch, config.trust.is_trusted());
-    let registry = Arc::new(Registry::builtin());
+    // Without tools the model gets none to call (and a prompt that says so): plain chat, with
+    // no skills, no sub-agents and no MCP servers either.
+    let registry = Arc::new(if args.no_tools {
+        Registry::new(Vec::new())
+    } else {
+        Registry::builtin()
+    });
+    let skills = if args.no_tools {
+        crate::tools::skills::Skills::default()
+    } else {
+        skills::discover(&env, &launch, config.trust.is_trusted())
+    };
     let mcp = crate::tools::mcp::Manager::new(mcp_servers, registry.clone(), &tool_ctx, mcp_notes);
     let setup = Setup {
         provider,
@@ -216,14 +287,23 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             max_rounds: config.max_rounds,
             max_tokens: config.max_tokens,
             context_window: config.context_window,
+            context_window_source: if config.context_window_configured {
+                WindowSource::Config
+            } else {
+                WindowSource::Default
+            },
+            send_reasoning: config.send_reasoning,
             auto_approve: args.yes,
             reserve_tokens: config.reserve_tokens,
             keep_recent_tokens: config.keep_recent_tokens,
+            trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
             // One value for the process: every delegation shares its slots.
-            subagents: Some(agent::delegate::Subagents::new(
-                config.subagents_max_concurrent,
-                config.subagents_timeout,
-            )),
+            subagents: (!args.no_tools).then(|| {
+                agent::delegate::Subagents::new(
+                    config.subagents_max_concurrent,
+                    config.subagents_timeout,
+                )
+            }),
             skills: Arc::new(skills),
         },
     };
@@ -242,7 +322,10 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         // In the background: the first request goes out without waiting for any server.
         mcp.start();
         let code = match prompt {
-            Some(prompt) => print::run(handle, prompt, args.output_format, &resume_flags).await,
+            Some(prompt) => {
+                let format = args.output_format;
+                print::run(handle, prompt, format, &resume_flags, args.show_reasoning).await
+            }
             None => full_screen(handle, &config, &resume_flags, &launch).await,
         };
         mcp.shutdown().await;
@@ -286,6 +369,15 @@ fn with_piped_text(prompt: &str) -> Result<String, Failure> {
     }
 }
 
+/// A line on stderr that does not stop the run, made safe for the terminal.
+fn note(text: &str) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "minicode: note: {}",
+        crate::sanitize::sanitize(text)
+    );
+}
+
 fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
     let result = match (&args.session, args.continue_) {
         (Some(id), _) => Session::open(workspace, id),
@@ -295,33 +387,65 @@ fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
     result.map_err(usage)
 }
 
-fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, Failure> {
+fn build_provider(
+    config: &Config,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, Failure> {
     Ok(match config.provider {
         ProviderKind::Demo => Arc::new(Demo::default()),
-        ProviderKind::OpenAi => Arc::new(
-            OpenAi::new(OpenAiOptions {
-                base_url: config.base_url.clone(),
-                api_key: config.api_key.as_ref().map(|k| k.expose().to_string()),
-                model: config.model.clone(),
-                request_timeout: config.request_timeout,
-                stream_idle_timeout: config.stream_idle_timeout,
-                limits: ReplyLimits {
-                    max_tool_calls: usize::try_from(config.max_tool_calls).unwrap_or(usize::MAX),
-                    ..ReplyLimits::default()
-                },
-                ..OpenAiOptions::default()
-            })
-            .map_err(usage)?,
-        ),
+        ProviderKind::OpenAi => Arc::new(openai(config, env)?),
     })
 }
 
-/// Variables tools must never see: the fixed key variables and the configured one.
+/// The OpenAI-compatible client for `config`, remembering what it learns about the server in
+/// the user's cache folder.
+fn openai(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<OpenAi, Failure> {
+    OpenAi::new(OpenAiOptions {
+        base_url: config.base_url.clone(),
+        api_key: config.api_key.as_ref().map(|k| k.expose().to_string()),
+        model: config.model.clone(),
+        request_timeout: config.request_timeout,
+        stream_idle_timeout: config.stream_idle_timeout,
+        limits: ReplyLimits {
+            max_tool_calls: usize::try_from(config.max_tool_calls).unwrap_or(usize::MAX),
+            ..ReplyLimits::default()
+        },
+        cache_dir: crate::config::cache_dir(env),
+        send_reasoning: config.send_reasoning,
+        ..OpenAiOptions::default()
+    })
+    .map_err(usage)
+}
+
+/// The exporter's settings when telemetry is on.
+fn export_settings(config: &Config) -> Option<crate::logging::otlp::Settings> {
+    let t = config.telemetry.as_ref()?;
+    Some(crate::logging::otlp::Settings {
+        traces_url: t.traces_url.clone(),
+        headers: t
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.expose().to_string()))
+            .collect(),
+        json: t.protocol == crate::config::OtlpProtocol::HttpJson,
+        service_name: t.service_name.clone(),
+    })
+}
+
+/// Variables tools must never see: the fixed key variables, the OpenTelemetry headers (a
+/// collector's credentials) and the configured key variable.
 fn scrubbed_env(config: &Config) -> Vec<String> {
     let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
         .iter()
         .map(|n| n.to_string())
         .collect();
+    names.extend(
+        [
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        ]
+        .map(String::from),
+    );
     names.extend(config.api_key_env.clone());
     names
 }
@@ -404,6 +528,9 @@ fn resume_flags(args: &Args) -> String {
     }
     if args.demo {
         flags.push_str(" --demo");
+    }
+    if args.no_tools {
+        flags.push_str(" --no-tools");
     }
     if let Some(url) = &args.base_url {
         flags.push_str(&format!(" --base-url {}", quote(url)));

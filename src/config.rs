@@ -14,6 +14,7 @@ mod file;
 mod layers;
 mod mcp;
 mod resolve;
+mod telemetry;
 mod trust;
 
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
@@ -36,6 +37,13 @@ pub(crate) const DEMO_MODEL: &str = "demo";
 pub(crate) const ENV_BASE_URL: &str = "MINICODE_BASE_URL";
 pub(crate) const ENV_MODEL: &str = "MINICODE_MODEL";
 pub(crate) const ENV_API_KEY: &str = "MINICODE_API_KEY";
+/// The standard OpenTelemetry variables minicode reads (see docs/telemetry.md).
+pub(crate) const ENV_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+pub(crate) const ENV_OTLP_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+pub(crate) const ENV_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+pub(crate) const ENV_OTLP_TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+pub(crate) const ENV_OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+pub(crate) const ENV_OTEL_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 
 /// Which provider implementation to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -46,6 +54,33 @@ pub enum ProviderKind {
     OpenAi,
     /// The offline, deterministic demo model.
     Demo,
+}
+
+/// How spans are encoded for the collector (the OTLP/HTTP flavours; gRPC is not built in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum OtlpProtocol {
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    #[serde(rename = "http/json")]
+    HttpJson,
+}
+
+/// OpenTelemetry export, present in [`Config`] only when it is on (an endpoint is configured
+/// and `OTEL_SDK_DISABLED` is not `true`). See docs/telemetry.md.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Telemetry {
+    /// The full URL spans are posted to: `<endpoint>/v1/traces`, or
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as given.
+    pub traces_url: String,
+    /// Extra request headers from the files (e.g. `Authorization`); `OTEL_EXPORTER_OTLP_HEADERS`
+    /// is added on top by the exporter itself. Values are secrets.
+    pub headers: Vec<(String, Secret)>,
+    pub protocol: OtlpProtocol,
+    /// `service.name` of the exported resource (default `minicode`).
+    pub service_name: String,
+    /// Whether message contents, tool arguments and results are exported (default false).
+    pub include_content: bool,
 }
 
 /// A value that must never be shown: `Debug` and `Display` print `***`, so a `Config` can be
@@ -90,12 +125,16 @@ pub struct Config {
     /// `MINICODE_API_KEY`), so tools can remove it from child processes.
     pub api_key_env: Option<String>,
     pub context_window: u64,
+    /// Whether `[model] context_window` was set in a file (a probed window never replaces it).
+    pub context_window_configured: bool,
     pub max_tokens: u32,
     /// The deadline of one model call, streaming included (heartbeats do not extend it).
     pub request_timeout: Duration,
     pub stream_idle_timeout: Duration,
     /// More tool calls than this in one reply is a protocol error.
     pub max_tool_calls: u32,
+    /// Send the model's reasoning back to the server in later requests.
+    pub send_reasoning: bool,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.
@@ -121,6 +160,11 @@ pub struct Config {
     pub mcp_servers: Vec<McpServer>,
     /// The user's approvals of workspaces' `.mcp.json` servers.
     pub mcp_approvals: Vec<McpApproval>,
+    /// OpenTelemetry export; `None` (the default) means off: no exporter, no extra layer.
+    pub telemetry: Option<Telemetry>,
+    /// Things the user should hear about that do not stop the run (e.g. an `OTEL_*` setting
+    /// meant for another program that minicode cannot honour); the CLI shows them on stderr.
+    pub notices: Vec<String>,
 }
 
 /// Command-line flags that take part in configuration.
@@ -193,7 +237,8 @@ pub enum ConfigError {
     /// key, and the user has not trusted the workspace. Nothing was sent anywhere.
     #[error(
         "config file {} sets {}, but this workspace is not trusted: a repository's config may \
-         not choose the server, the provider or the API key, nor start MCP servers. If you \
+         not choose the server, the provider, the API key or where telemetry is sent, nor \
+         start MCP servers. If you \
          trust this folder, run \
          `minicode trust` in it (it is recorded in your user config); otherwise remove {} from \
          that file (your user config or MINICODE_* variables can set them)",
@@ -230,6 +275,18 @@ fn list_fields(fields: &[&str]) -> String {
         .map(|f| format!("`{f}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The user's cache folder for minicode (what was learned about servers):
+/// `$XDG_CACHE_HOME/minicode`, or `$HOME/.cache/minicode` when `XDG_CACHE_HOME` is unset,
+/// empty or relative; `None` without either.
+pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    let xdg = var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let dir = xdg.or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(dir.join("minicode"))
 }
 
 /// The workspace's configuration file, relative to the launch directory.

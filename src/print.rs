@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::chat::ApprovalRequest;
 use crate::protocol::{AgentHandle, OpSender};
-use crate::protocol::{Decision, Event, Op, TurnEnd, TurnStats};
+use crate::protocol::{Decision, Event, Op, TurnEnd, TurnStats, WindowSource};
 use crate::sanitize::{self, sanitize};
 
 /// How the result is printed.
@@ -43,6 +43,14 @@ struct JsonResult<'a> {
     status: &'static str,
     stats: &'a TurnStats,
     error: Option<String>,
+    /// The context window the run used and where it came from.
+    context_window: WindowJson,
+}
+
+#[derive(Serialize)]
+struct WindowJson {
+    tokens: u64,
+    source: WindowSource,
 }
 
 /// The plain status word of the JSON result.
@@ -57,12 +65,14 @@ fn status_word(end: &TurnEnd) -> &'static str {
 
 /// Runs `prompt` as one turn and prints the outcome.
 /// `resume_flags` are the flags that chose the model (e.g. `--demo`), repeated in the resume
-/// hint so resuming talks to the same model.
+/// hint so resuming talks to the same model. `show_reasoning` streams the model's reasoning to
+/// stderr (it is never part of the answer on stdout).
 pub(crate) async fn run(
     handle: AgentHandle,
     prompt: String,
     format: OutputFormat,
     resume_flags: &str,
+    show_reasoning: bool,
 ) -> ExitCode {
     let (ops, mut events) = handle.split();
     let interrupted_by = spawn_signal_watch(ops.clone());
@@ -74,6 +84,14 @@ pub(crate) async fn run(
     let live_stdout = format == OutputFormat::Text && stdout_tty;
     // Deltas are sanitised one by one; the stream carries the context a joiner needs.
     let mut live = sanitize::Stream::default();
+    // Reasoning on stderr (`--show-reasoning`), and whether a run of it is open.
+    let show_reasoning = show_reasoning && format != OutputFormat::StreamJson;
+    let mut thought = sanitize::Stream::default();
+    let mut thinking = false;
+    let mut window = WindowJson {
+        tokens: 0,
+        source: WindowSource::Default,
+    };
     let mut out = io::stdout().lock();
     let mut err = io::stderr().lock();
     let mut ended: Option<(TurnEnd, TurnStats)> = None;
@@ -89,14 +107,41 @@ pub(crate) async fn run(
             let _ = writeln!(out, "{line}");
             let _ = out.flush();
         }
+        if thinking
+            && matches!(
+                event,
+                Event::TextDelta { .. }
+                    | Event::AssistantMessage { .. }
+                    | Event::ToolCallBegan { .. }
+                    | Event::TurnEnded { .. }
+            )
+        {
+            // The reasoning ended: close its block before anything else reaches stderr.
+            thinking = false;
+            thought = sanitize::Stream::default();
+            let _ = writeln!(err, "\n");
+        }
         match event {
             Event::SessionConfigured {
                 session_id: id,
                 session_path: path,
+                context_window,
                 ..
             } => {
                 session_id = id;
                 session_path = path;
+                window.tokens = context_window;
+            }
+            Event::ContextWindowSet { tokens, source } => {
+                window = WindowJson { tokens, source };
+            }
+            Event::ReasoningDelta { text } if show_reasoning => {
+                if !thinking {
+                    thinking = true;
+                    let _ = writeln!(err, "thinking:");
+                }
+                let _ = err.write_all(thought.push(&text).as_bytes());
+                let _ = err.flush();
             }
             Event::TextDelta { text } if live_stdout => {
                 let text = live.push(&text);
@@ -153,6 +198,7 @@ pub(crate) async fn run(
             // conversation is not repeated: the user asked for this turn's answer.
             Event::HistoryRestored { .. }
             | Event::TextDelta { .. }
+            | Event::ReasoningDelta { .. }
             | Event::TurnStarted { .. }
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
@@ -192,6 +238,7 @@ pub(crate) async fn run(
                 status: status_word(&end),
                 stats: &stats,
                 error,
+                context_window: window,
             };
             if let Ok(line) = serde_json::to_string(&result) {
                 let line = if stdout_tty {
@@ -313,6 +360,8 @@ fn report(err: &mut impl Write, event: &Event) {
         | Event::TurnStarted { .. }
         | Event::ModelRequestStarted { .. }
         | Event::TextDelta { .. }
+        | Event::ReasoningDelta { .. }
+        | Event::ContextWindowSet { .. }
         | Event::AssistantMessage { .. }
         | Event::ApprovalRequested { .. }
         | Event::ApprovalDecided { .. }

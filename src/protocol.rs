@@ -167,6 +167,32 @@ fn ser_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
     s.serialize_u64(d.as_millis() as u64)
 }
 
+/// Where the context window in use came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowSource {
+    /// `[model] context_window` in the configuration: always wins over a probe.
+    Config,
+    /// The server said so when asked at session start (or a cached answer of it).
+    Probe,
+    /// The server named it in a context-length error.
+    ServerError,
+    /// Nothing said anything: the built-in default.
+    Default,
+}
+
+impl WindowSource {
+    /// The word used in the status bar and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowSource::Config => "config",
+            WindowSource::Probe => "probe",
+            WindowSource::ServerError => "server-error",
+            WindowSource::Default => "default",
+        }
+    }
+}
+
 /// Something that happened in the core.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -176,6 +202,7 @@ pub enum Event {
         session_id: String,
         session_path: String,
         model: String,
+        /// The window at start; `ContextWindowSet` follows with where it came from.
         context_window: u64,
         /// Messages restored from disk (0 for a new session).
         resumed_messages: usize,
@@ -195,6 +222,10 @@ pub enum Event {
     },
     /// A piece of assistant text as it streams.
     TextDelta {
+        text: String,
+    },
+    /// A piece of the model's reasoning as it streams: never part of the answer.
+    ReasoningDelta {
         text: String,
     },
     /// The assistant's complete text for one reply (may be empty beside tool calls).
@@ -271,6 +302,13 @@ pub enum Event {
     MemoryLoaded {
         path: String,
         tokens: u64,
+    },
+    /// The context window in use and where it came from: sent at the start of a session
+    /// (after `SessionConfigured` and any `HistoryRestored`), then whenever it changes (the probe at session start answered, or
+    /// the server named its window in a context-length error).
+    ContextWindowSet {
+        tokens: u64,
+        source: WindowSource,
     },
     /// A skill's instructions entered the conversation: the model called the `skill` tool
     /// (`trigger` is `None`), or a word of the user's message was one of its triggers and the

@@ -2,9 +2,11 @@
 //! data model, and the one error type every provider failure is reported through. Nothing here
 //! knows about terminals, tools or sessions.
 
+pub mod compat;
 pub(crate) mod demo;
 pub mod http_error;
 pub mod openai;
+pub mod probe;
 pub mod retry;
 pub mod sse;
 
@@ -28,10 +30,40 @@ pub struct ChatRequest<'a> {
 /// A complete reply, assembled from a stream or returned by a non-streaming call.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reply {
+    /// The answer: visible text, never reasoning.
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
+    /// What a reasoning model thought before answering ("" when it said nothing of it). Never
+    /// part of `text`; kept in history only when it is to be sent back.
+    pub reasoning: String,
+    /// How the server delivered the reasoning, when there was any.
+    pub reasoning_format: Option<ReasoningFormat>,
+}
+
+/// The three ways servers stream a model's reasoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningFormat {
+    /// A `reasoning_content` delta field (DeepSeek, vLLM, llama.cpp).
+    ReasoningContent,
+    /// A `reasoning` delta field (OpenRouter, Ollama, newer vLLM).
+    Reasoning,
+    /// `<think>…</think>` at the start of the content (Qwen3, DeepSeek-R1 behind a server
+    /// without a reasoning parser).
+    ThinkTags,
+}
+
+impl ReasoningFormat {
+    /// How a user would recognise it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ReasoningFormat::ReasoningContent => "reasoning_content field",
+            ReasoningFormat::Reasoning => "reasoning field",
+            ReasoningFormat::ThinkTags => "<think> tags in the content",
+        }
+    }
 }
 
 impl Reply {
@@ -48,6 +80,8 @@ impl Reply {
 pub enum StreamEvent {
     /// A piece of visible assistant text.
     Text(String),
+    /// A piece of the model's reasoning (never part of the answer).
+    Reasoning(String),
     /// The request failed before any byte of the response and will be sent again.
     Retrying {
         attempt: u32,
@@ -62,6 +96,22 @@ pub enum StreamEvent {
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 pub type ReplyFuture =
     Pin<Box<dyn std::future::Future<Output = Result<Reply, ProviderError>> + Send>>;
+pub type ProbeFuture = Pin<Box<dyn std::future::Future<Output = Option<ServerInfo>> + Send>>;
+
+/// What a server said about itself when asked at session start (see `probe`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The model's context window in tokens, when the server reported one.
+    pub context_window: Option<u64>,
+    /// Where it came from, for the user (e.g. "llama.cpp /props").
+    pub via: Option<String>,
+    /// The model ids `/models` listed, when it answered (at most [`probe::MAX_LISTED`]).
+    pub models: Option<Vec<String>>,
+    /// Whether the server's chat template can render tools, when it says (llama.cpp).
+    pub supports_tools: Option<bool>,
+    /// The answer came from the cache of an earlier probe.
+    pub cached: bool,
+}
 
 /// A model server. Both calls serialize the request before returning, so the returned stream or
 /// future owns everything it needs and the caller's history can be borrowed only briefly.
@@ -72,6 +122,16 @@ pub trait Provider: Send + Sync {
     fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture;
     /// The model name, for display.
     fn model(&self) -> &str;
+    /// Asks the server what it is (its context window), bounded in time; `None` when it
+    /// cannot say. Called once at session start, in the background. Failures are only logged.
+    fn probe(&self) -> ProbeFuture {
+        Box::pin(std::future::ready(None))
+    }
+    /// The host and port requests go to, for telemetry (`server.address`, `server.port`);
+    /// `None` for a provider that reaches no server.
+    fn server(&self) -> Option<(&str, u16)> {
+        None
+    }
 }
 
 /// Every way a model call can fail. Messages are lowercase and never contain the API key.
@@ -98,6 +158,10 @@ pub enum ProviderError {
     },
     #[error("request refused ({status}): {message}")]
     Request { status: u16, message: String },
+    /// The server or the model cannot take tool declarations ("does not support tools", a
+    /// chat template that cannot render them, a server started without tool parsing).
+    #[error("this model or server does not support tool calls ({status}): {message}")]
+    NoTools { status: u16, message: String },
     #[error("network error: {0}")]
     Network(String),
     /// A connection failure before any response byte arrived; safe to send again.
@@ -121,6 +185,24 @@ impl ProviderError {
             } => !quota_exhausted,
             ProviderError::Server { .. } | ProviderError::Connect(_) => true,
             _ => false,
+        }
+    }
+
+    /// A short, fixed name of the failure's class (`error.type` in telemetry): never the
+    /// message, which may quote the server.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderError::Auth { .. } => "auth",
+            ProviderError::RateLimited { .. } => "rate_limited",
+            ProviderError::Server { .. } => "server_error",
+            ProviderError::ContextLength { .. } => "context_length",
+            ProviderError::Request { .. } => "request_refused",
+            ProviderError::NoTools { .. } => "no_tools",
+            ProviderError::Network(_) => "network",
+            ProviderError::Connect(_) => "connect",
+            ProviderError::Timeout(_) => "timeout",
+            ProviderError::Cancelled => "cancelled",
+            ProviderError::Protocol(_) => "protocol",
         }
     }
 

@@ -10,6 +10,7 @@ pub(crate) mod core_events;
 pub mod input;
 pub mod markdown;
 mod mcp;
+pub mod reasoning;
 pub mod segment;
 pub mod state;
 pub(crate) mod subagents;

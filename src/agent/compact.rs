@@ -178,15 +178,26 @@ pub async fn compact(
         if cancel.is_cancelled() {
             return Err(CompactError::Cancelled);
         }
-        let future = provider.chat(&chat);
+        let span = super::spans::model_call(
+            provider.model(),
+            provider.server(),
+            chat.max_tokens,
+            super::spans::Purpose::Compaction,
+        );
+        let future = span.in_scope(|| provider.chat(&chat));
         // Counted once sent: a call cancelled halfway may still have cost tokens.
         calls += 1;
         stats.summary_calls += 1;
         let result = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return Err(CompactError::Cancelled),
-            result = future => result,
+            _ = cancel.cancelled() => {
+                super::spans::cancel_model_call(&span);
+                return Err(CompactError::Cancelled);
+            }
+            result = tracing::Instrument::instrument(future, span.clone()) => result,
         };
+        super::spans::end_model_call(&span, result.as_ref());
+        drop(span);
         match result {
             Ok(reply) => {
                 stats.summary_tokens.add(reply.usage);

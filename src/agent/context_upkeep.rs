@@ -106,8 +106,7 @@ impl Core {
         stats: &mut TurnStats,
     ) -> Result<u64, CompactError> {
         if let Some(w) = window.filter(|w| *w != self.budget.window) {
-            self.budget = self.budget.with_window(w);
-            self.tool_ctx.set_output_limit(w);
+            self.set_window(w, crate::protocol::WindowSource::ServerError);
             self.emit(Event::Warning {
                 message: format!(
                     "the server's context window is {w} tokens; using it for this session"
@@ -126,6 +125,26 @@ impl Core {
         manual: bool,
         cancel: &CancellationToken,
         stats: &mut TurnStats,
+    ) -> Result<(), CompactError> {
+        use tracing::Instrument;
+        let span = super::spans::compaction(manual);
+        let result = self
+            .compact_in_span(instructions, manual, cancel, stats, &span)
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &result {
+            super::spans::end_compaction_failed(&span, e);
+        }
+        result
+    }
+
+    async fn compact_in_span(
+        &mut self,
+        instructions: Option<&str>,
+        manual: bool,
+        cancel: &CancellationToken,
+        stats: &mut TurnStats,
+        span: &tracing::Span,
     ) -> Result<(), CompactError> {
         let request = CompactRequest {
             latest_exchange_only: manual,
@@ -160,6 +179,12 @@ impl Core {
             }
         };
         self.session.set_checkpoint(Some(outcome.checkpoint));
+        super::spans::end_compaction(
+            span,
+            outcome.messages_summarized,
+            adopted.tokens_before,
+            adopted.tokens_after,
+        );
         self.emit(Event::Compacted {
             tokens_before: adopted.tokens_before,
             tokens_after: adopted.tokens_after,

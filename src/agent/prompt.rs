@@ -61,6 +61,22 @@ pub(crate) fn subagent_prompt(workspace: &Path) -> String {
     )
 }
 
+/// The system prompt when no tools are offered (`--no-tools`): the model must not pretend to
+/// run anything.
+pub(crate) fn plain_chat_prompt(workspace: &Path) -> String {
+    format!(
+        "You are minicode, a coding assistant. This session has no tools: you cannot read \
+         files, run commands or change anything. Answer from what the user shows you; when you \
+         need a file or a command's output, ask the user to paste it. Use Markdown.\n\
+         \n\
+         The user's project: {workspace}\n\
+         Platform: {os}\n\
+         - Never print or store secrets such as API keys.",
+        workspace = workspace.display(),
+        os = std::env::consts::OS,
+    )
+}
+
 /// The system prompt's list of skills: names with descriptions while they fit the metadata
 /// budget (`tools::skills::METADATA_TOKENS`, decided at discovery), then names only, and one
 /// line on how to load one. `None` without skills. Bodies are never part of it: they are

@@ -17,16 +17,19 @@ use tracing::Instrument;
 use super::Core;
 use super::compact::CompactError;
 use super::context_upkeep::chain;
+use super::spans::{self, Purpose};
 use crate::chat::estimate_message;
-use crate::chat::{ApprovalRequest, ToolStatus};
+use crate::chat::{ApprovalRequest, Role, ToolStatus};
 use crate::chat::{Message, ToolCall};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
 use crate::tools::ToolOutput;
 
-/// How a turn fails when the model answered with nothing: no text and no tool call (a reply
-/// with only reasoning counts as empty too, since reasoning is not kept).
+/// How a turn fails when the model answered with nothing: no text and no tool call.
 const EMPTY_REPLY: &str = "the model returned an empty reply";
+
+/// How a turn fails when the model only reasoned: reasoning is never the answer.
+const REASONING_ONLY: &str = "the model returned only reasoning, with no answer and no tool call";
 
 /// The instruction for the last request once the round limit is reached.
 const ROUND_LIMIT_PROMPT: &str = "You have used the maximum number of tool rounds for this task. \
@@ -58,11 +61,16 @@ pub(crate) async fn run(
         return (TurnEnd::Failed { error }, stats);
     }
     let triggered = core.triggered_skills(&input);
+    let span = spans::turn(core.session.id(), core.session.parent().is_some());
+    let ctx = core.tool_ctx.clone();
+    let content = core.content(&ctx);
+    if let Some(content) = content {
+        content.turn_text(&span, Role::User, &input);
+    }
     core.session.push(Message::user(input));
     // A skill whose trigger the message names joins history right after it, before the
     // first request (see agent/skills.rs).
     core.load_triggered(triggered).await;
-    let span = tracing::info_span!("turn", session = %core.session.id());
     let end = async {
         let mut round: u32 = 0;
         loop {
@@ -77,6 +85,9 @@ pub(crate) async fn run(
                 };
             super::validate::unique_call_ids(&mut reply.tool_calls);
             let mut message = reply.to_message();
+            if core.options.send_reasoning && !reply.reasoning.is_empty() {
+                message.reasoning = Some(std::mem::take(&mut reply.reasoning));
+            }
             // Broken arguments are answered by a rejection below; history keeps `{}`.
             super::validate::normalize_arguments(&mut message);
             core.session.push(message);
@@ -95,9 +106,19 @@ pub(crate) async fn run(
             }
         }
     }
-    .instrument(span)
+    .instrument(span.clone())
     .await;
     stats.wall = started.elapsed();
+    spans::end_turn(&span, &end, &stats);
+    if let (Some(content), TurnEnd::Completed | TurnEnd::RoundLimit { .. }) = (content, &end)
+        && let Some(answer) = core
+            .session
+            .messages()
+            .last()
+            .and_then(|m| m.content.as_deref())
+    {
+        content.turn_text(&span, Role::Assistant, answer);
+    }
     (end, stats)
 }
 
@@ -123,6 +144,12 @@ async fn request(
     // file as it is now, and an invalid one fails the turn.
     // Tools that joined (or left) since the last request are declared and counted now.
     core.current_tools();
+    // The first request of a session waits for the probe (bounded by the provider), so it is
+    // sent with the server's window, not the default.
+    core.await_probe(cancel).await;
+    if cancel.is_cancelled() {
+        return Err(TurnEnd::Interrupted);
+    }
     if let Err(error) = core.refresh_memory() {
         return Err(TurnEnd::Failed { error });
     }
@@ -164,10 +191,16 @@ async fn request(
         // NO_REPLY filler before the next one, as after any failed request.
         StreamOutcome::Reply(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
             Err(TurnEnd::Failed {
-                error: empty_reply_error(reply.finish_reason.as_deref()),
+                error: empty_reply_error(&reply),
             })
         }
         StreamOutcome::Reply(reply) => Ok((reply, sent)),
+        StreamOutcome::Failed(e @ ProviderError::NoTools { .. }) => Err(TurnEnd::Failed {
+            error: format!(
+                "{e}. Use a model that supports tool calls, or run minicode with --no-tools for \
+                 plain chat"
+            ),
+        }),
         StreamOutcome::Failed(e) => Err(TurnEnd::Failed {
             error: e.to_string(),
         }),
@@ -175,19 +208,34 @@ async fn request(
     }
 }
 
-/// [`EMPTY_REPLY`], with the server's finish reason when it explains something ("length": the
-/// output budget was spent, e.g. on reasoning).
-fn empty_reply_error(finish_reason: Option<&str>) -> String {
-    match finish_reason.filter(|r| !r.is_empty() && *r != "stop") {
+/// [`EMPTY_REPLY`] (or [`REASONING_ONLY`] when the model did think), with the server's finish
+/// reason when it explains something ("length": the output budget was spent, e.g. on
+/// reasoning).
+fn empty_reply_error(reply: &Reply) -> String {
+    let what = if reply.reasoning.trim().is_empty() {
+        EMPTY_REPLY
+    } else {
+        REASONING_ONLY
+    };
+    match reply
+        .finish_reason
+        .as_deref()
+        .filter(|r| !r.is_empty() && *r != "stop")
+    {
         Some(reason) => {
             let reason: String = reason
                 .chars()
                 .filter(|c| !c.is_control())
                 .take(40)
                 .collect();
-            format!("{EMPTY_REPLY} (finish_reason: {reason})")
+            let hint = if reason == "length" && what == REASONING_ONLY {
+                "; the reply's token limit was spent on reasoning (raise [model] max_tokens)"
+            } else {
+                ""
+            };
+            format!("{what} (finish_reason: {reason}){hint}")
         }
-        None => EMPTY_REPLY.to_string(),
+        None => what.to_string(),
     }
 }
 
@@ -216,8 +264,23 @@ async fn stream_reply(
         tools,
         max_tokens: core.budget.reply_tokens(input, core.options.max_tokens),
     };
-    let span = tracing::info_span!("model_call", model = core.provider.model());
-    let mut stream = core.provider.stream(&request);
+    let purpose = if extra.is_some() {
+        Purpose::RoundLimitSummary
+    } else {
+        Purpose::Turn
+    };
+    let span = spans::model_call(
+        core.provider.model(),
+        core.provider.server(),
+        request.max_tokens,
+        purpose,
+    );
+    let content = core.content(&core.tool_ctx);
+    if let Some(content) = content {
+        content.input_messages(&span, &messages);
+    }
+    // Opened inside the span, so the provider's own `http_request` span is its child.
+    let mut stream = span.in_scope(|| core.provider.stream(&request));
     drop(messages);
     stats.model_calls += 1;
     let outcome = async {
@@ -229,6 +292,9 @@ async fn stream_reply(
             };
             match next {
                 Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
+                Some(Ok(StreamEvent::Reasoning(text))) => {
+                    core.emit(Event::ReasoningDelta { text });
+                }
                 Some(Ok(StreamEvent::Retrying {
                     attempt,
                     max_attempts,
@@ -252,8 +318,19 @@ async fn stream_reply(
             }
         }
     }
-    .instrument(span)
+    .instrument(span.clone())
     .await;
+    match &outcome {
+        StreamOutcome::Reply(reply) => {
+            spans::end_model_call(&span, Ok(reply));
+            if let Some(content) = content {
+                content.output_reply(&span, reply);
+            }
+        }
+        StreamOutcome::Failed(e) => spans::end_model_call(&span, Err(e)),
+        StreamOutcome::Cancelled => spans::cancel_model_call(&span),
+    }
+    drop(span);
     if let StreamOutcome::Reply(reply) = &outcome {
         stats.tokens.add(reply.usage);
         tracing::debug!(usage = ?reply.usage, tools = reply.tool_calls.len(), "model call finished");
@@ -332,9 +409,34 @@ async fn run_batch(
     cancel.is_cancelled()
 }
 
+/// One call inside its `tool_call` span, which records its status (and, with
+/// `include_content`, its arguments and result).
+async fn run_call(
+    core: &mut Core,
+    call: &ToolCall,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+    stats: &mut TurnStats,
+) -> (Option<String>, ToolOutput) {
+    let span = spans::tool_call(call, &core.tool_ctx.secrets);
+    let ctx = core.tool_ctx.clone();
+    let content = core.content(&ctx);
+    if let Some(content) = content {
+        content.tool_arguments(&span, &call.arguments);
+    }
+    let (summary, output) = prepare_and_run(core, call, cancel, decisions, stats)
+        .instrument(span.clone())
+        .await;
+    spans::end_tool_call(&span, output.status);
+    if let Some(content) = content {
+        content.tool_result(&span, &output.content);
+    }
+    (summary, output)
+}
+
 /// Validates, approves and runs one call; every path yields the output the model will read,
 /// beside the summary announced with `ToolCallBegan` (kept with the result in the session).
-async fn run_call(
+async fn prepare_and_run(
     core: &mut Core,
     call: &ToolCall,
     cancel: &CancellationToken,
@@ -391,7 +493,6 @@ async fn run_call(
             }
         }
     }
-    let span = tracing::info_span!("tool_call", tool = %call.name, call = %call.id);
     let subagents = core.options.subagents.clone();
     let ours = core
         .delegate
@@ -401,19 +502,13 @@ async fn run_call(
         // The core's own `delegate`: its children need the core, not just a tool context.
         Some(subagents) => {
             let (output, tally) =
-                super::delegate::run(core, &subagents, &call.id, &args, cancel.child_token())
-                    .instrument(span)
-                    .await;
+                super::delegate::run(core, &subagents, &call.id, &args, cancel.child_token()).await;
             stats.subagents += tally.children;
             stats.subagent_calls += tally.model_calls;
             stats.subagent_tokens.merge(&tally.tokens);
             output
         }
-        None => {
-            tool.run(args, &core.tool_ctx, cancel.child_token())
-                .instrument(span)
-                .await
-        }
+        None => tool.run(args, &core.tool_ctx, cancel.child_token()).await,
     };
     output.content = core.tool_ctx.secrets.redact(output.content);
     (summary, output)
@@ -453,6 +548,7 @@ async fn approve(
         }
     }
     if core.options.auto_approve || (always && protected.is_none()) {
+        spans::tool_approval(&tracing::Span::current(), "auto");
         core.emit(Event::ApprovalDecided {
             call: call.id.clone(),
             decision: Decision::Approve,
@@ -481,6 +577,11 @@ async fn approve(
     if decision == Decision::ApproveTool {
         core.approved_tools.insert(call.name.clone());
     }
+    let how = match decision {
+        Decision::Deny { .. } => "denied",
+        _ => "user",
+    };
+    spans::tool_approval(&tracing::Span::current(), how);
     core.emit(Event::ApprovalDecided {
         call: call.id.clone(),
         decision: decision.clone(),

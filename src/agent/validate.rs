@@ -81,8 +81,10 @@ pub(crate) fn normalize_arguments(message: &mut Message) -> usize {
 
 /// Gives every call in a reply a distinct, non-empty id (a server that repeats or omits ids
 /// would otherwise leave a history no later request could validate). Renamed calls get
-/// `<id>_<n>`; returns how many were renamed.
-pub(crate) fn unique_call_ids(calls: &mut [crate::chat::ToolCall]) -> usize {
+/// `<id>_<n>`, except Mistral-style ids (exactly 9 letters and digits, which Mistral's API
+/// insists on when they are sent back): those get another 9-character id. Returns how many
+/// were renamed.
+pub fn unique_call_ids(calls: &mut [crate::chat::ToolCall]) -> usize {
     let mut seen = std::collections::HashSet::new();
     let mut renamed = 0;
     for index in 0..calls.len() {
@@ -94,9 +96,15 @@ pub(crate) fn unique_call_ids(calls: &mut [crate::chat::ToolCall]) -> usize {
         } else {
             calls[index].id.as_str()
         };
+        let mistral = base.len() == 9 && base.bytes().all(|b| b.is_ascii_alphanumeric());
         let mut n = index + 1;
         let id = loop {
-            let candidate = format!("{base}_{n}");
+            let candidate = if mistral {
+                let suffix = base36(n);
+                format!("{}{suffix}", &base[..9usize.saturating_sub(suffix.len())])
+            } else {
+                format!("{base}_{n}")
+            };
             if !calls.iter().any(|c| c.id == candidate) && !seen.contains(&candidate) {
                 break candidate;
             }
@@ -107,6 +115,21 @@ pub(crate) fn unique_call_ids(calls: &mut [crate::chat::ToolCall]) -> usize {
         renamed += 1;
     }
     renamed
+}
+
+/// `n` in base 36 (digits, then lowercase letters).
+fn base36(mut n: usize) -> String {
+    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(digits[n % 36]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
 }
 
 fn role_name(role: Role) -> &'static str {

@@ -95,6 +95,10 @@ pub fn estimate_message(message: &Message) -> u64 {
     if let Some(id) = &message.tool_call_id {
         tokens += estimate_text(id);
     }
+    // Kept only when it is sent back (`send_reasoning`), so it counts like the content.
+    if let Some(reasoning) = &message.reasoning {
+        tokens += estimate_text(reasoning);
+    }
     tokens
 }
 

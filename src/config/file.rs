@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{ConfigError, ProviderKind, Secret};
+use super::{ConfigError, OtlpProtocol, ProviderKind, Secret};
 use crate::sanitize::visible;
 
 /// The whole file. Every field is optional here because the environment and flags may supply
@@ -32,6 +32,8 @@ pub(super) struct FileConfig {
     pub ui: UiTable,
     #[serde(default)]
     pub subagents: SubagentsTable,
+    #[serde(default)]
+    pub telemetry: TelemetryTable,
     /// MCP servers by id (`[mcp_servers.<id>]`); a workspace's file may set them only once the
     /// workspace is trusted.
     pub mcp_servers: Option<BTreeMap<String, McpServerTable>>,
@@ -77,6 +79,7 @@ pub(super) struct ModelTable {
     pub request_timeout_secs: Option<u64>,
     pub stream_idle_timeout_secs: Option<u64>,
     pub max_tool_calls: Option<u32>,
+    pub send_reasoning: Option<bool>,
 }
 
 #[derive(Default, Deserialize)]
@@ -107,6 +110,18 @@ pub(super) struct SubagentsTable {
 #[serde(deny_unknown_fields)]
 pub(super) struct UiTable {
     pub exit_transcript_turns: Option<u32>,
+}
+
+/// `[telemetry]`: OpenTelemetry export (see `config/telemetry.rs`). Header values are
+/// [`Secret`]s: they usually carry credentials.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TelemetryTable {
+    pub otlp_endpoint: Option<String>,
+    pub headers: Option<std::collections::BTreeMap<String, Secret>>,
+    pub protocol: Option<OtlpProtocol>,
+    pub service_name: Option<String>,
+    pub include_content: Option<bool>,
 }
 
 /// The largest configuration file read; anything bigger is a mistake (or a trap), not a config.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::file::{
     self, ApprovedMcpServer, ContextTable, FileConfig, McpServerTable, ModelTable, SubagentsTable,
-    ToolsTable, UiTable,
+    TelemetryTable, ToolsTable, UiTable,
 };
 use super::trust::{self, Trust};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
@@ -62,9 +62,13 @@ impl Layers {
 }
 
 /// The fields a workspace file may set only once the user trusts the workspace: together they
-/// decide which server receives the conversation and which key goes with it.
+/// decide which server receives the conversation and which key goes with it, and where (and
+/// with which credentials) telemetry about the conversation is sent. The whole `[telemetry]`
+/// table counts: a repository must not be able to turn export on, point it at itself, or ask
+/// for the contents.
 pub(super) fn redirecting_fields(f: &FileConfig) -> Vec<&'static str> {
     let m = &f.model;
+    let t = &f.telemetry;
     [
         (m.provider.is_some(), "model.provider"),
         (m.base_url.is_some(), "model.base_url"),
@@ -72,6 +76,11 @@ pub(super) fn redirecting_fields(f: &FileConfig) -> Vec<&'static str> {
         (m.api_key_env.is_some(), "model.api_key_env"),
         // A server is a program the repository would have minicode run.
         (f.mcp_servers.is_some(), "mcp_servers"),
+        (t.otlp_endpoint.is_some(), "telemetry.otlp_endpoint"),
+        (t.headers.is_some(), "telemetry.headers"),
+        (t.protocol.is_some(), "telemetry.protocol"),
+        (t.service_name.is_some(), "telemetry.service_name"),
+        (t.include_content.is_some(), "telemetry.include_content"),
     ]
     .into_iter()
     .filter_map(|(set, name)| set.then_some(name))
@@ -213,12 +222,14 @@ impl Layers {
         lay!(layers, over, path;
             model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
             model.context_window, model.max_tokens, model.request_timeout_secs,
-            model.stream_idle_timeout_secs, model.max_tool_calls,
+            model.stream_idle_timeout_secs, model.max_tool_calls, model.send_reasoning,
             tools.bash_timeout_secs, tools.max_rounds, tools.outputs_max_file_bytes,
             tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns,
             subagents.max_concurrent, subagents.timeout_secs,
+            telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
+            telemetry.service_name, telemetry.include_content,
         );
         // Every field must be laid above: this pattern stops compiling when one is added.
         let FileConfig {
@@ -235,6 +246,7 @@ impl Layers {
                     request_timeout_secs: _,
                     stream_idle_timeout_secs: _,
                     max_tool_calls: _,
+                    send_reasoning: _,
                 },
             tools:
                 ToolsTable {
@@ -258,6 +270,14 @@ impl Layers {
                 SubagentsTable {
                     max_concurrent: _,
                     timeout_secs: _,
+                },
+            telemetry:
+                TelemetryTable {
+                    otlp_endpoint: _,
+                    headers: _,
+                    protocol: _,
+                    service_name: _,
+                    include_content: _,
                 },
         } = over;
         layers.sources.push(path);

@@ -37,6 +37,8 @@ pub(super) fn resolve(
             sha256: a.sha256,
         })
         .collect();
+    let mut notices = Vec::new();
+    let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
     let mut config = Config {
         provider,
         base_url: String::new(),
@@ -44,10 +46,12 @@ pub(super) fn resolve(
         api_key: None,
         api_key_env: None,
         context_window: limits.context_window,
+        context_window_configured: layers.file.model.context_window.is_some(),
         max_tokens: limits.max_tokens,
         request_timeout: limits.request_timeout,
         stream_idle_timeout: limits.stream_idle_timeout,
         max_tool_calls: limits.max_tool_calls,
+        send_reasoning: layers.file.model.send_reasoning.unwrap_or(false),
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
@@ -62,6 +66,8 @@ pub(super) fn resolve(
         trust: layers.trust,
         mcp_servers,
         mcp_approvals,
+        telemetry,
+        notices,
     };
     if provider == ProviderKind::Demo {
         // The demo model needs no server, name or key; anything configured for them is unused.

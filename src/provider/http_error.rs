@@ -106,6 +106,10 @@ pub(crate) fn scrub(e: ProviderError, key: Option<&str>) -> ProviderError {
             status,
             message: s(message),
         },
+        E::NoTools { status, message } => E::NoTools {
+            status,
+            message: s(message),
+        },
         E::Network(m) => E::Network(s(m)),
         E::Connect(m) => E::Connect(s(m)),
         E::Timeout(m) => E::Timeout(s(m)),
@@ -328,6 +332,9 @@ fn classify(status: u16, retry_after_ms: Option<u64>, info: ErrorInfo) -> Provid
     if !matches!(status, 401 | 403 | 429) && is_context_overflow(&info) {
         let window = info.n_ctx.or_else(|| context_window_in(&info.message));
         return ProviderError::ContextLength { message, window };
+    }
+    if matches!(status, 400 | 404 | 422 | 500) && super::compat::says_no_tools(&info.message) {
+        return ProviderError::NoTools { status, message };
     }
     match status {
         401 | 403 => ProviderError::Auth { status, message },

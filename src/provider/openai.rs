@@ -6,24 +6,35 @@
 //! The API key goes only into the `Authorization` header (marked sensitive); it is scrubbed
 //! from any error text (before the text is cut) and never logged. Redirects are never followed:
 //! the conversation and the key go to the configured host or nowhere.
+//!
+//! Parameters the server refuses (`compat`) are adapted once and remembered, in memory and in
+//! the server cache; the probe at session start (`probe`) uses the same client and headers.
 
-use std::sync::Arc;
+mod completion;
+mod request;
+
+pub use request::Extras;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::http_error::{
-    clean, error_from_payload, error_from_response, redact_prefix, retry_after_ms, scrub,
+use super::compat::{self, Quirks};
+use super::http_error::{clean, error_from_response, redact_prefix, retry_after_ms, scrub};
+use super::probe::cache::Cache;
+use super::probe::{PROBE_TIMEOUT, Target};
+use super::retry::{self, ByteStream, Opened, Policy, StreamLimits};
+use super::sse::{Decoder, ReplyLimits, reply_too_large};
+use super::{
+    ChatRequest, EventStream, ProbeFuture, Provider, ProviderError, ReplyFuture, ServerInfo,
 };
-use super::retry::{self, ByteStream, Policy, StreamLimits};
-use super::sse::{Decoder, ReplyLimits, WireUsage, check_calls, reply_too_large};
-use super::{ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture};
-use crate::chat::{Message, ToolCall, ToolSpec};
 use crate::defaults;
+use completion::parse_completion;
+use request::Payload;
 
 /// Sent with every request, so server operators can tell who is calling.
 const USER_AGENT: &str = concat!("minicode/", env!("CARGO_PKG_VERSION"));
@@ -50,6 +61,11 @@ pub struct OpenAiOptions {
     pub max_attempts: u32,
     /// The first backoff wait (doubled per retry, ±25 % jitter); tests make it small.
     pub retry_base_delay: Duration,
+    /// The folder of the server cache (`$XDG_CACHE_HOME/minicode`); `None` remembers nothing
+    /// between runs.
+    pub cache_dir: Option<PathBuf>,
+    /// Send the reasoning kept on assistant messages back to the server (`reasoning_content`).
+    pub send_reasoning: bool,
 }
 
 impl Default for OpenAiOptions {
@@ -63,6 +79,8 @@ impl Default for OpenAiOptions {
             limits: ReplyLimits::default(),
             max_attempts: defaults::RETRY_ATTEMPTS,
             retry_base_delay: defaults::RETRY_BASE_DELAY,
+            cache_dir: None,
+            send_reasoning: false,
         }
     }
 }
@@ -71,12 +89,20 @@ impl Default for OpenAiOptions {
 #[derive(Clone)]
 pub struct OpenAi {
     client: reqwest::Client,
+    /// The base URL without a trailing `/`.
+    base: String,
     url: String,
     model: String,
     /// The key, kept only to scrub it from error text.
     key: Option<Arc<str>>,
     headers: HeaderMap,
     limits: StreamLimits,
+    /// Parameters this server is known to refuse; changed when it refuses another one.
+    quirks: Arc<Mutex<Quirks>>,
+    cache: Arc<Cache>,
+    send_reasoning: bool,
+    /// Host and port of `url`, for telemetry.
+    server: Option<(Arc<str>, u16)>,
 }
 
 impl std::fmt::Debug for OpenAiOptions {
@@ -90,6 +116,8 @@ impl std::fmt::Debug for OpenAiOptions {
             .field("limits", &self.limits)
             .field("max_attempts", &self.max_attempts)
             .field("retry_base_delay", &self.retry_base_delay)
+            .field("cache_dir", &self.cache_dir)
+            .field("send_reasoning", &self.send_reasoning)
             .finish()
     }
 }
@@ -147,8 +175,15 @@ impl OpenAi {
             base_delay: opts.retry_base_delay,
             ..Policy::default()
         };
+        let cache = Cache::new(opts.cache_dir.as_deref(), base, &opts.model);
+        let quirks = cache.quirks().unwrap_or_default();
+        let server = reqwest::Url::parse(base)
+            .ok()
+            .and_then(|url| Some((url.host_str()?.into(), url.port_or_known_default()?)));
         Ok(OpenAi {
+            server,
             client,
+            base: base.to_string(),
             url: format!("{base}/chat/completions"),
             model: opts.model,
             key,
@@ -159,30 +194,118 @@ impl OpenAi {
                 deadline: opts.request_timeout,
                 reply: opts.limits,
             },
+            quirks: Arc::new(Mutex::new(quirks)),
+            cache: Arc::new(cache),
+            send_reasoning: opts.send_reasoning,
         })
     }
 
-    fn body(&self, request: &ChatRequest<'_>, stream: bool) -> Result<Bytes, ProviderError> {
-        let wire = WireRequest {
-            model: &self.model,
-            messages: request.messages,
-            tools: request
-                .tools
-                .iter()
-                .map(|function| WireTool {
-                    kind: "function",
-                    function,
-                })
-                .collect(),
-            max_tokens: request.max_tokens,
-            stream,
-            stream_options: stream.then_some(StreamOptions {
-                include_usage: true,
-            }),
+    /// The parameter adaptations in effect for this server (learned now or remembered).
+    pub fn quirks(&self) -> Quirks {
+        *self.quirks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where this server's cache entry is kept, if anywhere.
+    pub fn cache_path(&self) -> Option<&std::path::Path> {
+        self.cache.path()
+    }
+
+    fn target(&self) -> Target {
+        Target {
+            client: self.client.clone(),
+            headers: self.headers.clone(),
+            base: self.base.clone(),
+            model: self.model.clone(),
+            key: self.key.clone(),
+        }
+    }
+
+    /// Probes the server now, ignoring the cache, within `limit`; the answer is cached.
+    /// `None` when the limit passed first.
+    pub async fn probe_now(&self, limit: Duration) -> Option<ServerInfo> {
+        let target = self.target();
+        let info = tokio::time::timeout(limit, target.probe()).await.ok()?;
+        self.cache
+            .store_window(info.context_window, info.via.as_deref());
+        Some(info)
+    }
+
+    /// `GET {base}{path}` on the configured server with the usual headers: the status and at
+    /// most 4 MiB of the body (for `doctor`). Only a failure to get any answer is an error.
+    pub async fn get(&self, path: &str, limit: Duration) -> Result<(u16, Vec<u8>), ProviderError> {
+        let target = self.target();
+        let url = target.at_base(path);
+        target
+            .fetch(reqwest::Method::GET, &url, None, limit)
+            .await
+            .map_err(|e| scrub(e, self.key.as_deref()))
+    }
+
+    /// A current copy of the quirks, to write one attempt with.
+    fn current_quirks(&self) -> Quirks {
+        self.quirks()
+    }
+
+    /// After `error`: if the server refused a parameter `payload` sent with `used`, learns it
+    /// (and remembers it in the cache) and says what changes; `None` means report the error.
+    fn adapt(&self, error: &ProviderError, payload: &Payload, used: &Quirks) -> Option<String> {
+        let param = compat::refused_param(error, &payload.refusable(used))?;
+        let (reason, quirks) = {
+            let mut quirks = self.quirks.lock().unwrap_or_else(|e| e.into_inner());
+            let reason = quirks.learn(param)?;
+            (reason, *quirks)
         };
-        serde_json::to_vec(&wire)
-            .map(Bytes::from)
-            .map_err(|e| ProviderError::Protocol(format!("could not encode the request: {e}")))
+        tracing::info!(
+            param = param.name(),
+            "the server refused a parameter; adapting"
+        );
+        self.cache.store_quirks(quirks);
+        Some(reason)
+    }
+
+    /// Streams a reply with parameters beyond [`ChatRequest`] (a forced tool call).
+    pub fn stream_with(&self, request: &ChatRequest<'_>, extras: Extras) -> EventStream {
+        let span = tracing::debug_span!("http_request", model = %self.model, stream = true);
+        let payload = match Payload::new(request, true, extras, self.send_reasoning) {
+            Ok(p) => Arc::new(p),
+            Err(e) => return Box::pin(futures_util::stream::once(async move { Err(e) })),
+        };
+        tracing::debug!(parent: &span, messages = request.messages.len(), "sending request");
+        let this = self.clone();
+        let open = move || {
+            let used = this.current_quirks();
+            let body = payload.body(&this.model, &used);
+            let this = this.clone();
+            let payload = payload.clone();
+            async move {
+                let sent = this.send(body?, "text/event-stream", this.limits.idle_timeout);
+                let response = match sent.await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        return match this.adapt(&e, &payload, &used) {
+                            Some(reason) => Ok(Opened::Adapted { reason }),
+                            None => Err(e),
+                        };
+                    }
+                };
+                let key = this.key.clone();
+                let bytes = response.bytes_stream().map(move |r| {
+                    r.map_err(|e| {
+                        scrub(
+                            ProviderError::Network(format!("stream broken: {}", e.without_url())),
+                            key.as_deref(),
+                        )
+                    })
+                });
+                Ok(Opened::Body(Box::pin(bytes) as ByteStream))
+            }
+        };
+        let key = self.key.clone();
+        let decoder = Decoder::with(self.limits.reply, self.key.clone());
+        Box::pin(
+            retry::drive(self.limits, decoder, open, span)
+                .map(move |r| r.map_err(|e| scrub(e, key.as_deref()))),
+        )
     }
 
     /// Sends one attempt and waits up to `head_timeout` for the response head; non-2xx
@@ -232,54 +355,31 @@ impl OpenAi {
 
 impl Provider for OpenAi {
     fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
-        let span = tracing::debug_span!("http_request", model = %self.model, stream = true);
-        let body = match self.body(request, true) {
-            Ok(b) => b,
-            Err(e) => return Box::pin(futures_util::stream::once(async move { Err(e) })),
-        };
-        tracing::debug!(parent: &span, bytes = body.len(), messages = request.messages.len(), "sending request");
-        let this = self.clone();
-        let open = move || {
-            let sent = this.send(body.clone(), "text/event-stream", this.limits.idle_timeout);
-            let key = this.key.clone();
-            async move {
-                let response = sent.await?;
-                let bytes = response.bytes_stream().map(move |r| {
-                    r.map_err(|e| {
-                        scrub(
-                            ProviderError::Network(format!("stream broken: {}", e.without_url())),
-                            key.as_deref(),
-                        )
-                    })
-                });
-                Ok(Box::pin(bytes) as ByteStream)
-            }
-        };
-        let key = self.key.clone();
-        let decoder = Decoder::with(self.limits.reply, self.key.clone());
-        Box::pin(
-            retry::drive(self.limits, decoder, open, span)
-                .map(move |r| r.map_err(|e| scrub(e, key.as_deref()))),
-        )
+        self.stream_with(request, Extras::default())
     }
 
     fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
         let span = tracing::debug_span!("http_request", model = %self.model, stream = false);
-        let body = self.body(request, false);
+        let payload = Payload::new(request, false, Extras::default(), self.send_reasoning);
         let this = self.clone();
         Box::pin(tracing::Instrument::instrument(
             async move {
-                let body = body?;
+                let payload = payload?;
                 // A non-streamed answer is silent until it is complete: only the deadline
                 // bounds it.
                 let limit = this.limits.deadline;
                 let max_bytes = this.limits.reply.max_bytes;
                 let whole = async {
-                    retry::call_with_retry(this.limits.policy, || {
-                        let sent = this.send(body.clone(), "application/json", limit);
-                        async move {
-                            let response = sent.await?;
-                            read_limited(response, max_bytes).await
+                    retry::call_with_retry(this.limits.policy, || async {
+                        loop {
+                            let used = this.current_quirks();
+                            let body = payload.body(&this.model, &used)?;
+                            match this.send(body, "application/json", limit).await {
+                                Ok(response) => return read_limited(response, max_bytes).await,
+                                // No one watches a summary arrive: an adapted resend is silent.
+                                Err(e) if this.adapt(&e, &payload, &used).is_some() => {}
+                                Err(e) => return Err(e),
+                            }
                         }
                     })
                     .await
@@ -294,103 +394,33 @@ impl Provider for OpenAi {
         ))
     }
 
+    fn server(&self) -> Option<(&str, u16)> {
+        self.server.as_ref().map(|(host, port)| (&**host, *port))
+    }
+
     fn model(&self) -> &str {
         &self.model
     }
-}
 
-#[derive(Serialize)]
-struct WireRequest<'a> {
-    model: &'a str,
-    messages: &'a [&'a Message],
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
-    #[serde(skip_serializing_if = "is_zero")]
-    max_tokens: u32,
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<StreamOptions>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-#[derive(Serialize)]
-struct WireTool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: &'a ToolSpec,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
-#[derive(Deserialize)]
-struct Completion {
-    #[serde(default)]
-    choices: Vec<CompletionChoice>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<Value>,
-    /// `"error"` marks vLLM's flat error body.
-    #[serde(default)]
-    object: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct CompletionChoice {
-    #[serde(default)]
-    index: u32,
-    #[serde(default)]
-    message: Option<CompletionMessage>,
-    #[serde(default)]
-    finish_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct CompletionMessage {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    tool_calls: Vec<ToolCall>,
-}
-
-/// Parses a whole (non-streamed) `chat.completion` body.
-fn parse_completion(
-    bytes: &[u8],
-    limits: ReplyLimits,
-    key: Option<&str>,
-) -> Result<Reply, ProviderError> {
-    let c: Completion = serde_json::from_slice(bytes)
-        .map_err(|e| ProviderError::Protocol(format!("malformed completion json: {e}")))?;
-    if let Some(err) = &c.error {
-        return Err(error_from_payload(None, err, key));
+    fn probe(&self) -> ProbeFuture {
+        let this = self.clone();
+        Box::pin(async move {
+            if let Some(hit) = this.cache.window() {
+                tracing::debug!(tokens = ?hit.tokens, "context window from the server cache");
+                return Some(ServerInfo {
+                    context_window: hit.tokens,
+                    via: hit.via,
+                    cached: true,
+                    ..ServerInfo::default()
+                });
+            }
+            let info = this.probe_now(PROBE_TIMEOUT).await;
+            if info.is_none() {
+                tracing::debug!("the probe did not finish in time");
+            }
+            info
+        })
     }
-    if c.object.as_deref() == Some("error") {
-        let v: Value = serde_json::from_slice(bytes)
-            .map_err(|e| ProviderError::Protocol(format!("malformed completion json: {e}")))?;
-        return Err(error_from_payload(None, &v, key));
-    }
-    let choice = c
-        .choices
-        .into_iter()
-        .find(|ch| ch.index == 0)
-        .ok_or_else(|| ProviderError::Protocol("completion has no choice 0".into()))?;
-    let message = choice.message.unwrap_or(CompletionMessage {
-        content: None,
-        tool_calls: Vec::new(),
-    });
-    check_calls(&message.tool_calls, limits)?;
-    Ok(Reply {
-        text: message.content.unwrap_or_default(),
-        tool_calls: message.tool_calls,
-        finish_reason: choice.finish_reason,
-        usage: c.usage.map(|u| u.to_usage()),
-    })
 }
 
 fn config_error(message: &str) -> ProviderError {

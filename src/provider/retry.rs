@@ -21,6 +21,18 @@ use super::{EventStream, ProviderError, StreamEvent};
 /// Response body bytes of one attempt; errors are already mapped (mid-stream → `Network`).
 pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
 
+/// What opening one attempt gave.
+pub enum Opened {
+    /// The response began: its body.
+    Body(ByteStream),
+    /// The server refused a parameter and the request was adapted (`compat`): send it again
+    /// at once. `reason` is announced like any retry.
+    Adapted { reason: String },
+}
+
+/// Adapted resends one call may make (there are only a handful of parameters to adapt).
+const MAX_ADAPTATIONS: u32 = 6;
+
 /// When and how often to send a request again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
@@ -113,11 +125,14 @@ enum State<F> {
     Connect {
         open: F,
         attempt: u32,
+        /// Attempts that were adapted resends: they do not use up the retry budget.
+        adapted: u32,
         decoder: Box<Decoder>,
     },
     Backoff {
         open: F,
         attempt: u32,
+        adapted: u32,
         delay: Duration,
         decoder: Box<Decoder>,
     },
@@ -133,7 +148,9 @@ enum State<F> {
 }
 
 /// Drives a streamed call: `open` sends one attempt and returns the body of a successful
-/// (status 200) response, or the classified error. Failures of `open` are retried per
+/// (status 200) response, an adapted request to send again at once (announced with
+/// `StreamEvent::Retrying`, without a wait and without using up a retry), or the classified
+/// error. Failures of `open` are retried per
 /// `limits.policy`, announcing each retry with `StreamEvent::Retrying` (whose `attempt` is the
 /// number of the attempt about to be made, 2 for the first retry) before waiting; once a
 /// body is returned nothing is retried, and `decoder` reads it. The whole call ends at
@@ -147,11 +164,12 @@ pub(crate) fn drive<F, Fut>(
 ) -> EventStream
 where
     F: FnMut() -> Fut + Send + 'static,
-    Fut: Future<Output = Result<ByteStream, ProviderError>> + Send + 'static,
+    Fut: Future<Output = Result<Opened, ProviderError>> + Send + 'static,
 {
     let state = State::Connect {
         open,
         attempt: 1,
+        adapted: 0,
         decoder: Box::new(decoder),
     };
     let stream = futures_util::stream::unfold((state, None), move |(state, deadline)| {
@@ -170,7 +188,7 @@ type Step<F> = Option<(Result<StreamEvent, ProviderError>, State<F>)>;
 async fn step<F, Fut>(limits: StreamLimits, deadline: Instant, mut state: State<F>) -> Step<F>
 where
     F: FnMut() -> Fut + Send + 'static,
-    Fut: Future<Output = Result<ByteStream, ProviderError>> + Send + 'static,
+    Fut: Future<Output = Result<Opened, ProviderError>> + Send + 'static,
 {
     let late = || Some((Err(deadline_error(limits.deadline)), State::Finished));
     loop {
@@ -183,6 +201,7 @@ where
             State::Backoff {
                 open,
                 attempt,
+                adapted,
                 delay,
                 decoder,
             } => {
@@ -190,16 +209,42 @@ where
                 State::Connect {
                     open,
                     attempt,
+                    adapted,
                     decoder,
                 }
             }
             State::Connect {
                 mut open,
                 attempt,
+                adapted,
                 decoder,
             } => match tokio::time::timeout_at(deadline, open()).await {
                 Err(_) => return late(),
-                Ok(Ok(body)) => {
+                Ok(Ok(Opened::Adapted { reason })) => {
+                    if adapted >= MAX_ADAPTATIONS {
+                        let e = ProviderError::Protocol(format!(
+                            "the server kept refusing request parameters: {reason}"
+                        ));
+                        return Some((Err(e), State::Finished));
+                    }
+                    tracing::debug!(attempt, %reason, "sending an adapted request");
+                    let ev = StreamEvent::Retrying {
+                        attempt: attempt + 1,
+                        max_attempts: limits.policy.max_attempts + adapted + 1,
+                        delay_ms: 0,
+                        reason,
+                    };
+                    return Some((
+                        Ok(ev),
+                        State::Connect {
+                            open,
+                            attempt: attempt + 1,
+                            adapted: adapted + 1,
+                            decoder,
+                        },
+                    ));
+                }
+                Ok(Ok(Opened::Body(body))) => {
                     tracing::debug!(attempt, "response streaming");
                     let pending = Vec::new().into_iter();
                     State::Streaming {
@@ -209,17 +254,17 @@ where
                     }
                 }
                 Ok(Err(e)) => {
-                    let delay = limits.policy.delay(attempt, e.retry_after_ms());
+                    let delay = limits.policy.delay(attempt - adapted, e.retry_after_ms());
                     // A wait that would outlast the deadline ends the call with this error,
                     // which says more than a timeout would.
-                    if !limits.policy.should_retry(attempt, &e)
+                    if !limits.policy.should_retry(attempt - adapted, &e)
                         || Instant::now() + delay >= deadline
                     {
                         tracing::debug!(attempt, error = %e, "model call failed");
                         return Some((Err(e), State::Finished));
                     }
                     let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-                    let max_attempts = limits.policy.max_attempts;
+                    let max_attempts = limits.policy.max_attempts + adapted;
                     tracing::debug!(attempt, delay_ms, error = %e, "retrying model call");
                     let ev = StreamEvent::Retrying {
                         attempt: attempt + 1,
@@ -232,6 +277,7 @@ where
                         State::Backoff {
                             open,
                             attempt: attempt + 1,
+                            adapted,
                             delay,
                             decoder,
                         },

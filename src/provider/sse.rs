@@ -12,14 +12,15 @@
 //! [`ReplyLimits::max_tool_calls`] calls. Time is not bounded here: the driver's deadline is.
 
 mod assembler;
+mod think;
 
 use std::sync::Arc;
 
+pub(crate) use assembler::{ArgsText, WireUsage, check_calls, reply_too_large};
 pub use assembler::{
     Assembler, CALL_OVERHEAD_BYTES, MAX_CALL_FIELD_BYTES, MAX_REPLY_BYTES, MAX_TOOL_CALLS,
     ReplyLimits,
 };
-pub(crate) use assembler::{WireUsage, check_calls, reply_too_large};
 
 use super::{ProviderError, StreamEvent};
 

@@ -28,8 +28,8 @@ pub(super) struct HistoryRef<'a> {
     pub results: &'a [(usize, ResultInfo)],
 }
 
-/// One stored message, borrowed. The first four fields are `chat::Message`'s wire shape
-/// (`content` stays `null` rather than omitted, as there).
+/// One stored message, borrowed. The first four fields and `reasoning_content` are
+/// `chat::Message`'s wire shape (`content` stays `null` rather than omitted, as there).
 #[derive(Serialize)]
 struct StoredRef<'a> {
     role: Role,
@@ -42,6 +42,8 @@ struct StoredRef<'a> {
     status: Option<ToolStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     summary: Option<&'a str>,
+    #[serde(rename = "reasoning_content", skip_serializing_if = "Option::is_none")]
+    reasoning: Option<&'a str>,
 }
 
 /// One stored message as read.
@@ -57,6 +59,8 @@ struct Stored {
     status: Option<ToolStatus>,
     #[serde(default)]
     summary: Option<String>,
+    #[serde(default, rename = "reasoning_content")]
+    reasoning: Option<String>,
 }
 
 impl Serialize for HistoryRef<'_> {
@@ -74,6 +78,7 @@ impl Serialize for HistoryRef<'_> {
                 tool_call_id: m.tool_call_id.as_deref(),
                 status: info.and_then(|i| i.status),
                 summary: info.and_then(|i| i.summary.as_deref()),
+                reasoning: m.reasoning.as_deref(),
             })?;
         }
         seq.end()
@@ -122,6 +127,7 @@ impl<'de> Visitor<'de> for HistoryVisitor {
                 content: stored.content,
                 tool_calls: stored.tool_calls,
                 tool_call_id: stored.tool_call_id,
+                reasoning: stored.reasoning,
             });
         }
         Ok(history)

@@ -54,6 +54,14 @@ impl State {
                 self.model = model;
                 self.context_window = context_window;
             }
+            Event::ContextWindowSet { tokens, source } => {
+                self.context_window = tokens;
+                self.context_window_source = Some(source);
+            }
+            Event::ReasoningDelta { text } => {
+                self.activity = Activity::Streaming;
+                self.reasoning_delta(&text);
+            }
             Event::HistoryRestored { entries } => self.restore(entries),
             Event::TurnStarted { .. } => {
                 self.busy = true;
@@ -65,6 +73,7 @@ impl State {
                 let i = match self.streaming {
                     Some(i) => i,
                     None => {
+                        self.close_reasoning();
                         self.transcript.push(Kind::Assistant(Reply::default()));
                         let i = self.transcript.len() - 1;
                         self.streaming = Some(i);
@@ -78,6 +87,7 @@ impl State {
                 });
             }
             Event::AssistantMessage { text } => {
+                self.close_reasoning();
                 match self.streaming.take() {
                     Some(i) => self.transcript.edit(i, |k| {
                         if let Kind::Assistant(r) = k
@@ -95,6 +105,7 @@ impl State {
                 self.notice(Level::Warning, format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s: {reason}"));
             }
             Event::ToolCallBegan { call, tool, summary, .. } => {
+                self.close_reasoning();
                 self.streaming = None;
                 self.activity = Activity::Tool(tool.clone());
                 let t = ToolEntry { call, tool, summary, approval: None, decision: None, status: None, output: String::new() };
@@ -188,6 +199,7 @@ impl State {
     }
 
     pub(crate) fn turn_ended(&mut self, end: TurnEnd, stats: TurnStats) -> Vec<Effect> {
+        self.close_reasoning();
         self.streaming = None;
         self.busy = false;
         self.activity = Activity::Idle;

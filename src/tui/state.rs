@@ -18,7 +18,7 @@ use super::input::Draft;
 use super::transcript::{Kind, Level, Scroll, Transcript};
 use super::view;
 use super::wrap;
-use crate::protocol::{Decision, Event, Op};
+use crate::protocol::{Decision, Event, Op, WindowSource};
 
 /// Rows moved by one mouse-wheel notch.
 pub(crate) const WHEEL_ROWS: usize = 3;
@@ -99,6 +99,8 @@ pub struct State {
     pub session_id: Option<String>,
     pub session_path: Option<String>,
     pub context_window: u64,
+    /// Where the window came from, once the core said.
+    pub context_window_source: Option<WindowSource>,
     pub context_tokens: Option<u64>,
     /// Tokens (None when unavailable) and wall time of the last turn.
     pub last_turn: Option<(Option<u64>, Duration)>,
@@ -136,6 +138,7 @@ impl State {
             session_id: None,
             session_path: None,
             context_window,
+            context_window_source: None,
             context_tokens: None,
             last_turn: None,
             activity: Activity::Idle,

@@ -12,6 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::markdown;
+use super::reasoning::{self, Thought};
 use super::segment::Splitter;
 use super::wrap::{self, Run, sanitize};
 use crate::chat::{ApprovalRequest, ToolStatus};
@@ -71,6 +72,8 @@ pub enum Kind {
     Tool(ToolEntry),
     Notice(Level, String),
     Stats(String),
+    /// The model's reasoning before a reply (see `reasoning.rs`).
+    Reasoning(Thought),
     /// The live lines of a `delegate` call's sub-agents.
     Subagents(super::subagents::Children),
 }
@@ -175,11 +178,11 @@ impl Transcript {
             .rposition(|e| matches!(&e.kind, Kind::Tool(t) if t.call == call))
     }
 
-    /// Folds or unfolds every tool result.
+    /// Folds or unfolds every tool result and reasoning.
     pub(crate) fn toggle_expanded(&mut self) {
         self.expanded = !self.expanded;
         for e in &mut self.entries {
-            if matches!(e.kind, Kind::Tool(_)) {
+            if matches!(e.kind, Kind::Tool(_) | Kind::Reasoning(_)) {
                 e.rev += 1;
             }
         }
@@ -419,6 +422,7 @@ fn lines_of(kind: &Kind, width: usize, expanded: bool) -> Vec<Line<'static>> {
         }
         Kind::Assistant(reply) => markdown::render(&reply.text, width),
         Kind::Tool(t) => tool_lines(t, width, expanded),
+        Kind::Reasoning(t) => reasoning::lines(t, width, expanded),
         Kind::Subagents(c) => super::subagents::lines(c, width),
         Kind::Notice(level, text) => {
             let (mark, style) = match level {

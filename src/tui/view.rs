@@ -286,6 +286,14 @@ fn status(state: &State, area: Rect, buf: &mut Buffer) {
         let pct = (t * 100).checked_div(state.context_window).unwrap_or(0);
         parts.push(format!("ctx {} ({pct}%)", tokens(t)));
     }
+    // Where the window came from, unless it is the built-in default.
+    if let Some(source) = state
+        .context_window_source
+        .filter(|s| *s != crate::protocol::WindowSource::Default)
+    {
+        let window = tokens(state.context_window);
+        parts.push(format!("window {window} ({})", source.as_str()));
+    }
     if let Some((t, wall)) = state.last_turn {
         let t = t.map_or("n/a".to_string(), tokens);
         parts.push(format!("last {t} tok {:.1}s", wall.as_secs_f64()));

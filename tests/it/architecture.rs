@@ -60,8 +60,9 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "provider",
-        may_use: Some(&["chat", "defaults", "sanitize"]),
-        why: "a provider turns the data model into wire requests and nothing else",
+        may_use: Some(&["chat", "defaults", "fsutil", "sanitize"]),
+        why: "a provider turns the data model into wire requests; it caches what it learns \
+              about a server with fsutil's atomic writes",
     },
     Rule {
         module: "tools",

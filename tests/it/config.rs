@@ -593,7 +593,9 @@ fn logging_writes_to_the_data_dir_and_flushes_on_drop() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let guard = minicode::logging::init(tmp.path(), true).expect("logging starts");
+    let guard = minicode::logging::init(tmp.path(), true, None)
+        .expect("no export to start")
+        .expect("logging starts");
     tracing::info!(target: "minicode", marker = "c0ffee", "hello from the test");
     drop(guard);
     let logs = tmp.path().join(".minicode/logs");

@@ -19,6 +19,7 @@ fn summary(text: &str) -> Answer {
         tool_calls: vec![],
         finish_reason: Some("stop".to_string()),
         usage: Some(Usage::new(100, 20, 0)),
+        ..Reply::default()
     })
 }
 
@@ -220,7 +221,7 @@ async fn summary_with_a_tool_call_is_rejected() {
             arguments: "{}".into(),
         }],
         finish_reason: Some("stop".into()),
-        usage: None,
+        ..Reply::default()
     };
     let (err, _) = rejected(reply).await;
     assert!(err.to_string().contains("tool"), "{err}");

@@ -142,6 +142,7 @@ fn role_fields_are_checked() {
         content: None,
         tool_calls: vec![],
         tool_call_id: None,
+        reasoning: None,
     };
     assert!(matches!(
         check(&[no_content]),
@@ -156,6 +157,7 @@ fn role_fields_are_checked() {
         content: Some("x".into()),
         tool_calls: vec![call("a", "{}")],
         tool_call_id: None,
+        reasoning: None,
     };
     assert!(matches!(
         check(&[user_with_calls]),

@@ -328,6 +328,14 @@ async fn an_in_stream_context_length_error_starts_overflow_recovery() {
             .iter()
             .any(|e| matches!(e, Event::Warning { message } if message.contains("6000")))
     );
+    // The window the server named is reported with its source.
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::ContextWindowSet {
+            tokens: 6000,
+            source: minicode::protocol::WindowSource::ServerError
+        }
+    )));
     let requests = server.requests();
     assert_eq!(requests.len(), 4);
     assert_eq!(requests[2].body["stream"], false, "the summary call");
@@ -494,7 +502,7 @@ fn write_config(dir: &Path, server: &MockServer, extra: &str) {
 }
 
 #[test]
-fn done_alone_fails_the_one_shot_turn_with_an_empty_reply_error() {
+fn done_alone_or_reasoning_alone_fails_the_one_shot_turn() {
     let reasoning_only = sse_bytes(&[
         json!({"choices": [{"index": 0, "delta": {"reasoning_content": "hmm, let me think"}}]}),
         chunk_finish("length"),
@@ -539,8 +547,10 @@ fn done_alone_fails_the_one_shot_turn_with_an_empty_reply_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr.contains("the model returned an empty reply (finish_reason: length)"),
-        "reasoning alone is empty: {stderr}"
+        stderr.contains(
+            "the model returned only reasoning, with no answer and no tool call (finish_reason: length)"
+        ),
+        "reasoning alone is reported as such: {stderr}"
     );
 }
 

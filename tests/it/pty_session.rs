@@ -442,3 +442,48 @@ fn untrusted_workspace_trusted_from_the_question_is_recorded() {
         "the rest is kept: {text}"
     );
 }
+
+#[test]
+fn telemetry_export_failures_never_reach_the_screen() {
+    // A collector that refuses every connection, exported to every 10 ms during the session.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let server = MockServer::start_in_thread(vec![slow(text_reply("Hello pty world.", 3), 10)]);
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join(".minicode/logs");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.args(["--base-url", &server.base_url(), "--model", "m"]);
+    cmd.cwd(dir.path());
+    cmd.env("HOME", dir.path());
+    cmd.env("XDG_CONFIG_HOME", dir.path().join("config"));
+    cmd.env("MINICODE_API_KEY", "test-key");
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    cmd.env("OTEL_BSP_SCHEDULE_DELAY", "10");
+    let mut pty = Pty::start(cmd, dir);
+    pty.wait_for("ask anything");
+    pty.send(b"say hello\r");
+    pty.wait_for("Hello pty world.");
+    pty.wait_for("idle");
+    // The failed export was reported, in the log.
+    let log_has_warning = || {
+        std::fs::read_dir(&logs).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("telemetry: ")))
+        })
+    };
+    assert!(
+        crate::support::mock_openai::wait_until_blocking(DEADLINE, log_has_warning),
+        "no export failure in the log"
+    );
+    pty.send(b"\x03");
+    pty.wait_for("Ctrl+C again");
+    pty.send(b"\x03");
+    pty.wait_exit();
+    pty.assert_restored();
+    let raw = String::from_utf8_lossy(&pty.raw.lock().unwrap()).to_lowercase();
+    for word in ["telemetry", "export", "refused", "otlp"] {
+        assert!(!raw.contains(word), "{word:?} reached the terminal");
+    }
+}

@@ -369,6 +369,14 @@ async fn children_declare_only_read_tools_start_fresh_and_cannot_delegate_again(
         assert!(r.starts_with("unknown tool"), "{r}");
         assert!(r.contains("available tools: read, list, search"), "{r}");
     }
+    // Only the parent asked the server what it is (one probe: four endpoints); a child
+    // takes the parent's window.
+    let probes = server
+        .other_requests()
+        .iter()
+        .filter(|r| r.path == "/props")
+        .count();
+    assert_eq!(probes, 1);
     shutdown(&mut handle).await;
 }
 

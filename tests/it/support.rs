@@ -10,6 +10,7 @@ pub mod fake;
 pub mod isolated;
 pub mod mcp_server;
 pub mod mock_openai;
+pub mod otlp_receiver;
 pub mod stream;
 pub mod user_config;
 

@@ -645,7 +645,11 @@ fn logs_and_bash_outputs_are_not_written_through_a_link() {
     std::fs::create_dir(ws.root.join(".minicode")).unwrap();
     std::os::unix::fs::symlink(&target, ws.root.join(".minicode/logs")).unwrap();
     std::os::unix::fs::symlink(&target, ws.root.join(".minicode/outputs")).unwrap();
-    assert!(minicode::logging::init(&ws.root, true).is_none());
+    assert!(
+        minicode::logging::init(&ws.root, true, None)
+            .unwrap()
+            .is_none()
+    );
     assert_bait_untouched(&target);
 
     let ctx = ToolCtx::new(ws.root.clone(), Duration::from_secs(20), Vec::new());

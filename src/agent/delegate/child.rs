@@ -46,10 +46,14 @@ impl Context {
     pub(super) fn new(core: &Core, subagents: &Subagents, call: &str) -> Self {
         // No sub-agents of its own, no skills (their tool and trigger loads are not on the
         // whitelist), nobody to approve anything.
+        // The parent's window as it stands (probed, configured or named by the server): a
+        // child never probes the server again, so it is handed over as settled.
         let options = Options {
             auto_approve: false,
             subagents: None,
             skills: Arc::default(),
+            context_window: core.budget.window,
+            context_window_source: crate::protocol::WindowSource::Config,
             ..core.options.clone()
         };
         Self {
@@ -122,13 +126,7 @@ impl Context {
         };
         let session_id = session.id().to_string();
         outcome.session_id = Some(session_id.clone());
-        let span = tracing::info_span!(
-            "subagent",
-            session = %session_id,
-            parent_session = %self.parent_session,
-            call = %self.call,
-            task = %task.id,
-        );
+        let span = crate::agent::spans::subagent(&task.id, &session_id);
         let setup = Setup {
             provider: self.provider.clone(),
             registry: self.registry.clone(),
@@ -146,8 +144,9 @@ impl Context {
             session_id,
         });
         self.follow(handle, task, cancel, &mut outcome)
-            .instrument(span)
+            .instrument(span.clone())
             .await;
+        crate::agent::spans::end_subagent(&span, outcome.status.as_str());
         self.emit(Event::SubagentEnded {
             call: self.call.clone(),
             task: task.id.clone(),

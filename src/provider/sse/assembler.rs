@@ -9,9 +9,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::SseEvent;
+use super::think::{Part, ThinkSplitter};
 use crate::chat::{ToolCall, Usage};
 use crate::provider::http_error;
-use crate::provider::{ProviderError, Reply, StreamEvent};
+use crate::provider::{ProviderError, ReasoningFormat, Reply, StreamEvent};
 
 /// The largest whole reply accepted (text, reasoning, tool-call ids, names and arguments, plus
 /// [`CALL_OVERHEAD_BYTES`] per call); past it the stream fails with a protocol error instead of
@@ -106,8 +107,9 @@ struct Choice<'a> {
 struct Delta<'a> {
     #[serde(default, borrow)]
     content: Option<Cow<'a, str>>,
-    /// Reasoning text (DeepSeek, vLLM, llama.cpp: `reasoning_content`; others: `reasoning`).
-    /// Not kept, but counted toward the reply size so an endless think is cut off.
+    /// Reasoning text (DeepSeek, vLLM, llama.cpp: `reasoning_content`; OpenRouter, Ollama:
+    /// `reasoning`; newer vLLM sends both with the same text). Counted toward the reply size
+    /// like the answer, so an endless think is cut off.
     #[serde(default, borrow)]
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -133,7 +135,51 @@ struct FunctionDelta<'a> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
+    arguments: Option<ArgsText<'a>>,
+}
+
+/// Tool-call `arguments` as text: the standard JSON string, or (some servers) the arguments
+/// object itself, which is written back out as JSON text.
+pub(crate) struct ArgsText<'a>(pub(crate) Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for ArgsText<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> serde::de::Visitor<'de> for Text {
+            type Value = ArgsText<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON string or object")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ArgsText(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ArgsText(Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(ArgsText(Cow::Owned(v)))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let value = serde_json::Value::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )?;
+                Ok(ArgsText(Cow::Owned(value.to_string())))
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ArgsText(Cow::Borrowed("")))
+            }
+        }
+        d.deserialize_any(Text)
+    }
 }
 
 /// `usage` as OpenAI-compatible servers send it; missing numbers count as 0.
@@ -175,6 +221,10 @@ pub struct Assembler {
     /// The API key, removed from a server's in-stream error message before it is shortened.
     key: Option<Arc<str>>,
     text: String,
+    reasoning: String,
+    reasoning_format: Option<ReasoningFormat>,
+    /// Inline `<think>` reasoning at the start of the content.
+    think: ThinkSplitter,
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
@@ -222,6 +272,7 @@ impl Assembler {
         }
         let data = ev.data.trim_ascii();
         if data == "[DONE]" {
+            self.finish_content(Some(out));
             let reply = self.take_reply()?;
             out.push(StreamEvent::Done(reply));
             return Ok(false);
@@ -264,19 +315,26 @@ impl Assembler {
         delta: &Delta<'_>,
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), ProviderError> {
-        for thought in [&delta.reasoning_content, &delta.reasoning]
-            .into_iter()
-            .flatten()
-        {
+        // Newer vLLM sends the same text under both names: one is enough.
+        let thought = match (&delta.reasoning_content, &delta.reasoning) {
+            (Some(t), _) if !t.is_empty() => Some((t, ReasoningFormat::ReasoningContent)),
+            (_, Some(t)) if !t.is_empty() => Some((t, ReasoningFormat::Reasoning)),
+            _ => None,
+        };
+        if let Some((thought, format)) = thought {
             self.grow(thought.len())?;
+            self.reasoning_format.get_or_insert(format);
+            self.add(Part::Reasoning, thought, out);
         }
         if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             self.grow(text.len())?;
-            self.text.push_str(text);
-            match out.last_mut() {
-                Some(StreamEvent::Text(prev)) => prev.push_str(text),
-                _ => out.push(StreamEvent::Text(text.to_owned())),
+            let mut think = std::mem::take(&mut self.think);
+            think.push(text, &mut |part, piece| self.add(part, piece, out));
+            if think.seen {
+                self.reasoning_format
+                    .get_or_insert(ReasoningFormat::ThinkTags);
             }
+            self.think = think;
         }
         for piece in delta.tool_calls.iter().flatten() {
             self.apply_tool_piece(piece)?;
@@ -284,14 +342,53 @@ impl Assembler {
         Ok(())
     }
 
+    /// Keeps a decided piece of content and reports it (merged into a trailing event of the
+    /// same kind, so a read of many small deltas yields one event).
+    fn add(&mut self, part: Part, piece: &str, out: &mut Vec<StreamEvent>) {
+        match part {
+            Part::Answer => {
+                self.text.push_str(piece);
+                match out.last_mut() {
+                    Some(StreamEvent::Text(prev)) => prev.push_str(piece),
+                    _ => out.push(StreamEvent::Text(piece.to_owned())),
+                }
+            }
+            Part::Reasoning => {
+                self.reasoning.push_str(piece);
+                match out.last_mut() {
+                    Some(StreamEvent::Reasoning(prev)) => prev.push_str(piece),
+                    _ => out.push(StreamEvent::Reasoning(piece.to_owned())),
+                }
+            }
+        }
+    }
+
+    /// The content is complete: what the think splitter held back is decided (reported when
+    /// `out` is given).
+    fn finish_content(&mut self, out: Option<&mut Vec<StreamEvent>>) {
+        let mut think = std::mem::take(&mut self.think);
+        let mut sink = Vec::new();
+        let out = out.unwrap_or(&mut sink);
+        think.finish(&mut |part, piece| self.add(part, piece, out));
+        self.think = think;
+    }
+
     fn apply_tool_piece(&mut self, piece: &ToolDelta<'_>) -> Result<(), ProviderError> {
         let id = piece.id.as_deref().filter(|s| !s.is_empty());
+        let named = piece
+            .function
+            .as_ref()
+            .and_then(|f| f.name.as_deref())
+            .is_some_and(|n| !n.is_empty());
         let index = match piece.index {
             Some(i) => i,
-            // Some servers omit the index: a new id starts a new call, else the last continues.
+            // Some servers omit the index (and some send each call whole in one piece): a new
+            // id, or a name after the last call already has one, starts a new call; anything
+            // else continues the last.
             None => match (id, self.calls.last()) {
                 (_, None) => 0,
                 (Some(id), Some(last)) if !last.id.is_empty() && last.id != id => self.calls.len(),
+                (None, Some(last)) if named && !last.name.is_empty() => self.calls.len(),
                 _ => self.calls.len() - 1,
             },
         };
@@ -339,8 +436,8 @@ impl Assembler {
         let args = piece
             .function
             .as_ref()
-            .and_then(|f| f.arguments.as_deref())
-            .map_or(0, str::len);
+            .and_then(|f| f.arguments.as_ref())
+            .map_or(0, |a| a.0.len());
         self.grow(new_id + new_name + args)?;
         let call = &mut self.calls[index];
         if let Some(id) = id {
@@ -365,7 +462,7 @@ impl Assembler {
             }
         }
         if let Some(args) = &function.arguments {
-            call.arguments.push_str(args);
+            call.arguments.push_str(&args.0);
         }
         Ok(())
     }
@@ -373,6 +470,7 @@ impl Assembler {
     /// Marks the reply complete and hands it over (as on `[DONE]`), for providers that know the
     /// end by other means. Fails if a tool call never got a name.
     pub(crate) fn take_reply(&mut self) -> Result<Reply, ProviderError> {
+        self.finish_content(None);
         self.done = true;
         let mut tool_calls = Vec::with_capacity(self.calls.len());
         for (i, c) in std::mem::take(&mut self.calls).into_iter().enumerate() {
@@ -393,11 +491,36 @@ impl Assembler {
                 arguments: c.arguments,
             });
         }
+        let mut text = std::mem::take(&mut self.text);
+        let mut reasoning = std::mem::take(&mut self.reasoning);
+        let mut reasoning_format = self.reasoning_format.take();
+        if reasoning_format.is_none()
+            && let Some((thought, answer)) = split_unopened_think(&text)
+        {
+            // A server without a reasoning parser in front of a model whose template opens
+            // the think in the prompt: the answer starts with reasoning and a lone `</think>`.
+            reasoning = thought.to_string();
+            text = answer.to_string();
+            reasoning_format = Some(ReasoningFormat::ThinkTags);
+        }
         Ok(Reply {
-            text: std::mem::take(&mut self.text),
+            text,
             tool_calls,
             finish_reason: self.finish_reason.take(),
             usage: self.usage.take(),
+            reasoning,
+            reasoning_format,
         })
     }
+}
+
+/// `reasoning</think>answer` (no opening tag): the reasoning and the answer, or `None` when the
+/// text has no closing tag. Only text before any `<think>` counts, so a reply that writes about
+/// the tags is left alone.
+fn split_unopened_think(text: &str) -> Option<(&str, &str)> {
+    let at = text.find("</think>")?;
+    if text[..at].contains("<think>") {
+        return None;
+    }
+    Some((&text[..at], text[at + "</think>".len()..].trim_start()))
 }

@@ -5,6 +5,11 @@
 //! It understands only what our client sends (Content-Length bodies) and must never be used as
 //! a general HTTP server or reach beyond the loopback interface.
 //!
+//! Only requests to `…/chat/completions` take replies from the script and show in
+//! `requests()`. Any other path (the server probe's `/v1/models`, `/props`, …) is answered by a
+//! fixed [`MockServer::route`] for that path, or 404, every time, and recorded apart
+//! (`other_requests()`), so a client that probes does not eat the chat script.
+//!
 //! ```ignore
 //! let server = MockServer::start(vec![text_reply("hello world", 4)]).await; // async tests
 //! let server = MockServer::start_in_thread(vec![error_reply(401, "bad key")]); // process tests
@@ -349,6 +354,9 @@ pub type Responder = Arc<dyn Fn(&Recorded) -> Option<MockReply> + Send + Sync>;
 struct Shared {
     script: Mutex<VecDeque<MockReply>>,
     requests: Mutex<Vec<Recorded>>,
+    /// Fixed answers by exact path, for everything that is not a chat request.
+    routes: Mutex<Vec<(String, MockReply)>>,
+    others: Mutex<Vec<Recorded>>,
     responder: Mutex<Option<Responder>>,
     open: AtomicUsize,
     accepted: AtomicUsize,
@@ -439,6 +447,19 @@ impl MockServer {
         lock(&self.shared.requests).len()
     }
 
+    /// Answers every request to `path` (exact, query included) with `reply`, replacing an
+    /// earlier route for it. Chat requests always use the script (or the responder).
+    pub fn route(&self, path: &str, reply: MockReply) {
+        let mut routes = lock(&self.shared.routes);
+        routes.retain(|(p, _)| p != path);
+        routes.push((path.to_string(), reply));
+    }
+
+    /// Requests to paths other than `…/chat/completions`, in arrival order.
+    pub fn other_requests(&self) -> Vec<Recorded> {
+        lock(&self.shared.others).clone()
+    }
+
     /// Answers every later request with `f`'s reply when it gives one (else the script's
     /// next): for clients that send concurrent requests in no fixed order (sub-agents).
     pub fn respond_with(&self, f: impl Fn(&Recorded) -> Option<MockReply> + Send + Sync + 'static) {
@@ -515,22 +536,38 @@ async fn serve_connection(mut sock: TcpStream, shared: &Shared) {
         let Some((request, keep_alive)) = read_request(&mut sock, &mut buf).await else {
             return;
         };
-        let responder = lock(&shared.responder).clone();
-        let routed = responder.and_then(|f| f(&request));
-        let index = {
-            let mut requests = lock(&shared.requests);
-            requests.push(request);
-            requests.len() - 1
-        };
-        let _flight = InFlight::start(shared, index);
-        let reply = routed
-            .or_else(|| lock(&shared.script).pop_front())
-            .unwrap_or_else(|| {
+        let (reply, _flight) = if request.path.ends_with("/chat/completions") {
+            let responder = lock(&shared.responder).clone();
+            let routed = responder.and_then(|f| f(&request));
+            let index = {
+                let mut requests = lock(&shared.requests);
+                requests.push(request);
+                requests.len() - 1
+            };
+            let flight = InFlight::start(shared, index);
+            let reply = routed
+                .or_else(|| lock(&shared.script).pop_front())
+                .unwrap_or_else(|| {
+                    MockReply::json(
+                        500,
+                        &json!({"error": {"message": "script exhausted", "type": "mock_error"}}),
+                    )
+                });
+            (reply, Some(flight))
+        } else {
+            let routed = lock(&shared.routes)
+                .iter()
+                .find(|(p, _)| *p == request.path)
+                .map(|(_, r)| r.clone());
+            lock(&shared.others).push(request);
+            let reply = routed.unwrap_or_else(|| {
                 MockReply::json(
-                    500,
-                    &json!({"error": {"message": "script exhausted", "type": "mock_error"}}),
+                    404,
+                    &json!({"error": {"message": "not found", "type": "not_found_error"}}),
                 )
             });
+            (reply, None)
+        };
         let reply = match reply {
             MockReply::Gated { gate, reply } => {
                 let _ = gate.acquire().await.map(|p| p.forget());

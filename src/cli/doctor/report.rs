@@ -1,0 +1,91 @@
+//! `doctor`'s findings as a table (text) or one JSON object (`--output-format json`), on
+//! stdout. Server text reaches it in details and fixes, so every line passes the sanitiser;
+//! JSON on a terminal has its control characters escaped, like the one-shot JSON.
+
+use std::io::{IsTerminal, Write};
+
+use serde::Serialize;
+
+use super::{Check, Findings, Status};
+use crate::print::OutputFormat;
+use crate::sanitize::{self, sanitize};
+
+#[derive(Serialize)]
+struct Json<'a> {
+    usable: bool,
+    server: &'a str,
+    model: &'a str,
+    context_window: Option<Window>,
+    latency_ms: Option<u64>,
+    tokens_per_second: Option<f64>,
+    checks: &'a [Check],
+}
+
+#[derive(Serialize)]
+struct Window {
+    tokens: u64,
+    source: &'static str,
+}
+
+/// Prints the findings in `format` (`stream-json` prints the JSON object too).
+pub(super) fn print(f: &Findings, format: OutputFormat) {
+    let mut out = std::io::stdout().lock();
+    match format {
+        OutputFormat::Text => {
+            let _ = out.write_all(table(f).as_bytes());
+        }
+        OutputFormat::Json | OutputFormat::StreamJson => {
+            let json = Json {
+                usable: f.usable(),
+                server: &f.server,
+                model: &f.model,
+                context_window: f.window.map(|(tokens, source)| Window { tokens, source }),
+                latency_ms: f.first_token.map(|d| d.as_millis() as u64),
+                tokens_per_second: f.tokens_per_second.map(|t| (t * 10.0).round() / 10.0),
+                checks: &f.checks,
+            };
+            if let Ok(line) = serde_json::to_string(&json) {
+                let line = if std::io::stdout().is_terminal() {
+                    sanitize::json_escaped(&line)
+                } else {
+                    line
+                };
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    let _ = out.flush();
+}
+
+fn mark(status: Status) -> &'static str {
+    match status {
+        Status::Ok => "ok",
+        Status::Warn => "warn",
+        Status::Fail => "FAIL",
+        Status::Skip => "skip",
+    }
+}
+
+/// The table: one row per check, a `fix:` line under each row that has one, a verdict.
+fn table(f: &Findings) -> String {
+    let width = f.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    let mut text = format!("minicode doctor: {} · model {}\n\n", f.server, f.model);
+    for c in &f.checks {
+        text.push_str(&format!(
+            "  {:<4}  {:<width$}  {}\n",
+            mark(c.status),
+            c.name,
+            c.detail
+        ));
+        if let Some(fix) = &c.fix {
+            text.push_str(&format!("  {:<4}  {:<width$}  fix: {fix}\n", "", ""));
+        }
+    }
+    text.push('\n');
+    text.push_str(if f.usable() {
+        "usable: this server can run the agent\n"
+    } else {
+        "not usable: fix the FAIL rows above\n"
+    });
+    sanitize(&text)
+}

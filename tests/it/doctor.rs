@@ -1,0 +1,235 @@
+//! `minicode doctor` as a process against the mock server: a healthy server (exit 0, table
+//! and JSON), one without tool support, one that refuses the key, one that is down (exit 1),
+//! and a configuration error (exit 2).
+
+use std::process::Output;
+
+use crate::support::binary::{command, write_config};
+use crate::support::mock_openai::*;
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-doctor-secret-0123456789";
+
+fn doctor(ws: &std::path::Path, args: &[&str]) -> Output {
+    command(ws)
+        .arg("doctor")
+        .args(args)
+        .env("MINICODE_API_KEY", KEY)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The row of check `name` in the table (its status word and the rest).
+fn row<'a>(table: &'a str, name: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.contains(&format!("  {name}  ")) && !l.trim_start().starts_with("fix:"))
+        .unwrap_or_else(|| panic!("no row {name} in:\n{table}"))
+}
+
+fn healthy(server: &MockServer) {
+    server.route(
+        "/v1/models",
+        MockReply::json(
+            200,
+            &json!({"object": "list", "data": [{"id": "mock-model", "max_model_len": 32768}]}),
+        ),
+    );
+}
+
+/// Streaming check, forced tool call, the answer after the result.
+fn healthy_script() -> Vec<MockReply> {
+    let mut first = vec![
+        json!({"choices": [{"index": 0, "delta": {"reasoning_content": "easy"}, "finish_reason": null}]}),
+    ];
+    first.extend(text_payloads("ok", 1));
+    vec![
+        MockReply::sse(sse_events(&first)),
+        tool_calls_reply(&[("call_p", "ping", "{}")], 4),
+        text_reply("done", 2),
+    ]
+}
+
+#[test]
+fn a_healthy_server_passes_with_a_table() {
+    let server = MockServer::start_in_thread(healthy_script());
+    healthy(&server);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let out = doctor(&ws, &[]);
+    let table = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{table}");
+    for name in [
+        "reachable",
+        "auth",
+        "model",
+        "streaming",
+        "usage",
+        "tools",
+        "reasoning",
+        "quirks",
+        "latency",
+        "speed",
+    ] {
+        let r = row(&table, name);
+        assert!(r.trim_start().starts_with("ok"), "{r}");
+    }
+    assert!(
+        row(&table, "context window").contains("32768 (probe"),
+        "{table}"
+    );
+    assert!(
+        row(&table, "reasoning").contains("reasoning_content"),
+        "{table}"
+    );
+    assert!(table.contains("usable: this server can run the agent"));
+    assert!(!table.contains(KEY));
+    // The forced call and its result went out as the agent sends them.
+    let reqs = server.requests();
+    assert_eq!(
+        reqs[1].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "ping"}})
+    );
+    let messages = reqs[2].body["messages"].as_array().unwrap().clone();
+    assert_eq!(messages[2]["role"], "tool");
+    assert_eq!(messages[2]["tool_call_id"], "call_p");
+    assert_eq!(
+        reqs[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}
+
+#[test]
+fn json_output_is_one_object_for_scripts() {
+    let server = MockServer::start_in_thread(healthy_script());
+    healthy(&server);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let out = doctor(&ws, &["--output-format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["usable"], true);
+    assert_eq!(v["model"], "mock-model");
+    assert_eq!(
+        v["context_window"],
+        json!({"tokens": 32768, "source": "probe"})
+    );
+    let checks = v["checks"].as_array().unwrap();
+    let tools = checks.iter().find(|c| c["name"] == "tools").unwrap();
+    assert_eq!(tools["status"], "ok");
+    assert!(v["latency_ms"].is_u64());
+}
+
+#[test]
+fn a_server_that_ignores_tools_is_not_usable_and_says_what_to_do() {
+    // llama.cpp with a template that cannot render tools: it answers in text.
+    let server =
+        MockServer::start_in_thread(vec![text_reply("ok", 2), text_reply("I will ping.", 3)]);
+    server.route(
+        "/props",
+        MockReply::json(
+            200,
+            &json!({"n_ctx": 8192, "chat_template_caps": {"supports_tools": false}}),
+        ),
+    );
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let out = doctor(&ws, &[]);
+    let table = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{table}");
+    assert!(row(&table, "tools").contains("FAIL"), "{table}");
+    assert!(
+        table.contains("cannot render tools") && table.contains("--no-tools"),
+        "{table}"
+    );
+    assert!(
+        row(&table, "context window").contains("8192 (probe"),
+        "{table}"
+    );
+    assert!(table.contains("not usable"));
+}
+
+#[test]
+fn a_server_that_refuses_tools_outright_is_explained() {
+    let server = MockServer::start_in_thread(vec![
+        text_reply("ok", 2),
+        MockReply::json(
+            400,
+            &json!({"error": {"message": "llama3:8b does not support tools", "type": "api_error"}}),
+        ),
+    ]);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let out = doctor(&ws, &[]);
+    let table = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{table}");
+    assert!(
+        row(&table, "tools").contains("does not support tools"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_wrong_key_is_named_without_showing_it() {
+    let server = MockServer::start_in_thread(vec![]);
+    // The server echoes the key back, as some do.
+    server.route(
+        "/v1/models",
+        MockReply::json(401, &json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error"}})),
+    );
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let out = doctor(&ws, &[]);
+    let table = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{table}");
+    assert!(row(&table, "auth").contains("FAIL"), "{table}");
+    assert!(table.contains("MINICODE_API_KEY"), "{table}");
+    assert!(!table.contains(KEY), "{table}");
+    assert_eq!(
+        server.request_count(),
+        0,
+        "no chat request after a refused key"
+    );
+}
+
+#[test]
+fn a_server_that_is_down_is_explained() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::write(
+        ws.join("config/config.toml"),
+        format!("[model]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nname = \"m\"\n"),
+    )
+    .unwrap();
+    crate::support::user_config::write_trusting(&ws.join("home"), &ws, "");
+    let out = doctor(&ws, &[]);
+    let table = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{table}");
+    assert!(row(&table, "reachable").contains("FAIL"), "{table}");
+    assert!(table.contains("is the server running"), "{table}");
+    assert!(row(&table, "tools").contains("skip"), "{table}");
+}
+
+#[test]
+fn a_configuration_error_exits_2() {
+    let (_dir, ws) = crate::support::workspace();
+    let out = doctor(&ws, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = command(&ws)
+        .args(["doctor", "--base-url", "ftp://nowhere", "--model", "m"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}

@@ -1,0 +1,274 @@
+//! Wire quirks of real server families, each against the mock server with the shape that
+//! family sends: arguments as a JSON object, whole tool calls without `index`,
+//! `finish_reason: stop` beside tool calls, usage only in the last chunk or absent,
+//! Mistral-style 9-character ids, and an id repeated across replies.
+
+use std::time::Duration;
+
+use crate::support::agent::spawn;
+use crate::support::events::run_turn;
+use crate::support::mock_openai::*;
+use crate::support::stream::run;
+use minicode::agent::Options;
+use minicode::agent::validate::unique_call_ids;
+use minicode::chat::{ToolCall, Usage};
+use minicode::protocol::{Event, TurnEnd};
+use minicode::provider::openai::{OpenAi, OpenAiOptions};
+use minicode::provider::sse::Decoder;
+use minicode::provider::{Provider, Reply, StreamEvent};
+use serde_json::{Value, json};
+
+fn provider(server: &MockServer) -> OpenAi {
+    OpenAi::new(OpenAiOptions {
+        base_url: server.base_url(),
+        model: "mock-model".into(),
+        retry_base_delay: Duration::from_millis(5),
+        ..OpenAiOptions::default()
+    })
+    .unwrap()
+}
+
+fn chunk(delta: Value, finish: Value) -> Value {
+    json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+fn reply_of(payloads: &[Value]) -> Reply {
+    let events = Decoder::decode_all(&sse_bytes(payloads)).unwrap();
+    match events.last() {
+        Some(StreamEvent::Done(r)) => r.clone(),
+        other => panic!("expected Done, got {other:?}"),
+    }
+}
+
+#[test]
+fn tool_arguments_sent_as_an_object_become_json_text() {
+    let call = json!({"index": 0, "id": "call_1", "type": "function",
+        "function": {"name": "read", "arguments": {"path": "src/lib.rs", "offset": 3}}});
+    let reply = reply_of(&[
+        chunk(json!({"tool_calls": [call]}), Value::Null),
+        chunk(json!({}), json!("tool_calls")),
+    ]);
+    assert_eq!(reply.tool_calls.len(), 1);
+    let args: Value = serde_json::from_str(&reply.tool_calls[0].arguments).unwrap();
+    assert_eq!(args, json!({"path": "src/lib.rs", "offset": 3}));
+}
+
+#[tokio::test]
+async fn a_whole_completion_with_object_arguments_is_accepted_too() {
+    let body = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": null,
+        "tool_calls": [{"id": "c9", "type": "function", "function": {"name": "read", "arguments": {"path": "a"}}}]}}]});
+    let server = MockServer::start(vec![MockReply::json(200, &body)]).await;
+    let user = minicode::chat::Message::user("hi");
+    let messages = [&user];
+    let reply = provider(&server)
+        .chat(&minicode::provider::ChatRequest {
+            messages: &messages,
+            tools: &[],
+            max_tokens: 0,
+        })
+        .await
+        .unwrap();
+    assert_eq!(reply.tool_calls[0].id, "c9");
+    assert_eq!(reply.tool_calls[0].arguments, r#"{"path":"a"}"#);
+}
+
+#[test]
+fn whole_tool_calls_without_index_are_told_apart() {
+    let whole = |id: Option<&str>, name: &str, args: &str| {
+        let mut call = json!({"type": "function", "function": {"name": name, "arguments": args}});
+        if let Some(id) = id {
+            call["id"] = json!(id);
+        }
+        call
+    };
+    // One call per chunk, with ids (Gemini's OpenAI endpoint, some proxies).
+    let reply = reply_of(&[
+        chunk(
+            json!({"tool_calls": [whole(Some("a1"), "read", r#"{"path":"x"}"#)]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [whole(Some("b2"), "bash", r#"{"command":"ls"}"#)]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+    ]);
+    let names: Vec<&str> = reply.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["read", "bash"]);
+    assert_eq!(reply.tool_calls[1].arguments, r#"{"command":"ls"}"#);
+    // Two whole calls in one chunk, without ids: each name starts a call.
+    let reply = reply_of(&[
+        chunk(
+            json!({"tool_calls": [whole(None, "read", r#"{"path":"x"}"#), whole(None, "read", r#"{"path":"y"}"#)]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+    ]);
+    assert_eq!(reply.tool_calls.len(), 2);
+    assert_eq!(reply.tool_calls[1].arguments, r#"{"path":"y"}"#);
+    assert_ne!(reply.tool_calls[0].id, reply.tool_calls[1].id);
+    // Without index, later pieces without a name still continue the call they belong to.
+    let reply = reply_of(&[
+        chunk(
+            json!({"tool_calls": [whole(Some("c1"), "read", "{\"pa")]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"function": {"arguments": "th\":\"z\"}"}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+    ]);
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].arguments, r#"{"path":"z"}"#);
+}
+
+#[test]
+fn usage_only_in_the_last_chunk_or_absent_is_handled() {
+    // llama.cpp and others put usage on the final chunk beside finish_reason.
+    let mut last = chunk(json!({}), json!("stop"));
+    last["usage"] = json!({"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7});
+    let reply = reply_of(&[chunk(json!({"content": "hi"}), Value::Null), last]);
+    assert_eq!(reply.usage, Some(Usage::new(5, 2, 7)));
+    // OpenAI sends `"usage": null` on every chunk before the usage chunk.
+    let mut early = chunk(json!({"content": "hi"}), Value::Null);
+    early["usage"] = Value::Null;
+    let reply = reply_of(&[early, chunk_usage(3, 1)]);
+    assert_eq!(reply.usage, Some(Usage::new(3, 1, 4)));
+    // No usage anywhere.
+    let reply = reply_of(&[
+        chunk(json!({"content": "hi"}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ]);
+    assert_eq!(reply.usage, None);
+    assert_eq!(reply.text, "hi");
+}
+
+#[tokio::test]
+async fn finish_reason_stop_beside_tool_calls_still_runs_the_calls() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("note.txt"), "hello\n").unwrap();
+    let mut payloads = vec![chunk_tool_start(0, "call_r", "read")];
+    payloads.push(chunk_tool_args(0, r#"{"path":"note.txt"}"#));
+    payloads.push(chunk_finish("stop"));
+    let server = MockServer::start(vec![
+        MockReply::sse(sse_events(&payloads)),
+        text_reply("read it", 3),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), Options::default());
+    let (events, end, _) = run_turn(&mut handle, "read note.txt", |_| None).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCallEnded { call, .. } if call == "call_r"))
+    );
+    let second = &server.requests()[1].body["messages"];
+    let last = second.as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_call_id"], "call_r");
+}
+
+#[tokio::test]
+async fn mistral_style_nine_character_ids_are_sent_back_unchanged() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("aB3dE5fG7", "read", r#"{"path":"a.txt"}"#)], 5),
+        text_reply("done", 3),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), Options::default());
+    let (_, end, _) = run_turn(&mut handle, "read a.txt", |_| None).await;
+    assert_eq!(end, TurnEnd::Completed);
+    let messages = server.requests()[1].body["messages"].clone();
+    let messages = messages.as_array().unwrap();
+    let asked = &messages[messages.len() - 2];
+    assert_eq!(asked["tool_calls"][0]["id"], "aB3dE5fG7");
+    assert_eq!(messages[messages.len() - 1]["tool_call_id"], "aB3dE5fG7");
+}
+
+#[test]
+fn a_repeated_nine_character_id_is_renamed_to_another_nine_character_id() {
+    let call = |id: &str| ToolCall {
+        id: id.into(),
+        name: "read".into(),
+        arguments: "{}".into(),
+    };
+    let mut calls = vec![
+        call("aB3dE5fG7"),
+        call("aB3dE5fG7"),
+        call("call_x"),
+        call("call_x"),
+    ];
+    assert_eq!(unique_call_ids(&mut calls), 2);
+    assert_eq!(calls[0].id, "aB3dE5fG7");
+    assert_eq!(calls[1].id.len(), 9, "{}", calls[1].id);
+    assert!(calls[1].id.bytes().all(|b| b.is_ascii_alphanumeric()));
+    assert_ne!(calls[1].id, calls[0].id);
+    assert_eq!(calls[3].id, "call_x_4");
+}
+
+#[tokio::test]
+async fn an_id_repeated_across_replies_pairs_each_result_with_its_call() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("a.txt"), "first\n").unwrap();
+    std::fs::write(ws.join("b.txt"), "second\n").unwrap();
+    // Some local servers number calls per reply: every reply's first call is `call_0`.
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("call_0", "read", r#"{"path":"a.txt"}"#)], 4),
+        tool_calls_reply(&[("call_0", "read", r#"{"path":"b.txt"}"#)], 4),
+        text_reply("both read", 3),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), Options::default());
+    let (events, end, _) = run_turn(&mut handle, "read both", |_| None).await;
+    assert_eq!(end, TurnEnd::Completed);
+    let outputs: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallEnded { output, .. } => Some(output.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outputs.len(), 2);
+    assert!(
+        outputs[0].contains("first") && outputs[1].contains("second"),
+        "{outputs:?}"
+    );
+    // The last request carries both pairs, each result right after its call.
+    let messages = server.requests()[2].body["messages"].clone();
+    let tail: Vec<(String, String)> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().to_string(),
+                m["content"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(tail.len(), 2);
+    assert!(tail[0].1.contains("first") && tail[1].1.contains("second"));
+}
+
+#[tokio::test]
+async fn object_arguments_through_the_provider_stream() {
+    let call = json!({"index": 0, "id": "c1", "type": "function",
+        "function": {"name": "bash", "arguments": {"command": "ls"}}});
+    let payloads = [
+        chunk(json!({"tool_calls": [call]}), Value::Null),
+        chunk(json!({}), json!("tool_calls")),
+    ];
+    let server = MockServer::start(vec![MockReply::sse(sse_events(&payloads))]).await;
+    let (events, err) = run(&provider(&server)).await;
+    assert!(err.is_none(), "{err:?}");
+    match events.last() {
+        Some(StreamEvent::Done(r)) => assert_eq!(r.tool_calls[0].arguments, r#"{"command":"ls"}"#),
+        other => panic!("{other:?}"),
+    }
+}
