@@ -8,6 +8,7 @@ pub mod context;
 mod context_upkeep;
 pub mod delegate;
 mod history;
+mod mcp;
 pub(crate) mod prompt;
 mod skills;
 mod spans;
@@ -86,6 +87,8 @@ pub struct Setup {
     pub tool_ctx: Arc<ToolCtx>,
     pub session: Session,
     pub options: Options,
+    /// The MCP servers, for `/mcp` and their notices (the CLI starts and stops them).
+    pub mcp: Option<Arc<crate::tools::mcp::Manager>>,
 }
 
 /// Starts the core on the current tokio runtime. The first event is `SessionConfigured`.
@@ -128,6 +131,7 @@ pub(crate) struct Core {
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
     /// Tools the user approved "always" for this session.
     approved_tools: HashSet<String>,
+    mcp: Option<Arc<crate::tools::mcp::Manager>>,
     /// The `delegate` tool this core registered, when it runs sub-agents: calls that resolve
     /// to this very instance are run by the core (see `delegate::run`).
     delegate: Option<Arc<dyn crate::tools::Tool>>,
@@ -202,17 +206,15 @@ impl Core {
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
         let events = self.events.clone();
         let view = self.skills.clone();
+        let mcp = self.mcp.clone();
         let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
-        let ((end, stats), shutdown) = serve_ops(
-            running,
-            ops,
-            queue,
-            &cancel,
-            Some(&decide_tx),
-            &events,
-            &view,
-        )
-        .await;
+        let busy = Busy {
+            events: &events,
+            skills: &view,
+            mcp: mcp.as_deref(),
+        };
+        let ((end, stats), shutdown) =
+            serve_ops(running, ops, queue, &cancel, Some(&decide_tx), busy).await;
         self.finish_turn(turn, end, stats, true);
         shutdown
     }
@@ -232,9 +234,14 @@ impl Core {
         let cancel = CancellationToken::new();
         let events = self.events.clone();
         let view = self.skills.clone();
+        let mcp = self.mcp.clone();
         let running = self.manual_compact(instructions, &cancel);
-        let ((end, stats), shutdown) =
-            serve_ops(running, ops, queue, &cancel, None, &events, &view).await;
+        let busy = Busy {
+            events: &events,
+            skills: &view,
+            mcp: mcp.as_deref(),
+        };
+        let ((end, stats), shutdown) = serve_ops(running, ops, queue, &cancel, None, busy).await;
         self.finish_turn(turn, end, stats, false);
         shutdown
     }
@@ -242,6 +249,8 @@ impl Core {
     /// Takes the registry's tools for the next main request when they changed since the last
     /// one, and refreshes the context's estimate of the declarations with them.
     pub(crate) fn current_tools(&mut self) {
+        // Servers that failed since the last request are reported before it goes out.
+        mcp::notices(self.mcp.as_deref(), &self.events);
         let generation = self.registry.generation();
         if generation != self.tool_specs.0 {
             let specs = self.registry.specs();
@@ -302,10 +311,18 @@ impl Core {
     }
 }
 
+/// What the core answers while a turn or a compaction runs: events, and the read-only
+/// questions (`ListSkills`, `McpServers`) and MCP restarts that do not touch the conversation.
+struct Busy<'a> {
+    events: &'a mpsc::UnboundedSender<Event>,
+    skills: &'a skills::View,
+    mcp: Option<&'a crate::tools::mcp::Manager>,
+}
+
 /// Drives `work` (a turn or a manual compaction) to its end while serving ops: decisions go
 /// to `decisions` (none pending when it is `None`), `Interrupt` cancels `cancel`, prompts are
-/// queued, `Compact` and `NewSession` are refused as busy, `ListSkills` is answered from
-/// `skills`, and `Shutdown` (or every sender gone) cancels and is remembered. Returns the
+/// queued, `Compact` and `NewSession` are refused as busy, `ListSkills` and the MCP ops are
+/// answered from `busy`, and `Shutdown` (or every sender gone) cancels and is remembered. Returns the
 /// work's output and whether to shut down.
 async fn serve_ops<T>(
     work: impl Future<Output = T>,
@@ -313,9 +330,13 @@ async fn serve_ops<T>(
     queue: &mut VecDeque<String>,
     cancel: &CancellationToken,
     decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
-    events: &mpsc::UnboundedSender<Event>,
-    skills: &skills::View,
+    busy: Busy<'_>,
 ) -> (T, bool) {
+    let Busy {
+        events,
+        skills,
+        mcp: mcp_servers,
+    } = busy;
     tokio::pin!(work);
     let mut shutdown = false;
     let mut ops_open = true;
@@ -338,6 +359,13 @@ async fn serve_ops<T>(
                     }
                 },
                 Some(Op::Submit(text)) => queue.push_back(text),
+                // Reading or restarting a server does not touch the conversation.
+                Some(Op::McpServers) => {
+                    let _ = events.send(mcp::servers(mcp_servers));
+                }
+                Some(Op::McpRestart { server }) => {
+                    let _ = events.send(mcp::restart(mcp_servers, &server));
+                }
                 Some(Op::ListSkills) => {
                     let _ = events.send(skills.listed());
                 }
@@ -442,6 +470,7 @@ async fn run_core(
         probe: None,
         memory_seen: None,
         approved_tools: HashSet::new(),
+        mcp: setup.mcp,
         delegate,
         skills: skills::View {
             skills: catalog,
@@ -497,6 +526,7 @@ async fn run_core(
         core.emit(Event::Error { message: e });
     }
     core.report_context();
+    mcp::notices(core.mcp.as_deref(), &core.events);
     let mut queue: VecDeque<String> = VecDeque::new();
     loop {
         let op = match queue.pop_front() {
@@ -536,6 +566,8 @@ async fn run_core(
                 }
             }
             Op::NewSession => core.new_session(),
+            Op::McpServers => core.emit(mcp::servers(core.mcp.as_deref())),
+            Op::McpRestart { server } => core.emit(mcp::restart(core.mcp.as_deref(), &server)),
             Op::ListSkills => core.emit(core.skills.listed()),
             Op::Shutdown => break,
         }

@@ -188,6 +188,13 @@ pub enum ApprovalRequest {
     Command { command: String },
     /// A file change as a unified diff against the current file (empty old side for new files).
     Diff { path: String, diff: String },
+    /// A call to a tool of an MCP server: the server's id, the tool's own name and the
+    /// arguments it would receive (pretty-printed JSON).
+    McpCall {
+        server: String,
+        tool: String,
+        arguments: String,
+    },
 }
 
 /// How a tool call ended.

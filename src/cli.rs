@@ -4,6 +4,7 @@
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
 mod doctor;
+mod mcp;
 mod skills;
 mod trust;
 
@@ -111,6 +112,17 @@ pub enum Command {
     /// List the skills a session here offers the model: name, state, source, description
     /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
     Skills,
+    /// MCP servers.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start the configured MCP servers, print each one's state and tools, and stop them.
+    List,
 }
 
 /// A failure that ends the program, with its exit code.
@@ -153,6 +165,9 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Sessions) => return list_sessions(&launch),
         Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
         Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
+        Some(Command::Mcp {
+            command: McpCommand::List,
+        }) => return mcp::list(&env, &launch, args.config.as_deref()),
         Some(Command::Doctor {
             output_format,
             config,
@@ -226,6 +241,12 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let provider = build_provider(&config, &env)?;
     // Temp files a killed minicode left behind go before anything new is written.
     crate::fsutil::sweep_temp_files(&launch, &[crate::session::SESSIONS]);
+    // Asked before the session opens: a `.mcp.json` server the user has not approved yet.
+    let (mcp_servers, mcp_notes) = if args.no_tools {
+        (Vec::new(), Vec::new())
+    } else {
+        mcp::servers(&config, &launch, &env, mcp::Ask::Terminal)
+    };
     let session = open_session(&launch, &args)?;
     let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
     // The telemetry headers (a collector's credentials) are kept out of tool output like the key.
@@ -244,21 +265,23 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     };
     tool_ctx.prune_outputs();
     // Without tools the model gets none to call (and a prompt that says so): plain chat, with
-    // no skills and no sub-agents either.
-    let registry = if args.no_tools {
+    // no skills, no sub-agents and no MCP servers either.
+    let registry = Arc::new(if args.no_tools {
         Registry::new(Vec::new())
     } else {
         Registry::builtin()
-    };
+    });
     let skills = if args.no_tools {
         crate::tools::skills::Skills::default()
     } else {
         skills::discover(&env, &launch, config.trust.is_trusted())
     };
+    let mcp = crate::tools::mcp::Manager::new(mcp_servers, registry.clone(), &tool_ctx, mcp_notes);
     let setup = Setup {
         provider,
-        registry: Arc::new(registry),
+        registry,
         tool_ctx: Arc::new(tool_ctx),
+        mcp: Some(mcp.clone()),
         session,
         options: Options {
             max_rounds: config.max_rounds,
@@ -296,13 +319,17 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         })?;
     let code = runtime.block_on(async move {
         let handle = agent::spawn(setup);
-        match prompt {
+        // In the background: the first request goes out without waiting for any server.
+        mcp.start();
+        let code = match prompt {
             Some(prompt) => {
                 let format = args.output_format;
                 print::run(handle, prompt, format, &resume_flags, args.show_reasoning).await
             }
             None => full_screen(handle, &config, &resume_flags, &launch).await,
-        }
+        };
+        mcp.shutdown().await;
+        code
     });
     // A tool child that ignores its kill must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

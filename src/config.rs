@@ -12,10 +12,13 @@
 
 mod file;
 mod layers;
+mod mcp;
 mod resolve;
 mod telemetry;
 mod trust;
 
+pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
+pub use mcp::{McpApproval, McpServer};
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
     user_config_path, workspace_trust,
@@ -153,6 +156,10 @@ pub struct Config {
     /// Whether the user trusts the launch directory. Everything a workspace supplies that can
     /// run code or reach the network must ask this first (see [`Trust`]).
     pub trust: Trust,
+    /// MCP servers of the config files (a workspace's only when it is trusted), by id.
+    pub mcp_servers: Vec<McpServer>,
+    /// The user's approvals of workspaces' `.mcp.json` servers.
+    pub mcp_approvals: Vec<McpApproval>,
     /// OpenTelemetry export; `None` (the default) means off: no exporter, no extra layer.
     pub telemetry: Option<Telemetry>,
     /// Things the user should hear about that do not stop the run (e.g. an `OTEL_*` setting
@@ -230,7 +237,8 @@ pub enum ConfigError {
     /// key, and the user has not trusted the workspace. Nothing was sent anywhere.
     #[error(
         "config file {} sets {}, but this workspace is not trusted: a repository's config may \
-         not choose the server, the provider, the API key or where telemetry is sent. If you \
+         not choose the server, the provider, the API key or where telemetry is sent, nor \
+         start MCP servers. If you \
          trust this folder, run \
          `minicode trust` in it (it is recorded in your user config); otherwise remove {} from \
          that file (your user config or MINICODE_* variables can set them)",
@@ -251,6 +259,14 @@ pub enum ConfigError {
         .path.display()
     )]
     MisplacedTrustList { path: PathBuf },
+    /// `approved_mcp_servers` in a workspace's file: a repository must not approve its own
+    /// servers.
+    #[error(
+        "config file {}: `approved_mcp_servers` is read only from your user config; remove it \
+         from this file (minicode records your approvals there when you allow a server)",
+        .path.display()
+    )]
+    MisplacedApprovals { path: PathBuf },
 }
 
 fn list_fields(fields: &[&str]) -> String {

@@ -48,3 +48,7 @@ pub const SUBAGENTS_MAX_CONCURRENT: usize = 3;
 pub(crate) const SUBAGENTS_MAX_CONCURRENT_CEILING: usize = 16;
 /// How long one sub-agent may take from its start.
 pub const SUBAGENTS_TIMEOUT: Duration = Duration::from_secs(300);
+/// Time an MCP server has for its handshake and first tool list (all pages).
+pub(crate) const MCP_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time one MCP tool call may take before its outcome is reported unknown.
+pub(crate) const MCP_CALL_TIMEOUT: Duration = Duration::from_secs(120);

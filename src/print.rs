@@ -202,6 +202,7 @@ pub(crate) async fn run(
             | Event::TurnStarted { .. }
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
+            | Event::McpServers { .. }
             | Event::SubagentProgress { .. }
             | Event::ContextUsage { .. }
             | Event::SkillsListed { .. } => {}
@@ -365,6 +366,7 @@ fn report(err: &mut impl Write, event: &Event) {
         | Event::ApprovalRequested { .. }
         | Event::ApprovalDecided { .. }
         | Event::ContextUsage { .. }
+        | Event::McpServers { .. }
         | Event::SubagentProgress { .. }
         | Event::SkillsListed { .. }
         | Event::TurnEnded { .. }
@@ -434,6 +436,13 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
         ApprovalRequest::Diff { path, diff } => {
             format!("\n{tool} wants to change {path}:\n{diff}\n")
         }
+        ApprovalRequest::McpCall {
+            server,
+            tool: remote,
+            arguments,
+        } => format!(
+            "\n{tool} wants to call tool `{remote}` of MCP server `{server}` with:\n{arguments}\n"
+        ),
     };
     let (tx, mut rx) = mpsc::channel(1);
     std::thread::spawn(move || {

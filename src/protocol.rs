@@ -29,6 +29,10 @@ pub enum Op {
     Compact(Option<String>),
     /// Start a fresh session in the same workspace.
     NewSession,
+    /// Report the MCP servers (answered with `McpServers`, also while a turn runs).
+    McpServers,
+    /// Stop an MCP server and start it again (answered with `McpServers`).
+    McpRestart { server: String },
     /// List the skills with their state (answered by `SkillsListed`, also while a turn runs).
     ListSkills,
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
@@ -330,12 +334,45 @@ pub enum Event {
         end: TurnEnd,
         stats: TurnStats,
     },
+    /// The MCP servers, their state and tools (the answer to `Op::McpServers`).
+    McpServers {
+        servers: Vec<McpServer>,
+    },
     /// A request that could not be carried out (e.g. `Decide` for an unknown call).
     Error {
         message: String,
     },
     /// The core stopped after `Shutdown`; nothing follows.
     ShutdownComplete,
+}
+
+/// One MCP server as `/mcp` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpServer {
+    pub id: String,
+    /// The file that defines it.
+    pub origin: String,
+    pub state: McpState,
+    /// The names the model calls its tools by.
+    pub tools: Vec<String>,
+    /// Its stderr log, once it was started.
+    pub log: Option<String>,
+}
+
+/// Where an MCP server is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum McpState {
+    /// Configured but not started (disabled, or not approved).
+    NotStarted {
+        reason: String,
+    },
+    Starting,
+    Ready,
+    /// It could not start or it stopped; its tools fail at once.
+    Failed {
+        reason: String,
+    },
 }
 
 /// One skill as `/skills` shows it.

@@ -9,6 +9,7 @@ pub(crate) mod commands;
 pub(crate) mod core_events;
 pub mod input;
 pub mod markdown;
+mod mcp;
 pub mod reasoning;
 pub mod segment;
 pub mod state;

@@ -6,6 +6,7 @@
 //! without blocking and must be a regular file of sane size; the workspace's file must also
 //! resolve inside the workspace. Layering, precedence and value checks live elsewhere.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -33,6 +34,36 @@ pub(super) struct FileConfig {
     pub subagents: SubagentsTable,
     #[serde(default)]
     pub telemetry: TelemetryTable,
+    /// MCP servers by id (`[mcp_servers.<id>]`); a workspace's file may set them only once the
+    /// workspace is trusted.
+    pub mcp_servers: Option<BTreeMap<String, McpServerTable>>,
+    /// `.mcp.json` servers the user approved; honoured only in the user's file.
+    pub approved_mcp_servers: Option<Vec<ApprovedMcpServer>>,
+}
+
+/// One `[mcp_servers.<id>]` table.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct McpServerTable {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub enabled: Option<bool>,
+    pub startup_timeout_secs: Option<u64>,
+    pub call_timeout_secs: Option<u64>,
+}
+
+/// One `[[approved_mcp_servers]]` entry: a workspace's `.mcp.json` server the user allowed to
+/// start, as it was defined then (a changed definition is asked about again).
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApprovedMcpServer {
+    pub workspace: String,
+    pub server: String,
+    pub sha256: String,
 }
 
 #[derive(Default, Deserialize)]

@@ -4,11 +4,12 @@
 //! field came from, so errors name the right one. It reads files and nothing else: no
 //! environment values beyond where the user's file lives, no precedence against env or flags.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::file::{
-    self, ContextTable, FileConfig, ModelTable, SubagentsTable, TelemetryTable, ToolsTable, UiTable,
+    self, ApprovedMcpServer, ContextTable, FileConfig, McpServerTable, ModelTable, SubagentsTable,
+    TelemetryTable, ToolsTable, UiTable,
 };
 use super::trust::{self, Trust};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
@@ -21,6 +22,11 @@ pub(super) struct Layers {
     /// The files read, lowest precedence first.
     pub sources: Vec<PathBuf>,
     pub trust: Trust,
+    /// MCP servers by id with the file that defined them (a higher file replaces a server
+    /// of the same id whole).
+    pub mcp_servers: BTreeMap<String, (McpServerTable, PathBuf)>,
+    /// The user's approvals of `.mcp.json` servers.
+    pub approvals: Vec<ApprovedMcpServer>,
 }
 
 impl Layers {
@@ -49,6 +55,8 @@ impl Layers {
             origins: HashMap::new(),
             sources: Vec::new(),
             trust,
+            mcp_servers: BTreeMap::new(),
+            approvals: Vec::new(),
         }
     }
 }
@@ -66,6 +74,8 @@ pub(super) fn redirecting_fields(f: &FileConfig) -> Vec<&'static str> {
         (m.base_url.is_some(), "model.base_url"),
         (m.api_key.is_some(), "model.api_key"),
         (m.api_key_env.is_some(), "model.api_key_env"),
+        // A server is a program the repository would have minicode run.
+        (f.mcp_servers.is_some(), "mcp_servers"),
         (t.otlp_endpoint.is_some(), "telemetry.otlp_endpoint"),
         (t.headers.is_some(), "telemetry.headers"),
         (t.protocol.is_some(), "telemetry.protocol"),
@@ -95,6 +105,7 @@ pub(super) fn gather(
         }
         let parsed = file::read(&path)?;
         let mut layers = Layers::empty(trust::lookup_lenient(user_path.as_deref(), launch_dir));
+        layers.approvals = trust::approvals_lenient(user_path.as_deref());
         layers.add(parsed, path);
         return Ok(layers);
     }
@@ -124,6 +135,11 @@ pub(super) fn gather(
     let parsed = file::read_confined(launch_dir, &workspace_path)?;
     if parsed.trusted_workspaces.is_some() {
         return Err(ConfigError::MisplacedTrustList {
+            path: workspace_path,
+        });
+    }
+    if parsed.approved_mcp_servers.is_some() {
+        return Err(ConfigError::MisplacedApprovals {
             path: workspace_path,
         });
     }
@@ -194,6 +210,14 @@ impl Layers {
             self.origins.remove("model.api_key");
             self.origins.remove("model.api_key_env");
         }
+        if let Some(servers) = over.mcp_servers.take() {
+            for (id, table) in servers {
+                self.mcp_servers.insert(id, (table, path.clone()));
+            }
+        }
+        if let Some(approvals) = over.approved_mcp_servers.take() {
+            self.approvals.extend(approvals);
+        }
         let layers = self;
         lay!(layers, over, path;
             model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
@@ -240,6 +264,8 @@ impl Layers {
             ui: UiTable {
                 exit_transcript_turns: _,
             },
+            mcp_servers: _,
+            approved_mcp_servers: _,
             subagents:
                 SubagentsTable {
                     max_concurrent: _,

@@ -27,6 +27,16 @@ pub(super) fn resolve(
         layers.file.model.provider.unwrap_or_default()
     };
     let limits = limits(&layers)?;
+    let mut layers = layers;
+    let mcp_servers = super::mcp::from_tables(std::mem::take(&mut layers.mcp_servers))?;
+    let mcp_approvals = std::mem::take(&mut layers.approvals)
+        .into_iter()
+        .map(|a| super::McpApproval {
+            workspace: a.workspace,
+            server: a.server,
+            sha256: a.sha256,
+        })
+        .collect();
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
     let mut config = Config {
@@ -54,6 +64,8 @@ pub(super) fn resolve(
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
         sources: Vec::new(),
         trust: layers.trust,
+        mcp_servers,
+        mcp_approvals,
         telemetry,
         notices,
     };

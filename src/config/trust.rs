@@ -83,13 +83,23 @@ pub(super) fn lookup_lenient(user_file: Option<&Path>, launch_dir: &Path) -> Tru
         .unwrap_or(Trust::Untrusted)
 }
 
+/// The `.mcp.json` approvals in the user's file when it is not otherwise used (`--config`):
+/// any problem reading it means none.
+pub(super) fn approvals_lenient(user_file: Option<&Path>) -> Vec<super::file::ApprovedMcpServer> {
+    user_file
+        .filter(|f| f.exists())
+        .and_then(|file| super::file::read(file).ok())
+        .and_then(|parsed| parsed.approved_mcp_servers)
+        .unwrap_or_default()
+}
+
 /// Whether the user trusts `launch_dir`, for commands that need no model (`minicode skills`):
 /// read from the user's file alone, and any problem reading it means untrusted.
 pub fn workspace_trust(env: &dyn Fn(&str) -> Option<String>, launch_dir: &Path) -> Trust {
     lookup_lenient(user_config_path(env).as_deref(), launch_dir)
 }
 
-fn canonical(path: &Path) -> PathBuf {
+pub(super) fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
@@ -262,7 +272,7 @@ fn edit_list(
     Ok(outcome(change))
 }
 
-fn read_document(path: &Path) -> Result<DocumentMut, TrustError> {
+pub(super) fn read_document(path: &Path) -> Result<DocumentMut, TrustError> {
     use std::io::Read;
     let unreadable = |source| TrustError::Unreadable {
         path: path.to_path_buf(),

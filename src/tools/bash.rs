@@ -124,10 +124,10 @@ impl Tool for Bash {
 
 /// Kills the process group when dropped, so a dropped call (not only a cancelled one) leaves
 /// nothing running.
-struct GroupGuard(libc::pid_t);
+pub(crate) struct GroupGuard(pub(crate) libc::pid_t);
 
 impl GroupGuard {
-    fn kill(&self) {
+    pub(crate) fn kill(&self) {
         // A group that is already gone gives ESRCH, which is fine. The pgid is the shell's
         // pid, fixed at spawn.
         let _ = nix::sys::signal::killpg(
@@ -290,7 +290,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
 /// grandchildren it started anywhere). Runs in the child between fork and exec; a parent that
 /// died before the signal was armed is caught by comparing the parent's pid.
 #[cfg(target_os = "linux")]
-fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+pub(crate) fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
     if nix::unistd::getppid().as_raw() != parent {
         return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
@@ -299,13 +299,13 @@ fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
+pub(crate) fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
     Ok(())
 }
 
 /// Removes secrets from the child's environment: the configured names, the fixed key
 /// variables and every other `MINICODE_*` variable.
-fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
+pub(crate) fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
     for name in names {
         cmd.env_remove(name);
     }
@@ -333,7 +333,7 @@ fn describe(status: ExitStatus) -> String {
 /// (redacted, and itself capped: see [`outputs`]). Each half keeps a margin of the longest
 /// secret's length beyond its cut, so a secret across a cut is seen whole and redacted rather
 /// than half shown.
-struct Sink<'a> {
+pub(crate) struct Sink<'a> {
     /// Bytes of output the model gets: `head_cap` from the start, the rest from the end.
     cap: usize,
     head_cap: usize,
@@ -350,7 +350,7 @@ struct Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    fn new(ctx: &'a ToolCtx, cap: usize) -> Self {
+    pub(crate) fn new(ctx: &'a ToolCtx, cap: usize) -> Self {
         Self {
             cap,
             head_cap: cap / 2,
@@ -366,7 +366,7 @@ impl<'a> Sink<'a> {
         }
     }
 
-    fn push(&mut self, mut data: &[u8]) {
+    pub(crate) fn push(&mut self, mut data: &[u8]) {
         self.total += data.len() as u64;
         if self.total > self.cap as u64 && self.log.is_none() {
             // First time over the cap: everything so far is still in head + tail (together
@@ -408,7 +408,7 @@ impl<'a> Sink<'a> {
 
     /// The text for the model: everything, or head + marker + tail when over the cap, with
     /// secrets redacted after the cuts were moved off them.
-    fn finish(self, workspace: &Path) -> String {
+    pub(crate) fn finish(self, workspace: &Path) -> String {
         let tail: Vec<u8> = self.tail.into();
         let head = self.head;
         let tail_cap = self.cap - self.head_cap;

@@ -70,6 +70,15 @@ impl Secrets {
                 path: self.redact(path),
                 diff: self.redact(diff),
             },
+            ApprovalRequest::McpCall {
+                server,
+                tool,
+                arguments,
+            } => ApprovalRequest::McpCall {
+                server,
+                tool,
+                arguments: self.redact(arguments),
+            },
         }
     }
 

@@ -17,6 +17,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/session", "show the session id and file"),
     ("/copy", "copy the last reply to the clipboard"),
     ("/compact", "compact the context now (optional focus text)"),
+    (
+        "/mcp",
+        "MCP servers and their tools; /mcp restart <id> restarts one",
+    ),
     ("/skills", "list the skills and which are loaded"),
 ];
 
@@ -177,6 +181,19 @@ impl State {
                     (!arg.is_empty()).then(|| arg.to_string()),
                 ))];
             }
+            "/mcp" => match arg
+                .split_once(' ')
+                .map_or((arg, ""), |(a, b)| (a, b.trim()))
+            {
+                ("", _) => return vec![Effect::Op(Op::McpServers)],
+                ("restart", id) if !id.is_empty() => {
+                    self.notice(Level::Info, format!("restarting MCP server {id}…"));
+                    return vec![Effect::Op(Op::McpRestart {
+                        server: id.to_string(),
+                    })];
+                }
+                _ => self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>"),
+            },
             "/skills" => return vec![Effect::Op(Op::ListSkills)],
             other => self.notice(
                 Level::Warning,

@@ -171,6 +171,7 @@ impl State {
                 });
             }
             Event::Warning { message } => self.notice(Level::Warning, message),
+            Event::McpServers { servers } => self.notice(Level::Info, super::mcp::listing(&servers)),
             Event::Error { message } => self.notice(Level::Error, message),
             Event::Compacted { tokens_before, tokens_after, messages_summarized } => self.notice(
                 Level::Info,

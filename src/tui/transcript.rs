@@ -484,6 +484,26 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
                     lines.extend(markdown::wrap_hard(l, width, indent(), indent(), style));
                 }
             }
+            ApprovalRequest::McpCall {
+                server,
+                tool,
+                arguments,
+            } => {
+                let runs = [Run::new(
+                    sanitize(&format!("MCP server {server} · tool {tool}")),
+                    Style::new().fg(Color::Cyan),
+                )];
+                lines.extend(wrap::wrap(&runs, width, &indent(), &indent()));
+                for l in sanitize(arguments).lines() {
+                    lines.extend(markdown::wrap_hard(
+                        l,
+                        width,
+                        indent(),
+                        indent(),
+                        Style::new(),
+                    ));
+                }
+            }
         }
     }
     if let Some(d) = &t.decision {

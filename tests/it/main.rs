@@ -22,6 +22,8 @@ mod context_validate;
 mod doctor;
 mod durability;
 mod hostile_server;
+mod mcp;
+mod mcp_binary;
 mod memory;
 mod provider_errors;
 mod provider_stream;

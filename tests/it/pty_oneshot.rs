@@ -3,7 +3,8 @@
 //! Ctrl+C at that prompt ends the run at once with exit code 130 instead of waiting for an
 //! answer, and nothing the model or a tool says reaches the terminal raw: no escape sequence,
 //! C1 control or bidi override, and a `bash` child cannot draw on the terminal through
-//! `/dev/tty`.
+//! `/dev/tty`. A workspace's `.mcp.json` server is asked about on the terminal too, and the
+//! answer is recorded in the user's config.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -27,7 +28,16 @@ impl OneShot {
     }
 
     fn spawn_with(server: &MockServer, flags: &[&str], prompt: &str) -> OneShot {
-        let dir = tempfile::tempdir().unwrap();
+        Self::spawn_in(tempfile::tempdir().unwrap(), server, flags, prompt)
+    }
+
+    /// In `dir` (the workspace and HOME), prepared by the test.
+    fn spawn_in(
+        dir: tempfile::TempDir,
+        server: &MockServer,
+        flags: &[&str],
+        prompt: &str,
+    ) -> OneShot {
         let size = PtySize {
             rows: 30,
             cols: 100,
@@ -228,4 +238,39 @@ fn a_bash_child_cannot_reach_the_terminal() {
     let result = server.requests()[1].raw_body.clone();
     assert!(result.contains("not a tty"), "{result}");
     assert!(result.contains("status=1"), "{result}");
+}
+
+#[test]
+fn a_mcp_json_server_is_asked_about_on_the_terminal_and_the_answer_is_remembered() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    crate::support::user_config::write_trusting(&ws, &ws, "");
+    let pid = ws.join("server.pid");
+    let (command, args) = crate::support::mcp_server::command();
+    let json = serde_json::json!({"mcpServers": {"t": {
+        "command": command,
+        "args": args,
+        "env": {"IT_MCP_MODE": "paged", "IT_MCP_PID": pid.to_str().unwrap()},
+    }}});
+    std::fs::write(ws.join(".mcp.json"), json.to_string()).unwrap();
+    let gate = Gate::new();
+    let server = MockServer::start_in_thread(vec![text_reply("done", 4).after(&gate)]);
+    let mut run = OneShot::spawn_in(dir, &server, &[], "hi");
+    run.wait_for("Start it?");
+    assert!(run.output.lock().unwrap().contains("IT_MCP_MODE=paged"));
+    run.send(b"y\r");
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let started =
+                crate::support::mock_openai::wait_until_blocking(DEADLINE, || pid.exists());
+            gate.open();
+            assert!(started, "the approved server did not start");
+        });
+    });
+    assert_eq!(run.wait_exit(DEADLINE), 0);
+    let config = std::fs::read_to_string(crate::support::user_config::path(&ws)).unwrap();
+    assert!(
+        config.contains("[[approved_mcp_servers]]") && config.contains("server = \"t\""),
+        "{config}"
+    );
 }

@@ -61,6 +61,7 @@ fn parent_with(
             skills: Arc::new(skills),
             ..Options::default()
         },
+        mcp: None,
     })
 }
 

@@ -8,6 +8,7 @@ pub mod binary;
 pub mod events;
 pub mod fake;
 pub mod isolated;
+pub mod mcp_server;
 pub mod mock_openai;
 pub mod otlp_receiver;
 pub mod stream;

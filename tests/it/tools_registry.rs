@@ -133,6 +133,7 @@ async fn tools_that_join_a_running_session_are_declared_in_the_next_request() {
         )),
         session: Session::create(&ws).unwrap(),
         options: Options::default(),
+        mcp: None,
     });
     run_turn(&mut handle, "first", |_| None).await;
     registry.set_group("late", vec![Arc::new(Named("late_tool"))]);

@@ -1070,3 +1070,94 @@ fn a_delegate_call_shows_one_live_line_per_sub_agent() {
     let t = rows.iter().position(|r| r.contains("⏱ tests")).unwrap();
     assert!(rows[t + 1].contains("✓ api"), "{rows:?}");
 }
+
+#[test]
+fn mcp_commands_become_ops_and_the_servers_are_listed() {
+    use minicode::protocol::{McpServer, McpState};
+    let mut s = state(90, 24);
+    type_text(&mut s, "/mcp");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::McpServers)]
+    );
+    type_text(&mut s, "/mcp restart files");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::McpRestart {
+            server: "files".into()
+        })]
+    );
+    type_text(&mut s, "/mcp restart");
+    assert!(
+        key(&mut s, KeyCode::Enter).is_empty(),
+        "no id: a usage hint"
+    );
+    ev(
+        &mut s,
+        Event::McpServers {
+            servers: vec![
+                McpServer {
+                    id: "files".into(),
+                    origin: "/home/u/.config/minicode/config.toml".into(),
+                    state: McpState::Ready,
+                    tools: vec!["mcp_files__read".into(), "mcp_files__list".into()],
+                    log: Some("/w/.minicode/logs/mcp-files.log".into()),
+                },
+                McpServer {
+                    id: "gh".into(),
+                    origin: "/w/.mcp.json".into(),
+                    state: McpState::Failed {
+                        reason: "it exited with code 1".into(),
+                    },
+                    tools: vec![],
+                    log: None,
+                },
+            ],
+        },
+    );
+    let text = rows(&s).join("\n");
+    assert!(text.contains("usage: /mcp, or /mcp restart <id>"), "{text}");
+    assert!(text.contains("files — ready, 2 tools"), "{text}");
+    assert!(text.contains("mcp_files__read, mcp_files__list"), "{text}");
+    assert!(
+        text.contains("gh — failed: it exited with code 1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_mcp_call_approval_shows_the_server_the_tool_and_the_arguments() {
+    let mut s = state(80, 20);
+    start_turn(&mut s, "look");
+    ev(
+        &mut s,
+        Event::ToolCallBegan {
+            call: "c1".into(),
+            tool: "mcp_files__read".into(),
+            summary: "files · read {\"path\":\"a.txt\"}".into(),
+            arguments: serde_json::json!({"path": "a.txt"}),
+        },
+    );
+    ev(
+        &mut s,
+        Event::ApprovalRequested {
+            call: "c1".into(),
+            tool: "mcp_files__read".into(),
+            request: ApprovalRequest::McpCall {
+                server: "files".into(),
+                tool: "read".into(),
+                arguments: "{\n  \"path\": \"a.txt\"\n}".into(),
+            },
+        },
+    );
+    let text = rows(&s).join("\n");
+    assert!(text.contains("MCP server files · tool read"), "{text}");
+    assert!(text.contains("\"path\": \"a.txt\""), "{text}");
+    assert_eq!(
+        key(&mut s, KeyCode::Char('y')),
+        vec![Effect::Op(Op::Decide {
+            call: "c1".into(),
+            decision: Decision::Approve
+        })]
+    );
+}

@@ -133,6 +133,8 @@ impl Context {
             tool_ctx: Arc::new(self.tool_ctx()),
             session,
             options: self.options.clone(),
+            // Sub-agents call no MCP tool (their registry is a read-only subset).
+            mcp: None,
         };
         let prompt = crate::agent::prompt::subagent_prompt(&self.workspace);
         let handle = crate::agent::spawn_child(setup, prompt, span.clone());

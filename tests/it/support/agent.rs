@@ -31,5 +31,6 @@ pub fn spawn_session(
         tool_ctx: Arc::new(ToolCtx::new(workspace, Duration::from_secs(30), Vec::new())),
         session,
         options,
+        mcp: None,
     })
 }
