@@ -238,9 +238,12 @@ fn the_first_request_does_not_wait_for_a_slow_server() {
             .any(|t| t.starts_with("mcp_"))
     );
     assert!(started.elapsed() < WAIT);
-    // And it was stopped with the rest.
-    let all = pids(&pid);
-    assert!(all.iter().all(|p| !alive(*p)), "{all:?}");
+    // And it was stopped with the rest (a server stopped before it even wrote its pid file
+    // left nothing to check; the orphan tests cover that path in full).
+    if pid.exists() {
+        let all = pids(&pid);
+        assert!(all.iter().all(|p| !alive(*p)), "{all:?}");
+    }
 }
 
 #[test]
