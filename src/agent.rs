@@ -283,7 +283,11 @@ impl Core {
         if let TurnEnd::Failed { error } = &end {
             tracing::warn!(%error, "turn failed");
         }
-        self.emit(Event::TurnEnded { turn, end, stats });
+        self.emit(Event::TurnEnded {
+            turn,
+            end,
+            stats: Box::new(stats),
+        });
     }
 
     /// Replaces the session with a fresh one in the same workspace.

@@ -177,7 +177,7 @@ pub(crate) async fn run(
             }
             Event::ToolCallBegan { .. } => last_text.clear(),
             Event::TurnEnded { end, stats, .. } => {
-                ended = Some((end, stats));
+                ended = Some((end, *stats));
                 ops.send(Op::Shutdown);
             }
             Event::ShutdownComplete => break,

@@ -192,7 +192,7 @@ impl State {
                     self.context_window = window;
                 }
             }
-            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, stats),
+            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, *stats),
             Event::ShutdownComplete => {}
         }
         Vec::new()
