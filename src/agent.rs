@@ -302,7 +302,11 @@ impl Core {
         if let TurnEnd::Failed { error } = &end {
             tracing::warn!(%error, "turn failed");
         }
-        self.emit(Event::TurnEnded { turn, end, stats });
+        self.emit(Event::TurnEnded {
+            turn,
+            end,
+            stats: Box::new(stats),
+        });
     }
 }
 

@@ -243,7 +243,7 @@ pub(crate) async fn run(
             Event::TurnEnded { end, stats, .. } => {
                 run.turn_running = false;
                 run.stats.merge(&stats);
-                ended = Some((end, stats));
+                ended = Some((end, *stats));
                 if !goal_mode {
                     ops.send(Op::Shutdown);
                 }

@@ -394,7 +394,7 @@ pub enum Event {
     TurnEnded {
         turn: u64,
         end: TurnEnd,
-        stats: TurnStats,
+        stats: Box<TurnStats>,
     },
     /// The MCP servers, their state and tools (the answer to `Op::McpServers`).
     McpServers {

@@ -338,7 +338,7 @@ async fn stream_reply(
                         reason,
                     });
                 }
-                Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(reply),
+                Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(*reply),
                 Some(Err(e)) => return StreamOutcome::Failed(e),
                 None => {
                     return StreamOutcome::Failed(ProviderError::Protocol(

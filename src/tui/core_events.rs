@@ -193,7 +193,7 @@ impl State {
                     self.context_window = window;
                 }
             }
-            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, stats),
+            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, *stats),
             e @ (Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }
