@@ -2,16 +2,17 @@
 //! `Event`s. Frontends hold an `AgentHandle` and nothing else; the core never touches a
 //! terminal and asks for approvals only through `Event::ApprovalRequested` / `Op::Decide`.
 
+mod approval;
 pub mod budget;
 pub mod compact;
 pub mod context;
 mod context_upkeep;
 pub mod delegate;
-mod fork;
 pub mod goal;
 mod history;
 mod mcp;
 pub(crate) mod prompt;
+mod sessions;
 mod skills;
 mod spans;
 pub(crate) mod turn;
@@ -306,31 +307,6 @@ impl Core {
             end,
             stats: Box::new(stats),
         });
-    }
-
-    /// Replaces the session with a fresh one in the same workspace.
-    fn new_session(&mut self) {
-        match Session::create(&self.tool_ctx.workspace) {
-            Ok(session) => {
-                self.save();
-                let old = std::mem::replace(&mut self.session, session);
-                if let Err(e) = old.discard_if_empty() {
-                    tracing::warn!(error = %e, "could not remove an empty session");
-                }
-                // A fresh history: drop the old checkpoint and cached estimates.
-                let _ = self.context.set_checkpoint(None, self.session.messages());
-                self.approved_tools.clear();
-                self.skills.loaded.set(Vec::new());
-                self.tool_ctx.forget_seen();
-                self.emit(self.configured());
-                self.emit(self.window_set());
-                self.goal_start();
-                self.report_context();
-            }
-            Err(e) => self.emit(Event::Error {
-                message: format!("could not start a new session: {e}"),
-            }),
-        }
     }
 }
 

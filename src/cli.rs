@@ -4,6 +4,7 @@
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
 mod doctor;
+mod goal;
 mod mcp;
 mod skills;
 mod trust;
@@ -205,29 +206,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         demo: args.demo,
         skip_workspace_file: false,
     };
-    let resuming = args.session.is_some() || args.continue_;
-    if args.fork && !resuming {
-        return Err(usage("--fork needs --session ID or --continue"));
-    }
-    if args.goal_resume && !resuming {
-        return Err(usage("--goal-resume needs --session ID or --continue"));
-    }
-    if args.goal_rounds.is_some() && args.goal.is_none() && !args.goal_resume {
-        return Err(usage("--goal-rounds goes with --goal or --goal-resume"));
-    }
-    let goal_task = match (&args.goal, args.goal_resume) {
-        (Some(objective), _) if objective.trim().is_empty() => {
-            return Err(usage("the goal's objective is empty"));
-        }
-        (Some(objective), _) => Some(print::Task::Goal {
-            objective: objective.clone(),
-            max_rounds: args.goal_rounds,
-        }),
-        (None, true) => Some(print::Task::GoalResume {
-            max_rounds: args.goal_rounds,
-        }),
-        (None, false) => None,
-    };
+    let goal_task = goal::task(&args)?;
     let interactive = args.prompt.is_none()
         && goal_task.is_none()
         && std::io::stdin().is_terminal()
@@ -431,17 +410,7 @@ fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
     if !args.fork {
         return Ok(session);
     }
-    // The copy is the session of this run; the original (and its lock) is let go.
-    let copy = session.fork().map_err(|e| Failure {
-        code: 1,
-        message: format!("could not fork session {}: {e}", session.id()),
-    })?;
-    note(&format!(
-        "forked session {} into {}",
-        session.id(),
-        copy.id()
-    ));
-    Ok(copy)
+    goal::fork(session)
 }
 
 fn build_provider(

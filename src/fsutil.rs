@@ -15,7 +15,7 @@ use std::path::{Component, Path, PathBuf};
 
 pub use atomic::{
     JOURNAL_DIR, Swept, TEMP_PREFIX, is_temp_name, sweep_temp_files, write_atomic,
-    write_atomic_journaled,
+    write_atomic_journaled, write_atomic_parts,
 };
 
 /// Why a path was refused.

@@ -5,6 +5,7 @@
 //! know about providers' transports, tools' effects or terminals; the system prompt is never
 //! stored.
 
+mod load;
 mod snapshot;
 mod stored;
 
@@ -17,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::chat::{Message, Role, ToolStatus};
 use crate::fsutil;
 
+use load::{load, read_confined};
 pub use snapshot::{INTERRUPTED_RESULT, Parent};
-use snapshot::{LoadError, Parsed, Problem, SnapshotRef};
-use stored::HistoryRef;
+use snapshot::{LoadError, Problem, SnapshotHead, SnapshotTail};
 
 /// The snapshot format written by this build. Older files load through one migration path.
 pub const SNAPSHOT_VERSION: u32 = 3;
@@ -142,8 +143,8 @@ pub struct Session {
     parent: Option<Parent>,
     forked_from: Option<String>,
     repaired: Vec<String>,
-    /// Size of the last snapshot written, to size the next buffer in one allocation.
-    last_size: usize,
+    /// The messages as stored, serialized once each: a save adds only the new ones.
+    serialized: stored::Appended,
     _lock: File,
 }
 
@@ -211,7 +212,7 @@ impl Session {
             parent,
             forked_from: None,
             repaired: Vec::new(),
-            last_size: 0,
+            serialized: stored::Appended::default(),
             _lock: lock,
         };
         session.save()?;
@@ -254,7 +255,7 @@ impl Session {
             parent: loaded.parent,
             forked_from: loaded.forked_from,
             repaired: loaded.repaired,
-            last_size: loaded.size,
+            serialized: stored::Appended::default(),
             _lock: lock,
         })
     }
@@ -269,7 +270,6 @@ impl Session {
         copy.results = self.results.clone();
         copy.checkpoint = self.checkpoint.clone();
         copy.forked_from = Some(self.id.clone());
-        copy.last_size = self.last_size;
         copy.save()?;
         Ok(copy)
     }
@@ -427,26 +427,36 @@ impl Session {
         if let Some(checkpoint) = &self.checkpoint {
             snapshot::check_checkpoint(checkpoint, &self.messages).map_err(invalid)?;
         }
-        let snapshot = SnapshotRef {
+        // Written as head, cached messages and tail, spliced into one JSON object: serializing
+        // the whole history on every save would grow with it (three saves per goal round).
+        let head = SnapshotHead {
             version: SNAPSHOT_VERSION,
             id: &self.id,
             workspace: &self.workspace,
             created: snapshot::format_time(self.created),
             updated: snapshot::format_time(SystemTime::now()),
-            messages: HistoryRef {
-                messages: &self.messages,
-                results: &self.results,
-            },
+        };
+        let tail = SnapshotTail {
             totals: &self.totals,
             checkpoint: self.checkpoint.as_ref(),
             parent: self.parent.as_ref(),
             forked_from: self.forked_from.as_deref(),
         };
-        let mut buf = Vec::with_capacity(self.last_size + self.last_size / 8 + 4096);
-        serde_json::to_writer(&mut buf, &snapshot)
-            .map_err(|e| invalid(format!("cannot serialize: {e}")))?;
-        fsutil::write_atomic(&self.path, &buf, Some(0o600)).map_err(io_error(&self.path))?;
-        self.last_size = buf.len();
+        let cannot = |e: serde_json::Error| invalid(format!("cannot serialize: {e}"));
+        let head = serde_json::to_vec(&head).map_err(cannot)?;
+        let tail = serde_json::to_vec(&tail).map_err(cannot)?;
+        let messages = self.serialized.extend(&self.messages, &self.results);
+        let messages = messages.map_err(cannot)?;
+        // Both are objects with at least one field: `{…}` without its closing and opening brace.
+        let parts: [&[u8]; 5] = [
+            &head[..head.len() - 1],
+            b",\"messages\":[",
+            messages,
+            b"],",
+            &tail[1..],
+        ];
+        fsutil::write_atomic_parts(&self.path, &parts, Some(0o600))
+            .map_err(io_error(&self.path))?;
         Ok(())
     }
 }
@@ -475,109 +485,6 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { id: id.to_string() }),
         Err(std::fs::TryLockError::Error(err)) => Err(io_error(&path)(err)),
-    }
-}
-
-struct Loaded {
-    created: SystemTime,
-    messages: Vec<Message>,
-    results: Vec<(usize, ResultInfo)>,
-    totals: Totals,
-    checkpoint: Option<Checkpoint>,
-    parent: Option<Parent>,
-    forked_from: Option<String>,
-    repaired: Vec<String>,
-    size: usize,
-}
-
-/// Reads and validates a snapshot; a call left open at the end gets an "interrupted" result
-/// in memory only. The file itself is never modified here; a file in an older format that
-/// loads is first copied beside it (see [`keep_backup`]).
-fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError> {
-    let bytes = read_confined(workspace, path).map_err(io_error(path))?;
-    let corrupt = |reason: String| SessionError::Corrupt {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let Parsed {
-        snapshot,
-        migrated_from,
-    } = snapshot::parse(&bytes).map_err(|e| match e {
-        LoadError::TooNew(version) => SessionError::TooNew {
-            path: path.to_path_buf(),
-            version,
-        },
-        LoadError::Corrupt(reason) => corrupt(reason),
-    })?;
-    let open = snapshot::validate(&snapshot, id, workspace).map_err(|p| match p {
-        Problem::Corrupt(reason) => corrupt(reason),
-        Problem::WrongWorkspace(found) => SessionError::WrongWorkspace {
-            id: id.to_string(),
-            expected: workspace.to_path_buf(),
-            found,
-        },
-    })?;
-    if let Some(version) = migrated_from {
-        keep_backup(path, version, &bytes)?;
-    }
-    // Validation checked the time parses; fall back to now only as a defensive default.
-    let created = snapshot::parse_time(&snapshot.created).unwrap_or_else(SystemTime::now);
-    let stored::History {
-        mut messages,
-        mut results,
-    } = snapshot.messages;
-    for call_id in &open {
-        results.push((
-            messages.len(),
-            ResultInfo {
-                status: Some(ToolStatus::Interrupted),
-                summary: None,
-            },
-        ));
-        messages.push(Message::tool_result(call_id.clone(), INTERRUPTED_RESULT));
-    }
-    Ok(Loaded {
-        created,
-        messages,
-        results,
-        totals: snapshot.totals,
-        checkpoint: snapshot.checkpoint,
-        parent: snapshot.parent,
-        forked_from: snapshot.forked_from,
-        repaired: open,
-        size: bytes.len(),
-    })
-}
-
-/// Reads a session file only if it is a regular file whose real path is inside the workspace:
-/// a session file planted as a link to somewhere else, or a FIFO, is never read.
-fn read_confined(workspace: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let (mut file, meta) = fsutil::open_confined(workspace, path).map_err(|e| match e {
-        fsutil::OpenError::Io(e) => e,
-        fsutil::OpenError::Missing => std::io::Error::from(std::io::ErrorKind::NotFound),
-        other => std::io::Error::other(other.to_string()),
-    })?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
-/// Before a file in an older format is ever overwritten in the current one, its bytes are
-/// kept once beside it as `<id>.json.v<version>.bak` (mode 0600), so a user can go back to an
-/// older minicode. An existing backup is never replaced: it is the original. The caller holds
-/// the session's lock, so no other process writes the same backup meanwhile. When the backup
-/// cannot be written the session is not opened: the promise is that a migrated file keeps one.
-fn keep_backup(path: &Path, version: u32, bytes: &[u8]) -> Result<(), SessionError> {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(format!(".v{version}.bak"));
-    let backup = PathBuf::from(name);
-    match std::fs::symlink_metadata(&backup) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fsutil::write_atomic(&backup, bytes, Some(0o600)).map_err(io_error(&backup))
-        }
-        Err(e) => Err(io_error(&backup)(e)),
     }
 }
 

@@ -15,12 +15,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Core;
+use super::approval::approve;
 use super::compact::CompactError;
 use super::context_upkeep::chain;
 use super::spans::{self, Purpose};
 use crate::chat::estimate_message;
-use crate::chat::{ApprovalRequest, Role, ToolStatus};
 use crate::chat::{Message, ToolCall};
+use crate::chat::{Role, ToolStatus};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
 use crate::tools::ToolOutput;
@@ -544,81 +545,6 @@ async fn prepare_and_run(
     };
     output.content = core.tool_ctx.secrets.redact(output.content);
     (summary, output)
-}
-
-/// Asks for approval unless `--yes` or an earlier "always" covers this tool. `None` means the
-/// turn was interrupted while waiting.
-///
-/// A call on a protected path (`protected`: its summary and why) is the exception: "always"
-/// does not cover it, so it is asked every time; `--yes` still allows it, and says so on the
-/// warning channel (stderr in one-shot mode), so an unattended run leaves a trace of every
-/// change to `.git`, `.minicode` or the workspace config.
-async fn approve(
-    core: &mut Core,
-    call: &ToolCall,
-    request: ApprovalRequest,
-    protected: Option<(&str, &'static str)>,
-    cancel: &CancellationToken,
-    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
-) -> Option<Decision> {
-    let always = core.approved_tools.contains(&call.name);
-    if let Some((summary, reason)) = protected {
-        if core.options.auto_approve {
-            core.emit(Event::Warning {
-                message: format!(
-                    "--yes allowed {} to change a protected path: {summary} ({reason})",
-                    call.name
-                ),
-            });
-        } else if always {
-            core.emit(Event::Warning {
-                message: format!(
-                    "asking again although {} is allowed always: {summary} is protected ({reason})",
-                    call.name
-                ),
-            });
-        }
-    }
-    if core.options.auto_approve || (always && protected.is_none()) {
-        spans::tool_approval(&tracing::Span::current(), "auto");
-        core.emit(Event::ApprovalDecided {
-            call: call.id.clone(),
-            decision: Decision::Approve,
-        });
-        return Some(Decision::Approve);
-    }
-    core.emit(Event::ApprovalRequested {
-        call: call.id.clone(),
-        tool: call.name.clone(),
-        request: core.tool_ctx.secrets.redact_request(request),
-    });
-    let decision = loop {
-        let answer = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return None,
-            answer = decisions.recv() => answer,
-        };
-        match answer {
-            Some((id, decision)) if id == call.id => break decision,
-            Some((id, _)) => core.emit(Event::Error {
-                message: format!("no approval is pending for call {id:?}"),
-            }),
-            None => return None,
-        }
-    };
-    if decision == Decision::ApproveTool {
-        core.approved_tools.insert(call.name.clone());
-    }
-    let how = match decision {
-        Decision::Deny { .. } => "denied",
-        _ => "user",
-    };
-    spans::tool_approval(&tracing::Span::current(), how);
-    core.emit(Event::ApprovalDecided {
-        call: call.id.clone(),
-        decision: decision.clone(),
-    });
-    Some(decision)
 }
 
 fn began(call: &ToolCall, summary: String, arguments: serde_json::Value) -> Event {

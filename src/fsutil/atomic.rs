@@ -53,7 +53,13 @@ fn is_temp_id(id: &[u8]) -> bool {
 /// Use this for files in folders the start-up sweep lists (`.minicode/`, the sessions folder);
 /// elsewhere use [`write_atomic_journaled`], so a killed write can still be found.
 pub fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
-    write(path, data, mode, None)
+    write(path, &[data], mode, None)
+}
+
+/// [`write_atomic`] of the concatenation of `parts`, without joining them in memory first (a
+/// large file assembled from cached pieces, e.g. a session snapshot).
+pub fn write_atomic_parts(path: &Path, parts: &[&[u8]], mode: Option<u32>) -> io::Result<()> {
+    write(path, parts, mode, None)
 }
 
 /// [`write_atomic`] for a file anywhere in the canonical `workspace`: the temp file is also
@@ -65,10 +71,15 @@ pub fn write_atomic_journaled(
     mode: Option<u32>,
     workspace: &Path,
 ) -> io::Result<()> {
-    write(path, data, mode, Some(workspace))
+    write(path, &[data], mode, Some(workspace))
 }
 
-fn write(path: &Path, data: &[u8], mode: Option<u32>, workspace: Option<&Path>) -> io::Result<()> {
+fn write(
+    path: &Path,
+    parts: &[&[u8]],
+    mode: Option<u32>,
+    workspace: Option<&Path>,
+) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = path
         .parent()
@@ -99,7 +110,7 @@ fn write(path: &Path, data: &[u8], mode: Option<u32>, workspace: Option<&Path>) 
             Ok(None) => continue,
             Err(e) => return Err(e),
         };
-        let result = fill_and_rename(file, &tmp, path, data, exact_mode);
+        let result = fill_and_rename(file, &tmp, path, parts, exact_mode);
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -120,11 +131,13 @@ fn fill_and_rename(
     mut file: File,
     tmp: &Path,
     path: &Path,
-    data: &[u8],
+    parts: &[&[u8]],
     exact_mode: Option<u32>,
 ) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    file.write_all(data)?;
+    for part in parts {
+        file.write_all(part)?;
+    }
     // The umask may have narrowed a mode that must be kept; set it exactly.
     if let Some(mode) = exact_mode {
         file.set_permissions(std::fs::Permissions::from_mode(mode))?;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chat::{Message, Role, ToolStatus};
 
-use super::stored::{History, HistoryRef};
+use super::stored::History;
 use super::{Checkpoint, SNAPSHOT_VERSION, Totals, is_valid_id};
 
 /// The tool result put in place of a call whose outcome was lost (the process died while it
@@ -43,15 +43,21 @@ pub(super) struct Snapshot {
     pub forked_from: Option<String>,
 }
 
-/// The same shape, borrowed, for writing without cloning the history.
+/// The fields before `messages`, borrowed, for writing. A snapshot is written as this object,
+/// the messages (serialized once each and cached, see `stored::Appended`) and [`SnapshotTail`],
+/// spliced into one object with the same fields in the same order as [`Snapshot`].
 #[derive(Serialize)]
-pub(super) struct SnapshotRef<'a> {
+pub(super) struct SnapshotHead<'a> {
     pub version: u32,
     pub id: &'a str,
     pub workspace: &'a Path,
     pub created: String,
     pub updated: String,
-    pub messages: HistoryRef<'a>,
+}
+
+/// The fields after `messages`, borrowed.
+#[derive(Serialize)]
+pub(super) struct SnapshotTail<'a> {
     pub totals: &'a Totals,
     pub checkpoint: Option<&'a Checkpoint>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -7,8 +7,7 @@
 //! loading a large session costs no more memory than its messages.
 
 use serde::de::{Error as _, SeqAccess, Visitor};
-use serde::ser::SerializeSeq;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::chat::{Message, Role, ToolCall, ToolStatus};
 
@@ -22,10 +21,48 @@ pub(super) struct History {
     pub results: Vec<(usize, ResultInfo)>,
 }
 
-/// The same, borrowed, for writing without cloning.
-pub(super) struct HistoryRef<'a> {
-    pub messages: &'a [Message],
-    pub results: &'a [(usize, ResultInfo)],
+/// The stored history, serialized as it grows: the JSON of `messages[..count]` (the elements
+/// of the `messages` array, comma-separated), so each save serializes only the messages
+/// appended since the last one. A session's history is append-only; a shorter one (which a
+/// session never has) starts over.
+#[derive(Debug, Default)]
+pub(super) struct Appended {
+    json: Vec<u8>,
+    count: usize,
+    /// How many of the result records belong to the serialized messages.
+    results: usize,
+}
+
+impl Appended {
+    /// Serializes what was appended since the last call and returns the elements of the whole
+    /// array. On an error the cache is dropped (the next call starts over).
+    pub fn extend(
+        &mut self,
+        messages: &[Message],
+        results: &[(usize, ResultInfo)],
+    ) -> serde_json::Result<&[u8]> {
+        if self.count > messages.len() || self.results > results.len() {
+            *self = Appended::default();
+        }
+        for (index, message) in messages.iter().enumerate().skip(self.count) {
+            let info = match results.get(self.results) {
+                Some((at, info)) if *at == index => {
+                    self.results += 1;
+                    Some(info)
+                }
+                _ => None,
+            };
+            if index > 0 {
+                self.json.push(b',');
+            }
+            if let Err(e) = serde_json::to_writer(&mut self.json, &StoredRef::of(message, info)) {
+                *self = Appended::default();
+                return Err(e);
+            }
+        }
+        self.count = messages.len();
+        Ok(&self.json)
+    }
 }
 
 /// One stored message, borrowed. The first four fields and `reasoning_content` are
@@ -46,6 +83,20 @@ struct StoredRef<'a> {
     reasoning: Option<&'a str>,
 }
 
+impl<'a> StoredRef<'a> {
+    fn of(m: &'a Message, info: Option<&'a ResultInfo>) -> Self {
+        StoredRef {
+            role: m.role,
+            content: &m.content,
+            tool_calls: &m.tool_calls,
+            tool_call_id: m.tool_call_id.as_deref(),
+            status: info.and_then(|i| i.status),
+            summary: info.and_then(|i| i.summary.as_deref()),
+            reasoning: m.reasoning.as_deref(),
+        }
+    }
+}
+
 /// One stored message as read.
 #[derive(Deserialize)]
 struct Stored {
@@ -61,28 +112,6 @@ struct Stored {
     summary: Option<String>,
     #[serde(default, rename = "reasoning_content")]
     reasoning: Option<String>,
-}
-
-impl Serialize for HistoryRef<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.messages.len()))?;
-        let mut results = self.results.iter().peekable();
-        for (index, m) in self.messages.iter().enumerate() {
-            let info = results
-                .next_if(|(at, _)| *at == index)
-                .map(|(_, info)| info);
-            seq.serialize_element(&StoredRef {
-                role: m.role,
-                content: &m.content,
-                tool_calls: &m.tool_calls,
-                tool_call_id: m.tool_call_id.as_deref(),
-                status: info.and_then(|i| i.status),
-                summary: info.and_then(|i| i.summary.as_deref()),
-                reasoning: m.reasoning.as_deref(),
-            })?;
-        }
-        seq.end()
-    }
 }
 
 impl<'de> Deserialize<'de> for History {

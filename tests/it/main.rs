@@ -24,6 +24,7 @@ mod durability;
 mod goal_agent;
 mod goal_binary;
 mod goal_domain;
+mod goal_tui;
 mod hostile_server;
 mod mcp;
 mod mcp_binary;

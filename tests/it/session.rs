@@ -663,3 +663,56 @@ fn a_large_session_saves_and_loads_whole() {
     assert_eq!(s.messages().len(), 10_000);
     assert_eq!(s.messages(), saved.as_slice());
 }
+
+#[test]
+fn saves_after_each_append_write_whole_valid_snapshots_with_every_outcome() {
+    let (_tmp, ws) = workspace();
+    let mut s = Session::create(&ws).unwrap();
+    let mut expected = Vec::new();
+    for round in 0..5 {
+        s.push(Message::user(format!("round {round}")));
+        s.save().unwrap();
+        let id = format!("c{round}");
+        s.push(Message::assistant(None, vec![call(&id)]));
+        s.save().unwrap();
+        s.push_result(&id, "out", ToolStatus::Failed, Some(format!("ls {round}")));
+        s.push(Message::assistant(Some(format!("answer {round}")), vec![]));
+        s.totals_mut().turns = round + 1;
+        s.save().unwrap();
+        expected = s.messages().to_vec();
+        // Every save leaves a complete, valid JSON object with the same fields as before.
+        let json: serde_json::Value = serde_json::from_slice(&fs::read(s.path()).unwrap()).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for key in [
+            "version",
+            "id",
+            "workspace",
+            "created",
+            "updated",
+            "messages",
+            "totals",
+        ] {
+            assert!(keys.contains(&key), "{keys:?}");
+        }
+        assert_eq!(json["messages"].as_array().unwrap().len(), expected.len());
+        assert_eq!(json["totals"]["turns"], round + 1);
+    }
+    let id = s.id().to_string();
+    drop(s);
+    let s = Session::open(&ws, &id).unwrap();
+    assert_eq!(s.messages(), &expected[..]);
+    for round in 0..5 {
+        let info = s.result_info(round * 4 + 2).unwrap();
+        assert_eq!(info.status, Some(ToolStatus::Failed));
+        assert_eq!(
+            info.summary.as_deref(),
+            Some(format!("ls {round}").as_str())
+        );
+    }
+    assert_eq!(s.totals().turns, 5);
+}

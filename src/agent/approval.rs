@@ -1,0 +1,86 @@
+//! Asking for a tool call's approval: `--yes`, the session's "always" for a tool, or the
+//! user's answer (`Event::ApprovalRequested` / `Op::Decide`); protected paths are asked every
+//! time. It decides nothing about running the call: `turn.rs` does that with the answer.
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Core;
+use super::spans;
+use crate::chat::{ApprovalRequest, ToolCall};
+use crate::protocol::{CallId, Decision, Event};
+
+/// Asks for approval unless `--yes` or an earlier "always" covers this tool. `None` means the
+/// turn was interrupted while waiting.
+///
+/// A call on a protected path (`protected`: its summary and why) is the exception: "always"
+/// does not cover it, so it is asked every time; `--yes` still allows it, and says so on the
+/// warning channel (stderr in one-shot mode), so an unattended run leaves a trace of every
+/// change to `.git`, `.minicode` or the workspace config.
+pub(super) async fn approve(
+    core: &mut Core,
+    call: &ToolCall,
+    request: ApprovalRequest,
+    protected: Option<(&str, &'static str)>,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+) -> Option<Decision> {
+    let always = core.approved_tools.contains(&call.name);
+    if let Some((summary, reason)) = protected {
+        if core.options.auto_approve {
+            core.emit(Event::Warning {
+                message: format!(
+                    "--yes allowed {} to change a protected path: {summary} ({reason})",
+                    call.name
+                ),
+            });
+        } else if always {
+            core.emit(Event::Warning {
+                message: format!(
+                    "asking again although {} is allowed always: {summary} is protected ({reason})",
+                    call.name
+                ),
+            });
+        }
+    }
+    if core.options.auto_approve || (always && protected.is_none()) {
+        spans::tool_approval(&tracing::Span::current(), "auto");
+        core.emit(Event::ApprovalDecided {
+            call: call.id.clone(),
+            decision: Decision::Approve,
+        });
+        return Some(Decision::Approve);
+    }
+    core.emit(Event::ApprovalRequested {
+        call: call.id.clone(),
+        tool: call.name.clone(),
+        request: core.tool_ctx.secrets.redact_request(request),
+    });
+    let decision = loop {
+        let answer = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return None,
+            answer = decisions.recv() => answer,
+        };
+        match answer {
+            Some((id, decision)) if id == call.id => break decision,
+            Some((id, _)) => core.emit(Event::Error {
+                message: format!("no approval is pending for call {id:?}"),
+            }),
+            None => return None,
+        }
+    };
+    if decision == Decision::ApproveTool {
+        core.approved_tools.insert(call.name.clone());
+    }
+    let how = match decision {
+        Decision::Deny { .. } => "denied",
+        _ => "user",
+    };
+    spans::tool_approval(&tracing::Span::current(), how);
+    core.emit(Event::ApprovalDecided {
+        call: call.id.clone(),
+        decision: decision.clone(),
+    });
+    Some(decision)
+}

@@ -1,0 +1,114 @@
+//! Reading a session file: confined to the workspace, parsed through the one migrate path,
+//! validated, a one-time backup kept when the format was older, and a call left open at the
+//! end answered as interrupted (in memory only). The file itself is never modified here.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::chat::{Message, ToolStatus};
+use crate::fsutil;
+
+use super::snapshot::{self, LoadError, Parsed, Problem};
+use super::stored;
+use super::{Checkpoint, INTERRUPTED_RESULT, Parent, ResultInfo, SessionError, Totals, io_error};
+
+pub(super) struct Loaded {
+    pub(super) created: SystemTime,
+    pub(super) messages: Vec<Message>,
+    pub(super) results: Vec<(usize, ResultInfo)>,
+    pub(super) totals: Totals,
+    pub(super) checkpoint: Option<Checkpoint>,
+    pub(super) parent: Option<Parent>,
+    pub(super) forked_from: Option<String>,
+    pub(super) repaired: Vec<String>,
+}
+
+/// Reads and validates a snapshot; a call left open at the end gets an "interrupted" result
+/// in memory only. The file itself is never modified here; a file in an older format that
+/// loads is first copied beside it (see [`keep_backup`]).
+pub(super) fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError> {
+    let bytes = read_confined(workspace, path).map_err(io_error(path))?;
+    let corrupt = |reason: String| SessionError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let Parsed {
+        snapshot,
+        migrated_from,
+    } = snapshot::parse(&bytes).map_err(|e| match e {
+        LoadError::TooNew(version) => SessionError::TooNew {
+            path: path.to_path_buf(),
+            version,
+        },
+        LoadError::Corrupt(reason) => corrupt(reason),
+    })?;
+    let open = snapshot::validate(&snapshot, id, workspace).map_err(|p| match p {
+        Problem::Corrupt(reason) => corrupt(reason),
+        Problem::WrongWorkspace(found) => SessionError::WrongWorkspace {
+            id: id.to_string(),
+            expected: workspace.to_path_buf(),
+            found,
+        },
+    })?;
+    if let Some(version) = migrated_from {
+        keep_backup(path, version, &bytes)?;
+    }
+    // Validation checked the time parses; fall back to now only as a defensive default.
+    let created = snapshot::parse_time(&snapshot.created).unwrap_or_else(SystemTime::now);
+    let stored::History {
+        mut messages,
+        mut results,
+    } = snapshot.messages;
+    for call_id in &open {
+        results.push((
+            messages.len(),
+            ResultInfo {
+                status: Some(ToolStatus::Interrupted),
+                summary: None,
+            },
+        ));
+        messages.push(Message::tool_result(call_id.clone(), INTERRUPTED_RESULT));
+    }
+    Ok(Loaded {
+        created,
+        messages,
+        results,
+        totals: snapshot.totals,
+        checkpoint: snapshot.checkpoint,
+        parent: snapshot.parent,
+        forked_from: snapshot.forked_from,
+        repaired: open,
+    })
+}
+
+/// Reads a session file only if it is a regular file whose real path is inside the workspace:
+/// a session file planted as a link to somewhere else, or a FIFO, is never read.
+pub(super) fn read_confined(workspace: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (mut file, meta) = fsutil::open_confined(workspace, path).map_err(|e| match e {
+        fsutil::OpenError::Io(e) => e,
+        fsutil::OpenError::Missing => std::io::Error::from(std::io::ErrorKind::NotFound),
+        other => std::io::Error::other(other.to_string()),
+    })?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Before a file in an older format is ever overwritten in the current one, its bytes are
+/// kept once beside it as `<id>.json.v<version>.bak` (mode 0600), so a user can go back to an
+/// older minicode. An existing backup is never replaced: it is the original. The caller holds
+/// the session's lock, so no other process writes the same backup meanwhile. When the backup
+/// cannot be written the session is not opened: the promise is that a migrated file keeps one.
+fn keep_backup(path: &Path, version: u32, bytes: &[u8]) -> Result<(), SessionError> {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(format!(".v{version}.bak"));
+    let backup = PathBuf::from(name);
+    match std::fs::symlink_metadata(&backup) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fsutil::write_atomic(&backup, bytes, Some(0o600)).map_err(io_error(&backup))
+        }
+        Err(e) => Err(io_error(&backup)(e)),
+    }
+}
