@@ -1,0 +1,323 @@
+//! One ACP session: the pump that turns the core's events into `session/update`
+//! notifications, approvals into `session/request_permission` requests and turn ends into the
+//! answers of `session/prompt`. It only forwards: what happens is decided by the core.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::Error;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::v1::schema::{
+    LoadSessionResponse, NewSessionResponse, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
+};
+use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::{Connection, convert};
+use crate::protocol::{Decision, Event, Op, OpSender, TurnEnd};
+
+/// The answer owed to `session/new` or `session/load`, given once the core is set up.
+pub(super) enum Ready {
+    New(Responder<NewSessionResponse>),
+    Load(Responder<LoadSessionResponse>),
+}
+
+impl Ready {
+    /// Answers with an error (the session could not open).
+    pub(super) fn fail(self, error: Error) -> Result<(), Error> {
+        match self {
+            Ready::New(r) => r.respond_with_error(error),
+            Ready::Load(r) => r.respond_with_error(error),
+        }
+    }
+
+    fn succeed(self, session_id: &str) -> Result<(), Error> {
+        match self {
+            Ready::New(r) => r.respond(NewSessionResponse::new(session_id.to_string())),
+            Ready::Load(r) => r.respond(LoadSessionResponse::new()),
+        }
+    }
+
+    fn replays_history(&self) -> bool {
+        matches!(self, Ready::Load(_))
+    }
+}
+
+/// What the handlers need of a running session.
+pub(super) struct Live {
+    id: String,
+    ops: OpSender,
+    /// The session's workspace, for absolute paths in tool calls.
+    cwd: PathBuf,
+    /// `session/prompt` requests waiting for their turn to end, oldest first (the core runs
+    /// prompts in the order they came).
+    prompts: Mutex<VecDeque<Responder<PromptResponse>>>,
+}
+
+impl Live {
+    pub(super) fn new(id: String, ops: OpSender, cwd: PathBuf) -> Self {
+        Self {
+            id,
+            ops,
+            cwd,
+            prompts: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Sends a prompt (or slash command) to the core; the answer goes out when its turn ends.
+    pub(super) fn prompt(&self, op: Op, responder: Responder<PromptResponse>) {
+        if let Ok(mut prompts) = self.prompts.lock() {
+            prompts.push_back(responder);
+        }
+        self.ops.send(op);
+    }
+
+    /// `session/cancel`: interrupt the running turn (it then ends as cancelled).
+    pub(super) fn cancel(&self) {
+        self.ops.send(Op::Interrupt);
+    }
+
+    fn next_prompt(&self) -> Option<Responder<PromptResponse>> {
+        self.prompts.lock().ok()?.pop_front()
+    }
+}
+
+/// What to wait for when the connection ends.
+pub(super) struct Ending {
+    pub live: Arc<Live>,
+    pub pump: JoinHandle<()>,
+    pub closing: BoxFuture<'static, ()>,
+}
+
+/// How long a core may take to save and stop once the client went away.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+impl Ending {
+    /// Shuts the core down (it saves the session), waits for its pump, then for its MCP
+    /// servers to stop.
+    pub(super) async fn finish(self) {
+        self.live.ops.send(Op::Shutdown);
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.pump)
+            .await
+            .is_err()
+        {
+            tracing::warn!(session = %self.live.id, "the core did not stop in time");
+        }
+        self.closing.await;
+    }
+}
+
+/// Sends one `session/update`; a client that went away cannot be told anything.
+fn notify(cx: &Connection, session: &str, update: SessionUpdate) {
+    if let Err(e) = cx.send_notification(SessionNotification::new(session.to_string(), update)) {
+        tracing::debug!(error = %e, "could not send a session update");
+    }
+}
+
+/// Reads the core's events until it shuts down, forwarding them to the client.
+pub(super) async fn pump(
+    live: Arc<Live>,
+    mut events: mpsc::UnboundedReceiver<Event>,
+    cx: Connection,
+    ready: Ready,
+    notes: Vec<String>,
+) {
+    let id = live.id.clone();
+    let replay = ready.replays_history();
+    let mut ready = Some(ready);
+    // The tool of each call of the running turn, for its final update.
+    let mut tools: HashMap<String, String> = HashMap::new();
+    while let Some(event) = events.recv().await {
+        match event {
+            Event::SessionConfigured { .. } => {}
+            Event::HistoryRestored { entries } => {
+                if replay {
+                    for update in convert::history(&entries, &live.cwd) {
+                        notify(&cx, &id, update);
+                    }
+                }
+            }
+            Event::ContextWindowSet { .. } => {
+                // The last event of the set-up: the session is ready for prompts.
+                if let Some(ready) = ready.take() {
+                    if let Err(e) = ready.succeed(&id) {
+                        tracing::warn!(error = %e, "could not answer the session request");
+                    }
+                    notify(&cx, &id, convert::available_commands());
+                    for note in &notes {
+                        notify(&cx, &id, convert::message(&format!("minicode: {note}\n")));
+                    }
+                }
+            }
+            Event::TurnStarted { .. } | Event::ModelRequestStarted { .. } => {}
+            Event::TextDelta { text } => notify(&cx, &id, convert::message(&text)),
+            Event::ReasoningDelta { text } => notify(&cx, &id, convert::thought(&text)),
+            Event::AssistantMessage { .. } => {}
+            Event::Retrying {
+                attempt,
+                max_attempts,
+                reason,
+                ..
+            } => notify(
+                &cx,
+                &id,
+                convert::thought(&format!(
+                    "\n(retrying the request, attempt {attempt} of {max_attempts}: {reason})\n"
+                )),
+            ),
+            Event::ToolCallBegan {
+                call,
+                tool,
+                summary,
+                arguments,
+            } => {
+                let update = convert::tool_call(&call, &tool, &summary, &arguments, &live.cwd);
+                tools.insert(call, tool);
+                notify(&cx, &id, update);
+            }
+            Event::ApprovalRequested {
+                call,
+                tool,
+                request,
+            } => ask_permission(&live, &cx, call, &tool, &request),
+            Event::ApprovalDecided { call, decision } => {
+                if !matches!(decision, Decision::Deny { .. }) {
+                    let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
+                    notify(
+                        &cx,
+                        &id,
+                        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call, fields)),
+                    );
+                }
+            }
+            Event::ToolCallEnded {
+                call,
+                status,
+                output,
+            } => {
+                let tool = tools.remove(&call).unwrap_or_default();
+                notify(&cx, &id, convert::tool_ended(&call, &tool, status, &output));
+            }
+            Event::SubagentStarted { task, .. } => notify(
+                &cx,
+                &id,
+                convert::thought(&format!("\n(sub-agent {task} started)\n")),
+            ),
+            Event::SubagentProgress { .. } => {}
+            Event::SubagentEnded { task, status, .. } => notify(
+                &cx,
+                &id,
+                convert::thought(&format!("\n(sub-agent {task}: {})\n", status.as_str())),
+            ),
+            Event::Warning { message } => notify(
+                &cx,
+                &id,
+                convert::message(&format!("\n> minicode: {message}\n")),
+            ),
+            Event::Compacted {
+                tokens_before,
+                tokens_after,
+                messages_summarized,
+            } => notify(
+                &cx,
+                &id,
+                convert::message(&format!(
+                    "Context compacted: {messages_summarized} messages summarised, about \
+                     {tokens_before} → {tokens_after} tokens.\n"
+                )),
+            ),
+            Event::MemoryLoaded { .. }
+            | Event::ContextUsage { .. }
+            | Event::SkillsListed { .. }
+            | Event::McpServers { .. } => {}
+            Event::SkillLoaded { name, .. } => notify(
+                &cx,
+                &id,
+                convert::thought(&format!("\n(skill {name} loaded)\n")),
+            ),
+            Event::TurnEnded { end, .. } => {
+                tools.clear();
+                if let Some(responder) = live.next_prompt() {
+                    let answer = match stop_reason(&end) {
+                        Ok(reason) => responder.respond(PromptResponse::new(reason)),
+                        Err(error) => responder.respond_with_error(error),
+                    };
+                    if let Err(e) = answer {
+                        tracing::debug!(error = %e, "could not answer a prompt");
+                    }
+                }
+            }
+            Event::Error { message } => {
+                tracing::warn!(session = %id, %message, "the core reported an error");
+            }
+            Event::ShutdownComplete => break,
+        }
+    }
+    // The core is gone: nothing it was doing will end any more.
+    while let Some(responder) = live.next_prompt() {
+        let _ = responder.respond(PromptResponse::new(StopReason::Cancelled));
+    }
+    if let Some(ready) = ready.take() {
+        let _ = ready.fail(Error::new(
+            agent_client_protocol::ErrorCode::INTERNAL_ERROR,
+            "the session stopped before it was ready",
+        ));
+    }
+}
+
+/// How a turn's end answers `session/prompt`: a stop reason, or an error for a failed turn.
+fn stop_reason(end: &TurnEnd) -> Result<StopReason, Error> {
+    match end {
+        TurnEnd::Completed => Ok(StopReason::EndTurn),
+        TurnEnd::Interrupted => Ok(StopReason::Cancelled),
+        TurnEnd::RoundLimit { .. } => Ok(StopReason::MaxTurnRequests),
+        TurnEnd::Failed { error } => Err(Error::new(
+            agent_client_protocol::ErrorCode::INTERNAL_ERROR,
+            format!("the turn failed: {error}"),
+        )),
+    }
+}
+
+/// Asks the client for a decision in a task of its own (the pump goes on, so a cancel still
+/// gets through), then hands the answer to the core.
+fn ask_permission(
+    live: &Arc<Live>,
+    cx: &Connection,
+    call: String,
+    tool: &str,
+    request: &crate::chat::ApprovalRequest,
+) {
+    let fields = convert::approval_fields(tool, request);
+    let question = RequestPermissionRequest::new(
+        live.id.clone(),
+        ToolCallUpdate::new(call.clone(), fields),
+        convert::permission_options(tool),
+    );
+    let sent = cx.send_request(question);
+    let ops = live.ops.clone();
+    tokio::spawn(async move {
+        let decision = match sent.block_task().await {
+            Ok(answer) => match answer.outcome {
+                RequestPermissionOutcome::Selected(selected) => {
+                    convert::decision(&selected.option_id.0)
+                }
+                RequestPermissionOutcome::Cancelled => Decision::Deny {
+                    reason: Some("the user cancelled".to_string()),
+                },
+                _ => Decision::Deny { reason: None },
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "the permission request failed");
+                Decision::Deny {
+                    reason: Some("the editor did not answer the permission request".to_string()),
+                }
+            }
+        };
+        ops.send(Op::Decide { call, decision });
+    });
+}
