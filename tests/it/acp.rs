@@ -13,12 +13,12 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    InitializeRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
-    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCallContent, ToolCallStatus, WriteTextFileRequest,
-    WriteTextFileResponse,
+    CancelNotification, ClientCapabilities, ContentBlock, EnvVariable, FileSystemCapabilities,
+    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ToolCallContent, ToolCallStatus, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -47,6 +47,8 @@ struct Seen {
 
 struct Harness {
     answer: Answer,
+    /// Extra environment of `minicode acp`.
+    envs: Vec<(&'static str, String)>,
     /// Offer fs/read_text_file and fs/write_text_file, serving these files from memory.
     buffers: Option<HashMap<PathBuf, String>>,
 }
@@ -63,6 +65,7 @@ where
     F: AsyncFnOnce(ConnectionTo<Agent>, mpsc::UnboundedReceiver<SessionUpdate>) -> T + Send,
 {
     let mut command = binary::command(dir);
+    command.envs(harness.envs.iter().map(|(k, v)| (*k, v.as_str())));
     command
         .arg("acp")
         .stdin(Stdio::piped())
@@ -227,6 +230,7 @@ async fn prompt_with_an_allowed_tool_call_streams_updates_and_ends_the_turn() {
     ]);
     let harness = Harness {
         answer: Answer::Allow,
+        envs: Vec::new(),
         buffers: None,
     };
     let ((stop, updates, id), seen, output) = drive(&dir, harness, async |cx, mut rx| {
@@ -297,6 +301,7 @@ async fn a_rejected_tool_call_does_not_run_and_the_model_is_told() {
     ]);
     let harness = Harness {
         answer: Answer::Reject,
+        envs: Vec::new(),
         buffers: None,
     };
     let ((stop, updates), seen, output) = drive(&dir, harness, async |cx, mut rx| {
@@ -338,6 +343,7 @@ async fn cancel_mid_stream_ends_the_prompt_as_cancelled() {
     )]);
     let harness = Harness {
         answer: Answer::Allow,
+        envs: Vec::new(),
         buffers: None,
     };
     let (stop, _seen, output) = drive(&dir, harness, async |cx, mut rx| {
@@ -376,6 +382,7 @@ async fn a_one_shot_session_loads_with_its_history_and_resumes_in_the_terminal()
     let id = json["session_id"].as_str().unwrap().to_string();
     let harness = Harness {
         answer: Answer::Allow,
+        envs: Vec::new(),
         buffers: None,
     };
     let ((replayed, stop), _seen, output) = drive(&dir, harness, async |cx, mut rx| {
@@ -438,6 +445,7 @@ async fn offered_fs_capability_serves_reads_and_writes_through_the_client() {
     let path = dir.join("notes.txt");
     let harness = Harness {
         answer: Answer::Allow,
+        envs: Vec::new(),
         buffers: Some(HashMap::from([(
             path.clone(),
             "alpha\nsecond\n".to_string(),
@@ -495,6 +503,7 @@ async fn a_workspace_outside_confinement_is_still_refused_with_client_files() {
     ]);
     let harness = Harness {
         answer: Answer::Allow,
+        envs: Vec::new(),
         buffers: Some(HashMap::new()),
     };
     let ((stop, updates), seen, output) = drive(&dir, harness, async |cx, mut rx| {
@@ -534,6 +543,7 @@ async fn an_untrusted_workspace_config_cannot_choose_the_server() {
     .unwrap();
     let harness = Harness {
         answer: Answer::Allow,
+        envs: Vec::new(),
         buffers: None,
     };
     let (error, _seen, output) = drive(&dir, harness, async |cx, _rx| {
@@ -599,4 +609,124 @@ async fn malformed_input_gets_a_json_rpc_error_not_a_crash() {
         .unwrap()
         .unwrap();
     assert!(status.success());
+}
+
+/// An MCP server the client passes in `session/new` is started for the session, and a call
+/// of its tool is approved through the client.
+#[tokio::test]
+async fn a_client_mcp_server_starts_and_its_calls_are_approved_by_the_client() {
+    let gate = crate::support::mock_openai::Gate::new();
+    let (_tmp, dir, _server) = workspace_with(vec![
+        tool_calls_reply(&[("call_m", "mcp_kit__echo", r#"{"text":"ping"}"#)], 7).after(&gate),
+        text_reply("Echoed.", 3),
+    ]);
+    let record = dir.join("calls.txt");
+    let waiter = {
+        let dir = dir.clone();
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            let ready = crate::support::mock_openai::wait_until_blocking(DEADLINE, || {
+                crate::support::mcp_server::ready_servers(&dir) >= 1
+            });
+            gate.open();
+            ready
+        })
+    };
+    let (command, args) = crate::support::mcp_server::command();
+    let server = McpServer::Stdio(McpServerStdio::new("kit", command).args(args).env(vec![
+        EnvVariable::new("IT_MCP_MODE", "paged"),
+        EnvVariable::new("IT_MCP_RECORD", record.to_str().unwrap()),
+    ]));
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: vec![("MINICODE_LOG", "info".to_string())],
+        buffers: None,
+    };
+    let ((stop, updates), seen, output) = drive(&dir, harness, async |cx, mut rx| {
+        let response = cx
+            .send_request(NewSessionRequest::new(dir.clone()).mcp_servers(vec![server]))
+            .block_task()
+            .await
+            .unwrap();
+        let id = response.session_id.0.to_string();
+        let response = cx
+            .send_request(PromptRequest::new(id, text("echo ping")))
+            .block_task()
+            .await
+            .unwrap();
+        (response.stop_reason, drain(&mut rx))
+    })
+    .await;
+    assert!(
+        waiter.join().unwrap(),
+        "the client's MCP server never became ready"
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.permissions.len(), 1);
+    assert_eq!(
+        seen.permissions[0].tool_call.tool_call_id.0.as_ref(),
+        "call_m"
+    );
+    assert_eq!(
+        final_status(&updates, "call_m"),
+        Some(ToolCallStatus::Completed)
+    );
+    let calls = std::fs::read_to_string(&record).unwrap();
+    assert!(calls.contains("echo"), "{calls}");
+}
+
+/// `/compact` is offered as an ACP command and runs the core's compaction.
+#[tokio::test]
+async fn the_compact_command_compacts_the_session() {
+    let summary = serde_json::json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "The user said hello."},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    });
+    let (_tmp, dir, server) = workspace_with(vec![
+        text_reply("Hello to you.", 5),
+        MockReply::json(200, &summary),
+    ]);
+    // Keep almost nothing verbatim, so even one exchange has something to summarise.
+    let config = dir.join("config/config.toml");
+    let mut text_config = std::fs::read_to_string(&config).unwrap();
+    text_config.push_str("[context]\nkeep_recent_tokens = 1\n");
+    std::fs::write(&config, text_config).unwrap();
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let ((first, second, updates), _seen, output) = drive(&dir, harness, async |cx, mut rx| {
+        let id = new_session(&cx, &dir).await;
+        let first = cx
+            .send_request(PromptRequest::new(id.clone(), text("hello")))
+            .block_task()
+            .await
+            .unwrap();
+        drain(&mut rx);
+        let second = cx
+            .send_request(PromptRequest::new(id, text("/compact keep the greeting")))
+            .block_task()
+            .await
+            .unwrap();
+        (first.stop_reason, second.stop_reason, drain(&mut rx))
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!((first, second), (StopReason::EndTurn, StopReason::EndTurn));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let body = requests[1].body.to_string();
+    assert!(body.contains("keep the greeting"), "{body}");
+    assert!(
+        !body.contains("/compact"),
+        "the command is not sent as a prompt: {body}"
+    );
+    assert!(
+        message_text(&updates).contains("Context compacted"),
+        "{updates:?}"
+    );
 }
