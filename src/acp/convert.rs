@@ -135,27 +135,22 @@ fn title(tool: &str, summary: &str) -> String {
     }
 }
 
-/// What a `write` or `edit` will change, as ACP diffs: the whole new text of a write, the
-/// replaced piece of an edit.
+/// What an `edit` will change, as an ACP diff of the replaced piece. A `write`'s diff comes
+/// with its approval (see [`approval_fields`]), once it is known whether the file is new.
 fn diff(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Vec<ToolCallContent> {
     let Some(path) = path_of(tool, arguments, cwd) else {
         return Vec::new();
     };
-    match tool {
-        "write" => str_arg(arguments, "content")
-            .map(|content| vec![ToolCallContent::Diff(Diff::new(path, content))])
-            .unwrap_or_default(),
-        "edit" => match (
-            str_arg(arguments, "old_string"),
-            str_arg(arguments, "new_string"),
-        ) {
-            (Some(old), Some(new)) => {
-                vec![ToolCallContent::Diff(
-                    Diff::new(path, new).old_text(old.to_string()),
-                )]
-            }
-            _ => Vec::new(),
-        },
+    match (
+        tool,
+        str_arg(arguments, "old_string"),
+        str_arg(arguments, "new_string"),
+    ) {
+        ("edit", Some(old), Some(new)) => {
+            vec![ToolCallContent::Diff(
+                Diff::new(path, new).old_text(old.to_string()),
+            )]
+        }
         _ => Vec::new(),
     }
 }
@@ -181,32 +176,45 @@ pub(super) fn tool_call(
     )
 }
 
-/// The tool call a permission request is about: its title and what the user must see.
-pub(super) fn approval_fields(tool: &str, request: &ApprovalRequest) -> ToolCallUpdateFields {
+/// The tool call a permission request is about: its title and what the user must see. An
+/// `edit` keeps the diff it was announced with; a `write` shows the whole new file as a diff
+/// when the file is new, else the unified diff against the current text.
+pub(super) fn approval_fields(
+    tool: &str,
+    request: &ApprovalRequest,
+    arguments: &serde_json::Value,
+    cwd: &Path,
+) -> ToolCallUpdateFields {
     let (title, content) = match request {
         ApprovalRequest::Command { command } => (
             format!("Run `{command}`"),
-            vec![text_content(&format!("```sh\n{command}\n```"))],
+            Some(vec![text_content(&format!("```sh\n{command}\n```"))]),
         ),
-        ApprovalRequest::Diff { path, diff } => (
-            format!("{} {path}", if tool == "edit" { "Edit" } else { "Write" }),
-            vec![text_content(&format!("```diff\n{diff}```"))],
-        ),
+        ApprovalRequest::Diff { path, diff } if tool == "write" => {
+            let whole = str_arg(arguments, "content").zip(path_of(tool, arguments, cwd));
+            let content = match whole {
+                Some((text, file)) if diff.starts_with("--- /dev/null") => {
+                    ToolCallContent::Diff(Diff::new(file, text))
+                }
+                _ => text_content(&format!("```diff\n{diff}```")),
+            };
+            (format!("Write {path}"), Some(vec![content]))
+        }
+        ApprovalRequest::Diff { path, .. } => (format!("Edit {path}"), None),
         ApprovalRequest::McpCall {
             server,
             tool: name,
             arguments,
         } => (
             format!("{server}: {name}"),
-            vec![text_content(&format!("```json\n{arguments}\n```"))],
+            Some(vec![text_content(&format!("```json\n{arguments}\n```"))]),
         ),
     };
-    let mut fields = ToolCallUpdateFields::new().title(title).kind(kind(tool));
-    // A file change keeps the diff it was announced with; other calls show the request.
-    if !matches!(request, ApprovalRequest::Diff { .. }) {
-        fields = fields.content(content);
+    let fields = ToolCallUpdateFields::new().title(title).kind(kind(tool));
+    match content {
+        Some(content) => fields.content(content),
+        None => fields,
     }
-    fields
 }
 
 fn text_content(text: &str) -> ToolCallContent {
@@ -242,19 +250,18 @@ fn status(status: ToolStatus) -> ToolCallStatus {
     }
 }
 
-/// The end of a tool call: its status and its output (a file change keeps its diff when it
-/// succeeded).
+/// The end of a tool call: its status and its output. A file change that succeeded keeps the
+/// diff it showed (`shown_diff`).
 pub(super) fn tool_ended(
     call: &str,
-    tool: &str,
     result: ToolStatus,
     output: &str,
+    shown_diff: bool,
 ) -> SessionUpdate {
     let mut fields = ToolCallUpdateFields::new()
         .status(status(result))
         .raw_output(serde_json::json!({ "output": output }));
-    let keeps_diff = matches!(tool, "write" | "edit") && result == ToolStatus::Succeeded;
-    if !keeps_diff {
+    if !(shown_diff && result == ToolStatus::Succeeded) {
         fields = fields.content(vec![text_content(&fenced(output))]);
     }
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call.to_string(), fields))
@@ -289,7 +296,7 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
             } => {
                 updates.push(tool_call(call, tool, summary, arguments, cwd));
                 let result = ended.unwrap_or(ToolStatus::Failed);
-                updates.push(tool_ended(call, tool, result, output));
+                updates.push(tool_ended(call, result, output, tool == "edit"));
             }
         }
     }

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{Connection, convert};
+use crate::chat::ApprovalRequest;
 use crate::protocol::{Decision, Event, Op, OpSender, TurnEnd};
 
 /// The answer owed to `session/new` or `session/load`, given once the core is set up.
@@ -87,6 +88,13 @@ impl Live {
     }
 }
 
+/// A tool call of the running turn, as the pump knows it.
+struct Call {
+    arguments: serde_json::Value,
+    /// A diff was shown for it (an edit's piece, or a write's approval).
+    shown_diff: bool,
+}
+
 /// What to wait for when the connection ends.
 pub(super) struct Ending {
     pub live: Arc<Live>,
@@ -130,8 +138,8 @@ pub(super) async fn pump(
     let id = live.id.clone();
     let replay = ready.replays_history();
     let mut ready = Some(ready);
-    // The tool of each call of the running turn, for its final update.
-    let mut tools: HashMap<String, String> = HashMap::new();
+    // The calls of the running turn: their tool and arguments, and whether they showed a diff.
+    let mut calls: HashMap<String, Call> = HashMap::new();
     while let Some(event) = events.recv().await {
         match event {
             Event::SessionConfigured { .. } => {}
@@ -177,14 +185,34 @@ pub(super) async fn pump(
                 arguments,
             } => {
                 let update = convert::tool_call(&call, &tool, &summary, &arguments, &live.cwd);
-                tools.insert(call, tool);
                 notify(&cx, &id, update);
+                let shown_diff = tool == "edit";
+                calls.insert(
+                    call,
+                    Call {
+                        arguments,
+                        shown_diff,
+                    },
+                );
             }
             Event::ApprovalRequested {
                 call,
                 tool,
                 request,
-            } => ask_permission(&live, &cx, call, &tool, &request),
+            } => {
+                let arguments = match calls.get_mut(&call) {
+                    Some(known) => {
+                        known.shown_diff |= matches!(request, ApprovalRequest::Diff { .. });
+                        known.arguments.clone()
+                    }
+                    None => serde_json::Value::Null,
+                };
+                let fields = convert::approval_fields(&tool, &request, &arguments, &live.cwd);
+                // The client shows the call as the question describes it, then asks.
+                let shown = ToolCallUpdate::new(call.clone(), fields.clone());
+                notify(&cx, &id, SessionUpdate::ToolCallUpdate(shown));
+                ask_permission(&live, &cx, call, &tool, fields);
+            }
             Event::ApprovalDecided { call, decision } => {
                 if !matches!(decision, Decision::Deny { .. }) {
                     let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
@@ -200,8 +228,9 @@ pub(super) async fn pump(
                 status,
                 output,
             } => {
-                let tool = tools.remove(&call).unwrap_or_default();
-                notify(&cx, &id, convert::tool_ended(&call, &tool, status, &output));
+                let shown_diff = calls.remove(&call).is_some_and(|c| c.shown_diff);
+                let update = convert::tool_ended(&call, status, &output, shown_diff);
+                notify(&cx, &id, update);
             }
             Event::SubagentStarted { task, .. } => notify(
                 &cx,
@@ -241,7 +270,7 @@ pub(super) async fn pump(
                 convert::thought(&format!("\n(skill {name} loaded)\n")),
             ),
             Event::TurnEnded { end, .. } => {
-                tools.clear();
+                calls.clear();
                 if let Some(responder) = live.next_prompt() {
                     let answer = match stop_reason(&end) {
                         Ok(reason) => responder.respond(PromptResponse::new(reason)),
@@ -290,9 +319,8 @@ fn ask_permission(
     cx: &Connection,
     call: String,
     tool: &str,
-    request: &crate::chat::ApprovalRequest,
+    fields: ToolCallUpdateFields,
 ) {
-    let fields = convert::approval_fields(tool, request);
     let question = RequestPermissionRequest::new(
         live.id.clone(),
         ToolCallUpdate::new(call.clone(), fields),

@@ -48,10 +48,22 @@ pub(super) fn run(args: &AcpArgs, launch: &Path) -> Result<ExitCode, Failure> {
     // The environment as it was at start: every session's configuration reads it.
     let vars: HashMap<String, String> = std::env::vars().collect();
     // A bad flag or user config is better said at once than at the first session.
-    if let Err(e) = config::load(launch, &|n: &str| vars.get(n).cloned(), &overrides)
-        && !matches!(e, config::ConfigError::UntrustedWorkspace { .. })
-    {
-        return Err(usage(e));
+    match config::load(launch, &|n: &str| vars.get(n).cloned(), &overrides) {
+        Ok(config) => {
+            if let Some(key) = &config.api_key {
+                let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
+                names.extend(config.api_key_env.as_deref());
+                // SAFETY: still single-threaded: only argument parsing and config loading
+                // ran; logging (a writer thread) and the runtime start below. The sessions'
+                // configurations read the copy taken above.
+                #[allow(unsafe_code)]
+                unsafe {
+                    crate::process::forget_key_variables(names, key.expose())
+                };
+            }
+        }
+        Err(config::ConfigError::UntrustedWorkspace { .. }) => {}
+        Err(e) => return Err(usage(e)),
     }
     // Logs go to the launch folder's log file: stdout carries only the protocol.
     let _log = crate::logging::init(launch, false, None).ok().flatten();

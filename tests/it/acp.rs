@@ -439,6 +439,14 @@ async fn offered_fs_capability_serves_reads_and_writes_through_the_client() {
             )],
             9,
         ),
+        tool_calls_reply(
+            &[(
+                "call_w",
+                "write",
+                r#"{"path":"fresh.txt","content":"new file\n"}"#,
+            )],
+            9,
+        ),
         text_reply("Edited.", 3),
     ]);
     // The file exists only in the editor's memory, unsaved.
@@ -473,12 +481,34 @@ async fn offered_fs_capability_serves_reads_and_writes_through_the_client() {
     );
     let seen = seen.lock().unwrap();
     assert!(seen.reads.iter().all(|p| p == &path) && !seen.reads.is_empty());
+    let fresh = dir.join("fresh.txt");
     assert_eq!(
         seen.writes,
-        [(path.clone(), "beta\nsecond\n".to_string())],
-        "the edit went to the editor"
+        [
+            (path.clone(), "beta\nsecond\n".to_string()),
+            (fresh.clone(), "new file\n".to_string())
+        ],
+        "the edit and the write went to the editor"
     );
-    assert!(!path.exists(), "nothing was written to disk");
+    assert!(
+        !path.exists() && !fresh.exists(),
+        "nothing was written to disk"
+    );
+    // The write of a new file was asked with the whole file as a diff.
+    let asked = seen
+        .permissions
+        .iter()
+        .find(|p| p.tool_call.tool_call_id.0.as_ref() == "call_w")
+        .expect("the write was asked about");
+    let content = asked.tool_call.fields.content.clone().unwrap_or_default();
+    assert!(
+        matches!(&content[..], [ToolCallContent::Diff(d)] if d.path == fresh && d.new_text == "new file\n" && d.old_text.is_none()),
+        "{content:?}"
+    );
+    assert_eq!(
+        final_status(&updates, "call_w"),
+        Some(ToolCallStatus::Completed)
+    );
     // The edit was announced with its diff.
     let diff = updates.iter().find_map(|u| match u {
         SessionUpdate::ToolCall(call) if call.tool_call_id.0.as_ref() == "call_e" => {
