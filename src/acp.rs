@@ -18,8 +18,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, McpServer, NewSessionRequest, PromptCapabilities,
-    PromptRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer,
+    NewSessionRequest, PromptCapabilities, PromptRequest, SessionCapabilities, SessionInfo,
+    SessionListCapabilities,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use futures_util::future::BoxFuture;
@@ -60,10 +61,25 @@ pub(crate) struct Opened {
     pub notes: Vec<String>,
 }
 
+/// One stored session, as `session/list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    pub id: String,
+    /// Its workspace.
+    pub cwd: PathBuf,
+    /// Its first prompt.
+    pub title: String,
+    /// RFC 3339.
+    pub updated: String,
+}
+
 /// Builds a core for a session: the CLI's wiring (configuration of the workspace, trust,
 /// provider, tools, MCP servers). The error is a message for the client.
 pub(crate) trait Opener: Send + Sync {
     fn open(&self, request: OpenRequest) -> Result<Opened, String>;
+    /// The sessions of a workspace (`None`: the folder `minicode acp` started in), newest
+    /// first.
+    fn list(&self, cwd: Option<PathBuf>) -> Result<Vec<Listed>, String>;
 }
 
 /// The slash commands a session offers, besides plain prompts.
@@ -179,7 +195,8 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         tokio::io::stdout().compat_write(),
         tokio::io::stdin().compat(),
     );
-    let (on_init, on_new, on_load, on_prompt, on_cancel) = (
+    let (on_init, on_new, on_load, on_prompt, on_cancel, on_list) = (
+        shared.clone(),
         shared.clone(),
         shared.clone(),
         shared.clone(),
@@ -239,6 +256,18 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| match on_list
+                .opener
+                .list(request.cwd)
+            {
+                Ok(listed) => responder.respond(ListSessionsResponse::new(
+                    listed.into_iter().map(session_info).collect(),
+                )),
+                Err(message) => responder.respond_with_error(invalid_params(message)),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
                 if let Some(live) = on_cancel.session(&notification.session_id.0) {
@@ -265,7 +294,16 @@ fn initialize_response() -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .session_capabilities(
+                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                ),
         )
         .agent_info(Implementation::new("minicode", env!("CARGO_PKG_VERSION")))
+}
+
+fn session_info(listed: Listed) -> SessionInfo {
+    SessionInfo::new(listed.id, listed.cwd)
+        .title(listed.title)
+        .updated_at(listed.updated)
 }

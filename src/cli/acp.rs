@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::{Failure, usage};
-use crate::acp::{self, ClientFiles, McpServerSpec, OpenRequest, Opened};
+use crate::acp::{self, ClientFiles, Listed, McpServerSpec, OpenRequest, Opened};
 use crate::agent::{self, Options, Setup};
 use crate::config::{self, Config, Overrides};
 use crate::protocol::WindowSource;
@@ -67,7 +67,11 @@ pub(super) fn run(args: &AcpArgs, launch: &Path) -> Result<ExitCode, Failure> {
     }
     // Logs go to the launch folder's log file: stdout carries only the protocol.
     let _log = crate::logging::init(launch, false, None).ok().flatten();
-    let wiring = Arc::new(Wiring { vars, overrides });
+    let wiring = Arc::new(Wiring {
+        vars,
+        overrides,
+        launch: launch.to_path_buf(),
+    });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -86,6 +90,8 @@ pub(super) fn run(args: &AcpArgs, launch: &Path) -> Result<ExitCode, Failure> {
 /// What every session is built from.
 struct Wiring {
     vars: HashMap<String, String>,
+    /// The folder `minicode acp` started in.
+    launch: std::path::PathBuf,
     overrides: Overrides,
 }
 
@@ -126,6 +132,25 @@ fn client_server(spec: McpServerSpec, workspace: &Path) -> ServerConfig {
 }
 
 impl acp::Opener for Wiring {
+    fn list(&self, cwd: Option<std::path::PathBuf>) -> Result<Vec<Listed>, String> {
+        let workspace = cwd
+            .unwrap_or_else(|| self.launch.clone())
+            .canonicalize()
+            .map_err(|e| format!("cannot list sessions: {e}"))?;
+        let sessions = Session::list(&workspace).map_err(|e| e.to_string())?;
+        Ok(sessions
+            .into_iter()
+            // Sub-agents' sessions and unreadable files are not conversations to resume.
+            .filter(|s| s.parent.is_none() && s.problem.is_none())
+            .map(|s| Listed {
+                id: s.id,
+                cwd: workspace.clone(),
+                title: s.first_prompt,
+                updated: humantime::format_rfc3339_seconds(s.updated).to_string(),
+            })
+            .collect())
+    }
+
     fn open(&self, request: OpenRequest) -> Result<Opened, String> {
         let env = |name: &str| self.env(name);
         let workspace = request

@@ -14,11 +14,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, EnvVariable, FileSystemCapabilities,
-    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
-    PermissionOptionKind, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCallContent, ToolCallStatus, WriteTextFileRequest, WriteTextFileResponse,
+    InitializeRequest, ListSessionsRequest, LoadSessionRequest, McpServer, McpServerStdio,
+    NewSessionRequest, PermissionOptionKind, PromptRequest, ReadTextFileRequest,
+    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCallContent, ToolCallStatus, WriteTextFileRequest,
+    WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -386,6 +387,21 @@ async fn a_one_shot_session_loads_with_its_history_and_resumes_in_the_terminal()
         buffers: None,
     };
     let ((replayed, stop), _seen, output) = drive(&dir, harness, async |cx, mut rx| {
+        // session/list shows it, titled by its first prompt.
+        let listed = cx
+            .send_request(ListSessionsRequest::new().cwd(dir.clone()))
+            .block_task()
+            .await
+            .unwrap();
+        let found: Vec<_> = listed
+            .sessions
+            .iter()
+            .map(|s| (s.session_id.0.to_string(), s.title.clone(), s.cwd.clone()))
+            .collect();
+        assert_eq!(
+            found,
+            [(id.clone(), Some("say hello".to_string()), dir.clone())]
+        );
         cx.send_request(LoadSessionRequest::new(id.clone(), dir.clone()))
             .block_task()
             .await
