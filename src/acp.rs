@@ -8,6 +8,7 @@
 
 mod convert;
 mod files;
+mod goal;
 mod session;
 
 pub(crate) use files::ClientFiles;
@@ -83,11 +84,18 @@ pub(crate) trait Opener: Send + Sync {
 }
 
 /// The slash commands a session offers, besides plain prompts.
-pub(crate) const COMMANDS: &[(&str, &str, Option<&str>)] = &[(
-    "compact",
-    "Summarise the conversation so far to free room in the context window",
-    Some("optional focus for the summary"),
-)];
+pub(crate) const COMMANDS: &[(&str, &str, Option<&str>)] = &[
+    (
+        "compact",
+        "Summarise the conversation so far to free room in the context window",
+        Some("optional focus for the summary"),
+    ),
+    (
+        "goal",
+        "Set a goal worked on round after round until it is done; alone, show it",
+        Some("objective, or pause | resume | clear | edit <new objective>"),
+    ),
+];
 
 /// The connection's state: the client's capabilities and the live sessions.
 struct Shared {
@@ -170,16 +178,23 @@ fn invalid_params(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::INVALID_PARAMS, message)
 }
 
-/// The text a prompt sends to the core, or the slash command it names.
-fn prompt_op(text: String) -> Op {
+/// The text a prompt sends to the core, or the slash command it names; the error is a usage
+/// message for the client.
+fn prompt_op(text: String) -> Result<Op, String> {
     let trimmed = text.trim_start();
-    if let Some(rest) = trimmed.strip_prefix("/compact")
-        && (rest.is_empty() || rest.starts_with(char::is_whitespace))
-    {
-        let focus = rest.trim();
-        return Op::Compact((!focus.is_empty()).then(|| focus.to_string()));
+    let command = |name: &str| {
+        trimmed
+            .strip_prefix(name)
+            .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+            .map(str::trim)
+    };
+    if let Some(focus) = command("/compact") {
+        return Ok(Op::Compact((!focus.is_empty()).then(|| focus.to_string())));
     }
-    Op::Submit(text)
+    if let Some(arg) = command("/goal") {
+        return goal::parse(arg).map(Op::Goal);
+    }
+    Ok(Op::Submit(text))
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin, then shuts every session down
@@ -251,7 +266,10 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
                 if text.trim().is_empty() {
                     return responder.respond_with_error(invalid_params("the prompt is empty"));
                 }
-                live.prompt(prompt_op(text), responder);
+                match prompt_op(text) {
+                    Ok(op) => live.prompt(op, responder),
+                    Err(usage) => return responder.respond_with_error(invalid_params(usage)),
+                }
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),

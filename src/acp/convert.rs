@@ -286,6 +286,7 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
                 ContentChunk::new(text_block(text)),
             )),
             HistoryEntry::Assistant { text } => updates.push(message(text)),
+            HistoryEntry::Goal { text } => updates.push(thought(&format!("\n(goal: {text})\n"))),
             HistoryEntry::ToolCall {
                 call,
                 tool,

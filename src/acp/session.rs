@@ -18,7 +18,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{Connection, convert};
+use super::{Connection, convert, goal};
 use crate::chat::ApprovalRequest;
 use crate::protocol::{Decision, Event, Op, OpSender, TurnEnd};
 
@@ -55,9 +55,9 @@ pub(super) struct Live {
     ops: OpSender,
     /// The session's workspace, for absolute paths in tool calls.
     cwd: PathBuf,
-    /// `session/prompt` requests waiting for their turn to end, oldest first (the core runs
-    /// prompts in the order they came).
-    prompts: Mutex<VecDeque<Responder<PromptResponse>>>,
+    /// `session/prompt` requests waiting for their turn (or goal run) to end, oldest first
+    /// (the core runs prompts and goal commands in the order they came).
+    prompts: Mutex<VecDeque<Pending>>,
 }
 
 impl Live {
@@ -70,10 +70,12 @@ impl Live {
         }
     }
 
-    /// Sends a prompt (or slash command) to the core; the answer goes out when its turn ends.
+    /// Sends a prompt (or slash command) to the core; the answer goes out when its turn ends,
+    /// or for a goal command when the goal run it started stops.
     pub(super) fn prompt(&self, op: Op, responder: Responder<PromptResponse>) {
+        let goal = matches!(op, Op::Goal(_)).then(goal::Run::default);
         if let Ok(mut prompts) = self.prompts.lock() {
-            prompts.push_back(responder);
+            prompts.push_back(Pending { responder, goal });
         }
         self.ops.send(op);
     }
@@ -84,8 +86,43 @@ impl Live {
     }
 
     fn next_prompt(&self) -> Option<Responder<PromptResponse>> {
-        self.prompts.lock().ok()?.pop_front()
+        Some(self.prompts.lock().ok()?.pop_front()?.responder)
     }
+
+    /// Applies `f` to the goal run of the prompt at the front, if that prompt is a goal
+    /// command; answers and removes it once the run is over.
+    fn with_goal_run(&self, f: impl FnOnce(&mut goal::Run)) {
+        let Ok(mut prompts) = self.prompts.lock() else {
+            return;
+        };
+        let Some(run) = prompts.front_mut().and_then(|p| p.goal.as_mut()) else {
+            return;
+        };
+        f(run);
+        if !run.over() {
+            return;
+        }
+        let reason = run.stop_reason();
+        if let Some(pending) = prompts.pop_front()
+            && let Err(e) = pending.responder.respond(PromptResponse::new(reason))
+        {
+            tracing::debug!(error = %e, "could not answer a goal prompt");
+        }
+    }
+
+    /// Whether the prompt at the front is a goal command.
+    fn goal_in_front(&self) -> bool {
+        self.prompts
+            .lock()
+            .is_ok_and(|p| p.front().is_some_and(|p| p.goal.is_some()))
+    }
+}
+
+/// A prompt waiting for its answer.
+pub(super) struct Pending {
+    responder: Responder<PromptResponse>,
+    /// `Some` for a goal command: answered when its run stops, not at the first turn's end.
+    goal: Option<goal::Run>,
 }
 
 /// A tool call of the running turn, as the pump knows it.
@@ -162,7 +199,8 @@ pub(super) async fn pump(
                     }
                 }
             }
-            Event::TurnStarted { .. } | Event::ModelRequestStarted { .. } => {}
+            Event::TurnStarted { .. } => live.with_goal_run(|run| run.turn_running = true),
+            Event::ModelRequestStarted { .. } => {}
             Event::TextDelta { text } => notify(&cx, &id, convert::message(&text)),
             Event::ReasoningDelta { text } => notify(&cx, &id, convert::thought(&text)),
             Event::AssistantMessage { .. } => {}
@@ -269,6 +307,13 @@ pub(super) async fn pump(
                 &id,
                 convert::thought(&format!("\n(skill {name} loaded)\n")),
             ),
+            Event::TurnEnded { end, .. } if live.goal_in_front() => {
+                calls.clear();
+                live.with_goal_run(|run| {
+                    run.turn_running = false;
+                    run.last_end = Some(end);
+                });
+            }
             Event::TurnEnded { end, .. } => {
                 calls.clear();
                 if let Some(responder) = live.next_prompt() {
@@ -281,6 +326,61 @@ pub(super) async fn pump(
                     }
                 }
             }
+            Event::GoalChanged {
+                change,
+                goal: snapshot,
+                armed,
+                ..
+            } => {
+                notify(&cx, &id, goal::plan(snapshot.as_ref(), armed));
+                let line = match &snapshot {
+                    Some(g) => format!("\n> Goal {}: {}\n", change.as_str(), g.objective),
+                    None => format!("\n> Goal {}.\n", change.as_str()),
+                };
+                notify(&cx, &id, convert::message(&line));
+                let blocked = snapshot
+                    .as_ref()
+                    .and_then(|g| g.reason.as_ref())
+                    .map(|r| r.code.clone());
+                live.with_goal_run(|run| {
+                    run.answered = true;
+                    run.armed = armed;
+                    if blocked.is_some() {
+                        run.blocked = blocked;
+                    }
+                });
+            }
+            Event::GoalStatus {
+                goal: snapshot,
+                armed,
+                error,
+            } => {
+                notify(&cx, &id, goal::plan(snapshot.as_ref(), armed));
+                // Said in words only when asked (`/goal`); otherwise the plan shows it.
+                if live.goal_in_front() {
+                    let text = goal::describe(snapshot.as_ref(), armed, error.as_deref());
+                    notify(&cx, &id, convert::message(&text));
+                }
+                live.with_goal_run(|run| {
+                    run.answered = true;
+                    run.armed = armed;
+                });
+            }
+            Event::GoalRoundStarted {
+                round, max_rounds, ..
+            } => notify(
+                &cx,
+                &id,
+                convert::thought(&format!("\n(goal round {round} of {max_rounds})\n")),
+            ),
+            Event::GoalRefused { message } => {
+                notify(&cx, &id, convert::message(&format!("Goal: {message}\n")));
+                live.with_goal_run(|run| {
+                    run.answered = true;
+                    run.armed = false;
+                });
+            }
+            Event::SessionForked { .. } => {}
             Event::Error { message } => {
                 tracing::warn!(session = %id, %message, "the core reported an error");
             }

@@ -257,5 +257,6 @@ fn options(config: &Config, skills: crate::tools::skills::Skills) -> Options {
             config.subagents_timeout,
         )),
         skills: Arc::new(skills),
+        goal_max_rounds: config.goal_max_rounds,
     }
 }

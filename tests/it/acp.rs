@@ -15,7 +15,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, EnvVariable, FileSystemCapabilities,
     InitializeRequest, ListSessionsRequest, LoadSessionRequest, McpServer, McpServerStdio,
-    NewSessionRequest, PermissionOptionKind, PromptRequest, ReadTextFileRequest,
+    NewSessionRequest, PermissionOptionKind, PlanEntryStatus, PromptRequest, ReadTextFileRequest,
     ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
     StopReason, TextContent, ToolCallContent, ToolCallStatus, WriteTextFileRequest,
@@ -774,5 +774,118 @@ async fn the_compact_command_compacts_the_session() {
     assert!(
         message_text(&updates).contains("Context compacted"),
         "{updates:?}"
+    );
+}
+
+/// `/goal <objective>` runs goal rounds until the model reports the goal complete: the prompt
+/// is answered when the run stops, the goal shows as the session's plan, `/goal` reports it,
+/// and a malformed goal command is a JSON-RPC error.
+#[tokio::test]
+async fn a_goal_command_runs_to_completion_and_shows_as_the_plan() {
+    let (_tmp, dir) = crate::support::workspace();
+    let server = MockServer::start_in_thread(Vec::new());
+    server.respond_with(|r| {
+        let last_is_tool = r.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m["role"] == "tool");
+        Some(if last_is_tool {
+            text_reply("The haiku is written.", 5)
+        } else {
+            tool_calls_reply(&[("g1", "goal_update", r#"{"status":"complete"}"#)], 8)
+        })
+    });
+    binary::write_config(&dir, &server);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let ((stop, updates, shown, bad), _seen, output) = drive(&dir, harness, async |cx, mut rx| {
+        let id = new_session(&cx, &dir).await;
+        let response = cx
+            .send_request(PromptRequest::new(id.clone(), text("/goal write a haiku")))
+            .block_task()
+            .await
+            .unwrap();
+        let updates = drain(&mut rx);
+        cx.send_request(PromptRequest::new(id.clone(), text("/goal")))
+            .block_task()
+            .await
+            .unwrap();
+        let shown = message_text(&drain(&mut rx));
+        let bad = cx
+            .send_request(PromptRequest::new(id, text("/goal edit")))
+            .block_task()
+            .await
+            .unwrap_err();
+        (response.stop_reason, updates, shown, bad)
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    let plans: Vec<_> = updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::Plan(plan) => Some(plan.entries.clone()),
+            _ => None,
+        })
+        .collect();
+    let last = plans.last().expect("the goal shows as a plan");
+    assert_eq!(last.len(), 1);
+    assert_eq!(last[0].content, "write a haiku");
+    assert_eq!(last[0].status, PlanEntryStatus::Completed);
+    assert!(plans.iter().any(|p| {
+        p.first()
+            .is_some_and(|e| e.status == PlanEntryStatus::InProgress)
+    }));
+    assert!(message_text(&updates).contains("The haiku is written."));
+    assert!(
+        shown.contains("complete") && shown.contains("write a haiku"),
+        "{shown}"
+    );
+    assert!(bad.message.contains("usage: /goal edit"), "{bad:?}");
+    assert!(server.request_count() >= 2);
+}
+
+/// Cancelling a goal round stops the goal run; the goal prompt ends as cancelled.
+#[tokio::test]
+async fn cancel_during_a_goal_round_stops_the_goal_run() {
+    use crate::support::mock_openai::{chunk_text, sse_event, sse_events};
+    let (_tmp, dir, _server) = workspace_with(vec![MockReply::endless(
+        sse_events(&[chunk_text("working ")]),
+        sse_event(&chunk_text("still working ")),
+        Duration::from_millis(20),
+    )]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let ((stop, after), _seen, output) = drive(&dir, harness, async |cx, mut rx| {
+        let id = new_session(&cx, &dir).await;
+        let pending = cx.send_request(PromptRequest::new(id.clone(), text("/goal never ends")));
+        loop {
+            if let SessionUpdate::AgentMessageChunk(c) = rx.recv().await.unwrap()
+                && matches!(&c.content, ContentBlock::Text(t) if t.text.contains("working"))
+            {
+                break;
+            }
+        }
+        cx.send_notification(CancelNotification::new(id)).unwrap();
+        let stop = pending.block_task().await.unwrap().stop_reason;
+        (stop, drain(&mut rx))
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::Cancelled);
+    // The plan says the goal is no longer being worked on.
+    let last = after.iter().rev().find_map(|u| match u {
+        SessionUpdate::Plan(plan) => Some(plan.entries.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        last.and_then(|e| e.first().map(|e| e.status.clone())),
+        Some(PlanEntryStatus::Pending)
     );
 }
