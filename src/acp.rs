@@ -4,7 +4,8 @@
 //! `protocol::Op`s and read as `protocol::Event`s. It must not run a loop of its own, touch the
 //! disk or a session file, or write anything but protocol messages to stdout (logs go to the
 //! log file). The per-session event pump is in `acp/session.rs`, the pure mappings in
-//! `acp/convert.rs`, the editor's file access in `acp/files.rs`.
+//! `acp/convert.rs`, the editor's file access in `acp/files.rs`, goal mode's commands and plan
+//! in `acp/goal.rs`.
 
 mod convert;
 mod files;
