@@ -177,7 +177,16 @@ pub(super) async fn pump(
     let mut ready = Some(ready);
     // The calls of the running turn: their tool and arguments, and whether they showed a diff.
     let mut calls: HashMap<String, Call> = HashMap::new();
-    while let Some(event) = events.recv().await {
+    // An event taken while joining deltas, handled next.
+    let mut held: Option<Event> = None;
+    loop {
+        let event = match held.take() {
+            Some(event) => event,
+            None => match events.recv().await {
+                Some(event) => event,
+                None => break,
+            },
+        };
         match event {
             Event::SessionConfigured { .. } => {}
             Event::HistoryRestored { entries } => {
@@ -201,8 +210,14 @@ pub(super) async fn pump(
             }
             Event::TurnStarted { .. } => live.with_goal_run(|run| run.turn_running = true),
             Event::ModelRequestStarted { .. } => {}
-            Event::TextDelta { text } => notify(&cx, &id, convert::message(&text)),
-            Event::ReasoningDelta { text } => notify(&cx, &id, convert::thought(&text)),
+            Event::TextDelta { text } => {
+                let text = join_deltas(text, &mut events, &mut held, false).await;
+                notify(&cx, &id, convert::message(&text));
+            }
+            Event::ReasoningDelta { text } => {
+                let text = join_deltas(text, &mut events, &mut held, true).await;
+                notify(&cx, &id, convert::thought(&text));
+            }
             Event::AssistantMessage { .. } => {}
             Event::Retrying {
                 attempt,
@@ -397,6 +412,34 @@ pub(super) async fn pump(
             "the session stopped before it was ready",
         ));
     }
+}
+
+/// Most text one update carries when deltas are joined.
+const MAX_JOINED_BYTES: usize = 16 * 1024;
+
+/// Joins the deltas of the same kind that are already waiting to `text`, so a reply streamed
+/// in tiny pieces costs a few updates, not one per piece (each is a JSON-RPC message the client
+/// parses). Lets the core run once first, so pieces that are already there arrive. The first
+/// event of another kind is kept in `held`.
+async fn join_deltas(
+    mut text: String,
+    events: &mut mpsc::UnboundedReceiver<Event>,
+    held: &mut Option<Event>,
+    reasoning: bool,
+) -> String {
+    tokio::task::yield_now().await;
+    while text.len() < MAX_JOINED_BYTES {
+        match events.try_recv() {
+            Ok(Event::TextDelta { text: more }) if !reasoning => text.push_str(&more),
+            Ok(Event::ReasoningDelta { text: more }) if reasoning => text.push_str(&more),
+            Ok(other) => {
+                *held = Some(other);
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    text
 }
 
 /// How a turn's end answers `session/prompt`: a stop reason, or an error for a failed turn.
