@@ -3,6 +3,7 @@
 //! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
+mod acp;
 mod doctor;
 mod goal;
 mod mcp;
@@ -94,6 +95,9 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Speak the Agent Client Protocol on stdin/stdout, for editors such as Zed (see
+    /// docs/headless.md).
+    Acp(acp::AcpArgs),
     /// List this workspace's sessions, newest first.
     Sessions,
     /// Trust a workspace (default: the current folder): its config/config.toml may then choose
@@ -177,6 +181,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
     let env = |name: &str| std::env::var(name).ok();
     match &args.command {
+        Some(Command::Acp(acp_args)) => return acp::run(acp_args, &launch),
         Some(Command::Sessions) => return list_sessions(&launch),
         Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
         Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),

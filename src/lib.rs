@@ -7,6 +7,7 @@
 //! three consumers of that same contract; nothing below `agent` knows a terminal exists.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub(crate) mod acp;
 pub mod agent;
 pub mod chat;
 pub mod cli;

@@ -36,6 +36,20 @@ use crate::chat::{ApprovalRequest, ToolStatus};
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
 
+/// What a [`FileAccess`] call resolves to; the error is a message for the model.
+pub type FileFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// Where `read`, `write` and `edit` get and put a file's text when it is not the disk: an
+/// editor that serves its buffers (unsaved changes included) and records the writes in its own
+/// undo (ACP's `fs/read_text_file` and `fs/write_text_file`). Paths are absolute, canonical
+/// and already confined to the workspace by the tool; an implementation only moves text.
+pub trait FileAccess: Send + Sync + std::fmt::Debug {
+    /// The whole current text of the file.
+    fn read_text<'a>(&'a self, path: &'a Path) -> FileFuture<'a, String>;
+    /// Replaces the whole file with `content` (creating it when missing).
+    fn write_text<'a>(&'a self, path: &'a Path, content: &'a str) -> FileFuture<'a, ()>;
+}
+
 /// One tool the model can call.
 pub trait Tool: Send + Sync {
     /// Name, description and JSON schema, as declared to the model.
@@ -113,6 +127,18 @@ pub(crate) struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// The fingerprint of text that came through a [`FileAccess`] (no disk metadata).
+    pub(crate) fn of_text(content: &[u8]) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        content.hash(&mut h);
+        Self {
+            len: content.len() as u64,
+            modified: None,
+            hash: h.finish(),
+        }
+    }
+
     pub(crate) fn of(content: &[u8], meta: &std::fs::Metadata) -> Self {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -145,6 +171,12 @@ pub struct ToolCtx {
     output_limit: AtomicUsize,
     /// Limits of the saved full outputs under `<data_dir>/outputs`.
     pub outputs: outputs::Limits,
+    /// Where `read`, `write` and `edit` move file text: `None` is the disk (the default);
+    /// `Some` an editor's buffers (see [`FileAccess`]). Confinement is the tools' either way.
+    pub files: Option<Arc<dyn FileAccess>>,
+    /// The last text of each file read or written through `files`, by canonical path: what
+    /// `edit` and `write` compare against when they describe a change for approval.
+    texts: Mutex<HashMap<PathBuf, Arc<str>>>,
 }
 
 /// The most output one tool call hands the model, whatever the window.
@@ -164,7 +196,21 @@ impl ToolCtx {
             secrets: Secrets::default(),
             output_limit: AtomicUsize::new(MAX_OUTPUT_LIMIT),
             outputs: outputs::Limits::default(),
+            files: None,
+            texts: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Records the text the model saw of a file through [`ToolCtx::files`].
+    pub(crate) fn remember_text(&self, path: &Path, text: &str) {
+        if let Ok(mut texts) = self.texts.lock() {
+            texts.insert(path.to_path_buf(), Arc::from(text));
+        }
+    }
+
+    /// The text last read or written through [`ToolCtx::files`].
+    pub(crate) fn recall_text(&self, path: &Path) -> Option<Arc<str>> {
+        self.texts.lock().ok().and_then(|t| t.get(path).cloned())
     }
 
     /// Removes saved bash outputs beyond the configured age and total size (at start; each
@@ -202,6 +248,10 @@ impl ToolCtx {
         // Even after a panic elsewhere poisoned the map, forgetting is always safe.
         match self.seen.lock() {
             Ok(mut seen) => seen.clear(),
+            Err(poisoned) => poisoned.into_inner().clear(),
+        }
+        match self.texts.lock() {
+            Ok(mut texts) => texts.clear(),
             Err(poisoned) => poisoned.into_inner().clear(),
         }
     }

@@ -49,7 +49,14 @@ struct Plan {
     replacements: usize,
 }
 
-fn plan(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Plan, String> {
+/// The checked arguments of a call and the file they name.
+struct Target {
+    args: Args,
+    path: PathBuf,
+    display: String,
+}
+
+fn target(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Target, String> {
     let args: Args = parse_args(args)?;
     if args.old_string.is_empty() {
         return Err("old_string must not be empty; use the write tool to create a file".into());
@@ -60,7 +67,18 @@ fn plan(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Plan, String> {
     let path = fsutil::resolve_in_workspace(&ctx.workspace, &args.path)
         .map_err(|e| format!("cannot edit: {e}"))?;
     let display = fsutil::display_path(&ctx.workspace, &path);
-    let (bytes, meta) = match fsutil::load_existing(&path, MAX_EDIT_BYTES) {
+    Ok(Target {
+        args,
+        path,
+        display,
+    })
+}
+
+/// The plan against the file on disk.
+fn plan(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Plan, String> {
+    let target = target(args, ctx)?;
+    let display = &target.display;
+    let (bytes, meta) = match fsutil::load_existing(&target.path, MAX_EDIT_BYTES) {
         Ok(Existing::File { bytes, meta }) => (bytes, meta),
         Ok(Existing::Missing) => {
             return Err(format!(
@@ -69,15 +87,44 @@ fn plan(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Plan, String> {
         }
         Err(e) => return Err(format!("cannot edit {display}: {e}")),
     };
-    fsutil::refuse_read_only(&meta, &display, "edit")?;
+    fsutil::refuse_read_only(&meta, display, "edit")?;
+    let current = Fingerprint::of(&bytes, &meta);
+    replace(target, bytes, current, ctx, "on disk")
+}
+
+/// The plan against text an editor served (see [`super::FileAccess`]).
+fn plan_text(target: Target, text: &str, ctx: &ToolCtx) -> Result<Plan, String> {
+    let current = Fingerprint::of_text(text.as_bytes());
+    replace(
+        target,
+        text.as_bytes().to_vec(),
+        current,
+        ctx,
+        "in the editor",
+    )
+}
+
+/// Checks that the model saw this very content and applies the replacement to it.
+fn replace(
+    target: Target,
+    bytes: Vec<u8>,
+    current: Fingerprint,
+    ctx: &ToolCtx,
+    place: &str,
+) -> Result<Plan, String> {
+    let Target {
+        args,
+        path,
+        display,
+    } = target;
     let Some(seen) = ctx.recall(&path) else {
         return Err(format!(
             "cannot edit {display}: it has not been read in this session; read it first"
         ));
     };
-    if !same_content(&seen, &Fingerprint::of(&bytes, &meta)) {
+    if !same_content(&seen, &current) {
         return Err(format!(
-            "cannot edit {display}: it has changed on disk since it was last read; read it again"
+            "cannot edit {display}: it has changed {place} since it was last read; read it again"
         ));
     }
     if fsutil::looks_binary(&bytes) {
@@ -142,7 +189,21 @@ impl Tool for Edit {
     }
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
-        let plan = plan(args, ctx)?;
+        let plan = match &ctx.files {
+            // Through an editor, the change is described against the text the model read
+            // there; `run` fetches the text again and checks it is still the same.
+            Some(_) => {
+                let target = target(args, ctx)?;
+                let Some(text) = ctx.recall_text(&target.path) else {
+                    return Err(format!(
+                        "cannot edit {}: it has not been read in this session; read it first",
+                        target.display
+                    ));
+                };
+                plan_text(target, &text, ctx)?
+            }
+            None => plan(args, ctx)?,
+        };
         // Redacted before it is cut, so a cut cannot leave part of a secret.
         let full = ctx
             .secrets
@@ -172,6 +233,9 @@ impl Tool for Edit {
             if cancel.is_cancelled() {
                 return ToolOutput::interrupted("interrupted by the user; nothing was changed");
             }
+            if let Some(files) = &ctx.files {
+                return edit_through(files.as_ref(), &args, ctx, &cancel).await;
+            }
             let plan = match plan(&args, ctx) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::failed(e),
@@ -180,24 +244,67 @@ impl Tool for Edit {
             match apply(&plan, &ctx.workspace) {
                 Ok(fp) => {
                     ctx.remember(&plan.path, fp);
-                    let full = ctx.secrets.redact(diff::unified(
-                        &plan.display,
-                        Some(&plan.old),
-                        &plan.new,
-                    ));
-                    let what = match plan.replacements {
-                        1 => "1 replacement".to_string(),
-                        n => format!("{n} replacements"),
-                    };
-                    ToolOutput::ok(format!(
-                        "edited {} ({what})\n{}",
-                        plan.display,
-                        diff::cap(&full, RESULT_DIFF_LINES, RESULT_DIFF_BYTES)
-                    ))
+                    ToolOutput::ok(edited(&plan, ctx))
                 }
                 Err(e) => ToolOutput::failed(format!("cannot edit {}: {e}", plan.display)),
             }
         })
+    }
+}
+
+/// What the model reads after an edit: the count and a short diff.
+fn edited(plan: &Plan, ctx: &ToolCtx) -> String {
+    let full = ctx
+        .secrets
+        .redact(diff::unified(&plan.display, Some(&plan.old), &plan.new));
+    let what = match plan.replacements {
+        1 => "1 replacement".to_string(),
+        n => format!("{n} replacements"),
+    };
+    format!(
+        "edited {} ({what})\n{}",
+        plan.display,
+        diff::cap(&full, RESULT_DIFF_LINES, RESULT_DIFF_BYTES)
+    )
+}
+
+/// An edit through an editor's buffers: the current text is fetched, checked against what the
+/// model read, changed and written back.
+async fn edit_through(
+    files: &dyn super::FileAccess,
+    args: &serde_json::Value,
+    ctx: &ToolCtx,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    let target = match target(args, ctx) {
+        Ok(t) => t,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    let path = target.path.clone();
+    let display = target.display.clone();
+    let text = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            return ToolOutput::interrupted("interrupted by the user; nothing was changed");
+        }
+        text = files.read_text(&path) => text,
+    };
+    let text = match text {
+        Ok(text) => text,
+        Err(e) => return ToolOutput::failed(format!("cannot edit {display}: {e}")),
+    };
+    let plan = match plan_text(target, &text, ctx) {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    tracing::debug!(path = %plan.display, replacements = plan.replacements, "edit in the editor");
+    match files.write_text(&plan.path, &plan.new).await {
+        Ok(()) => {
+            ctx.remember(&plan.path, Fingerprint::of_text(plan.new.as_bytes()));
+            ctx.remember_text(&plan.path, &plan.new);
+            ToolOutput::ok(edited(&plan, ctx))
+        }
+        Err(e) => ToolOutput::failed(format!("cannot edit {display}: {e}")),
     }
 }
 

@@ -126,6 +126,31 @@ impl Tool for Read {
             let detail = memory::is_detail_file(&ctx.workspace, &path);
             let max_bytes = MAX_OUTPUT_BYTES.min(ctx.output_limit());
             let secrets = ctx.secrets.clone();
+            if let Some(files) = &ctx.files {
+                let text = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return ToolOutput::interrupted("interrupted by the user"),
+                    text = files.read_text(&path) => text,
+                };
+                let text = match text {
+                    Ok(text) => text,
+                    Err(e) => return ToolOutput::failed(format!("cannot read {display}: {e}")),
+                };
+                let window = Window {
+                    offset,
+                    limit,
+                    max_bytes,
+                    secrets: &secrets,
+                };
+                return match render_text(&text, &display, &window, detail) {
+                    Ok(shown) => {
+                        ctx.remember(&remembered, Fingerprint::of_text(text.as_bytes()));
+                        ctx.remember_text(&remembered, &text);
+                        ToolOutput::ok(shown)
+                    }
+                    Err(message) => ToolOutput::failed(message),
+                };
+            }
             let job = tokio::task::spawn_blocking(move || {
                 let window = Window {
                     offset,
@@ -234,6 +259,40 @@ fn read_file(
         RenderError::PastEnd(m) => m,
     })?;
     Ok((text, None))
+}
+
+/// Renders one window of a file's text that came through [`super::FileAccess`] (an editor's
+/// buffer), with the same checks as a file on disk.
+fn render_text(
+    text: &str,
+    display: &str,
+    window: &Window,
+    memory_detail: bool,
+) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    if memory_detail {
+        if bytes.len() as u64 > memory::MAX_BYTES {
+            return Err(format!(
+                "cannot read {display}: memory file {display} is larger than the limit of {} bytes",
+                memory::MAX_BYTES
+            ));
+        }
+        memory::validate_detail(Path::new(display), bytes)
+            .map_err(|e| format!("cannot read {display}: {e}"))?;
+    }
+    let binary = || {
+        format!(
+            "cannot read {display}: it looks like a binary file, not text; inspect it with bash if needed"
+        )
+    };
+    if fsutil::looks_binary(bytes) {
+        return Err(binary());
+    }
+    render(bytes, display, window, Some(count_lines(bytes))).map_err(|e| match e {
+        RenderError::Binary => binary(),
+        RenderError::Io(e) => format!("cannot read {display}: {e}"),
+        RenderError::PastEnd(m) => m,
+    })
 }
 
 fn count_lines(bytes: &[u8]) -> u64 {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
-use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
+use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
 use crate::chat::ApprovalRequest;
 use crate::chat::ToolSpec;
 use crate::fsutil::{self, Existing, LoadError};
@@ -62,8 +62,29 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
 /// The diff the user approves: against the current text, all-added for a new file, or a note
 /// when the current file cannot be shown as text. Secrets are redacted before the diff is cut,
 /// so a cut cannot leave part of one.
-fn approval_diff(call: &Call, secrets: &Secrets) -> Result<String, String> {
-    let full = match fsutil::load_existing(&call.path, MAX_EDIT_BYTES) {
+fn approval_diff(call: &Call, ctx: &ToolCtx) -> Result<String, String> {
+    let secrets = &ctx.secrets;
+    // Through an editor, the text the model last saw there is the current one as far as we
+    // know; a file never seen through it is compared with the disk.
+    let editor_text = ctx.files.as_ref().and_then(|_| ctx.recall_text(&call.path));
+    let full = match editor_text {
+        Some(old) => {
+            let d = diff::unified(&call.display, Some(&old), &call.content);
+            if d.is_empty() {
+                "(no changes: the file already has this content)\n".into()
+            } else {
+                d
+            }
+        }
+        None => disk_diff(call)?,
+    };
+    let full = secrets.redact(full);
+    Ok(diff::cap(&full, APPROVAL_DIFF_LINES, APPROVAL_DIFF_BYTES))
+}
+
+/// The diff against the file on disk.
+fn disk_diff(call: &Call) -> Result<String, String> {
+    Ok(match fsutil::load_existing(&call.path, MAX_EDIT_BYTES) {
         Ok(Existing::Missing) => diff::unified(&call.display, None, &call.content),
         Ok(Existing::File { bytes, .. }) => {
             match (fsutil::looks_binary(&bytes), std::str::from_utf8(&bytes)) {
@@ -87,9 +108,18 @@ fn approval_diff(call: &Call, secrets: &Secrets) -> Result<String, String> {
             diff::unified(&call.display, None, &call.content)
         ),
         Err(e) => return Err(format!("cannot write {}: {e}", call.display)),
-    };
-    let full = secrets.redact(full);
-    Ok(diff::cap(&full, APPROVAL_DIFF_LINES, APPROVAL_DIFF_BYTES))
+    })
+}
+
+/// The result the model reads after a write.
+fn written(existed: bool, call: &Call) -> String {
+    format!(
+        "{} {} ({} bytes, {} lines)",
+        if existed { "overwrote" } else { "created" },
+        call.display,
+        call.content.len(),
+        line_count(&call.content)
+    )
 }
 
 fn line_count(text: &str) -> usize {
@@ -120,7 +150,7 @@ impl Tool for Write {
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
         let call = check(args, ctx)?;
-        let diff = approval_diff(&call, &ctx.secrets)?;
+        let diff = approval_diff(&call, ctx)?;
         Ok(Prepared {
             protected: super::protected::reason(&ctx.workspace, &call.path),
             summary: format!("{} ({} bytes)", call.display, call.content.len()),
@@ -146,6 +176,22 @@ impl Tool for Write {
                 Err(e) => return ToolOutput::failed(e),
             };
             tracing::debug!(path = %call.display, bytes = call.content.len(), "write");
+            if let Some(files) = &ctx.files {
+                let existed = ctx.recall_text(&call.path).is_some() || call.path.exists();
+                if let Some(parent) = call.path.parent()
+                    && let Err(e) = std::fs::create_dir_all(parent)
+                {
+                    return ToolOutput::failed(format!("cannot write {}: {e}", call.display));
+                }
+                return match files.write_text(&call.path, &call.content).await {
+                    Ok(()) => {
+                        ctx.remember(&call.path, Fingerprint::of_text(call.content.as_bytes()));
+                        ctx.remember_text(&call.path, &call.content);
+                        ToolOutput::ok(written(existed, &call))
+                    }
+                    Err(e) => ToolOutput::failed(format!("cannot write {}: {e}", call.display)),
+                };
+            }
             let existed = call.path.exists();
             let result = (|| {
                 if let Some(parent) = call.path.parent() {
@@ -162,13 +208,7 @@ impl Tool for Write {
             match result {
                 Ok(fp) => {
                     ctx.remember(&call.path, fp);
-                    ToolOutput::ok(format!(
-                        "{} {} ({} bytes, {} lines)",
-                        if existed { "overwrote" } else { "created" },
-                        call.display,
-                        call.content.len(),
-                        line_count(&call.content)
-                    ))
+                    ToolOutput::ok(written(existed, &call))
                 }
                 Err(e) => ToolOutput::failed(format!("cannot write {}: {e}", call.display)),
             }

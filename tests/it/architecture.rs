@@ -103,6 +103,12 @@ const RULES: &[Rule] = &[
         why: "frontends talk to the core only through the protocol",
     },
     Rule {
+        module: "acp",
+        may_use: Some(&["protocol", "chat", "sanitize"]),
+        why: "the ACP transport is a frontend: it talks to the core only through the protocol \
+              and gets its cores from the CLI",
+    },
+    Rule {
         module: "cli",
         may_use: None,
         why: "the CLI wires everything",
@@ -114,7 +120,7 @@ const TERMINAL_CRATES: &[&str] = &["ratatui", "crossterm"];
 /// Modules that may name the terminal crates.
 const TERMINAL_USERS: &[&str] = &["tui"];
 /// Modules that may write to stdout or stderr: the frontends and the wiring.
-const PRINTERS: &[&str] = &["print", "tui", "cli"];
+const PRINTERS: &[&str] = &["print", "tui", "acp", "cli"];
 /// The agent core: what must stay terminal-agnostic (checked on the raw text as well).
 const CORE: &[&str] = &[
     "protocol", "agent", "provider", "tools", "session", "fsutil", "config", "chat", "memory",

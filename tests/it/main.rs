@@ -7,6 +7,7 @@
 
 mod support;
 
+mod acp;
 mod agent_loop;
 mod architecture;
 mod bash_outputs;

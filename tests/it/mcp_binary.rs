@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::mcp::{alive, pids};
 use crate::support::binary;
-use crate::support::mcp_server::{command, toml_table};
+use crate::support::mcp_server::{command, ready_servers, toml_table};
 use crate::support::mock_openai::{
     Gate, MockServer, text_reply, tool_calls_reply, wait_until_blocking,
 };
@@ -40,24 +40,6 @@ fn write_user_config(ws: &Path, trusted: bool, text: &str) {
 }
 
 /// How many servers minicode's log says are ready (the run sets `MINICODE_LOG=info`).
-fn ready_servers(ws: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(ws.join(".minicode/logs")) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("minicode.log"))
-        .map(|e| {
-            std::fs::read_to_string(e.path())
-                .unwrap_or_default()
-                .matches("mcp server ready")
-                .count()
-        })
-        .sum()
-}
-
-/// Runs `minicode <args>` in `ws` with `MINICODE_LOG=info`, opening `gate` once `ready`
-/// servers are ready, and returns (status, stdout, stderr).
 fn run_when_ready(
     ws: &Path,
     args: &[&str],

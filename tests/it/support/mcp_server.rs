@@ -47,6 +47,24 @@ pub fn command() -> (String, Vec<String>) {
     )
 }
 
+/// How many MCP servers a `minicode` run in `ws` (with `MINICODE_LOG=info`) has logged as
+/// ready so far.
+pub fn ready_servers(ws: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(ws.join(".minicode/logs")) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("minicode.log"))
+        .map(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap_or_default()
+                .matches("mcp server ready")
+                .count()
+        })
+        .sum()
+}
+
 /// A `[mcp_servers.<id>]` table starting this server with `env` (TOML inline values).
 pub fn toml_table(id: &str, env: &[(&str, &str)], extra: &str) -> String {
     let (command, args) = command();

@@ -1,0 +1,328 @@
+//! `minicode acp`: the Agent Client Protocol (JSON-RPC 2.0, one message a line) on stdin and
+//! stdout, spoken as an agent with the official `agent-client-protocol` crate. A thin frontend:
+//! each ACP session is one core from `agent::spawn` (opened by the CLI through [`Opener`]), fed
+//! `protocol::Op`s and read as `protocol::Event`s. It must not run a loop of its own, touch the
+//! disk or a session file, or write anything but protocol messages to stdout (logs go to the
+//! log file). The per-session event pump is in `acp/session.rs`, the pure mappings in
+//! `acp/convert.rs`, the editor's file access in `acp/files.rs`, goal mode's commands and plan
+//! in `acp/goal.rs`.
+
+mod convert;
+mod files;
+mod goal;
+mod session;
+
+pub(crate) use files::ClientFiles;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer,
+    NewSessionRequest, PromptCapabilities, PromptRequest, SessionCapabilities, SessionInfo,
+    SessionListCapabilities,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
+use futures_util::future::BoxFuture;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::protocol::{AgentHandle, Op};
+
+type Connection = agent_client_protocol::v1::ConnectionTo<Client>;
+
+/// What the client asks for when it opens a session.
+pub(crate) struct OpenRequest {
+    /// The session's workspace: an absolute folder (not yet checked or canonical).
+    pub cwd: PathBuf,
+    /// `session/load`: the session to resume; `session/new`: `None`.
+    pub session_id: Option<String>,
+    /// MCP servers the client wants this session to use (stdio ones only).
+    pub mcp_servers: Vec<McpServerSpec>,
+    /// The editor's buffers, when the client offered to read and write files.
+    pub files: Option<ClientFiles>,
+}
+
+/// An MCP server the client passed in `session/new` or `session/load`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct McpServerSpec {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// A session the CLI opened: its core, its id, and what to await once it is shut down (its
+/// MCP servers stopping).
+pub(crate) struct Opened {
+    pub handle: AgentHandle,
+    pub session_id: String,
+    pub closing: BoxFuture<'static, ()>,
+    /// Problems to show the user in the session (e.g. client MCP servers left out).
+    pub notes: Vec<String>,
+}
+
+/// One stored session, as `session/list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    pub id: String,
+    /// Its workspace.
+    pub cwd: PathBuf,
+    /// Its first prompt.
+    pub title: String,
+    /// RFC 3339.
+    pub updated: String,
+}
+
+/// Builds a core for a session: the CLI's wiring (configuration of the workspace, trust,
+/// provider, tools, MCP servers). The error is a message for the client.
+pub(crate) trait Opener: Send + Sync {
+    fn open(&self, request: OpenRequest) -> Result<Opened, String>;
+    /// The sessions of a workspace (`None`: the folder `minicode acp` started in), newest
+    /// first.
+    fn list(&self, cwd: Option<PathBuf>) -> Result<Vec<Listed>, String>;
+}
+
+/// The slash commands a session offers, besides plain prompts.
+pub(crate) const COMMANDS: &[(&str, &str, Option<&str>)] = &[
+    (
+        "compact",
+        "Summarise the conversation so far to free room in the context window",
+        Some("optional focus for the summary"),
+    ),
+    (
+        "goal",
+        "Set a goal worked on round after round until it is done; alone, show it",
+        Some("objective, or pause | resume | clear | edit <new objective>"),
+    ),
+];
+
+/// The connection's state: the client's capabilities and the live sessions.
+struct Shared {
+    opener: Arc<dyn Opener>,
+    capabilities: Mutex<ClientCapabilities>,
+    sessions: Mutex<HashMap<String, Arc<session::Live>>>,
+    /// Pumps and MCP shutdowns to await at the end.
+    endings: Mutex<Vec<session::Ending>>,
+}
+
+impl Shared {
+    fn session(&self, id: &str) -> Option<Arc<session::Live>> {
+        self.sessions.lock().ok()?.get(id).cloned()
+    }
+
+    /// The editor's file access when the client offered both halves of it.
+    fn files(&self, cx: &Connection) -> Option<ClientFiles> {
+        let caps = self.capabilities.lock().ok()?;
+        (caps.fs.read_text_file && caps.fs.write_text_file).then(|| ClientFiles::new(cx.clone()))
+    }
+
+    /// Opens a core and starts its pump; `ready` answers the client once the session is set
+    /// up (after the history was replayed, for `session/load`).
+    fn open(
+        &self,
+        cx: &Connection,
+        cwd: PathBuf,
+        session_id: Option<String>,
+        servers: Vec<McpServer>,
+        ready: session::Ready,
+    ) -> Result<(), Error> {
+        if !cwd.is_absolute() {
+            return ready.fail(invalid_params("cwd must be an absolute path"));
+        }
+        if let Some(id) = &session_id
+            && self.session(id).is_some()
+        {
+            return ready.fail(invalid_params(format!("session {id} is already open")));
+        }
+        let (mcp_servers, mut notes) = convert::mcp_servers(servers);
+        let files = self.files(cx);
+        let request = OpenRequest {
+            cwd: cwd.clone(),
+            session_id,
+            mcp_servers,
+            files: files.clone(),
+        };
+        let opened = match self.opener.open(request) {
+            Ok(opened) => opened,
+            Err(message) => return ready.fail(invalid_params(message)),
+        };
+        if let Some(files) = &files {
+            files.bind(&opened.session_id);
+        }
+        notes.extend(opened.notes);
+        let (ops, events) = opened.handle.split();
+        let live = Arc::new(session::Live::new(opened.session_id.clone(), ops, cwd));
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.insert(opened.session_id.clone(), live.clone());
+        }
+        let pump = tokio::spawn(session::pump(
+            live.clone(),
+            events,
+            cx.clone(),
+            ready,
+            notes,
+        ));
+        if let Ok(mut endings) = self.endings.lock() {
+            endings.push(session::Ending {
+                live,
+                pump,
+                closing: opened.closing,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn invalid_params(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, message)
+}
+
+/// The text a prompt sends to the core, or the slash command it names; the error is a usage
+/// message for the client.
+fn prompt_op(text: String) -> Result<Op, String> {
+    let trimmed = text.trim_start();
+    let command = |name: &str| {
+        trimmed
+            .strip_prefix(name)
+            .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+            .map(str::trim)
+    };
+    if let Some(focus) = command("/compact") {
+        return Ok(Op::Compact((!focus.is_empty()).then(|| focus.to_string())));
+    }
+    if let Some(arg) = command("/goal") {
+        return goal::parse(arg).map(Op::Goal);
+    }
+    Ok(Op::Submit(text))
+}
+
+/// Serves ACP on stdin/stdout until the client closes stdin, then shuts every session down
+/// (each core saves its session) and stops their MCP servers.
+pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
+    let shared = Arc::new(Shared {
+        opener,
+        capabilities: Mutex::new(ClientCapabilities::new()),
+        sessions: Mutex::new(HashMap::new()),
+        endings: Mutex::new(Vec::new()),
+    });
+    let transport = ByteStreams::new(
+        tokio::io::stdout().compat_write(),
+        tokio::io::stdin().compat(),
+    );
+    let (on_init, on_new, on_load, on_prompt, on_cancel, on_list) = (
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+    );
+    let result = Agent
+        .v1()
+        .name("minicode")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                if let Ok(mut caps) = on_init.capabilities.lock() {
+                    *caps = request.client_capabilities.clone();
+                }
+                responder.respond(initialize_response())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                on_new.open(
+                    &cx,
+                    request.cwd,
+                    None,
+                    request.mcp_servers,
+                    session::Ready::New(responder),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                on_load.open(
+                    &cx,
+                    request.cwd,
+                    Some(request.session_id.0.to_string()),
+                    request.mcp_servers,
+                    session::Ready::Load(responder),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, _cx| {
+                let Some(live) = on_prompt.session(&request.session_id.0) else {
+                    return responder.respond_with_error(invalid_params(format!(
+                        "no session {} is open",
+                        request.session_id.0
+                    )));
+                };
+                let text = convert::prompt_text(&request.prompt);
+                if text.trim().is_empty() {
+                    return responder.respond_with_error(invalid_params("the prompt is empty"));
+                }
+                match prompt_op(text) {
+                    Ok(op) => live.prompt(op, responder),
+                    Err(usage) => return responder.respond_with_error(invalid_params(usage)),
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| match on_list
+                .opener
+                .list(request.cwd)
+            {
+                Ok(listed) => responder.respond(ListSessionsResponse::new(
+                    listed.into_iter().map(session_info).collect(),
+                )),
+                Err(message) => responder.respond_with_error(invalid_params(message)),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                if let Some(live) = on_cancel.session(&notification.session_id.0) {
+                    live.cancel();
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    let endings = match shared.endings.lock() {
+        Ok(mut endings) => std::mem::take(&mut *endings),
+        Err(_) => Vec::new(),
+    };
+    for ending in endings {
+        ending.finish().await;
+    }
+    result.map_err(|e| format!("the ACP connection failed: {e}"))
+}
+
+fn initialize_response() -> InitializeResponse {
+    InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
+        .agent_capabilities(
+            AgentCapabilities::new()
+                .load_session(true)
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .session_capabilities(
+                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                ),
+        )
+        .agent_info(Implementation::new("minicode", env!("CARGO_PKG_VERSION")))
+}
+
+fn session_info(listed: Listed) -> SessionInfo {
+    SessionInfo::new(listed.id, listed.cwd)
+        .title(listed.title)
+        .updated_at(listed.updated)
+}

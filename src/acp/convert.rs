@@ -1,0 +1,305 @@
+//! Pure mappings between our protocol and ACP's types: prompts in, session updates, tool
+//! calls, permission options and decisions out. No I/O and no state here.
+
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, Content, ContentBlock,
+    ContentChunk, Diff, EmbeddedResourceResource, McpServer, PermissionOption,
+    PermissionOptionKind, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput,
+};
+
+use super::{COMMANDS, McpServerSpec};
+use crate::chat::{ApprovalRequest, ToolStatus};
+use crate::protocol::{Decision, HistoryEntry};
+
+/// The option ids of a permission request.
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_ALWAYS: &str = "allow_always";
+const REJECT: &str = "reject";
+
+/// The prompt's blocks as the text of one user message: text as it is, a linked resource as
+/// its URI, an embedded text resource fenced under its URI; images and audio are left out
+/// (we did not offer them).
+pub(super) fn prompt_text(blocks: &[ContentBlock]) -> String {
+    let mut text = String::new();
+    for block in blocks {
+        let piece = match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::ResourceLink(link) => format!("@{}", link.uri),
+            ContentBlock::Resource(resource) => match &resource.resource {
+                EmbeddedResourceResource::TextResourceContents(r) => {
+                    format!("\n<file uri=\"{}\">\n{}\n</file>\n", r.uri, r.text)
+                }
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if !text.is_empty() && !text.ends_with(char::is_whitespace) {
+            text.push(' ');
+        }
+        text.push_str(&piece);
+    }
+    text
+}
+
+/// The client's MCP servers we can start (stdio), and a note for each we cannot.
+pub(super) fn mcp_servers(servers: Vec<McpServer>) -> (Vec<McpServerSpec>, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut notes = Vec::new();
+    for server in servers {
+        match server {
+            McpServer::Stdio(s) => specs.push(McpServerSpec {
+                name: s.name,
+                command: s.command.display().to_string(),
+                args: s.args,
+                env: s.env.into_iter().map(|v| (v.name, v.value)).collect(),
+            }),
+            McpServer::Http(s) => notes.push(unsupported(&s.name, "HTTP")),
+            McpServer::Sse(s) => notes.push(unsupported(&s.name, "SSE")),
+            _ => notes.push("an MCP server of an unsupported transport was left out".into()),
+        }
+    }
+    (specs, notes)
+}
+
+fn unsupported(name: &str, transport: &str) -> String {
+    format!("MCP server `{name}` was left out: only stdio servers are supported, not {transport}")
+}
+
+fn text_block(text: &str) -> ContentBlock {
+    ContentBlock::Text(TextContent::new(text.to_string()))
+}
+
+/// A piece of the answer.
+pub(super) fn message(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(text_block(text)))
+}
+
+/// A piece of the model's reasoning (or a side note shown with it).
+pub(super) fn thought(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(text_block(text)))
+}
+
+/// The slash commands the session offers.
+pub(super) fn available_commands() -> SessionUpdate {
+    let commands = COMMANDS
+        .iter()
+        .map(|(name, description, hint)| {
+            let command = AvailableCommand::new(*name, *description);
+            match hint {
+                Some(hint) => command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(*hint),
+                )),
+                None => command,
+            }
+        })
+        .collect();
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
+}
+
+fn kind(tool: &str) -> ToolKind {
+    match tool {
+        "read" | "list" => ToolKind::Read,
+        "write" | "edit" => ToolKind::Edit,
+        "bash" => ToolKind::Execute,
+        "search" => ToolKind::Search,
+        "delegate" | "skill" => ToolKind::Think,
+        _ => ToolKind::Other,
+    }
+}
+
+fn str_arg<'a>(arguments: &'a serde_json::Value, name: &str) -> Option<&'a str> {
+    arguments.get(name).and_then(serde_json::Value::as_str)
+}
+
+/// The file a call works on, absolute, when it names one.
+fn path_of(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Option<PathBuf> {
+    match tool {
+        "read" | "write" | "edit" | "list" => str_arg(arguments, "path").map(|p| cwd.join(p)),
+        _ => None,
+    }
+}
+
+fn title(tool: &str, summary: &str) -> String {
+    match tool {
+        "bash" => format!("Run `{summary}`"),
+        "read" => format!("Read {summary}"),
+        "write" => format!("Write {summary}"),
+        "edit" => format!("Edit {summary}"),
+        "list" => format!("List {summary}"),
+        "search" => format!("Search {summary}"),
+        _ if summary.is_empty() => tool.to_string(),
+        _ => format!("{tool}: {summary}"),
+    }
+}
+
+/// What an `edit` will change, as an ACP diff of the replaced piece. A `write`'s diff comes
+/// with its approval (see [`approval_fields`]), once it is known whether the file is new.
+fn diff(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Vec<ToolCallContent> {
+    let Some(path) = path_of(tool, arguments, cwd) else {
+        return Vec::new();
+    };
+    match (
+        tool,
+        str_arg(arguments, "old_string"),
+        str_arg(arguments, "new_string"),
+    ) {
+        ("edit", Some(old), Some(new)) => {
+            vec![ToolCallContent::Diff(
+                Diff::new(path, new).old_text(old.to_string()),
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A tool call as it begins: pending, with its arguments and, for file changes, the diff.
+pub(super) fn tool_call(
+    call: &str,
+    tool: &str,
+    summary: &str,
+    arguments: &serde_json::Value,
+    cwd: &Path,
+) -> SessionUpdate {
+    let locations = path_of(tool, arguments, cwd)
+        .map(|p| vec![ToolCallLocation::new(p)])
+        .unwrap_or_default();
+    SessionUpdate::ToolCall(
+        ToolCall::new(call.to_string(), title(tool, summary))
+            .kind(kind(tool))
+            .status(ToolCallStatus::Pending)
+            .content(diff(tool, arguments, cwd))
+            .locations(locations)
+            .raw_input(arguments.clone()),
+    )
+}
+
+/// The tool call a permission request is about: its title and what the user must see. An
+/// `edit` keeps the diff it was announced with; a `write` shows the whole new file as a diff
+/// when the file is new, else the unified diff against the current text.
+pub(super) fn approval_fields(
+    tool: &str,
+    request: &ApprovalRequest,
+    arguments: &serde_json::Value,
+    cwd: &Path,
+) -> ToolCallUpdateFields {
+    let (title, content) = match request {
+        ApprovalRequest::Command { command } => (
+            format!("Run `{command}`"),
+            Some(vec![text_content(&format!("```sh\n{command}\n```"))]),
+        ),
+        ApprovalRequest::Diff { path, diff } if tool == "write" => {
+            let whole = str_arg(arguments, "content").zip(path_of(tool, arguments, cwd));
+            let content = match whole {
+                Some((text, file)) if diff.starts_with("--- /dev/null") => {
+                    ToolCallContent::Diff(Diff::new(file, text))
+                }
+                _ => text_content(&format!("```diff\n{diff}```")),
+            };
+            (format!("Write {path}"), Some(vec![content]))
+        }
+        ApprovalRequest::Diff { path, .. } => (format!("Edit {path}"), None),
+        ApprovalRequest::McpCall {
+            server,
+            tool: name,
+            arguments,
+        } => (
+            format!("{server}: {name}"),
+            Some(vec![text_content(&format!("```json\n{arguments}\n```"))]),
+        ),
+    };
+    let fields = ToolCallUpdateFields::new().title(title).kind(kind(tool));
+    match content {
+        Some(content) => fields.content(content),
+        None => fields,
+    }
+}
+
+fn text_content(text: &str) -> ToolCallContent {
+    ToolCallContent::Content(Content::new(text_block(text)))
+}
+
+/// Allow once, allow always (for this tool in this session), reject.
+pub(super) fn permission_options(tool: &str) -> Vec<PermissionOption> {
+    vec![
+        PermissionOption::new(ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            ALLOW_ALWAYS,
+            format!("Always allow {tool} in this session"),
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
+    ]
+}
+
+/// The decision an option id stands for (an unknown one rejects).
+pub(super) fn decision(option: &str) -> Decision {
+    match option {
+        ALLOW_ONCE => Decision::Approve,
+        ALLOW_ALWAYS => Decision::ApproveTool,
+        _ => Decision::Deny { reason: None },
+    }
+}
+
+fn status(status: ToolStatus) -> ToolCallStatus {
+    match status {
+        ToolStatus::Succeeded => ToolCallStatus::Completed,
+        _ => ToolCallStatus::Failed,
+    }
+}
+
+/// The end of a tool call: its status and its output. A file change that succeeded keeps the
+/// diff it showed (`shown_diff`).
+pub(super) fn tool_ended(
+    call: &str,
+    result: ToolStatus,
+    output: &str,
+    shown_diff: bool,
+) -> SessionUpdate {
+    let mut fields = ToolCallUpdateFields::new()
+        .status(status(result))
+        .raw_output(serde_json::json!({ "output": output }));
+    if !(shown_diff && result == ToolStatus::Succeeded) {
+        fields = fields.content(vec![text_content(&fenced(output))]);
+    }
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call.to_string(), fields))
+}
+
+/// Output in a code fence long enough not to be closed by the output itself.
+fn fenced(output: &str) -> String {
+    let mut fence = "```".to_string();
+    while output.contains(fence.as_str()) {
+        fence.push('`');
+    }
+    let newline = if output.ends_with('\n') { "" } else { "\n" };
+    format!("{fence}\n{output}{newline}{fence}")
+}
+
+/// A resumed conversation as the updates a client replays (`session/load`).
+pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    for entry in entries {
+        match entry {
+            HistoryEntry::User { text } => updates.push(SessionUpdate::UserMessageChunk(
+                ContentChunk::new(text_block(text)),
+            )),
+            HistoryEntry::Assistant { text } => updates.push(message(text)),
+            HistoryEntry::Goal { text } => updates.push(thought(&format!("\n(goal: {text})\n"))),
+            HistoryEntry::ToolCall {
+                call,
+                tool,
+                summary,
+                arguments,
+                status: ended,
+                output,
+            } => {
+                updates.push(tool_call(call, tool, summary, arguments, cwd));
+                let result = ended.unwrap_or(ToolStatus::Failed);
+                updates.push(tool_ended(call, result, output, tool == "edit"));
+            }
+        }
+    }
+    updates
+}

@@ -1,0 +1,106 @@
+//! Goal mode over ACP: `/goal …` prompts become `Op::Goal`, the goal shows as the session's
+//! plan (one entry: the objective and where it stands), and a goal prompt is answered when the
+//! goal run it started stops (or at once for commands that start none). What a goal does is the
+//! core's; this only reads its events.
+
+use agent_client_protocol::v1::schema::{
+    Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, StopReason,
+};
+
+use crate::protocol::{GoalOp, GoalPhase, GoalSnapshot, TurnEnd};
+
+/// The `/goal` command's text after the name: an objective sets a goal, nothing shows it.
+pub(super) fn parse(arg: &str) -> Result<GoalOp, String> {
+    let arg = arg.trim();
+    let (word, rest) = arg.split_once(char::is_whitespace).unwrap_or((arg, ""));
+    let rest = rest.trim();
+    Ok(match word {
+        "" => GoalOp::Show,
+        "pause" if rest.is_empty() => GoalOp::Pause { expected: None },
+        "resume" if rest.is_empty() => GoalOp::Resume {
+            expected: None,
+            max_rounds: None,
+        },
+        "clear" if rest.is_empty() => GoalOp::Clear { expected: None },
+        "edit" if rest.is_empty() => return Err("usage: /goal edit <new objective>".into()),
+        "edit" => GoalOp::Edit {
+            expected: None,
+            objective: rest.to_string(),
+        },
+        _ => GoalOp::Create {
+            objective: arg.to_string(),
+            max_rounds: None,
+        },
+    })
+}
+
+/// The goal as the client's plan: one entry, or none once it is cleared.
+pub(super) fn plan(goal: Option<&GoalSnapshot>, armed: bool) -> SessionUpdate {
+    let entries = goal
+        .map(|g| {
+            let status = match g.phase {
+                GoalPhase::Complete => PlanEntryStatus::Completed,
+                GoalPhase::Active if armed => PlanEntryStatus::InProgress,
+                _ => PlanEntryStatus::Pending,
+            };
+            vec![PlanEntry::new(
+                g.objective.clone(),
+                PlanEntryPriority::High,
+                status,
+            )]
+        })
+        .unwrap_or_default();
+    SessionUpdate::Plan(Plan::new(entries))
+}
+
+/// One line saying where the goal stands.
+pub(super) fn describe(goal: Option<&GoalSnapshot>, armed: bool, error: Option<&str>) -> String {
+    if let Some(error) = error {
+        return format!("Goal unavailable: {error}\n");
+    }
+    let Some(goal) = goal else {
+        return "No goal. `/goal <objective>` sets one.\n".to_string();
+    };
+    let mut text = format!(
+        "Goal ({}, {}, rounds {}/{}): {}\n",
+        goal.phase.as_str(),
+        if armed { "running" } else { "stopped" },
+        goal.rounds_used,
+        goal.max_rounds,
+        goal.objective
+    );
+    if let Some(reason) = &goal.reason {
+        text.push_str(&format!("Blocked ({}): {}\n", reason.code, reason.message));
+    }
+    text
+}
+
+/// Where the goal prompt at the front of the queue stands.
+#[derive(Debug, Default)]
+pub(super) struct Run {
+    /// The core answered the command (a goal change or status).
+    pub answered: bool,
+    /// The goal is armed (rounds run) as last reported.
+    pub armed: bool,
+    pub turn_running: bool,
+    /// How the last round's turn ended.
+    pub last_end: Option<TurnEnd>,
+    /// Why the goal was blocked, when it was.
+    pub blocked: Option<String>,
+}
+
+impl Run {
+    /// The command was answered and no round runs or will run.
+    pub(super) fn over(&self) -> bool {
+        self.answered && !self.armed && !self.turn_running
+    }
+
+    /// The stop reason of the goal prompt.
+    pub(super) fn stop_reason(&self) -> StopReason {
+        match (&self.last_end, self.blocked.as_deref()) {
+            (Some(TurnEnd::Interrupted), _) => StopReason::Cancelled,
+            (_, Some("round-limit")) => StopReason::MaxTurnRequests,
+            _ => StopReason::EndTurn,
+        }
+    }
+}
