@@ -5,6 +5,7 @@
 
 mod doctor;
 mod mcp;
+mod serve;
 mod skills;
 mod trust;
 
@@ -117,6 +118,11 @@ pub enum Command {
         #[command(subcommand)]
         command: McpCommand,
     },
+    /// Run a daemon several clients share over a Unix socket or loopback TCP (newline-delimited
+    /// JSON-RPC 2.0; see docs/headless.md).
+    Serve(serve::ServeArgs),
+    /// Open the full-screen session as a client of a running `minicode serve`.
+    Attach(serve::AttachArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,6 +188,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             return doctor::run(&env, &launch, flags, *output_format);
         }
         Some(Command::Skills) => return skills::list(&env, &launch),
+        Some(Command::Serve(serve_args)) => return serve::serve(serve_args, &launch),
+        Some(Command::Attach(attach_args)) => return serve::attach(attach_args, &launch),
         None => {}
     }
     let overrides = Overrides {

@@ -8,9 +8,11 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agent;
+pub(crate) mod attach;
 pub mod chat;
 pub mod cli;
 pub mod config;
+pub(crate) mod daemon;
 pub mod defaults;
 pub mod fsutil;
 pub mod logging;
