@@ -19,6 +19,7 @@ mod context_compact;
 mod context_live;
 mod context_manual;
 mod context_validate;
+mod daemon;
 mod doctor;
 mod durability;
 mod hostile_server;
