@@ -488,3 +488,106 @@ fn a_cancel_recorded_before_a_crash_ends_the_run_cancelled_after_restart() {
         "a cancelled call never runs"
     );
 }
+
+/// `minicode attach` in a pseudo-terminal, on a session whose run is in progress: it shows the
+/// prompt another client sent and the reply as it arrives, and leaving it detaches (the
+/// session stays open in the daemon).
+#[test]
+fn attach_shows_a_running_session() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new();
+    let server = MockServer::start_in_thread(vec![
+        text_reply("Hello from the daemon run.", 4).after(&gate),
+    ]);
+    let daemon = Daemon::start(dir.path(), &server, &[]);
+    let (_, ws) = layout(dir.path());
+    let mut client = daemon.client();
+    let session = client.open(&ws, None);
+    client.subscribe(&session, 0);
+    client.start_run(&session, "watch this from elsewhere");
+    client.events_until("model_request_started");
+
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 30,
+            cols: 100,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.args(["attach", "--session", &session, "--socket"]);
+    cmd.arg(&daemon.socket);
+    cmd.cwd(&ws);
+    cmd.env("HOME", dir.path().join("home"));
+    cmd.env("TERM", "xterm-256color");
+    let mut child = pair.slave.spawn_command(cmd).unwrap();
+    drop(pair.slave);
+    let screen = Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0)));
+    let raw = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let writer = Arc::new(Mutex::new(pair.master.take_writer().unwrap()));
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let (s, r, w) = (screen.clone(), raw.clone(), writer.clone());
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let bytes = &buf[..n];
+            let has = |pat: &[u8]| bytes.windows(pat.len()).any(|x| x == pat);
+            // Answer the terminal queries the UI makes (keyboard flags, cursor position).
+            if has(b"\x1b[?u") {
+                let _ = w.lock().unwrap().write_all(b"\x1b[?0u\x1b[?62;22c");
+            }
+            if has(b"\x1b[6n") {
+                let _ = w.lock().unwrap().write_all(b"\x1b[1;1R");
+            }
+            s.lock().unwrap().process(bytes);
+            r.lock().unwrap().extend_from_slice(bytes);
+        }
+    });
+    let wait_for = |what: &str| {
+        let end = Instant::now() + DEADLINE;
+        while Instant::now() < end {
+            if screen.lock().unwrap().screen().contents().contains(what) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!(
+            "timed out waiting for {what:?}; screen:\n{}",
+            screen.lock().unwrap().screen().contents()
+        );
+    };
+    let send = |bytes: &[u8]| {
+        let mut w = writer.lock().unwrap();
+        w.write_all(bytes).unwrap();
+        w.flush().unwrap();
+    };
+    wait_for("watch this from elsewhere");
+    gate.open();
+    wait_for("Hello from the daemon run.");
+    wait_for("idle");
+    send(b"\x03");
+    wait_for("Ctrl+C again");
+    send(b"\x03");
+    let end = Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < end, "attach did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success() || status.exit_code() == 130, "{status:?}");
+    // Detaching left the session open in the daemon.
+    let listed = client.ok("session.list", json!({}));
+    assert_eq!(listed["sessions"][0]["session_id"], json!(session));
+    assert_eq!(listed["sessions"][0]["closed"], json!(false));
+}
