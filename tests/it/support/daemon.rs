@@ -121,6 +121,15 @@ impl Client {
         self.writer.flush()
     }
 
+    /// The next line from the daemon as it came; `None` at the end of the stream.
+    pub fn read_raw_line(&mut self) -> Option<String> {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    }
+
     /// The next line from the daemon, parsed; `None` at the end of the stream.
     pub fn read(&mut self) -> Option<Value> {
         let mut line = String::new();
