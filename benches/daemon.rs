@@ -11,6 +11,8 @@
 //! docs/performance.md ("Daemon").
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// The shared binary helper starts the daemon in its own session (pre_exec + setsid).
+#![allow(unsafe_code)]
 
 #[path = "../tests/it/support/mock_openai.rs"]
 #[allow(dead_code)]

@@ -74,7 +74,6 @@ pub(crate) enum DaemonError {
 pub(crate) fn runtime_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     match env("XDG_RUNTIME_DIR").filter(|d| Path::new(d).is_absolute()) {
         Some(dir) => Path::new(&dir).join("minicode"),
-        // SAFETY-free: getuid cannot fail.
         None => PathBuf::from(format!("/tmp/minicode-{}", nix::unistd::getuid())),
     }
 }

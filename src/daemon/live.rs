@@ -19,7 +19,10 @@ use crate::protocol::{AgentHandle, Decision, Event, Op, OpSender, TurnEnd};
 /// Recent lines kept in memory per session for subscribers; older ones are read from disk.
 const RING_BYTES: usize = 4 * 1024 * 1024;
 /// Lines a subscriber takes per lock.
-const FOLLOW_BATCH: usize = 1024;
+const FOLLOW_BATCH: usize = 4096;
+/// While events stream, subscribers are woken at most this often: each wake-up then carries
+/// many events in one write per subscriber, which keeps the cost of fan-out low.
+const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The daemon's own events, numbered and logged like the core's.
 #[derive(Debug, Clone, Serialize)]
@@ -179,6 +182,7 @@ impl Live {
             state.commit(batch);
         }
         live.append_core(std::slice::from_ref(&first));
+        live.publish_all();
         tokio::spawn(pump(live.clone(), events));
         live
     }
@@ -187,11 +191,17 @@ impl Live {
         self.published.send_replace(last);
     }
 
-    /// Numbers, logs and publishes core events, keeping the run and approvals in step.
-    fn append_core(&self, events: &[Event]) {
+    /// Numbers and logs core events, keeping the run and approvals in step; the caller
+    /// publishes them. Returns whether one of them should be published at once.
+    fn append_core(&self, events: &[Event]) -> bool {
+        let mut urgent = false;
         let mut state = lock(&self.state);
         let mut batch = empty_batch();
         for event in events {
+            match event {
+                Event::TextDelta { .. } | Event::ReasoningDelta { .. } => {}
+                _ => urgent = true,
+            }
             match event {
                 Event::ApprovalRequested { call, .. } => {
                     state.pending.insert(call.clone());
@@ -227,8 +237,12 @@ impl Live {
             }
         }
         state.commit(batch);
-        let last = state.last;
-        drop(state);
+        urgent
+    }
+
+    /// Wakes subscribers for everything appended so far.
+    fn publish_all(&self) {
+        let last = lock(&self.state).last;
         self.publish(last);
     }
 
@@ -404,7 +418,8 @@ impl Live {
             match state.ring.front() {
                 Some((front, _)) if *front <= cursor + 1 => {
                     let skip = usize::try_from(cursor + 1 - front).unwrap_or(usize::MAX);
-                    return Ok(state.ring.iter().skip(skip).take(max).cloned().collect());
+                    let end = state.ring.len().min(skip.saturating_add(max));
+                    return Ok(state.ring.range(skip.min(end)..end).cloned().collect());
                 }
                 Some((front, _)) => (state.log.segments(), front - 1),
                 None => (state.log.segments(), state.last),
@@ -419,18 +434,45 @@ impl Live {
     }
 }
 
-/// The core's events → the log and subscribers, in batches (one write per batch).
+/// The core's events → the log and subscribers, in batches (one write per batch). Streamed
+/// text is published at most every [`PUBLISH_EVERY`]; anything else at once.
 async fn pump(live: Arc<Live>, mut events: mpsc::UnboundedReceiver<Event>) {
     let mut batch: Vec<Event> = Vec::with_capacity(64);
-    while let Some(event) = events.recv().await {
+    let mut last_publish = tokio::time::Instant::now();
+    let mut unpublished = false;
+    loop {
+        let next = if unpublished {
+            tokio::select! {
+                event = events.recv() => event,
+                _ = tokio::time::sleep_until(last_publish + PUBLISH_EVERY) => {
+                    live.publish_all();
+                    last_publish = tokio::time::Instant::now();
+                    unpublished = false;
+                    continue;
+                }
+            }
+        } else {
+            events.recv().await
+        };
+        let Some(event) = next else {
+            break;
+        };
         batch.push(event);
         while batch.len() < FOLLOW_BATCH
             && let Ok(event) = events.try_recv()
         {
             batch.push(event);
         }
-        live.append_core(&batch);
+        let urgent = live.append_core(&batch);
         batch.clear();
+        let now = tokio::time::Instant::now();
+        if urgent || now >= last_publish + PUBLISH_EVERY {
+            live.publish_all();
+            last_publish = now;
+            unpublished = false;
+        } else {
+            unpublished = true;
+        }
     }
     live.mark_closed();
 }
@@ -468,11 +510,23 @@ async fn follow(
             }
             continue;
         }
-        for (sequence, line) in lines {
-            if out.send(line).await.is_err() {
-                return;
+        // One chunk per batch: one queue entry and one write for many events.
+        let Some((last, _)) = lines.last() else {
+            continue;
+        };
+        let last = *last;
+        let chunk: Line = if lines.len() == 1 {
+            lines[0].1.clone()
+        } else {
+            let mut text = String::with_capacity(lines.iter().map(|(_, l)| l.len()).sum());
+            for (_, line) in &lines {
+                text.push_str(line);
             }
-            cursor = sequence;
+            text.into()
+        };
+        if out.send(chunk).await.is_err() {
+            return;
         }
+        cursor = last;
     }
 }

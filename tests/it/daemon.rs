@@ -202,14 +202,15 @@ fn reconnecting_with_after_sequence_replays_exactly_the_gap() {
     let mut watcher = daemon.client();
     let session = watcher.open(&ws, None);
     watcher.subscribe(&session, 0);
+    // The client that starts the run leaves right away: the run goes on without it.
     let mut leaver = daemon.client();
     leaver.subscribe(&session, 0);
     let first = leaver.next_event();
     let seen_by_leaver = first["sequence"].as_u64().unwrap();
+    leaver.start_run(&session, "talk");
     drop(leaver);
-    // The run goes on without the client that left.
-    watcher.start_run(&session, "talk");
     let all = watcher.events_until("run_ended");
+    assert_eq!(all.last().unwrap()["event"]["end"]["status"], "completed");
     let mut back = daemon.client();
     back.subscribe(&session, seen_by_leaver);
     let last = all.last().unwrap()["sequence"].as_u64().unwrap();
