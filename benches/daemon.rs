@@ -139,8 +139,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--test")
-        || std::env::var("MINICODE_BENCH_QUICK").is_ok();
+    let quick =
+        std::env::args().any(|a| a == "--test") || std::env::var("MINICODE_BENCH_QUICK").is_ok();
     let mut ok = true;
     let dir = tempfile::tempdir().unwrap();
     let server = MockServer::start_in_thread(vec![]);

@@ -409,18 +409,14 @@ pub(super) async fn run_batch(
         core.note_skill_call(call, &output);
         core.session
             .push_result(call.id.clone(), output.content, output.status, summary);
-        match core.journal.clone() {
-            // A host that journals calls learns the call is over only once its result is on
-            // disk: until then, a crash leaves it "started", never to be run again.
-            Some(journal) => {
-                if core.save() {
-                    journal.finished(&call.id);
-                }
+        // A host that journals calls learns the call is over only once its result is on
+        // disk: until then, a crash leaves it "started", never to be run again.
+        if let Some(journal) = core.journal.clone() {
+            if core.save() {
+                journal.finished(&call.id);
             }
-            None if index + 1 < calls.len() => {
-                core.save();
-            }
-            None => {}
+        } else if index + 1 < calls.len() {
+            core.save();
         }
     }
     cancel.is_cancelled()

@@ -421,11 +421,11 @@ fn sigkill_during_a_bash_call_records_execution_unknown_and_never_reruns_it() {
     let history =
         std::fs::read_to_string(ws.join(format!(".minicode/sessions/{session}.json"))).unwrap();
     assert!(history.contains("execution_unknown"));
-    if let Ok(pid) = std::fs::read_to_string(ws.join("pid.txt")) {
-        if let Ok(pid) = pid.trim().parse::<i32>() {
-            // SAFETY: signalling a process group the test started.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-        }
+    if let Ok(pid) = std::fs::read_to_string(ws.join("pid.txt"))
+        && let Ok(pid) = pid.trim().parse::<i32>()
+    {
+        // SAFETY: signalling the process group of the command the test started.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
     }
 }
 
