@@ -228,7 +228,8 @@ fn to_core_event(event: Value, shared: &Mutex<Shared>) -> Option<Event> {
     match kind.as_str() {
         "run_started" => {
             shared.run = event["run_id"].as_str().map(str::to_string);
-            let prompt = event["prompt"].as_str().unwrap_or_default().to_string();
+            // A goal round's run has no prompt: the core's goal events show it.
+            let prompt = event["prompt"].as_str()?.to_string();
             if shared.own_prompts.front() == Some(&prompt) {
                 shared.own_prompts.pop_front();
                 return None;
@@ -300,8 +301,20 @@ async fn forward_ops(
                 let _ = events.send(Event::ShutdownComplete);
                 return;
             }
+            Op::Goal(command) => {
+                let mut params = serde_json::to_value(&command).unwrap_or_default();
+                let method = format!("goal.{}", params["command"].as_str().unwrap_or("show"));
+                if let Some(fields) = params.as_object_mut() {
+                    fields.remove("command");
+                    fields.insert("session_id".into(), json!(session_id));
+                }
+                if let Err(e) = client.call(&method, params).await {
+                    failed(e);
+                }
+            }
             Op::Compact(_)
             | Op::NewSession
+            | Op::Fork
             | Op::McpServers
             | Op::McpRestart { .. }
             | Op::ListSkills => {

@@ -7,6 +7,7 @@
 
 pub(crate) mod commands;
 pub(crate) mod core_events;
+pub mod goal;
 pub mod input;
 pub mod markdown;
 mod mcp;

@@ -37,7 +37,7 @@ impl Core {
         recovery: Recovery,
         open: Vec<CallId>,
         ops: &mut mpsc::UnboundedReceiver<Op>,
-        queue: &mut VecDeque<String>,
+        queue: &mut VecDeque<Op>,
     ) -> bool {
         let turn = self.start_turn();
         let started_at = Instant::now();
@@ -144,6 +144,7 @@ async fn resume(
 ) -> (TurnEnd, TurnStats) {
     let mut stats = TurnStats::default();
     let interrupted = turn::run_batch(core, &calls, &cancel, decisions, &mut stats).await;
+    core.flush_goal_records();
     core.save();
     if interrupted {
         return (TurnEnd::Interrupted, stats);

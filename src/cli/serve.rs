@@ -251,6 +251,7 @@ impl daemon::Opener for Wiring {
                 trace_content: false,
                 subagents: Some(self.subagents.clone()),
                 skills: self.skills.clone(),
+                goal_max_rounds: config.goal_max_rounds,
             },
         };
         let hooks = Hooks {

@@ -297,6 +297,35 @@ impl Connection {
                 live.decide(&p.call_id, decision)?;
                 Ok(json!({ "session_id": p.session_id, "call_id": p.call_id }))
             }
+            goal if goal.starts_with("goal.") => {
+                // `goal.create {session_id, objective, max_rounds?}`, `goal.show`,
+                // `goal.pause` / `goal.clear {expected?}`, `goal.resume {expected?,
+                // max_rounds?}`, `goal.edit {expected?, objective}`: the protocol's GoalOp.
+                let mut fields = match params {
+                    Value::Object(map) => map.clone(),
+                    Value::Null => serde_json::Map::new(),
+                    _ => return Err(RpcError::params("params must be an object")),
+                };
+                let session_id = match fields.remove("session_id") {
+                    Some(Value::String(id)) => id,
+                    _ => return Err(RpcError::params("session_id is required")),
+                };
+                let command = &goal["goal.".len()..];
+                if !matches!(
+                    command,
+                    "create" | "show" | "pause" | "resume" | "edit" | "clear"
+                ) {
+                    return Err(RpcError::new(
+                        wire::METHOD_NOT_FOUND,
+                        format!("no method {goal:?}"),
+                    ));
+                }
+                fields.insert("command".into(), Value::String(command.into()));
+                let op: crate::protocol::GoalOp = serde_json::from_value(Value::Object(fields))
+                    .map_err(|e| RpcError::params(format!("invalid params: {e}")))?;
+                hub.get(&session_id)?.goal(op)?;
+                Ok(json!({ "session_id": session_id }))
+            }
             "server.shutdown" => Ok(json!({ "stopping": true })),
             other => Err(RpcError::new(
                 wire::METHOD_NOT_FOUND,

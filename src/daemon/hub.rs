@@ -155,6 +155,7 @@ impl Hub {
         let run = open_run.map(|r| Run {
             id: r.run_id,
             cancel_requested: r.cancelled,
+            bound: false,
         });
         let live = Live::start(
             id.clone(),

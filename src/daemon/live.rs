@@ -28,8 +28,15 @@ const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum DaemonEvent {
-    /// `run.start` was accepted; the core's `turn_started` follows.
-    RunStarted { run_id: String, prompt: String },
+    /// `run.start` was accepted (`prompt`), or a goal round began (`goal_id`, after the
+    /// core's `goal_round_started`); the core's `turn_started` follows.
+    RunStarted {
+        run_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        goal_id: Option<String>,
+    },
     /// A restarted daemon reopened the session with this run still open; the core answers it
     /// with one turn (see docs/headless.md, "Restarts").
     RunResumed { run_id: String },
@@ -44,6 +51,8 @@ pub(crate) enum DaemonEvent {
 pub(crate) struct Run {
     pub id: String,
     pub cancel_requested: bool,
+    /// Its turn has started (the next `turn_ended` ends the run).
+    pub bound: bool,
 }
 
 struct State {
@@ -57,6 +66,11 @@ struct State {
     /// the session as it stands (its restored history, then everything since).
     configured: u64,
     closed: bool,
+    /// A turn is running (`turn_started` without its `turn_ended` yet).
+    turn_active: bool,
+    /// A goal round began while a prompt's run waited for its turn: that turn is not the
+    /// run's.
+    foreign_turn: bool,
 }
 
 /// An open session.
@@ -167,6 +181,8 @@ impl Live {
                 pending: BTreeSet::new(),
                 configured: 0,
                 closed: false,
+                turn_active: false,
+                foreign_turn: false,
             }),
             published,
             journal,
@@ -213,6 +229,15 @@ impl Live {
                 }
                 Event::SessionConfigured { .. } => state.configured = state.last + 1,
                 Event::ShutdownComplete => state.closed = true,
+                Event::TurnStarted { .. } => {
+                    state.turn_active = true;
+                    let foreign = state.foreign_turn;
+                    if let Some(run) = state.run.as_mut()
+                        && !foreign
+                    {
+                        run.bound = true;
+                    }
+                }
                 _ => {}
             }
             let text = match serde_json::to_string(event) {
@@ -224,16 +249,39 @@ impl Live {
             };
             let run = state.run.as_ref().map(|r| r.id.clone());
             state.line(&self.id, run.as_deref(), &text, &mut batch);
-            if let Event::TurnEnded { end, .. } = event
-                && let Some(run) = state.run.take()
-            {
-                state.pending.clear();
-                let ended = DaemonEvent::RunEnded {
-                    run_id: run.id,
-                    end: end.clone(),
-                };
-                state.daemon_event(&self.id, &ended, &mut batch);
-                self.journal.clear();
+            if let Event::TurnEnded { end, .. } = event {
+                state.turn_active = false;
+                if std::mem::take(&mut state.foreign_turn) {
+                    continue;
+                }
+                if let Some(run) = state.run.take_if(|r| r.bound) {
+                    state.pending.clear();
+                    let ended = DaemonEvent::RunEnded {
+                        run_id: run.id,
+                        end: end.clone(),
+                    };
+                    state.daemon_event(&self.id, &ended, &mut batch);
+                    self.journal.clear();
+                }
+            }
+            // A goal round is a run of its own, started by the core (after this event).
+            if let Event::GoalRoundStarted { goal_id, .. } = event {
+                if state.run.is_none() {
+                    let run_id = uuid::Uuid::new_v4().to_string();
+                    let started = DaemonEvent::RunStarted {
+                        run_id: run_id.clone(),
+                        prompt: None,
+                        goal_id: Some(goal_id.clone()),
+                    };
+                    state.daemon_event(&self.id, &started, &mut batch);
+                    state.run = Some(Run {
+                        id: run_id,
+                        cancel_requested: false,
+                        bound: false,
+                    });
+                } else {
+                    state.foreign_turn = true;
+                }
             }
         }
         state.commit(batch);
@@ -273,17 +321,25 @@ impl Live {
             )
             .with_data(json!({ "run_id": run.id })));
         }
+        if state.turn_active {
+            return Err(RpcError::new(
+                wire::BUSY,
+                "a turn is running in this session; wait for its turn_ended",
+            ));
+        }
         let run_id = uuid::Uuid::new_v4().to_string();
         let mut batch = empty_batch();
         let event = DaemonEvent::RunStarted {
             run_id: run_id.clone(),
-            prompt: prompt.clone(),
+            prompt: Some(prompt.clone()),
+            goal_id: None,
         };
         state.daemon_event(&self.id, &event, &mut batch);
         state.commit(batch);
         state.run = Some(Run {
             id: run_id.clone(),
             cancel_requested: false,
+            bound: false,
         });
         // Sent under the lock, so the core's events for it follow `run_started`.
         self.ops.send(Op::Submit(prompt));
@@ -330,6 +386,19 @@ impl Live {
             call: call.to_string(),
             decision,
         });
+        Ok(())
+    }
+
+    /// A goal command (`goal.*`): the core answers with `goal_changed`, `goal_status` or
+    /// `goal_refused`; while a turn runs it applies the command when the turn ends.
+    pub(crate) fn goal(&self, op: crate::protocol::GoalOp) -> Result<(), RpcError> {
+        if self.is_closed() {
+            return Err(RpcError::new(
+                wire::UNKNOWN_SESSION,
+                "the session is closed",
+            ));
+        }
+        self.ops.send(Op::Goal(op));
         Ok(())
     }
 

@@ -124,6 +124,12 @@ pub struct State {
     pub(crate) interrupted_during: Option<String>,
     pub(crate) sessions_seen: u32,
     pub(crate) tab_cycle: Option<TabCycle>,
+    /// The session's goal as the core last reported it (for the status bar and `/goal`).
+    pub goal: Option<super::goal::GoalView>,
+    /// Why goal access fails, when the core said so.
+    pub(crate) goal_error: Option<String>,
+    /// `/goal` was typed: the next `GoalStatus` is shown in full.
+    pub(crate) goal_asked: bool,
 }
 
 impl State {
@@ -155,6 +161,9 @@ impl State {
             interrupted_during: None,
             sessions_seen: 0,
             tab_cycle: None,
+            goal: None,
+            goal_error: None,
+            goal_asked: false,
         }
     }
 

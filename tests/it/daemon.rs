@@ -592,3 +592,48 @@ fn attach_shows_a_running_session() {
     assert_eq!(listed["sessions"][0]["session_id"], json!(session));
     assert_eq!(listed["sessions"][0]["closed"], json!(false));
 }
+
+#[test]
+fn goal_methods_drive_goal_mode_and_each_round_is_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_in_thread(vec![
+        text_reply("Working on the goal.", 4),
+        text_reply("Still working.", 4),
+        text_reply("More.", 4),
+    ]);
+    let daemon = Daemon::start(dir.path(), &server, &[]);
+    let (_, ws) = layout(dir.path());
+    let mut client = daemon.client();
+    let session = client.open(&ws, None);
+    client.subscribe(&session, 0);
+    client.ok(
+        "goal.create",
+        json!({"session_id": session, "objective": "tidy the README", "max_rounds": 1}),
+    );
+    let events = client.events_until("run_ended");
+    let k = kinds(&events);
+    let created = events
+        .iter()
+        .find(|e| e["event"]["type"] == "goal_changed")
+        .expect("the goal was recorded");
+    assert_eq!(created["event"]["change"], "created");
+    let round = k.iter().position(|t| t == "goal_round_started").unwrap();
+    assert_eq!(k[round + 1], "run_started", "{k:?}");
+    let run_started = &events[round + 1]["event"];
+    assert_eq!(run_started["goal_id"], created["event"]["goal_id"]);
+    assert!(run_started.get("prompt").is_none());
+    assert_eq!(k[round + 2], "turn_started");
+    // The goal can be read back and paused like from any frontend.
+    client.ok("goal.show", json!({ "session_id": session }));
+    let status = client.events_until("goal_status");
+    assert!(status.last().unwrap()["event"]["goal"]["objective"] == "tidy the README");
+    assert_eq!(
+        client.error_code("goal.launch", json!({ "session_id": session })),
+        -32601
+    );
+    assert_eq!(
+        client.error_code("goal.edit", json!({ "session_id": session })),
+        -32602,
+        "edit needs an objective"
+    );
+}
