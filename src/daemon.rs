@@ -78,8 +78,11 @@ pub(crate) fn runtime_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     }
 }
 
-/// Creates `dir` (0700) or checks that an existing one is ours and private.
-pub(crate) fn private_runtime_dir(dir: &Path) -> Result<(), DaemonError> {
+/// Creates `dir` (0700), or checks an existing one: it must be a folder. When it is the
+/// daemon's own (`owned`: the default runtime folder) it must also belong to this user and is
+/// made 0700; a folder the user named (the parent of `--socket`) keeps its mode: the socket
+/// and the token are 0600 themselves.
+pub(crate) fn private_runtime_dir(dir: &Path, owned: bool) -> Result<(), DaemonError> {
     let unsafe_dir = |problem: String| DaemonError::UnsafeDir {
         path: dir.to_path_buf(),
         problem,
@@ -94,6 +97,9 @@ pub(crate) fn private_runtime_dir(dir: &Path) -> Result<(), DaemonError> {
         Ok(meta) => {
             if !meta.is_dir() {
                 return Err(unsafe_dir("is not a folder".into()));
+            }
+            if !owned {
+                return Ok(());
             }
             if meta.uid() != nix::unistd::getuid().as_raw() {
                 return Err(unsafe_dir("belongs to another user".into()));

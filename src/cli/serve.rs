@@ -121,7 +121,8 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
         Listen::Tcp(_) => daemon::runtime_dir(&env),
     };
     if args.token_file.is_none() || matches!(listen, Listen::Unix(_)) {
-        daemon::private_runtime_dir(&folder).map_err(usage)?;
+        let owned = folder == daemon::runtime_dir(&env);
+        daemon::private_runtime_dir(&folder, owned).map_err(usage)?;
     }
     if let Listen::Tcp(addr) = &listen
         && !addr.ip().is_loopback()

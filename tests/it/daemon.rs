@@ -637,3 +637,49 @@ fn goal_methods_drive_goal_mode_and_each_round_is_a_run() {
         "edit needs an objective"
     );
 }
+
+#[test]
+fn listen_serves_loopback_tcp_with_the_token_in_the_runtime_folder() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_in_thread(vec![]);
+    let (_, ws) = layout(dir.path());
+    let runtime = dir.path().join("xdg");
+    std::fs::create_dir(&runtime).unwrap();
+    let mut cmd = crate::support::binary::command(dir.path());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--allowed-root"])
+        .arg(&ws)
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening tcp:")
+        .unwrap()
+        .to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let token_file = runtime.join("minicode/token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    let hello =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "handshake", "params": {"token": token}});
+    writeln!(writer, "{hello}").unwrap();
+    let mut answer = String::new();
+    reader.read_line(&mut answer).unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["result"]["server"], "minicode", "{answer}");
+    let stop = json!({"jsonrpc": "2.0", "id": 2, "method": "server.shutdown"});
+    writeln!(writer, "{stop}").unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "server.shutdown stops the daemon cleanly: {status:?}"
+    );
+}
