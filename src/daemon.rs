@@ -29,6 +29,8 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 pub(crate) const TOKEN_FILE: &str = "token";
 /// The default socket's name in the runtime folder.
 pub(crate) const SOCKET_FILE: &str = "daemon.sock";
+/// The list of open sessions, beside the token.
+pub(crate) const REGISTRY_FILE: &str = "sessions.json";
 
 /// Where the daemon listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +42,8 @@ pub(crate) enum Listen {
 /// What `serve` was started with.
 pub(crate) struct Options {
     pub token: String,
+    /// The list of open sessions a restart after a crash reopens (see `Hub`).
+    pub registry: Option<PathBuf>,
     /// Canonical folders; a workspace must be inside one.
     pub allowed_roots: Vec<PathBuf>,
     pub max_message: usize,
@@ -210,7 +214,14 @@ pub(crate) async fn run(
     options: Options,
     opener: Arc<dyn Opener>,
 ) -> Result<(), DaemonError> {
-    let hub = Arc::new(hub::Hub::new(opener, options.allowed_roots));
+    let hub = Arc::new(hub::Hub::new(
+        opener,
+        options.allowed_roots,
+        options.registry,
+    ));
+    // Before the first connection is accepted: a client that connects at once already sees
+    // the sessions a crash left (and their runs resumed).
+    hub.reopen_registered().await;
     let shared = Arc::new(connection::Shared {
         hub: hub.clone(),
         token: options.token,

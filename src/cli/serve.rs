@@ -139,6 +139,7 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
             (daemon::write_token(&path).map_err(usage)?, path)
         }
     };
+    let registry = folder.join(daemon::REGISTRY_FILE);
     let _log = crate::logging::init(launch, false, None).ok().flatten();
     let opener = Arc::new(Wiring {
         subagents: agent::delegate::Subagents::new(
@@ -165,6 +166,7 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
         }
         let options = daemon::Options {
             token,
+            registry: Some(registry),
             allowed_roots: roots,
             max_message,
         };

@@ -35,6 +35,9 @@ pub(crate) trait Opener: Send + Sync {
 pub(crate) struct Hub {
     opener: Arc<dyn Opener>,
     roots: Vec<PathBuf>,
+    /// Where the open sessions are listed (0600, beside the token), so a daemon restarted
+    /// after a crash reopens them; emptied at a clean shutdown.
+    registry: Option<PathBuf>,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
     /// Opens one session at a time, so one id is never opened twice.
     opening: tokio::sync::Mutex<()>,
@@ -48,10 +51,15 @@ fn open_failed(e: impl std::fmt::Display) -> RpcError {
 
 impl Hub {
     /// `roots` are canonical folders; a workspace must be one of them or inside one.
-    pub(crate) fn new(opener: Arc<dyn Opener>, roots: Vec<PathBuf>) -> Hub {
+    pub(crate) fn new(
+        opener: Arc<dyn Opener>,
+        roots: Vec<PathBuf>,
+        registry: Option<PathBuf>,
+    ) -> Hub {
         Hub {
             opener,
             roots,
+            registry,
             sessions: Mutex::new(HashMap::new()),
             opening: tokio::sync::Mutex::new(()),
             stop: CancellationToken::new(),
@@ -167,7 +175,50 @@ impl Hub {
             run,
         );
         self.sessions().insert(id, live.clone());
+        self.save_registry();
         Ok(live.info())
+    }
+
+    /// Writes the list of open sessions (workspace and id) for a restart to reopen.
+    fn save_registry(&self) {
+        let Some(path) = &self.registry else {
+            return;
+        };
+        let mut open: Vec<Value> = self
+            .sessions()
+            .values()
+            .filter(|l| !l.is_closed())
+            .map(|l| json!({"workspace": l.workspace.display().to_string(), "session_id": l.id}))
+            .collect();
+        open.sort_by(|a, b| a["session_id"].as_str().cmp(&b["session_id"].as_str()));
+        let text = json!({ "sessions": open }).to_string();
+        if let Err(e) = crate::fsutil::write_atomic(path, text.as_bytes(), Some(0o600)) {
+            tracing::warn!(error = %e, "could not write the list of open sessions");
+        }
+    }
+
+    /// Reopens the sessions an earlier daemon had open when it died (each resumes the run it
+    /// left, if any). A session that cannot be opened (gone, locked, now outside the roots)
+    /// is skipped.
+    pub(crate) async fn reopen_registered(&self) {
+        let Some(path) = &self.registry else {
+            return;
+        };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let listed: Value = serde_json::from_str(&text).unwrap_or_default();
+        let entries = listed["sessions"].as_array().cloned().unwrap_or_default();
+        for entry in entries {
+            let (Some(workspace), Some(id)) =
+                (entry["workspace"].as_str(), entry["session_id"].as_str())
+            else {
+                continue;
+            };
+            if let Err(e) = self.open(workspace, Some(id.to_string())).await {
+                tracing::warn!(session = id, error = %e.message, "could not reopen a session");
+            }
+        }
     }
 
     /// An open session by id.
@@ -222,5 +273,7 @@ impl Hub {
         for live in open {
             let _ = tokio::time::timeout_at(deadline, live.closed()).await;
         }
+        // Closed on purpose: nothing to reopen at the next start.
+        self.save_registry();
     }
 }

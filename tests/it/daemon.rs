@@ -341,6 +341,14 @@ fn an_approval_pending_at_sigkill_survives_the_restart_and_the_tool_runs_once() 
 
     let daemon = Daemon::start(dir.path(), &server, &[]);
     let mut client = daemon.client();
+    // The restarted daemon reopened the session by itself, its run still open.
+    let listed = client.ok("session.list", json!({}));
+    assert_eq!(
+        listed["sessions"][0]["session_id"],
+        json!(session),
+        "{listed}"
+    );
+    assert_eq!(listed["sessions"][0]["run_id"], json!(run));
     let info = client.ok(
         "session.open",
         json!({"workspace": ws.display().to_string(), "session_id": session}),
