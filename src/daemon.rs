@@ -9,6 +9,7 @@ mod connection;
 mod hub;
 mod live;
 mod log;
+mod pump;
 pub(crate) mod wire;
 
 use std::io;

@@ -18,11 +18,6 @@ use crate::protocol::{AgentHandle, Decision, Event, Op, OpSender, TurnEnd};
 
 /// Recent lines kept in memory per session for subscribers; older ones are read from disk.
 const RING_BYTES: usize = 4 * 1024 * 1024;
-/// Lines a subscriber takes per lock.
-const FOLLOW_BATCH: usize = 4096;
-/// While events stream, subscribers are woken at most this often: each wake-up then carries
-/// many events in one write per subscriber, which keeps the cost of fan-out low.
-const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The daemon's own events, numbered and logged like the core's.
 #[derive(Debug, Clone, Serialize)]
@@ -199,7 +194,7 @@ impl Live {
         }
         live.append_core(std::slice::from_ref(&first));
         live.publish_all();
-        tokio::spawn(pump(live.clone(), events));
+        tokio::spawn(super::pump::pump(live.clone(), events));
         live
     }
 
@@ -209,7 +204,7 @@ impl Live {
 
     /// Numbers and logs core events, keeping the run and approvals in step; the caller
     /// publishes them. Returns whether one of them should be published at once.
-    fn append_core(&self, events: &[Event]) -> bool {
+    pub(super) fn append_core(&self, events: &[Event]) -> bool {
         let mut urgent = false;
         let mut state = lock(&self.state);
         let mut batch = empty_batch();
@@ -289,12 +284,12 @@ impl Live {
     }
 
     /// Wakes subscribers for everything appended so far.
-    fn publish_all(&self) {
+    pub(super) fn publish_all(&self) {
         let last = lock(&self.state).last;
         self.publish(last);
     }
 
-    fn mark_closed(&self) {
+    pub(super) fn mark_closed(&self) {
         let mut state = lock(&self.state);
         state.closed = true;
         let last = state.last;
@@ -474,11 +469,15 @@ impl Live {
         out: mpsc::Sender<Line>,
     ) -> tokio::task::JoinHandle<()> {
         let receiver = self.published.subscribe();
-        tokio::spawn(follow(self.clone(), after, out, receiver))
+        tokio::spawn(super::pump::follow(self.clone(), after, out, receiver))
     }
 
     /// Up to `max` lines after `cursor`: from memory when it still holds them, else from disk.
-    fn lines_after(&self, cursor: u64, max: usize) -> Result<Vec<(u64, Line)>, RpcError> {
+    pub(super) fn lines_after(
+        &self,
+        cursor: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, Line)>, RpcError> {
         let (segments, upto) = {
             let state = lock(&self.state);
             if cursor >= state.last {
@@ -500,102 +499,5 @@ impl Live {
                 format!("could not read the event log: {e}"),
             )
         })
-    }
-}
-
-/// The core's events → the log and subscribers, in batches (one write per batch). Streamed
-/// text is published at most every [`PUBLISH_EVERY`]; anything else at once.
-async fn pump(live: Arc<Live>, mut events: mpsc::UnboundedReceiver<Event>) {
-    let mut batch: Vec<Event> = Vec::with_capacity(64);
-    let mut last_publish = tokio::time::Instant::now();
-    let mut unpublished = false;
-    loop {
-        let next = if unpublished {
-            tokio::select! {
-                event = events.recv() => event,
-                _ = tokio::time::sleep_until(last_publish + PUBLISH_EVERY) => {
-                    live.publish_all();
-                    last_publish = tokio::time::Instant::now();
-                    unpublished = false;
-                    continue;
-                }
-            }
-        } else {
-            events.recv().await
-        };
-        let Some(event) = next else {
-            break;
-        };
-        batch.push(event);
-        while batch.len() < FOLLOW_BATCH
-            && let Ok(event) = events.try_recv()
-        {
-            batch.push(event);
-        }
-        let urgent = live.append_core(&batch);
-        batch.clear();
-        let now = tokio::time::Instant::now();
-        if urgent || now >= last_publish + PUBLISH_EVERY {
-            live.publish_all();
-            last_publish = now;
-            unpublished = false;
-        } else {
-            unpublished = true;
-        }
-    }
-    live.mark_closed();
-}
-
-/// One subscription: a cursor over the session's lines.
-async fn follow(
-    live: Arc<Live>,
-    mut cursor: u64,
-    out: mpsc::Sender<Line>,
-    mut published: watch::Receiver<u64>,
-) {
-    loop {
-        published.borrow_and_update();
-        let lines = match live.lines_after(cursor, FOLLOW_BATCH) {
-            Ok(lines) => lines,
-            Err(e) => {
-                let params =
-                    json!({"session_id": live.id, "after_sequence": cursor, "reason": e.message});
-                let _ = out
-                    .send(wire::notification("subscription.ended", params))
-                    .await;
-                return;
-            }
-        };
-        if lines.is_empty() {
-            if live.is_closed() {
-                let params = json!({"session_id": live.id, "after_sequence": cursor, "reason": "the session closed"});
-                let _ = out
-                    .send(wire::notification("subscription.ended", params))
-                    .await;
-                return;
-            }
-            if published.changed().await.is_err() {
-                return;
-            }
-            continue;
-        }
-        // One chunk per batch: one queue entry and one write for many events.
-        let Some((last, _)) = lines.last() else {
-            continue;
-        };
-        let last = *last;
-        let chunk: Line = if lines.len() == 1 {
-            lines[0].1.clone()
-        } else {
-            let mut text = String::with_capacity(lines.iter().map(|(_, l)| l.len()).sum());
-            for (_, line) in &lines {
-                text.push_str(line);
-            }
-            text.into()
-        };
-        if out.send(chunk).await.is_err() {
-            return;
-        }
-        cursor = last;
     }
 }
