@@ -20,6 +20,7 @@ mod context_live;
 mod context_manual;
 mod context_validate;
 mod daemon;
+mod daemon_docs;
 mod doctor;
 mod durability;
 mod goal_agent;
