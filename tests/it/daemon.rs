@@ -498,6 +498,51 @@ fn a_cancel_recorded_before_a_crash_ends_the_run_cancelled_after_restart() {
     );
 }
 
+/// The real sequence, end to end: `run.cancel` answered, SIGKILL at once. Whether the core had
+/// ended the run before the kill or not (the timing varies), after the restart the run is over,
+/// interrupted, the call it was asking about never ran and nobody is asked about it again.
+#[test]
+fn a_cancel_answered_just_before_sigkill_leaves_the_run_cancelled_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_in_thread(vec![
+        tool_reply(&[bash_call("call_1", "echo ran >> count.txt")]),
+        text_reply("should never be asked", 4),
+    ]);
+    let (_, ws) = layout(dir.path());
+    let mut daemon = Daemon::start(dir.path(), &server, &[]);
+    let mut client = daemon.client();
+    let session = client.open(&ws, None);
+    client.subscribe(&session, 0);
+    let run = client.start_run(&session, "count");
+    client.events_until("approval_requested");
+    client.ok("run.cancel", json!({ "run_id": run }));
+    daemon.kill();
+    let requests_before = server.request_count();
+
+    let daemon = Daemon::start(dir.path(), &server, &[]);
+    let mut client = daemon.client();
+    client.open(&ws, Some(&session));
+    client.subscribe(&session, 0);
+    let all = client.events_until("run_ended");
+    let k = kinds(&all);
+    let cancelled = k.iter().position(|t| t == "cancel_requested").unwrap();
+    assert!(
+        !k[cancelled..].contains(&"approval_requested".to_string()),
+        "not asked again: {k:?}"
+    );
+    let ended = all.last().unwrap();
+    assert_eq!(ended["run_id"], json!(run));
+    assert_eq!(ended["event"]["end"]["status"], "interrupted");
+    assert!(!ws.join("count.txt").exists(), "the call never ran");
+    let listed = client.ok("session.list", json!({}));
+    assert_eq!(listed["sessions"][0]["run_id"], Value::Null, "{listed}");
+    assert_eq!(
+        server.request_count(),
+        requests_before,
+        "no model request after the cancel"
+    );
+}
+
 /// `minicode attach` in a pseudo-terminal, on a session whose run is in progress: it shows the
 /// prompt another client sent and the reply as it arrives, and leaving it detaches (the
 /// session stays open in the daemon).
