@@ -13,6 +13,7 @@ mod history;
 mod mcp;
 pub(crate) mod prompt;
 mod sessions;
+pub mod recovery;
 mod skills;
 mod spans;
 pub(crate) mod turn;
@@ -25,7 +26,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{AgentHandle, CallId, Decision, Event, Op, TurnEnd, TurnStats, WindowSource};
+use crate::protocol::{
+    AgentHandle, CallId, Decision, Event, Journal, Op, TurnEnd, TurnStats, WindowSource,
+};
 use crate::provider::Provider;
 use crate::session::Session;
 use crate::tools::skills::Skills;
@@ -102,7 +105,22 @@ pub struct Setup {
 pub fn spawn(setup: Setup) -> AgentHandle {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    tokio::spawn(run_core(setup, ops_rx, events_tx, None));
+    tokio::spawn(run_core(
+        setup,
+        ops_rx,
+        events_tx,
+        None,
+        recovery::Hooks::default(),
+    ));
+    AgentHandle::new(ops_tx, events_rx)
+}
+
+/// Starts the core for a host that journals tool calls and may reopen a session a crash left
+/// mid-run (the daemon): like [`spawn`], with `hooks` (see `agent::recovery`).
+pub fn spawn_hosted(setup: Setup, hooks: recovery::Hooks) -> AgentHandle {
+    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    tokio::spawn(run_core(setup, ops_rx, events_tx, None, hooks));
     AgentHandle::new(ops_tx, events_rx)
 }
 
@@ -112,7 +130,8 @@ pub(crate) fn spawn_child(setup: Setup, system_prompt: String, span: tracing::Sp
     use tracing::Instrument;
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    tokio::spawn(run_core(setup, ops_rx, events_tx, Some(system_prompt)).instrument(span));
+    let hooks = recovery::Hooks::default();
+    tokio::spawn(run_core(setup, ops_rx, events_tx, Some(system_prompt), hooks).instrument(span));
     AgentHandle::new(ops_tx, events_rx)
 }
 
@@ -146,6 +165,8 @@ pub(crate) struct Core {
     skills: skills::View,
     events: mpsc::UnboundedSender<Event>,
     turns: u64,
+    /// The host's record of tool calls in flight, when it keeps one.
+    journal: Option<Arc<dyn Journal>>,
     /// The session's goal: the fold of its records and the live activation.
     goals: goal::Goals,
     /// The goal tools this core runs, and whether they are declared now.
@@ -173,20 +194,23 @@ impl Core {
     /// Validates and saves the session, reporting (not failing on) errors: the turn's work is
     /// still valid. A history that fails validation is not written (the file keeps its last
     /// good state): it would only fail again on resume. The last batch may still be open.
-    fn save(&mut self) {
+    /// Returns whether the file now holds the history.
+    fn save(&mut self) -> bool {
         if let Err(e) = validate::history_prefix(self.session.messages()) {
             tracing::error!(error = %e, "refusing to save an invalid history");
             self.emit(Event::Warning {
                 message: format!("could not save the session: {e}"),
             });
-            return;
+            return false;
         }
         if let Err(e) = self.session.save() {
             tracing::error!(error = %e, "session save failed");
             self.emit(Event::Warning {
                 message: format!("could not save the session: {e}"),
             });
+            return false;
         }
+        true
     }
 
     fn configured(&self) -> Event {
@@ -394,6 +418,7 @@ async fn run_core(
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<Event>,
     system_prompt: Option<String>,
+    hooks: recovery::Hooks,
 ) {
     // A sub-agent's core comes with its own prompt and never offers skills or sub-agents.
     let child = system_prompt.is_some();
@@ -473,11 +498,15 @@ async fn run_core(
         },
         events,
         turns: 0,
+        journal: hooks.journal,
         goals: goal::Goals::default(),
         goal_tools: goal::tools::Set::default(),
         goal_tools_declared: false,
         quota_failure: false,
     };
+    // A host that knows which calls had started answers the open calls itself (below);
+    // otherwise the load's "interrupted, outcome unknown" results stand.
+    let mut recovery = hooks.recovery.map(|r| (r, core.session.reopen_repaired()));
     core.skills
         .loaded
         .set(crate::tools::skills::loaded_in(core.session.messages()));
@@ -530,6 +559,12 @@ async fn run_core(
     mcp::notices(core.mcp.as_deref(), &core.events);
     let mut queue: VecDeque<Op> = VecDeque::new();
     loop {
+        if let Some((recovery, open)) = recovery.take() {
+            if core.recover(recovery, open, &mut ops, &mut queue).await {
+                break;
+            }
+            continue;
+        }
         let op = match queue.pop_front() {
             Some(op) => op,
             // An armed, active goal runs its next round whenever nothing else waits: an op

@@ -181,7 +181,7 @@ impl Usage {
 }
 
 /// What the user must see to decide on a call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ApprovalRequest {
     /// A shell command to run in the workspace.
@@ -210,4 +210,7 @@ pub enum ToolStatus {
     Rejected,
     /// Interrupted by the user; the process group was killed.
     Interrupted,
+    /// It had started when the process running it died, before its result was saved:
+    /// whether it took effect is unknown, and it is never run again.
+    ExecutionUnknown,
 }

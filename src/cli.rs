@@ -7,6 +7,7 @@ mod acp;
 mod doctor;
 mod goal;
 mod mcp;
+mod serve;
 mod skills;
 mod trust;
 
@@ -136,6 +137,11 @@ pub enum Command {
         #[command(subcommand)]
         command: McpCommand,
     },
+    /// Run a daemon several clients share over a Unix socket or loopback TCP (newline-delimited
+    /// JSON-RPC 2.0; see docs/headless.md).
+    Serve(serve::ServeArgs),
+    /// Open the full-screen session as a client of a running `minicode serve`.
+    Attach(serve::AttachArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -202,6 +208,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             return doctor::run(&env, &launch, flags, *output_format);
         }
         Some(Command::Skills) => return skills::list(&env, &launch),
+        Some(Command::Serve(serve_args)) => return serve::serve(serve_args, &launch),
+        Some(Command::Attach(attach_args)) => return serve::attach(attach_args, &launch),
         None => {}
     }
     let overrides = Overrides {

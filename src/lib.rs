@@ -9,9 +9,11 @@
 
 pub(crate) mod acp;
 pub mod agent;
+pub(crate) mod attach;
 pub mod chat;
 pub mod cli;
 pub mod config;
+pub(crate) mod daemon;
 pub mod defaults;
 pub mod fsutil;
 pub mod logging;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::chat::{ApprovalRequest, ToolStatus, Usage};
@@ -51,7 +51,7 @@ pub enum Op {
 }
 
 /// The user's answer to an approval request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Decision {
     /// Run this call.
@@ -63,7 +63,7 @@ pub enum Decision {
 }
 
 /// Why a turn ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum TurnEnd {
     Completed,
@@ -86,7 +86,7 @@ impl TurnEnd {
 }
 
 /// Token accounting for a turn: never estimated, only what servers reported.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenStats {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -131,9 +131,9 @@ impl TokenStats {
 }
 
 /// Per-turn statistics, reported on every ending alike.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnStats {
-    #[serde(serialize_with = "ser_millis")]
+    #[serde(serialize_with = "ser_millis", deserialize_with = "de_millis")]
     pub wall: Duration,
     pub model_calls: u32,
     pub tool_calls: u32,
@@ -164,7 +164,7 @@ impl TurnStats {
 }
 
 /// How a sub-agent's task ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SubagentStatus {
     /// It answered.
@@ -193,8 +193,12 @@ fn ser_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
     s.serialize_u64(d.as_millis() as u64)
 }
 
+fn de_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    u64::deserialize(d).map(Duration::from_millis)
+}
+
 /// Where the context window in use came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WindowSource {
     /// `[model] context_window` in the configuration: always wins over a probe.
@@ -220,7 +224,7 @@ impl WindowSource {
 }
 
 /// Something that happened in the core.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// The session is ready (sent first, and again after `NewSession`).
@@ -409,7 +413,7 @@ pub enum Event {
 }
 
 /// One MCP server as `/mcp` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpServer {
     pub id: String,
     /// The file that defines it.
@@ -422,7 +426,7 @@ pub struct McpServer {
 }
 
 /// Where an MCP server is in its life.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum McpState {
     /// Configured but not started (disabled, or not approved).
@@ -438,7 +442,7 @@ pub enum McpState {
 }
 
 /// One skill as `/skills` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillEntry {
     pub name: String,
     pub description: String,
@@ -448,7 +452,7 @@ pub struct SkillEntry {
 }
 
 /// Where a skill stands in this session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkillState {
     /// Its name and description are in the system prompt.
@@ -471,7 +475,7 @@ impl SkillState {
 
 /// One item of a restored conversation: what the user saw, not what the model is sent (no
 /// system prompt, project memory or compaction notes).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum HistoryEntry {
     /// A prompt the user sent.
@@ -493,6 +497,29 @@ pub enum HistoryEntry {
         /// The result the model read.
         output: String,
     },
+}
+
+/// Where a host that outlives crashes (the daemon) records tool calls, so that after a crash
+/// it knows which calls had started. The core calls it synchronously around every effect.
+pub trait Journal: Send + Sync {
+    /// The call's effect is about to start. An error keeps the call from running (it fails
+    /// with that error), so a call never runs unrecorded.
+    fn starting(&self, call: &str) -> std::io::Result<()>;
+    /// The call's result is saved in the session: it will never be taken for one in flight.
+    fn finished(&self, call: &str);
+}
+
+/// What a host knows about the run a crash left open, handed to the core that reopens the
+/// session (see `agent::spawn_hosted`). The core answers it with one turn (`TurnStarted` …
+/// `TurnEnded`): calls that had started end as `ExecutionUnknown` and end the turn failed;
+/// after a recorded cancel the rest are not run and the turn ends interrupted; otherwise the
+/// calls that never started run now (asking for approval again) and the turn goes on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Calls whose effect had started and whose result was not saved.
+    pub started: Vec<CallId>,
+    /// A cancel of the run was recorded before the crash.
+    pub cancelled: bool,
 }
 
 /// A frontend's end of the core: send ops, receive events.

@@ -402,6 +402,19 @@ impl Session {
         &self.repaired
     }
 
+    /// Takes back the "interrupted" results the load gave to calls left open, leaving those
+    /// calls open again, and returns their ids in call order. For a host that knows more
+    /// about them (which had started, see `protocol::Recovery`) and answers them itself.
+    pub fn reopen_repaired(&mut self) -> Vec<String> {
+        let open = std::mem::take(&mut self.repaired);
+        let keep = self.messages.len().saturating_sub(open.len());
+        self.messages.truncate(keep);
+        while self.results.last().is_some_and(|(at, _)| *at >= keep) {
+            self.results.pop();
+        }
+        open
+    }
+
     /// Removes the files of a session that never received a message (the user opened and left),
     /// so `--continue` and `sessions` are not cluttered with empty ones. Keeps any other session.
     pub(crate) fn discard_if_empty(self) -> Result<bool, SessionError> {

@@ -203,6 +203,7 @@ pub(crate) fn end_tool_call(span: &Span, status: ToolStatus) {
         ToolStatus::Denied => ("denied", false),
         ToolStatus::Rejected => ("rejected", true),
         ToolStatus::Interrupted => ("interrupted", false),
+        ToolStatus::ExecutionUnknown => ("execution_unknown", true),
     };
     span.record("minicode.tool.status", name);
     if error {

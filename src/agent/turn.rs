@@ -90,45 +90,9 @@ pub(crate) async fn run(
     // A skill whose trigger the message names joins history right after it, before the
     // first request (see agent/skills.rs).
     core.load_triggered(triggered).await;
-    let end = async {
-        let mut round: u32 = 0;
-        loop {
-            if round >= core.options.max_rounds {
-                return final_summary(core, &cancel, &mut stats, round).await;
-            }
-            round += 1;
-            let (mut reply, sent) =
-                match request(core, &cancel, &mut stats, Some(round), None).await {
-                    Ok(done) => done,
-                    Err(end) => return end,
-                };
-            super::validate::unique_call_ids(&mut reply.tool_calls);
-            let mut message = reply.to_message();
-            if core.options.send_reasoning && !reply.reasoning.is_empty() {
-                message.reasoning = Some(std::mem::take(&mut reply.reasoning));
-            }
-            // Broken arguments are answered by a rejection below; history keeps `{}`.
-            super::validate::normalize_arguments(&mut message);
-            core.session.push(message);
-            core.report_usage(sent, reply.usage);
-            if reply.tool_calls.is_empty() {
-                return TurnEnd::Completed;
-            }
-            // Persist the calls before running them: after a crash the resumed session marks
-            // the call in flight as interrupted instead of losing (and re-running) the round.
-            core.save();
-            let interrupted =
-                run_batch(core, &reply.tool_calls, &cancel, decisions, &mut stats).await;
-            // A goal tool's change is recorded after the whole batch's results.
-            core.flush_goal_records();
-            core.save();
-            if interrupted {
-                return TurnEnd::Interrupted;
-            }
-        }
-    }
-    .instrument(span.clone())
-    .await;
+    let end = rounds(core, &cancel, decisions, &mut stats, 0)
+        .instrument(span.clone())
+        .await;
     stats.wall = started.elapsed();
     spans::end_turn(&span, &end, &stats);
     if let (Some(content), TurnEnd::Completed | TurnEnd::RoundLimit { .. }) = (content, &end)
@@ -141,6 +105,49 @@ pub(crate) async fn run(
         content.turn_text(&span, Role::Assistant, answer);
     }
     (end, stats)
+}
+
+/// Model requests and their tool rounds until a reply without tool calls, the round limit, an
+/// interrupt or a failure; `round` is the number of rounds already run in this turn.
+pub(super) async fn rounds(
+    core: &mut Core,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+    stats: &mut TurnStats,
+    mut round: u32,
+) -> TurnEnd {
+    loop {
+        if round >= core.options.max_rounds {
+            return final_summary(core, cancel, stats, round).await;
+        }
+        round += 1;
+        let (mut reply, sent) = match request(core, cancel, stats, Some(round), None).await {
+            Ok(done) => done,
+            Err(end) => return end,
+        };
+        super::validate::unique_call_ids(&mut reply.tool_calls);
+        let mut message = reply.to_message();
+        if core.options.send_reasoning && !reply.reasoning.is_empty() {
+            message.reasoning = Some(std::mem::take(&mut reply.reasoning));
+        }
+        // Broken arguments are answered by a rejection below; history keeps `{}`.
+        super::validate::normalize_arguments(&mut message);
+        core.session.push(message);
+        core.report_usage(sent, reply.usage);
+        if reply.tool_calls.is_empty() {
+            return TurnEnd::Completed;
+        }
+        // Persist the calls before running them: after a crash the resumed session marks
+        // the call in flight as interrupted instead of losing (and re-running) the round.
+        core.save();
+        let interrupted = run_batch(core, &reply.tool_calls, cancel, decisions, stats).await;
+        // A goal tool's change is recorded after the whole batch's results.
+        core.flush_goal_records();
+        core.save();
+        if interrupted {
+            return TurnEnd::Interrupted;
+        }
+    }
 }
 
 /// One main request with the context kept in shape around it: the budget check (compacting
@@ -403,7 +410,7 @@ async fn final_summary(
 
 /// Runs a batch of calls in order, appending one result per call. Returns true if the user
 /// interrupted; then the calls not yet run are answered as skipped.
-async fn run_batch(
+pub(super) async fn run_batch(
     core: &mut Core,
     calls: &[ToolCall],
     cancel: &CancellationToken,
@@ -432,7 +439,13 @@ async fn run_batch(
         core.note_skill_call(call, &output);
         core.session
             .push_result(call.id.clone(), output.content, output.status, summary);
-        if index + 1 < calls.len() {
+        // A host that journals calls learns the call is over only once its result is on
+        // disk: until then, a crash leaves it "started", never to be run again.
+        if let Some(journal) = core.journal.clone() {
+            if core.save() {
+                journal.finished(&call.id);
+            }
+        } else if index + 1 < calls.len() {
             core.save();
         }
     }
@@ -525,6 +538,15 @@ async fn prepare_and_run(
     }
     if let Some(which) = core.goal_tools.which(&tool) {
         return (summary, core.goal_tool(which, &args));
+    }
+    if let Some(journal) = &core.journal
+        && let Err(e) = journal.starting(&call.id)
+    {
+        let output = ToolOutput {
+            status: ToolStatus::Failed,
+            content: format!("not run: could not record that the call starts: {e}"),
+        };
+        return (summary, output);
     }
     let subagents = core.options.subagents.clone();
     let ours = core

@@ -457,6 +457,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
         Some(ToolStatus::Denied) => ("⊘", Style::new().fg(Color::Red)),
         Some(ToolStatus::Rejected) => ("!", Style::new().fg(Color::Red)),
         Some(ToolStatus::Interrupted) => ("■", Style::new().fg(Color::Yellow)),
+        Some(ToolStatus::ExecutionUnknown) => ("?", Style::new().fg(Color::Yellow)),
     };
     let first = [Span::styled(format!("{mark} "), mark_style)];
     let runs = [

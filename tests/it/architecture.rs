@@ -109,6 +109,17 @@ const RULES: &[Rule] = &[
               and gets its cores from the CLI",
     },
     Rule {
+        module: "daemon",
+        may_use: Some(&["protocol", "chat", "fsutil", "sanitize"]),
+        why: "the daemon is a transport over the protocol: the CLI builds its cores; it keeps \
+              its event log under .minicode with fsutil",
+    },
+    Rule {
+        module: "attach",
+        may_use: Some(&["protocol", "chat", "sanitize"]),
+        why: "a client of the daemon hands the full-screen UI a protocol handle, nothing more",
+    },
+    Rule {
         module: "cli",
         may_use: None,
         why: "the CLI wires everything",

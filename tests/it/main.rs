@@ -20,6 +20,8 @@ mod context_compact;
 mod context_live;
 mod context_manual;
 mod context_validate;
+mod daemon;
+mod daemon_docs;
 mod doctor;
 mod durability;
 mod goal_agent;

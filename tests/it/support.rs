@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod binary;
+pub mod daemon;
 pub mod events;
 pub mod fake;
 pub mod isolated;

@@ -1,0 +1,327 @@
+//! `minicode attach`: a client of a running daemon that hands the full-screen UI an ordinary
+//! `AgentHandle`. The daemon's event notifications become `protocol::Event`s again and the
+//! UI's ops become requests (`run.start`, `run.cancel`, `approval.decide`), so the UI runs
+//! unchanged. Leaving detaches: the session and its run go on in the daemon. It owns no agent
+//! logic and draws nothing.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::protocol::{AgentHandle, Decision, Event, HistoryEntry, Op};
+
+/// The largest line accepted from the daemon (a restored history can be large).
+const MAX_LINE: usize = 256 * 1024 * 1024;
+
+/// Where the daemon is.
+#[derive(Debug, Clone)]
+pub(crate) enum Endpoint {
+    Unix(PathBuf),
+    Tcp(std::net::SocketAddr),
+}
+
+/// Why attaching failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AttachError {
+    #[error("cannot connect to the daemon at {what}: {source} (is `minicode serve` running?)")]
+    Connect {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the daemon refused {method}: {message}")]
+    Refused { method: String, message: String },
+    #[error("the daemon closed the connection")]
+    Closed,
+}
+
+/// The attached session.
+pub(crate) struct Attached {
+    pub handle: AgentHandle,
+    pub session_id: String,
+}
+
+trait Io: AsyncRead + AsyncWrite + Send {}
+impl<T: AsyncRead + AsyncWrite + Send> Io for T {}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
+
+/// Requests over one connection, answers matched by id.
+#[derive(Clone)]
+struct Client {
+    out: mpsc::UnboundedSender<String>,
+    pending: Pending,
+    next: Arc<AtomicU64>,
+}
+
+impl Client {
+    async fn call(&self, method: &str, params: Value) -> Result<Value, AttachError> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(id, tx);
+        }
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.out
+            .send(format!("{line}\n"))
+            .map_err(|_| AttachError::Closed)?;
+        match rx.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(message)) => Err(AttachError::Refused {
+                method: method.to_string(),
+                message,
+            }),
+            Err(_) => Err(AttachError::Closed),
+        }
+    }
+}
+
+/// What the reader shares with the op side.
+#[derive(Default)]
+struct Shared {
+    /// The run in progress, from `run_started` / `run_resumed` / `run_ended`.
+    run: Option<String>,
+    /// Prompts this client sent whose `run_started` has not come back yet: the UI shows them
+    /// already.
+    own_prompts: VecDeque<String>,
+}
+
+/// Connects, authenticates, opens (or creates) the session and subscribes from where its
+/// current state can be rebuilt; returns a handle the UI drives like a local core.
+pub(crate) async fn connect(
+    endpoint: &Endpoint,
+    token: &str,
+    workspace: &std::path::Path,
+    session_id: Option<&str>,
+) -> Result<Attached, AttachError> {
+    let stream: Box<dyn Io + Unpin> = match endpoint {
+        Endpoint::Unix(path) => Box::new(tokio::net::UnixStream::connect(path).await.map_err(
+            |source| AttachError::Connect {
+                what: path.display().to_string(),
+                source,
+            },
+        )?),
+        Endpoint::Tcp(addr) => Box::new(tokio::net::TcpStream::connect(addr).await.map_err(
+            |source| AttachError::Connect {
+                what: addr.to_string(),
+                source,
+            },
+        )?),
+    };
+    let (read, mut write) = tokio::io::split(stream);
+    let (out, mut lines) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        while let Some(line) = lines.recv().await {
+            if write.write_all(line.as_bytes()).await.is_err() || write.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let client = Client {
+        out,
+        pending: Arc::default(),
+        next: Arc::new(AtomicU64::new(1)),
+    };
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    let (events_tx, events_rx) = mpsc::unbounded_channel::<Event>();
+    tokio::spawn(read_lines(
+        read,
+        client.pending.clone(),
+        shared.clone(),
+        events_tx.clone(),
+    ));
+    client.call("handshake", json!({ "token": token })).await?;
+    let info = client
+        .call(
+            "session.open",
+            json!({"workspace": workspace.display().to_string(), "session_id": session_id}),
+        )
+        .await?;
+    let session_id = info["session_id"].as_str().unwrap_or_default().to_string();
+    let after = info["resume_after"].as_u64().unwrap_or(0);
+    client
+        .call(
+            "session.subscribe",
+            json!({"session_id": session_id, "after_sequence": after}),
+        )
+        .await?;
+    let (ops_tx, ops_rx) = mpsc::unbounded_channel::<Op>();
+    tokio::spawn(forward_ops(
+        ops_rx,
+        client,
+        session_id.clone(),
+        shared,
+        events_tx,
+    ));
+    Ok(Attached {
+        handle: AgentHandle::new(ops_tx, events_rx),
+        session_id,
+    })
+}
+
+/// The daemon's lines: answers to pending requests, and events for the UI.
+async fn read_lines<R: AsyncRead + Unpin>(
+    read: R,
+    pending: Pending,
+    shared: Arc<Mutex<Shared>>,
+    events: mpsc::UnboundedSender<Event>,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if buf.len() > MAX_LINE {
+            break;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&buf) else {
+            continue;
+        };
+        if let Some(id) = message.get("id").and_then(Value::as_u64) {
+            let answer = match message.get("error") {
+                Some(error) => Err(error["message"].as_str().unwrap_or("error").to_string()),
+                None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+            };
+            let waiting = pending.lock().ok().and_then(|mut p| p.remove(&id));
+            if let Some(tx) = waiting {
+                let _ = tx.send(answer);
+            }
+            continue;
+        }
+        match message["method"].as_str() {
+            Some("event") => {
+                let event = message["params"]["event"].clone();
+                if let Some(event) = to_core_event(event, &shared) {
+                    let _ = events.send(event);
+                }
+            }
+            Some("subscription.ended") => {
+                let reason = message["params"]["reason"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                let _ = events.send(Event::Error {
+                    message: format!("the daemon ended this view of the session: {reason}"),
+                });
+            }
+            _ => {}
+        }
+    }
+    let _ = events.send(Event::Error {
+        message: "the daemon closed the connection".into(),
+    });
+}
+
+/// A logged event → what the UI shows: core events as they are; the daemon's run markers
+/// keep the run id, and another client's prompt appears as a user entry.
+fn to_core_event(event: Value, shared: &Mutex<Shared>) -> Option<Event> {
+    let kind = event["type"].as_str().unwrap_or_default().to_string();
+    let mut shared = shared.lock().ok()?;
+    match kind.as_str() {
+        "run_started" => {
+            shared.run = event["run_id"].as_str().map(str::to_string);
+            // A goal round's run has no prompt: the core's goal events show it.
+            let prompt = event["prompt"].as_str()?.to_string();
+            if shared.own_prompts.front() == Some(&prompt) {
+                shared.own_prompts.pop_front();
+                return None;
+            }
+            Some(Event::HistoryRestored {
+                entries: vec![HistoryEntry::User { text: prompt }],
+            })
+        }
+        "run_resumed" => {
+            shared.run = event["run_id"].as_str().map(str::to_string);
+            None
+        }
+        "run_ended" => {
+            shared.run = None;
+            None
+        }
+        "cancel_requested" => None,
+        _ => serde_json::from_value::<Event>(event).ok(),
+    }
+}
+
+/// The UI's ops → requests. `Shutdown` detaches (the daemon's session goes on).
+async fn forward_ops(
+    mut ops: mpsc::UnboundedReceiver<Op>,
+    client: Client,
+    session_id: String,
+    shared: Arc<Mutex<Shared>>,
+    events: mpsc::UnboundedSender<Event>,
+) {
+    let failed = |e: AttachError| {
+        let _ = events.send(Event::Error {
+            message: e.to_string(),
+        });
+    };
+    while let Some(op) = ops.recv().await {
+        match op {
+            Op::Submit(prompt) => {
+                if let Ok(mut s) = shared.lock() {
+                    s.own_prompts.push_back(prompt.clone());
+                }
+                let params = json!({"session_id": session_id, "prompt": prompt});
+                if let Err(e) = client.call("run.start", params).await {
+                    if let Ok(mut s) = shared.lock() {
+                        s.own_prompts.retain(|p| *p != prompt);
+                    }
+                    failed(e);
+                }
+            }
+            Op::Interrupt => {
+                let run = shared.lock().ok().and_then(|s| s.run.clone());
+                if let Some(run_id) = run
+                    && let Err(e) = client.call("run.cancel", json!({ "run_id": run_id })).await
+                {
+                    failed(e);
+                }
+            }
+            Op::Decide { call, decision } => {
+                let (decision, reason) = match decision {
+                    Decision::Approve => ("approve", None),
+                    Decision::ApproveTool => ("approve_tool", None),
+                    Decision::Deny { reason } => ("deny", reason),
+                };
+                let params = json!({"session_id": session_id, "call_id": call, "decision": decision, "reason": reason});
+                if let Err(e) = client.call("approval.decide", params).await {
+                    failed(e);
+                }
+            }
+            Op::Shutdown => {
+                let _ = events.send(Event::ShutdownComplete);
+                return;
+            }
+            Op::Goal(command) => {
+                let mut params = serde_json::to_value(&command).unwrap_or_default();
+                let method = format!("goal.{}", params["command"].as_str().unwrap_or("show"));
+                if let Some(fields) = params.as_object_mut() {
+                    fields.remove("command");
+                    fields.insert("session_id".into(), json!(session_id));
+                }
+                if let Err(e) = client.call(&method, params).await {
+                    failed(e);
+                }
+            }
+            Op::Compact(_)
+            | Op::NewSession
+            | Op::Fork
+            | Op::McpServers
+            | Op::McpRestart { .. }
+            | Op::ListSkills => {
+                let _ = events.send(Event::Error {
+                    message: "not available while attached to a daemon: use a local session".into(),
+                });
+            }
+        }
+    }
+}

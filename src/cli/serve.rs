@@ -1,0 +1,320 @@
+//! `minicode serve` and `minicode attach`: the wiring of the daemon (one configuration, one
+//! provider and the sub-agent slots shared by every session; a core built per session with
+//! the daemon's journal and recovery hooks) and of a full-screen client of it. The daemon's
+//! own logic is in `daemon`, the client's in `attach`; this file only assembles and reports.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use super::{Failure, usage};
+use crate::agent::recovery::Hooks;
+use crate::agent::{self, Options, Setup};
+use crate::attach::{self, Endpoint};
+use crate::config::{Config, Overrides};
+use crate::daemon::{self, Listen};
+use crate::protocol::{AgentHandle, Journal, Recovery, WindowSource};
+use crate::provider::Provider;
+use crate::session::Session;
+use crate::tools::{Registry, Secrets, ToolCtx};
+
+/// `minicode serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Listen on TCP at this address instead of a Unix socket, e.g. 127.0.0.1:7700 (port 0
+    /// picks one). Only a loopback address unless you name another one explicitly.
+    #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
+    pub listen: Option<SocketAddr>,
+    /// The Unix socket (default: $XDG_RUNTIME_DIR/minicode/daemon.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Read the token clients must present from this file instead of writing a random one to
+    /// `token` beside the socket.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// A folder whose workspaces clients may open (repeatable; default: the current folder).
+    #[arg(long = "allowed-root", value_name = "DIR")]
+    pub allowed_roots: Vec<PathBuf>,
+    /// The largest message a client may send, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = daemon::wire::DEFAULT_MAX_MESSAGE)]
+    pub max_message_bytes: usize,
+    /// Use this config file instead of the usual locations.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Model name (overrides config and MINICODE_MODEL).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Server base URL (overrides config and MINICODE_BASE_URL).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Use the built-in offline demo model.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+/// `minicode attach`.
+#[derive(Debug, clap::Args)]
+pub struct AttachArgs {
+    /// The session to show (of the current folder's workspace); without it, a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// The daemon's Unix socket (default: $XDG_RUNTIME_DIR/minicode/daemon.sock).
+    #[arg(long, value_name = "PATH", conflicts_with = "connect")]
+    pub socket: Option<PathBuf>,
+    /// The daemon's TCP address instead of its socket.
+    #[arg(long, value_name = "ADDR")]
+    pub connect: Option<SocketAddr>,
+    /// The token file (default: `token` beside the socket, or in the runtime folder for TCP).
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn runtime_failure(message: impl std::fmt::Display) -> Failure {
+    Failure {
+        code: 1,
+        message: message.to_string(),
+    }
+}
+
+/// Runs the daemon until it is told to stop.
+pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure> {
+    let overrides = Overrides {
+        config_path: args.config.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        demo: args.demo,
+        // Workspaces are the clients' to choose: no workspace file may pick the server or
+        // the key of a daemon that serves them all.
+        skip_workspace_file: true,
+    };
+    let config = crate::config::load(launch, &env, &overrides).map_err(usage)?;
+    let provider = super::build_provider(&config, &env)?;
+    let mut roots = Vec::new();
+    let wanted = if args.allowed_roots.is_empty() {
+        vec![launch.to_path_buf()]
+    } else {
+        args.allowed_roots.clone()
+    };
+    for root in wanted {
+        let canonical = root
+            .canonicalize()
+            .map_err(|e| usage(format!("--allowed-root {}: {e}", root.display())))?;
+        roots.push(canonical);
+    }
+    let listen = match (&args.listen, &args.socket) {
+        (Some(addr), _) => Listen::Tcp(*addr),
+        (None, Some(path)) => Listen::Unix(path.clone()),
+        (None, None) => Listen::Unix(daemon::runtime_dir(&env).join(daemon::SOCKET_FILE)),
+    };
+    // The folder the token (and the default socket) live in: private to the user.
+    let folder = match &listen {
+        Listen::Unix(path) => path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| daemon::runtime_dir(&env)),
+        Listen::Tcp(_) => daemon::runtime_dir(&env),
+    };
+    if args.token_file.is_none() || matches!(listen, Listen::Unix(_)) {
+        let owned = folder == daemon::runtime_dir(&env);
+        daemon::private_runtime_dir(&folder, owned).map_err(usage)?;
+    }
+    if let Listen::Tcp(addr) = &listen
+        && !addr.ip().is_loopback()
+    {
+        note(&format!(
+            "listening on {addr}, which is not a loopback address: anyone who can reach it and \
+             has the token can run commands here"
+        ));
+    }
+    let (token, token_path) = match &args.token_file {
+        Some(path) => (daemon::read_token(path).map_err(usage)?, path.clone()),
+        None => {
+            let path = folder.join(daemon::TOKEN_FILE);
+            (daemon::write_token(&path).map_err(usage)?, path)
+        }
+    };
+    let registry = folder.join(daemon::REGISTRY_FILE);
+    let _log = crate::logging::init(launch, false, None).ok().flatten();
+    let opener = Arc::new(Wiring {
+        subagents: agent::delegate::Subagents::new(
+            config.subagents_max_concurrent,
+            config.subagents_timeout,
+        ),
+        skills: Arc::new(super::skills::discover(&env, launch, false)),
+        provider,
+        config,
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| runtime_failure(format!("cannot start the runtime: {e}")))?;
+    let max_message = args.max_message_bytes.max(1024);
+    let result = runtime.block_on(async move {
+        let listener = daemon::bind(&listen).await?;
+        {
+            // One line on stdout once clients can connect, for scripts to wait on.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "listening {}", listener.describe());
+            let _ = writeln!(out, "token {}", token_path.display());
+            let _ = out.flush();
+        }
+        let options = daemon::Options {
+            token,
+            registry: Some(registry),
+            allowed_roots: roots,
+            max_message,
+        };
+        daemon::run(listener, options, opener).await
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e @ (daemon::DaemonError::InUse(_) | daemon::DaemonError::NotASocket(_))) => {
+            Err(usage(e))
+        }
+        Err(e) => Err(runtime_failure(e)),
+    }
+}
+
+fn note(text: &str) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "minicode: note: {}",
+        crate::sanitize::sanitize(text)
+    );
+}
+
+/// What every session of the daemon shares.
+struct Wiring {
+    config: Config,
+    provider: Arc<dyn Provider>,
+    subagents: agent::delegate::Subagents,
+    skills: Arc<crate::tools::skills::Skills>,
+}
+
+impl daemon::Opener for Wiring {
+    fn open(
+        &self,
+        workspace: &Path,
+        session_id: Option<&str>,
+        journal: Arc<dyn Journal>,
+        recovery: Option<Recovery>,
+    ) -> Result<AgentHandle, String> {
+        let config = &self.config;
+        crate::fsutil::sweep_temp_files(workspace, &[crate::session::SESSIONS]);
+        let session = match session_id {
+            Some(id) => Session::open(workspace, id),
+            None => Session::create(workspace),
+        }
+        .map_err(|e| e.to_string())?;
+        let mut tool_ctx = ToolCtx::new(
+            workspace.to_path_buf(),
+            config.bash_timeout,
+            super::scrubbed_env(config),
+        );
+        let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
+        tool_ctx.secrets = Secrets::new(
+            config
+                .api_key
+                .iter()
+                .chain(header_values.map(|(_, value)| value))
+                .map(|k| k.expose().to_string()),
+        );
+        tool_ctx.outputs = crate::tools::outputs::Limits {
+            max_file_bytes: config.outputs_max_file_bytes,
+            max_total_bytes: config.outputs_max_bytes,
+            max_age: config.outputs_max_age,
+        };
+        tool_ctx.prune_outputs();
+        let setup = Setup {
+            provider: self.provider.clone(),
+            registry: Arc::new(Registry::builtin()),
+            tool_ctx: Arc::new(tool_ctx),
+            mcp: None,
+            session,
+            options: Options {
+                max_rounds: config.max_rounds,
+                max_tokens: config.max_tokens,
+                context_window: config.context_window,
+                context_window_source: if config.context_window_configured {
+                    WindowSource::Config
+                } else {
+                    WindowSource::Default
+                },
+                send_reasoning: config.send_reasoning,
+                auto_approve: false,
+                reserve_tokens: config.reserve_tokens,
+                keep_recent_tokens: config.keep_recent_tokens,
+                trace_content: false,
+                subagents: Some(self.subagents.clone()),
+                skills: self.skills.clone(),
+                goal_max_rounds: config.goal_max_rounds,
+            },
+        };
+        let hooks = Hooks {
+            journal: Some(journal),
+            recovery,
+        };
+        Ok(agent::spawn_hosted(setup, hooks))
+    }
+}
+
+/// Opens the full-screen UI on a daemon's session.
+pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failure> {
+    let (endpoint, default_token) = match (&args.connect, &args.socket) {
+        (Some(addr), _) => (
+            Endpoint::Tcp(*addr),
+            daemon::runtime_dir(&env).join(daemon::TOKEN_FILE),
+        ),
+        (None, socket) => {
+            let socket = socket
+                .clone()
+                .unwrap_or_else(|| daemon::runtime_dir(&env).join(daemon::SOCKET_FILE));
+            let token = socket
+                .parent()
+                .map(|p| p.join(daemon::TOKEN_FILE))
+                .unwrap_or_else(|| PathBuf::from(daemon::TOKEN_FILE));
+            (Endpoint::Unix(socket), token)
+        }
+    };
+    let token_path = args.token_file.clone().unwrap_or(default_token);
+    let token = daemon::read_token(&token_path).map_err(usage)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| runtime_failure(format!("cannot start the runtime: {e}")))?;
+    let session = args.session.clone();
+    let workspace = launch.to_path_buf();
+    let result = runtime.block_on(async move {
+        let attached = attach::connect(&endpoint, &token, &workspace, session.as_deref())
+            .await
+            .map_err(runtime_failure)?;
+        let options = crate::tui::Options {
+            model: String::new(),
+            context_window: crate::defaults::CONTEXT_WINDOW,
+            exit_transcript_turns: Some(0),
+        };
+        let outcome = crate::tui::run(attached.handle, options)
+            .await
+            .map_err(|e| runtime_failure(format!("terminal error: {e}")))?;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "detached from session {} · it goes on in the daemon; attach again with: minicode attach --session {}",
+            attached.session_id, attached.session_id
+        );
+        Ok::<_, Failure>(match outcome.signal {
+            None => ExitCode::SUCCESS,
+            Some(libc::SIGINT) => ExitCode::from(crate::print::EXIT_SIGINT),
+            Some(_) => ExitCode::FAILURE,
+        })
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    result
+}

@@ -1,0 +1,336 @@
+//! One client connection: the token handshake first (anything else closes it), then requests
+//! answered in order and subscriptions' events, all through one writer so lines never
+//! interleave. A client going away ends its subscriptions, never its runs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::hub::Hub;
+use super::wire::{self, Line, ReadError, RpcError};
+use crate::protocol::Decision;
+
+/// Lines queued for one connection's writer; a subscriber that gets this far ahead waits.
+const WRITE_QUEUE: usize = 1024;
+
+/// What every connection shares.
+pub(crate) struct Shared {
+    pub hub: Arc<Hub>,
+    pub token: String,
+    pub max_message: usize,
+}
+
+/// Serves one connection to its end.
+pub(crate) async fn serve<S>(stream: S, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (read, write) = tokio::io::split(stream);
+    let mut reader = BufReader::new(read);
+    let (out, queue) = mpsc::channel::<Line>(WRITE_QUEUE);
+    let writer = tokio::spawn(write_lines(write, queue));
+    let mut connection = Connection {
+        shared,
+        out,
+        subscriptions: HashMap::new(),
+    };
+    connection.run(&mut reader).await;
+    for (_, task) in connection.subscriptions.drain() {
+        task.abort();
+    }
+    drop(connection);
+    let _ = writer.await;
+}
+
+/// Writes queued lines, flushing whenever the queue runs dry.
+async fn write_lines<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::Receiver<Line>) {
+    let mut writer = BufWriter::with_capacity(64 * 1024, write);
+    while let Some(line) = queue.recv().await {
+        if writer.write_all(line.as_bytes()).await.is_err() {
+            return;
+        }
+        while let Ok(line) = queue.try_recv() {
+            if writer.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+        if writer.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    out: mpsc::Sender<Line>,
+    /// By session id: this connection's subscription to it (a new subscribe replaces it).
+    subscriptions: HashMap<String, JoinHandle<()>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Handshake {
+    token: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Open {
+    workspace: String,
+    #[serde(default)]
+    session_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Subscribe {
+    session_id: String,
+    #[serde(default)]
+    after_sequence: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Start {
+    session_id: String,
+    prompt: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cancel {
+    run_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Decide {
+    session_id: String,
+    call_id: String,
+    decision: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// Compares without stopping at the first difference.
+fn same_token(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+impl Connection {
+    async fn send(&self, line: Line) -> bool {
+        self.out.send(line).await.is_ok()
+    }
+
+    async fn run<R: tokio::io::AsyncBufRead + Unpin>(&mut self, reader: &mut R) {
+        let limit = self.shared.max_message;
+        let mut buf = Vec::new();
+        let mut authenticated = false;
+        loop {
+            let line = tokio::select! {
+                line = wire::read_line(reader, &mut buf, limit) => line,
+                _ = self.shared.hub.stop.cancelled() => return,
+            };
+            match line {
+                Ok(true) => {}
+                Ok(false) | Err(ReadError::Io(_)) => return,
+                Err(e @ ReadError::TooLarge(_)) => {
+                    // The rest of the message is never read: answer and close.
+                    let error = RpcError::new(wire::INVALID_REQUEST, e.to_string());
+                    self.send(wire::error(&Value::Null, &error)).await;
+                    return;
+                }
+            }
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let request = match wire::parse(&buf) {
+                Ok(request) => request,
+                Err((id, error)) => {
+                    self.send(wire::error(&id, &error)).await;
+                    if !authenticated {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let id = request.id.clone().unwrap_or(Value::Null);
+            if !authenticated {
+                let answer = self.handshake(&request.method, &request.params);
+                let ok = answer.is_ok();
+                let line = match answer {
+                    Ok(result) => wire::result(&id, result),
+                    Err(error) => wire::error(&id, &error),
+                };
+                self.send(line).await;
+                if !ok {
+                    return;
+                }
+                authenticated = true;
+                continue;
+            }
+            let answer = self.call(&id, &request.method, &request.params).await;
+            // A notification (no id) gets no answer; a subscribe answered itself.
+            if request.id.is_some() && answer != Ok(Value::Null) {
+                let line = match answer {
+                    Ok(result) => wire::result(&id, result),
+                    Err(error) => wire::error(&id, &error),
+                };
+                if !self.send(line).await {
+                    return;
+                }
+            }
+            if request.method == "server.shutdown" {
+                self.shared.hub.stop.cancel();
+                return;
+            }
+        }
+    }
+
+    fn handshake(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let refused = || {
+            RpcError::new(
+                wire::UNAUTHORIZED,
+                "the first request must be handshake with the daemon's token",
+            )
+        };
+        if method != "handshake" {
+            return Err(refused());
+        }
+        let Ok(Handshake { token }) = wire::params::<Handshake>(params) else {
+            return Err(refused());
+        };
+        if !same_token(&token, &self.shared.token) {
+            return Err(RpcError::new(wire::UNAUTHORIZED, "wrong token"));
+        }
+        Ok(json!({
+            "server": "minicode",
+            "version": env!("CARGO_PKG_VERSION"),
+            "protocol": 1,
+            "max_message_bytes": self.shared.max_message,
+        }))
+    }
+
+    /// Carries out one request; `Ok(Value::Null)` means it was answered already.
+    async fn call(&mut self, id: &Value, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let hub = self.shared.hub.clone();
+        match method {
+            "handshake" => Err(RpcError::new(
+                wire::INVALID_REQUEST,
+                "already authenticated",
+            )),
+            "session.open" => {
+                let p: Open = wire::params(params)?;
+                hub.open(&p.workspace, p.session_id).await
+            }
+            "session.list" => Ok(hub.list()),
+            "session.subscribe" => {
+                let p: Subscribe = wire::params(params)?;
+                let live = hub.get(&p.session_id)?;
+                if let Some(old) = self.subscriptions.remove(&p.session_id) {
+                    old.abort();
+                }
+                live.check_after(p.after_sequence)?;
+                // The answer is queued before the first event (the queue keeps order).
+                let info = live.info();
+                let answer = json!({
+                    "session_id": p.session_id,
+                    "after_sequence": p.after_sequence,
+                    "last_sequence": info["last_sequence"],
+                });
+                self.send(wire::result(id, answer)).await;
+                let task = live.subscribe(p.after_sequence, self.out.clone());
+                self.subscriptions.insert(p.session_id.clone(), task);
+                Ok(Value::Null)
+            }
+            "session.unsubscribe" => {
+                #[derive(Deserialize)]
+                struct Unsubscribe {
+                    session_id: String,
+                }
+                let p: Unsubscribe = wire::params(params)?;
+                let had = self.subscriptions.remove(&p.session_id);
+                if let Some(task) = &had {
+                    task.abort();
+                }
+                Ok(json!({ "unsubscribed": had.is_some() }))
+            }
+            "run.start" => {
+                let p: Start = wire::params(params)?;
+                if p.prompt.trim().is_empty() {
+                    return Err(RpcError::params("the prompt is empty"));
+                }
+                let live = hub.get(&p.session_id)?;
+                let run_id = live.start_run(p.prompt)?;
+                Ok(json!({ "run_id": run_id }))
+            }
+            "run.cancel" => {
+                let p: Cancel = wire::params(params)?;
+                hub.cancel(&p.run_id)
+            }
+            "approval.decide" => {
+                let p: Decide = wire::params(params)?;
+                let decision = match p.decision.as_str() {
+                    "approve" => Decision::Approve,
+                    "approve_tool" => Decision::ApproveTool,
+                    "deny" => Decision::Deny { reason: p.reason },
+                    other => {
+                        return Err(RpcError::params(format!(
+                            "decision must be approve, approve_tool or deny, not {other:?}"
+                        )));
+                    }
+                };
+                let live = hub.get(&p.session_id)?;
+                live.decide(&p.call_id, decision)?;
+                Ok(json!({ "session_id": p.session_id, "call_id": p.call_id }))
+            }
+            goal if goal.starts_with("goal.") => {
+                // `goal.create {session_id, objective, max_rounds?}`, `goal.show`,
+                // `goal.pause` / `goal.clear {expected?}`, `goal.resume {expected?,
+                // max_rounds?}`, `goal.edit {expected?, objective}`: the protocol's GoalOp.
+                let mut fields = match params {
+                    Value::Object(map) => map.clone(),
+                    Value::Null => serde_json::Map::new(),
+                    _ => return Err(RpcError::params("params must be an object")),
+                };
+                let session_id = match fields.remove("session_id") {
+                    Some(Value::String(id)) => id,
+                    _ => return Err(RpcError::params("session_id is required")),
+                };
+                let command = &goal["goal.".len()..];
+                if !matches!(
+                    command,
+                    "create" | "show" | "pause" | "resume" | "edit" | "clear"
+                ) {
+                    return Err(RpcError::new(
+                        wire::METHOD_NOT_FOUND,
+                        format!("no method {goal:?}"),
+                    ));
+                }
+                fields.insert("command".into(), Value::String(command.into()));
+                let op: crate::protocol::GoalOp = serde_json::from_value(Value::Object(fields))
+                    .map_err(|e| RpcError::params(format!("invalid params: {e}")))?;
+                hub.get(&session_id)?.goal(op)?;
+                Ok(json!({ "session_id": session_id }))
+            }
+            "server.shutdown" => Ok(json!({ "stopping": true })),
+            other => Err(RpcError::new(
+                wire::METHOD_NOT_FOUND,
+                format!("no method {other:?}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! One session open in the daemon: its core's events numbered (strictly increasing from 1),
+//! written to the event log and only then published; the run in progress, its cancel and the
+//! approvals pending, so that one run at a time runs and the first answer to an approval wins.
+//! Subscribers follow the log with their own cursor (memory first, disk for older lines), so
+//! a replay and the live stream are one sequence. It never runs agent logic: ops go to the core.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+use super::log::{CallJournal, EventLog, read_range};
+use super::wire::{self, Line, RpcError};
+use crate::protocol::{AgentHandle, Decision, Event, Op, OpSender, TurnEnd};
+
+/// Recent lines kept in memory per session for subscribers; older ones are read from disk.
+const RING_BYTES: usize = 4 * 1024 * 1024;
+
+/// The daemon's own events, numbered and logged like the core's.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum DaemonEvent {
+    /// `run.start` was accepted (`prompt`), or a goal round began (`goal_id`, after the
+    /// core's `goal_round_started`); the core's `turn_started` follows.
+    RunStarted {
+        run_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        goal_id: Option<String>,
+    },
+    /// A restarted daemon reopened the session with this run still open; the core answers it
+    /// with one turn (see docs/headless.md, "Restarts").
+    RunResumed { run_id: String },
+    /// `run.cancel` was received (recorded before the core is told).
+    CancelRequested { run_id: String },
+    /// The run is over; `end` is the core's `turn_ended` status.
+    RunEnded { run_id: String, end: TurnEnd },
+}
+
+/// The run in progress.
+#[derive(Debug, Clone)]
+pub(crate) struct Run {
+    pub id: String,
+    pub cancel_requested: bool,
+    /// Its turn has started (the next `turn_ended` ends the run).
+    pub bound: bool,
+}
+
+struct State {
+    log: EventLog,
+    last: u64,
+    ring: VecDeque<(u64, Line)>,
+    ring_bytes: usize,
+    run: Option<Run>,
+    pending: BTreeSet<String>,
+    /// The sequence of the last `session_configured`: replaying from just before it shows
+    /// the session as it stands (its restored history, then everything since).
+    configured: u64,
+    closed: bool,
+    /// A turn is running (`turn_started` without its `turn_ended` yet).
+    turn_active: bool,
+    /// A goal round began while a prompt's run waited for its turn: that turn is not the
+    /// run's.
+    foreign_turn: bool,
+}
+
+/// An open session.
+pub(crate) struct Live {
+    pub id: String,
+    pub workspace: PathBuf,
+    ops: OpSender,
+    state: Mutex<State>,
+    published: watch::Sender<u64>,
+    journal: Arc<CallJournal>,
+}
+
+/// Lines to append, built under the lock.
+struct Batch {
+    bytes: String,
+    lines: Vec<(u64, Line)>,
+    sync: bool,
+}
+
+impl State {
+    fn line(&mut self, session: &str, run: Option<&str>, event: &str, batch: &mut Batch) {
+        self.last += 1;
+        let run = match run {
+            Some(id) => format!("\"{id}\""),
+            None => "null".to_string(),
+        };
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{{\"session_id\":\"{session}\",\
+             \"sequence\":{},\"run_id\":{run},\"event\":{event}}}}}\n",
+            self.last
+        );
+        batch.bytes.push_str(&line);
+        batch.lines.push((self.last, Line::from(line)));
+    }
+
+    fn daemon_event(&mut self, session: &str, event: &DaemonEvent, batch: &mut Batch) {
+        let run = match event {
+            DaemonEvent::RunStarted { run_id, .. }
+            | DaemonEvent::RunResumed { run_id }
+            | DaemonEvent::CancelRequested { run_id }
+            | DaemonEvent::RunEnded { run_id, .. } => run_id.clone(),
+        };
+        let text = serde_json::to_string(event).unwrap_or_else(|_| "{}".into());
+        self.line(session, Some(&run), &text, batch);
+        batch.sync = true;
+    }
+
+    /// Writes the batch to the log, then keeps it in memory for subscribers.
+    fn commit(&mut self, batch: Batch) {
+        let Some(first) = batch.lines.first().map(|(s, _)| *s) else {
+            return;
+        };
+        if let Err(e) = self.log.append(batch.bytes.as_bytes(), first, batch.sync) {
+            tracing::error!(error = %e, "could not write the event log");
+        }
+        for (sequence, line) in batch.lines {
+            self.ring_bytes += line.len();
+            self.ring.push_back((sequence, line));
+        }
+        while self.ring_bytes > RING_BYTES
+            && let Some((_, old)) = self.ring.pop_front()
+        {
+            self.ring_bytes -= old.len();
+        }
+    }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    // A panic while holding the lock cannot leave the numbering half-done in a way that matters
+    // more than stopping the daemon would: keep serving.
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn empty_batch() -> Batch {
+    Batch {
+        bytes: String::new(),
+        lines: Vec::new(),
+        sync: false,
+    }
+}
+
+impl Live {
+    /// Starts serving a core whose first event (`first`, its `session_configured`) was read
+    /// already. `run` is a run a crash left open (announced as `run_resumed`).
+    pub(crate) fn start(
+        id: String,
+        workspace: PathBuf,
+        handle: AgentHandle,
+        first: Event,
+        (log, last): (EventLog, u64),
+        journal: Arc<CallJournal>,
+        run: Option<Run>,
+    ) -> Arc<Live> {
+        let (ops, events) = handle.split();
+        let (published, _) = watch::channel(last);
+        let live = Arc::new(Live {
+            id,
+            workspace,
+            ops,
+            state: Mutex::new(State {
+                log,
+                last,
+                ring: VecDeque::new(),
+                ring_bytes: 0,
+                run: None,
+                pending: BTreeSet::new(),
+                configured: 0,
+                closed: false,
+                turn_active: false,
+                foreign_turn: false,
+            }),
+            published,
+            journal,
+        });
+        if let Some(run) = run {
+            let mut state = lock(&live.state);
+            let mut batch = empty_batch();
+            let event = DaemonEvent::RunResumed {
+                run_id: run.id.clone(),
+            };
+            state.daemon_event(&live.id, &event, &mut batch);
+            state.run = Some(run);
+            state.commit(batch);
+        }
+        live.append_core(std::slice::from_ref(&first));
+        live.publish_all();
+        tokio::spawn(super::pump::pump(live.clone(), events));
+        live
+    }
+
+    fn publish(&self, last: u64) {
+        self.published.send_replace(last);
+    }
+
+    /// Numbers and logs core events, keeping the run and approvals in step; the caller
+    /// publishes them. Returns whether one of them should be published at once.
+    pub(super) fn append_core(&self, events: &[Event]) -> bool {
+        let mut urgent = false;
+        let mut state = lock(&self.state);
+        let mut batch = empty_batch();
+        for event in events {
+            match event {
+                Event::TextDelta { .. } | Event::ReasoningDelta { .. } => {}
+                _ => urgent = true,
+            }
+            match event {
+                Event::ApprovalRequested { call, .. } => {
+                    state.pending.insert(call.clone());
+                    // Announced only once it is on disk: it must survive a crash.
+                    batch.sync = true;
+                }
+                Event::ApprovalDecided { call, .. } => {
+                    state.pending.remove(call);
+                }
+                Event::SessionConfigured { .. } => state.configured = state.last + 1,
+                Event::ShutdownComplete => state.closed = true,
+                Event::TurnStarted { .. } => {
+                    state.turn_active = true;
+                    let foreign = state.foreign_turn;
+                    if let Some(run) = state.run.as_mut()
+                        && !foreign
+                    {
+                        run.bound = true;
+                    }
+                }
+                _ => {}
+            }
+            let text = match serde_json::to_string(event) {
+                Ok(text) => text,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not serialize an event");
+                    continue;
+                }
+            };
+            let run = state.run.as_ref().map(|r| r.id.clone());
+            state.line(&self.id, run.as_deref(), &text, &mut batch);
+            if let Event::TurnEnded { end, .. } = event {
+                state.turn_active = false;
+                if std::mem::take(&mut state.foreign_turn) {
+                    continue;
+                }
+                if let Some(run) = state.run.take_if(|r| r.bound) {
+                    state.pending.clear();
+                    let ended = DaemonEvent::RunEnded {
+                        run_id: run.id,
+                        end: end.clone(),
+                    };
+                    state.daemon_event(&self.id, &ended, &mut batch);
+                    self.journal.clear();
+                }
+            }
+            // A goal round is a run of its own, started by the core (after this event).
+            if let Event::GoalRoundStarted { goal_id, .. } = event {
+                if state.run.is_none() {
+                    let run_id = uuid::Uuid::new_v4().to_string();
+                    let started = DaemonEvent::RunStarted {
+                        run_id: run_id.clone(),
+                        prompt: None,
+                        goal_id: Some(goal_id.clone()),
+                    };
+                    state.daemon_event(&self.id, &started, &mut batch);
+                    state.run = Some(Run {
+                        id: run_id,
+                        cancel_requested: false,
+                        bound: false,
+                    });
+                } else {
+                    state.foreign_turn = true;
+                }
+            }
+        }
+        state.commit(batch);
+        urgent
+    }
+
+    /// Wakes subscribers for everything appended so far.
+    pub(super) fn publish_all(&self) {
+        let last = lock(&self.state).last;
+        self.publish(last);
+    }
+
+    pub(super) fn mark_closed(&self) {
+        let mut state = lock(&self.state);
+        state.closed = true;
+        let last = state.last;
+        drop(state);
+        self.publish(last);
+    }
+
+    /// `run.start`: refused while a run is in progress (never queued).
+    pub(crate) fn start_run(&self, prompt: String) -> Result<String, RpcError> {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return Err(RpcError::new(
+                wire::UNKNOWN_SESSION,
+                "the session is closed",
+            ));
+        }
+        if let Some(run) = &state.run {
+            return Err(RpcError::new(
+                wire::BUSY,
+                format!(
+                    "a run is in progress in this session ({}); wait for its run_ended or cancel it",
+                    run.id
+                ),
+            )
+            .with_data(json!({ "run_id": run.id })));
+        }
+        if state.turn_active {
+            return Err(RpcError::new(
+                wire::BUSY,
+                "a turn is running in this session; wait for its turn_ended",
+            ));
+        }
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let mut batch = empty_batch();
+        let event = DaemonEvent::RunStarted {
+            run_id: run_id.clone(),
+            prompt: Some(prompt.clone()),
+            goal_id: None,
+        };
+        state.daemon_event(&self.id, &event, &mut batch);
+        state.commit(batch);
+        state.run = Some(Run {
+            id: run_id.clone(),
+            cancel_requested: false,
+            bound: false,
+        });
+        // Sent under the lock, so the core's events for it follow `run_started`.
+        self.ops.send(Op::Submit(prompt));
+        let last = state.last;
+        drop(state);
+        self.publish(last);
+        Ok(run_id)
+    }
+
+    /// `run.cancel` for this session's run: `None` when `run_id` is not its run in progress.
+    pub(crate) fn cancel(&self, run_id: &str) -> Option<()> {
+        let mut state = lock(&self.state);
+        let run = state.run.as_mut().filter(|r| r.id == run_id)?;
+        let first = !run.cancel_requested;
+        run.cancel_requested = true;
+        if first {
+            // Recorded before the core hears of it, so a restart still ends the run cancelled.
+            let mut batch = empty_batch();
+            let event = DaemonEvent::CancelRequested {
+                run_id: run_id.to_string(),
+            };
+            state.daemon_event(&self.id, &event, &mut batch);
+            state.commit(batch);
+        }
+        self.ops.send(Op::Interrupt);
+        let last = state.last;
+        drop(state);
+        self.publish(last);
+        Some(())
+    }
+
+    /// `approval.decide`: the first answer to a pending approval wins.
+    pub(crate) fn decide(&self, call: &str, decision: Decision) -> Result<(), RpcError> {
+        let mut state = lock(&self.state);
+        if !state.pending.remove(call) {
+            return Err(RpcError::new(
+                wire::NO_PENDING_APPROVAL,
+                format!(
+                    "no approval is pending for call {call:?}: it was answered already or never asked"
+                ),
+            ));
+        }
+        self.ops.send(Op::Decide {
+            call: call.to_string(),
+            decision,
+        });
+        Ok(())
+    }
+
+    /// A goal command (`goal.*`): the core answers with `goal_changed`, `goal_status` or
+    /// `goal_refused`; while a turn runs it applies the command when the turn ends.
+    pub(crate) fn goal(&self, op: crate::protocol::GoalOp) -> Result<(), RpcError> {
+        if self.is_closed() {
+            return Err(RpcError::new(
+                wire::UNKNOWN_SESSION,
+                "the session is closed",
+            ));
+        }
+        self.ops.send(Op::Goal(op));
+        Ok(())
+    }
+
+    /// Asks the core to stop (it interrupts a run, saves and says `shutdown_complete`).
+    pub(crate) fn shutdown(&self) {
+        self.ops.send(Op::Shutdown);
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
+    /// Resolves once the core has stopped.
+    pub(crate) async fn closed(&self) {
+        let mut published = self.published.subscribe();
+        while !self.is_closed() {
+            if published.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// What `session.open` and `session.list` say about the session.
+    pub(crate) fn info(&self) -> Value {
+        let state = lock(&self.state);
+        json!({
+            "session_id": self.id,
+            "workspace": self.workspace.display().to_string(),
+            "last_sequence": state.last,
+            "resume_after": state.configured.saturating_sub(1),
+            "run_id": state.run.as_ref().map(|r| r.id.clone()),
+            "pending_approvals": state.pending.iter().collect::<Vec<_>>(),
+            "closed": state.closed,
+        })
+    }
+
+    /// Whether `run_id` is this session's run in progress.
+    pub(crate) fn has_run(&self, run_id: &str) -> bool {
+        lock(&self.state)
+            .run
+            .as_ref()
+            .is_some_and(|r| r.id == run_id)
+    }
+
+    /// Whether a subscription may start after `after`: not beyond the last event, not before
+    /// what the log still holds.
+    pub(crate) fn check_after(&self, after: u64) -> Result<(), RpcError> {
+        {
+            let state = lock(&self.state);
+            if after > state.last {
+                return Err(RpcError::params(format!(
+                    "after_sequence {after} is beyond the last event ({})",
+                    state.last
+                )));
+            }
+            let first = state.log.first_sequence();
+            if after + 1 < first {
+                return Err(RpcError::new(
+                    wire::EVENTS_GONE,
+                    format!("events before {first} were rotated out of the log"),
+                )
+                .with_data(json!({ "first_sequence": first })));
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts sending every line after `after` to `out`, then each new one as it is
+    /// published, until the session closes or `out` is gone.
+    pub(crate) fn subscribe(
+        self: &Arc<Self>,
+        after: u64,
+        out: mpsc::Sender<Line>,
+    ) -> tokio::task::JoinHandle<()> {
+        let receiver = self.published.subscribe();
+        tokio::spawn(super::pump::follow(self.clone(), after, out, receiver))
+    }
+
+    /// Up to `max` lines after `cursor`: from memory when it still holds them, else from disk.
+    pub(super) fn lines_after(
+        &self,
+        cursor: u64,
+        max: usize,
+    ) -> Result<Vec<(u64, Line)>, RpcError> {
+        let (segments, upto) = {
+            let state = lock(&self.state);
+            if cursor >= state.last {
+                return Ok(Vec::new());
+            }
+            match state.ring.front() {
+                Some((front, _)) if *front <= cursor + 1 => {
+                    let skip = usize::try_from(cursor + 1 - front).unwrap_or(usize::MAX);
+                    let end = state.ring.len().min(skip.saturating_add(max));
+                    return Ok(state.ring.range(skip.min(end)..end).cloned().collect());
+                }
+                Some((front, _)) => (state.log.segments(), front - 1),
+                None => (state.log.segments(), state.last),
+            }
+        };
+        read_range(&segments, cursor, upto).map_err(|e| {
+            RpcError::new(
+                wire::EVENTS_GONE,
+                format!("could not read the event log: {e}"),
+            )
+        })
+    }
+}

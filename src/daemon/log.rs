@@ -1,0 +1,314 @@
+//! What the daemon keeps on disk per session, under `<workspace>/.minicode/events/<session>/`:
+//! the event log (the exact lines subscribers received, in rotating JSONL segments named by
+//! their first sequence) and the journal of tool calls in flight. It owns reading them back
+//! after a restart (the last sequence, the run left open, the calls that had started) and
+//! must not interpret events beyond that.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use serde::Deserialize;
+
+use super::wire::Line;
+use crate::protocol::Journal;
+
+/// A segment is closed once it holds this many bytes.
+pub(crate) const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
+/// Segments kept per session (the oldest are deleted): 128 MiB of events at most.
+pub(crate) const KEEP_SEGMENTS: usize = 16;
+const JOURNAL: &str = "calls.jsonl";
+
+/// The folder of a session's event log and journal (created 0700, confined to the workspace).
+pub(crate) fn session_dir(workspace: &Path, session_id: &str) -> io::Result<PathBuf> {
+    let plain = !session_id.is_empty()
+        && session_id.len() <= 64
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() || b == b'-');
+    if !plain {
+        return Err(io::Error::other(format!(
+            "invalid session id {session_id:?}"
+        )));
+    }
+    crate::fsutil::private_dir(workspace, &format!("events/{session_id}"))
+}
+
+fn open_private(path: &Path, append: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(append)
+        .write(true)
+        .read(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// One session's event log, appended by one writer (the session's state, under its lock).
+pub(crate) struct EventLog {
+    dir: PathBuf,
+    /// First sequence and path of each segment, oldest first; the last one is written.
+    segments: Vec<(u64, PathBuf)>,
+    file: File,
+    size: u64,
+}
+
+/// What a log read back says about the run a crash may have left open.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct OpenRun {
+    pub run_id: String,
+    pub cancelled: bool,
+}
+
+/// The fields of a stored line the daemon reads back.
+#[derive(Deserialize)]
+struct Stored {
+    params: StoredParams,
+}
+
+#[derive(Deserialize)]
+struct StoredParams {
+    sequence: u64,
+    #[serde(default)]
+    event: Option<StoredEvent>,
+}
+
+#[derive(Deserialize)]
+struct StoredEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    run_id: Option<String>,
+}
+
+fn sequence_of(line: &str) -> Option<u64> {
+    serde_json::from_str::<Stored>(line)
+        .ok()
+        .map(|s| s.params.sequence)
+}
+
+impl EventLog {
+    /// Opens (or starts) the log in `dir`. Returns it, the last sequence written (0 when
+    /// empty) and the run it leaves open, if any. A last line a crash cut short is removed.
+    pub(crate) fn open(dir: &Path) -> io::Result<(EventLog, u64, Option<OpenRun>)> {
+        let mut segments: Vec<(u64, PathBuf)> = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            let first = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".jsonl"))
+                .and_then(|n| n.parse::<u64>().ok());
+            if let Some(first) = first {
+                segments.push((first, path));
+            }
+        }
+        segments.sort();
+        let mut last = 0;
+        let mut open_run: Option<OpenRun> = None;
+        for (_, path) in &segments {
+            let mut text = String::new();
+            File::open(path)?.read_to_string(&mut text)?;
+            let complete = text.rfind('\n').map_or(0, |i| i + 1);
+            if complete < text.len() {
+                // The daemon died mid-write: the cut line was never announced.
+                let file = open_private(path, false)?;
+                file.set_len(complete as u64)?;
+                text.truncate(complete);
+            }
+            for line in text.lines() {
+                let Ok(stored) = serde_json::from_str::<Stored>(line) else {
+                    continue;
+                };
+                last = stored.params.sequence;
+                // Only the daemon's own run markers matter here; they are found by their type
+                // before anything else is parsed (a quote inside a string is escaped, so the
+                // pattern cannot come from event text).
+                if let Some(event) = stored.params.event {
+                    match event.kind.as_str() {
+                        "run_started" | "run_resumed" => {
+                            open_run = event.run_id.map(|run_id| OpenRun {
+                                run_id,
+                                cancelled: false,
+                            });
+                        }
+                        "cancel_requested" => {
+                            if let Some(run) = open_run.as_mut() {
+                                run.cancelled = true;
+                            }
+                        }
+                        "run_ended" => open_run = None,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let (path, size) = match segments.last() {
+            Some((_, path)) => (path.clone(), std::fs::metadata(path)?.len()),
+            None => {
+                let path = dir.join(segment_name(last + 1));
+                segments.push((last + 1, path.clone()));
+                (path, 0)
+            }
+        };
+        let file = open_private(&path, true)?;
+        let log = EventLog {
+            dir: dir.to_path_buf(),
+            segments,
+            file,
+            size,
+        };
+        Ok((log, last, open_run))
+    }
+
+    /// Appends lines (each ending in a newline) whose first sequence is `first`; with `sync`
+    /// they are on disk, not only in the page cache, before this returns.
+    pub(crate) fn append(&mut self, bytes: &[u8], first: u64, sync: bool) -> io::Result<()> {
+        if self.size >= SEGMENT_BYTES {
+            self.rotate(first)?;
+        }
+        self.file.write_all(bytes)?;
+        self.size += bytes.len() as u64;
+        if sync {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    fn rotate(&mut self, first: u64) -> io::Result<()> {
+        let path = self.dir.join(segment_name(first));
+        self.file = open_private(&path, true)?;
+        self.size = 0;
+        self.segments.push((first, path));
+        while self.segments.len() > KEEP_SEGMENTS {
+            let (_, old) = self.segments.remove(0);
+            let _ = std::fs::remove_file(old);
+        }
+        Ok(())
+    }
+
+    /// The oldest sequence still on disk.
+    pub(crate) fn first_sequence(&self) -> u64 {
+        self.segments.first().map_or(1, |(first, _)| *first)
+    }
+
+    /// The segments' paths, oldest first, for a reader that works without the lock.
+    pub(crate) fn segments(&self) -> Vec<(u64, PathBuf)> {
+        self.segments.clone()
+    }
+}
+
+fn segment_name(first: u64) -> String {
+    format!("{first:020}.jsonl")
+}
+
+/// The stored lines with a sequence in `(after, upto]`, in order, read from `segments`.
+pub(crate) fn read_range(
+    segments: &[(u64, PathBuf)],
+    after: u64,
+    upto: u64,
+) -> io::Result<Vec<(u64, Line)>> {
+    let mut lines = Vec::new();
+    for (index, (first, path)) in segments.iter().enumerate() {
+        let next_first = segments.get(index + 1).map(|(f, _)| *f);
+        if next_first.is_some_and(|next| next <= after + 1) || *first > upto {
+            continue;
+        }
+        let reader = BufReader::new(File::open(path)?);
+        for line in reader.lines() {
+            let line = line?;
+            let Some(sequence) = sequence_of(&line) else {
+                continue;
+            };
+            if sequence <= after {
+                continue;
+            }
+            if sequence > upto {
+                return Ok(lines);
+            }
+            let mut line = line;
+            line.push('\n');
+            lines.push((sequence, Line::from(line)));
+        }
+    }
+    Ok(lines)
+}
+
+/// The journal of tool calls in flight: `{"started":id}` before a call's effect (on disk
+/// before it starts), `{"finished":id}` once its result is saved. Bound to its file once the
+/// session's id is known; emptied when a run ends.
+#[derive(Default)]
+pub(crate) struct CallJournal {
+    file: OnceLock<Mutex<File>>,
+}
+
+impl CallJournal {
+    /// Opens the journal in the session's folder and returns the calls it says had started
+    /// and not finished (a previous daemon's, after a crash).
+    pub(crate) fn bind(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut file = open_private(&dir.join(JOURNAL), true)?;
+        let mut text = String::new();
+        file.seek(SeekFrom::Start(0))?;
+        file.read_to_string(&mut text)?;
+        let mut started: Vec<String> = Vec::new();
+        for line in text.lines() {
+            #[derive(Deserialize)]
+            struct Entry {
+                started: Option<String>,
+                finished: Option<String>,
+            }
+            let Ok(entry) = serde_json::from_str::<Entry>(line) else {
+                continue;
+            };
+            if let Some(id) = entry.started {
+                started.push(id);
+            }
+            if let Some(id) = entry.finished {
+                started.retain(|s| *s != id);
+            }
+        }
+        let _ = self.file.set(Mutex::new(file));
+        Ok(started)
+    }
+
+    fn write(&self, value: serde_json::Value, sync: bool) -> io::Result<()> {
+        let file = self
+            .file
+            .get()
+            .ok_or_else(|| io::Error::other("the call journal is not open"))?;
+        let mut file = file
+            .lock()
+            .map_err(|_| io::Error::other("the call journal is unusable"))?;
+        let mut line = value.to_string();
+        line.push('\n');
+        file.write_all(line.as_bytes())?;
+        if sync {
+            file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Forgets every entry (a run ended: nothing is in flight).
+    pub(crate) fn clear(&self) {
+        if let Some(file) = self.file.get()
+            && let Ok(file) = file.lock()
+        {
+            let _ = file.set_len(0);
+        }
+    }
+}
+
+impl Journal for CallJournal {
+    fn starting(&self, call: &str) -> io::Result<()> {
+        self.write(serde_json::json!({ "started": call }), true)
+    }
+
+    fn finished(&self, call: &str) {
+        if let Err(e) = self.write(serde_json::json!({ "finished": call }), false) {
+            tracing::warn!(error = %e, "could not journal a finished call");
+        }
+    }
+}
