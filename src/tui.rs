@@ -8,6 +8,7 @@
 pub(crate) mod commands;
 pub(crate) mod core_events;
 pub mod input;
+pub mod live;
 pub mod markdown;
 mod mcp;
 pub mod reasoning;
@@ -113,8 +114,9 @@ async fn session(
     let mut last_draw = Instant::now() - FRAME;
     loop {
         let next_frame = tokio::time::Instant::from_std((last_draw + FRAME).max(Instant::now()));
-        // A pending approval starts taking answer keys after a moment: redraw then.
-        let arms_at = state.approval_arms_at().map(tokio::time::Instant::from_std);
+        // A pending approval starts taking answer keys after a moment, a running call's clock
+        // moves on: redraw then.
+        let wake_at = state.wake_at().map(tokio::time::Instant::from_std);
         let effects = tokio::select! {
             _ = sigterm.recv() => return Ok(Some(libc::SIGTERM)),
             _ = sighup.recv() => return Ok(Some(libc::SIGHUP)),
@@ -147,7 +149,7 @@ async fn session(
                 }
                 effects
             }
-            _ = tokio::time::sleep_until(arms_at.unwrap_or(next_frame)), if arms_at.is_some() => {
+            _ = tokio::time::sleep_until(wake_at.unwrap_or(next_frame)), if wake_at.is_some() => {
                 dirty = true;
                 state.set_now(Instant::now());
                 Vec::new()

@@ -121,6 +121,8 @@ pub struct State {
     pub(crate) now: Instant,
     pub(crate) last_ctrl_c: Option<Instant>,
     pub(crate) streaming: Option<usize>,
+    /// The tool entry whose call runs now (its live output and elapsed time).
+    pub(crate) running_tool: Option<usize>,
     pub(crate) interrupted_during: Option<String>,
     pub(crate) sessions_seen: u32,
     pub(crate) tab_cycle: Option<TabCycle>,
@@ -152,6 +154,7 @@ impl State {
             now: Instant::now(),
             last_ctrl_c: None,
             streaming: None,
+            running_tool: None,
             interrupted_during: None,
             sessions_seen: 0,
             tab_cycle: None,
@@ -361,9 +364,45 @@ impl State {
             .filter(|&t| t > self.now)
     }
 
-    /// Moves the clock to `now` without any message (the run loop's frame time).
+    /// Moves the clock to `now` without any message (the run loop's frame time): a running
+    /// call's elapsed time follows it.
     pub fn set_now(&mut self, now: Instant) {
         self.now = now;
+        let Some(i) = self.running_tool else { return };
+        let secs = match self.transcript.entries().get(i).map(|e| e.kind()) {
+            Some(Kind::Tool(t)) => t.running.as_ref().map(|r| {
+                (now.saturating_duration_since(r.started).as_secs(), r.secs)
+            }),
+            _ => None,
+        };
+        if let Some((secs, shown)) = secs
+            && secs != shown
+        {
+            self.transcript.edit(i, |k| {
+                if let Kind::Tool(t) = k
+                    && let Some(r) = &mut t.running
+                {
+                    r.secs = secs;
+                }
+            });
+        }
+    }
+
+    /// When the screen must change without any event: a pending approval starts taking
+    /// answer keys, or a running call's elapsed time moves on to the next second.
+    pub fn wake_at(&self) -> Option<Instant> {
+        let tick = self.running_tool.and_then(|i| match self.transcript.entries().get(i)?.kind() {
+            // A call waiting for its approval is not running yet.
+            Kind::Tool(t) if t.approval.is_none() || t.decision.is_some() => {
+                let r = t.running.as_ref()?;
+                Some(r.started + Duration::from_secs(r.secs + 1))
+            }
+            _ => None,
+        });
+        match (self.approval_arms_at(), tick) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// y / a / n / r while an approval is pending; `None` lets the key reach the draft.

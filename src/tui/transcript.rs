@@ -62,6 +62,24 @@ pub struct ToolEntry {
     pub decision: Option<Decision>,
     pub status: Option<ToolStatus>,
     pub output: String,
+    /// While it runs: its live output and elapsed time (`None` once it ended).
+    pub running: Option<Box<super::live::Running>>,
+}
+
+impl ToolEntry {
+    /// A call that began and has not ended.
+    pub fn new(call: String, tool: String, summary: String) -> Self {
+        Self {
+            call,
+            tool,
+            summary,
+            approval: None,
+            decision: None,
+            status: None,
+            output: String::new(),
+            running: None,
+        }
+    }
 }
 
 /// What an entry shows.
@@ -524,6 +542,12 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
             &indent(),
             &indent(),
         ));
+    }
+    let waits_for_approval = t.approval.is_some() && t.decision.is_none();
+    if let Some(run) = t.running.as_deref().filter(|_| !waits_for_approval)
+        && t.status.is_none()
+    {
+        lines.extend(super::live::lines(run, width));
     }
     if t.status.is_some() && !t.output.trim().is_empty() {
         let out = sanitize(&t.output);

@@ -47,5 +47,6 @@ mod tools_registry;
 mod tools_search;
 mod trust;
 mod tui_approval_guard;
+mod tui_live;
 mod tui_render;
 mod tui_view;
