@@ -5,6 +5,7 @@
 
 mod doctor;
 mod mcp;
+mod shell;
 mod skills;
 mod trust;
 
@@ -37,7 +38,9 @@ pub const EXIT_USAGE: u8 = 2;
     name = "minicode",
     version,
     about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = shell::AFTER_HELP,
+    after_long_help = shell::AFTER_LONG_HELP
 )]
 pub struct Args {
     /// The task. Without it, a terminal opens the full-screen session and piped stdin is the
@@ -117,6 +120,14 @@ pub enum Command {
         #[command(subcommand)]
         command: McpCommand,
     },
+    /// Print a shell completion script on stdout (see README: installing completions).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout: `minicode man | man -l -`.
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,6 +193,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             return doctor::run(&env, &launch, flags, *output_format);
         }
         Some(Command::Skills) => return skills::list(&env, &launch),
+        Some(Command::Completions { shell }) => return shell::completions(*shell),
+        Some(Command::Man) => return shell::man(),
         None => {}
     }
     let overrides = Overrides {

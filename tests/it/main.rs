@@ -11,6 +11,7 @@ mod agent_loop;
 mod architecture;
 mod bash_outputs;
 mod cli_binary;
+mod cli_help;
 mod cli_stdin;
 mod config;
 mod context_agent;
