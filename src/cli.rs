@@ -499,6 +499,14 @@ async fn full_screen(
         model: config.model.clone(),
         context_window: config.context_window,
         exit_transcript_turns: config.exit_transcript_turns,
+        welcome: crate::tui::help::Welcome {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            server: crate::tui::help::Welcome::host_of(&config.base_url),
+            workspace: workspace.display().to_string(),
+            model_origin: config.origins.model.clone(),
+            server_origin: config.origins.base_url.clone(),
+            window_origin: config.origins.context_window.clone(),
+        },
     };
     match crate::tui::run(handle, options).await {
         Ok(outcome) => {

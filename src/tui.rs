@@ -7,10 +7,12 @@
 
 pub(crate) mod commands;
 pub(crate) mod core_events;
+pub mod help;
 pub mod input;
 pub mod live;
 pub mod markdown;
 mod mcp;
+pub mod panel;
 pub mod reasoning;
 pub mod segment;
 pub mod state;
@@ -49,6 +51,8 @@ pub(crate) struct Options {
     pub context_window: u64,
     /// How many of the last turns to print to the normal screen on exit (None = all, Some(0) = none).
     pub exit_transcript_turns: Option<u32>,
+    /// The welcome header's facts (shown when the session starts empty).
+    pub welcome: help::Welcome,
 }
 
 /// What the caller needs after the session.
@@ -65,6 +69,7 @@ pub(crate) struct Outcome {
 pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Outcome> {
     let (ops, mut events) = handle.split();
     let mut state = State::new(&options.model, options.context_window);
+    state.set_welcome(options.welcome);
     let guard = terminal::Guard::enter(true)?;
     let result = session(&mut state, &ops, &mut events).await;
     let signal = result.as_ref().ok().copied().flatten();

@@ -5,7 +5,7 @@
 //! Part of `update`; no I/O and no agent logic (commands become `Op`s or local notices).
 
 use super::state::{Effect, State};
-use super::transcript::{Level, Scroll};
+use super::transcript::{Kind, Level, Scroll};
 use crate::protocol::Op;
 
 /// The slash commands and what they do (shown by `/help` and the completion hint).
@@ -15,6 +15,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/quit", "leave the session"),
     ("/clear", "start a fresh session"),
     ("/session", "show the session id and file"),
+    ("/model", "the model, server and context window, and where each came from"),
     ("/copy", "copy the last reply to the clipboard"),
     ("/compact", "compact the context now (optional focus text)"),
     (
@@ -133,15 +134,10 @@ impl State {
         self.tab_cycle = None;
         match cmd {
             "/exit" | "/quit" => return vec![Effect::Exit],
-            "/help" => {
-                let mut text = String::from(
-                    "Enter send · Shift/Alt+Enter or Ctrl+J newline · Esc interrupt · Ctrl+C interrupt, twice at idle to exit · Ctrl+D exit on empty draft · PageUp/PageDown, wheel, Ctrl+Home/Ctrl+End scroll · Ctrl+O fold/unfold tool output · F2 mouse capture on/off (off: the terminal selects text) · Ctrl+Z suspend · approvals (empty draft): y yes, a always, n no, r no with a reason · Tab completes commands.",
-                );
-                for (c, d) in COMMANDS {
-                    text.push_str(&format!("\n{c} — {d}"));
-                }
-                self.notice(Level::Info, text);
-            }
+            "/help" => self.transcript.push(Kind::Panel(super::help::help())),
+            "/model" => self
+                .transcript
+                .push(Kind::Panel(super::help::model(self))),
             "/clear" => {
                 if self.busy {
                     self.notice(
@@ -151,6 +147,7 @@ impl State {
                     return Vec::new();
                 }
                 self.transcript.clear();
+                self.header_live = false;
                 self.queue.clear();
                 // The window stays as SessionConfigured reported it; usage comes with the
                 // next ContextUsage of the fresh session.

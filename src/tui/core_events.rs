@@ -51,10 +51,12 @@ impl State {
                 self.session_path = Some(session_path);
                 self.model = model;
                 self.context_window = context_window;
+                self.refresh_header();
             }
             Event::ContextWindowSet { tokens, source } => {
                 self.context_window = tokens;
                 self.context_window_source = Some(source);
+                self.refresh_header();
             }
             Event::ReasoningDelta { text } => {
                 self.activity = Activity::Streaming;
@@ -198,7 +200,12 @@ impl State {
                 format!("context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"),
             ),
             Event::MemoryLoaded { path, tokens } => {
-                self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
+                self.memory = Some((path.clone(), tokens));
+                if self.header_live {
+                    self.refresh_header();
+                } else {
+                    self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
+                }
             }
             Event::SkillLoaded { name, source, trigger } => {
                 let why = trigger.map_or(String::new(), |word| format!(" (trigger: {word})"));

@@ -126,6 +126,11 @@ pub struct State {
     pub(crate) interrupted_during: Option<String>,
     pub(crate) sessions_seen: u32,
     pub(crate) tab_cycle: Option<TabCycle>,
+    /// The welcome header's facts; the header is entry 0 while `header_live`.
+    pub welcome: Option<super::help::Welcome>,
+    pub(crate) header_live: bool,
+    /// Project memory the core reported loaded (path, tokens).
+    pub memory: Option<(String, u64)>,
 }
 
 impl State {
@@ -158,7 +163,31 @@ impl State {
             interrupted_during: None,
             sessions_seen: 0,
             tab_cycle: None,
+            welcome: None,
+            header_live: false,
+            memory: None,
         }
+    }
+
+    /// Starts an empty session with the welcome header (version, model and server,
+    /// workspace, window, memory, hints); it scrolls away like any entry.
+    pub fn set_welcome(&mut self, welcome: super::help::Welcome) {
+        self.welcome = Some(welcome);
+        if self.transcript.is_empty() {
+            self.header_live = true;
+            self.transcript.push(Kind::Panel(super::panel::Panel::default()));
+            self.refresh_header();
+        }
+    }
+
+    /// Rebuilds the header from what is known now (the core's window and memory reports).
+    pub(crate) fn refresh_header(&mut self) {
+        if !self.header_live {
+            return;
+        }
+        let Some(w) = self.welcome.clone() else { return };
+        let panel = super::help::header(self, &w);
+        self.transcript.edit(0, |k| *k = Kind::Panel(panel));
     }
 
     fn transcript_area(&self) -> Rect {
@@ -534,6 +563,7 @@ impl State {
     }
 
     pub(crate) fn submit(&mut self, text: String) -> Vec<Effect> {
+        self.header_live = false;
         self.transcript.push(Kind::User(text.clone()));
         self.busy = true;
         self.activity = Activity::Waiting;

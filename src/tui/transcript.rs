@@ -94,6 +94,8 @@ pub enum Kind {
     Reasoning(Thought),
     /// The live lines of a `delegate` call's sub-agents.
     Subagents(super::subagents::Children),
+    /// A titled block of rows: the welcome header, `/help`, `/model`.
+    Panel(super::panel::Panel),
 }
 
 struct Layout {
@@ -442,6 +444,7 @@ fn lines_of(kind: &Kind, width: usize, expanded: bool) -> Vec<Line<'static>> {
         Kind::Tool(t) => tool_lines(t, width, expanded),
         Kind::Reasoning(t) => reasoning::lines(t, width, expanded),
         Kind::Subagents(c) => super::subagents::lines(c, width),
+        Kind::Panel(p) => super::panel::lines(p, width),
         Kind::Notice(level, text) => {
             let (mark, style) = match level {
                 Level::Info => ("· ", Style::new().fg(Color::DarkGray)),
