@@ -7,11 +7,14 @@
 
 pub(crate) mod commands;
 pub(crate) mod core_events;
+mod diff;
 pub mod help;
+pub mod highlight;
 pub mod input;
 pub mod live;
 pub mod markdown;
 mod mcp;
+pub mod palette;
 pub mod panel;
 pub mod reasoning;
 pub mod segment;
@@ -70,6 +73,7 @@ pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Out
     let (ops, mut events) = handle.split();
     let mut state = State::new(&options.model, options.context_window);
     state.set_welcome(options.welcome);
+    state.colors = palette::Depth::detect(|name| std::env::var(name).ok());
     let guard = terminal::Guard::enter(true)?;
     let result = session(&mut state, &ops, &mut events).await;
     let signal = result.as_ref().ok().copied().flatten();

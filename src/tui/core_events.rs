@@ -90,10 +90,11 @@ impl State {
                 self.close_reasoning();
                 match self.streaming.take() {
                     Some(i) => self.transcript.edit(i, |k| {
-                        if let Kind::Assistant(r) = k
-                            && r.text != text
-                        {
-                            *r = Reply::new(&text);
+                        if let Kind::Assistant(r) = k {
+                            if r.text != text {
+                                *r = Reply::new(&text);
+                            }
+                            r.finished = true;
                         }
                     }),
                     None if !text.trim().is_empty() => self.transcript.push(Kind::Assistant(Reply::new(&text))),

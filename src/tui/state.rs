@@ -131,6 +131,8 @@ pub struct State {
     pub(crate) header_live: bool,
     /// Project memory the core reported loaded (path, tokens).
     pub memory: Option<(String, u64)>,
+    /// What the terminal can show (`NO_COLOR`, colour depth).
+    pub colors: super::palette::Depth,
 }
 
 impl State {
@@ -166,6 +168,7 @@ impl State {
             welcome: None,
             header_live: false,
             memory: None,
+            colors: super::palette::Depth::default(),
         }
     }
 

@@ -37,12 +37,16 @@ pub enum Level {
 pub struct Reply {
     pub text: String,
     splitter: Splitter,
+    /// All of it arrived: its last segment is closed too (and highlighted).
+    pub finished: bool,
 }
 
 impl Reply {
+    /// A complete reply.
     pub fn new(text: &str) -> Self {
         let mut r = Self::default();
         r.push(text);
+        r.finished = true;
         r
     }
 
@@ -417,9 +421,15 @@ fn segment(reply: &Reply, k: usize, width: usize) -> Vec<Line<'static>> {
     if prev.is_some_and(|c| c.separate) && !body.trim().is_empty() {
         lines.push(Line::default());
     }
+    // Only closed text is highlighted (once: closed segments stay cached).
+    let render = if k < cuts.len() || reply.finished {
+        markdown::render
+    } else {
+        markdown::render_open
+    };
     let rendered = match prev.and_then(|c| c.reopen.as_deref()) {
-        Some(opener) => markdown::render(&format!("{opener}\n{body}"), width),
-        None => markdown::render(body, width),
+        Some(opener) => render(&format!("{opener}\n{body}"), width),
+        None => render(body, width),
     };
     lines.extend(rendered);
     lines
@@ -500,10 +510,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
             ApprovalRequest::Diff { path, diff } => {
                 let runs = [Run::new(sanitize(path), Style::new().fg(Color::Cyan))];
                 lines.extend(wrap::wrap(&runs, width, &indent(), &indent()));
-                for l in sanitize(diff).lines() {
-                    let style = diff_style(l);
-                    lines.extend(markdown::wrap_hard(l, width, indent(), indent(), style));
-                }
+                lines.extend(super::diff::lines(path, diff, width, 4));
             }
             ApprovalRequest::McpCall {
                 server,
@@ -573,18 +580,4 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
         }
     }
     lines
-}
-
-fn diff_style(line: &str) -> Style {
-    if line.starts_with("+++") || line.starts_with("---") {
-        Style::new().add_modifier(Modifier::BOLD)
-    } else if line.starts_with('+') {
-        Style::new().fg(Color::Green)
-    } else if line.starts_with('-') {
-        Style::new().fg(Color::Red)
-    } else if line.starts_with("@@") {
-        Style::new().fg(Color::Cyan)
-    } else {
-        Style::new()
-    }
 }

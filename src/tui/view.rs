@@ -99,6 +99,7 @@ pub fn render(state: &State, frame: &mut Frame<'_>) {
         frame.set_cursor_position(cursor);
     }
     status(state, a.status, frame.buffer_mut());
+    super::palette::apply(state.colors, frame.buffer_mut(), area);
 }
 
 fn transcript(state: &State, area: Rect, buf: &mut Buffer) {

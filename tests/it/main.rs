@@ -49,6 +49,7 @@ mod tools_search;
 mod trust;
 mod tui_approval_guard;
 mod tui_header;
+mod tui_highlight;
 mod tui_live;
 mod tui_render;
 mod tui_view;
