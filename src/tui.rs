@@ -18,6 +18,7 @@ pub mod palette;
 pub mod panel;
 pub mod reasoning;
 pub mod segment;
+pub mod select;
 pub mod state;
 pub(crate) mod subagents;
 pub(crate) mod terminal;

@@ -16,7 +16,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/clear", "start a fresh session"),
     ("/session", "show the session id and file"),
     ("/model", "the model, server and context window, and where each came from"),
-    ("/copy", "copy the last reply to the clipboard"),
+    (
+        "/copy",
+        "copy the last reply; /copy N the Nth from last; /copy code the last code block",
+    ),
+    ("/find", "find text in the transcript (also Ctrl+F); /find alone ends it"),
     ("/compact", "compact the context now (optional focus text)"),
     (
         "/mcp",
@@ -24,6 +28,52 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/skills", "list the skills and which are loaded"),
 ];
+
+impl State {
+    /// `/copy`, `/copy N` (the Nth reply from the end, 1 is the last), `/copy code` (the last
+    /// fenced code block of the replies).
+    fn copy(&mut self, arg: &str) -> Vec<Effect> {
+        let replies: Vec<&str> = self
+            .transcript
+            .entries()
+            .iter()
+            .rev()
+            .filter_map(|e| match e.kind() {
+                Kind::Assistant(r) if !r.text.trim().is_empty() => Some(r.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let (text, what) = match arg {
+            "" => (replies.first().map(|t| t.to_string()), "the last reply".to_string()),
+            "code" => (
+                replies
+                    .iter()
+                    .find_map(|r| super::markdown::code_blocks(r).pop()),
+                "the last code block".to_string(),
+            ),
+            n => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => (
+                    replies.get(n - 1).map(|t| t.to_string()),
+                    format!("reply {n} from the end"),
+                ),
+                _ => {
+                    self.notice(Level::Warning, "usage: /copy, /copy N (1 = the last reply), /copy code");
+                    return Vec::new();
+                }
+            },
+        };
+        match text {
+            Some(text) => {
+                self.hint = Some(format!("copied {what} ({} bytes)", text.len()));
+                vec![Effect::Copy(text)]
+            }
+            None => {
+                self.notice(Level::Info, format!("nothing to copy: no {what}"));
+                Vec::new()
+            }
+        }
+    }
+}
 
 /// A Tab completion in progress: repeated Tab cycles through the commands matching `prefix`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,13 +211,8 @@ impl State {
                 };
                 self.notice(Level::Info, text);
             }
-            "/copy" => match self.last_reply().map(str::to_string) {
-                Some(text) => {
-                    self.hint = Some(format!("copied the last reply ({} bytes)", text.len()));
-                    return vec![Effect::Copy(text)];
-                }
-                None => self.notice(Level::Info, "nothing to copy yet"),
-            },
+            "/copy" => return self.copy(arg),
+            "/find" => self.find(arg),
             "/compact" => {
                 if self.busy {
                     self.notice(Level::Warning, "/compact waits for an idle session");

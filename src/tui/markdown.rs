@@ -34,6 +34,25 @@ fn render_with(src: &str, width: usize, highlight: bool) -> Vec<Line<'static>> {
     r.finish()
 }
 
+/// The fenced and indented code blocks of `src`, in order (for `/copy code`).
+pub(crate) fn code_blocks(src: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut open: Option<String> = None;
+    for event in Parser::new_ext(src, Options::empty()) {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => open = Some(String::new()),
+            Event::Text(t) => {
+                if let Some(code) = &mut open {
+                    code.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) => blocks.extend(open.take()),
+            _ => {}
+        }
+    }
+    blocks
+}
+
 pub(crate) fn code_style() -> Style {
     Style::new().fg(Color::LightYellow)
 }

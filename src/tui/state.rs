@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{
-    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent,
 };
 use ratatui::layout::Rect;
 
@@ -111,8 +111,13 @@ pub struct State {
     pub mouse_capture: bool,
     /// A transient line above the input box.
     pub hint: Option<String>,
-    /// Rows of a mouse selection in the transcript area (start, end).
-    pub selection: Option<(u16, u16)>,
+    /// A mouse selection of characters, in transcript positions (it follows the text while
+    /// the view moves).
+    pub selection: Option<super::select::Selection>,
+    /// The entry chosen with Alt/Ctrl+Up/Down (Enter or `o` folds it).
+    pub selected: Option<usize>,
+    /// An active `/find`.
+    pub search: Option<super::select::Search>,
     /// How long answer keys wait after an approval appears ([`APPROVAL_GUARD`]; tests that
     /// are not about the guard set it to zero).
     pub approval_guard: Duration,
@@ -157,6 +162,8 @@ impl State {
             mouse_capture: true,
             hint: None,
             selection: None,
+            selected: None,
+            search: None,
             approval_guard: APPROVAL_GUARD,
             now: Instant::now(),
             last_ctrl_c: None,
@@ -193,24 +200,12 @@ impl State {
         self.transcript.edit(0, |k| *k = Kind::Panel(panel));
     }
 
-    fn transcript_area(&self) -> Rect {
+    pub(crate) fn transcript_area(&self) -> Rect {
         view::areas(self, Rect::new(0, 0, self.size.0, self.size.1)).transcript
     }
 
     pub(crate) fn notice(&mut self, level: Level, text: impl Into<String>) {
         self.transcript.push(Kind::Notice(level, text.into()));
-    }
-
-    /// The text of the last assistant reply, for `/copy`.
-    pub(crate) fn last_reply(&self) -> Option<&str> {
-        self.transcript
-            .entries()
-            .iter()
-            .rev()
-            .find_map(|e| match e.kind() {
-                Kind::Assistant(r) if !r.text.trim().is_empty() => Some(r.text.as_str()),
-                _ => None,
-            })
     }
 
     pub(crate) fn scroll_up(&mut self, n: usize) {
@@ -315,6 +310,23 @@ impl State {
             }
             KeyCode::Char('o') if ctrl => {
                 self.transcript.toggle_expanded();
+                return Vec::new();
+            }
+            KeyCode::Char('f') if ctrl => {
+                self.find_key();
+                return Vec::new();
+            }
+            KeyCode::Up | KeyCode::Down if (ctrl || alt) && self.draft.is_empty() => {
+                self.select_entry(if k.code == KeyCode::Up { -1 } else { 1 });
+                return Vec::new();
+            }
+            KeyCode::Enter | KeyCode::Char('o')
+                if self.selected.is_some()
+                    && k.modifiers.is_empty()
+                    && self.draft.is_empty()
+                    && self.approval.is_none() =>
+            {
+                self.toggle_selected();
                 return Vec::new();
             }
             KeyCode::Esc => return self.escape(),
@@ -517,10 +529,12 @@ impl State {
             self.draft.set_text(&stash);
             return Vec::new();
         }
+        if self.close_overlays() {
+            return Vec::new();
+        }
         if self.busy {
             return self.interrupt();
         }
-        self.selection = None;
         self.hint = None;
         Vec::new()
     }
@@ -572,54 +586,6 @@ impl State {
         self.activity = Activity::Waiting;
         self.hint = None;
         vec![Effect::Op(Op::Submit(text))]
-    }
-
-    fn mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
-        let area = self.transcript_area();
-        match m.kind {
-            MouseEventKind::ScrollUp => self.scroll_up(WHEEL_ROWS),
-            MouseEventKind::ScrollDown => self.scroll_down(WHEEL_ROWS),
-            MouseEventKind::Down(MouseButton::Left) if m.row < area.bottom() => {
-                self.selection = Some((m.row, m.row));
-            }
-            MouseEventKind::Drag(MouseButton::Left) => {
-                if let Some((start, _)) = self.selection {
-                    self.selection = Some((start, m.row.min(area.bottom().saturating_sub(1))));
-                }
-            }
-            MouseEventKind::Up(MouseButton::Left) => {
-                if let Some((a, b)) = self.selection {
-                    if a == b {
-                        self.selection = None;
-                        return Vec::new();
-                    }
-                    let text = self.selected_text(a.min(b), a.max(b));
-                    self.hint = Some(format!("copied {} lines", a.abs_diff(b) + 1));
-                    return vec![Effect::Copy(text)];
-                }
-            }
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    /// Plain text of transcript rows `top..=bottom` as they are on screen.
-    pub(crate) fn selected_text(&self, top: u16, bottom: u16) -> String {
-        let area = self.transcript_area();
-        let rows = self
-            .transcript
-            .window(self.scroll, area.width as usize, area.height as usize);
-        let mut out = Vec::new();
-        for (r, (entry, line)) in rows.iter().enumerate() {
-            let y = area.y as usize + r;
-            if y >= top as usize && y <= bottom as usize {
-                let text =
-                    self.transcript
-                        .with_line(*entry, *line, area.width as usize, wrap::line_text);
-                out.push(text.unwrap_or_default().trim_end().to_string());
-            }
-        }
-        out.join("\n")
     }
 
     /// Plain text of the transcript (or its last `turns` turns) for the normal screen on exit.

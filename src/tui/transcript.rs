@@ -131,6 +131,8 @@ impl Layout {
 pub(crate) struct Entry {
     kind: Kind,
     rev: u64,
+    /// Folded (`Some(false)`) or unfolded (`Some(true)`) by the user; `None` follows Ctrl+O.
+    fold: Option<bool>,
     cache: RefCell<Option<Layout>>,
 }
 
@@ -183,6 +185,7 @@ impl Transcript {
         self.entries.push(Entry {
             kind,
             rev: 0,
+            fold: None,
             cache: RefCell::new(None),
         });
     }
@@ -202,14 +205,32 @@ impl Transcript {
             .rposition(|e| matches!(&e.kind, Kind::Tool(t) if t.call == call))
     }
 
-    /// Folds or unfolds every tool result and reasoning.
+    /// Folds or unfolds every tool result and reasoning (one at a time choices are reset).
     pub(crate) fn toggle_expanded(&mut self) {
         self.expanded = !self.expanded;
         for e in &mut self.entries {
             if matches!(e.kind, Kind::Tool(_) | Kind::Reasoning(_)) {
+                e.fold = None;
                 e.rev += 1;
             }
         }
+    }
+
+    /// Whether entry `i` has something to fold (tool output, reasoning).
+    pub(crate) fn foldable(&self, i: usize) -> bool {
+        self.entries
+            .get(i)
+            .is_some_and(|e| matches!(e.kind, Kind::Tool(_) | Kind::Reasoning(_)))
+    }
+
+    /// Folds or unfolds entry `i` alone; returns whether it is unfolded now.
+    pub(crate) fn toggle_fold(&mut self, i: usize) -> Option<bool> {
+        let expanded = self.expanded;
+        let e = self.entries.get_mut(i)?;
+        let open = !e.fold.unwrap_or(expanded);
+        e.fold = Some(open);
+        e.rev += 1;
+        Some(open)
     }
 
     /// Number of lines entry `i` takes at `width`.
@@ -245,7 +266,7 @@ impl Transcript {
                 },
             };
             layout.rev = entry.rev;
-            relayout(&entry.kind, &mut layout, self.expanded);
+            relayout(&entry.kind, &mut layout, entry.fold.unwrap_or(self.expanded));
             *cache = Some(layout);
         }
         let layout = cache.as_ref()?;

@@ -52,4 +52,5 @@ mod tui_header;
 mod tui_highlight;
 mod tui_live;
 mod tui_render;
+mod tui_select;
 mod tui_view;

@@ -6,10 +6,8 @@
 use minicode::chat::ApprovalRequest;
 use minicode::protocol::Event;
 use minicode::tui::palette::{self, Depth};
+use crate::support::screen::{buffer, row_of, styled};
 use minicode::tui::state::{Msg, State};
-use minicode::tui::view;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
@@ -18,42 +16,6 @@ fn state(w: u16, h: u16) -> State {
     let mut s = State::new("test-model", 100_000);
     s.update(Msg::Resize(w, h));
     s
-}
-
-fn buffer(s: &State) -> Buffer {
-    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
-    term.draw(|f| view::render(s, f)).unwrap();
-    term.backend().buffer().clone()
-}
-
-/// Each row as runs of equal style: `[fg,bg,modifiers]text`, blank rows skipped.
-fn styled(buf: &Buffer, rows: std::ops::Range<u16>) -> String {
-    let mut out = String::new();
-    for y in rows {
-        let text: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
-        if text.trim().is_empty() {
-            continue;
-        }
-        let mut line = String::new();
-        let mut last = None;
-        for x in 0..buf.area.width {
-            let c = &buf[(x, y)];
-            let key = (c.fg, c.bg, c.modifier);
-            if last != Some(key) {
-                let mods = if c.modifier.is_empty() {
-                    String::new()
-                } else {
-                    format!(",{:?}", c.modifier)
-                };
-                line.push_str(&format!("[{:?},{:?}{mods}]", c.fg, c.bg));
-                last = Some(key);
-            }
-            line.push_str(c.symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 fn stream(s: &mut State, text: &str) {
@@ -69,15 +31,6 @@ fn fgs_in_row(buf: &Buffer, y: u16) -> std::collections::BTreeSet<String> {
         .filter(|c| !c.symbol().trim().is_empty())
         .map(|c| format!("{:?}", c.fg))
         .collect()
-}
-
-fn row_of(buf: &Buffer, needle: &str) -> u16 {
-    (0..buf.area.height)
-        .find(|&y| {
-            let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
-            row.contains(needle)
-        })
-        .unwrap_or_else(|| panic!("{needle} on screen"))
 }
 
 const REPLY: &str = "Here is the fix:\n\n```rust\nfn main() {\n    // greet\n    let n = 42;\n    println!(\"hi {n}\");\n}\n```\n\nThat is all.\n";
