@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::secrets::{Redactor, Secrets};
+use super::secrets::Secrets;
 
 /// Where the pieces of one call go.
 pub type Sink = Arc<dyn Fn(String) + Send + Sync>;
@@ -36,12 +36,12 @@ fn current() -> Option<Sink> {
 }
 
 /// Turns a tool's raw output bytes into pieces for the sink: redacted as a stream (a secret
-/// split across two reads is still caught), cut at UTF-8 character boundaries, and
-/// coalesced in time.
+/// split across two reads is still caught: only bytes that could begin one wait), cut at
+/// UTF-8 character boundaries, and coalesced in time.
 pub(crate) struct Feed<'a> {
     sink: Option<Sink>,
-    redactor: Redactor<'a>,
-    /// Redacted bytes not handed on yet.
+    secrets: &'a Secrets,
+    /// Output not handed on yet (not redacted yet).
     pending: Vec<u8>,
     /// When the last piece was handed on.
     last: Option<Instant>,
@@ -52,7 +52,7 @@ impl<'a> Feed<'a> {
     pub(crate) fn new(secrets: &'a Secrets) -> Self {
         Self {
             sink: current(),
-            redactor: secrets.stream(),
+            secrets,
             pending: Vec::new(),
             last: None,
         }
@@ -63,7 +63,7 @@ impl<'a> Feed<'a> {
         if self.sink.is_none() {
             return;
         }
-        self.redactor.push(bytes, &mut self.pending);
+        self.pending.extend_from_slice(bytes);
         let due = self.last.is_none_or(|t| now >= t + INTERVAL);
         if due || self.pending.len() >= MAX_PIECE {
             self.flush(now);
@@ -72,10 +72,10 @@ impl<'a> Feed<'a> {
 
     /// When the bytes held back must be handed on (`None` when nothing waits).
     pub(crate) fn due_at(&self) -> Option<Instant> {
-        // Only the start of a character waits: nothing to hand on until it completes.
-        let waiting = self.sink.is_some()
-            && !self.pending.is_empty()
-            && !(self.pending.len() <= 3 && incomplete_suffix(&self.pending) == self.pending.len());
+        // When only the start of a character or of a secret waits, nothing can be handed on
+        // before more output comes.
+        let held = incomplete_suffix(&self.pending).max(self.secrets.open_suffix(&self.pending));
+        let waiting = self.sink.is_some() && self.pending.len() > held;
         waiting.then(|| self.last.map_or_else(Instant::now, |t| t + INTERVAL))
     }
 
@@ -83,22 +83,27 @@ impl<'a> Feed<'a> {
     pub(crate) fn flush(&mut self, now: Instant) {
         let Some(sink) = &self.sink else { return };
         self.last = Some(now);
-        let keep = incomplete_suffix(&self.pending);
-        let end = self.pending.len() - keep;
+        // Hold back the start of a secret that may continue, never a part of a whole one,
+        // and a character not complete yet.
+        let open = self.secrets.open_suffix(&self.pending);
+        let mut end = self
+            .secrets
+            .tail_cut(&self.pending, self.pending.len() - open);
+        end -= incomplete_suffix(&self.pending[..end]);
         if end == 0 {
             return;
         }
-        let text = String::from_utf8_lossy(&self.pending[..end]).into_owned();
+        let shown = self.secrets.redact_bytes(&self.pending[..end]);
         self.pending.drain(..end);
-        sink(text);
+        sink(String::from_utf8_lossy(&shown).into_owned());
     }
 
     /// The end of the output: everything left, the redactor's held-back bytes included.
     pub(crate) fn finish(mut self) {
         let Some(sink) = self.sink.take() else { return };
-        self.redactor.finish(&mut self.pending);
         if !self.pending.is_empty() {
-            sink(String::from_utf8_lossy(&self.pending).into_owned());
+            let shown = self.secrets.redact_bytes(&self.pending);
+            sink(String::from_utf8_lossy(&shown).into_owned());
         }
     }
 }
