@@ -223,10 +223,13 @@ fn live_output() {
     while sent < 60 * 1024 * 1024 {
         piece.clear();
         while piece.len() < 1024 * 1024 / 20 {
-            if i % 10 == 0 {
+            if i.is_multiple_of(10) {
                 piece.push_str(&format!("\rdownloading {:>3}%", i % 101));
             } else {
-                piece.push_str(&format!("   Compiling crate-{i} v1.{}.0 (registry)\n", i % 40));
+                piece.push_str(&format!(
+                    "   Compiling crate-{i} v1.{}.0 (registry)\n",
+                    i % 40
+                ));
             }
             i += 1;
         }

@@ -15,12 +15,18 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/quit", "leave the session"),
     ("/clear", "start a fresh session"),
     ("/session", "show the session id and file"),
-    ("/model", "the model, server and context window, and where each came from"),
+    (
+        "/model",
+        "the model, server and context window, and where each came from",
+    ),
     (
         "/copy",
         "copy the last reply; /copy N the Nth from last; /copy code the last code block",
     ),
-    ("/find", "find text in the transcript (also Ctrl+F); /find alone ends it"),
+    (
+        "/find",
+        "find text in the transcript (also Ctrl+F); /find alone ends it",
+    ),
     ("/compact", "compact the context now (optional focus text)"),
     (
         "/mcp",
@@ -44,7 +50,10 @@ impl State {
             })
             .collect();
         let (text, what) = match arg {
-            "" => (replies.first().map(|t| t.to_string()), "the last reply".to_string()),
+            "" => (
+                replies.first().map(|t| t.to_string()),
+                "the last reply".to_string(),
+            ),
             "code" => (
                 replies
                     .iter()
@@ -57,7 +66,10 @@ impl State {
                     format!("reply {n} from the end"),
                 ),
                 _ => {
-                    self.notice(Level::Warning, "usage: /copy, /copy N (1 = the last reply), /copy code");
+                    self.notice(
+                        Level::Warning,
+                        "usage: /copy, /copy N (1 = the last reply), /copy code",
+                    );
                     return Vec::new();
                 }
             },
@@ -185,9 +197,7 @@ impl State {
         match cmd {
             "/exit" | "/quit" => return vec![Effect::Exit],
             "/help" => self.transcript.push(Kind::Panel(super::help::help())),
-            "/model" => self
-                .transcript
-                .push(Kind::Panel(super::help::model(self))),
+            "/model" => self.transcript.push(Kind::Panel(super::help::model(self))),
             "/clear" => {
                 if self.busy {
                     self.notice(

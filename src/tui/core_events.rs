@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use super::state::{Activity, Effect, PendingApproval, State};
 use super::live::Running;
+use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
 use crate::protocol::{Decision, Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
 

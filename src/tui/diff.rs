@@ -19,9 +19,7 @@ pub(crate) fn lines(path: &str, diff: &str, width: usize, indent: usize) -> Vec<
     // The new side (context and added lines) is highlighted as one text, in order, so
     // constructs spanning lines (strings, comments) keep their colour.
     let ext = path.rsplit('.').next().filter(|e| *e != path).unwrap_or("");
-    let new_side: Vec<usize> = (0..all.len())
-        .filter(|&i| is_new_side(all[i]))
-        .collect();
+    let new_side: Vec<usize> = (0..all.len()).filter(|&i| is_new_side(all[i])).collect();
     let text: Vec<&str> = new_side.iter().map(|&i| &all[i][1..]).collect();
     let highlighted = (!ext.is_empty() && !text.is_empty())
         .then(|| highlight::code(ext, &text.join("\n"), Style::new()))
@@ -46,8 +44,7 @@ pub(crate) fn lines(path: &str, diff: &str, width: usize, indent: usize) -> Vec<
                 first.push(Span::styled(l[..1].to_string(), marker));
                 let mut rest = pad();
                 rest.push(Span::raw(" "));
-                let runs: Vec<(Style, &str)> =
-                    runs.iter().map(|(s, t)| (*s, t.as_str())).collect();
+                let runs: Vec<(Style, &str)> = runs.iter().map(|(s, t)| (*s, t.as_str())).collect();
                 out.extend(wrap_hard_runs(&runs, width, first, rest));
             }
             None => out.extend(wrap_hard(l, width, pad(), pad(), style(l))),

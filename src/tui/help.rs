@@ -17,7 +17,10 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
             ("Shift/Alt+Enter, Ctrl+J", "new line"),
             ("Up / Down", "move between lines, recall earlier prompts"),
             ("Ctrl+A/E, Alt+B/F", "line start / end, word left / right"),
-            ("Ctrl+W / Ctrl+U / Ctrl+K", "delete word / to line start / to line end"),
+            (
+                "Ctrl+W / Ctrl+U / Ctrl+K",
+                "delete word / to line start / to line end",
+            ),
             ("Tab", "complete a slash command"),
         ],
     ),
@@ -26,11 +29,17 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
         &[
             ("PageUp/PageDown, wheel", "scroll"),
             ("Ctrl+Home / Ctrl+End", "top / follow the live tail"),
-            ("Alt+Up / Alt+Down", "select an entry (empty draft; also Ctrl+Up/Down)"),
+            (
+                "Alt+Up / Alt+Down",
+                "select an entry (empty draft; also Ctrl+Up/Down)",
+            ),
             ("Enter or o", "fold / unfold the selected entry"),
             ("Ctrl+O", "fold / unfold all tool output and reasoning"),
             ("Ctrl+F", "find in the transcript (Enter next, Esc close)"),
-            ("mouse drag", "select characters; release copies them (OSC 52)"),
+            (
+                "mouse drag",
+                "select characters; release copies them (OSC 52)",
+            ),
             ("F2", "mouse capture on/off (off: the terminal selects)"),
         ],
     ),
@@ -41,7 +50,10 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
             ("Ctrl+C", "interrupt; at idle clear, twice to exit"),
             ("Ctrl+D", "exit (empty draft)"),
             ("Ctrl+Z", "suspend"),
-            ("y / a / n / r", "approve once / always / deny / deny with a reason"),
+            (
+                "y / a / n / r",
+                "approve once / always / deny / deny with a reason",
+            ),
         ],
     ),
 ];
@@ -81,7 +93,11 @@ impl Welcome {
     pub fn host_of(base_url: &str) -> String {
         let rest = base_url.split_once("://").map_or(base_url, |(_, r)| r);
         let authority = rest.split('/').next().unwrap_or(rest);
-        authority.rsplit('@').next().unwrap_or(authority).to_string()
+        authority
+            .rsplit('@')
+            .next()
+            .unwrap_or(authority)
+            .to_string()
     }
 }
 

@@ -40,15 +40,43 @@ const fn named(index: u8) -> SynColor {
 }
 
 const RULES: &[(&str, SynColor, Option<FontStyle>)] = &[
-    ("comment, punctuation.definition.comment", named(8), Some(FontStyle::ITALIC)),
+    (
+        "comment, punctuation.definition.comment",
+        named(8),
+        Some(FontStyle::ITALIC),
+    ),
     ("string, constant.character, markup.raw", named(2), None),
-    ("constant.numeric, constant.language, constant.other, support.constant", named(3), None),
-    ("keyword, storage.modifier, keyword.operator.word", named(5), None),
-    ("storage.type, support.type, entity.name.type, entity.name.class, entity.name.struct, entity.name.enum, entity.other.inherited-class", named(6), None),
-    ("entity.name.function, support.function, meta.function-call variable.function, variable.function", named(4), None),
+    (
+        "constant.numeric, constant.language, constant.other, support.constant",
+        named(3),
+        None,
+    ),
+    (
+        "keyword, storage.modifier, keyword.operator.word",
+        named(5),
+        None,
+    ),
+    (
+        "storage.type, support.type, entity.name.type, entity.name.class, entity.name.struct, entity.name.enum, entity.other.inherited-class",
+        named(6),
+        None,
+    ),
+    (
+        "entity.name.function, support.function, meta.function-call variable.function, variable.function",
+        named(4),
+        None,
+    ),
     ("entity.name.tag, meta.tag", named(4), None),
-    ("entity.other.attribute-name, variable.other.member", named(14), None),
-    ("markup.heading, entity.name.section", named(6), Some(FontStyle::BOLD)),
+    (
+        "entity.other.attribute-name, variable.other.member",
+        named(14),
+        None,
+    ),
+    (
+        "markup.heading, entity.name.section",
+        named(6),
+        Some(FontStyle::BOLD),
+    ),
     ("markup.inserted", named(2), None),
     ("markup.deleted", named(1), None),
     ("invalid", named(1), None),
@@ -130,10 +158,12 @@ pub fn code(lang: &str, code: &str, base: Style) -> Option<Vec<Runs>> {
 fn style(s: syntect::highlighting::Style, base: Style) -> Style {
     let mut out = base;
     let c = s.foreground;
-    if c.a == 0 && c.g == 0 && c.b == 0 {
-        if let Some(colour) = NAMED.get(c.r as usize) {
-            out = out.fg(*colour);
-        }
+    if c.a == 0
+        && c.g == 0
+        && c.b == 0
+        && let Some(colour) = NAMED.get(c.r as usize)
+    {
+        out = out.fg(*colour);
     }
     if s.font_style.contains(FontStyle::BOLD) {
         out = out.add_modifier(Modifier::BOLD);

@@ -92,7 +92,11 @@ fn to_256(c: Color) -> Color {
     let cube_rgb = index_rgb(cube);
     // The grey ramp may be closer for greys.
     let avg = ((r as u16 + g as u16 + b as u16) / 3) as u8;
-    let grey = if avg > 238 { 255 } else { 232 + avg.saturating_sub(3) / 10 };
+    let grey = if avg > 238 {
+        255
+    } else {
+        232 + avg.saturating_sub(3) / 10
+    };
     let grey_rgb = index_rgb(grey);
     if distance((r, g, b), grey_rgb) < distance((r, g, b), cube_rgb) {
         Color::Indexed(grey)

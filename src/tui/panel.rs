@@ -49,7 +49,10 @@ pub fn lines(p: &Panel, width: usize) -> Vec<Line<'static>> {
     let name_style = Style::new().fg(Color::Cyan);
     let heading = Style::new().add_modifier(Modifier::BOLD);
     let dim = Style::new().fg(Color::DarkGray);
-    let mut out = vec![Line::from(Span::styled(format!("▌ {}", sanitize(&p.title)), title))];
+    let mut out = vec![Line::from(Span::styled(
+        format!("▌ {}", sanitize(&p.title)),
+        title,
+    ))];
     let col = p
         .rows
         .iter()
@@ -60,7 +63,10 @@ pub fn lines(p: &Panel, width: usize) -> Vec<Line<'static>> {
         .min(width / 3);
     for (name, value) in &p.rows {
         if name.is_empty() {
-            out.push(Line::from(Span::styled(format!("  {}", sanitize(value)), heading)));
+            out.push(Line::from(Span::styled(
+                format!("  {}", sanitize(value)),
+                heading,
+            )));
             continue;
         }
         let name = wrap::truncate(&sanitize(name), col);

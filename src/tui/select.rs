@@ -89,10 +89,9 @@ impl State {
             MouseEventKind::ScrollUp => self.scroll_up(WHEEL_ROWS),
             MouseEventKind::ScrollDown => self.scroll_down(WHEEL_ROWS),
             MouseEventKind::Down(MouseButton::Left) if m.row < area.bottom() => {
-                self.selection = self.point_at(m.column, m.row).map(|p| Selection {
-                    anchor: p,
-                    head: p,
-                });
+                self.selection = self
+                    .point_at(m.column, m.row)
+                    .map(|p| Selection { anchor: p, head: p });
             }
             MouseEventKind::Drag(MouseButton::Left) => {
                 // Past the edges of the transcript: the first or last row it shows.
@@ -206,7 +205,14 @@ impl State {
             return;
         }
         let open = self.transcript.toggle_fold(i);
-        self.hint = Some(if open == Some(true) { "unfolded" } else { "folded" }.to_string());
+        self.hint = Some(
+            if open == Some(true) {
+                "unfolded"
+            } else {
+                "folded"
+            }
+            .to_string(),
+        );
     }
 
     /// `/find text`: every line holding `text` (case-insensitive), the first one after the

@@ -8,9 +8,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{
-    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent,
-};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 use ratatui::layout::Rect;
 
 use super::commands::TabCycle;
@@ -185,7 +183,8 @@ impl State {
         self.welcome = Some(welcome);
         if self.transcript.is_empty() {
             self.header_live = true;
-            self.transcript.push(Kind::Panel(super::panel::Panel::default()));
+            self.transcript
+                .push(Kind::Panel(super::panel::Panel::default()));
             self.refresh_header();
         }
     }
@@ -195,7 +194,9 @@ impl State {
         if !self.header_live {
             return;
         }
-        let Some(w) = self.welcome.clone() else { return };
+        let Some(w) = self.welcome.clone() else {
+            return;
+        };
         let panel = super::help::header(self, &w);
         self.transcript.edit(0, |k| *k = Kind::Panel(panel));
     }
@@ -414,9 +415,10 @@ impl State {
         self.now = now;
         let Some(i) = self.running_tool else { return };
         let secs = match self.transcript.entries().get(i).map(|e| e.kind()) {
-            Some(Kind::Tool(t)) => t.running.as_ref().map(|r| {
-                (now.saturating_duration_since(r.started).as_secs(), r.secs)
-            }),
+            Some(Kind::Tool(t)) => t
+                .running
+                .as_ref()
+                .map(|r| (now.saturating_duration_since(r.started).as_secs(), r.secs)),
             _ => None,
         };
         if let Some((secs, shown)) = secs
@@ -435,14 +437,16 @@ impl State {
     /// When the screen must change without any event: a pending approval starts taking
     /// answer keys, or a running call's elapsed time moves on to the next second.
     pub fn wake_at(&self) -> Option<Instant> {
-        let tick = self.running_tool.and_then(|i| match self.transcript.entries().get(i)?.kind() {
-            // A call waiting for its approval is not running yet.
-            Kind::Tool(t) if t.approval.is_none() || t.decision.is_some() => {
-                let r = t.running.as_ref()?;
-                Some(r.started + Duration::from_secs(r.secs + 1))
-            }
-            _ => None,
-        });
+        let tick = self
+            .running_tool
+            .and_then(|i| match self.transcript.entries().get(i)?.kind() {
+                // A call waiting for its approval is not running yet.
+                Kind::Tool(t) if t.approval.is_none() || t.decision.is_some() => {
+                    let r = t.running.as_ref()?;
+                    Some(r.started + Duration::from_secs(r.secs + 1))
+                }
+                _ => None,
+            });
         match (self.approval_arms_at(), tick) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -266,7 +266,11 @@ impl Transcript {
                 },
             };
             layout.rev = entry.rev;
-            relayout(&entry.kind, &mut layout, entry.fold.unwrap_or(self.expanded));
+            relayout(
+                &entry.kind,
+                &mut layout,
+                entry.fold.unwrap_or(self.expanded),
+            );
             *cache = Some(layout);
         }
         let layout = cache.as_ref()?;

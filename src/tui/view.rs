@@ -164,7 +164,10 @@ fn mark_matches(buf: &mut Buffer, row: Rect, query: &str, current: bool) {
         text.push_str(&sym);
     }
     let style = if current {
-        Style::new().fg(Color::Black).bg(Color::LightYellow).add_modifier(Modifier::BOLD)
+        Style::new()
+            .fg(Color::Black)
+            .bg(Color::LightYellow)
+            .add_modifier(Modifier::BOLD)
     } else {
         Style::new().fg(Color::Black).bg(Color::Yellow)
     };

@@ -44,7 +44,13 @@ fn long_help_shows_examples_environment_and_exit_codes() {
     let out = run(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8(out.stdout).unwrap();
-    for section in ["Examples:", "Environment:", "Exit codes:", "MINICODE_BASE_URL", "130"] {
+    for section in [
+        "Examples:",
+        "Environment:",
+        "Exit codes:",
+        "MINICODE_BASE_URL",
+        "130",
+    ] {
         assert!(help.contains(section), "{section} in {help}");
     }
     let short = String::from_utf8(run(&["-h"]).stdout).unwrap();
@@ -56,7 +62,10 @@ fn a_mistyped_flag_suggests_the_closest_and_exits_2() {
     let out = run(&["--modle", "x", "hi"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("a similar argument exists: '--model'"), "{err}");
+    assert!(
+        err.contains("a similar argument exists: '--model'"),
+        "{err}"
+    );
     let out = run(&["--outptu-format", "json", "hi"]);
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("'--output-format'"), "{err}");

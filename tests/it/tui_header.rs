@@ -74,7 +74,10 @@ fn memory_loaded_after_the_first_prompt_is_a_notice_and_the_header_stays_as_it_w
     }));
     let text = screen(&s);
     assert!(text.contains("none (MiniCode.md)"), "{text}");
-    assert!(text.contains("project memory loaded from MiniCode.md"), "{text}");
+    assert!(
+        text.contains("project memory loaded from MiniCode.md"),
+        "{text}"
+    );
 }
 
 #[test]

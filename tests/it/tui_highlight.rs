@@ -3,10 +3,10 @@
 //! code style, diffs colour their new side, and the palette pass honours `NO_COLOR` and 16
 //! colours. Screens are compared with their styles (a run per style change).
 
+use crate::support::screen::{buffer, row_of, styled};
 use minicode::chat::ApprovalRequest;
 use minicode::protocol::Event;
 use minicode::tui::palette::{self, Depth};
-use crate::support::screen::{buffer, row_of, styled};
 use minicode::tui::state::{Msg, State};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -39,10 +39,17 @@ const REPLY: &str = "Here is the fix:\n\n```rust\nfn main() {\n    // greet\n   
 fn code_is_plain_while_its_fence_is_open_and_highlighted_once_closed() {
     let mut s = state(60, 18);
     s.update(Msg::Agent(Event::TurnStarted { turn: 1 }));
-    stream(&mut s, "Here is the fix:\n\n```rust\nfn main() {\n    let n = 42;\n");
+    stream(
+        &mut s,
+        "Here is the fix:\n\n```rust\nfn main() {\n    let n = 42;\n",
+    );
     let open = buffer(&s);
     let y = row_of(&open, "let n = 42;");
-    assert_eq!(fgs_in_row(&open, y).len(), 1, "one plain code colour while open");
+    assert_eq!(
+        fgs_in_row(&open, y).len(),
+        1,
+        "one plain code colour while open"
+    );
 
     let mut s = state(60, 18);
     s.update(Msg::Agent(Event::TurnStarted { turn: 1 }));
@@ -50,7 +57,10 @@ fn code_is_plain_while_its_fence_is_open_and_highlighted_once_closed() {
     s.update(Msg::Agent(Event::AssistantMessage { text: REPLY.into() }));
     let done = buffer(&s);
     let y = row_of(&done, "let n = 42;");
-    assert!(fgs_in_row(&done, y).len() >= 3, "keyword, name, number coloured");
+    assert!(
+        fgs_in_row(&done, y).len() >= 3,
+        "keyword, name, number coloured"
+    );
     insta::assert_snapshot!("highlighted_code_streamed", styled(&done, 0..12));
 }
 
@@ -87,16 +97,24 @@ fn a_write_diff_highlights_the_new_side() {
     let buf = buffer(&s);
     let added = row_of(&buf, "\"two\"");
     assert_eq!(buf[(4, added)].fg, Color::Green, "the marker is green");
-    assert!(fgs_in_row(&buf, added).len() >= 3, "the code is highlighted");
+    assert!(
+        fgs_in_row(&buf, added).len() >= 3,
+        "the code is highlighted"
+    );
     let removed = row_of(&buf, "-    1");
-    assert_eq!(fgs_in_row(&buf, removed), ["Red".to_string()].into_iter().collect());
+    assert_eq!(
+        fgs_in_row(&buf, removed),
+        ["Red".to_string()].into_iter().collect()
+    );
 }
 
 #[test]
 fn no_color_draws_no_colour_but_keeps_attributes() {
     let mut s = state(60, 18);
     s.colors = Depth::NoColor;
-    s.update(Msg::Agent(Event::AssistantMessage { text: format!("# Title\n\n**bold** text\n\n{REPLY}") }));
+    s.update(Msg::Agent(Event::AssistantMessage {
+        text: format!("# Title\n\n**bold** text\n\n{REPLY}"),
+    }));
     let buf = buffer(&s);
     for c in buf.content() {
         assert_eq!((c.fg, c.bg), (Color::Reset, Color::Reset), "{c:?}");
@@ -128,7 +146,11 @@ fn sixteen_colours_map_every_colour_to_a_named_one() {
     let area = buf.area;
     palette::apply(Depth::Ansi256, &mut buf, area);
     assert_eq!(buf[(0, 0)].fg, Color::Indexed(208));
-    assert!(matches!(buf[(1, 0)].fg, Color::Indexed(i) if i >= 232), "{:?}", buf[(1, 0)].fg);
+    assert!(
+        matches!(buf[(1, 0)].fg, Color::Indexed(i) if i >= 232),
+        "{:?}",
+        buf[(1, 0)].fg
+    );
 
     let mut s = state(60, 18);
     s.colors = Depth::Ansi16;
@@ -136,7 +158,10 @@ fn sixteen_colours_map_every_colour_to_a_named_one() {
     let buf = buffer(&s);
     for c in buf.content() {
         for colour in [c.fg, c.bg] {
-            assert!(!matches!(colour, Color::Rgb(..) | Color::Indexed(16..)), "{c:?}");
+            assert!(
+                !matches!(colour, Color::Rgb(..) | Color::Indexed(16..)),
+                "{c:?}"
+            );
         }
     }
     insta::assert_snapshot!("sixteen_colour_screen", styled(&buf, 0..18));
@@ -152,8 +177,17 @@ fn depth_comes_from_no_color_colorterm_and_term() {
                 .map(|(_, v)| v.to_string())
         }
     };
-    assert_eq!(Depth::detect(env(&[("NO_COLOR", "1"), ("COLORTERM", "truecolor")])), Depth::NoColor);
-    assert_eq!(Depth::detect(env(&[("NO_COLOR", ""), ("COLORTERM", "truecolor")])), Depth::TrueColor);
-    assert_eq!(Depth::detect(env(&[("TERM", "xterm-256color")])), Depth::Ansi256);
+    assert_eq!(
+        Depth::detect(env(&[("NO_COLOR", "1"), ("COLORTERM", "truecolor")])),
+        Depth::NoColor
+    );
+    assert_eq!(
+        Depth::detect(env(&[("NO_COLOR", ""), ("COLORTERM", "truecolor")])),
+        Depth::TrueColor
+    );
+    assert_eq!(
+        Depth::detect(env(&[("TERM", "xterm-256color")])),
+        Depth::Ansi256
+    );
     assert_eq!(Depth::detect(env(&[("TERM", "xterm")])), Depth::Ansi16);
 }

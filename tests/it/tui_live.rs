@@ -64,7 +64,10 @@ async fn a_fast_command_is_coalesced_and_split_characters_stay_whole() {
     let (pieces, _) = run_live(&ctx, "for i in $(seq 1 20000); do echo \"é $i\"; done").await;
     let all = pieces.concat();
     assert_eq!(all.lines().count(), 20_000);
-    assert!(all.lines().all(|l| l.starts_with("é ")), "no character cut in two");
+    assert!(
+        all.lines().all(|l| l.starts_with("é ")),
+        "no character cut in two"
+    );
     // Thousands of reads, but pieces come at most every 50 ms or 64 KiB.
     assert!(pieces.len() < 200, "{} pieces", pieces.len());
 }
@@ -167,8 +170,9 @@ fn live_tail_under_a_running_call_then_the_result_replaces_it() {
         Event::ToolCallEnded {
             call: "c1".into(),
             status: ToolStatus::Succeeded,
-            output: "compiling a\ncompiling b\ncompiling c\ndownloading 100%\nlinking\n[exit code 0]"
-                .into(),
+            output:
+                "compiling a\ncompiling b\ncompiling c\ndownloading 100%\nlinking\n[exit code 0]"
+                    .into(),
         },
         t0 + Duration::from_secs(3),
     );
@@ -189,7 +193,12 @@ fn stream_json_prints_output_deltas_of_a_running_command() {
         .args(["--output-format", "stream-json", "run it"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let deltas: Vec<serde_json::Value> = stdout
         .lines()

@@ -92,7 +92,10 @@ fn one_entry_folds_and_unfolds_from_the_keyboard_selection() {
     s.draft.clear();
     key(&mut s, KeyCode::Char('o'), KeyModifiers::CONTROL);
     let text = screen_text(&s);
-    assert!(text.contains("a line 6") && text.contains("b line 6"), "{text}");
+    assert!(
+        text.contains("a line 6") && text.contains("b line 6"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -137,12 +140,18 @@ fn copy_takes_the_last_reply_the_nth_from_last_or_the_last_code_block() {
     reply(&mut s, "first reply\n\n```sh\necho one\n```\n");
     reply(&mut s, "second reply, no code");
     reply(&mut s, "third reply");
-    assert_eq!(command(&mut s, "/copy"), vec![Effect::Copy("third reply".into())]);
+    assert_eq!(
+        command(&mut s, "/copy"),
+        vec![Effect::Copy("third reply".into())]
+    );
     assert_eq!(
         command(&mut s, "/copy 3"),
         vec![Effect::Copy("first reply\n\n```sh\necho one\n```\n".into())]
     );
-    assert_eq!(command(&mut s, "/copy code"), vec![Effect::Copy("echo one\n".into())]);
+    assert_eq!(
+        command(&mut s, "/copy code"),
+        vec![Effect::Copy("echo one\n".into())]
+    );
     assert_eq!(command(&mut s, "/copy 9"), vec![]);
     assert!(screen_text(&s).contains("nothing to copy: no reply 9 from the end"));
     assert_eq!(command(&mut s, "/copy x"), vec![]);
