@@ -17,6 +17,7 @@ mod mcp;
 pub mod palette;
 pub mod panel;
 pub mod reasoning;
+mod scroll;
 pub mod segment;
 pub mod select;
 pub mod state;

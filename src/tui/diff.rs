@@ -8,8 +8,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::highlight;
-use super::markdown::{wrap_hard, wrap_hard_runs};
 use super::wrap::sanitize;
+use super::wrap::{wrap_hard, wrap_hard_runs};
 
 /// The diff of `path`, indented by `indent` columns, at `width`.
 pub(crate) fn lines(path: &str, diff: &str, width: usize, indent: usize) -> Vec<Line<'static>> {

@@ -9,7 +9,7 @@ use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Par
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::wrap::{self, Run, sanitize};
+use super::wrap::{self, Run, sanitize, wrap_hard, wrap_hard_runs};
 
 /// Renders `src` to lines no wider than `width` (except where a window is too narrow to
 /// hold even one character after indentation). Fenced code with a known language tag is
@@ -570,49 +570,4 @@ fn fit_columns(natural: &[usize], avail: usize) -> Vec<usize> {
         widths[i] = w - 1;
     }
     widths
-}
-
-/// Breaks `text` at exactly `width` columns, keeping every space (for code).
-pub(crate) fn wrap_hard(
-    text: &str,
-    width: usize,
-    first: Vec<Span<'static>>,
-    rest: Vec<Span<'static>>,
-    style: Style,
-) -> Vec<Line<'static>> {
-    wrap_hard_runs(&[(style, text)], width, first, rest)
-}
-
-/// [`wrap_hard`] for styled runs (highlighted code).
-pub(crate) fn wrap_hard_runs(
-    runs: &[(Style, &str)],
-    width: usize,
-    first: Vec<Span<'static>>,
-    rest: Vec<Span<'static>>,
-) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    let mut spans = first;
-    let mut used: usize = spans.iter().map(|s| wrap::width(&s.content)).sum();
-    let mut prefix_w = used;
-    for (style, text) in runs {
-        let mut cur = String::new();
-        for c in text.chars() {
-            let cw = wrap::char_width(c);
-            if used + cw > width.max(prefix_w + 1) && used > prefix_w {
-                if !cur.is_empty() {
-                    spans.push(Span::styled(std::mem::take(&mut cur), *style));
-                }
-                lines.push(Line::from(std::mem::replace(&mut spans, rest.clone())));
-                used = rest.iter().map(|s| wrap::width(&s.content)).sum();
-                prefix_w = used;
-            }
-            cur.push(c);
-            used += cw;
-        }
-        if !cur.is_empty() {
-            spans.push(Span::styled(cur, *style));
-        }
-    }
-    lines.push(Line::from(spans));
-    lines
 }

@@ -9,7 +9,7 @@
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 
 use super::state::{Effect, State, WHEEL_ROWS};
-use super::transcript::{Level, Scroll};
+use super::transcript::Level;
 use super::wrap;
 
 /// A character cell of the transcript: line `line` of entry `entry`, display column `col`.
@@ -180,21 +180,6 @@ impl State {
         } else {
             "entry selected · Alt+Up/Down moves · Esc done".to_string()
         });
-    }
-
-    /// Scrolls so that line `line` of `entry` is on screen (at the top when it was not).
-    fn reveal(&mut self, entry: usize, line: usize) {
-        let area = self.transcript_area();
-        let (w, h) = (area.width as usize, area.height as usize);
-        let rows = self.transcript.window(self.scroll, w, h);
-        if rows.contains(&(entry, line)) {
-            return;
-        }
-        // From there the window can fill: anchor; else it is within the tail.
-        self.scroll = match self.transcript.down((entry, line), 0, w, h) {
-            Some(_) => Scroll::Anchor { entry, line },
-            None => Scroll::Tail,
-        };
     }
 
     /// Enter or `o` on a selected entry.

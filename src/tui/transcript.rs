@@ -548,13 +548,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
                 )];
                 lines.extend(wrap::wrap(&runs, width, &indent(), &indent()));
                 for l in sanitize(arguments).lines() {
-                    lines.extend(markdown::wrap_hard(
-                        l,
-                        width,
-                        indent(),
-                        indent(),
-                        Style::new(),
-                    ));
+                    lines.extend(wrap::wrap_hard(l, width, indent(), indent(), Style::new()));
                 }
             }
         }
@@ -594,7 +588,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
         };
         let style = Style::new().fg(Color::DarkGray);
         for l in &all[..shown] {
-            lines.extend(markdown::wrap_hard(l, width, indent(), indent(), style));
+            lines.extend(wrap::wrap_hard(l, width, indent(), indent(), style));
         }
         if shown < all.len() {
             let more = format!("… {} more lines (Ctrl+O to expand)", all.len() - shown);
