@@ -24,15 +24,20 @@ mod mock_openai;
 #[allow(dead_code)]
 mod mcp_server;
 
+#[path = "support/sample_skills.rs"]
+mod sample_skills;
+
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use minicode::agent::delegate::Subagents;
 use minicode::agent::{self, Options, Setup};
 use minicode::protocol::{Event, Op};
 use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use minicode::session::Session;
 use minicode::tools::mcp::{Manager, ServerConfig};
+use minicode::tools::skills::{Skills, discover, workspace_roots};
 use minicode::tools::{Registry, ToolCtx};
 use mock_openai::{MockServer, text_reply};
 
@@ -130,9 +135,10 @@ fn startup(runs: usize) {
     }
 }
 
-/// The first request of a session with the built-in tools and, when `with_server`, one ready
-/// server of 20 tools; returns (body bytes, bytes of the MCP declarations).
-fn first_request(with_server: bool) -> (usize, usize) {
+/// The first request of a session set up as the CLI sets it up (built-in tools, `delegate`),
+/// with, when `with_server`, one ready server of 20 tools and, when `with_skills`, the three
+/// sample skills; returns (body bytes, bytes of the MCP declarations).
+fn first_request(with_server: bool, with_skills: bool) -> (usize, usize) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -140,6 +146,12 @@ fn first_request(with_server: bool) -> (usize, usize) {
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().canonicalize().unwrap();
+        let skills = if with_skills {
+            sample_skills::write(&ws.join(".minicode/skills"));
+            discover(&workspace_roots(&ws))
+        } else {
+            Skills::default()
+        };
         let registry = Arc::new(Registry::builtin());
         let ctx = Arc::new(ToolCtx::new(
             ws.clone(),
@@ -186,7 +198,11 @@ fn first_request(with_server: bool) -> (usize, usize) {
             registry,
             tool_ctx: ctx,
             session: Session::create(&ws).unwrap(),
-            options: Options::default(),
+            options: Options {
+                subagents: Some(Subagents::new(3, Duration::from_secs(300))),
+                skills: Arc::new(skills),
+                ..Options::default()
+            },
             mcp: Some(manager.clone()),
         });
         handle.send(Op::Submit("hello".into()));
@@ -203,14 +219,23 @@ fn first_request(with_server: bool) -> (usize, usize) {
     })
 }
 
+/// The budget for the first request with 3 skills and one MCP server of 20 tools
+/// (12 KB read as 12,000 bytes, the stricter).
+const TARGET_BYTES: usize = 12_000;
+
 fn request_size() {
-    let (without, _) = first_request(false);
-    let (with, declarations) = first_request(true);
+    let (without, _) = first_request(false, false);
+    let (with, declarations) = first_request(true, false);
+    let (both, _) = first_request(true, true);
     println!("first request, built-in tools only           {without:>6} bytes");
     println!(
         "first request, + one MCP server of 20 tools   {with:>6} bytes ({declarations} bytes of MCP declarations, +{} bytes)",
         with - without
     );
+    println!(
+        "first request, + 3 skills as well            {both:>6} bytes (target < {TARGET_BYTES})"
+    );
+    assert!(both < TARGET_BYTES, "the first request takes {both} bytes");
     // The 12 KB target is for the whole first request with 3 skills too (the skills
     // bench measures their part); this guards the MCP part: about 270 bytes per tool here.
     assert!(

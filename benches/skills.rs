@@ -18,46 +18,11 @@ use std::process::{Command, Stdio};
 
 use mock_openai::{MockServer, text_reply};
 
+#[path = "support/sample_skills.rs"]
+mod sample_skills;
+
 /// The issue's budget for the first request, in bytes (12 KB read as 12,000, the stricter).
 const TARGET_BYTES: usize = 12_000;
-
-const RELEASE: &str = "---
-name: release
-description: >
-  Cut a release of this project: update CHANGELOG.md from the merged pull requests, bump the
-  version in Cargo.toml and Cargo.lock, run the full test suite, tag vX.Y.Z and write the
-  release notes. Use when the user asks to release, publish or tag a version.
-triggers: release, publish, changelog
----
-# Cutting a release
-
-1. Make sure `main` is green: `bash .ci/run`.
-2. Collect the changes since the last tag: `git log --oneline $(git describe --tags --abbrev=0)..`.
-3. Group them under Added, Changed, Fixed, Security in CHANGELOG.md, newest version first,
-   each line in the imperative with the pull request number.
-4. Bump `version` in Cargo.toml (semver: a breaking change of the CLI or the config is major),
-   run `cargo update -p minicode` so Cargo.lock follows.
-5. Commit as `chore(release): vX.Y.Z`, tag `vX.Y.Z` with the release notes as the message.
-6. Never push the tag yourself: tell the user the commands to push.
-";
-
-const REVIEW: &str = "---
-name: review
-description: >
-  Review a change before it is merged: read the diff whole, check it against the conventions
-  in docs/architecture.md and MiniCode.md, run the tests of the areas it touches, and report
-  problems by severity with file and line. Use when the user asks for a review or a second look.
-triggers: review, code review
----
-# Reviewing a change
-
-- Start from `git diff main...HEAD --stat`, then read every file of the diff, not only hunks.
-- Check the arrows (tests/it/architecture.rs), the 600-line rule, `//!` docs on new files,
-  lowercase errors, no unwrap outside tests, and that tool failures are output, not errors.
-- Run `cargo test --test it <area>::` for each area touched, then clippy with `-D warnings`.
-- Report: blocking problems first (wrong behaviour, missing tests, security), then style.
-  Quote the line, say why, and propose the fix. Say plainly what you did not check.
-";
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -77,15 +42,7 @@ fn workspace(server: &MockServer, skills: bool) -> tempfile::TempDir {
         ),
     );
     if skills {
-        let ours =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(".minicode/skills/add-a-tool/SKILL.md");
-        let root = ws.join(".minicode/skills");
-        write(
-            &root.join("add-a-tool/SKILL.md"),
-            &std::fs::read_to_string(ours).unwrap(),
-        );
-        write(&root.join("release/SKILL.md"), RELEASE);
-        write(&root.join("review/SKILL.md"), REVIEW);
+        sample_skills::write(&ws.join(".minicode/skills"));
     }
     dir
 }

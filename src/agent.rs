@@ -428,10 +428,6 @@ async fn run_core(
         }
         _ => None,
     };
-    if delegate.is_some() {
-        system_prompt.push_str("\n\n");
-        system_prompt.push_str(prompt::DELEGATE_RULES);
-    }
     let tool_specs = setup.registry.specs();
     if !child && tool_specs.is_empty() {
         // `--no-tools`: plain chat; the memory rules (which name tools) do not apply.

@@ -26,18 +26,13 @@ pub const MAX_TOKENS: u64 = 4096;
 /// The paragraph of the system prompt that states the memory rules. The model maintains
 /// memory with its ordinary tools; these rules are all that governs how.
 pub const PROMPT_RULES: &str = "Project memory:\n\
-- `MiniCode.md` at the workspace root is this project's long-term memory. It is shown to you \
-in a <project-memory> message; detail topics live in `.minicode/memory/*.md` and the root file \
-indexes them (name, when to use it, path). Read a detail file with `read` when the task needs it.\n\
-- Change memory only when the user asks you to remember, update or forget something.\n\
-- Keep only stable knowledge there: conventions, commands, decisions, where things are. Never \
-store secrets (keys, tokens, passwords) or the transient progress of the current task.\n\
-- Before changing a memory file, read the whole file; keep unrelated content and avoid \
-duplicates and contradictions.\n\
-- Put a longer topic in `.minicode/memory/<topic>.md`, save it first, then add or update its \
-index entry in `MiniCode.md`. To forget a topic, empty its file, then remove its entry.\n\
-- Limits: `MiniCode.md` at most 64 KiB and about 4096 tokens; detail files at most 64 KiB; \
-UTF-8 text only.";
+- `MiniCode.md` (shown in <project-memory>) is the project's long-term memory; it indexes \
+detail topics in `.minicode/memory/*.md`: read those when the task needs them.\n\
+- Change memory only when the user asks. Keep stable knowledge (conventions, commands, \
+decisions), never secrets or transient progress. Before changing a memory file, read the whole \
+file and keep unrelated content; put a long topic in its own detail file and index it in \
+`MiniCode.md`.\n\
+- Limits: 64 KiB per file, about 4096 tokens for `MiniCode.md`, UTF-8 only.";
 
 /// Why a memory file cannot be used. Every variant names the file.
 #[derive(Debug, thiserror::Error)]

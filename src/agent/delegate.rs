@@ -75,12 +75,9 @@ impl Default for Subagents {
     }
 }
 
-const DESCRIPTION: &str = "Delegate 1 to 4 independent investigation tasks to sub-agents that \
-run at the same time. Each sub-agent starts fresh: it sees only its instruction and context \
-(not this conversation), can only read, list and search files (no writing, no commands), and \
-cannot ask the user anything. You receive each task's final answer, in the order given. Use it \
-to explore several parts of the code in parallel or to keep long searches out of this \
-conversation; write self-contained instructions and say what the answer should contain.";
+const DESCRIPTION: &str = "For broad exploration (several areas, long searches): run 1 to 4 \
+read-only investigations at once, each by a fresh sub-agent that sees only its instruction \
+and context. Returns the answers in order.";
 
 /// The `delegate` declaration and argument checks; its calls are run by the core.
 pub(crate) struct Delegate;
@@ -175,9 +172,9 @@ impl Tool for Delegate {
                         "items": {
                             "type": "object",
                             "properties": {
-                                "id": {"type": "string", "description": "Short unique name of the task, e.g. \"tests\""},
-                                "instruction": {"type": "string", "description": "What to find out, self-contained"},
-                                "context": {"type": "string", "description": "Facts the sub-agent needs from this conversation"}
+                                "id": {"type": "string", "description": "Short unique name"},
+                                "instruction": {"type": "string", "description": "What to find out"},
+                                "context": {"type": "string", "description": "Facts it needs from here"}
                             },
                             "required": ["id", "instruction"],
                             "additionalProperties": false

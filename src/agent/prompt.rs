@@ -15,27 +15,19 @@ pub(crate) fn system_prompt(workspace: &Path) -> String {
          Platform: {os}\n\
          \n\
          How to work:\n\
-         - Use `read` to look at files before changing them; use `edit` for small changes and \
-         `write` for new files or full rewrites. Paths are relative to the workspace root.\n\
-         - Use `list` and `search` to explore the files (they need no approval and honour \
-         .gitignore); use `bash` to build, test and run git. Each bash call starts a fresh \
-         shell in the workspace root, so `cd` does not carry over: use `cd dir && cmd`.\n\
-         - The user approves commands and file changes. If a call is denied, respect the \
-         reason and adjust your plan instead of retrying the same thing.\n\
-         - Keep going until the task is done, then reply with a concise summary of what you \
-         changed and how you verified it. Use Markdown.\n\
+         - Explore with `list` and `search`, `read` before you change a file, `edit` small \
+         changes, `write` new files. Paths are relative to the workspace root.\n\
+         - `bash` builds, tests and runs git; each call is a fresh shell in the root, so use \
+         `cd dir && cmd`.\n\
+         - The user approves commands and file changes. When a call is denied, follow the \
+         reason instead of retrying.\n\
+         - Keep going until the task is done, then summarise in Markdown what you changed and \
+         how you verified it.\n\
          - Never print or store secrets such as API keys.",
         workspace = workspace.display(),
         os = std::env::consts::OS,
     )
 }
-
-/// Added to the main agent's prompt when it may delegate.
-pub(crate) const DELEGATE_RULES: &str = "Sub-agents:\n\
-- `delegate` runs up to 4 independent, read-only investigations at once, each in a fresh \
-sub-agent that sees only the instruction and context you give it. Use it for broad \
-exploration (several areas of the code, long searches) and to keep this conversation short; \
-do small lookups yourself. Sub-agents cannot change files, run commands or ask the user.";
 
 /// The system prompt of a sub-agent: a fresh, read-only worker with one task.
 pub(crate) fn subagent_prompt(workspace: &Path) -> String {
@@ -86,9 +78,8 @@ pub fn skills_section(skills: &Skills) -> Option<String> {
         return None;
     }
     let mut text = String::from(
-        "Skills (instructions for particular tasks, loaded on demand):\n\
-         Before a task one of these covers, call the `skill` tool with its name to load its \
-         instructions, then follow them.\n",
+        "Skills: before a task one of these covers, load it with the `skill` tool and follow \
+         it.\n",
     );
     let mut names_only = Vec::new();
     for skill in skills.all() {

@@ -26,12 +26,9 @@ use crate::chat::ToolSpec;
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
 
-const DESCRIPTION: &str = "Run a shell command with `bash -c` in the workspace root. Each call \
-starts a fresh shell (no state is kept between calls); stdin is empty and there is no \
-terminal, so commands that ask for input or a password fail at once: use non-interactive \
-flags. stdout and stderr are returned together, capped at 64 KiB (head and tail kept; the \
-full output is saved to a file whose path is given). The exit status is reported. Background processes are killed when the \
-command ends. timeout_secs defaults to the configured limit (at most 600).";
+const DESCRIPTION: &str = "Run a command with `bash -c` in the workspace root. Each call is a \
+fresh shell with no stdin and no terminal: use non-interactive flags. Returns stdout and \
+stderr (long output keeps head and tail; the full log is saved) and the exit status.";
 
 pub struct Bash;
 
@@ -71,8 +68,8 @@ impl Tool for Bash {
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
-                    "command": {"type": "string", "description": "The command to run with bash -c"},
-                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Kill the command after this many seconds"}
+                    "command": {"type": "string", "description": "Shell command"},
+                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Seconds before it is killed"}
                 },
                 "required": ["command"],
                 "additionalProperties": false

@@ -25,10 +25,8 @@ pub(crate) const APPROVAL_DIFF_BYTES: usize = 512 * 1024;
 pub(crate) const RESULT_DIFF_LINES: usize = 60;
 pub(crate) const RESULT_DIFF_BYTES: usize = 6 * 1024;
 
-const DESCRIPTION: &str = "Replace exact text in an existing file. The file must have been read \
-(read tool) or written (write tool) earlier in this session and not changed since. old_string \
-must match the file exactly (including whitespace and indentation) and exactly once, unless \
-replace_all is true; include enough surrounding lines to make it unique. Returns a unified diff.";
+const DESCRIPTION: &str = "Replace exact text in a file read or written in this session. \
+old_string must match exactly (whitespace too) and once, unless replace_all. Returns a diff.";
 
 pub(crate) struct Edit;
 
@@ -132,10 +130,10 @@ impl Tool for Edit {
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "File path relative to the workspace root"},
-                    "old_string": {"type": "string", "description": "Exact text to replace (must be unique unless replace_all)"},
-                    "new_string": {"type": "string", "description": "Replacement text"},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+                    "path": {"type": "string", "description": "Path in the workspace"},
+                    "old_string": {"type": "string", "description": "Exact text to replace"},
+                    "new_string": {"type": "string", "description": "Replacement"},
+                    "replace_all": {"type": "boolean", "description": "Replace every match"}
                 },
                 "required": ["path", "old_string", "new_string"],
                 "additionalProperties": false

@@ -20,11 +20,8 @@ pub const DEFAULT_LIMIT: usize = 200;
 /// The most paths one call shows.
 pub const MAX_LIMIT: usize = 2000;
 
-const DESCRIPTION: &str = "List the files under a folder of the workspace (recursively), \
-sorted by path. Honours .gitignore, .ignore and git's excludes; .git and .minicode are never \
-listed; symbolic links are shown, not followed. Use `pattern` to filter with a glob \
-(`*.rs` matches at any depth, `src/**/*.rs` is anchored at the folder, a leading `!` \
-excludes). Read-only, no approval needed; prefer it to bash for exploring.";
+const DESCRIPTION: &str = "List files under a folder, recursively and sorted; honours \
+.gitignore, never shows .git or .minicode. No approval needed: prefer it to bash.";
 
 pub struct List;
 
@@ -73,9 +70,9 @@ impl Tool for List {
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "Folder relative to the workspace root (default: the root)"},
-                    "pattern": {"type": "string", "description": "Glob the paths must match, e.g. *.rs or src/**/test_*.py"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most paths to show (default 200, at most 2000)"}
+                    "path": {"type": "string", "description": "Folder (default: the workspace)"},
+                    "pattern": {"type": "string", "description": "Glob, e.g. *.rs or src/**/*.rs; ! excludes"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most paths (default 200)"}
                 },
                 "additionalProperties": false
             }),

@@ -25,10 +25,8 @@ pub(crate) const MAX_LINE_CHARS: usize = 2000;
 /// edited afterwards; larger ones are streamed and not remembered (`edit` refuses them anyway).
 pub(crate) const MAX_FINGERPRINT_BYTES: u64 = super::edit::MAX_EDIT_BYTES;
 
-const DESCRIPTION: &str = "Read a text file from the workspace. Returns numbered lines \
-(line number, tab, text). At most 2000 lines or 50 KB per call; when more follows, the result \
-ends with the offset to continue from. Lines longer than 2000 characters are cut. Binary files \
-are refused. Read a file before editing it with the edit tool.";
+const DESCRIPTION: &str = "Read a text file as numbered lines, at most 2000 lines or 50 KB a \
+call (the end says where to go on). Read before you edit.";
 
 pub(crate) struct Read;
 
@@ -79,9 +77,9 @@ impl Tool for Read {
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "File path relative to the workspace root"},
-                    "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start from (default 1)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to show (default and maximum 2000)"}
+                    "path": {"type": "string", "description": "Path in the workspace"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Lines to show"}
                 },
                 "required": ["path"],
                 "additionalProperties": false

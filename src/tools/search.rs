@@ -40,13 +40,8 @@ const MAX_PATTERN_BYTES: usize = 4096;
 /// file is counted as unreadable instead of holding its line in memory.
 const HEAP_LIMIT: usize = 64 * 1024 * 1024;
 
-const DESCRIPTION: &str = "Search the workspace's files for a regular expression (Rust regex \
-syntax, like ripgrep). Returns matching lines as `path:line: text`, sorted by path. Honours \
-.gitignore, .ignore and git's excludes; .git and .minicode are never searched; binary files \
-are skipped; long lines are cut around the match. `path` limits the search to a folder or \
-file, `glob` to matching file names (`*.rs`, `src/**/*.ts`, `!*.min.js`). Case-sensitive \
-unless case_sensitive is false. Read-only, no approval needed; prefer it to bash for \
-finding code.";
+const DESCRIPTION: &str = "Search files for a regex (ripgrep syntax); returns `path:line: \
+text`, sorted. Honours .gitignore, skips binary files. No approval needed: prefer it to bash.";
 
 pub struct Search;
 
@@ -117,11 +112,11 @@ impl Tool for Search {
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression to find (escape ( [ . * + ? to match them literally)"},
-                    "path": {"type": "string", "description": "Folder or file to search, relative to the workspace root (default: the root)"},
-                    "glob": {"type": "string", "description": "Only files whose path matches this glob, e.g. *.rs"},
-                    "case_sensitive": {"type": "boolean", "description": "false to ignore case (default true)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most matching lines to show (default 100, at most 1000)"}
+                    "pattern": {"type": "string", "description": "Regex"},
+                    "path": {"type": "string", "description": "Folder or file (default: the workspace)"},
+                    "glob": {"type": "string", "description": "File glob, e.g. *.rs"},
+                    "case_sensitive": {"type": "boolean", "description": "false ignores case"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines (default 100)"}
                 },
                 "required": ["pattern"],
                 "additionalProperties": false

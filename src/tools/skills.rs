@@ -186,8 +186,8 @@ pub struct Args {
     pub file: Option<String>,
 }
 
-const DESCRIPTION: &str = "Load a skill listed under Skills in the system prompt: returns \
-its instructions. `file` loads another file of that skill's folder (a relative path).";
+const DESCRIPTION: &str = "Load a listed skill's instructions, or another `file` of its \
+folder.";
 
 /// The `skill` tool: reads a skill's `SKILL.md` or another file of its folder. It only reads,
 /// inside the skill's folder, so it needs no approval.

@@ -16,9 +16,8 @@ use crate::chat::ToolSpec;
 use crate::fsutil::{self, Existing, LoadError};
 use crate::memory;
 
-const DESCRIPTION: &str = "Create a file or replace its whole content. Parent folders are \
-created. Prefer the edit tool for changing part of an existing file. The path is relative to \
-the workspace root and must stay inside it.";
+const DESCRIPTION: &str = "Create a file or replace all of it (folders are created). Use edit \
+to change part of a file.";
 
 pub(crate) struct Write;
 
@@ -110,8 +109,8 @@ impl Tool for Write {
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "File path relative to the workspace root"},
-                    "content": {"type": "string", "description": "The complete new content of the file"}
+                    "path": {"type": "string", "description": "Path in the workspace"},
+                    "content": {"type": "string", "description": "The whole new content"}
                 },
                 "required": ["path", "content"],
                 "additionalProperties": false

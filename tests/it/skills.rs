@@ -491,7 +491,7 @@ async fn the_model_loads_a_body_with_the_skill_tool() {
     // The first request lists the skill and declares the tool, without the body.
     let system = requests[0].messages[0].text();
     assert!(system.contains("- alpha: Does alpha things."), "{system}");
-    assert!(system.contains("call the `skill` tool"), "{system}");
+    assert!(system.contains("with the `skill` tool"), "{system}");
     assert_eq!(requests[0].tools, 7);
     assert_eq!(mentions_body(&requests[0].messages), 0);
     // The second carries it as the tool's result.
@@ -631,7 +631,7 @@ async fn descriptions_past_the_metadata_budget_are_listed_by_name_only() {
     let mut handle = start(&ws, &fake, found);
     run_turn(&mut handle, "hello", |_| None).await;
     let system = fake.main_requests()[0].messages[0].text().to_string();
-    let list = &system[system.find("Skills (").unwrap()..];
+    let list = &system[system.find("Skills:").unwrap()..];
     assert!(
         minicode::chat::estimate_text(list) <= skills::METADATA_TOKENS + 200,
         "{list}"
