@@ -1,6 +1,7 @@
 //! The one-shot mode's live tail of a running command on a terminal stderr: one line, the
 //! latest state of the command's last output line (`\r` progress rewrites replace it), with
-//! the elapsed time, rewritten in place and erased before anything else is written.
+//! the elapsed time, rewritten in place (`\r` and spaces, no escape sequences) and erased
+//! before anything else is written.
 //!
 //! Only used when stderr is a terminal; never written to a pipe or a file, where the final
 //! result line says what happened.
@@ -23,7 +24,8 @@ pub(super) struct Tail {
     /// A `\r` ended the last piece: the next text rewrites the line.
     rewrite: bool,
     started: Option<Instant>,
-    shown: bool,
+    /// Columns of the tail line on screen (0: none).
+    shown: usize,
 }
 
 impl Tail {
@@ -79,17 +81,21 @@ impl Tail {
         let secs = self
             .started
             .map_or(0, |t| now.saturating_duration_since(t).as_secs());
-        let _ = write!(err, "\r\x1b[2K  │ {shown}  ({secs}s)");
+        // Plain `\r` and spaces, no escape sequence: what is written is text only.
+        let line = format!("  │ {shown}  ({secs}s)");
+        let width = line.chars().count();
+        let pad = " ".repeat(self.shown.saturating_sub(width));
+        let _ = write!(err, "\r{line}{pad}");
         let _ = err.flush();
-        self.shown = true;
+        self.shown = width;
     }
 
     /// Erases the tail line, if it is shown, so the next line starts clean.
     pub(super) fn clear(&mut self, err: &mut impl Write) {
-        if self.shown {
-            let _ = write!(err, "\r\x1b[2K");
+        if self.shown > 0 {
+            let _ = write!(err, "\r{}\r", " ".repeat(self.shown));
             let _ = err.flush();
-            self.shown = false;
+            self.shown = 0;
         }
     }
 }

@@ -208,6 +208,9 @@ impl State {
                 }
                 self.transcript.clear();
                 self.header_live = false;
+                self.selected = None;
+                self.selection = None;
+                self.search = None;
                 self.queue.clear();
                 // The window stays as SessionConfigured reported it; usage comes with the
                 // next ContextUsage of the fresh session.
