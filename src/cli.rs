@@ -122,9 +122,9 @@ pub enum Command {
     },
     /// Print a shell completion script on stdout (see README: installing completions).
     Completions {
-        /// bash, zsh, fish, elvish or powershell.
+        /// bash, zsh or fish.
         #[arg(value_enum)]
-        shell: clap_complete::Shell,
+        shell: shell::Shell,
     },
     /// Print the man page (roff) on stdout: `minicode man | man -l -`.
     Man,

@@ -43,11 +43,24 @@ Exit codes:
 pub(super) const AFTER_HELP: &str =
     "`minicode --help` adds examples, the environment variables and the exit codes.";
 
+/// The shells `minicode completions` writes for (only these generators are linked in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
 /// Prints the completion script for `shell` on stdout.
-pub(super) fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
+pub(super) fn completions(shell: Shell) -> Result<ExitCode, Failure> {
+    use clap_complete::{generate, shells};
     let mut cmd = Args::command();
     let mut out = std::io::stdout().lock();
-    clap_complete::generate(shell, &mut cmd, "minicode", &mut out);
+    match shell {
+        Shell::Bash => generate(shells::Bash, &mut cmd, "minicode", &mut out),
+        Shell::Zsh => generate(shells::Zsh, &mut cmd, "minicode", &mut out),
+        Shell::Fish => generate(shells::Fish, &mut cmd, "minicode", &mut out),
+    }
     out.flush().map_err(write_failed)?;
     Ok(ExitCode::SUCCESS)
 }

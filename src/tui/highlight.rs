@@ -124,11 +124,6 @@ fn find(lang: &str) -> Option<&'static SyntaxReference> {
     set.find_syntax_by_token(alias)
 }
 
-/// Whether `lang` names a language we highlight (loads the grammars).
-pub fn known(lang: &str) -> bool {
-    find(lang).is_some()
-}
-
 /// Highlights `code` (lines without their `\n`) as `lang`; `base` is the style of text no
 /// rule colours. `None` when the language is unknown or the grammar fails on this text.
 pub fn code(lang: &str, code: &str, base: Style) -> Option<Vec<Runs>> {
