@@ -499,6 +499,7 @@ async fn full_screen(
         model: config.model.clone(),
         context_window: config.context_window,
         exit_transcript_turns: config.exit_transcript_turns,
+        highlight: config.syntax_highlighting,
         welcome: crate::tui::help::Welcome {
             version: env!("CARGO_PKG_VERSION").to_string(),
             server: crate::tui::help::Welcome::host_of(&config.base_url),

@@ -159,6 +159,8 @@ pub struct Config {
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,
+    /// Highlight fenced code and diffs in the full-screen UI (`[ui] syntax_highlighting`).
+    pub syntax_highlighting: bool,
     /// Where the model, the server and the window came from (`/model` shows them).
     pub origins: Origins,
     /// The configuration files that were read, lowest precedence first (the user's, then the

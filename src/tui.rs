@@ -58,6 +58,8 @@ pub(crate) struct Options {
     pub exit_transcript_turns: Option<u32>,
     /// The welcome header's facts (shown when the session starts empty).
     pub welcome: help::Welcome,
+    /// `[ui] syntax_highlighting`.
+    pub highlight: bool,
 }
 
 /// What the caller needs after the session.
@@ -76,6 +78,8 @@ pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Out
     let mut state = State::new(&options.model, options.context_window);
     state.set_welcome(options.welcome);
     state.colors = palette::Depth::detect(|name| std::env::var(name).ok());
+    // Without colour, highlighting would only cost time and memory.
+    highlight::set_enabled(options.highlight && state.colors != palette::Depth::NoColor);
     let guard = terminal::Guard::enter(true)?;
     let result = session(&mut state, &ops, &mut events).await;
     let signal = result.as_ref().ok().copied().flatten();

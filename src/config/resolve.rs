@@ -62,6 +62,7 @@ pub(super) fn resolve(
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
+        syntax_highlighting: layers.file.ui.syntax_highlighting.unwrap_or(true),
         origins: super::Origins {
             model: "the demo provider".to_string(),
             base_url: "the demo provider (no server)".to_string(),

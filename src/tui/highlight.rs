@@ -7,8 +7,11 @@
 //! tagged code does not pay for them. Callers highlight closed text only, once, and cache the
 //! lines. An unknown language, or a grammar the engine cannot run, gives `None`: plain code.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ratatui::style::{Color, Modifier, Style};
 use syntect::easy::HighlightLines;
@@ -20,9 +23,29 @@ use syntect::parsing::{SyntaxReference, SyntaxSet};
 /// One line of highlighted code: (style, text) runs.
 pub type Runs = Vec<(Style, String)>;
 
+/// Highlighted blocks remembered by content, so a relayout (a resize, the exit transcript)
+/// or a block seen before costs a lookup; the memo is dropped whole when it is full.
+const MEMO_BLOCKS: usize = 1024;
+
+type Memo = HashMap<(u64, usize), Option<Arc<Vec<Runs>>>>;
+
+fn memo() -> &'static Mutex<Memo> {
+    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
+    MEMO.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
 /// Code longer than this is shown plain (highlighting is linear, but a huge block is rare
 /// and not worth the time of its first frame).
 const MAX_BYTES: usize = 256 * 1024;
+
+/// Whether highlighting is on for this process (`[ui] syntax_highlighting`, off under
+/// `NO_COLOR`): set once by the session at start, before anything is drawn.
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turns highlighting on or off (off: every block is plain code, nothing is loaded).
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
 
 fn syntaxes() -> &'static SyntaxSet {
     static SET: OnceLock<SyntaxSet> = OnceLock::new();
@@ -126,10 +149,27 @@ fn find(lang: &str) -> Option<&'static SyntaxReference> {
 
 /// Highlights `code` (lines without their `\n`) as `lang`; `base` is the style of text no
 /// rule colours. `None` when the language is unknown or the grammar fails on this text.
-pub fn code(lang: &str, code: &str, base: Style) -> Option<Vec<Runs>> {
-    if code.len() > MAX_BYTES {
+pub fn code(lang: &str, code: &str, base: Style) -> Option<Arc<Vec<Runs>>> {
+    if code.len() > MAX_BYTES || !ENABLED.load(Ordering::Relaxed) {
         return None;
     }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (lang, code, base).hash(&mut h);
+    let key = (h.finish(), code.len());
+    if let Some(hit) = memo().lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return hit;
+    }
+    let lines = highlight(lang, code, base).map(Arc::new);
+    if let Ok(mut m) = memo().lock() {
+        if m.len() >= MEMO_BLOCKS {
+            m.clear();
+        }
+        m.insert(key, lines.clone());
+    }
+    lines
+}
+
+fn highlight(lang: &str, code: &str, base: Style) -> Option<Vec<Runs>> {
     let syntax = find(lang)?;
     let set = syntaxes();
     let mut h = HighlightLines::new(syntax, theme());
