@@ -101,7 +101,7 @@ fn fill(s: &mut State, n: usize, entry_bytes: usize) {
                     Event::TurnEnded {
                         turn: i as u64,
                         end: minicode::protocol::TurnEnd::Completed,
-                        stats,
+                        stats: Box::new(stats),
                     },
                 );
             }

@@ -7,6 +7,8 @@ pub mod compact;
 pub mod context;
 mod context_upkeep;
 pub mod delegate;
+mod fork;
+pub mod goal;
 mod history;
 mod mcp;
 pub(crate) mod prompt;
@@ -27,6 +29,7 @@ use crate::provider::Provider;
 use crate::session::Session;
 use crate::tools::skills::Skills;
 use crate::tools::{Registry, ToolCtx};
+use turn::Input;
 
 /// Knobs of the loop that come from configuration.
 #[derive(Debug, Clone)]
@@ -60,6 +63,8 @@ pub struct Options {
     /// Attach prompts, replies, tool arguments and results to the exported spans
     /// (`[telemetry] include_content`); metadata only when false.
     pub trace_content: bool,
+    /// Goal rounds a new goal may use unless its command names a limit (`[goal] max_rounds`).
+    pub goal_max_rounds: u32,
 }
 
 impl Default for Options {
@@ -76,6 +81,7 @@ impl Default for Options {
             subagents: None,
             skills: Arc::new(Skills::default()),
             trace_content: false,
+            goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
         }
     }
 }
@@ -139,6 +145,14 @@ pub(crate) struct Core {
     skills: skills::View,
     events: mpsc::UnboundedSender<Event>,
     turns: u64,
+    /// The session's goal: the fold of its records and the live activation.
+    goals: goal::Goals,
+    /// The goal tools this core runs, and whether they are declared now.
+    goal_tools: goal::tools::Set,
+    goal_tools_declared: bool,
+    /// The last turn failed on an exhausted quota (a goal round then blocks with
+    /// `usage-limit`).
+    quota_failure: bool,
 }
 
 impl Core {
@@ -197,10 +211,12 @@ impl Core {
     /// was asked for meanwhile.
     async fn turn(
         &mut self,
-        input: String,
+        input: Input,
         ops: &mut mpsc::UnboundedReceiver<Op>,
-        queue: &mut VecDeque<String>,
+        queue: &mut VecDeque<Op>,
     ) -> bool {
+        let goal_round = matches!(input, Input::GoalRound(_));
+        self.quota_failure = false;
         let turn = self.start_turn();
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
@@ -215,7 +231,9 @@ impl Core {
         };
         let ((end, stats), shutdown) =
             serve_ops(running, ops, queue, &cancel, Some(&decide_tx), busy).await;
-        self.finish_turn(turn, end, stats, true);
+        self.finish_turn(turn, end.clone(), stats, true);
+        let usage_limit = self.quota_failure;
+        self.goal_after_turn(&end, goal_round, usage_limit);
         shutdown
     }
 
@@ -228,7 +246,7 @@ impl Core {
         &mut self,
         instructions: Option<String>,
         ops: &mut mpsc::UnboundedReceiver<Op>,
-        queue: &mut VecDeque<String>,
+        queue: &mut VecDeque<Op>,
     ) -> bool {
         let turn = self.start_turn();
         let cancel = CancellationToken::new();
@@ -283,7 +301,11 @@ impl Core {
         if let TurnEnd::Failed { error } = &end {
             tracing::warn!(%error, "turn failed");
         }
-        self.emit(Event::TurnEnded { turn, end, stats });
+        self.emit(Event::TurnEnded {
+            turn,
+            end,
+            stats: Box::new(stats),
+        });
     }
 
     /// Replaces the session with a fresh one in the same workspace.
@@ -302,6 +324,7 @@ impl Core {
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
                 self.emit(self.window_set());
+                self.goal_start();
                 self.report_context();
             }
             Err(e) => self.emit(Event::Error {
@@ -320,14 +343,14 @@ struct Busy<'a> {
 }
 
 /// Drives `work` (a turn or a manual compaction) to its end while serving ops: decisions go
-/// to `decisions` (none pending when it is `None`), `Interrupt` cancels `cancel`, prompts are
-/// queued, `Compact` and `NewSession` are refused as busy, `ListSkills` and the MCP ops are
+/// to `decisions` (none pending when it is `None`), `Interrupt` cancels `cancel`, prompts and
+/// goal commands are queued, `Compact`, `NewSession` and `Fork` are refused as busy, `ListSkills` and the MCP ops are
 /// answered from `busy`, and `Shutdown` (or every sender gone) cancels and is remembered. Returns the
 /// work's output and whether to shut down.
 async fn serve_ops<T>(
     work: impl Future<Output = T>,
     ops: &mut mpsc::UnboundedReceiver<Op>,
-    queue: &mut VecDeque<String>,
+    queue: &mut VecDeque<Op>,
     cancel: &CancellationToken,
     decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
     busy: Busy<'_>,
@@ -358,7 +381,7 @@ async fn serve_ops<T>(
                         });
                     }
                 },
-                Some(Op::Submit(text)) => queue.push_back(text),
+                Some(op @ (Op::Submit(_) | Op::Goal(_))) => queue.push_back(op),
                 // Reading or restarting a server does not touch the conversation.
                 Some(Op::McpServers) => {
                     let _ = events.send(mcp::servers(mcp_servers));
@@ -369,7 +392,7 @@ async fn serve_ops<T>(
                 Some(Op::ListSkills) => {
                     let _ = events.send(skills.listed());
                 }
-                Some(Op::Compact(_)) | Some(Op::NewSession) => {
+                Some(Op::Compact(_)) | Some(Op::NewSession) | Some(Op::Fork) => {
                     let _ = events.send(Event::Error {
                         message: "busy: wait for the turn to end or interrupt it".into(),
                     });
@@ -474,6 +497,10 @@ async fn run_core(
         },
         events,
         turns: 0,
+        goals: goal::Goals::default(),
+        goal_tools: goal::tools::Set::default(),
+        goal_tools_declared: false,
+        quota_failure: false,
     };
     core.skills
         .loaded
@@ -513,6 +540,8 @@ async fn run_core(
         });
     }
     core.emit(core.window_set());
+    // After the restored history: the goal it holds, disarmed.
+    core.goal_start();
     if let Some(problem) = checkpoint_problem {
         core.emit(Event::Warning {
             message: format!("ignoring the saved compaction checkpoint: {problem}"),
@@ -523,10 +552,22 @@ async fn run_core(
     }
     core.report_context();
     mcp::notices(core.mcp.as_deref(), &core.events);
-    let mut queue: VecDeque<String> = VecDeque::new();
+    let mut queue: VecDeque<Op> = VecDeque::new();
     loop {
         let op = match queue.pop_front() {
-            Some(text) => Op::Submit(text),
+            Some(op) => op,
+            // An armed, active goal runs its next round whenever nothing else waits: an op
+            // already sent (a prompt typed during the last round) goes first.
+            None if core.goals.wants_round() => match ops.try_recv() {
+                Ok(op) => op,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    if core.goal_round(&mut ops, &mut queue).await {
+                        break;
+                    }
+                    continue;
+                }
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            },
             None => {
                 // While idle, a probe that lands is applied at once (the status bar shows it).
                 let next = match core.probe.as_mut() {
@@ -548,14 +589,21 @@ async fn run_core(
         };
         match op {
             Op::Submit(text) => {
-                if core.turn(text, &mut ops, &mut queue).await {
+                if core.turn(Input::User(text), &mut ops, &mut queue).await {
                     break;
                 }
             }
+            Op::Goal(command) => core.goal_command(command),
+            Op::Fork => core.fork(),
             Op::Decide { call, .. } => core.emit(Event::Error {
                 message: format!("no approval is pending for call {call:?}"),
             }),
-            Op::Interrupt => {}
+            // Between goal rounds, an interrupt still stops the goal (nothing is recorded).
+            Op::Interrupt => {
+                if core.goals.disarm() {
+                    core.emit(core.goal_status());
+                }
+            }
             Op::Compact(instructions) => {
                 if core.compact(instructions, &mut ops, &mut queue).await {
                     break;

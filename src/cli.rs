@@ -76,6 +76,20 @@ pub struct Args {
     /// One-shot: print the model's reasoning on stderr as it streams (never on stdout).
     #[arg(long)]
     pub show_reasoning: bool,
+    /// Goal mode, one-shot: set this goal and work on it round after round until it is
+    /// complete (exit 0) or blocked or out of rounds (exit 1). A refused goal exits 2.
+    #[arg(long, value_name = "OBJECTIVE", conflicts_with_all = ["prompt", "goal_resume"])]
+    pub goal: Option<String>,
+    /// Goal rounds allowed (default: [goal] max_rounds, 256), with --goal or --goal-resume.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub goal_rounds: Option<u32>,
+    /// With --session or --continue: arm that session's goal and run it to its end.
+    #[arg(long, conflicts_with = "prompt")]
+    pub goal_resume: bool,
+    /// With --session or --continue: continue in a copy of that session (new id and file; the
+    /// original stays as it is). A goal comes along, disarmed.
+    #[arg(long)]
+    pub fork: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -204,8 +218,33 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         demo: args.demo,
         skip_workspace_file: false,
     };
-    let interactive =
-        args.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let resuming = args.session.is_some() || args.continue_;
+    if args.fork && !resuming {
+        return Err(usage("--fork needs --session ID or --continue"));
+    }
+    if args.goal_resume && !resuming {
+        return Err(usage("--goal-resume needs --session ID or --continue"));
+    }
+    if args.goal_rounds.is_some() && args.goal.is_none() && !args.goal_resume {
+        return Err(usage("--goal-rounds goes with --goal or --goal-resume"));
+    }
+    let goal_task = match (&args.goal, args.goal_resume) {
+        (Some(objective), _) if objective.trim().is_empty() => {
+            return Err(usage("the goal's objective is empty"));
+        }
+        (Some(objective), _) => Some(print::Task::Goal {
+            objective: objective.clone(),
+            max_rounds: args.goal_rounds,
+        }),
+        (None, true) => Some(print::Task::GoalResume {
+            max_rounds: args.goal_rounds,
+        }),
+        (None, false) => None,
+    };
+    let interactive = args.prompt.is_none()
+        && goal_task.is_none()
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
     if let Some(key) = &config.api_key {
         let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
@@ -219,6 +258,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         };
     }
     let prompt = match (&args.prompt, interactive) {
+        // A goal run sends no prompt: the goal's rounds are its turns.
+        _ if goal_task.is_some() => None,
         (Some(p), _) if std::io::stdin().is_terminal() => Some(p.clone()),
         (Some(p), _) => Some(with_piped_text(p)?),
         (None, true) => None,
@@ -318,6 +359,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
                 )
             }),
             skills: Arc::new(skills),
+            goal_max_rounds: config.goal_max_rounds,
         },
     };
     // One thread: the core, the provider stream and the frontend hand events to each other
@@ -334,10 +376,11 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         let handle = agent::spawn(setup);
         // In the background: the first request goes out without waiting for any server.
         mcp.start();
-        let code = match prompt {
-            Some(prompt) => {
+        let task = goal_task.or(prompt.map(print::Task::Prompt));
+        let code = match task {
+            Some(task) => {
                 let format = args.output_format;
-                print::run(handle, prompt, format, &resume_flags, args.show_reasoning).await
+                print::run(handle, task, format, &resume_flags, args.show_reasoning).await
             }
             None => full_screen(handle, &config, &resume_flags, &launch).await,
         };
@@ -397,7 +440,21 @@ fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
         (None, true) => Session::open_latest(workspace),
         (None, false) => Session::create(workspace),
     };
-    result.map_err(usage)
+    let session = result.map_err(usage)?;
+    if !args.fork {
+        return Ok(session);
+    }
+    // The copy is the session of this run; the original (and its lock) is let go.
+    let copy = session.fork().map_err(|e| Failure {
+        code: 1,
+        message: format!("could not fork session {}: {e}", session.id()),
+    })?;
+    note(&format!(
+        "forked session {} into {}",
+        session.id(),
+        copy.id()
+    ));
+    Ok(copy)
 }
 
 fn build_provider(
@@ -476,12 +533,15 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
             Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
             None => crate::sanitize::visible(&s.first_prompt),
         };
-        let about = match &s.parent {
-            Some(parent) => format!(
+        let about = match (&s.parent, &s.forked_from) {
+            (Some(parent), _) => format!(
                 "(sub-agent of {}) {about}",
                 crate::sanitize::visible(parent)
             ),
-            None => about,
+            (None, Some(origin)) => {
+                format!("(fork of {}) {about}", crate::sanitize::visible(origin))
+            }
+            (None, None) => about,
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }

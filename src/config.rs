@@ -156,6 +156,8 @@ pub struct Config {
     pub subagents_max_concurrent: usize,
     /// How long one sub-agent may take before it is stopped.
     pub subagents_timeout: Duration,
+    /// Goal rounds a goal may use unless `--goal-rounds` says otherwise (`[goal] max_rounds`).
+    pub goal_max_rounds: u32,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,

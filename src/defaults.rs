@@ -10,6 +10,8 @@ pub(crate) const CONTEXT_WINDOW: u64 = 262_144;
 pub(crate) const MAX_TOKENS: u32 = 8192;
 /// Tool rounds one turn may use before a final summary is requested.
 pub(crate) const MAX_ROUNDS: u32 = 500;
+/// Goal rounds a goal may use (`[goal] max_rounds`, `--goal-rounds`).
+pub const GOAL_MAX_ROUNDS: u32 = 256;
 
 /// The deadline of one model call, from sending the request to the end of the reply.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);

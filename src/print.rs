@@ -15,10 +15,29 @@ use std::process::ExitCode;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+mod report;
+
 use crate::chat::ApprovalRequest;
+use crate::protocol::WindowSource;
 use crate::protocol::{AgentHandle, OpSender};
-use crate::protocol::{Decision, Event, Op, TurnEnd, TurnStats, WindowSource};
+use crate::protocol::{Decision, Event, GoalOp, GoalPhase, GoalSnapshot, Op, TurnEnd, TurnStats};
 use crate::sanitize::{self, sanitize};
+pub(crate) use report::describe_end;
+use report::report;
+
+/// What a one-shot run does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Task {
+    /// One turn with this prompt.
+    Prompt(String),
+    /// `--goal`: set this goal and run it to its end.
+    Goal {
+        objective: String,
+        max_rounds: Option<u32>,
+    },
+    /// `--goal-resume`: arm the session's goal and run it to its end.
+    GoalResume { max_rounds: Option<u32> },
+}
 
 /// How the result is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -47,6 +66,32 @@ struct JsonResult<'a> {
     error: Option<String>,
     /// The context window the run used and where it came from.
     context_window: WindowJson,
+    /// The session's goal as the run left it (absent when the session has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    goal: Option<&'a GoalSnapshot>,
+}
+
+/// Where a goal run stands, from the events seen so far.
+#[derive(Default)]
+struct GoalRun {
+    /// The goal as last reported, and whether it is armed.
+    goal: Option<GoalSnapshot>,
+    armed: bool,
+    /// The goal was armed by this run's command (so "disarmed" now means it stopped).
+    started: bool,
+    turn_running: bool,
+    /// Why the goal command was refused.
+    refused: Option<String>,
+    /// Every round's figures added up.
+    stats: TurnStats,
+    rounds: u32,
+}
+
+impl GoalRun {
+    /// The run is over: refused, or armed once and now disarmed with no turn running.
+    fn over(&self) -> bool {
+        self.refused.is_some() || (self.started && !self.armed && !self.turn_running)
+    }
 }
 
 #[derive(Serialize)]
@@ -65,20 +110,39 @@ fn status_word(end: &TurnEnd) -> &'static str {
     }
 }
 
+/// The exit code for a refused goal command (a usage/input error).
+const EXIT_REFUSED: u8 = 2;
+
 /// Runs `prompt` as one turn and prints the outcome.
 /// `resume_flags` are the flags that chose the model (e.g. `--demo`), repeated in the resume
 /// hint so resuming talks to the same model. `show_reasoning` streams the model's reasoning to
 /// stderr (it is never part of the answer on stdout).
 pub(crate) async fn run(
     handle: AgentHandle,
-    prompt: String,
+    task: Task,
     format: OutputFormat,
     resume_flags: &str,
     show_reasoning: bool,
 ) -> ExitCode {
     let (ops, mut events) = handle.split();
     let interrupted_by = spawn_signal_watch(ops.clone());
-    ops.send(Op::Submit(prompt));
+    let goal_mode = !matches!(task, Task::Prompt(_));
+    ops.send(match task {
+        Task::Prompt(prompt) => Op::Submit(prompt),
+        Task::Goal {
+            objective,
+            max_rounds,
+        } => Op::Goal(GoalOp::Create {
+            objective,
+            max_rounds,
+        }),
+        Task::GoalResume { max_rounds } => Op::Goal(GoalOp::Resume {
+            expected: None,
+            max_rounds,
+        }),
+    });
+    let mut run = GoalRun::default();
+    let mut stopping = false;
     let mut session_id = String::new();
     let mut session_path = String::new();
     let mut last_text = String::new();
@@ -189,9 +253,41 @@ pub(crate) async fn run(
             }
             Event::ToolCallBegan { .. } => last_text.clear(),
             Event::TurnEnded { end, stats, .. } => {
-                ended = Some((end, stats));
-                ops.send(Op::Shutdown);
+                run.turn_running = false;
+                run.stats.merge(&stats);
+                ended = Some((end, *stats));
+                if !goal_mode {
+                    ops.send(Op::Shutdown);
+                }
             }
+            Event::TurnStarted { .. } => run.turn_running = true,
+            Event::GoalChanged {
+                ref goal, armed, ..
+            } => {
+                run.goal = goal.clone();
+                run.armed = armed;
+                run.started |= armed;
+                if format != OutputFormat::StreamJson {
+                    report(&mut err, &event);
+                }
+            }
+            Event::GoalStatus {
+                ref goal, armed, ..
+            } => {
+                run.goal = goal.clone();
+                run.armed = armed;
+                run.started |= armed;
+                if format != OutputFormat::StreamJson {
+                    report(&mut err, &event);
+                }
+            }
+            Event::GoalRoundStarted { .. } => {
+                run.rounds += 1;
+                if format != OutputFormat::StreamJson {
+                    report(&mut err, &event);
+                }
+            }
+            Event::GoalRefused { message } => run.refused = Some(message),
             Event::ShutdownComplete => break,
             Event::ToolCallEnded { .. }
             | Event::SubagentStarted { .. }
@@ -211,7 +307,7 @@ pub(crate) async fn run(
             Event::HistoryRestored { .. }
             | Event::TextDelta { .. }
             | Event::ReasoningDelta { .. }
-            | Event::TurnStarted { .. }
+            | Event::SessionForked { .. }
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
             | Event::McpServers { .. }
@@ -220,6 +316,31 @@ pub(crate) async fn run(
             | Event::ContextUsage { .. }
             | Event::SkillsListed { .. } => {}
         }
+        if goal_mode && !stopping && run.over() {
+            stopping = true;
+            ops.send(Op::Shutdown);
+        }
+    }
+    if let Some(message) = &run.refused {
+        let _ = writeln!(err, "minicode: goal: {}", sanitize(message));
+        return ExitCode::from(EXIT_REFUSED);
+    }
+    if goal_mode {
+        return finish_goal(
+            &run,
+            ended,
+            Output {
+                format,
+                stdout_tty,
+                live_stdout,
+                last_text: &last_text,
+                session_id: &session_id,
+                session_path: &session_path,
+                window,
+                resume_flags,
+            },
+            *interrupted_by.borrow(),
+        );
     }
     let Some((end, stats)) = ended else {
         let _ = writeln!(err, "minicode: the agent stopped unexpectedly");
@@ -252,6 +373,7 @@ pub(crate) async fn run(
                 stats: &stats,
                 error,
                 context_window: window,
+                goal: run.goal.as_ref(),
             };
             if let Ok(line) = serde_json::to_string(&result) {
                 let line = if stdout_tty {
@@ -274,6 +396,99 @@ pub(crate) async fn run(
     match (end, *interrupted_by.borrow()) {
         (TurnEnd::Completed, _) => ExitCode::SUCCESS,
         (TurnEnd::Interrupted, Some(Signal::Interrupt)) => ExitCode::from(EXIT_SIGINT),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// What the end of a run prints, gathered for [`finish_goal`].
+struct Output<'a> {
+    format: OutputFormat,
+    stdout_tty: bool,
+    live_stdout: bool,
+    last_text: &'a str,
+    session_id: &'a str,
+    session_path: &'a str,
+    window: WindowJson,
+    resume_flags: &'a str,
+}
+
+/// The end of a goal run: the closing line, the answer or JSON, the resume hint, and the exit
+/// status (0 when the goal is complete, 130 after SIGINT, 1 otherwise).
+fn finish_goal(
+    run: &GoalRun,
+    last: Option<(TurnEnd, TurnStats)>,
+    o: Output<'_>,
+    signal: Option<Signal>,
+) -> ExitCode {
+    let mut out = io::stdout().lock();
+    let mut err = io::stderr().lock();
+    let phase = run.goal.as_ref().map(|g| g.phase);
+    let interrupted = matches!(last, Some((TurnEnd::Interrupted, _))) || signal.is_some();
+    let (status, error) = match (phase, interrupted) {
+        (Some(GoalPhase::Complete), _) => ("completed", None),
+        (_, true) => ("interrupted", Some("interrupted".to_string())),
+        (Some(GoalPhase::Blocked), _) => {
+            let reason = run.goal.as_ref().and_then(|g| g.reason.as_ref());
+            let error = reason.map(|r| format!("{}: {}", r.code, r.message));
+            ("blocked", error)
+        }
+        _ => (
+            "failed",
+            Some("the goal stopped before it was complete".to_string()),
+        ),
+    };
+    let closing = match &run.goal {
+        Some(goal) => format!(
+            "{} · {}",
+            report::goal_line(goal, run.armed),
+            describe_end(&TurnEnd::Completed, &run.stats).trim_start_matches("completed ")
+        ),
+        None => "no goal".to_string(),
+    };
+    let _ = writeln!(err, "{}", sanitize(&closing));
+    let answer = if status == "completed" {
+        o.last_text
+    } else {
+        ""
+    };
+    match o.format {
+        OutputFormat::Text if !o.live_stdout && !answer.is_empty() => {
+            let _ = writeln!(out, "{answer}");
+        }
+        OutputFormat::Json => {
+            let kept = std::path::Path::new(o.session_path).exists();
+            let result = JsonResult {
+                session_id: kept.then_some(o.session_id),
+                result: answer,
+                status,
+                stats: &run.stats,
+                error,
+                context_window: o.window,
+                goal: run.goal.as_ref(),
+            };
+            if let Ok(line) = serde_json::to_string(&result) {
+                let line = if o.stdout_tty {
+                    sanitize::json_escaped(&line)
+                } else {
+                    line
+                };
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        _ => {}
+    }
+    let _ = out.flush();
+    if std::path::Path::new(o.session_path).exists() {
+        let id = o.session_id;
+        let flags = o.resume_flags;
+        let _ = writeln!(
+            err,
+            "session {id} (continue the goal with: minicode{flags} --session {id} --goal-resume)"
+        );
+    }
+    match (status, signal) {
+        ("completed", _) => ExitCode::SUCCESS,
+        (_, Some(Signal::Interrupt)) => ExitCode::from(EXIT_SIGINT),
         _ => ExitCode::FAILURE,
     }
 }
@@ -305,142 +520,6 @@ fn spawn_signal_watch(ops: OpSender) -> tokio::sync::watch::Receiver<Option<Sign
         }
     });
     rx
-}
-
-/// One stderr line per event worth telling.
-fn report(err: &mut impl Write, event: &Event) {
-    let line = match event {
-        Event::ToolCallBegan { tool, summary, .. } => format!("▶ {tool} {summary}"),
-        Event::ToolCallEnded { status, output, .. } => {
-            let first = output.lines().next().unwrap_or("");
-            let status = serde_json::to_value(status).ok();
-            let status = status.as_ref().and_then(|v| v.as_str()).unwrap_or("ended");
-            format!("  {status}: {}", truncate(first, 120))
-        }
-        Event::Retrying {
-            attempt,
-            max_attempts,
-            delay_ms,
-            reason,
-        } => {
-            format!(
-                "retrying ({attempt}/{max_attempts}) in {:.1}s: {reason}",
-                *delay_ms as f64 / 1000.0
-            )
-        }
-        Event::SubagentStarted {
-            task, session_id, ..
-        } => format!("  ↳ sub-agent {task} started (session {session_id})"),
-        Event::SubagentEnded {
-            task,
-            status,
-            rounds,
-            tool_calls,
-            elapsed_ms,
-            error,
-            ..
-        } => {
-            let mut line = format!(
-                "  ↳ sub-agent {task} {} in {:.1}s · {rounds} rounds · {tool_calls} tool calls",
-                status.as_str(),
-                *elapsed_ms as f64 / 1000.0
-            );
-            if let Some(error) = error {
-                line.push_str(&format!(": {}", truncate(error, 120)));
-            }
-            line
-        }
-        Event::Warning { message } => format!("warning: {message}"),
-        Event::Error { message } => format!("error: {message}"),
-        Event::Compacted {
-            tokens_before,
-            tokens_after,
-            messages_summarized,
-        } => format!(
-            "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
-        ),
-        Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
-        Event::SkillLoaded {
-            name,
-            source,
-            trigger,
-        } => match trigger {
-            Some(word) => format!("skill {name} loaded from {source} (trigger: {word})"),
-            None => format!("skill {name} loaded from {source}"),
-        },
-        Event::SessionConfigured { .. }
-        | Event::HistoryRestored { .. }
-        | Event::TurnStarted { .. }
-        | Event::ModelRequestStarted { .. }
-        | Event::TextDelta { .. }
-        | Event::ReasoningDelta { .. }
-        | Event::ContextWindowSet { .. }
-        | Event::AssistantMessage { .. }
-        | Event::ApprovalRequested { .. }
-        | Event::ApprovalDecided { .. }
-        | Event::ContextUsage { .. }
-        | Event::McpServers { .. }
-        | Event::SubagentProgress { .. }
-        | Event::ToolOutputDelta { .. }
-        | Event::SkillsListed { .. }
-        | Event::TurnEnded { .. }
-        | Event::ShutdownComplete => return,
-    };
-    let _ = writeln!(err, "{}", sanitize(&line));
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
-/// The closing stats line.
-pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
-    let status = match end {
-        TurnEnd::Completed => "completed".to_string(),
-        TurnEnd::RoundLimit { rounds } => format!("stopped at the limit of {rounds} tool rounds"),
-        TurnEnd::Interrupted => "interrupted".to_string(),
-        TurnEnd::Failed { error } => format!("failed: {error}"),
-    };
-    let t = &stats.tokens;
-    let tokens = if t.unavailable() {
-        "tokens unavailable".to_string()
-    } else {
-        let partial = if t.partial() { " (partial)" } else { "" };
-        format!(
-            "tokens in {} / out {} / total {}{partial}",
-            t.input_tokens, t.output_tokens, t.total_tokens
-        )
-    };
-    let summaries = if stats.summary_calls > 0 {
-        format!(
-            " · {} summary calls ({} tokens)",
-            stats.summary_calls, stats.summary_tokens.total_tokens
-        )
-    } else {
-        String::new()
-    };
-    let subagents = if stats.subagents > 0 {
-        let tokens = if stats.subagent_tokens.unavailable() {
-            "tokens unavailable".to_string()
-        } else {
-            format!("{} tokens", stats.subagent_tokens.total_tokens)
-        };
-        format!(
-            " · {} sub-agents ({} model calls, {tokens})",
-            stats.subagents, stats.subagent_calls
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}{subagents}",
-        stats.wall.as_secs_f64(),
-        stats.model_calls,
-        stats.tool_calls
-    )
 }
 
 /// Asks on `/dev/tty`; without one, refuses and says how to allow tools.

@@ -11,6 +11,10 @@ use tokio::sync::mpsc;
 
 use crate::chat::{ApprovalRequest, ToolStatus, Usage};
 
+mod goal;
+
+pub use goal::{GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef, GoalSnapshot};
+
 /// Identifies a tool call within a session (the model's call id).
 pub(crate) type CallId = String;
 
@@ -35,6 +39,13 @@ pub enum Op {
     McpRestart { server: String },
     /// List the skills with their state (answered by `SkillsListed`, also while a turn runs).
     ListSkills,
+    /// A goal command (answered by `GoalChanged`, `GoalStatus` or `GoalRefused`). While a turn
+    /// runs it is queued like a prompt and applied when the turn ends.
+    Goal(GoalOp),
+    /// Continue in a copy of this session (new id, new file; the original stays as it is),
+    /// answered by `SessionForked` and a fresh `SessionConfigured`. A goal comes along with its
+    /// phase, disarmed.
+    Fork,
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -135,6 +146,21 @@ pub struct TurnStats {
     /// Their model calls (summaries included) and tokens, counted apart from the parent's.
     pub subagent_calls: u32,
     pub subagent_tokens: TokenStats,
+}
+
+impl TurnStats {
+    /// Adds another turn's figures (a goal run reports the sum of its rounds).
+    pub fn merge(&mut self, other: &TurnStats) {
+        self.wall += other.wall;
+        self.model_calls += other.model_calls;
+        self.tool_calls += other.tool_calls;
+        self.tokens.merge(&other.tokens);
+        self.summary_calls += other.summary_calls;
+        self.summary_tokens.merge(&other.summary_tokens);
+        self.subagents += other.subagents;
+        self.subagent_calls += other.subagent_calls;
+        self.subagent_tokens.merge(&other.subagent_tokens);
+    }
 }
 
 /// How a sub-agent's task ended.
@@ -330,6 +356,42 @@ pub enum Event {
     SkillsListed {
         skills: Vec<SkillEntry>,
     },
+    /// A goal change was recorded in the session (`goal` is `None` after `cleared`). `armed`
+    /// is the live activation after it: create and resume arm; pause, complete, block and
+    /// clear disarm; edit keeps it.
+    GoalChanged {
+        change: GoalChange,
+        goal_id: String,
+        revision: u64,
+        goal: Option<GoalSnapshot>,
+        armed: bool,
+    },
+    /// The goal as it stands: the answer to `GoalOp::Show`, sent after `SessionConfigured`
+    /// when the session has a goal record, and whenever the activation changes without a
+    /// record (an interrupt disarms; resuming an active goal arms). `error` says why goal
+    /// access fails (a corrupt record, naming its message index); `goal` is then `None`.
+    GoalStatus {
+        goal: Option<GoalSnapshot>,
+        armed: bool,
+        error: Option<String>,
+    },
+    /// A goal round begins: its turn follows (`TurnStarted`). `round` counts from 1 over the
+    /// goal's life, resumes included.
+    GoalRoundStarted {
+        goal_id: String,
+        revision: u64,
+        round: u32,
+        max_rounds: u32,
+    },
+    /// A goal command was refused; nothing was recorded and nothing was sent to the model.
+    GoalRefused {
+        message: String,
+    },
+    /// `Op::Fork` made a copy of the session; `SessionConfigured` for the copy follows.
+    SessionForked {
+        parent_id: String,
+        session_id: String,
+    },
     /// The estimated context size after the last request (tokens).
     ContextUsage {
         tokens: u64,
@@ -339,7 +401,7 @@ pub enum Event {
     TurnEnded {
         turn: u64,
         end: TurnEnd,
-        stats: TurnStats,
+        stats: Box<TurnStats>,
     },
     /// The MCP servers, their state and tools (the answer to `Op::McpServers`).
     McpServers {
@@ -423,6 +485,8 @@ pub enum HistoryEntry {
     User { text: String },
     /// The text of one assistant reply (never empty).
     Assistant { text: String },
+    /// A goal record or a goal round's instruction, described in one line.
+    Goal { text: String },
     /// A tool call the model made and how it ended.
     ToolCall {
         call: CallId,

@@ -90,7 +90,7 @@ pub enum StreamEvent {
         reason: String,
     },
     /// The complete reply; `[DONE]` was seen.
-    Done(Reply),
+    Done(Box<Reply>),
 }
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;

@@ -70,6 +70,8 @@ pub struct SessionInfo {
     pub problem: Option<String>,
     /// For a sub-agent's session, the session that started it.
     pub parent: Option<String>,
+    /// For a fork, the session it was copied from.
+    pub forked_from: Option<String>,
 }
 
 /// Why a session could not be created, opened or saved.
@@ -138,6 +140,7 @@ pub struct Session {
     totals: Totals,
     checkpoint: Option<Checkpoint>,
     parent: Option<Parent>,
+    forked_from: Option<String>,
     repaired: Vec<String>,
     /// Size of the last snapshot written, to size the next buffer in one allocation.
     last_size: usize,
@@ -206,6 +209,7 @@ impl Session {
             totals: Totals::default(),
             checkpoint: None,
             parent,
+            forked_from: None,
             repaired: Vec::new(),
             last_size: 0,
             _lock: lock,
@@ -248,10 +252,26 @@ impl Session {
             totals: loaded.totals,
             checkpoint: loaded.checkpoint,
             parent: loaded.parent,
+            forked_from: loaded.forked_from,
             repaired: loaded.repaired,
             last_size: loaded.size,
             _lock: lock,
         })
+    }
+
+    /// Copies this session into a new one of the same workspace (new id, new file, saved at
+    /// once): history, tool outcomes and compaction checkpoint, recording where it came from.
+    /// This session and its file are left as they are. Totals start at zero: the copy has
+    /// spent nothing yet.
+    pub fn fork(&self) -> Result<Session, SessionError> {
+        let mut copy = Self::create_with(&self.workspace, None)?;
+        copy.messages = self.messages.clone();
+        copy.results = self.results.clone();
+        copy.checkpoint = self.checkpoint.clone();
+        copy.forked_from = Some(self.id.clone());
+        copy.last_size = self.last_size;
+        copy.save()?;
+        Ok(copy)
     }
 
     /// Opens this workspace's most recently updated session. When that one is unreadable the
@@ -357,6 +377,11 @@ impl Session {
         &mut self.totals
     }
 
+    /// The session this one was forked from, if it is a fork.
+    pub fn forked_from(&self) -> Option<&str> {
+        self.forked_from.as_deref()
+    }
+
     /// Who started this session, when a sub-agent runs in it.
     pub fn parent(&self) -> Option<&Parent> {
         self.parent.as_ref()
@@ -415,6 +440,7 @@ impl Session {
             totals: &self.totals,
             checkpoint: self.checkpoint.as_ref(),
             parent: self.parent.as_ref(),
+            forked_from: self.forked_from.as_deref(),
         };
         let mut buf = Vec::with_capacity(self.last_size + self.last_size / 8 + 4096);
         serde_json::to_writer(&mut buf, &snapshot)
@@ -459,6 +485,7 @@ struct Loaded {
     totals: Totals,
     checkpoint: Option<Checkpoint>,
     parent: Option<Parent>,
+    forked_from: Option<String>,
     repaired: Vec<String>,
     size: usize,
 }
@@ -516,6 +543,7 @@ fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, SessionError>
         totals: snapshot.totals,
         checkpoint: snapshot.checkpoint,
         parent: snapshot.parent,
+        forked_from: snapshot.forked_from,
         repaired: open,
         size: bytes.len(),
     })
@@ -565,6 +593,7 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         path: path.to_path_buf(),
         problem: Some(problem),
         parent: None,
+        forked_from: None,
     };
     let bytes = match read_confined(workspace, path) {
         Ok(bytes) => bytes,
@@ -598,5 +627,6 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         path: path.to_path_buf(),
         problem: None,
         parent: snapshot.parent.map(|p| p.session_id),
+        forked_from: snapshot.forked_from,
     }
 }

@@ -8,6 +8,7 @@
 pub(crate) mod commands;
 pub(crate) mod core_events;
 mod diff;
+pub mod goal;
 pub mod help;
 pub mod highlight;
 pub mod input;

@@ -9,6 +9,7 @@
 //! that are actually sent.
 
 use super::budget::{Budget, Tracker};
+use super::goal;
 use crate::chat::{Message, Role, ToolSpec, Usage, estimate_message, estimate_tools};
 use crate::memory::Memory;
 use crate::session::Checkpoint;
@@ -28,6 +29,16 @@ pub static NO_REPLY: std::sync::LazyLock<Message> = std::sync::LazyLock::new(|| 
         Vec::new(),
     )
 });
+
+/// The assistant line put between two user messages: an acknowledgement after the lead or a
+/// goal record, else the note that the turn ended without a reply.
+fn filler(acknowledge: bool) -> &'static Message {
+    if acknowledge {
+        &ACKNOWLEDGED
+    } else {
+        &NO_REPLY
+    }
+}
 
 /// Where the verbatim recent history should begin so it holds about `keep_recent_tokens`:
 /// whole units only (an assistant tool-call message and all its results move together), and
@@ -65,11 +76,15 @@ fn boundary_by(messages: &[Message], keep: u64, estimate: impl Fn(usize) -> u64)
 ///
 /// `loaded_skills` are the skills loaded in the compacted part: their instructions are gone
 /// from the context, so the ledger names them for the model to load again when it needs them.
+///
+/// `goal_state` is the latest goal record of the compacted part, quoted verbatim: the goal must
+/// outlive any number of compactions.
 pub(crate) fn ledger_text(
     summary: &str,
     first_request: Option<&str>,
     latest_request: Option<&str>,
     loaded_skills: &[String],
+    goal_state: Option<&str>,
 ) -> String {
     let mut text = String::from(
         "<task-ledger>\nThe earlier conversation was compacted. The user's own words below are \
@@ -85,6 +100,13 @@ pub(crate) fn ledger_text(
         text.push_str("<latest-user-message>\n");
         text.push_str(latest);
         text.push_str("\n</latest-user-message>\n");
+    }
+    if let Some(goal) = goal_state {
+        text.push_str(
+            "<goal>\nThe session's goal as last recorded (newer goal records below override it):\n",
+        );
+        text.push_str(goal);
+        text.push_str("\n</goal>\n");
     }
     if !loaded_skills.is_empty() {
         text.push_str(
@@ -141,6 +163,9 @@ pub struct Context {
     prefix: Vec<u64>,
     /// Whether each synced message is a user message (to account for fillers at the cut).
     is_user: Vec<bool>,
+    /// Whether each synced message is a goal record (the user message after one gets the
+    /// [`ACKNOWLEDGED`] filler instead of [`NO_REPLY`]: the record was not an unanswered turn).
+    is_record: Vec<bool>,
     tracker: Tracker,
 }
 
@@ -161,6 +186,7 @@ impl Context {
             lead_tokens: 0,
             prefix: vec![0],
             is_user: Vec::new(),
+            is_record: Vec::new(),
             tracker: Tracker::default(),
         }
     }
@@ -196,19 +222,32 @@ impl Context {
         self.ledger_quotes_latest = false;
         self.ledger = self.checkpoint.as_ref().map(|c| {
             let (before, kept) = messages.split_at(c.first_kept_index.min(messages.len()));
-            let first = before.iter().position(|m| m.role == Role::User);
-            let latest = if kept.iter().any(|m| m.role == Role::User) {
+            // The user's own words: goal records and goal rounds' instructions are not.
+            let words = |m: &Message| m.role == Role::User && !goal::record::is_goal_message(m);
+            let first = before.iter().position(words);
+            let latest = if kept.iter().any(words) {
                 None
             } else {
                 before
                     .iter()
-                    .rposition(|m| m.role == Role::User)
+                    .rposition(words)
                     .filter(|at| Some(*at) != first)
             };
+            let goal_state = before
+                .iter()
+                .rev()
+                .find(|m| goal::record::is_record(m))
+                .map(Message::text);
             self.ledger_quotes_latest = latest.is_some();
             let text = |at: usize| before[at].text();
             let skills = crate::tools::skills::loaded_in(before);
-            ledger_text(&c.summary, first.map(text), latest.map(text), &skills)
+            ledger_text(
+                &c.summary,
+                first.map(text),
+                latest.map(text),
+                &skills,
+                goal_state,
+            )
         });
         self.rebuild_lead();
     }
@@ -297,21 +336,24 @@ impl Context {
         if messages.len() < synced {
             self.prefix.truncate(messages.len() + 1);
             self.is_user.truncate(messages.len());
+            self.is_record.truncate(messages.len());
             return;
         }
         self.prefix.reserve(messages.len() - synced);
         self.is_user.reserve(messages.len() - synced);
+        self.is_record.reserve(messages.len() - synced);
         let mut total = self.prefix[synced];
         let mut new_user = false;
         for m in &messages[synced..] {
             let user = m.role == Role::User;
             total += estimate_message(m);
             if user && self.is_user.last() == Some(&true) {
-                total += estimate_message(&NO_REPLY);
+                total += estimate_message(filler(self.is_record.last() == Some(&true)));
             }
             self.prefix.push(total);
             self.is_user.push(user);
-            new_user |= user;
+            self.is_record.push(goal::record::is_record(m));
+            new_user |= user && !goal::record::is_goal_message(m);
         }
         if new_user && self.ledger_quotes_latest {
             // A newer user message is now kept verbatim; the quoted one is no longer the latest.
@@ -337,7 +379,7 @@ impl Context {
                     .lead
                     .as_ref()
                     .is_some_and(|l| std::ptr::eq(*previous, l));
-                out.push(if lead { &ACKNOWLEDGED } else { &NO_REPLY });
+                out.push(filler(lead || goal::record::is_record(previous)));
             }
             out.push(message);
         }
@@ -357,7 +399,7 @@ impl Context {
         // between them) or the system prompt (nothing does), not the message before it.
         if self.is_user.get(kept) == Some(&true) {
             if kept > 0 && self.is_user[kept - 1] {
-                total -= estimate_message(&NO_REPLY);
+                total -= estimate_message(filler(self.is_record[kept - 1]));
             }
             if self.lead.is_some() {
                 total += estimate_message(&ACKNOWLEDGED);

@@ -23,9 +23,12 @@ pub(crate) fn entries(session: &Session, secrets: &Secrets) -> Vec<HistoryEntry>
     for (index, m) in messages.iter().enumerate() {
         match m.role {
             Role::System => {}
-            Role::User => entries.push(HistoryEntry::User {
-                text: m.text().to_string(),
-            }),
+            Role::User => match super::goal::record::describe(m) {
+                Some(text) => entries.push(HistoryEntry::Goal { text }),
+                None => entries.push(HistoryEntry::User {
+                    text: m.text().to_string(),
+                }),
+            },
             Role::Assistant => {
                 if !m.text().trim().is_empty() {
                     entries.push(HistoryEntry::Assistant {
@@ -79,7 +82,9 @@ pub(crate) fn entries(session: &Session, secrets: &Secrets) -> Vec<HistoryEntry>
 fn redact(entry: &mut HistoryEntry, secrets: &Secrets) {
     let text = |t: &mut String| *t = secrets.redact(std::mem::take(t));
     match entry {
-        HistoryEntry::User { text: t } | HistoryEntry::Assistant { text: t } => text(t),
+        HistoryEntry::User { text: t }
+        | HistoryEntry::Assistant { text: t }
+        | HistoryEntry::Goal { text: t } => text(t),
         HistoryEntry::ToolCall {
             tool,
             summary,

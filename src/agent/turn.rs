@@ -36,6 +36,13 @@ const ROUND_LIMIT_PROMPT: &str = "You have used the maximum number of tool round
 Do not call any tools. Reply with a short summary: what was done, what remains, and what the \
 user should do next.";
 
+/// What starts a turn: the user's prompt, or the instruction that opens a goal round (written
+/// by the goal driver, already attributed to the goal; it never loads skills by trigger).
+pub(crate) enum Input {
+    User(String),
+    GoalRound(String),
+}
+
 /// What ended the wait for one streamed reply.
 enum StreamOutcome {
     Reply(Reply),
@@ -47,7 +54,7 @@ enum StreamOutcome {
 /// updated as it goes; the caller saves at the end.
 pub(crate) async fn run(
     core: &mut Core,
-    input: String,
+    input: Input,
     cancel: CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> (TurnEnd, TurnStats) {
@@ -60,7 +67,16 @@ pub(crate) async fn run(
         stats.wall = started.elapsed();
         return (TurnEnd::Failed { error }, stats);
     }
-    let triggered = core.triggered_skills(&input);
+    let (input, triggered) = match input {
+        // A prompt that looks like a goal message is the user's text, not a record: it is
+        // kept apart from them by a leading space.
+        Input::User(text) => {
+            let text = super::goal::record::escape_user_text(text);
+            let triggered = core.triggered_skills(&text);
+            (text, triggered)
+        }
+        Input::GoalRound(text) => (text, Vec::new()),
+    };
     let span = spans::turn(core.session.id(), core.session.parent().is_some());
     let ctx = core.tool_ctx.clone();
     let content = core.content(&ctx);
@@ -68,6 +84,8 @@ pub(crate) async fn run(
         content.turn_text(&span, Role::User, &input);
     }
     core.session.push(Message::user(input));
+    // A goal round counts from here on.
+    core.goals.sync(core.session.messages());
     // A skill whose trigger the message names joins history right after it, before the
     // first request (see agent/skills.rs).
     core.load_triggered(triggered).await;
@@ -100,6 +118,8 @@ pub(crate) async fn run(
             core.save();
             let interrupted =
                 run_batch(core, &reply.tool_calls, &cancel, decisions, &mut stats).await;
+            // A goal tool's change is recorded after the whole batch's results.
+            core.flush_goal_records();
             core.save();
             if interrupted {
                 return TurnEnd::Interrupted;
@@ -201,9 +221,18 @@ async fn request(
                  plain chat"
             ),
         }),
-        StreamOutcome::Failed(e) => Err(TurnEnd::Failed {
-            error: e.to_string(),
-        }),
+        StreamOutcome::Failed(e) => {
+            core.quota_failure = matches!(
+                e,
+                ProviderError::RateLimited {
+                    quota_exhausted: true,
+                    ..
+                }
+            );
+            Err(TurnEnd::Failed {
+                error: e.to_string(),
+            })
+        }
         StreamOutcome::Cancelled => Err(TurnEnd::Interrupted),
     }
 }
@@ -308,7 +337,7 @@ async fn stream_reply(
                         reason,
                     });
                 }
-                Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(reply),
+                Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(*reply),
                 Some(Err(e)) => return StreamOutcome::Failed(e),
                 None => {
                     return StreamOutcome::Failed(ProviderError::Protocol(
@@ -492,6 +521,9 @@ async fn prepare_and_run(
                 return (summary, output);
             }
         }
+    }
+    if let Some(which) = core.goal_tools.which(&tool) {
+        return (summary, core.goal_tool(which, &args));
     }
     let subagents = core.options.subagents.clone();
     let ours = core

@@ -353,7 +353,7 @@ async fn stream(provider: &OpenAi, request: &ChatRequest<'_>, extras: Extras) ->
                 first_token.get_or_insert_with(|| started.elapsed());
             }
             Ok(StreamEvent::Retrying { .. }) => {}
-            Ok(StreamEvent::Done(r)) => reply = Ok(r),
+            Ok(StreamEvent::Done(r)) => reply = Ok(*r),
             Err(e) => reply = Err(e),
         }
     }

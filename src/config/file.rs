@@ -33,6 +33,8 @@ pub(super) struct FileConfig {
     #[serde(default)]
     pub subagents: SubagentsTable,
     #[serde(default)]
+    pub goal: GoalTable,
+    #[serde(default)]
     pub telemetry: TelemetryTable,
     /// MCP servers by id (`[mcp_servers.<id>]`); a workspace's file may set them only once the
     /// workspace is trusted.
@@ -104,6 +106,13 @@ pub(super) struct ContextTable {
 pub(super) struct SubagentsTable {
     pub max_concurrent: Option<u32>,
     pub timeout_secs: Option<u64>,
+}
+
+/// `[goal]`: goal mode.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GoalTable {
+    pub max_rounds: Option<u32>,
 }
 
 #[derive(Default, Deserialize)]

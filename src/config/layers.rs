@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::file::{
-    self, ApprovedMcpServer, ContextTable, FileConfig, McpServerTable, ModelTable, SubagentsTable,
-    TelemetryTable, ToolsTable, UiTable,
+    self, ApprovedMcpServer, ContextTable, FileConfig, GoalTable, McpServerTable, ModelTable,
+    SubagentsTable, TelemetryTable, ToolsTable, UiTable,
 };
 use super::trust::{self, Trust};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
@@ -228,6 +228,7 @@ impl Layers {
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns, ui.syntax_highlighting,
             subagents.max_concurrent, subagents.timeout_secs,
+            goal.max_rounds,
             telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
             telemetry.service_name, telemetry.include_content,
         );
@@ -273,6 +274,7 @@ impl Layers {
                     max_concurrent: _,
                     timeout_secs: _,
                 },
+            goal: GoalTable { max_rounds: _ },
             telemetry:
                 TelemetryTable {
                     otlp_endpoint: _,

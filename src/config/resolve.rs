@@ -59,6 +59,7 @@ pub(super) fn resolve(
         outputs_max_age: limits.outputs_max_age,
         subagents_max_concurrent: limits.subagents_max_concurrent,
         subagents_timeout: limits.subagents_timeout,
+        goal_max_rounds: limits.goal_max_rounds,
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
@@ -108,6 +109,7 @@ struct Limits {
     outputs_max_age: Duration,
     subagents_max_concurrent: usize,
     subagents_timeout: Duration,
+    goal_max_rounds: u32,
 }
 
 fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
@@ -198,6 +200,11 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         defaults::SUBAGENTS_TIMEOUT.as_secs(),
         "subagents.timeout_secs",
     )?;
+    let goal_max_rounds = positive(
+        f.goal.max_rounds.map(u64::from),
+        u64::from(defaults::GOAL_MAX_ROUNDS),
+        "goal.max_rounds",
+    )?;
     for (value, field) in [
         (f.context.reserve_tokens, "context.reserve_tokens"),
         (f.context.keep_recent_tokens, "context.keep_recent_tokens"),
@@ -224,6 +231,8 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         // Checked against the ceiling above.
         subagents_max_concurrent: usize::try_from(subagents_max_concurrent).unwrap_or(1),
         subagents_timeout: Duration::from_secs(subagents_timeout),
+        // It came from a u32.
+        goal_max_rounds: u32::try_from(goal_max_rounds).unwrap_or(u32::MAX),
     })
 }
 

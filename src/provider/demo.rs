@@ -44,7 +44,7 @@ impl Provider for Demo {
         let reply = plan(request);
         let delay = self.piece_delay;
         let mut events: Vec<StreamEvent> = chunk_text(&reply.text).map(StreamEvent::Text).collect();
-        events.push(StreamEvent::Done(reply));
+        events.push(StreamEvent::Done(Box::new(reply)));
         Box::pin(stream::unfold(
             events.into_iter(),
             move |mut rest| async move {

@@ -37,6 +37,10 @@ pub(super) struct Snapshot {
     /// written before sub-agents existed load unchanged (no version step needed).
     #[serde(default)]
     pub parent: Option<Parent>,
+    /// Set on a fork (`--fork`, `/fork`): the session it was copied from. Absent otherwise,
+    /// so older files load unchanged.
+    #[serde(default)]
+    pub forked_from: Option<String>,
 }
 
 /// The same shape, borrowed, for writing without cloning the history.
@@ -52,6 +56,8 @@ pub(super) struct SnapshotRef<'a> {
     pub checkpoint: Option<&'a Checkpoint>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<&'a Parent>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<&'a str>,
 }
 
 /// Where a sub-agent's session came from: the parent session, the parent's `delegate` call
@@ -272,6 +278,13 @@ pub(super) fn validate(
     }
     if let Some(parent) = &snapshot.parent {
         parent.check().map_err(Problem::Corrupt)?;
+    }
+    if let Some(origin) = &snapshot.forked_from
+        && !is_valid_id(origin)
+    {
+        return Err(Problem::Corrupt(
+            "`forked_from` is not a session id".to_string(),
+        ));
     }
     Ok(open)
 }

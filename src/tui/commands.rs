@@ -33,6 +33,14 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "MCP servers and their tools; /mcp restart <id> restarts one",
     ),
     ("/skills", "list the skills and which are loaded"),
+    (
+        "/goal",
+        "/goal <objective> sets a goal worked on round after round; /goal shows it; pause, resume, clear, edit <text>",
+    ),
+    (
+        "/fork",
+        "continue in a copy of this session (the original stays)",
+    ),
 ];
 
 impl State {
@@ -215,6 +223,8 @@ impl State {
                 // The window stays as SessionConfigured reported it; usage comes with the
                 // next ContextUsage of the fresh session.
                 self.context_tokens = None;
+                self.goal = None;
+                self.goal_error = None;
                 return vec![Effect::Op(Op::NewSession)];
             }
             "/session" => {
@@ -250,6 +260,14 @@ impl State {
                 _ => self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>"),
             },
             "/skills" => return vec![Effect::Op(Op::ListSkills)],
+            "/goal" => return self.goal_command(arg),
+            "/fork" => {
+                if self.busy {
+                    self.notice(Level::Warning, "/fork waits for an idle session");
+                    return Vec::new();
+                }
+                return vec![Effect::Op(Op::Fork)];
+            }
             other => self.notice(
                 Level::Warning,
                 format!("unknown command {other} (try /help)"),

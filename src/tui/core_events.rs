@@ -23,6 +23,7 @@ impl State {
                 HistoryEntry::Assistant { text } => {
                     self.transcript.push(Kind::Assistant(Reply::new(&text)));
                 }
+                HistoryEntry::Goal { text } => self.notice(Level::Info, format!("◆ {text}")),
                 HistoryEntry::ToolCall {
                     call,
                     tool,
@@ -220,7 +221,12 @@ impl State {
                     self.context_window = window;
                 }
             }
-            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, stats),
+            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, *stats),
+            e @ (Event::GoalChanged { .. }
+            | Event::GoalStatus { .. }
+            | Event::GoalRoundStarted { .. }
+            | Event::GoalRefused { .. }
+            | Event::SessionForked { .. }) => self.goal_event(e),
             Event::ShutdownComplete => {}
         }
         Vec::new()

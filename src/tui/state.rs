@@ -136,6 +136,12 @@ pub struct State {
     pub memory: Option<(String, u64)>,
     /// What the terminal can show (`NO_COLOR`, colour depth).
     pub colors: super::palette::Depth,
+    /// The session's goal as the core last reported it (for the status bar and `/goal`).
+    pub goal: Option<super::goal::GoalView>,
+    /// Why goal access fails, when the core said so.
+    pub(crate) goal_error: Option<String>,
+    /// `/goal` was typed: the next `GoalStatus` is shown in full.
+    pub(crate) goal_asked: bool,
 }
 
 impl State {
@@ -174,6 +180,9 @@ impl State {
             header_live: false,
             memory: None,
             colors: super::palette::Depth::default(),
+            goal: None,
+            goal_error: None,
+            goal_asked: false,
         }
     }
 

@@ -327,6 +327,9 @@ fn status(state: &State, area: Rect, buf: &mut Buffer) {
             format!("approve {}? y/a/n/r", wrap::sanitize(&p.tool))
         };
     }
+    if let Some(goal) = &state.goal {
+        parts.push(goal.status());
+    }
     parts.push(wrap::sanitize(&state.model));
     if let Some(id) = &state.session_id {
         parts.push(id.chars().take(8).collect());

@@ -67,7 +67,7 @@ async fn real_server_streams_text_and_reports_usage() {
     while let Some(event) = stream.next().await {
         match event.unwrap() {
             StreamEvent::Text(_) => deltas += 1,
-            StreamEvent::Done(r) => reply = Some(r),
+            StreamEvent::Done(r) => reply = Some(*r),
             _ => {}
         }
     }

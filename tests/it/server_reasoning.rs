@@ -39,7 +39,7 @@ fn decode(payloads: &[Value]) -> (String, String, Reply) {
         match e {
             StreamEvent::Text(t) => text.push_str(&t),
             StreamEvent::Reasoning(t) => thought.push_str(&t),
-            StreamEvent::Done(r) => reply = Some(r),
+            StreamEvent::Done(r) => reply = Some(*r),
             _ => {}
         }
     }

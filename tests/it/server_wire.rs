@@ -35,7 +35,7 @@ fn chunk(delta: Value, finish: Value) -> Value {
 fn reply_of(payloads: &[Value]) -> Reply {
     let events = Decoder::decode_all(&sse_bytes(payloads)).unwrap();
     match events.last() {
-        Some(StreamEvent::Done(r)) => r.clone(),
+        Some(StreamEvent::Done(r)) => (**r).clone(),
         other => panic!("expected Done, got {other:?}"),
     }
 }

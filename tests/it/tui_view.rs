@@ -104,7 +104,7 @@ fn end_turn(s: &mut State) -> Vec<Effect> {
         Event::TurnEnded {
             turn: 1,
             end: TurnEnd::Completed,
-            stats: stats(),
+            stats: Box::new(stats()),
         },
     )
 }
@@ -299,7 +299,7 @@ fn escape_during_approval_sends_only_an_interrupt() {
         Event::TurnEnded {
             turn: 1,
             end: TurnEnd::Interrupted,
-            stats: stats(),
+            stats: Box::new(stats()),
         },
     );
     let text = rows(&s).join("\n");
@@ -375,7 +375,7 @@ fn queue_pauses_after_an_interrupt_or_failure_and_enter_sends_the_next() {
             Event::TurnEnded {
                 turn: 1,
                 end: end.clone(),
-                stats: stats(),
+                stats: Box::new(stats()),
             },
         );
         assert!(effects.is_empty(), "{end:?} must not send the queue");
@@ -502,7 +502,7 @@ fn ctrl_c_interrupts_when_busy_and_exits_on_second_press_when_idle() {
         Event::TurnEnded {
             turn: 1,
             end: TurnEnd::Interrupted,
-            stats: stats(),
+            stats: Box::new(stats()),
         },
     );
     type_text(&mut s, "draft");
@@ -523,7 +523,7 @@ fn escape_interrupts_a_streaming_turn() {
         Event::TurnEnded {
             turn: 1,
             end: TurnEnd::Interrupted,
-            stats: stats(),
+            stats: Box::new(stats()),
         },
     );
     assert!(rows(&s).join("\n").contains("interrupted (streaming)"));
@@ -899,7 +899,7 @@ fn stats_show_summary_calls_and_a_noop_compact_keeps_the_last_turn() {
         Event::TurnEnded {
             turn: 1,
             end: TurnEnd::Completed,
-            stats: with_summary,
+            stats: Box::new(with_summary),
         },
     );
     let text = rows(&s).join("\n");
@@ -919,10 +919,10 @@ fn stats_show_summary_calls_and_a_noop_compact_keeps_the_last_turn() {
         Event::TurnEnded {
             turn: 2,
             end: TurnEnd::Completed,
-            stats: TurnStats {
+            stats: Box::new(TurnStats {
                 wall: Duration::from_millis(3),
                 ..TurnStats::default()
-            },
+            }),
         },
     );
     let status = rows(&s).last().cloned().unwrap();

@@ -187,7 +187,7 @@ impl Context {
                 _ = &mut grace, if stopping.is_some() => break None,
                 event = handle.next_event() => match event {
                     None => break None,
-                    Some(Event::TurnEnded { end, stats, .. }) => break Some((end, stats)),
+                    Some(Event::TurnEnded { end, stats, .. }) => break Some((end, *stats)),
                     Some(Event::ModelRequestStarted { round }) => {
                         outcome.rounds = round;
                         self.progress(task, outcome, started);

@@ -274,7 +274,7 @@ impl Assembler {
         if data == "[DONE]" {
             self.finish_content(Some(out));
             let reply = self.take_reply()?;
-            out.push(StreamEvent::Done(reply));
+            out.push(StreamEvent::Done(Box::new(reply)));
             return Ok(false);
         }
         if data.is_empty() {

@@ -32,7 +32,7 @@ pub async fn until(handle: &mut AgentHandle, last: impl Fn(&Event) -> bool) -> V
 /// How the turn whose events end with `TurnEnded` ended.
 pub fn ended(events: &[Event]) -> (TurnEnd, TurnStats) {
     match events.last() {
-        Some(Event::TurnEnded { end, stats, .. }) => (end.clone(), *stats),
+        Some(Event::TurnEnded { end, stats, .. }) => (end.clone(), **stats),
         other => panic!("expected TurnEnded, got {other:?}"),
     }
 }

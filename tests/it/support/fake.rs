@@ -211,7 +211,7 @@ impl Provider for Fake {
         match self.next_main(request) {
             Answer::Reply(reply) => {
                 let mut events = pieces(&reply.text);
-                events.push(Ok(StreamEvent::Done(reply)));
+                events.push(Ok(StreamEvent::Done(Box::new(reply))));
                 Box::pin(stream::iter(events))
             }
             Answer::Fail(e) => Box::pin(stream::iter(vec![Err(e)])),

@@ -1,0 +1,50 @@
+//! `/fork` in a running core: the session is copied into a new one (`Session::fork`),
+//! and the core continues in the copy as if it had been resumed: the restored history is sent
+//! again, the goal comes along with its phase but disarmed, approvals "always" start over. The
+//! original session's file is left as it was saved.
+
+use super::Core;
+use crate::protocol::Event;
+
+impl Core {
+    pub(crate) fn fork(&mut self) {
+        // The copy is taken from memory; the original's file is not written again (the core
+        // saved it when its last turn ended), so forking leaves it exactly as it was.
+        let copy = match self.session.fork() {
+            Ok(copy) => copy,
+            Err(e) => {
+                self.emit(Event::Error {
+                    message: format!("could not fork the session: {e}"),
+                });
+                return;
+            }
+        };
+        let parent = std::mem::replace(&mut self.session, copy);
+        let parent_id = parent.id().to_string();
+        // Dropping the original releases its lock.
+        drop(parent);
+        self.approved_tools.clear();
+        self.tool_ctx.forget_seen();
+        if let Err(e) = self
+            .context
+            .set_checkpoint(self.session.checkpoint().cloned(), self.session.messages())
+        {
+            self.emit(Event::Warning {
+                message: format!("ignoring the saved compaction checkpoint: {e}"),
+            });
+        }
+        self.emit(Event::SessionForked {
+            parent_id,
+            session_id: self.session.id().to_string(),
+        });
+        self.emit(self.configured());
+        if !self.session.messages().is_empty() {
+            self.emit(Event::HistoryRestored {
+                entries: super::history::entries(&self.session, &self.tool_ctx.secrets),
+            });
+        }
+        self.emit(self.window_set());
+        self.goal_start();
+        self.report_context();
+    }
+}

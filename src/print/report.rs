@@ -1,0 +1,194 @@
+//! The one-shot frontend's stderr lines: one per event worth telling, the closing stats line,
+//! and goal mode's lines (each round, each change). Pure formatting; `print.rs` decides what
+//! to write where.
+
+use std::io::Write;
+
+use crate::protocol::{Event, GoalSnapshot, TurnEnd, TurnStats};
+use crate::sanitize::sanitize;
+
+/// One stderr line per event worth telling.
+pub(super) fn report(err: &mut impl Write, event: &Event) {
+    let line = match event {
+        Event::ToolCallBegan { tool, summary, .. } => format!("▶ {tool} {summary}"),
+        Event::ToolCallEnded { status, output, .. } => {
+            let first = output.lines().next().unwrap_or("");
+            let status = serde_json::to_value(status).ok();
+            let status = status.as_ref().and_then(|v| v.as_str()).unwrap_or("ended");
+            format!("  {status}: {}", truncate(first, 120))
+        }
+        Event::Retrying {
+            attempt,
+            max_attempts,
+            delay_ms,
+            reason,
+        } => {
+            format!(
+                "retrying ({attempt}/{max_attempts}) in {:.1}s: {reason}",
+                *delay_ms as f64 / 1000.0
+            )
+        }
+        Event::SubagentStarted {
+            task, session_id, ..
+        } => format!("  ↳ sub-agent {task} started (session {session_id})"),
+        Event::SubagentEnded {
+            task,
+            status,
+            rounds,
+            tool_calls,
+            elapsed_ms,
+            error,
+            ..
+        } => {
+            let mut line = format!(
+                "  ↳ sub-agent {task} {} in {:.1}s · {rounds} rounds · {tool_calls} tool calls",
+                status.as_str(),
+                *elapsed_ms as f64 / 1000.0
+            );
+            if let Some(error) = error {
+                line.push_str(&format!(": {}", truncate(error, 120)));
+            }
+            line
+        }
+        Event::Warning { message } => format!("warning: {message}"),
+        Event::Error { message } => format!("error: {message}"),
+        Event::Compacted {
+            tokens_before,
+            tokens_after,
+            messages_summarized,
+        } => format!(
+            "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
+        ),
+        Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
+        Event::SkillLoaded {
+            name,
+            source,
+            trigger,
+        } => match trigger {
+            Some(word) => format!("skill {name} loaded from {source} (trigger: {word})"),
+            None => format!("skill {name} loaded from {source}"),
+        },
+        Event::GoalRoundStarted {
+            round, max_rounds, ..
+        } => format!("goal round {round}/{max_rounds}"),
+        Event::GoalChanged {
+            change,
+            goal_id,
+            goal,
+            ..
+        } => {
+            let mut line = format!("goal {goal_id} {}", change.as_str());
+            if let Some(goal) = goal {
+                if let Some(reason) = &goal.reason {
+                    line.push_str(&format!(" ({}): {}", reason.code, reason.message));
+                }
+                if change.as_str() == "created" {
+                    line.push_str(&format!(": {}", truncate(&goal.objective, 120)));
+                }
+            }
+            line
+        }
+        Event::GoalStatus {
+            goal: Some(goal),
+            armed,
+            error: None,
+        } => goal_line(goal, *armed),
+        Event::GoalStatus {
+            error: Some(error), ..
+        } => format!("goal unavailable: {error}"),
+        Event::GoalStatus { .. } => "no goal in this session".to_string(),
+        Event::GoalRefused { message } => format!("goal refused: {message}"),
+        Event::SessionForked {
+            parent_id,
+            session_id,
+        } => format!("forked session {parent_id} into {session_id}"),
+        Event::SessionConfigured { .. }
+        | Event::HistoryRestored { .. }
+        | Event::TurnStarted { .. }
+        | Event::ModelRequestStarted { .. }
+        | Event::TextDelta { .. }
+        | Event::ReasoningDelta { .. }
+        | Event::ContextWindowSet { .. }
+        | Event::AssistantMessage { .. }
+        | Event::ApprovalRequested { .. }
+        | Event::ApprovalDecided { .. }
+        | Event::ContextUsage { .. }
+        | Event::McpServers { .. }
+        | Event::SubagentProgress { .. }
+        | Event::ToolOutputDelta { .. }
+        | Event::SkillsListed { .. }
+        | Event::TurnEnded { .. }
+        | Event::ShutdownComplete => return,
+    };
+    let _ = writeln!(err, "{}", sanitize(&line));
+}
+
+pub(super) fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// The closing stats line.
+pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
+    let status = match end {
+        TurnEnd::Completed => "completed".to_string(),
+        TurnEnd::RoundLimit { rounds } => format!("stopped at the limit of {rounds} tool rounds"),
+        TurnEnd::Interrupted => "interrupted".to_string(),
+        TurnEnd::Failed { error } => format!("failed: {error}"),
+    };
+    let t = &stats.tokens;
+    let tokens = if t.unavailable() {
+        "tokens unavailable".to_string()
+    } else {
+        let partial = if t.partial() { " (partial)" } else { "" };
+        format!(
+            "tokens in {} / out {} / total {}{partial}",
+            t.input_tokens, t.output_tokens, t.total_tokens
+        )
+    };
+    let summaries = if stats.summary_calls > 0 {
+        format!(
+            " · {} summary calls ({} tokens)",
+            stats.summary_calls, stats.summary_tokens.total_tokens
+        )
+    } else {
+        String::new()
+    };
+    let subagents = if stats.subagents > 0 {
+        let tokens = if stats.subagent_tokens.unavailable() {
+            "tokens unavailable".to_string()
+        } else {
+            format!("{} tokens", stats.subagent_tokens.total_tokens)
+        };
+        format!(
+            " · {} sub-agents ({} model calls, {tokens})",
+            stats.subagents, stats.subagent_calls
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}{subagents}",
+        stats.wall.as_secs_f64(),
+        stats.model_calls,
+        stats.tool_calls
+    )
+}
+
+/// `goal g-… active · armed · rounds 3/256`, with the reason when blocked.
+pub(super) fn goal_line(goal: &GoalSnapshot, armed: bool) -> String {
+    let mut line = format!(
+        "goal {} {} · {} · rounds {}/{}",
+        goal.id,
+        goal.phase.as_str(),
+        if armed { "armed" } else { "disarmed" },
+        goal.rounds_used,
+        goal.max_rounds
+    );
+    if let Some(reason) = &goal.reason {
+        line.push_str(&format!(" · {}: {}", reason.code, reason.message));
+    }
+    line
+}
