@@ -199,6 +199,57 @@ fn stream_1mb(every: usize) {
     );
 }
 
+/// A command printing 1 MB/s for a minute (cargo-like lines, every tenth a `\r` progress
+/// line), arriving as the core sends it: a piece per 50 ms (about 50 KB), a frame after each.
+/// Compared with streaming the same bytes as reply text: 60 MB of text would cost 60 times
+/// the 1 MB figure.
+fn live_output() {
+    let mut s = state();
+    let mut term = terminal();
+    ev(&mut s, Event::TurnStarted { turn: 0 });
+    ev(
+        &mut s,
+        Event::ToolCallBegan {
+            call: "c1".into(),
+            tool: "bash".into(),
+            summary: "./build.sh".into(),
+            arguments: serde_json::Value::Null,
+        },
+    );
+    let mut piece = String::new();
+    let mut i = 0u64;
+    let (mut sent, mut pieces) = (0usize, 0u32);
+    let start = cpu_time();
+    while sent < 60 * 1024 * 1024 {
+        piece.clear();
+        while piece.len() < 1024 * 1024 / 20 {
+            if i.is_multiple_of(10) {
+                piece.push_str(&format!("\rdownloading {:>3}%", i % 101));
+            } else {
+                piece.push_str(&format!(
+                    "   Compiling crate-{i} v1.{}.0 (registry)\n",
+                    i % 40
+                ));
+            }
+            i += 1;
+        }
+        sent += piece.len();
+        pieces += 1;
+        ev(
+            &mut s,
+            Event::ToolOutputDelta {
+                call: "c1".into(),
+                text: piece.clone(),
+            },
+        );
+        term.draw(|f| view::render(&s, f)).expect("draw");
+    }
+    let cpu = (cpu_time() - start).as_secs_f64();
+    println!(
+        "live bash output, 60 MB in {pieces} pieces of ~50 KB (1 MB/s for a minute), a frame after each: CPU {cpu:.3} s (generating the text included)"
+    );
+}
+
 /// Replies of one shape (no blank lines inside lists, tables and paragraphs), to check that the
 /// streaming cost stays linear whatever the shape.
 fn shaped(kind: &str, bytes: usize) -> String {
@@ -289,9 +340,19 @@ fn main() {
         frame_time(100);
         return;
     }
-    // `cargo bench --bench tui -- shapes` runs only the reply shapes.
+    // `cargo bench --bench tui -- shapes` runs only the reply shapes, `-- live` only the live
+    // bash output, `-- stream` only the 1 MB streaming figures.
     if std::env::args().any(|a| a == "shapes") {
         shapes();
+        return;
+    }
+    if std::env::args().any(|a| a == "live") {
+        live_output();
+        return;
+    }
+    if std::env::args().any(|a| a == "stream") {
+        stream_1mb(256);
+        stream_1mb(16);
         return;
     }
     rss_after_10mb();
@@ -300,5 +361,6 @@ fn main() {
     }
     stream_1mb(256);
     stream_1mb(16);
+    live_output();
     shapes();
 }

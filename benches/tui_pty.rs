@@ -3,7 +3,8 @@
 //! mock server), and we read the process's own CPU time and peak RSS from /proc when the turn
 //! has ended. Also: CPU and wake-ups of an idle session over 3 seconds.
 //!
-//! Run with `cargo bench --bench tui_pty`. The terminal side (this process) only drains the
+//! Run with `cargo bench --bench tui_pty` (`MINICODE_BENCH_BINARY=<path>` measures another
+//! build of the binary). The terminal side (this process) only drains the
 //! output and answers the keyboard-protocol and cursor queries a real terminal would.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -87,7 +88,10 @@ fn main() {
         pixel_height: 0,
     };
     let pair = native_pty_system().openpty(size).unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+    // `MINICODE_BENCH_BINARY=<path>` measures another build (A/B under the same load).
+    let binary = std::env::var("MINICODE_BENCH_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_minicode").to_string());
+    let mut cmd = CommandBuilder::new(binary);
     cmd.args(["--base-url", &server.base_url(), "--model", "m"]);
     cmd.cwd(dir.path());
     cmd.env("HOME", dir.path());

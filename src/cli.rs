@@ -8,6 +8,7 @@ mod doctor;
 mod goal;
 mod mcp;
 mod serve;
+mod shell;
 mod skills;
 mod trust;
 
@@ -40,7 +41,9 @@ pub const EXIT_USAGE: u8 = 2;
     name = "minicode",
     version,
     about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = shell::AFTER_HELP,
+    after_long_help = shell::AFTER_LONG_HELP
 )]
 pub struct Args {
     /// The task. Without it, a terminal opens the full-screen session and piped stdin is the
@@ -142,6 +145,14 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Open the full-screen session as a client of a running `minicode serve`.
     Attach(serve::AttachArgs),
+    /// Print a shell completion script on stdout (see README: installing completions).
+    Completions {
+        /// bash, zsh or fish.
+        #[arg(value_enum)]
+        shell: shell::Shell,
+    },
+    /// Print the man page (roff) on stdout: `minicode man | man -l -`.
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -210,6 +221,8 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Skills) => return skills::list(&env, &launch),
         Some(Command::Serve(serve_args)) => return serve::serve(serve_args, &launch),
         Some(Command::Attach(attach_args)) => return serve::attach(attach_args, &launch),
+        Some(Command::Completions { shell }) => return shell::completions(*shell),
+        Some(Command::Man) => return shell::man(),
         None => {}
     }
     let overrides = Overrides {
@@ -528,6 +541,15 @@ async fn full_screen(
         model: config.model.clone(),
         context_window: config.context_window,
         exit_transcript_turns: config.exit_transcript_turns,
+        highlight: config.syntax_highlighting,
+        welcome: crate::tui::help::Welcome {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            server: crate::tui::help::Welcome::host_of(&config.base_url),
+            workspace: workspace.display().to_string(),
+            model_origin: config.origins.model.clone(),
+            server_origin: config.origins.base_url.clone(),
+            window_origin: config.origins.context_window.clone(),
+        },
     };
     match crate::tui::run(handle, options).await {
         Ok(outcome) => {

@@ -113,6 +113,15 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Where a value came from, as shown to the user: a flag, an environment variable, a config
+/// file (with its path), or the built-in default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origins {
+    pub model: String,
+    pub base_url: String,
+    pub context_window: String,
+}
+
 /// The effective configuration. See `docs/configuration.md` for every field.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -152,6 +161,10 @@ pub struct Config {
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,
+    /// Highlight fenced code and diffs in the full-screen UI (`[ui] syntax_highlighting`).
+    pub syntax_highlighting: bool,
+    /// Where the model, the server and the window came from (`/model` shows them).
+    pub origins: Origins,
     /// The configuration files that were read, lowest precedence first (the user's, then the
     /// workspace's; or the one `--config` named).
     pub sources: Vec<PathBuf>,

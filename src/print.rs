@@ -7,6 +7,8 @@
 //! stdout, JSON lines on a terminal stdout (as `\u` escapes, the same JSON value), and every
 //! line on stderr. stdout that is not a terminal gets the model's bytes exactly, for scripts.
 
+mod live;
+
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -156,10 +158,16 @@ pub(crate) async fn run(
         tokens: 0,
         source: WindowSource::Default,
     };
+    // A running command's last output line, on a terminal stderr only.
+    let live_stderr = format != OutputFormat::StreamJson && io::stderr().is_terminal();
+    let mut tail = live::Tail::default();
     let mut out = io::stdout().lock();
     let mut err = io::stderr().lock();
     let mut ended: Option<(TurnEnd, TurnStats)> = None;
     while let Some(event) = events.recv().await {
+        if !matches!(event, Event::ToolOutputDelta { .. }) {
+            tail.clear(&mut err);
+        }
         if format == OutputFormat::StreamJson
             && let Ok(line) = serde_json::to_string(&event)
         {
@@ -238,6 +246,10 @@ pub(crate) async fn run(
                 // Text beside tool calls is narration, not the answer.
                 last_text.clear();
                 report(&mut err, &event);
+                tail.start(std::time::Instant::now());
+            }
+            Event::ToolOutputDelta { text, .. } if live_stderr => {
+                tail.push(&mut err, &text, std::time::Instant::now());
             }
             Event::ToolCallBegan { .. } => last_text.clear(),
             Event::TurnEnded { end, stats, .. } => {
@@ -300,6 +312,7 @@ pub(crate) async fn run(
             | Event::ApprovalDecided { .. }
             | Event::McpServers { .. }
             | Event::SubagentProgress { .. }
+            | Event::ToolOutputDelta { .. }
             | Event::ContextUsage { .. }
             | Event::SkillsListed { .. } => {}
         }

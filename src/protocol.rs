@@ -287,6 +287,13 @@ pub enum Event {
         call: CallId,
         decision: Decision,
     },
+    /// Output of a running call as it arrives (`bash` only), coalesced to a piece every
+    /// 50 ms at most and redacted like the result. It may hold `\r` progress rewrites and
+    /// partial lines; the result in `ToolCallEnded` (capped) is what the model reads.
+    ToolOutputDelta {
+        call: CallId,
+        text: String,
+    },
     ToolCallEnded {
         call: CallId,
         status: ToolStatus,

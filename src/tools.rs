@@ -8,6 +8,7 @@ pub mod bash;
 pub(crate) mod diff;
 pub(crate) mod edit;
 pub(crate) mod list;
+pub mod live;
 pub mod mcp;
 pub mod outputs;
 pub mod protected;

@@ -7,12 +7,20 @@
 
 pub(crate) mod commands;
 pub(crate) mod core_events;
+mod diff;
 pub mod goal;
+pub mod help;
+pub mod highlight;
 pub mod input;
+pub mod live;
 pub mod markdown;
 mod mcp;
+pub mod palette;
+pub mod panel;
 pub mod reasoning;
+mod scroll;
 pub mod segment;
+pub mod select;
 pub mod state;
 pub(crate) mod subagents;
 pub(crate) mod terminal;
@@ -49,6 +57,10 @@ pub(crate) struct Options {
     pub context_window: u64,
     /// How many of the last turns to print to the normal screen on exit (None = all, Some(0) = none).
     pub exit_transcript_turns: Option<u32>,
+    /// The welcome header's facts (shown when the session starts empty).
+    pub welcome: help::Welcome,
+    /// `[ui] syntax_highlighting`.
+    pub highlight: bool,
 }
 
 /// What the caller needs after the session.
@@ -65,6 +77,10 @@ pub(crate) struct Outcome {
 pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Outcome> {
     let (ops, mut events) = handle.split();
     let mut state = State::new(&options.model, options.context_window);
+    state.set_welcome(options.welcome);
+    state.colors = palette::Depth::detect(|name| std::env::var(name).ok());
+    // Without colour, highlighting would only cost time and memory.
+    highlight::set_enabled(options.highlight && state.colors != palette::Depth::NoColor);
     let guard = terminal::Guard::enter(true)?;
     let result = session(&mut state, &ops, &mut events).await;
     let signal = result.as_ref().ok().copied().flatten();
@@ -114,8 +130,9 @@ async fn session(
     let mut last_draw = Instant::now() - FRAME;
     loop {
         let next_frame = tokio::time::Instant::from_std((last_draw + FRAME).max(Instant::now()));
-        // A pending approval starts taking answer keys after a moment: redraw then.
-        let arms_at = state.approval_arms_at().map(tokio::time::Instant::from_std);
+        // A pending approval starts taking answer keys after a moment, a running call's clock
+        // moves on: redraw then.
+        let wake_at = state.wake_at().map(tokio::time::Instant::from_std);
         let effects = tokio::select! {
             _ = sigterm.recv() => return Ok(Some(libc::SIGTERM)),
             _ = sighup.recv() => return Ok(Some(libc::SIGHUP)),
@@ -148,7 +165,7 @@ async fn session(
                 }
                 effects
             }
-            _ = tokio::time::sleep_until(arms_at.unwrap_or(next_frame)), if arms_at.is_some() => {
+            _ = tokio::time::sleep_until(wake_at.unwrap_or(next_frame)), if wake_at.is_some() => {
                 dirty = true;
                 state.set_now(Instant::now());
                 Vec::new()

@@ -219,6 +219,8 @@ pub(super) async fn pump(
                 notify(&cx, &id, convert::thought(&text));
             }
             Event::AssistantMessage { .. } => {}
+            // The editor gets a command's whole output with its result at the call's end.
+            Event::ToolOutputDelta { .. } => {}
             Event::Retrying {
                 attempt,
                 max_attempts,

@@ -563,7 +563,19 @@ async fn prepare_and_run(
             stats.subagent_tokens.merge(&tally.tokens);
             output
         }
-        None => tool.run(args, &core.tool_ctx, cancel.child_token()).await,
+        None => {
+            // What the tool prints while it runs reaches frontends as it comes.
+            let events = core.events.clone();
+            let id = call.id.clone();
+            let sink: crate::tools::live::Sink = Arc::new(move |text| {
+                let _ = events.send(Event::ToolOutputDelta {
+                    call: id.clone(),
+                    text,
+                });
+            });
+            let run = tool.run(args, &core.tool_ctx, cancel.child_token());
+            crate::tools::live::scope(sink, run).await
+        }
     };
     output.content = core.tool_ctx.secrets.redact(output.content);
     (summary, output)

@@ -291,6 +291,7 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
         .map_err(|e| runtime_failure(format!("cannot start the runtime: {e}")))?;
     let session = args.session.clone();
     let workspace = launch.to_path_buf();
+    let workspace_shown = workspace.display().to_string();
     let result = runtime.block_on(async move {
         let attached = attach::connect(&endpoint, &token, &workspace, session.as_deref())
             .await
@@ -299,6 +300,14 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
             model: String::new(),
             context_window: crate::defaults::CONTEXT_WINDOW,
             exit_transcript_turns: Some(0),
+            highlight: true,
+            // The daemon's session is already under way: the model and server are the
+            // daemon's, so the header names only what this client knows.
+            welcome: crate::tui::help::Welcome {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                workspace: workspace_shown,
+                ..Default::default()
+            },
         };
         let outcome = crate::tui::run(attached.handle, options)
             .await

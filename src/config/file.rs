@@ -119,6 +119,7 @@ pub(super) struct GoalTable {
 #[serde(deny_unknown_fields)]
 pub(super) struct UiTable {
     pub exit_transcript_turns: Option<u32>,
+    pub syntax_highlighting: Option<bool>,
 }
 
 /// `[telemetry]`: OpenTelemetry export (see `config/telemetry.rs`). Header values are

@@ -226,7 +226,7 @@ impl Layers {
             tools.bash_timeout_secs, tools.max_rounds, tools.outputs_max_file_bytes,
             tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
-            ui.exit_transcript_turns,
+            ui.exit_transcript_turns, ui.syntax_highlighting,
             subagents.max_concurrent, subagents.timeout_secs,
             goal.max_rounds,
             telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
@@ -262,9 +262,11 @@ impl Layers {
                     reserve_tokens: _,
                     keep_recent_tokens: _,
                 },
-            ui: UiTable {
-                exit_transcript_turns: _,
-            },
+            ui:
+                UiTable {
+                    exit_transcript_turns: _,
+                    syntax_highlighting: _,
+                },
             mcp_servers: _,
             approved_mcp_servers: _,
             subagents:

@@ -63,6 +63,16 @@ pub(super) fn resolve(
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
+        syntax_highlighting: layers.file.ui.syntax_highlighting.unwrap_or(true),
+        origins: super::Origins {
+            model: "the demo provider".to_string(),
+            base_url: "the demo provider (no server)".to_string(),
+            context_window: if layers.file.model.context_window.is_some() {
+                layers.origin("model.context_window")
+            } else {
+                "the built-in default".to_string()
+            },
+        },
         sources: Vec::new(),
         trust: layers.trust,
         mcp_servers,
@@ -75,9 +85,11 @@ pub(super) fn resolve(
         config.sources = layers.sources;
         return Ok(config);
     }
-    let (base_url, model) = endpoint(&layers, env, overrides)?;
+    let (base_url, model, base_origin, model_origin) = endpoint(&layers, env, overrides)?;
     config.base_url = base_url;
     config.model = model;
+    config.origins.base_url = base_origin;
+    config.origins.model = model_origin;
     (config.api_key, config.api_key_env) = key(&layers, env)?;
     config.sources = layers.sources;
     Ok(config)
@@ -229,7 +241,7 @@ fn endpoint(
     layers: &Layers,
     env: Env<'_>,
     overrides: &Overrides,
-) -> Result<(String, String), ConfigError> {
+) -> Result<(String, String, String, String), ConfigError> {
     let m = &layers.file.model;
     let pick = |flag: &Option<String>,
                 flag_name: &'static str,
@@ -273,7 +285,7 @@ fn endpoint(
         field: "model.name",
         env: ENV_MODEL,
     })?;
-    let base_url = check_base_url(base_url, base_origin)?;
+    let base_url = check_base_url(base_url, base_origin.clone())?;
     if model.trim().is_empty() {
         return Err(ConfigError::Invalid {
             origin: model_origin,
@@ -281,7 +293,7 @@ fn endpoint(
             reason: "must not be empty".to_string(),
         });
     }
-    Ok((base_url, model))
+    Ok((base_url, model, base_origin, model_origin))
 }
 
 /// The key: `MINICODE_API_KEY`, else `api_key`, else the variable `api_key_env` names; and the

@@ -115,6 +115,7 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
         | Event::ContextUsage { .. }
         | Event::McpServers { .. }
         | Event::SubagentProgress { .. }
+        | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }
         | Event::TurnEnded { .. }
         | Event::ShutdownComplete => return,

@@ -6,7 +6,8 @@
 //! stderr (so output interleaves in arrival order). A timeout, a cancel or dropping the call
 //! kills the whole group with SIGKILL, grandchildren included; background jobs do not outlive
 //! the call. Output for the model is capped (head and tail kept) while the
-//! full text is streamed to a log file, so memory stays bounded. Secrets are removed from the
+//! full text is streamed to a log file, so memory stays bounded; as it arrives it also goes,
+//! redacted and coalesced, to the call's live sink (`tools::live`). Secrets are removed from the
 //! child's environment. It must never prompt the user or print anything itself.
 
 use std::os::fd::OwnedFd;
@@ -195,6 +196,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     };
 
     let mut sink = Sink::new(ctx, ctx.output_limit());
+    let mut live = super::live::Feed::new(&ctx.secrets);
     let mut buf = vec![0u8; 16 * 1024];
     let deadline = tokio::time::sleep(call.timeout);
     tokio::pin!(deadline);
@@ -204,13 +206,20 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         if let (Some(s), true) = (status, eof) {
             break End::Exited(s);
         }
+        let live_due = live.due_at();
         tokio::select! {
             biased;
             _ = cancel.cancelled() => break End::Cancelled,
             _ = &mut deadline => break End::TimedOut,
+            _ = tokio::time::sleep_until(live_due.unwrap_or_else(tokio::time::Instant::now)), if live_due.is_some() => {
+                live.flush(tokio::time::Instant::now());
+            }
             r = rx.read(&mut buf), if !eof => match r {
                 Ok(0) => eof = true,
-                Ok(n) => sink.push(&buf[..n]),
+                Ok(n) => {
+                    sink.push(&buf[..n]);
+                    live.push(&buf[..n], tokio::time::Instant::now());
+                }
                 Err(e) => {
                     sink.note(&format!("\n[reading output failed: {e}]\n"));
                     eof = true;
@@ -235,7 +244,10 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
             loop {
                 match rx.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => sink.push(&buf[..n]),
+                    Ok(n) => {
+                        sink.push(&buf[..n]);
+                        live.push(&buf[..n], tokio::time::Instant::now());
+                    }
                 }
             }
         };
@@ -245,6 +257,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         // Reap the killed shell; SIGKILL makes this quick, the grace only guards odd cases.
         let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
     }
+    live.finish();
     let mut content = sink.finish(&ctx.workspace);
     if !content.is_empty() && !content.ends_with('\n') {
         content.push('\n');

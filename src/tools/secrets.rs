@@ -161,6 +161,23 @@ impl Secrets {
         }
     }
 
+    /// How many bytes at the end of `bytes` begin a secret without completing it: a stream
+    /// shown live holds just those back until it knows whether the secret follows.
+    pub(crate) fn open_suffix(&self, bytes: &[u8]) -> usize {
+        let mut held = 0;
+        for secret in &self.0 {
+            let s = secret.as_bytes();
+            let longest = (s.len() - 1).min(bytes.len());
+            for k in (held + 1..=longest).rev() {
+                if bytes.ends_with(&s[..k]) {
+                    held = k;
+                    break;
+                }
+            }
+        }
+        held
+    }
+
     /// `bytes` with every secret replaced (for bytes that may not be UTF-8).
     pub(crate) fn redact_bytes(&self, bytes: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(bytes.len());

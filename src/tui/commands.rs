@@ -5,7 +5,7 @@
 //! Part of `update`; no I/O and no agent logic (commands become `Op`s or local notices).
 
 use super::state::{Effect, State};
-use super::transcript::{Level, Scroll};
+use super::transcript::{Kind, Level, Scroll};
 use crate::protocol::Op;
 
 /// The slash commands and what they do (shown by `/help` and the completion hint).
@@ -15,7 +15,18 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/quit", "leave the session"),
     ("/clear", "start a fresh session"),
     ("/session", "show the session id and file"),
-    ("/copy", "copy the last reply to the clipboard"),
+    (
+        "/model",
+        "the model, server and context window, and where each came from",
+    ),
+    (
+        "/copy",
+        "copy the last reply; /copy N the Nth from last; /copy code the last code block",
+    ),
+    (
+        "/find",
+        "find text in the transcript (also Ctrl+F); /find alone ends it",
+    ),
     ("/compact", "compact the context now (optional focus text)"),
     (
         "/mcp",
@@ -31,6 +42,58 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "continue in a copy of this session (the original stays)",
     ),
 ];
+
+impl State {
+    /// `/copy`, `/copy N` (the Nth reply from the end, 1 is the last), `/copy code` (the last
+    /// fenced code block of the replies).
+    fn copy(&mut self, arg: &str) -> Vec<Effect> {
+        let replies: Vec<&str> = self
+            .transcript
+            .entries()
+            .iter()
+            .rev()
+            .filter_map(|e| match e.kind() {
+                Kind::Assistant(r) if !r.text.trim().is_empty() => Some(r.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let (text, what) = match arg {
+            "" => (
+                replies.first().map(|t| t.to_string()),
+                "the last reply".to_string(),
+            ),
+            "code" => (
+                replies
+                    .iter()
+                    .find_map(|r| super::markdown::code_blocks(r).pop()),
+                "the last code block".to_string(),
+            ),
+            n => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => (
+                    replies.get(n - 1).map(|t| t.to_string()),
+                    format!("reply {n} from the end"),
+                ),
+                _ => {
+                    self.notice(
+                        Level::Warning,
+                        "usage: /copy, /copy N (1 = the last reply), /copy code",
+                    );
+                    return Vec::new();
+                }
+            },
+        };
+        match text {
+            Some(text) => {
+                self.hint = Some(format!("copied {what} ({} bytes)", text.len()));
+                vec![Effect::Copy(text)]
+            }
+            None => {
+                self.notice(Level::Info, format!("nothing to copy: no {what}"));
+                Vec::new()
+            }
+        }
+    }
+}
 
 /// A Tab completion in progress: repeated Tab cycles through the commands matching `prefix`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,15 +204,8 @@ impl State {
         self.tab_cycle = None;
         match cmd {
             "/exit" | "/quit" => return vec![Effect::Exit],
-            "/help" => {
-                let mut text = String::from(
-                    "Enter send · Shift/Alt+Enter or Ctrl+J newline · Esc interrupt · Ctrl+C interrupt, twice at idle to exit · Ctrl+D exit on empty draft · PageUp/PageDown, wheel, Ctrl+Home/Ctrl+End scroll · Ctrl+O fold/unfold tool output · F2 mouse capture on/off (off: the terminal selects text) · Ctrl+Z suspend · approvals (empty draft): y yes, a always, n no, r no with a reason · Tab completes commands.",
-                );
-                for (c, d) in COMMANDS {
-                    text.push_str(&format!("\n{c} — {d}"));
-                }
-                self.notice(Level::Info, text);
-            }
+            "/help" => self.transcript.push(Kind::Panel(super::help::help())),
+            "/model" => self.transcript.push(Kind::Panel(super::help::model(self))),
             "/clear" => {
                 if self.busy {
                     self.notice(
@@ -159,6 +215,10 @@ impl State {
                     return Vec::new();
                 }
                 self.transcript.clear();
+                self.header_live = false;
+                self.selected = None;
+                self.selection = None;
+                self.search = None;
                 self.queue.clear();
                 // The window stays as SessionConfigured reported it; usage comes with the
                 // next ContextUsage of the fresh session.
@@ -174,13 +234,8 @@ impl State {
                 };
                 self.notice(Level::Info, text);
             }
-            "/copy" => match self.last_reply().map(str::to_string) {
-                Some(text) => {
-                    self.hint = Some(format!("copied the last reply ({} bytes)", text.len()));
-                    return vec![Effect::Copy(text)];
-                }
-                None => self.notice(Level::Info, "nothing to copy yet"),
-            },
+            "/copy" => return self.copy(arg),
+            "/find" => self.find(arg),
             "/compact" => {
                 if self.busy {
                     self.notice(Level::Warning, "/compact waits for an idle session");

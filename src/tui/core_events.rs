@@ -6,9 +6,10 @@
 
 use std::time::Duration;
 
+use super::live::Running;
 use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
-use crate::protocol::{Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
+use crate::protocol::{Decision, Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
 
 impl State {
     /// Rebuilds the transcript of a resumed session from the entries the core restored.
@@ -30,15 +31,12 @@ impl State {
                     status,
                     output,
                     ..
-                } => self.transcript.push(Kind::Tool(ToolEntry {
-                    call,
-                    tool,
-                    summary,
-                    approval: None,
-                    decision: None,
-                    status,
-                    output,
-                })),
+                } => {
+                    let mut t = ToolEntry::new(call, tool, summary);
+                    t.status = status;
+                    t.output = output;
+                    self.transcript.push(Kind::Tool(t));
+                }
             }
         }
     }
@@ -54,10 +52,12 @@ impl State {
                 self.session_path = Some(session_path);
                 self.model = model;
                 self.context_window = context_window;
+                self.refresh_header();
             }
             Event::ContextWindowSet { tokens, source } => {
                 self.context_window = tokens;
                 self.context_window_source = Some(source);
+                self.refresh_header();
             }
             Event::ReasoningDelta { text } => {
                 self.activity = Activity::Streaming;
@@ -91,10 +91,11 @@ impl State {
                 self.close_reasoning();
                 match self.streaming.take() {
                     Some(i) => self.transcript.edit(i, |k| {
-                        if let Kind::Assistant(r) = k
-                            && r.text != text
-                        {
-                            *r = Reply::new(&text);
+                        if let Kind::Assistant(r) = k {
+                            if r.text != text {
+                                *r = Reply::new(&text);
+                            }
+                            r.finished = true;
                         }
                     }),
                     None if !text.trim().is_empty() => self.transcript.push(Kind::Assistant(Reply::new(&text))),
@@ -109,8 +110,10 @@ impl State {
                 self.close_reasoning();
                 self.streaming = None;
                 self.activity = Activity::Tool(tool.clone());
-                let t = ToolEntry { call, tool, summary, approval: None, decision: None, status: None, output: String::new() };
+                let mut t = ToolEntry::new(call, tool, summary);
+                t.running = Some(Box::new(Running::new(self.now)));
                 self.transcript.push(Kind::Tool(t));
+                self.running_tool = Some(self.transcript.len() - 1);
             }
             Event::ApprovalRequested { call, tool, request } => {
                 if let Some(i) = self.transcript.find_tool(&call) {
@@ -131,8 +134,12 @@ impl State {
                         _ => String::new(),
                     };
                     self.activity = Activity::Tool(tool);
+                    let now = self.now;
                     self.transcript.edit(i, |k| {
                         if let Kind::Tool(t) = k {
+                            // It runs from now on (a denied call does not run).
+                            t.running = (!matches!(decision, Decision::Deny { .. }))
+                                .then(|| Box::new(Running::new(now)));
                             t.decision = Some(decision);
                         }
                     });
@@ -147,10 +154,26 @@ impl State {
                         if let Kind::Tool(t) = k {
                             t.status = Some(status);
                             t.output = output;
+                            t.running = None;
                         }
                     });
                 }
+                self.running_tool = None;
                 self.activity = Activity::Waiting;
+            }
+            Event::ToolOutputDelta { call, text } => {
+                let i = self.running_tool.filter(|&i| {
+                    matches!(self.transcript.entries().get(i).map(|e| e.kind()), Some(Kind::Tool(t)) if t.call == call)
+                });
+                if let Some(i) = i.or_else(|| self.transcript.find_tool(&call)) {
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k
+                            && let Some(run) = &mut t.running
+                        {
+                            run.tail.push(&text);
+                        }
+                    });
+                }
             }
             Event::SubagentStarted { call, task, session_id } => {
                 self.subagent_started(call, task, session_id);
@@ -179,7 +202,12 @@ impl State {
                 format!("context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"),
             ),
             Event::MemoryLoaded { path, tokens } => {
-                self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
+                self.memory = Some((path.clone(), tokens));
+                if self.header_live {
+                    self.refresh_header();
+                } else {
+                    self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
+                }
             }
             Event::SkillLoaded { name, source, trigger } => {
                 let why = trigger.map_or(String::new(), |word| format!(" (trigger: {word})"));
@@ -207,6 +235,7 @@ impl State {
     pub(crate) fn turn_ended(&mut self, end: TurnEnd, stats: TurnStats) -> Vec<Effect> {
         self.close_reasoning();
         self.streaming = None;
+        self.running_tool = None;
         self.busy = false;
         self.activity = Activity::Idle;
         self.approval = None;

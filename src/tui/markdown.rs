@@ -9,17 +9,48 @@ use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Par
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::wrap::{self, Run, sanitize};
+use super::wrap::{self, Run, sanitize, wrap_hard, wrap_hard_runs};
 
 /// Renders `src` to lines no wider than `width` (except where a window is too narrow to
-/// hold even one character after indentation).
+/// hold even one character after indentation). Fenced code with a known language tag is
+/// highlighted: use it for text that is complete (a closed segment, a finished reply).
 pub fn render(src: &str, width: usize) -> Vec<Line<'static>> {
+    render_with(src, width, true)
+}
+
+/// Like [`render`] for text still arriving (a reply's open segment): code stays plain, so the
+/// segment re-rendered every frame never runs the highlighter.
+pub fn render_open(src: &str, width: usize) -> Vec<Line<'static>> {
+    render_with(src, width, false)
+}
+
+fn render_with(src: &str, width: usize, highlight: bool) -> Vec<Line<'static>> {
     let mut r = Renderer::new(width.max(1));
+    r.highlight = highlight;
     let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     for event in Parser::new_ext(src, opts) {
         r.event(event);
     }
     r.finish()
+}
+
+/// The fenced and indented code blocks of `src`, in order (for `/copy code`).
+pub(crate) fn code_blocks(src: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut open: Option<String> = None;
+    for event in Parser::new_ext(src, Options::empty()) {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => open = Some(String::new()),
+            Event::Text(t) => {
+                if let Some(code) = &mut open {
+                    code.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) => blocks.extend(open.take()),
+            _ => {}
+        }
+    }
+    blocks
 }
 
 pub(crate) fn code_style() -> Style {
@@ -66,6 +97,10 @@ struct Renderer {
     lists: Vec<Option<u64>>,
     links: Vec<String>,
     code: Option<String>,
+    /// The open fence's language tag.
+    lang: String,
+    /// Whether closed fences are highlighted.
+    highlight: bool,
     table: Option<Table>,
     need_blank: bool,
 }
@@ -81,6 +116,8 @@ impl Renderer {
             lists: Vec::new(),
             links: Vec::new(),
             code: None,
+            lang: String::new(),
+            highlight: false,
             table: None,
             need_blank: false,
         }
@@ -185,6 +222,15 @@ impl Renderer {
             }
             Tag::CodeBlock(kind) => {
                 self.block_start();
+                self.lang = match &kind {
+                    // The first word of the info string (```rust,ignore → rust).
+                    CodeBlockKind::Fenced(info) => info
+                        .split(|c: char| c.is_whitespace() || c == ',' || c == '{')
+                        .next()
+                        .unwrap_or("")
+                        .to_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
                 if let CodeBlockKind::Fenced(lang) = kind
                     && !lang.is_empty()
                 {
@@ -284,7 +330,18 @@ impl Renderer {
             }
             TagEnd::CodeBlock => {
                 let code = self.code.take().unwrap_or_default();
-                self.code_lines(&code);
+                let lang = std::mem::take(&mut self.lang);
+                let highlighted = if self.highlight && !lang.is_empty() {
+                    let body = sanitize(&code);
+                    let body = body.strip_suffix('\n').unwrap_or(&body).to_string();
+                    super::highlight::code(&lang, &body, code_style())
+                } else {
+                    None
+                };
+                match highlighted {
+                    Some(lines) => self.highlighted_lines(&lines),
+                    None => self.code_lines(&code),
+                }
                 self.need_blank = true;
             }
             TagEnd::List(_) => {
@@ -411,6 +468,17 @@ impl Renderer {
         }
     }
 
+    fn highlighted_lines(&mut self, lines: &[super::highlight::Runs]) {
+        for runs in lines {
+            let (mut first, mut rest) = self.prefixes();
+            first.push(Span::raw("  "));
+            rest.push(Span::raw("  "));
+            let runs: Vec<(Style, &str)> = runs.iter().map(|(s, t)| (*s, t.as_str())).collect();
+            self.lines
+                .extend(wrap_hard_runs(&runs, self.width, first, rest));
+        }
+    }
+
     fn table_lines(&mut self, t: Table) {
         let cols = t.rows.iter().map(Vec::len).max().unwrap_or(0);
         if cols == 0 {
@@ -502,35 +570,4 @@ fn fit_columns(natural: &[usize], avail: usize) -> Vec<usize> {
         widths[i] = w - 1;
     }
     widths
-}
-
-/// Breaks `text` at exactly `width` columns, keeping every space (for code).
-pub(crate) fn wrap_hard(
-    text: &str,
-    width: usize,
-    first: Vec<Span<'static>>,
-    rest: Vec<Span<'static>>,
-    style: Style,
-) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    let mut spans = first;
-    let mut used: usize = spans.iter().map(|s| wrap::width(&s.content)).sum();
-    let mut prefix_w = used;
-    let mut cur = String::new();
-    for c in text.chars() {
-        let cw = wrap::char_width(c);
-        if used + cw > width.max(prefix_w + 1) && used > prefix_w {
-            spans.push(Span::styled(std::mem::take(&mut cur), style));
-            lines.push(Line::from(std::mem::replace(&mut spans, rest.clone())));
-            used = rest.iter().map(|s| wrap::width(&s.content)).sum();
-            prefix_w = used;
-        }
-        cur.push(c);
-        used += cw;
-    }
-    if !cur.is_empty() {
-        spans.push(Span::styled(cur, style));
-    }
-    lines.push(Line::from(spans));
-    lines
 }

@@ -8,9 +8,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{
-    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
-};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 use ratatui::layout::Rect;
 
 use super::commands::TabCycle;
@@ -111,8 +109,13 @@ pub struct State {
     pub mouse_capture: bool,
     /// A transient line above the input box.
     pub hint: Option<String>,
-    /// Rows of a mouse selection in the transcript area (start, end).
-    pub selection: Option<(u16, u16)>,
+    /// A mouse selection of characters, in transcript positions (it follows the text while
+    /// the view moves).
+    pub selection: Option<super::select::Selection>,
+    /// The entry chosen with Alt/Ctrl+Up/Down (Enter or `o` folds it).
+    pub selected: Option<usize>,
+    /// An active `/find`.
+    pub search: Option<super::select::Search>,
     /// How long answer keys wait after an approval appears ([`APPROVAL_GUARD`]; tests that
     /// are not about the guard set it to zero).
     pub approval_guard: Duration,
@@ -121,9 +124,18 @@ pub struct State {
     pub(crate) now: Instant,
     pub(crate) last_ctrl_c: Option<Instant>,
     pub(crate) streaming: Option<usize>,
+    /// The tool entry whose call runs now (its live output and elapsed time).
+    pub(crate) running_tool: Option<usize>,
     pub(crate) interrupted_during: Option<String>,
     pub(crate) sessions_seen: u32,
     pub(crate) tab_cycle: Option<TabCycle>,
+    /// The welcome header's facts; the header is entry 0 while `header_live`.
+    pub welcome: Option<super::help::Welcome>,
+    pub(crate) header_live: bool,
+    /// Project memory the core reported loaded (path, tokens).
+    pub memory: Option<(String, u64)>,
+    /// What the terminal can show (`NO_COLOR`, colour depth).
+    pub colors: super::palette::Depth,
     /// The session's goal as the core last reported it (for the status bar and `/goal`).
     pub goal: Option<super::goal::GoalView>,
     /// Why goal access fails, when the core said so.
@@ -154,83 +166,56 @@ impl State {
             mouse_capture: true,
             hint: None,
             selection: None,
+            selected: None,
+            search: None,
             approval_guard: APPROVAL_GUARD,
             now: Instant::now(),
             last_ctrl_c: None,
             streaming: None,
+            running_tool: None,
             interrupted_during: None,
             sessions_seen: 0,
             tab_cycle: None,
+            welcome: None,
+            header_live: false,
+            memory: None,
+            colors: super::palette::Depth::default(),
             goal: None,
             goal_error: None,
             goal_asked: false,
         }
     }
 
-    fn transcript_area(&self) -> Rect {
+    /// Starts an empty session with the welcome header (version, model and server,
+    /// workspace, window, memory, hints); it scrolls away like any entry.
+    pub fn set_welcome(&mut self, welcome: super::help::Welcome) {
+        self.welcome = Some(welcome);
+        if self.transcript.is_empty() {
+            self.header_live = true;
+            self.transcript
+                .push(Kind::Panel(super::panel::Panel::default()));
+            self.refresh_header();
+        }
+    }
+
+    /// Rebuilds the header from what is known now (the core's window and memory reports).
+    pub(crate) fn refresh_header(&mut self) {
+        if !self.header_live {
+            return;
+        }
+        let Some(w) = self.welcome.clone() else {
+            return;
+        };
+        let panel = super::help::header(self, &w);
+        self.transcript.edit(0, |k| *k = Kind::Panel(panel));
+    }
+
+    pub(crate) fn transcript_area(&self) -> Rect {
         view::areas(self, Rect::new(0, 0, self.size.0, self.size.1)).transcript
     }
 
     pub(crate) fn notice(&mut self, level: Level, text: impl Into<String>) {
         self.transcript.push(Kind::Notice(level, text.into()));
-    }
-
-    /// The text of the last assistant reply, for `/copy`.
-    pub(crate) fn last_reply(&self) -> Option<&str> {
-        self.transcript
-            .entries()
-            .iter()
-            .rev()
-            .find_map(|e| match e.kind() {
-                Kind::Assistant(r) if !r.text.trim().is_empty() => Some(r.text.as_str()),
-                _ => None,
-            })
-    }
-
-    pub(crate) fn scroll_up(&mut self, n: usize) {
-        let area = self.transcript_area();
-        let (w, h) = (area.width as usize, area.height as usize);
-        let top = match self.scroll {
-            Scroll::Tail => self.transcript.tail_top(w, h),
-            Scroll::Anchor { entry, line } => (entry, line),
-        };
-        let (entry, line) = self.transcript.up(top, n, w);
-        // Content shorter than the window: nothing to scroll.
-        if self.transcript.down((entry, line), 0, w, h).is_some() {
-            self.scroll = Scroll::Anchor { entry, line };
-        }
-    }
-
-    /// Home: the first line of the first entry. Lays out only what fills the window from
-    /// there, never the whole transcript.
-    pub(crate) fn scroll_top(&mut self) {
-        let area = self.transcript_area();
-        let (w, h) = (area.width as usize, area.height as usize);
-        // Content shorter than the window: the tail already shows it all.
-        if self.transcript.down((0, 0), 0, w, h).is_some() {
-            self.scroll = Scroll::Anchor { entry: 0, line: 0 };
-        }
-    }
-
-    pub(crate) fn scroll_down(&mut self, n: usize) {
-        let Scroll::Anchor { entry, line } = self.scroll else {
-            return;
-        };
-        let area = self.transcript_area();
-        self.scroll =
-            match self
-                .transcript
-                .down((entry, line), n, area.width as usize, area.height as usize)
-            {
-                Some((entry, line)) => Scroll::Anchor { entry, line },
-                None => Scroll::Tail,
-            };
-    }
-
-    fn page(&self) -> usize {
-        (self.transcript_area().height as usize)
-            .saturating_sub(1)
-            .max(1)
     }
 
     /// One step of the Elm loop, at the current time.
@@ -289,6 +274,23 @@ impl State {
             }
             KeyCode::Char('o') if ctrl => {
                 self.transcript.toggle_expanded();
+                return Vec::new();
+            }
+            KeyCode::Char('f') if ctrl => {
+                self.find_key();
+                return Vec::new();
+            }
+            KeyCode::Up | KeyCode::Down if (ctrl || alt) && self.draft.is_empty() => {
+                self.select_entry(if k.code == KeyCode::Up { -1 } else { 1 });
+                return Vec::new();
+            }
+            KeyCode::Enter | KeyCode::Char('o')
+                if self.selected.is_some()
+                    && k.modifiers.is_empty()
+                    && self.draft.is_empty()
+                    && self.approval.is_none() =>
+            {
+                self.toggle_selected();
                 return Vec::new();
             }
             KeyCode::Esc => return self.escape(),
@@ -370,9 +372,48 @@ impl State {
             .filter(|&t| t > self.now)
     }
 
-    /// Moves the clock to `now` without any message (the run loop's frame time).
+    /// Moves the clock to `now` without any message (the run loop's frame time): a running
+    /// call's elapsed time follows it.
     pub fn set_now(&mut self, now: Instant) {
         self.now = now;
+        let Some(i) = self.running_tool else { return };
+        let secs = match self.transcript.entries().get(i).map(|e| e.kind()) {
+            Some(Kind::Tool(t)) => t
+                .running
+                .as_ref()
+                .map(|r| (now.saturating_duration_since(r.started).as_secs(), r.secs)),
+            _ => None,
+        };
+        if let Some((secs, shown)) = secs
+            && secs != shown
+        {
+            self.transcript.edit(i, |k| {
+                if let Kind::Tool(t) = k
+                    && let Some(r) = &mut t.running
+                {
+                    r.secs = secs;
+                }
+            });
+        }
+    }
+
+    /// When the screen must change without any event: a pending approval starts taking
+    /// answer keys, or a running call's elapsed time moves on to the next second.
+    pub fn wake_at(&self) -> Option<Instant> {
+        let tick = self
+            .running_tool
+            .and_then(|i| match self.transcript.entries().get(i)?.kind() {
+                // A call waiting for its approval is not running yet.
+                Kind::Tool(t) if t.approval.is_none() || t.decision.is_some() => {
+                    let r = t.running.as_ref()?;
+                    Some(r.started + Duration::from_secs(r.secs + 1))
+                }
+                _ => None,
+            });
+        match (self.approval_arms_at(), tick) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// y / a / n / r while an approval is pending; `None` lets the key reach the draft.
@@ -455,10 +496,12 @@ impl State {
             self.draft.set_text(&stash);
             return Vec::new();
         }
+        if self.close_overlays() {
+            return Vec::new();
+        }
         if self.busy {
             return self.interrupt();
         }
-        self.selection = None;
         self.hint = None;
         Vec::new()
     }
@@ -504,59 +547,12 @@ impl State {
     }
 
     pub(crate) fn submit(&mut self, text: String) -> Vec<Effect> {
+        self.header_live = false;
         self.transcript.push(Kind::User(text.clone()));
         self.busy = true;
         self.activity = Activity::Waiting;
         self.hint = None;
         vec![Effect::Op(Op::Submit(text))]
-    }
-
-    fn mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
-        let area = self.transcript_area();
-        match m.kind {
-            MouseEventKind::ScrollUp => self.scroll_up(WHEEL_ROWS),
-            MouseEventKind::ScrollDown => self.scroll_down(WHEEL_ROWS),
-            MouseEventKind::Down(MouseButton::Left) if m.row < area.bottom() => {
-                self.selection = Some((m.row, m.row));
-            }
-            MouseEventKind::Drag(MouseButton::Left) => {
-                if let Some((start, _)) = self.selection {
-                    self.selection = Some((start, m.row.min(area.bottom().saturating_sub(1))));
-                }
-            }
-            MouseEventKind::Up(MouseButton::Left) => {
-                if let Some((a, b)) = self.selection {
-                    if a == b {
-                        self.selection = None;
-                        return Vec::new();
-                    }
-                    let text = self.selected_text(a.min(b), a.max(b));
-                    self.hint = Some(format!("copied {} lines", a.abs_diff(b) + 1));
-                    return vec![Effect::Copy(text)];
-                }
-            }
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    /// Plain text of transcript rows `top..=bottom` as they are on screen.
-    pub(crate) fn selected_text(&self, top: u16, bottom: u16) -> String {
-        let area = self.transcript_area();
-        let rows = self
-            .transcript
-            .window(self.scroll, area.width as usize, area.height as usize);
-        let mut out = Vec::new();
-        for (r, (entry, line)) in rows.iter().enumerate() {
-            let y = area.y as usize + r;
-            if y >= top as usize && y <= bottom as usize {
-                let text =
-                    self.transcript
-                        .with_line(*entry, *line, area.width as usize, wrap::line_text);
-                out.push(text.unwrap_or_default().trim_end().to_string());
-            }
-        }
-        out.join("\n")
     }
 
     /// Plain text of the transcript (or its last `turns` turns) for the normal screen on exit.

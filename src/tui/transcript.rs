@@ -37,12 +37,16 @@ pub enum Level {
 pub struct Reply {
     pub text: String,
     splitter: Splitter,
+    /// All of it arrived: its last segment is closed too (and highlighted).
+    pub finished: bool,
 }
 
 impl Reply {
+    /// A complete reply.
     pub fn new(text: &str) -> Self {
         let mut r = Self::default();
         r.push(text);
+        r.finished = true;
         r
     }
 
@@ -62,6 +66,24 @@ pub struct ToolEntry {
     pub decision: Option<Decision>,
     pub status: Option<ToolStatus>,
     pub output: String,
+    /// While it runs: its live output and elapsed time (`None` once it ended).
+    pub running: Option<Box<super::live::Running>>,
+}
+
+impl ToolEntry {
+    /// A call that began and has not ended.
+    pub fn new(call: String, tool: String, summary: String) -> Self {
+        Self {
+            call,
+            tool,
+            summary,
+            approval: None,
+            decision: None,
+            status: None,
+            output: String::new(),
+            running: None,
+        }
+    }
 }
 
 /// What an entry shows.
@@ -76,6 +98,8 @@ pub enum Kind {
     Reasoning(Thought),
     /// The live lines of a `delegate` call's sub-agents.
     Subagents(super::subagents::Children),
+    /// A titled block of rows: the welcome header, `/help`, `/model`.
+    Panel(super::panel::Panel),
 }
 
 struct Layout {
@@ -107,6 +131,8 @@ impl Layout {
 pub(crate) struct Entry {
     kind: Kind,
     rev: u64,
+    /// Folded (`Some(false)`) or unfolded (`Some(true)`) by the user; `None` follows Ctrl+O.
+    fold: Option<bool>,
     cache: RefCell<Option<Layout>>,
 }
 
@@ -159,6 +185,7 @@ impl Transcript {
         self.entries.push(Entry {
             kind,
             rev: 0,
+            fold: None,
             cache: RefCell::new(None),
         });
     }
@@ -178,14 +205,32 @@ impl Transcript {
             .rposition(|e| matches!(&e.kind, Kind::Tool(t) if t.call == call))
     }
 
-    /// Folds or unfolds every tool result and reasoning.
+    /// Folds or unfolds every tool result and reasoning (one at a time choices are reset).
     pub(crate) fn toggle_expanded(&mut self) {
         self.expanded = !self.expanded;
         for e in &mut self.entries {
             if matches!(e.kind, Kind::Tool(_) | Kind::Reasoning(_)) {
+                e.fold = None;
                 e.rev += 1;
             }
         }
+    }
+
+    /// Whether entry `i` has something to fold (tool output, reasoning).
+    pub(crate) fn foldable(&self, i: usize) -> bool {
+        self.entries
+            .get(i)
+            .is_some_and(|e| matches!(e.kind, Kind::Tool(_) | Kind::Reasoning(_)))
+    }
+
+    /// Folds or unfolds entry `i` alone; returns whether it is unfolded now.
+    pub(crate) fn toggle_fold(&mut self, i: usize) -> Option<bool> {
+        let expanded = self.expanded;
+        let e = self.entries.get_mut(i)?;
+        let open = !e.fold.unwrap_or(expanded);
+        e.fold = Some(open);
+        e.rev += 1;
+        Some(open)
     }
 
     /// Number of lines entry `i` takes at `width`.
@@ -221,7 +266,11 @@ impl Transcript {
                 },
             };
             layout.rev = entry.rev;
-            relayout(&entry.kind, &mut layout, self.expanded);
+            relayout(
+                &entry.kind,
+                &mut layout,
+                entry.fold.unwrap_or(self.expanded),
+            );
             *cache = Some(layout);
         }
         let layout = cache.as_ref()?;
@@ -397,9 +446,15 @@ fn segment(reply: &Reply, k: usize, width: usize) -> Vec<Line<'static>> {
     if prev.is_some_and(|c| c.separate) && !body.trim().is_empty() {
         lines.push(Line::default());
     }
+    // Only closed text is highlighted (once: closed segments stay cached).
+    let render = if k < cuts.len() || reply.finished {
+        markdown::render
+    } else {
+        markdown::render_open
+    };
     let rendered = match prev.and_then(|c| c.reopen.as_deref()) {
-        Some(opener) => markdown::render(&format!("{opener}\n{body}"), width),
-        None => markdown::render(body, width),
+        Some(opener) => render(&format!("{opener}\n{body}"), width),
+        None => render(body, width),
     };
     lines.extend(rendered);
     lines
@@ -424,6 +479,7 @@ fn lines_of(kind: &Kind, width: usize, expanded: bool) -> Vec<Line<'static>> {
         Kind::Tool(t) => tool_lines(t, width, expanded),
         Kind::Reasoning(t) => reasoning::lines(t, width, expanded),
         Kind::Subagents(c) => super::subagents::lines(c, width),
+        Kind::Panel(p) => super::panel::lines(p, width),
         Kind::Notice(level, text) => {
             let (mark, style) = match level {
                 Level::Info => ("· ", Style::new().fg(Color::DarkGray)),
@@ -480,10 +536,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
             ApprovalRequest::Diff { path, diff } => {
                 let runs = [Run::new(sanitize(path), Style::new().fg(Color::Cyan))];
                 lines.extend(wrap::wrap(&runs, width, &indent(), &indent()));
-                for l in sanitize(diff).lines() {
-                    let style = diff_style(l);
-                    lines.extend(markdown::wrap_hard(l, width, indent(), indent(), style));
-                }
+                lines.extend(super::diff::lines(path, diff, width, 4));
             }
             ApprovalRequest::McpCall {
                 server,
@@ -496,13 +549,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
                 )];
                 lines.extend(wrap::wrap(&runs, width, &indent(), &indent()));
                 for l in sanitize(arguments).lines() {
-                    lines.extend(markdown::wrap_hard(
-                        l,
-                        width,
-                        indent(),
-                        indent(),
-                        Style::new(),
-                    ));
+                    lines.extend(wrap::wrap_hard(l, width, indent(), indent(), Style::new()));
                 }
             }
         }
@@ -526,6 +573,12 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
             &indent(),
         ));
     }
+    let waits_for_approval = t.approval.is_some() && t.decision.is_none();
+    if let Some(run) = t.running.as_deref().filter(|_| !waits_for_approval)
+        && t.status.is_none()
+    {
+        lines.extend(super::live::lines(run, width));
+    }
     if t.status.is_some() && !t.output.trim().is_empty() {
         let out = sanitize(&t.output);
         let all: Vec<&str> = out.trim_end_matches('\n').split('\n').collect();
@@ -536,7 +589,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
         };
         let style = Style::new().fg(Color::DarkGray);
         for l in &all[..shown] {
-            lines.extend(markdown::wrap_hard(l, width, indent(), indent(), style));
+            lines.extend(wrap::wrap_hard(l, width, indent(), indent(), style));
         }
         if shown < all.len() {
             let more = format!("… {} more lines (Ctrl+O to expand)", all.len() - shown);
@@ -547,18 +600,4 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
         }
     }
     lines
-}
-
-fn diff_style(line: &str) -> Style {
-    if line.starts_with("+++") || line.starts_with("---") {
-        Style::new().add_modifier(Modifier::BOLD)
-    } else if line.starts_with('+') {
-        Style::new().fg(Color::Green)
-    } else if line.starts_with('-') {
-        Style::new().fg(Color::Red)
-    } else if line.starts_with("@@") {
-        Style::new().fg(Color::Cyan)
-    } else {
-        Style::new()
-    }
 }

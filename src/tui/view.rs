@@ -99,6 +99,7 @@ pub fn render(state: &State, frame: &mut Frame<'_>) {
         frame.set_cursor_position(cursor);
     }
     status(state, a.status, frame.buffer_mut());
+    super::palette::apply(state.colors, frame.buffer_mut(), area);
 }
 
 fn transcript(state: &State, area: Rect, buf: &mut Buffer) {
@@ -109,17 +110,30 @@ fn transcript(state: &State, area: Rect, buf: &mut Buffer) {
     let rows = state
         .transcript
         .window(state.scroll, width, area.height as usize);
-    let selected = state.selection.map(|(a, b)| (a.min(b), a.max(b)));
+    let current_hit = state.search.as_ref().map(|s| s.hits[s.current]);
     for (r, (entry, line)) in rows.iter().enumerate() {
         let y = area.y + r as u16;
         state.transcript.with_line(*entry, *line, width, |l| {
             buf.set_line(area.x, y, l, area.width);
         });
-        if selected.is_some_and(|(top, bottom)| y >= top && y <= bottom) {
-            buf.set_style(
-                Rect::new(area.x, y, area.width, 1),
-                Style::new().add_modifier(Modifier::REVERSED),
-            );
+        let row = Rect::new(area.x, y, area.width, 1);
+        if state.selected == Some(*entry) {
+            // The entry chosen for folding: a dim background.
+            buf.set_style(row, Style::new().bg(Color::Indexed(236)));
+        }
+        if let Some(s) = &state.search {
+            let current = current_hit == Some((*entry, *line));
+            mark_matches(buf, row, &s.query, current);
+        }
+        if let Some((from, to)) = state.selection.and_then(|s| s.columns(*entry, *line)) {
+            let from = (from as u16).min(area.width);
+            let to = to.min(area.width as usize) as u16;
+            if to > from {
+                buf.set_style(
+                    Rect::new(area.x + from, y, to - from, 1),
+                    Style::new().add_modifier(Modifier::REVERSED),
+                );
+            }
         }
     }
     if matches!(state.scroll, Scroll::Anchor { .. }) {
@@ -129,6 +143,41 @@ fn transcript(state: &State, area: Rect, buf: &mut Buffer) {
         let y = area.bottom() - 1;
         let style = Style::new().fg(Color::Black).bg(Color::Yellow);
         buf.set_line(x, y, &Line::styled(label, style), area.width);
+    }
+}
+
+/// Highlights every occurrence of `query` (case-insensitive) in one drawn row; the row of the
+/// current match gets the stronger colour.
+fn mark_matches(buf: &mut Buffer, row: Rect, query: &str, current: bool) {
+    let needle = query.to_lowercase();
+    if needle.is_empty() {
+        return;
+    }
+    // The row's text as drawn, with the cell each byte came from.
+    let mut text = String::new();
+    let mut cells = Vec::new();
+    for x in row.left()..row.right() {
+        let sym = buf[(x, row.y)].symbol().to_lowercase();
+        for _ in 0..sym.len() {
+            cells.push(x);
+        }
+        text.push_str(&sym);
+    }
+    let style = if current {
+        Style::new()
+            .fg(Color::Black)
+            .bg(Color::LightYellow)
+            .add_modifier(Modifier::BOLD)
+    } else {
+        Style::new().fg(Color::Black).bg(Color::Yellow)
+    };
+    let mut at = 0;
+    while let Some(i) = text[at..].find(&needle) {
+        let start = at + i;
+        let end = start + needle.len();
+        let (x0, x1) = (cells[start], cells[end - 1]);
+        buf.set_style(Rect::new(x0, row.y, x1 - x0 + 1, 1), style);
+        at = end;
     }
 }
 
@@ -207,7 +256,7 @@ fn completion_line(state: &State, width: usize) -> Line<'static> {
             let text = if full <= width {
                 format!(" {c} {d} ")
             } else {
-                format!(" {c} ")
+                format!("{c} ")
             };
             let s = if selected == Some(*c) {
                 style.add_modifier(Modifier::REVERSED)

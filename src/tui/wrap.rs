@@ -199,3 +199,54 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
     out.push('…');
     out
 }
+
+/// Breaks `text` at exactly `width` columns, keeping every space (for code).
+pub(crate) fn wrap_hard(
+    text: &str,
+    width: usize,
+    first: Vec<Span<'static>>,
+    rest: Vec<Span<'static>>,
+    style: Style,
+) -> Vec<Line<'static>> {
+    wrap_hard_runs(&[(style, text)], width, first, rest)
+}
+
+/// [`wrap_hard`] for styled runs (highlighted code).
+pub(crate) fn wrap_hard_runs(
+    runs: &[(Style, &str)],
+    width: usize,
+    first: Vec<Span<'static>>,
+    rest: Vec<Span<'static>>,
+) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let mut spans = first;
+    let mut used: usize = spans
+        .iter()
+        .map(|s| UnicodeWidthStr::width(s.content.as_ref()))
+        .sum();
+    let mut prefix_w = used;
+    for (style, text) in runs {
+        let mut cur = String::new();
+        for c in text.chars() {
+            let cw = char_width(c);
+            if used + cw > width.max(prefix_w + 1) && used > prefix_w {
+                if !cur.is_empty() {
+                    spans.push(Span::styled(std::mem::take(&mut cur), *style));
+                }
+                lines.push(Line::from(std::mem::replace(&mut spans, rest.clone())));
+                used = rest
+                    .iter()
+                    .map(|s| UnicodeWidthStr::width(s.content.as_ref()))
+                    .sum();
+                prefix_w = used;
+            }
+            cur.push(c);
+            used += cw;
+        }
+        if !cur.is_empty() {
+            spans.push(Span::styled(cur, *style));
+        }
+    }
+    lines.push(Line::from(spans));
+    lines
+}

@@ -157,6 +157,32 @@ fn yes_runs_tools_and_exits_zero() {
 }
 
 #[test]
+fn stderr_that_is_not_a_terminal_gets_no_live_tail() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[(
+                "call_1",
+                "bash",
+                r#"{"command":"echo first; printf '\\rprogress 50%%'; echo endmark"}"#,
+            )],
+            5,
+        ),
+        text_reply("done", 4),
+    ]);
+    let ws = Workspace::new().with_config(&server, "");
+    let out = ws.run(&["--yes", "run it"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    // Only the call and its result's first line: no tail line, no `\r` rewrites.
+    assert!(err.contains("succeeded: first"), "{err:?}");
+    assert!(!err.contains('\r'), "{err:?}");
+    assert!(!err.contains('\u{2502}'), "{err:?}");
+    // Named once, in the call's line, never as output.
+    assert_eq!(err.matches("endmark").count(), 1, "{err:?}");
+    assert_eq!(err.matches("progress").count(), 1, "{err:?}");
+}
+
+#[test]
 fn without_yes_or_terminal_tools_are_refused_and_model_told() {
     let server = MockServer::start_in_thread(vec![
         tool_calls_reply(

@@ -115,9 +115,14 @@ fn project_file_is_read_with_defaults() {
     assert_eq!(c.reserve_tokens, None);
     assert_eq!(c.keep_recent_tokens, None);
     assert_eq!(c.exit_transcript_turns, None);
+    assert!(c.syntax_highlighting);
     assert_eq!(c.subagents_max_concurrent, 3);
     assert_eq!(c.subagents_timeout, Duration::from_secs(300));
     assert_eq!(c.sources, vec![user_file(&d), project_file(&d)]);
+    assert_eq!(
+        c.origins.model,
+        format!("config file {}", project_file(&d).display())
+    );
 }
 
 #[test]
@@ -144,6 +149,7 @@ reserve_tokens = 200
 keep_recent_tokens = 300
 [ui]
 exit_transcript_turns = 0
+syntax_highlighting = false
 [subagents]
 max_concurrent = 2
 timeout_secs = 45
@@ -162,6 +168,7 @@ timeout_secs = 45
     assert_eq!(c.reserve_tokens, Some(200));
     assert_eq!(c.keep_recent_tokens, Some(300));
     assert_eq!(c.exit_transcript_turns, Some(0));
+    assert!(!c.syntax_highlighting);
     assert_eq!(c.subagents_max_concurrent, 2);
     assert_eq!(c.subagents_timeout, Duration::from_secs(45));
 }

@@ -4,7 +4,8 @@
 //! answer, and nothing the model or a tool says reaches the terminal raw: no escape sequence,
 //! C1 control or bidi override, and a `bash` child cannot draw on the terminal through
 //! `/dev/tty`. A workspace's `.mcp.json` server is asked about on the terminal too, and the
-//! answer is recorded in the user's config.
+//! answer is recorded in the user's config. A running command's latest output line is shown
+//! on the terminal's stderr (plain `\r` rewrites) until its result line replaces it.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -219,6 +220,30 @@ fn escape_sequences_from_the_model_and_tools_reach_the_terminal_inert() {
         output.contains("succeeded: out␛]0;tool-title"),
         "{output:?}"
     );
+}
+
+#[test]
+fn a_running_command_shows_its_latest_line_on_a_terminal_stderr_then_the_result() {
+    // The command prints, rewrites a progress line with `\r`, then waits until the test lets
+    // it finish by creating a file: the tail is checked while the command certainly runs.
+    let command = "printf 'step 1\\n'; for p in 10 50 100; do printf '\\rprogress %s%%' $p; done; \
+        while [ ! -e go ]; do sleep 0.05; done; echo; echo finished";
+    let args = serde_json::json!({ "command": command }).to_string();
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", &args)], 8),
+        text_reply("all done", 4),
+    ]);
+    let mut run = OneShot::spawn_with(&server, &["--yes"], "go");
+    run.wait_for("│ progress 100%");
+    let live = run.output.lock().unwrap().clone();
+    assert!(!live.contains("progress 10%"), "{live:?}");
+    std::fs::write(run.dir.path().join("go"), "").unwrap();
+    assert_eq!(run.wait_exit(DEADLINE), 0);
+    run.wait_for("all done");
+    let output = run.output.lock().unwrap().clone();
+    assert!(output.contains("succeeded: step 1"), "{output:?}");
+    // The tail is drawn and erased with `\r` and spaces only: no escape sequence.
+    assert_eq!(raw_controls(&output), Vec::<char>::new(), "{output:?}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The real binary in a pseudo-terminal against the mock OpenAI server: a prompt streams its
-//! reply, a bash call is approved with `y`, scrolling works while streaming, a resize is taken,
+//! reply, a bash call is approved with `y` (and a long one shows its live output, then its
+//! result), scrolling works while streaming, a resize is taken,
 //! Esc interrupts, Ctrl+C twice exits, a hostile reply reaches neither screen nor clipboard raw,
 //! and afterwards the terminal is back in cooked mode on the main screen with keyboard flags
 //! popped and the transcript printed.
@@ -226,6 +227,42 @@ fn bash_call_is_approved_with_y() {
     pty.wait_for("pty-42");
     pty.wait_for("all done");
     pty.wait_for("idle");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+}
+
+#[test]
+fn a_long_running_command_shows_live_output_then_its_result() {
+    // The command prints, draws a progress line with `\r`, then waits until the test lets it
+    // finish by creating a file: the live tail is checked while it certainly still runs.
+    let command = "printf 'step 1\\nstep 2\\nstep 3\\n'; \
+        for p in 10 50 100; do printf '\\rprogress %s%%' $p; done; echo; \
+        while [ ! -e go ]; do sleep 0.05; done; echo finished";
+    let args = serde_json::json!({ "command": command }).to_string();
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("call_1", "bash", &args)], 16),
+        text_reply("all done", 2),
+    ]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    pty.send(b"run the long command\r");
+    pty.wait_for("y yes");
+    pty.send(b"y");
+    // Live: the last lines under the call, the progress line in its latest state only, and
+    // the clock moving.
+    pty.wait_for("│ progress 100%");
+    pty.wait_for("running 1s");
+    let live = pty.contents();
+    assert!(live.contains("│ step 3"), "{live}");
+    assert!(!live.contains("progress 10%"), "{live}");
+    std::fs::write(pty._dir.path().join("go"), "").unwrap();
+    pty.wait_for("all done");
+    pty.wait_for("idle");
+    let done = pty.contents();
+    assert!(done.contains("✓ bash"), "{done}");
+    assert!(!done.contains("running "), "the live tail is gone: {done}");
+    assert!(done.contains("step 1"), "the result replaced it: {done}");
     pty.send(b"\x04");
     pty.wait_exit();
     pty.assert_restored();

@@ -12,6 +12,7 @@ pub mod isolated;
 pub mod mcp_server;
 pub mod mock_openai;
 pub mod otlp_receiver;
+pub mod screen;
 pub mod stream;
 pub mod user_config;
 

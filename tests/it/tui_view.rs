@@ -652,7 +652,7 @@ fn resumed_history_rebuilds_the_transcript() {
 }
 
 #[test]
-fn mouse_drag_copies_the_selected_lines() {
+fn mouse_drag_copies_the_selected_characters_over_lines() {
     let mut s = state(40, 12);
     start_turn(&mut s, "hi");
     ev(
@@ -665,17 +665,26 @@ fn mouse_drag_copies_the_selected_lines() {
     let all = rows(&s);
     let top = all.iter().position(|r| r.contains("alpha")).unwrap() as u16;
     let bottom = all.iter().position(|r| r.contains("beta")).unwrap() as u16;
-    let mouse = |kind, row| MouseEvent {
+    let mouse = |kind, column, row| MouseEvent {
         kind,
-        column: 1,
+        column,
         row,
         modifiers: KeyModifiers::NONE,
     };
     use crossterm::event::MouseButton::Left;
-    s.update(Msg::Mouse(mouse(MouseEventKind::Down(Left), top)));
-    s.update(Msg::Mouse(mouse(MouseEventKind::Drag(Left), bottom)));
-    let effects = s.update(Msg::Mouse(mouse(MouseEventKind::Up(Left), bottom)));
+    s.update(Msg::Mouse(mouse(MouseEventKind::Down(Left), 0, top)));
+    s.update(Msg::Mouse(mouse(MouseEventKind::Drag(Left), 3, bottom)));
+    let effects = s.update(Msg::Mouse(mouse(MouseEventKind::Up(Left), 3, bottom)));
     assert_eq!(effects, vec![Effect::Copy("alpha\n\nbeta".into())]);
+    // From the middle of a line to the middle of another: exactly those characters. (The
+    // "copied" hint took a row: find the lines again.)
+    let all = rows(&s);
+    let top = all.iter().position(|r| r.contains("alpha")).unwrap() as u16;
+    let bottom = all.iter().position(|r| r.contains("beta")).unwrap() as u16;
+    s.update(Msg::Mouse(mouse(MouseEventKind::Down(Left), 2, top)));
+    s.update(Msg::Mouse(mouse(MouseEventKind::Drag(Left), 1, bottom)));
+    let effects = s.update(Msg::Mouse(mouse(MouseEventKind::Up(Left), 1, bottom)));
+    assert_eq!(effects, vec![Effect::Copy("pha\n\nbe".into())]);
 }
 
 #[test]
@@ -816,7 +825,7 @@ fn tiny_window_still_shows_a_pending_approval() {
 
 #[test]
 fn slash_hint_lists_every_match_and_tab_completes_the_common_prefix_then_cycles() {
-    // Wide enough for every command name on the one hint line.
+    // Wide enough for every command name on the one hint line (room for a few more).
     let mut s = state(100, 16);
     type_text(&mut s, "/");
     let hint = rows(&s).join("\n");

@@ -1,0 +1,72 @@
+//! What the command line says about itself: completions for bash, zsh and fish, the man page,
+//! the long help's examples, environment variables and exit codes, and the closest flag
+//! suggested for a mistyped one.
+
+use crate::support::binary::command;
+use crate::support::workspace;
+
+fn run(args: &[&str]) -> std::process::Output {
+    let (_dir, ws) = workspace();
+    command(&ws).args(args).output().unwrap()
+}
+
+#[test]
+fn completions_are_generated_for_bash_zsh_and_fish() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef minicode"),
+        ("fish", "complete -c minicode"),
+    ] {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(script.contains(marker), "{shell}: {script}");
+        // Flags and subcommands come from the real definition.
+        assert!(script.contains("output-format"), "{shell}");
+        assert!(script.contains("doctor"), "{shell}");
+    }
+    let out = run(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn man_page_is_generated() {
+    let out = run(&["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH minicode 1"), "{page}");
+    assert!(page.contains("output\\-format"), "{page}");
+    assert!(page.contains("MINICODE_API_KEY"), "{page}");
+}
+
+#[test]
+fn long_help_shows_examples_environment_and_exit_codes() {
+    let out = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8(out.stdout).unwrap();
+    for section in [
+        "Examples:",
+        "Environment:",
+        "Exit codes:",
+        "MINICODE_BASE_URL",
+        "130",
+    ] {
+        assert!(help.contains(section), "{section} in {help}");
+    }
+    let short = String::from_utf8(run(&["-h"]).stdout).unwrap();
+    assert!(short.contains("--help` adds examples"), "{short}");
+}
+
+#[test]
+fn a_mistyped_flag_suggests_the_closest_and_exits_2() {
+    let out = run(&["--modle", "x", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("a similar argument exists: '--model'"),
+        "{err}"
+    );
+    let out = run(&["--outptu-format", "json", "hi"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("'--output-format'"), "{err}");
+}

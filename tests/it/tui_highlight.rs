@@ -1,0 +1,193 @@
+//! Highlighting in the full-screen session: fenced code with a known language tag is coloured
+//! once its segment is closed (plain while it streams), an unknown language keeps the plain
+//! code style, diffs colour their new side, and the palette pass honours `NO_COLOR` and 16
+//! colours. Screens are compared with their styles (a run per style change).
+
+use crate::support::screen::{buffer, row_of, styled};
+use minicode::chat::ApprovalRequest;
+use minicode::protocol::Event;
+use minicode::tui::palette::{self, Depth};
+use minicode::tui::state::{Msg, State};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier};
+
+fn state(w: u16, h: u16) -> State {
+    let mut s = State::new("test-model", 100_000);
+    s.update(Msg::Resize(w, h));
+    s
+}
+
+fn stream(s: &mut State, text: &str) {
+    for piece in text.as_bytes().chunks(5) {
+        let piece = String::from_utf8_lossy(piece).into_owned();
+        s.update(Msg::Agent(Event::TextDelta { text: piece }));
+    }
+}
+
+fn fgs_in_row(buf: &Buffer, y: u16) -> std::collections::BTreeSet<String> {
+    (0..buf.area.width)
+        .map(|x| &buf[(x, y)])
+        .filter(|c| !c.symbol().trim().is_empty())
+        .map(|c| format!("{:?}", c.fg))
+        .collect()
+}
+
+const REPLY: &str = "Here is the fix:\n\n```rust\nfn main() {\n    // greet\n    let n = 42;\n    println!(\"hi {n}\");\n}\n```\n\nThat is all.\n";
+
+#[test]
+fn code_is_plain_while_its_fence_is_open_and_highlighted_once_closed() {
+    let mut s = state(60, 18);
+    s.update(Msg::Agent(Event::TurnStarted { turn: 1 }));
+    stream(
+        &mut s,
+        "Here is the fix:\n\n```rust\nfn main() {\n    let n = 42;\n",
+    );
+    let open = buffer(&s);
+    let y = row_of(&open, "let n = 42;");
+    assert_eq!(
+        fgs_in_row(&open, y).len(),
+        1,
+        "one plain code colour while open"
+    );
+
+    let mut s = state(60, 18);
+    s.update(Msg::Agent(Event::TurnStarted { turn: 1 }));
+    stream(&mut s, REPLY);
+    s.update(Msg::Agent(Event::AssistantMessage { text: REPLY.into() }));
+    let done = buffer(&s);
+    let y = row_of(&done, "let n = 42;");
+    assert!(
+        fgs_in_row(&done, y).len() >= 3,
+        "keyword, name, number coloured"
+    );
+    insta::assert_snapshot!("highlighted_code_streamed", styled(&done, 0..12));
+}
+
+#[test]
+fn an_unknown_language_keeps_the_plain_code_style() {
+    let mut s = state(60, 12);
+    let text = "```nosuchlang\nlet n = 42; // x\n```\n\ndone\n";
+    s.update(Msg::Agent(Event::AssistantMessage { text: text.into() }));
+    let buf = buffer(&s);
+    let y = row_of(&buf, "let n = 42;");
+    assert_eq!(
+        fgs_in_row(&buf, y),
+        ["LightYellow".to_string()].into_iter().collect()
+    );
+}
+
+#[test]
+fn a_write_diff_highlights_the_new_side() {
+    let mut s = state(70, 16);
+    s.update(Msg::Agent(Event::ToolCallBegan {
+        call: "c1".into(),
+        tool: "write".into(),
+        summary: "src/lib.rs".into(),
+        arguments: serde_json::json!({}),
+    }));
+    s.update(Msg::Agent(Event::ApprovalRequested {
+        call: "c1".into(),
+        tool: "write".into(),
+        request: ApprovalRequest::Diff {
+            path: "src/lib.rs".into(),
+            diff: "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,2 +1,2 @@\n fn one() -> u32 {\n-    1\n+    \"two\".len() as u32\n".into(),
+        },
+    }));
+    let buf = buffer(&s);
+    let added = row_of(&buf, "\"two\"");
+    assert_eq!(buf[(4, added)].fg, Color::Green, "the marker is green");
+    assert!(
+        fgs_in_row(&buf, added).len() >= 3,
+        "the code is highlighted"
+    );
+    let removed = row_of(&buf, "-    1");
+    assert_eq!(
+        fgs_in_row(&buf, removed),
+        ["Red".to_string()].into_iter().collect()
+    );
+}
+
+#[test]
+fn no_color_draws_no_colour_but_keeps_attributes() {
+    let mut s = state(60, 18);
+    s.colors = Depth::NoColor;
+    s.update(Msg::Agent(Event::AssistantMessage {
+        text: format!("# Title\n\n**bold** text\n\n{REPLY}"),
+    }));
+    let buf = buffer(&s);
+    for c in buf.content() {
+        assert_eq!((c.fg, c.bg), (Color::Reset, Color::Reset), "{c:?}");
+    }
+    let title = row_of(&buf, "Title");
+    assert!((0..60).any(|x| buf[(x, title)].modifier.contains(Modifier::BOLD)));
+    // The status bar had a background: it is reversed instead.
+    assert!(buf[(0, 17)].modifier.contains(Modifier::REVERSED));
+    insta::assert_snapshot!("no_color_screen", styled(&buf, 0..18));
+}
+
+#[test]
+fn sixteen_colours_map_every_colour_to_a_named_one() {
+    let mut buf = Buffer::empty(Rect::new(0, 0, 4, 1));
+    buf[(0, 0)].fg = Color::Rgb(250, 10, 10);
+    buf[(1, 0)].fg = Color::Indexed(34);
+    buf[(2, 0)].bg = Color::Rgb(20, 20, 20);
+    buf[(3, 0)].fg = Color::Indexed(12);
+    let area = buf.area;
+    palette::apply(Depth::Ansi16, &mut buf, area);
+    assert_eq!(buf[(0, 0)].fg, Color::LightRed);
+    assert_eq!(buf[(1, 0)].fg, Color::Green);
+    assert_eq!(buf[(2, 0)].bg, Color::Black);
+    assert_eq!(buf[(3, 0)].fg, Color::LightBlue);
+
+    let mut buf = Buffer::empty(Rect::new(0, 0, 2, 1));
+    buf[(0, 0)].fg = Color::Rgb(255, 135, 0);
+    buf[(1, 0)].fg = Color::Rgb(128, 128, 128);
+    let area = buf.area;
+    palette::apply(Depth::Ansi256, &mut buf, area);
+    assert_eq!(buf[(0, 0)].fg, Color::Indexed(208));
+    assert!(
+        matches!(buf[(1, 0)].fg, Color::Indexed(i) if i >= 232),
+        "{:?}",
+        buf[(1, 0)].fg
+    );
+
+    let mut s = state(60, 18);
+    s.colors = Depth::Ansi16;
+    s.update(Msg::Agent(Event::AssistantMessage { text: REPLY.into() }));
+    let buf = buffer(&s);
+    for c in buf.content() {
+        for colour in [c.fg, c.bg] {
+            assert!(
+                !matches!(colour, Color::Rgb(..) | Color::Indexed(16..)),
+                "{c:?}"
+            );
+        }
+    }
+    insta::assert_snapshot!("sixteen_colour_screen", styled(&buf, 0..18));
+}
+
+#[test]
+fn depth_comes_from_no_color_colorterm_and_term() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    assert_eq!(
+        Depth::detect(env(&[("NO_COLOR", "1"), ("COLORTERM", "truecolor")])),
+        Depth::NoColor
+    );
+    assert_eq!(
+        Depth::detect(env(&[("NO_COLOR", ""), ("COLORTERM", "truecolor")])),
+        Depth::TrueColor
+    );
+    assert_eq!(
+        Depth::detect(env(&[("TERM", "xterm-256color")])),
+        Depth::Ansi256
+    );
+    assert_eq!(Depth::detect(env(&[("TERM", "xterm")])), Depth::Ansi16);
+}
