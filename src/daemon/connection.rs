@@ -159,7 +159,8 @@ impl Connection {
             }
             let request = match wire::parse(&buf) {
                 Ok(request) => request,
-                Err((id, error)) => {
+                Err(refusal) => {
+                    let (id, error) = *refusal;
                     self.send(wire::error(&id, &error)).await;
                     if !authenticated {
                         return;

@@ -108,25 +108,26 @@ impl RpcError {
 }
 
 /// Parses a request line, or says what to answer (with the id when one could be read).
-pub(crate) fn parse(line: &[u8]) -> Result<Request, (Value, RpcError)> {
+/// The refusal is boxed: a `Value` is large (ordered maps) and refusals are rare.
+pub(crate) fn parse(line: &[u8]) -> Result<Request, Box<(Value, RpcError)>> {
     let value: Value = serde_json::from_slice(line).map_err(|e| {
-        (
+        Box::new((
             Value::Null,
             RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
-        )
+        ))
     })?;
     let id = value.get("id").cloned().unwrap_or(Value::Null);
     let request: Request = serde_json::from_value(value).map_err(|e| {
-        (
+        Box::new((
             id.clone(),
             RpcError::new(INVALID_REQUEST, format!("invalid request: {e}")),
-        )
+        ))
     })?;
     if request.jsonrpc != "2.0" {
-        return Err((
+        return Err(Box::new((
             id,
             RpcError::new(INVALID_REQUEST, "jsonrpc must be \"2.0\""),
-        ));
+        )));
     }
     Ok(request)
 }
