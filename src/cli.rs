@@ -294,22 +294,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         mcp::servers(&config, &launch, &env, mcp::Ask::Terminal)
     };
     let session = open_session(&launch, &args)?;
-    let mut tool_ctx = ToolCtx::new(launch.clone(), config.bash_timeout, scrubbed_env(&config));
-    // The telemetry headers (a collector's credentials) are kept out of tool output like the key.
-    let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
-    tool_ctx.secrets = Secrets::new(
-        config
-            .api_key
-            .iter()
-            .chain(header_values.map(|(_, value)| value))
-            .map(|k| k.expose().to_string()),
-    );
-    tool_ctx.outputs = crate::tools::outputs::Limits {
-        max_file_bytes: config.outputs_max_file_bytes,
-        max_total_bytes: config.outputs_max_bytes,
-        max_age: config.outputs_max_age,
-    };
-    tool_ctx.prune_outputs();
+    let tool_ctx = tool_ctx(&config, &launch);
     // Without tools the model gets none to call (and a prompt that says so): plain chat, with
     // no skills, no sub-agents and no MCP servers either.
     let registry = Arc::new(if args.no_tools {
@@ -528,6 +513,32 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tools' context every frontend starts from: the workspace, the bash timeout, a scrubbed
+/// environment, the secrets to redact (the key and the telemetry headers, a collector's
+/// credentials) and the saved-output limits, with old outputs pruned.
+pub(crate) fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
+    let mut ctx = ToolCtx::new(
+        workspace.to_path_buf(),
+        config.bash_timeout,
+        scrubbed_env(config),
+    );
+    let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
+    ctx.secrets = Secrets::new(
+        config
+            .api_key
+            .iter()
+            .chain(header_values.map(|(_, value)| value))
+            .map(|k| k.expose().to_string()),
+    );
+    ctx.outputs = crate::tools::outputs::Limits {
+        max_file_bytes: config.outputs_max_file_bytes,
+        max_total_bytes: config.outputs_max_bytes,
+        max_age: config.outputs_max_age,
+    };
+    ctx.prune_outputs();
+    ctx
 }
 
 /// The full-screen session; on exit the terminal is already restored and the transcript printed.

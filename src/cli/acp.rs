@@ -17,7 +17,7 @@ use crate::config::{self, Config, Overrides};
 use crate::protocol::WindowSource;
 use crate::session::Session;
 use crate::tools::mcp::{Manager, ServerConfig};
-use crate::tools::{FileAccess, FileFuture, Registry, Secrets, ToolCtx};
+use crate::tools::{FileAccess, FileFuture, Registry, ToolCtx};
 
 /// `minicode acp`.
 #[derive(Debug, clap::Args)]
@@ -213,25 +213,7 @@ impl acp::Opener for Wiring {
 
 /// The tools' context for a session: the workspace, limits, secrets and the file access.
 fn tool_ctx(config: &Config, workspace: &Path, files: Option<ClientFiles>) -> ToolCtx {
-    let mut ctx = ToolCtx::new(
-        workspace.to_path_buf(),
-        config.bash_timeout,
-        super::scrubbed_env(config),
-    );
-    let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
-    ctx.secrets = Secrets::new(
-        config
-            .api_key
-            .iter()
-            .chain(header_values.map(|(_, value)| value))
-            .map(|k| k.expose().to_string()),
-    );
-    ctx.outputs = crate::tools::outputs::Limits {
-        max_file_bytes: config.outputs_max_file_bytes,
-        max_total_bytes: config.outputs_max_bytes,
-        max_age: config.outputs_max_age,
-    };
-    ctx.prune_outputs();
+    let mut ctx = super::tool_ctx(config, workspace);
     ctx.files = files.map(|f| Arc::new(EditorFiles(f)) as Arc<dyn FileAccess>);
     ctx
 }

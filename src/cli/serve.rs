@@ -18,7 +18,7 @@ use crate::daemon::{self, Listen};
 use crate::protocol::{AgentHandle, Journal, Recovery, WindowSource};
 use crate::provider::Provider;
 use crate::session::Session;
-use crate::tools::{Registry, Secrets, ToolCtx};
+use crate::tools::Registry;
 
 /// `minicode serve`.
 #[derive(Debug, clap::Args)]
@@ -213,25 +213,7 @@ impl daemon::Opener for Wiring {
             None => Session::create(workspace),
         }
         .map_err(|e| e.to_string())?;
-        let mut tool_ctx = ToolCtx::new(
-            workspace.to_path_buf(),
-            config.bash_timeout,
-            super::scrubbed_env(config),
-        );
-        let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
-        tool_ctx.secrets = Secrets::new(
-            config
-                .api_key
-                .iter()
-                .chain(header_values.map(|(_, value)| value))
-                .map(|k| k.expose().to_string()),
-        );
-        tool_ctx.outputs = crate::tools::outputs::Limits {
-            max_file_bytes: config.outputs_max_file_bytes,
-            max_total_bytes: config.outputs_max_bytes,
-            max_age: config.outputs_max_age,
-        };
-        tool_ctx.prune_outputs();
+        let tool_ctx = super::tool_ctx(config, workspace);
         let setup = Setup {
             provider: self.provider.clone(),
             registry: Arc::new(Registry::builtin()),
