@@ -34,7 +34,7 @@ use super::{
 };
 use crate::defaults;
 use completion::parse_completion;
-use request::Payload;
+use request::{EncodedMessages, Payload};
 
 /// Sent with every request, so server operators can tell who is calling.
 const USER_AGENT: &str = concat!("minicode/", env!("CARGO_PKG_VERSION"));
@@ -100,6 +100,8 @@ pub struct OpenAi {
     /// Parameters this server is known to refuse; changed when it refuses another one.
     quirks: Arc<Mutex<Quirks>>,
     cache: Arc<Cache>,
+    /// The previous streamed request's messages, encoded (see [`EncodedMessages`]).
+    encoded: Arc<Mutex<EncodedMessages>>,
     send_reasoning: bool,
     /// Host and port of `url`, for telemetry.
     server: Option<(Arc<str>, u16)>,
@@ -196,6 +198,7 @@ impl OpenAi {
             },
             quirks: Arc::new(Mutex::new(quirks)),
             cache: Arc::new(cache),
+            encoded: Arc::default(),
             send_reasoning: opts.send_reasoning,
         })
     }
@@ -266,7 +269,17 @@ impl OpenAi {
     /// Streams a reply with parameters beyond [`ChatRequest`] (a forced tool call).
     pub fn stream_with(&self, request: &ChatRequest<'_>, extras: Extras) -> EventStream {
         let span = tracing::debug_span!("http_request", model = %self.model, stream = true);
-        let payload = match Payload::new(request, true, extras, self.send_reasoning) {
+        let payload = {
+            let mut encoded = self.encoded.lock().unwrap_or_else(|e| e.into_inner());
+            Payload::new(
+                request,
+                true,
+                extras,
+                self.send_reasoning,
+                Some(&mut encoded),
+            )
+        };
+        let payload = match payload {
             Ok(p) => Arc::new(p),
             Err(e) => return Box::pin(futures_util::stream::once(async move { Err(e) })),
         };
@@ -360,7 +373,7 @@ impl Provider for OpenAi {
 
     fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
         let span = tracing::debug_span!("http_request", model = %self.model, stream = false);
-        let payload = Payload::new(request, false, Extras::default(), self.send_reasoning);
+        let payload = Payload::new(request, false, Extras::default(), self.send_reasoning, None);
         let this = self.clone();
         Box::pin(tracing::Instrument::instrument(
             async move {

@@ -8,7 +8,6 @@
 
 use bytes::Bytes;
 use serde::Serialize;
-use serde::ser::SerializeSeq;
 
 use crate::chat::{Message, Role, ToolCall, ToolSpec};
 use crate::provider::compat::{Param, Quirks, TokenLimit};
@@ -52,27 +51,81 @@ struct Plain<'a> {
     tool_call_id: &'a Option<String>,
 }
 
-struct Messages<'a> {
-    messages: &'a [&'a Message],
-    send_reasoning: bool,
+/// One message in its wire shape: reasoning only when it is sent back.
+fn write_message(out: &mut Vec<u8>, m: &Message, send_reasoning: bool) -> serde_json::Result<()> {
+    if send_reasoning || m.reasoning.is_none() {
+        serde_json::to_writer(out, m)
+    } else {
+        serde_json::to_writer(
+            out,
+            &Plain {
+                role: m.role,
+                content: &m.content,
+                tool_calls: &m.tool_calls,
+                tool_call_id: &m.tool_call_id,
+            },
+        )
+    }
 }
 
-impl Serialize for Messages<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.messages.len()))?;
-        for m in self.messages {
-            if self.send_reasoning || m.reasoning.is_none() {
-                seq.serialize_element(m)?;
-            } else {
-                seq.serialize_element(&Plain {
-                    role: m.role,
-                    content: &m.content,
-                    tool_calls: &m.tool_calls,
-                    tool_call_id: &m.tool_call_id,
-                })?;
+/// The encoding of the previous streamed request's messages, by position. Consecutive requests
+/// of a session share everything but their last few messages, so each message is escaped into
+/// JSON once instead of once per request: without this, a long goal run re-encodes its whole
+/// history twice per round. A message is reused only if it is equal to the one encoded at the
+/// same position (an exact comparison, far cheaper than escaping), so any other caller (a
+/// sub-agent, a compaction that shifts the history) is merely a miss. It holds one request's
+/// messages, which the context window bounds.
+#[derive(Debug, Default)]
+pub(crate) struct EncodedMessages {
+    entries: Vec<Encoded>,
+}
+
+#[derive(Debug)]
+struct Encoded {
+    message: Message,
+    json: Vec<u8>,
+}
+
+impl EncodedMessages {
+    /// The JSON array of `messages`, encoding only what differs from the previous call.
+    fn encode(
+        &mut self,
+        messages: &[&Message],
+        send_reasoning: bool,
+    ) -> serde_json::Result<Vec<u8>> {
+        self.entries.truncate(messages.len());
+        let mut size = 2;
+        for (index, message) in messages.iter().enumerate() {
+            let fresh = match self.entries.get(index) {
+                Some(entry) if entry.message == **message => None,
+                _ => {
+                    let mut json = Vec::new();
+                    write_message(&mut json, message, send_reasoning)?;
+                    Some(Encoded {
+                        message: (*message).clone(),
+                        json,
+                    })
+                }
+            };
+            if let Some(fresh) = fresh {
+                if index < self.entries.len() {
+                    self.entries[index] = fresh;
+                } else {
+                    self.entries.push(fresh);
+                }
             }
+            size += self.entries[index].json.len() + 1;
         }
-        seq.end()
+        let mut out = Vec::with_capacity(size);
+        out.push(b'[');
+        for (index, entry) in self.entries.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&entry.json);
+        }
+        out.push(b']');
+        Ok(out)
     }
 }
 
@@ -82,16 +135,20 @@ fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ProviderError> {
 }
 
 impl Payload {
+    /// The payload of `request`. With `cache`, messages equal to the previous call's at the
+    /// same position are not encoded again.
     pub(crate) fn new(
         request: &ChatRequest<'_>,
         stream: bool,
         extras: Extras,
         send_reasoning: bool,
+        cache: Option<&mut EncodedMessages>,
     ) -> Result<Payload, ProviderError> {
-        let messages = encode(&Messages {
-            messages: request.messages,
-            send_reasoning,
-        })?;
+        let mut scratch = EncodedMessages::default();
+        let messages = cache
+            .unwrap_or(&mut scratch)
+            .encode(request.messages, send_reasoning)
+            .map_err(|e| ProviderError::Protocol(format!("could not encode the request: {e}")))?;
         let tools = if request.tools.is_empty() {
             None
         } else {
