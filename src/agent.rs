@@ -196,12 +196,15 @@ impl Core {
     /// good state): it would only fail again on resume. The last batch may still be open.
     /// Returns whether the file now holds the history.
     fn save(&mut self) -> bool {
-        if let Err(e) = validate::history_prefix(self.session.messages()) {
-            tracing::error!(error = %e, "refusing to save an invalid history");
-            self.emit(Event::Warning {
-                message: format!("could not save the session: {e}"),
-            });
-            return false;
+        match validate::history_prefix_from(self.session.messages(), self.session.settled()) {
+            Ok(settled) => self.session.set_settled(settled),
+            Err(e) => {
+                tracing::error!(error = %e, "refusing to save an invalid history");
+                self.emit(Event::Warning {
+                    message: format!("could not save the session: {e}"),
+                });
+                return false;
+            }
         }
         if let Err(e) = self.session.save() {
             tracing::error!(error = %e, "session save failed");

@@ -145,6 +145,8 @@ pub struct Session {
     repaired: Vec<String>,
     /// The messages as stored, serialized once each: a save adds only the new ones.
     serialized: stored::Appended,
+    /// How many leading messages the agent has already validated (see [`Session::settled`]).
+    settled: usize,
     _lock: File,
 }
 
@@ -213,6 +215,7 @@ impl Session {
             forked_from: None,
             repaired: Vec::new(),
             serialized: stored::Appended::default(),
+            settled: 0,
             _lock: lock,
         };
         session.save()?;
@@ -256,6 +259,7 @@ impl Session {
             forked_from: loaded.forked_from,
             repaired: loaded.repaired,
             serialized: stored::Appended::default(),
+            settled: 0,
             _lock: lock,
         })
     }
@@ -382,6 +386,18 @@ impl Session {
         self.forked_from.as_deref()
     }
 
+    /// How many leading messages a caller has validated and may skip next time
+    /// (`agent::validate::history_prefix_from`). The session keeps it because only the session
+    /// knows when its history stops being append-only; a new or reopened session starts at 0.
+    pub fn settled(&self) -> usize {
+        self.settled
+    }
+
+    /// Records what [`Session::settled`] returns until the history shrinks.
+    pub fn set_settled(&mut self, settled: usize) {
+        self.settled = settled.min(self.messages.len());
+    }
+
     /// Who started this session, when a sub-agent runs in it.
     pub fn parent(&self) -> Option<&Parent> {
         self.parent.as_ref()
@@ -409,6 +425,9 @@ impl Session {
         let open = std::mem::take(&mut self.repaired);
         let keep = self.messages.len().saturating_sub(open.len());
         self.messages.truncate(keep);
+        // The only place the history shrinks: what was serialized or checked of it is void.
+        self.serialized = stored::Appended::default();
+        self.settled = 0;
         while self.results.last().is_some_and(|(at, _)| *at >= keep) {
             self.results.pop();
         }

@@ -69,9 +69,12 @@ impl Core {
         &'a self,
         extra: Option<&'a Message>,
     ) -> Result<Vec<&'a Message>, String> {
-        let mut messages = self.context.build(self.session.messages());
+        let history = self.session.messages();
+        let mut messages = self.context.build(history);
         messages.extend(extra);
-        validate::messages(&messages).map_err(|e| e.to_string())?;
+        // What the last save checked is not parsed again (see `validate::request`).
+        let checked = &history[..self.session.settled().min(history.len())];
+        validate::request(&messages, checked).map_err(|e| e.to_string())?;
         Ok(messages)
     }
 

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use crate::chat::{Message, Role};
+use crate::chat::{Message, Role, ToolCall};
 
 /// Why a context is not valid. Indices count from 0 in the list that was checked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,18 +50,37 @@ pub enum ValidationError {
 /// until the whole batch is answered. Consecutive user messages and system messages outside a
 /// batch are allowed.
 pub fn messages(messages: &[&Message]) -> Result<(), ValidationError> {
-    check(messages.iter().copied(), true)
+    check(messages.iter().copied(), 0, true, &[]).map(drop)
+}
+
+/// [`messages`] for a request that borrows most of its messages from `checked`, a history
+/// prefix that [`history_prefix_from`] has already passed: those skip the checks that concern
+/// one message alone (fields of its tool calls, their ids, the arguments' JSON), so checking
+/// each request of a long session does not re-parse its whole past. The order rules (every call
+/// answered, no result without its call) are still checked for every message.
+pub fn request(messages: &[&Message], checked: &[Message]) -> Result<(), ValidationError> {
+    check(messages.iter().copied(), 0, true, checked).map(drop)
 }
 
 /// [`messages`] for an owned history slice (a session's raw history).
 pub fn history(messages: &[Message]) -> Result<(), ValidationError> {
-    check(messages.iter(), true)
+    check(messages.iter(), 0, true, &[]).map(drop)
 }
 
 /// Like [`history`], but the last batch may still be waiting for results: the shape a
 /// session has while its tools run, which is what an autosave in the middle of a turn sees.
 pub fn history_prefix(messages: &[Message]) -> Result<(), ValidationError> {
-    check(messages.iter(), false)
+    check(messages.iter(), 0, false, &[]).map(drop)
+}
+
+/// [`history_prefix`] for a history that only grew since a check of it returned `settled`:
+/// only the messages from `settled` on are checked, so saving after every step of a long
+/// session does not re-check its whole past each time. Returns the new settled length: the
+/// end of the longest checked prefix with no batch waiting for results, where the rules
+/// start afresh. A `settled` beyond the history (it was replaced) checks it all.
+pub fn history_prefix_from(messages: &[Message], settled: usize) -> Result<usize, ValidationError> {
+    let from = if settled > messages.len() { 0 } else { settled };
+    check(messages[from..].iter(), from, false, &[])
 }
 
 /// Replaces tool-call arguments that are not a JSON object with `{}` in an assistant message
@@ -132,6 +151,36 @@ fn base36(mut n: usize) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The rules of one tool call on its own; `ids` holds the ids seen so far in its batch.
+fn check_call<'a>(
+    call: &'a ToolCall,
+    index: usize,
+    ids: &mut HashSet<&'a str>,
+) -> Result<(), ValidationError> {
+    if call.id.is_empty() {
+        return Err(ValidationError::EmptyCallId { index });
+    }
+    if !ids.insert(call.id.as_str()) {
+        return Err(ValidationError::DuplicateCallId {
+            index,
+            call_id: call.id.clone(),
+        });
+    }
+    if call.name.is_empty() {
+        return Err(ValidationError::EmptyToolName {
+            index,
+            call_id: call.id.clone(),
+        });
+    }
+    if !is_json_object(&call.arguments) {
+        return Err(ValidationError::Arguments {
+            index,
+            call_id: call.id.clone(),
+        });
+    }
+    Ok(())
+}
+
 fn role_name(role: Role) -> &'static str {
     match role {
         Role::System => "system",
@@ -147,15 +196,21 @@ fn is_json_object(raw: &str) -> bool {
     raw.trim_start().starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(raw).is_ok()
 }
 
+/// Checks messages numbered from `first`; a message that lies in `checked` (by address) was
+/// checked on its own before. Returns the settled length (see [`history_prefix_from`]).
 fn check<'a>(
     messages: impl Iterator<Item = &'a Message>,
+    first: usize,
     require_complete: bool,
-) -> Result<(), ValidationError> {
+    checked: &[Message],
+) -> Result<usize, ValidationError> {
+    let checked = checked.as_ptr_range();
     // Ids of the open batch still waiting for a result, and the index of its assistant message.
     let mut pending: Vec<&str> = Vec::new();
     let mut batch_index = 0;
     let mut ids: HashSet<&str> = HashSet::new();
-    for (index, message) in messages.enumerate() {
+    let mut settled = first;
+    for (index, message) in (first..).zip(messages) {
         let role = role_name(message.role);
         let field = |problem| ValidationError::Field {
             index,
@@ -191,27 +246,10 @@ fn check<'a>(
                     return Err(field("has neither content nor tool calls"));
                 }
                 ids.clear();
+                let known = checked.contains(&std::ptr::from_ref(message));
                 for call in &message.tool_calls {
-                    if call.id.is_empty() {
-                        return Err(ValidationError::EmptyCallId { index });
-                    }
-                    if !ids.insert(call.id.as_str()) {
-                        return Err(ValidationError::DuplicateCallId {
-                            index,
-                            call_id: call.id.clone(),
-                        });
-                    }
-                    if call.name.is_empty() {
-                        return Err(ValidationError::EmptyToolName {
-                            index,
-                            call_id: call.id.clone(),
-                        });
-                    }
-                    if !is_json_object(&call.arguments) {
-                        return Err(ValidationError::Arguments {
-                            index,
-                            call_id: call.id.clone(),
-                        });
+                    if !known {
+                        check_call(call, index, &mut ids)?;
                     }
                     pending.push(call.id.as_str());
                 }
@@ -241,12 +279,15 @@ fn check<'a>(
                 }
             }
         }
+        if pending.is_empty() {
+            settled = index + 1;
+        }
     }
     match pending.first() {
         Some(call_id) if require_complete => Err(ValidationError::UnansweredAtEnd {
             index: batch_index,
             call_id: (*call_id).to_string(),
         }),
-        _ => Ok(()),
+        _ => Ok(settled),
     }
 }

@@ -228,3 +228,77 @@ fn results_may_come_in_any_order() {
     ];
     check(&messages).unwrap();
 }
+
+#[test]
+fn checking_a_grown_history_from_its_settled_length_finds_what_a_full_check_finds() {
+    let mut messages = vec![
+        Message::user("x"),
+        Message::assistant(None, vec![call("a", "{}"), call("b", "{}")]),
+        Message::tool_result("a", "1"),
+    ];
+    // The batch is still open: only the user message is settled.
+    assert_eq!(validate::history_prefix_from(&messages, 0), Ok(1));
+    messages.push(Message::tool_result("b", "2"));
+    let settled = validate::history_prefix_from(&messages, 1).unwrap();
+    assert_eq!(settled, 4);
+    messages.push(Message::assistant(Some("done".into()), vec![]));
+    assert_eq!(validate::history_prefix_from(&messages, settled), Ok(5));
+
+    // A message appended after the settled point is checked, with its index in the whole
+    // history.
+    messages.push(Message::tool_result("ghost", "?"));
+    assert_eq!(
+        validate::history_prefix_from(&messages, 5),
+        Err(ValidationError::UnexpectedResult {
+            index: 5,
+            call_id: "ghost".into()
+        })
+    );
+    assert_eq!(
+        validate::history_prefix(&messages),
+        Err(ValidationError::UnexpectedResult {
+            index: 5,
+            call_id: "ghost".into()
+        })
+    );
+    // A settled length beyond the history (it was replaced) checks everything.
+    assert!(validate::history_prefix_from(&messages[..2], 5).is_ok());
+    assert_eq!(validate::history_prefix_from(&messages[..1], 5), Ok(1));
+}
+
+#[test]
+fn a_request_skips_only_the_per_call_checks_of_messages_from_the_checked_history() {
+    // A history whose second call has broken arguments: no check would let it through, so a
+    // message borrowed from a "checked" slice is visibly trusted.
+    let history = vec![
+        Message::user("x"),
+        Message::assistant(None, vec![call("a", "not json")]),
+        Message::tool_result("a", "1"),
+    ];
+    let refs: Vec<&Message> = history.iter().collect();
+    assert_eq!(
+        validate::request(&refs, &[]).unwrap_err(),
+        ValidationError::Arguments {
+            index: 1,
+            call_id: "a".into()
+        }
+    );
+    validate::request(&refs, &history).unwrap();
+
+    // The order rules still hold for checked messages: a request that stops before the
+    // result is refused.
+    assert_eq!(
+        validate::request(&refs[..2], &history).unwrap_err(),
+        ValidationError::UnansweredAtEnd {
+            index: 1,
+            call_id: "a".into()
+        }
+    );
+    // A copy of a checked message lies elsewhere in memory: it is checked in full.
+    let copy = history[1].clone();
+    let mixed = vec![&history[0], &copy, &history[2]];
+    assert!(matches!(
+        validate::request(&mixed, &history),
+        Err(ValidationError::Arguments { .. })
+    ));
+}
