@@ -3,6 +3,16 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // `--version` alone is what scripts and health checks run: it is answered before clap
+    // builds its parser (the whole command tree), so it costs little more than starting a
+    // process. The text is what clap prints for it.
+    let mut argv = std::env::args_os().skip(1);
+    if let (Some(flag), None) = (argv.next(), argv.next())
+        && (flag == "--version" || flag == "-V")
+    {
+        println!("minicode {}", env!("CARGO_PKG_VERSION"));
+        return std::process::ExitCode::SUCCESS;
+    }
     let args = match minicode::cli::Args::try_parse() {
         Ok(args) => args,
         Err(e) => {

@@ -80,6 +80,21 @@ fn version_exits_zero() {
 }
 
 #[test]
+fn the_version_fast_path_prints_what_the_parser_prints() {
+    let ws = Workspace::new();
+    // `-V` alone takes the fast path; with another flag clap answers it.
+    let fast = ws.run(&["-V"]);
+    let parsed = ws.run(&["--demo", "--version"]);
+    assert_eq!(fast.status.code(), Some(0));
+    assert_eq!(parsed.status.code(), Some(0));
+    assert_eq!(stdout(&fast), stdout(&parsed));
+    assert_eq!(
+        stdout(&fast),
+        format!("minicode {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
 fn unknown_flag_exits_2() {
     let out = Workspace::new().run(&["--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
