@@ -135,7 +135,10 @@ fn main() {
         }
         panic!("never saw {:?}", String::from_utf8_lossy(what));
     };
-    wait_for(b"ask anything", Duration::from_secs(30));
+    // The placeholder's last word: a terminal only gets the cells that changed, so under
+    // `NO_COLOR` (plain spaces, like the blank screen) "ask anything" arrives as two words
+    // with a cursor move between them.
+    wait_for(b"/help", Duration::from_secs(30));
     let (cpu0, _, _) = usage(pid);
     seen.lock().unwrap().clear();
     let started = Instant::now();

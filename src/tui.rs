@@ -23,6 +23,7 @@ pub mod segment;
 pub mod select;
 pub mod state;
 pub(crate) mod subagents;
+mod syntax_packs;
 pub(crate) mod terminal;
 pub mod transcript;
 pub mod trust_prompt;

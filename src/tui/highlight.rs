@@ -1,10 +1,11 @@
 //! Syntax highlighting of code (fenced blocks with a language tag, the new side of a diff):
-//! syntect's bundled Sublime grammars on its pure-Rust regex engine, coloured by a small map
-//! from scopes to the terminal's named colours (so a 16-colour terminal and `NO_COLOR` get
-//! what the palette pass makes of them, see `palette.rs`).
+//! syntect's Sublime grammars on its pure-Rust regex engine, coloured by a small map from
+//! scopes to the terminal's named colours (so a 16-colour terminal and `NO_COLOR` get what
+//! the palette pass makes of them, see `palette.rs`).
 //!
-//! The grammars are loaded on the first highlight, never before: a session that shows no
-//! tagged code does not pay for them. Callers highlight closed text only, once, and cache the
+//! A language's grammars are loaded on its first highlight, never before (`syntax_packs.rs`):
+//! a session that shows no tagged code does not pay for them, one that shows Rust pays for
+//! Rust only. Callers highlight closed text only, once, and cache the
 //! lines. An unknown language, or a grammar the engine cannot run, gives `None`: plain code.
 
 use std::collections::HashMap;
@@ -19,6 +20,8 @@ use syntect::highlighting::{
     Color as SynColor, FontStyle, ScopeSelectors, StyleModifier, Theme, ThemeItem, ThemeSettings,
 };
 use syntect::parsing::{SyntaxReference, SyntaxSet};
+
+use super::syntax_packs;
 
 /// One line of highlighted code: (style, text) runs.
 pub type Runs = Vec<(Style, String)>;
@@ -45,11 +48,6 @@ static ENABLED: AtomicBool = AtomicBool::new(true);
 /// Turns highlighting on or off (off: every block is plain code, nothing is loaded).
 pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
-}
-
-fn syntaxes() -> &'static SyntaxSet {
-    static SET: OnceLock<SyntaxSet> = OnceLock::new();
-    SET.get_or_init(SyntaxSet::load_defaults_newlines)
 }
 
 /// The named colours are carried through syntect in the red channel (alpha 0 marks them).
@@ -127,13 +125,13 @@ fn theme() -> &'static Theme {
     })
 }
 
-/// The grammar for a fence's language tag or a file's extension (`rust`, `rs`, `py`, `sh`…).
-fn find(lang: &str) -> Option<&'static SyntaxReference> {
+/// The grammar for a fence's language tag or a file's extension (`rust`, `rs`, `py`, `sh`…),
+/// with the set it lives in.
+fn find(lang: &str) -> Option<(&'static SyntaxSet, &'static SyntaxReference)> {
     let lang = lang.trim().to_ascii_lowercase();
     if lang.is_empty() || lang == "text" || lang == "txt" || lang == "plain" {
         return None;
     }
-    let set = syntaxes();
     let alias = match lang.as_str() {
         "shell" | "console" | "zsh" | "bash" | "sh" => "sh",
         "js" | "javascript" | "jsx" | "ts" | "typescript" | "tsx" => "js",
@@ -144,7 +142,7 @@ fn find(lang: &str) -> Option<&'static SyntaxReference> {
         "md" | "markdown" => "md",
         other => other,
     };
-    set.find_syntax_by_token(alias)
+    syntax_packs::find(alias)
 }
 
 /// Highlights `code` (lines without their `\n`) as `lang`; `base` is the style of text no
@@ -170,8 +168,7 @@ pub fn code(lang: &str, code: &str, base: Style) -> Option<Arc<Vec<Runs>>> {
 }
 
 fn highlight(lang: &str, code: &str, base: Style) -> Option<Vec<Runs>> {
-    let syntax = find(lang)?;
-    let set = syntaxes();
+    let (set, syntax) = find(lang)?;
     let mut h = HighlightLines::new(syntax, theme());
     let mut out = Vec::new();
     let mut line = String::new();

@@ -191,3 +191,116 @@ fn depth_comes_from_no_color_colorterm_and_term() {
     );
     assert_eq!(Depth::detect(env(&[("TERM", "xterm")])), Depth::Ansi16);
 }
+
+/// (pack in assets/syntaxes/, a fence tag that picks it, a sample with something to colour).
+const PACK_SAMPLES: &[(&str, &str, &str)] = &[
+    ("batch", "bat", "@echo off\nREM a comment\nset X=1"),
+    ("c", "c", "int main(void) { return 42; } /* c */"),
+    ("clojure", "clj", "(defn f [x] (+ x 1)) ; one"),
+    ("cpp", "cpp", "template <typename T> class V { T x = 0; };"),
+    ("csharp", "cs", "public class A { int N = 42; }"),
+    ("css", "css", "p.a > b { color: #fff; margin: 0 1px; }"),
+    ("diff", "diff", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new"),
+    ("dot", "dot", "digraph { a -> b [label=\"x\"]; }"),
+    ("erlang", "erl", "f(X) -> X + 1. % one"),
+    (
+        "go",
+        "go",
+        "package main\n\nfunc main() { fmt.Println(\"hi\") }",
+    ),
+    ("groovy", "groovy", "def f(x) { return x + 1 } // one"),
+    (
+        "haskell",
+        "hs",
+        "main :: IO ()\nmain = putStrLn \"hi\" -- out",
+    ),
+    (
+        "html",
+        "html",
+        "<p class=\"a\">hi</p>\n<script>let x = 1;</script>",
+    ),
+    (
+        "java",
+        "java",
+        "public class A { static int f() { return 42; } }",
+    ),
+    ("javascript", "js", "const f = (x) => x * 2; // double"),
+    ("json", "json", "{\"a\": [1, true, null, \"s\"]}"),
+    ("latex", "tex", "\\section{A} Some $x^2$ text. % c"),
+    ("lua", "lua", "local function f(x) return x + 1 end -- one"),
+    (
+        "makefile",
+        "makefile",
+        "all: build\n\t$(CC) -o $@ $< # link",
+    ),
+    ("markdown", "md", "# Title\n\nSome *text* and `code`."),
+    ("ocaml", "ml", "let f x = x + 1 (* one *)"),
+    ("perl", "pl", "my $x = 42; print \"$x\\n\"; # out"),
+    ("php", "php", "<?php\nfunction f($x) { return $x . \"s\"; }"),
+    ("python", "python", "def f(x):\n    return x + 1  # one"),
+    ("r", "r", "f <- function(x) x + 1 # one"),
+    ("restructuredtext", "rst", "Title\n=====\n\n*text* ``code``"),
+    ("ruby", "rb", "def f(x)\n  puts \"hi\" # say\nend"),
+    ("rust", "rust", "fn main() { let n: u32 = 42; }"),
+    ("scala", "scala", "object A { def f(x: Int): Int = x + 1 }"),
+    (
+        "shell",
+        "bash",
+        "for f in *.rs; do echo \"$f\"; done # each",
+    ),
+    ("sql", "sql", "SELECT id FROM users WHERE id = 42; -- one"),
+    (
+        "xml",
+        "xml",
+        "<?xml version=\"1.0\"?>\n<a href=\"x\"><!-- c --></a>",
+    ),
+    ("yaml", "yaml", "name: ci\non: [push] # x"),
+];
+
+fn coloured(lang: &str, code: &str) -> Option<bool> {
+    let base = ratatui::style::Style::new();
+    let lines = minicode::tui::highlight::code(lang, code, base)?;
+    Some(lines.iter().flatten().any(|(style, _)| *style != base))
+}
+
+#[test]
+fn every_shipped_language_pack_loads_and_colours_its_sample() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/syntaxes");
+    let mut shipped: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".packdump").map(str::to_string)
+        })
+        .collect();
+    shipped.sort();
+    let sampled: Vec<&str> = PACK_SAMPLES.iter().map(|(pack, _, _)| *pack).collect();
+    assert_eq!(shipped, sampled, "a sample for every pack in {dir:?}");
+    // The index names exactly the shipped packs.
+    let index = std::fs::read_to_string(dir.join("index.tsv")).unwrap();
+    let mut indexed: Vec<&str> = index
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split('\t').next())
+        .filter(|p| *p != "-")
+        .collect();
+    indexed.sort();
+    assert_eq!(indexed, sampled);
+    for (pack, tag, sample) in PACK_SAMPLES {
+        assert_eq!(
+            coloured(tag, sample),
+            Some(true),
+            "{pack} (tag {tag}) highlights its sample"
+        );
+    }
+}
+
+#[test]
+fn a_tag_without_a_pack_stays_plain() {
+    assert_eq!(coloured("nosuchlang", "let n = 42; // x"), None);
+    // syntect knows HTML (ASP), but no pack carries it.
+    assert_eq!(coloured("asp", "<% x = 1 %>"), None);
+    // Markdown's pack leaves out the languages it embeds: the fence body is plain, the
+    // Markdown around it is not.
+    assert_eq!(coloured("md", "# T\n\n```rust\nfn f() {}\n```"), Some(true));
+}
