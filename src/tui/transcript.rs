@@ -111,9 +111,32 @@ struct Layout {
     head_segments: usize,
     /// Lines of the open reply segment, plus the blank line that ends every entry.
     tail: Vec<Line<'static>>,
+    /// Closed segments in `head` whose code is still plain, by first line: highlighted when
+    /// one of their lines is first drawn (see [`Transcript::with_drawn_line`]).
+    plain: Vec<PlainSegment>,
+}
+
+/// A closed reply segment laid out without highlighting.
+struct PlainSegment {
+    start: usize,
+    len: usize,
+    segment: usize,
 }
 
 impl Layout {
+    /// Highlights the plain segment holding head line `line`, if there is one.
+    fn highlight_at(&mut self, line: usize, reply: &Reply) {
+        let at = self.plain.partition_point(|p| p.start + p.len <= line);
+        if self.plain.get(at).is_none_or(|p| p.start > line) {
+            return;
+        }
+        let p = self.plain.remove(at);
+        let lines = segment(reply, p.segment, self.width, true);
+        if lines.len() == p.len {
+            self.head.splice(p.start..p.start + p.len, lines);
+        }
+    }
+
     fn len(&self) -> usize {
         self.head.len() + self.tail.len()
     }
@@ -249,6 +272,28 @@ impl Transcript {
         self.with_layout(i, width, |l| l.get(line).map(f)).flatten()
     }
 
+    /// Like [`Transcript::with_line`] for a line about to be drawn: a closed reply segment's
+    /// code is highlighted only now, the first time one of its lines is on screen. A fast
+    /// reply scrolls most of its code past unseen; highlighting it all as it closed cost more
+    /// than the rest of rendering (and the memory of every highlighted block). The lines keep
+    /// their count, so nothing moves: a segment whose count would change stays plain.
+    pub fn with_drawn_line<R>(
+        &self,
+        i: usize,
+        line: usize,
+        width: usize,
+        f: impl FnOnce(&Line<'static>) -> R,
+    ) -> Option<R> {
+        self.with_layout(i, width, |_| ())?;
+        let entry = self.entries.get(i)?;
+        if let Kind::Assistant(reply) = &entry.kind
+            && let Some(layout) = entry.cache.borrow_mut().as_mut()
+        {
+            layout.highlight_at(line, reply);
+        }
+        self.with_line(i, line, width, f)
+    }
+
     fn with_layout<R>(&self, i: usize, width: usize, f: impl FnOnce(&Layout) -> R) -> Option<R> {
         let entry = self.entries.get(i)?;
         let mut cache = entry.cache.borrow_mut();
@@ -263,6 +308,7 @@ impl Transcript {
                     head: Vec::new(),
                     head_segments: 0,
                     tail: Vec::new(),
+                    plain: Vec::new(),
                 },
             };
             layout.rev = entry.rev;
@@ -420,11 +466,21 @@ fn relayout(kind: &Kind, layout: &mut Layout, expanded: bool) {
             let cuts = reply.splitter.cuts();
             while layout.head_segments < cuts.len() {
                 let k = layout.head_segments;
-                let lines = segment(reply, k, width);
+                let later = has_fence(reply, k);
+                let lines = segment(reply, k, width, !later);
+                if later {
+                    layout.plain.push(PlainSegment {
+                        start: layout.head.len(),
+                        len: lines.len(),
+                        segment: k,
+                    });
+                }
                 layout.head.extend(lines);
                 layout.head_segments += 1;
             }
-            layout.tail = segment(reply, cuts.len(), width);
+            // The open segment is re-rendered every frame: its code stays plain until it
+            // closes (or the reply ends).
+            layout.tail = segment(reply, cuts.len(), width, reply.finished);
             layout.tail.push(Line::default());
         }
         other => {
@@ -435,19 +491,36 @@ fn relayout(kind: &Kind, layout: &mut Layout, expanded: bool) {
     }
 }
 
-/// Renders segment `k` of a reply (the open tail when `k == cuts.len()`).
-fn segment(reply: &Reply, k: usize, width: usize) -> Vec<Line<'static>> {
+/// The source text of segment `k` of a reply (the open tail when `k == cuts.len()`).
+fn segment_text(reply: &Reply, k: usize) -> &str {
     let cuts = reply.splitter.cuts();
     let start = if k == 0 { 0 } else { cuts[k - 1].end };
     let end = cuts.get(k).map_or(reply.text.len(), |c| c.end);
+    &reply.text[start..end]
+}
+
+/// Whether segment `k` may hold fenced code (the only thing highlighting changes), in its
+/// own text or in the opener it continues.
+fn has_fence(reply: &Reply, k: usize) -> bool {
+    let fence = |t: &str| t.contains("```") || t.contains("~~~");
+    let reopen = k
+        .checked_sub(1)
+        .and_then(|p| reply.splitter.cuts().get(p))
+        .and_then(|c| c.reopen.as_deref());
+    fence(segment_text(reply, k)) || reopen.is_some_and(fence)
+}
+
+/// Renders segment `k` of a reply (the open tail when `k == cuts.len()`), its code
+/// highlighted if `highlight`.
+fn segment(reply: &Reply, k: usize, width: usize, highlight: bool) -> Vec<Line<'static>> {
+    let cuts = reply.splitter.cuts();
     let prev = k.checked_sub(1).and_then(|p| cuts.get(p));
-    let body = &reply.text[start..end];
+    let body = segment_text(reply, k);
     let mut lines = Vec::new();
     if prev.is_some_and(|c| c.separate) && !body.trim().is_empty() {
         lines.push(Line::default());
     }
-    // Only closed text is highlighted (once: closed segments stay cached).
-    let render = if k < cuts.len() || reply.finished {
+    let render = if highlight {
         markdown::render
     } else {
         markdown::render_open

@@ -113,7 +113,7 @@ fn transcript(state: &State, area: Rect, buf: &mut Buffer) {
     let current_hit = state.search.as_ref().map(|s| s.hits[s.current]);
     for (r, (entry, line)) in rows.iter().enumerate() {
         let y = area.y + r as u16;
-        state.transcript.with_line(*entry, *line, width, |l| {
+        state.transcript.with_drawn_line(*entry, *line, width, |l| {
             buf.set_line(area.x, y, l, area.width);
         });
         let row = Rect::new(area.x, y, area.width, 1);

@@ -8,6 +8,8 @@ use minicode::chat::ApprovalRequest;
 use minicode::protocol::Event;
 use minicode::tui::palette::{self, Depth};
 use minicode::tui::state::{Msg, State};
+use minicode::tui::transcript::{Kind, Reply, Transcript};
+use minicode::tui::wrap::line_text;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
@@ -303,4 +305,50 @@ fn a_tag_without_a_pack_stays_plain() {
     // Markdown's pack leaves out the languages it embeds: the fence body is plain, the
     // Markdown around it is not.
     assert_eq!(coloured("md", "# T\n\n```rust\nfn f() {}\n```"), Some(true));
+}
+
+/// Distinct foreground colours on line `line` of entry 0.
+fn line_fgs(t: &Transcript, line: usize, width: usize, drawn: bool) -> usize {
+    let fgs = |l: &ratatui::text::Line<'static>| {
+        l.spans
+            .iter()
+            .filter(|s| !s.content.trim().is_empty())
+            .map(|s| format!("{:?}", s.style.fg))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    if drawn {
+        t.with_drawn_line(0, line, width, fgs).unwrap()
+    } else {
+        t.with_line(0, line, width, fgs).unwrap()
+    }
+}
+
+#[test]
+fn a_closed_segment_is_highlighted_when_first_drawn_not_when_it_closes() {
+    let text = format!("{REPLY}\n{}", "A filler paragraph.\n\n".repeat(60));
+    let mut t = Transcript::default();
+    t.push(Kind::Assistant(Reply::new(&text)));
+    let width = 60;
+    let height = t.height(0, width);
+    let line = (0..height)
+        .find(|&i| {
+            t.with_line(0, i, width, line_text)
+                .unwrap()
+                .contains("let n = 42;")
+        })
+        .unwrap();
+
+    // Laid out (the code scrolled past), never drawn: one plain code colour.
+    assert_eq!(line_fgs(&t, line, width, false), 1);
+    // Drawn: keyword, name and number coloured, and nothing moved.
+    assert!(line_fgs(&t, line, width, true) >= 3);
+    assert_eq!(t.height(0, width), height);
+    assert!(
+        t.with_line(0, line, width, line_text)
+            .unwrap()
+            .contains("let n = 42;")
+    );
+    // Highlighted once: later reads see the coloured line.
+    assert!(line_fgs(&t, line, width, false) >= 3);
 }
