@@ -508,3 +508,56 @@ fn mock_server_in_thread_answers_blocking_clients() {
         .request_count()
         == 1));
 }
+
+/// The contents of the messages of recorded request `i`.
+fn sent_contents(server: &MockServer, i: usize) -> Vec<String> {
+    server.requests()[i].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn consecutive_requests_send_exactly_their_own_messages() {
+    use crate::support::stream::run_messages;
+    let server = MockServer::start(vec![
+        text_reply("one", 3),
+        text_reply("two", 3),
+        text_reply("three", 3),
+    ])
+    .await;
+    let p = provider(&server);
+    let system = Message::system("sys");
+    let first = Message::user("first question");
+    let answer = Message::assistant(Some("an answer".into()), vec![]);
+    let next = Message::user("next question");
+    // Grown by one message: the earlier ones go out as before.
+    assert!(
+        run_messages(&p, &[&system, &first, &answer])
+            .await
+            .1
+            .is_none()
+    );
+    assert!(
+        run_messages(&p, &[&system, &first, &answer, &next])
+            .await
+            .1
+            .is_none()
+    );
+    // A different message at a position encoded before (a compaction, another caller) is
+    // sent as it is now, never as it was.
+    let changed = Message::user("a summary instead");
+    assert!(run_messages(&p, &[&system, &changed]).await.1.is_none());
+
+    assert_eq!(
+        sent_contents(&server, 0),
+        ["sys", "first question", "an answer"]
+    );
+    assert_eq!(
+        sent_contents(&server, 1),
+        ["sys", "first question", "an answer", "next question"]
+    );
+    assert_eq!(sent_contents(&server, 2), ["sys", "a summary instead"]);
+}

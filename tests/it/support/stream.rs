@@ -6,10 +6,16 @@ use minicode::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
 
 /// Streams a one-message request ("hi") and returns every event plus the final error, if any.
 pub async fn run(p: &dyn Provider) -> (Vec<StreamEvent>, Option<ProviderError>) {
-    let user = Message::user("hi");
-    let messages = [&user];
+    run_messages(p, &[&Message::user("hi")]).await
+}
+
+/// Streams a request of `messages` (no tools) and returns what [`run`] returns.
+pub async fn run_messages(
+    p: &dyn Provider,
+    messages: &[&Message],
+) -> (Vec<StreamEvent>, Option<ProviderError>) {
     let mut stream = p.stream(&ChatRequest {
-        messages: &messages,
+        messages,
         tools: &[],
         max_tokens: 0,
     });
