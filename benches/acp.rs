@@ -16,12 +16,16 @@
 #[allow(dead_code)]
 mod mock_openai;
 
+#[path = "support/scenario.rs"]
+#[allow(dead_code)]
+mod scenario;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use mock_openai::{MockReply, MockServer, text_reply, tool_calls_reply};
+use mock_openai::{MockServer, text_reply};
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy)]
@@ -90,27 +94,6 @@ fn report(name: &str, cost: Cost, runs: usize) {
         cost.max_rss_kb as f64 / 1024.0,
         cost.stdout_bytes,
     );
-}
-
-fn workspace(server: &MockServer) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("config")).unwrap();
-    let config = format!(
-        "[model]\nbase_url = \"{}\"\nname = \"bench\"\n",
-        server.base_url()
-    );
-    std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
-    std::fs::create_dir_all(dir.path().join(".config/minicode")).unwrap();
-    std::fs::write(
-        dir.path().join(".config/minicode/config.toml"),
-        format!(
-            "trusted_workspaces = [{:?}]\n",
-            dir.path().canonicalize().unwrap().to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("README.md"), "# Bench\n\nhello world\n").unwrap();
-    dir
 }
 
 fn minicode(dir: &std::path::Path, args: &[&str]) -> Command {
@@ -208,36 +191,15 @@ fn over_acp(dir: &std::path::Path, prompt: &str) -> Cost {
     }
 }
 
-fn five_tool_script() -> Vec<MockReply> {
-    vec![
-        tool_calls_reply(&[("c1", "read", r#"{"path":"README.md"}"#)], 64),
-        tool_calls_reply(
-            &[(
-                "c2",
-                "edit",
-                r#"{"path":"README.md","old_string":"hello world","new_string":"hello bench"}"#,
-            )],
-            64,
-        ),
-        tool_calls_reply(&[("c3", "bash", r#"{"command":"true"}"#)], 64),
-        tool_calls_reply(&[("c4", "read", r#"{"path":"README.md"}"#)], 64),
-        tool_calls_reply(
-            &[("c5", "write", r#"{"path":"out.txt","content":"done\n"}"#)],
-            64,
-        ),
-        text_reply("All five steps are done.", 8),
-    ]
-}
-
 fn main() {
     let runs = 11;
     let (mut shot, mut acp) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let server = MockServer::start_in_thread(five_tool_script());
-        let ws = workspace(&server);
+        let server = MockServer::start_in_thread(scenario::five_tool_script());
+        let ws = scenario::trusted_workspace(&server, "");
         shot.push(one_shot(ws.path(), &["--yes", "do the five steps"]));
-        let server = MockServer::start_in_thread(five_tool_script());
-        let ws = workspace(&server);
+        let server = MockServer::start_in_thread(scenario::five_tool_script());
+        let ws = scenario::trusted_workspace(&server, "");
         acp.push(over_acp(ws.path(), "do the five steps"));
         assert_eq!(server.request_count(), 6);
     }
@@ -248,10 +210,10 @@ fn main() {
     let (mut shot, mut acp) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         let server = MockServer::start_in_thread(vec![text_reply(&reply, 4)]);
-        let ws = workspace(&server);
+        let ws = scenario::trusted_workspace(&server, "");
         shot.push(one_shot(ws.path(), &["stream it"]));
         let server = MockServer::start_in_thread(vec![text_reply(&reply, 4)]);
-        let ws = workspace(&server);
+        let ws = scenario::trusted_workspace(&server, "");
         acp.push(over_acp(ws.path(), "stream it"));
     }
     report("one-shot, 200 KB in 4-char chunks", median(shot), 5);

@@ -19,6 +19,10 @@
 #[allow(dead_code)]
 mod mock_openai;
 
+#[path = "support/scenario.rs"]
+#[allow(dead_code)]
+mod scenario;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -43,28 +47,6 @@ fn called_in_round(r: &Recorded) -> bool {
                 .is_some_and(|t| t.starts_with("<goal_round "))
         })
         .any(|m| m["role"] == "tool")
-}
-
-fn workspace(server: &MockServer) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("config")).unwrap();
-    // A window large enough that 256 rounds never compact: the history itself is measured.
-    let config = format!(
-        "[model]\nbase_url = \"{}\"\nname = \"bench\"\ncontext_window = 1000000\n",
-        server.base_url()
-    );
-    std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
-    std::fs::create_dir_all(dir.path().join(".config/minicode")).unwrap();
-    std::fs::write(
-        dir.path().join(".config/minicode/config.toml"),
-        format!(
-            "trusted_workspaces = [{:?}]\n",
-            dir.path().canonicalize().unwrap().to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("README.md"), "# Bench\n\nhello world\n").unwrap();
-    dir
 }
 
 /// CPU time of every thread of `pid` so far.
@@ -209,7 +191,8 @@ fn main() {
             tool_calls_reply(&[("r", "read", r#"{"path":"README.md"}"#)], 64)
         })
     });
-    let ws = workspace(&server);
+    // A window large enough that 256 rounds never compact: the history itself is measured.
+    let ws = scenario::trusted_workspace(&server, "context_window = 1000000\n");
     let (per_round, peak_kb, id, wall) = goal_run(ws.path());
     let (early, late) = (&per_round[..16], &per_round[239..]);
     let ratio = median(late).as_secs_f64() / median(early).as_secs_f64();

@@ -18,6 +18,10 @@
 #[allow(dead_code)]
 mod mock_openai;
 
+#[path = "support/scenario.rs"]
+#[allow(dead_code)]
+mod scenario;
+
 #[path = "../tests/it/support/otlp_receiver.rs"]
 #[allow(dead_code)]
 mod otlp_receiver;
@@ -25,7 +29,7 @@ mod otlp_receiver;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mock_openai::{MockReply, MockServer, text_reply, tool_calls_reply};
+use mock_openai::{MockServer, text_reply};
 
 /// What one process cost.
 #[derive(Clone, Copy)]
@@ -108,29 +112,6 @@ fn report(name: &str, cost: Cost, runs: usize) {
     );
 }
 
-fn workspace(server: &MockServer) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("config")).unwrap();
-    let config = format!(
-        "[model]\nbase_url = \"{}\"\nname = \"bench\"\n",
-        server.base_url()
-    );
-    std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
-    // HOME is the workspace itself (see `minicode`): the user trusted it once, as the seed
-    // layout (server in the workspace's file) requires.
-    std::fs::create_dir_all(dir.path().join(".config/minicode")).unwrap();
-    std::fs::write(
-        dir.path().join(".config/minicode/config.toml"),
-        format!(
-            "trusted_workspaces = [{:?}]\n",
-            dir.path().canonicalize().unwrap().to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("README.md"), "# Bench\n\nhello world\n").unwrap();
-    dir
-}
-
 fn minicode(dir: &std::path::Path, args: &[&str]) -> Command {
     // `env -C` changes directory in the child, so `Command` can use posix_spawn: a forked copy
     // of this (large) bench process would otherwise count in the child's peak RSS.
@@ -157,27 +138,6 @@ fn minicode(dir: &std::path::Path, args: &[&str]) -> Command {
     cmd
 }
 
-fn five_tool_script() -> Vec<MockReply> {
-    vec![
-        tool_calls_reply(&[("c1", "read", r#"{"path":"README.md"}"#)], 64),
-        tool_calls_reply(
-            &[(
-                "c2",
-                "edit",
-                r#"{"path":"README.md","old_string":"hello world","new_string":"hello bench"}"#,
-            )],
-            64,
-        ),
-        tool_calls_reply(&[("c3", "bash", r#"{"command":"true"}"#)], 64),
-        tool_calls_reply(&[("c4", "read", r#"{"path":"README.md"}"#)], 64),
-        tool_calls_reply(
-            &[("c5", "write", r#"{"path":"out.txt","content":"done\n"}"#)],
-            64,
-        ),
-        text_reply("All five steps are done.", 8),
-    ]
-}
-
 fn main() {
     let runs = 15;
     let dir = tempfile::tempdir().unwrap();
@@ -188,8 +148,8 @@ fn main() {
 
     let mut costs = Vec::new();
     for _ in 0..runs {
-        let server = MockServer::start_in_thread(five_tool_script());
-        let ws = workspace(&server);
+        let server = MockServer::start_in_thread(scenario::five_tool_script());
+        let ws = scenario::trusted_workspace(&server, "");
         costs.push(run(&mut minicode(
             ws.path(),
             &["--yes", "do the five steps"],
@@ -202,7 +162,7 @@ fn main() {
     let mut costs = Vec::new();
     for _ in 0..5 {
         let server = MockServer::start_in_thread(vec![text_reply(&reply, 4)]);
-        let ws = workspace(&server);
+        let ws = scenario::trusted_workspace(&server, "");
         costs.push(run(&mut minicode(ws.path(), &["stream it"])));
     }
     report("one-shot, 200 KB in 4-char chunks", median(costs), 5);
@@ -213,8 +173,8 @@ fn main() {
     let receiver = otlp_receiver::Receiver::start(otlp_receiver::Mode::Answer);
     let mut costs = Vec::new();
     for _ in 0..runs {
-        let server = MockServer::start_in_thread(five_tool_script());
-        let ws = workspace(&server);
+        let server = MockServer::start_in_thread(scenario::five_tool_script());
+        let ws = scenario::trusted_workspace(&server, "");
         let before = receiver.requests().len();
         let mut cmd = minicode(ws.path(), &["--yes", "do the five steps"]);
         cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
