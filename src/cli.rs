@@ -238,17 +238,13 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
     let config = trust::load_config(&env, &launch, &overrides, interactive)?;
-    if let Some(key) = &config.api_key {
-        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
-        names.extend(config.api_key_env.as_deref());
-        // SAFETY: the process is still single-threaded here: only argument parsing, config
-        // loading and the trust question (crossterm, no threads) ran; logging (a writer
-        // thread) and the runtime start below.
-        #[allow(unsafe_code)]
-        unsafe {
-            crate::process::forget_key_variables(names, key.expose())
-        };
-    }
+    // SAFETY: the process is still single-threaded here: only argument parsing, config
+    // loading and the trust question (crossterm, no threads) ran; logging (a writer thread)
+    // and the runtime start below.
+    #[allow(unsafe_code)]
+    unsafe {
+        forget_key(&config)
+    };
     let prompt = match (&args.prompt, interactive) {
         // A goal run sends no prompt: the goal's rounds are its turns.
         _ if goal_task.is_some() => None,
@@ -315,18 +311,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         mcp: Some(mcp.clone()),
         session,
         options: Options {
-            max_rounds: config.max_rounds,
-            max_tokens: config.max_tokens,
-            context_window: config.context_window,
-            context_window_source: if config.context_window_configured {
-                WindowSource::Config
-            } else {
-                WindowSource::Default
-            },
-            send_reasoning: config.send_reasoning,
             auto_approve: args.yes,
-            reserve_tokens: config.reserve_tokens,
-            keep_recent_tokens: config.keep_recent_tokens,
             trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
             // One value for the process: every delegation shares its slots.
             subagents: (!args.no_tools).then(|| {
@@ -335,8 +320,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
                     config.subagents_timeout,
                 )
             }),
-            skills: Arc::new(skills),
-            goal_max_rounds: config.goal_max_rounds,
+            ..agent_options(&config, Arc::new(skills))
         },
     };
     // One thread: the core, the provider stream and the frontend hand events to each other
@@ -513,6 +497,44 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The agent options every frontend starts from, all taken from `config`. What differs by
+/// frontend is left off: no auto-approval, no message content in traces, no sub-agents.
+pub(crate) fn agent_options(config: &Config, skills: Arc<crate::tools::skills::Skills>) -> Options {
+    Options {
+        max_rounds: config.max_rounds,
+        max_tokens: config.max_tokens,
+        context_window: config.context_window,
+        context_window_source: if config.context_window_configured {
+            WindowSource::Config
+        } else {
+            WindowSource::Default
+        },
+        send_reasoning: config.send_reasoning,
+        auto_approve: false,
+        reserve_tokens: config.reserve_tokens,
+        keep_recent_tokens: config.keep_recent_tokens,
+        trace_content: false,
+        subagents: None,
+        skills,
+        goal_max_rounds: config.goal_max_rounds,
+    }
+}
+
+/// Takes the API key out of this process's environment (every variable that may hold it), so
+/// no child process and no `/proc/<pid>/environ` reader sees it.
+///
+/// # Safety
+/// As [`crate::process::forget_key_variables`]: no other thread may be running.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn forget_key(config: &Config) {
+    if let Some(key) = &config.api_key {
+        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
+        names.extend(config.api_key_env.as_deref());
+        // SAFETY: passed on to the caller (see above).
+        unsafe { crate::process::forget_key_variables(names, key.expose()) };
+    }
 }
 
 /// The tools' context every frontend starts from: the workspace, the bash timeout, a scrubbed

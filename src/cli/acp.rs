@@ -14,7 +14,6 @@ use super::{Failure, usage};
 use crate::acp::{self, ClientFiles, Listed, McpServerSpec, OpenRequest, Opened};
 use crate::agent::{self, Options, Setup};
 use crate::config::{self, Config, Overrides};
-use crate::protocol::WindowSource;
 use crate::session::Session;
 use crate::tools::mcp::{Manager, ServerConfig};
 use crate::tools::{FileAccess, FileFuture, Registry, ToolCtx};
@@ -50,17 +49,13 @@ pub(super) fn run(args: &AcpArgs, launch: &Path) -> Result<ExitCode, Failure> {
     // A bad flag or user config is better said at once than at the first session.
     match config::load(launch, &|n: &str| vars.get(n).cloned(), &overrides) {
         Ok(config) => {
-            if let Some(key) = &config.api_key {
-                let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
-                names.extend(config.api_key_env.as_deref());
-                // SAFETY: still single-threaded: only argument parsing and config loading
-                // ran; logging (a writer thread) and the runtime start below. The sessions'
-                // configurations read the copy taken above.
-                #[allow(unsafe_code)]
-                unsafe {
-                    crate::process::forget_key_variables(names, key.expose())
-                };
-            }
+            // SAFETY: still single-threaded: only argument parsing and config loading ran;
+            // logging (a writer thread) and the runtime start below. The sessions'
+            // configurations read the copy taken above.
+            #[allow(unsafe_code)]
+            unsafe {
+                super::forget_key(&config)
+            };
         }
         Err(config::ConfigError::UntrustedWorkspace { .. }) => {}
         Err(e) => return Err(usage(e)),
@@ -220,25 +215,12 @@ fn tool_ctx(config: &Config, workspace: &Path, files: Option<ClientFiles>) -> To
 
 fn options(config: &Config, skills: crate::tools::skills::Skills) -> Options {
     Options {
-        max_rounds: config.max_rounds,
-        max_tokens: config.max_tokens,
-        context_window: config.context_window,
-        context_window_source: if config.context_window_configured {
-            WindowSource::Config
-        } else {
-            WindowSource::Default
-        },
-        send_reasoning: config.send_reasoning,
         // Every approval goes to the editor: ACP has no --yes.
         auto_approve: false,
-        reserve_tokens: config.reserve_tokens,
-        keep_recent_tokens: config.keep_recent_tokens,
-        trace_content: false,
         subagents: Some(agent::delegate::Subagents::new(
             config.subagents_max_concurrent,
             config.subagents_timeout,
         )),
-        skills: Arc::new(skills),
-        goal_max_rounds: config.goal_max_rounds,
+        ..super::agent_options(config, Arc::new(skills))
     }
 }

@@ -15,7 +15,7 @@ use crate::agent::{self, Options, Setup};
 use crate::attach::{self, Endpoint};
 use crate::config::{Config, Overrides};
 use crate::daemon::{self, Listen};
-use crate::protocol::{AgentHandle, Journal, Recovery, WindowSource};
+use crate::protocol::{AgentHandle, Journal, Recovery};
 use crate::provider::Provider;
 use crate::session::Session;
 use crate::tools::Registry;
@@ -221,22 +221,8 @@ impl daemon::Opener for Wiring {
             mcp: None,
             session,
             options: Options {
-                max_rounds: config.max_rounds,
-                max_tokens: config.max_tokens,
-                context_window: config.context_window,
-                context_window_source: if config.context_window_configured {
-                    WindowSource::Config
-                } else {
-                    WindowSource::Default
-                },
-                send_reasoning: config.send_reasoning,
-                auto_approve: false,
-                reserve_tokens: config.reserve_tokens,
-                keep_recent_tokens: config.keep_recent_tokens,
-                trace_content: false,
                 subagents: Some(self.subagents.clone()),
-                skills: self.skills.clone(),
-                goal_max_rounds: config.goal_max_rounds,
+                ..super::agent_options(config, self.skills.clone())
             },
         };
         let hooks = Hooks {
