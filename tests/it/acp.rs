@@ -54,6 +54,30 @@ struct Harness {
     buffers: Option<HashMap<PathBuf, String>>,
 }
 
+/// Opens a session in `dir`, sends one prompt and waits for its end: the stop reason, the
+/// updates seen until then and the session id, with what the harness saw and the exit.
+async fn prompt_in_new_session(
+    dir: &Path,
+    harness: Harness,
+    prompt: &'static str,
+) -> (
+    (StopReason, Vec<SessionUpdate>, String),
+    Arc<Mutex<Seen>>,
+    std::process::Output,
+) {
+    let cwd = dir.to_path_buf();
+    drive(dir, harness, async move |cx, mut rx| {
+        let id = new_session(&cx, &cwd).await;
+        let response = cx
+            .send_request(PromptRequest::new(id.clone(), text(prompt)))
+            .block_task()
+            .await
+            .unwrap();
+        (response.stop_reason, drain(&mut rx), id)
+    })
+    .await
+}
+
 /// Runs `body` as an ACP client of `minicode acp` started in `dir`. Updates arrive on the
 /// channel handed to the body; the child is waited for after the client closes its stdin.
 async fn drive<T, F>(
@@ -234,16 +258,8 @@ async fn prompt_with_an_allowed_tool_call_streams_updates_and_ends_the_turn() {
         envs: Vec::new(),
         buffers: None,
     };
-    let ((stop, updates, id), seen, output) = drive(&dir, harness, async |cx, mut rx| {
-        let id = new_session(&cx, &dir).await;
-        let response = cx
-            .send_request(PromptRequest::new(id.clone(), text("make out.txt")))
-            .block_task()
-            .await
-            .unwrap();
-        (response.stop_reason, drain(&mut rx), id)
-    })
-    .await;
+    let ((stop, updates, id), seen, output) =
+        prompt_in_new_session(&dir, harness, "make out.txt").await;
     assert!(output.status.success(), "{output:?}");
     assert_eq!(stop, StopReason::EndTurn);
     // The slash commands were offered.
@@ -305,16 +321,7 @@ async fn a_rejected_tool_call_does_not_run_and_the_model_is_told() {
         envs: Vec::new(),
         buffers: None,
     };
-    let ((stop, updates), seen, output) = drive(&dir, harness, async |cx, mut rx| {
-        let id = new_session(&cx, &dir).await;
-        let response = cx
-            .send_request(PromptRequest::new(id, text("try it")))
-            .block_task()
-            .await
-            .unwrap();
-        (response.stop_reason, drain(&mut rx))
-    })
-    .await;
+    let ((stop, updates, _), seen, output) = prompt_in_new_session(&dir, harness, "try it").await;
     assert!(output.status.success(), "{output:?}");
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(seen.lock().unwrap().permissions.len(), 1);
@@ -475,16 +482,8 @@ async fn offered_fs_capability_serves_reads_and_writes_through_the_client() {
             "alpha\nsecond\n".to_string(),
         )])),
     };
-    let ((stop, updates), seen, output) = drive(&dir, harness, async |cx, mut rx| {
-        let id = new_session(&cx, &dir).await;
-        let response = cx
-            .send_request(PromptRequest::new(id, text("change alpha to beta")))
-            .block_task()
-            .await
-            .unwrap();
-        (response.stop_reason, drain(&mut rx))
-    })
-    .await;
+    let ((stop, updates, _), seen, output) =
+        prompt_in_new_session(&dir, harness, "change alpha to beta").await;
     assert!(output.status.success(), "{output:?}");
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(
@@ -552,16 +551,7 @@ async fn a_workspace_outside_confinement_is_still_refused_with_client_files() {
         envs: Vec::new(),
         buffers: Some(HashMap::new()),
     };
-    let ((stop, updates), seen, output) = drive(&dir, harness, async |cx, mut rx| {
-        let id = new_session(&cx, &dir).await;
-        let response = cx
-            .send_request(PromptRequest::new(id, text("read it")))
-            .block_task()
-            .await
-            .unwrap();
-        (response.stop_reason, drain(&mut rx))
-    })
-    .await;
+    let ((stop, updates, _), seen, output) = prompt_in_new_session(&dir, harness, "read it").await;
     assert!(output.status.success(), "{output:?}");
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(
