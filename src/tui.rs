@@ -20,6 +20,7 @@ pub mod panel;
 pub mod reasoning;
 mod scroll;
 pub mod segment;
+mod segment_cache;
 pub mod select;
 pub mod state;
 pub(crate) mod subagents;

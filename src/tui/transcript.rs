@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use super::markdown;
 use super::reasoning::{self, Thought};
 use super::segment::Splitter;
+use super::segment_cache::ClosedSegments;
 use super::wrap::{self, Run, sanitize};
 use crate::chat::{ApprovalRequest, ToolStatus};
 use crate::protocol::Decision;
@@ -105,48 +106,51 @@ pub enum Kind {
 struct Layout {
     width: usize,
     rev: u64,
-    /// Lines of closed segments (replies) or all lines (everything else).
+    /// All lines of anything but a reply.
     head: Vec<Line<'static>>,
-    /// Closed reply segments already in `head`.
-    head_segments: usize,
-    /// Lines of the open reply segment, plus the blank line that ends every entry.
+    /// A reply's closed segments: their heights, and the lines of those read recently.
+    closed: ClosedSegments,
+    /// Lines of a reply's open segment, plus the blank line that ends every entry.
     tail: Vec<Line<'static>>,
-    /// Closed segments in `head` whose code is still plain, by first line: highlighted when
-    /// one of their lines is first drawn (see [`Transcript::with_drawn_line`]).
-    plain: Vec<PlainSegment>,
-}
-
-/// A closed reply segment laid out without highlighting.
-struct PlainSegment {
-    start: usize,
-    len: usize,
-    segment: usize,
 }
 
 impl Layout {
-    /// Highlights the plain segment holding head line `line`, if there is one.
-    fn highlight_at(&mut self, line: usize, reply: &Reply) {
-        let at = self.plain.partition_point(|p| p.start + p.len <= line);
-        if self.plain.get(at).is_none_or(|p| p.start > line) {
-            return;
-        }
-        let p = self.plain.remove(at);
-        let lines = segment(reply, p.segment, self.width, true);
-        if lines.len() == p.len {
-            self.head.splice(p.start..p.start + p.len, lines);
+    fn new(width: usize, rev: u64) -> Self {
+        Self {
+            width,
+            rev,
+            head: Vec::new(),
+            closed: ClosedSegments::default(),
+            tail: Vec::new(),
         }
     }
 
     fn len(&self) -> usize {
-        self.head.len() + self.tail.len()
+        self.head.len() + self.closed.lines() + self.tail.len()
     }
 
-    fn get(&self, i: usize) -> Option<&Line<'static>> {
+    /// Rendered lines held (what the cache budget counts).
+    fn resident(&self) -> usize {
+        self.head.len() + self.closed.resident_lines() + self.tail.len()
+    }
+
+    /// Line `i`; a closed reply segment is rendered again if its lines were dropped, and
+    /// highlighted if `drawn` (see [`Transcript::with_drawn_line`]).
+    fn get(&mut self, i: usize, kind: &Kind, drawn: bool) -> Option<&Line<'static>> {
         if i < self.head.len() {
-            self.head.get(i)
-        } else {
-            self.tail.get(i - self.head.len())
+            return self.head.get(i);
         }
+        let i = i - self.head.len();
+        if i < self.closed.lines() {
+            let Kind::Assistant(reply) = kind else {
+                return None;
+            };
+            let width = self.width;
+            return self
+                .closed
+                .line(i, drawn, |k, highlight| segment(reply, k, width, highlight));
+        }
+        self.tail.get(i - self.closed.lines())
     }
 }
 
@@ -258,7 +262,7 @@ impl Transcript {
 
     /// Number of lines entry `i` takes at `width`.
     pub fn height(&self, i: usize, width: usize) -> usize {
-        self.with_layout(i, width, |l| l.len()).unwrap_or(0)
+        self.with_layout(i, width, |l, _| l.len()).unwrap_or(0)
     }
 
     /// Line `line` of entry `i` at `width`, handed to `f`.
@@ -269,7 +273,8 @@ impl Transcript {
         width: usize,
         f: impl FnOnce(&Line<'static>) -> R,
     ) -> Option<R> {
-        self.with_layout(i, width, |l| l.get(line).map(f)).flatten()
+        self.with_layout(i, width, |l, kind| l.get(line, kind, false).map(f))
+            .flatten()
     }
 
     /// Like [`Transcript::with_line`] for a line about to be drawn: a closed reply segment's
@@ -284,32 +289,24 @@ impl Transcript {
         width: usize,
         f: impl FnOnce(&Line<'static>) -> R,
     ) -> Option<R> {
-        self.with_layout(i, width, |_| ())?;
-        let entry = self.entries.get(i)?;
-        if let Kind::Assistant(reply) = &entry.kind
-            && let Some(layout) = entry.cache.borrow_mut().as_mut()
-        {
-            layout.highlight_at(line, reply);
-        }
-        self.with_line(i, line, width, f)
+        self.with_layout(i, width, |l, kind| l.get(line, kind, true).map(f))
+            .flatten()
     }
 
-    fn with_layout<R>(&self, i: usize, width: usize, f: impl FnOnce(&Layout) -> R) -> Option<R> {
+    fn with_layout<R>(
+        &self,
+        i: usize,
+        width: usize,
+        f: impl FnOnce(&mut Layout, &Kind) -> R,
+    ) -> Option<R> {
         let entry = self.entries.get(i)?;
         let mut cache = entry.cache.borrow_mut();
-        let old_len = cache.as_ref().map(Layout::len);
+        let old = cache.as_ref().map(Layout::resident);
         let fresh = matches!(&*cache, Some(l) if l.width == width && l.rev == entry.rev);
         if !fresh {
             let mut layout = match cache.take() {
                 Some(l) if l.width == width => l,
-                _ => Layout {
-                    width,
-                    rev: entry.rev,
-                    head: Vec::new(),
-                    head_segments: 0,
-                    tail: Vec::new(),
-                    plain: Vec::new(),
-                },
+                _ => Layout::new(width, entry.rev),
             };
             layout.rev = entry.rev;
             relayout(
@@ -319,14 +316,14 @@ impl Transcript {
             );
             *cache = Some(layout);
         }
-        let layout = cache.as_ref()?;
-        if old_len.is_none() {
+        let layout = cache.as_mut()?;
+        let result = f(layout, &entry.kind);
+        if old.is_none() {
             self.cached.borrow_mut().push(i);
         }
-        let new_len = layout.len();
         self.cached_lines
-            .set(self.cached_lines.get().saturating_sub(old_len.unwrap_or(0)) + new_len);
-        Some(f(layout))
+            .set(self.cached_lines.get().saturating_sub(old.unwrap_or(0)) + layout.resident());
+        Some(result)
     }
 
     /// The rows of a `height`-row window at `width`: `(entry, line)` pairs from the top.
@@ -444,7 +441,7 @@ impl Transcript {
                 return false;
             };
             if i >= lo && i <= hi {
-                total += e.cache.borrow().as_ref().map_or(0, Layout::len);
+                total += e.cache.borrow().as_ref().map_or(0, Layout::resident);
                 return true;
             }
             *e.cache.borrow_mut() = None;
@@ -464,19 +461,14 @@ fn relayout(kind: &Kind, layout: &mut Layout, expanded: bool) {
     match kind {
         Kind::Assistant(reply) => {
             let cuts = reply.splitter.cuts();
-            while layout.head_segments < cuts.len() {
-                let k = layout.head_segments;
-                let later = has_fence(reply, k);
-                let lines = segment(reply, k, width, !later);
-                if later {
-                    layout.plain.push(PlainSegment {
-                        start: layout.head.len(),
-                        len: lines.len(),
-                        segment: k,
-                    });
-                }
-                layout.head.extend(lines);
-                layout.head_segments += 1;
+            while layout.closed.count() < cuts.len() {
+                let k = layout.closed.count();
+                // Code is highlighted when first drawn, not here: most of a fast reply's
+                // code scrolls past unseen.
+                let fenced = has_fence(reply, k);
+                layout
+                    .closed
+                    .push(segment(reply, k, width, !fenced), fenced);
             }
             // The open segment is re-rendered every frame: its code stays plain until it
             // closes (or the reply ends).

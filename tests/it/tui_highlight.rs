@@ -352,3 +352,25 @@ fn a_closed_segment_is_highlighted_when_first_drawn_not_when_it_closes() {
     // Highlighted once: later reads see the coloured line.
     assert!(line_fgs(&t, line, width, false) >= 3);
 }
+
+#[test]
+fn a_highlighted_segment_stays_highlighted_after_its_lines_were_dropped_and_read_again() {
+    let text = format!("{REPLY}\n{}", "A filler paragraph.\n\n".repeat(3_000));
+    let mut t = Transcript::default();
+    t.push(Kind::Assistant(Reply::new(&text)));
+    let width = 60;
+    let height = t.height(0, width);
+    let line = (0..40)
+        .find(|&i| {
+            t.with_line(0, i, width, line_text)
+                .unwrap()
+                .contains("let n = 42;")
+        })
+        .unwrap();
+    assert!(line_fgs(&t, line, width, true) >= 3);
+    // Read the rest of the reply, so the code's lines are dropped from what is held.
+    for i in line + 1..height {
+        t.with_line(0, i, width, line_text).unwrap();
+    }
+    assert!(line_fgs(&t, line, width, false) >= 3);
+}

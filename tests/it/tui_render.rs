@@ -132,6 +132,35 @@ fn transcript_cache_stays_bounded_while_paging_through_thousands_of_entries() {
 }
 
 #[test]
+fn a_long_reply_holds_a_bounded_number_of_rendered_lines_and_reads_back_the_same() {
+    let mut md = String::new();
+    for i in 0..1_500 {
+        md.push_str(&format!(
+            "## Part {i}\n\nSome **bold** text and `code` in part {i}.\n\n- one\n- two\n\n"
+        ));
+    }
+    let width = 60;
+    let whole: Vec<String> = markdown::render(&md, width).iter().map(line_text).collect();
+    let mut t = Transcript::default();
+    t.push(Kind::Assistant(Reply::new(&md)));
+    let height = t.height(0, width);
+    assert!(height > 10_000, "{height}");
+    let read = |i: usize| t.with_line(0, i, width, line_text).unwrap();
+    // The tail window, then every line from the top, then backwards: the dropped lines are
+    // rendered again, identical, and what is held stays bounded however far one reads.
+    let _ = t.window(Scroll::Tail, width, 40);
+    assert!(t.cached_lines() < 2_000, "{}", t.cached_lines());
+    let forwards: Vec<String> = (0..height).map(read).collect();
+    assert!(t.cached_lines() < 2_000, "{}", t.cached_lines());
+    let backwards: Vec<String> = (0..height).rev().map(read).collect();
+    assert!(t.cached_lines() < 2_000, "{}", t.cached_lines());
+    assert_eq!(forwards.len(), whole.len() + 1);
+    assert_eq!(forwards[..whole.len()], whole[..]);
+    assert!(backwards.into_iter().rev().eq(forwards));
+    assert_eq!(t.with_line(0, height, width, line_text), None);
+}
+
+#[test]
 fn draft_edits_across_lines_and_words() {
     let mut d = Draft::default();
     d.insert_str("hello brave world");
