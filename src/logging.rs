@@ -15,7 +15,7 @@ pub mod otlp;
 
 use std::path::Path;
 
-use tracing_appender::non_blocking::{NonBlocking, WorkerGuard};
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_appender::rolling::{RollingFileAppender, Rotation};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::FmtSpan;
@@ -25,6 +25,12 @@ pub const ENV_LOG: &str = "MINICODE_LOG";
 
 /// How many daily files are kept.
 pub(crate) const KEEP_FILES: usize = 7;
+
+/// Log lines queued for the writer thread before new ones are dropped. tracing-appender's
+/// default of 128,000 preallocates (and touches) a 4 MB queue in every process, the largest
+/// single allocation minicode made; a turn logs a handful of lines, and a burst beyond this
+/// many at `trace` level loses lines rather than blocking the agent.
+const LOG_QUEUE_LINES: usize = 8_192;
 
 /// Keeps the background writer (and the span exporter, when telemetry is on) alive; dropping
 /// it sends the last spans (waiting at most [`otlp::EXIT_FLUSH`]) and then flushes the log, so
@@ -126,7 +132,9 @@ fn open_log(workspace: &Path, directive: &str) -> Option<(NonBlocking, EnvFilter
         .max_log_files(KEEP_FILES)
         .build(&dir)
         .ok()?;
-    let (writer, worker) = tracing_appender::non_blocking(appender);
+    let (writer, worker) = NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .finish(appender);
     Some((writer, filter, worker))
 }
 
