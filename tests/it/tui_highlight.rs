@@ -324,20 +324,27 @@ fn line_fgs(t: &Transcript, line: usize, width: usize, drawn: bool) -> usize {
     }
 }
 
-#[test]
-fn a_closed_segment_is_highlighted_when_first_drawn_not_when_it_closes() {
-    let text = format!("{REPLY}\n{}", "A filler paragraph.\n\n".repeat(60));
+/// `REPLY` followed by `paragraphs` filler paragraphs, as one finished reply at width 60:
+/// the transcript, its height, and the line holding `let n = 42;`.
+fn reply_then_filler(paragraphs: usize) -> (Transcript, usize, usize) {
+    let text = format!("{REPLY}\n{}", "A filler paragraph.\n\n".repeat(paragraphs));
     let mut t = Transcript::default();
     t.push(Kind::Assistant(Reply::new(&text)));
-    let width = 60;
-    let height = t.height(0, width);
+    let height = t.height(0, 60);
     let line = (0..height)
         .find(|&i| {
-            t.with_line(0, i, width, line_text)
+            t.with_line(0, i, 60, line_text)
                 .unwrap()
                 .contains("let n = 42;")
         })
         .unwrap();
+    (t, height, line)
+}
+
+#[test]
+fn a_closed_segment_is_highlighted_when_first_drawn_not_when_it_closes() {
+    let (t, height, line) = reply_then_filler(60);
+    let width = 60;
 
     // Laid out (the code scrolled past), never drawn: one plain code colour.
     assert_eq!(line_fgs(&t, line, width, false), 1);
@@ -355,18 +362,8 @@ fn a_closed_segment_is_highlighted_when_first_drawn_not_when_it_closes() {
 
 #[test]
 fn a_highlighted_segment_stays_highlighted_after_its_lines_were_dropped_and_read_again() {
-    let text = format!("{REPLY}\n{}", "A filler paragraph.\n\n".repeat(3_000));
-    let mut t = Transcript::default();
-    t.push(Kind::Assistant(Reply::new(&text)));
+    let (t, height, line) = reply_then_filler(3_000);
     let width = 60;
-    let height = t.height(0, width);
-    let line = (0..40)
-        .find(|&i| {
-            t.with_line(0, i, width, line_text)
-                .unwrap()
-                .contains("let n = 42;")
-        })
-        .unwrap();
     assert!(line_fgs(&t, line, width, true) >= 3);
     // Read the rest of the reply, so the code's lines are dropped from what is held.
     for i in line + 1..height {

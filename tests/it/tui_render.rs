@@ -71,14 +71,18 @@ fn reply_lines(reply: Reply, width: usize) -> Vec<String> {
         .collect()
 }
 
+/// `n` parts of a heading, a paragraph and a list.
+fn parts(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!("## Part {i}\n\nSome text for part {i} with **bold** words.\n\n- a\n- b\n\n")
+        })
+        .collect()
+}
+
 #[test]
 fn streamed_reply_lays_out_like_the_whole_text() {
-    let mut md = String::new();
-    for i in 0..30 {
-        md.push_str(&format!(
-            "## Part {i}\n\nSome text for part {i} with **bold** words.\n\n- a\n- b\n\n"
-        ));
-    }
+    let mut md = parts(30);
     md.push_str("```\n");
     for i in 0..150 {
         md.push_str(&format!("code line {i}\n"));
@@ -133,12 +137,7 @@ fn transcript_cache_stays_bounded_while_paging_through_thousands_of_entries() {
 
 #[test]
 fn a_long_reply_holds_a_bounded_number_of_rendered_lines_and_reads_back_the_same() {
-    let mut md = String::new();
-    for i in 0..1_500 {
-        md.push_str(&format!(
-            "## Part {i}\n\nSome **bold** text and `code` in part {i}.\n\n- one\n- two\n\n"
-        ));
-    }
+    let md = parts(1_500);
     let width = 60;
     let whole: Vec<String> = markdown::render(&md, width).iter().map(line_text).collect();
     let mut t = Transcript::default();
