@@ -665,7 +665,7 @@ fn a_large_session_saves_and_loads_whole() {
 }
 
 #[test]
-fn saves_after_each_append_write_whole_valid_snapshots_with_every_outcome() {
+fn saves_after_each_append_leave_a_valid_snapshot_and_lose_nothing() {
     let (_tmp, ws) = workspace();
     let mut s = Session::create(&ws).unwrap();
     let mut expected = Vec::new();
@@ -680,7 +680,8 @@ fn saves_after_each_append_write_whole_valid_snapshots_with_every_outcome() {
         s.totals_mut().turns = round + 1;
         s.save().unwrap();
         expected = s.messages().to_vec();
-        // Every save leaves a complete, valid JSON object with the same fields as before.
+        // Every save leaves a complete, valid JSON object with the same fields as before; what
+        // it does not hold yet is in the journal beside it (tests/it/session_journal.rs).
         let json: serde_json::Value = serde_json::from_slice(&fs::read(s.path()).unwrap()).unwrap();
         let keys: Vec<&str> = json
             .as_object()
@@ -699,8 +700,7 @@ fn saves_after_each_append_write_whole_valid_snapshots_with_every_outcome() {
         ] {
             assert!(keys.contains(&key), "{keys:?}");
         }
-        assert_eq!(json["messages"].as_array().unwrap().len(), expected.len());
-        assert_eq!(json["totals"]["turns"], round + 1);
+        assert!(json["messages"].as_array().unwrap().len() <= expected.len());
     }
     let id = s.id().to_string();
     drop(s);
