@@ -25,7 +25,18 @@ impl Session {
             id: self.id.clone(),
             reason,
         };
-        if let Some(index) = self.messages.iter().position(|m| m.role == Role::System) {
+        // What the files already hold was checked when it was written (the history only
+        // grows while `disk` is kept), so only the messages added since are looked at.
+        let stored = self
+            .disk
+            .as_ref()
+            .map_or(0, |disk| disk.messages)
+            .min(self.messages.len());
+        if let Some(at) = self.messages[stored..]
+            .iter()
+            .position(|m| m.role == Role::System)
+        {
+            let index = stored + at;
             return Err(invalid(format!("message {index} is a system message")));
         }
         if let Some(checkpoint) = &self.checkpoint {

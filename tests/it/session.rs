@@ -309,6 +309,28 @@ fn save_refuses_system_messages_and_bad_checkpoints() {
         first_kept_index: 1,
     }));
     assert!(matches!(s.save(), Err(SessionError::Invalid { .. })));
+
+    // Late in a session too, where a save looks only at the messages added since the last.
+    let mut s = Session::create(&ws).unwrap();
+    s.push(Message::user("hi"));
+    s.save().unwrap();
+    s.push(Message::assistant(Some("hello".into()), vec![]));
+    s.save().unwrap();
+    let files = |s: &Session| {
+        let journal = fs::read(s.path().with_extension("journal")).unwrap_or_default();
+        (fs::read(s.path()).unwrap(), journal)
+    };
+    let before = files(&s);
+    s.push(Message::system("you are minicode"));
+    for _ in 0..2 {
+        match s.save() {
+            Err(SessionError::Invalid { reason, .. }) => {
+                assert!(reason.contains("message 2 is a system message"), "{reason}")
+            }
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+    assert_eq!(files(&s), before);
 }
 
 #[test]
