@@ -221,6 +221,11 @@ fn main() {
         file("json"),
         file("journal")
     );
+    // The ratio moves with what else the machine does: say how busy it was.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let load: Vec<&str> = load.split_whitespace().take(3).collect();
+        println!("load average (1, 5, 15 min): {}", load.join(" "));
+    }
     println!(
         "cpu per round (median / mean): rounds 1-16 {:.3} / {:.3} ms, rounds 240-256 {:.3} / \
          {:.3} ms (median x{ratio:.2}, target <= 1.5; mean x{:.2})",
