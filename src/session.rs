@@ -1,11 +1,14 @@
 //! Sessions: the conversation history of one workspace saved as a versioned JSON snapshot at
-//! `<workspace>/.minicode/sessions/<id>.json`, written atomically, locked against a second
-//! process, and validated (and repaired where the truth is known) on load. A file in an older
+//! `<workspace>/.minicode/sessions/<id>.json`, written atomically, plus an append-only journal
+//! `<id>.journal` the saves in between add to (so a save costs what it adds), locked against a
+//! second process, and validated (and repaired where the truth is known) on load. A file in an older
 //! format keeps a one-time backup beside it. It stores what the agent hands it and must not
 //! know about providers' transports, tools' effects or terminals; the system prompt is never
 //! stored.
 
+mod journal;
 mod load;
+mod save;
 mod snapshot;
 mod stored;
 
@@ -18,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::chat::{Message, Role, ToolStatus};
 use crate::fsutil;
 
-use load::{load, read_confined};
+use load::{apply_journal, load, read_confined};
 pub use snapshot::{INTERRUPTED_RESULT, Parent};
-use snapshot::{LoadError, Problem, SnapshotHead, SnapshotTail};
+use snapshot::{LoadError, Problem};
 
 /// The snapshot format written by this build. Older files load through one migration path.
 pub const SNAPSHOT_VERSION: u32 = 3;
@@ -147,6 +150,10 @@ pub struct Session {
     serialized: stored::Appended,
     /// How many leading messages the agent has already validated (see [`Session::settled`]).
     settled: usize,
+    /// What this process last wrote to the snapshot and its journal; `None` until the first
+    /// save, and after anything that makes an append impossible: that save rewrites the
+    /// snapshot.
+    disk: Option<journal::Disk>,
     _lock: File,
 }
 
@@ -216,6 +223,7 @@ impl Session {
             repaired: Vec::new(),
             serialized: stored::Appended::default(),
             settled: 0,
+            disk: None,
             _lock: lock,
         };
         session.save()?;
@@ -260,6 +268,7 @@ impl Session {
             repaired: loaded.repaired,
             serialized: stored::Appended::default(),
             settled: 0,
+            disk: None,
             _lock: lock,
         })
     }
@@ -274,6 +283,8 @@ impl Session {
         copy.results = self.results.clone();
         copy.checkpoint = self.checkpoint.clone();
         copy.forked_from = Some(self.id.clone());
+        // `forked_from` is a snapshot field, never journaled: the copy's snapshot is rewritten.
+        copy.disk = None;
         copy.save()?;
         Ok(copy)
     }
@@ -428,6 +439,8 @@ impl Session {
         // The only place the history shrinks: what was serialized or checked of it is void.
         self.serialized = stored::Appended::default();
         self.settled = 0;
+        // The journal only appends: the next save rewrites the snapshot.
+        self.disk = None;
         while self.results.last().is_some_and(|(at, _)| *at >= keep) {
             self.results.pop();
         }
@@ -441,55 +454,11 @@ impl Session {
             return Ok(false);
         }
         std::fs::remove_file(&self.path).map_err(io_error(&self.path))?;
+        let journal = journal::path_of(&self.path);
+        journal::remove(&journal).map_err(io_error(&journal))?;
         // The json is gone first, so a racing `open` fails with NotFound, never on a stale lock.
         let _ = std::fs::remove_file(self.path.with_extension("lock"));
         Ok(true)
-    }
-
-    /// Writes the snapshot atomically (temp file, fsync, rename; mode 0600). Refuses a history
-    /// holding a system message or a checkpoint that does not fit it.
-    pub fn save(&mut self) -> Result<(), SessionError> {
-        let invalid = |reason: String| SessionError::Invalid {
-            id: self.id.clone(),
-            reason,
-        };
-        if let Some(index) = self.messages.iter().position(|m| m.role == Role::System) {
-            return Err(invalid(format!("message {index} is a system message")));
-        }
-        if let Some(checkpoint) = &self.checkpoint {
-            snapshot::check_checkpoint(checkpoint, &self.messages).map_err(invalid)?;
-        }
-        // Written as head, cached messages and tail, spliced into one JSON object: serializing
-        // the whole history on every save would grow with it (three saves per goal round).
-        let head = SnapshotHead {
-            version: SNAPSHOT_VERSION,
-            id: &self.id,
-            workspace: &self.workspace,
-            created: snapshot::format_time(self.created),
-            updated: snapshot::format_time(SystemTime::now()),
-        };
-        let tail = SnapshotTail {
-            totals: &self.totals,
-            checkpoint: self.checkpoint.as_ref(),
-            parent: self.parent.as_ref(),
-            forked_from: self.forked_from.as_deref(),
-        };
-        let cannot = |e: serde_json::Error| invalid(format!("cannot serialize: {e}"));
-        let head = serde_json::to_vec(&head).map_err(cannot)?;
-        let tail = serde_json::to_vec(&tail).map_err(cannot)?;
-        let messages = self.serialized.extend(&self.messages, &self.results);
-        let messages = messages.map_err(cannot)?;
-        // Both are objects with at least one field: `{…}` without its closing and opening brace.
-        let parts: [&[u8]; 5] = [
-            &head[..head.len() - 1],
-            b",\"messages\":[",
-            messages,
-            b"],",
-            &tail[1..],
-        ];
-        fsutil::write_atomic_parts(&self.path, &parts, Some(0o600))
-            .map_err(io_error(&self.path))?;
-        Ok(())
     }
 }
 
@@ -538,13 +507,16 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         Ok(bytes) => bytes,
         Err(e) => return broken(format!("cannot read: {e}")),
     };
-    let snapshot = match snapshot::parse(&bytes) {
+    let mut snapshot = match snapshot::parse(&bytes) {
         Ok(parsed) => parsed.snapshot,
         Err(LoadError::TooNew(v)) => {
             return broken(format!("format version {v} is newer than this minicode"));
         }
         Err(LoadError::Corrupt(reason)) => return broken(format!("corrupt: {reason}")),
     };
+    if let Err(e) = apply_journal(workspace, path, &mut snapshot) {
+        return broken(e.to_string());
+    }
     match snapshot::validate(&snapshot, id, workspace) {
         Ok(_) => {}
         Err(Problem::Corrupt(reason)) => return broken(format!("corrupt: {reason}")),

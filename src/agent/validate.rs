@@ -58,8 +58,44 @@ pub fn messages(messages: &[&Message]) -> Result<(), ValidationError> {
 /// one message alone (fields of its tool calls, their ids, the arguments' JSON), so checking
 /// each request of a long session does not re-parse its whole past. The order rules (every call
 /// answered, no result without its call) are still checked for every message.
+///
+/// When the request carries the whole checked prefix from some message on, in order and by
+/// address (the kept history of a session), that run is not walked at all: it was checked as a
+/// whole, and it begins and ends with no batch open, so only what comes before it (which must
+/// leave no batch open) and after it is checked. A request then costs what it adds, not its
+/// whole past.
 pub fn request(messages: &[&Message], checked: &[Message]) -> Result<(), ValidationError> {
-    check(messages.iter().copied(), 0, true, checked).map(drop)
+    match checked_run(messages, checked) {
+        Some((start, end)) => {
+            check(messages[..start].iter().copied(), 0, true, &[])?;
+            check(messages[end..].iter().copied(), end, true, &[]).map(drop)
+        }
+        None => check(messages.iter().copied(), 0, true, checked).map(drop),
+    }
+}
+
+/// `messages[start..end]`, the same messages (by address) as `checked[first..]` for some
+/// `first` where no batch is open (not a tool result): the end of `checked` is a settled point,
+/// where none is open either.
+fn checked_run(messages: &[&Message], checked: &[Message]) -> Option<(usize, usize)> {
+    let range = checked.as_ptr_range();
+    let start = messages
+        .iter()
+        .position(|m| range.contains(&std::ptr::from_ref(*m)))?;
+    // Its index in `checked`, from the addresses (a walk would cost what this saves).
+    let offset = std::ptr::from_ref(messages[start]).addr() - range.start.addr();
+    let first = offset / std::mem::size_of::<Message>().max(1);
+    if !std::ptr::eq(checked.get(first)?, messages[start]) {
+        return None;
+    }
+    let rest = &checked[first..];
+    let len = messages[start..]
+        .iter()
+        .zip(rest)
+        .take_while(|(m, c)| std::ptr::eq(**m, *c))
+        .count();
+    let whole = len == rest.len() && rest.first().is_some_and(|m| m.role != Role::Tool);
+    whole.then_some((start, start + len))
 }
 
 /// [`messages`] for an owned history slice (a session's raw history).

@@ -19,9 +19,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION};
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION,
+};
 
 use super::compat::{self, Quirks};
 use super::http_error::{clean, error_from_response, redact_prefix, retry_after_ms, scrub};
@@ -34,7 +35,7 @@ use super::{
 };
 use crate::defaults;
 use completion::parse_completion;
-use request::{EncodedMessages, Payload};
+use request::{Body, EncodedMessages, Payload};
 
 /// Sent with every request, so server operators can tell who is calling.
 const USER_AGENT: &str = concat!("minicode/", env!("CARGO_PKG_VERSION"));
@@ -325,7 +326,7 @@ impl OpenAi {
     /// answers become errors.
     fn send(
         &self,
-        body: Bytes,
+        body: Body,
         accept: &'static str,
         head_timeout: Duration,
     ) -> impl Future<Output = Result<reqwest::Response, ProviderError>> + Send + 'static + use<>
@@ -335,7 +336,12 @@ impl OpenAi {
             .post(&self.url)
             .headers(self.headers.clone())
             .header(ACCEPT, accept)
-            .body(body);
+            // The pieces are streamed without joining them; the explicit length keeps the
+            // request out of chunked encoding.
+            .header(CONTENT_LENGTH, body.len())
+            .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                body.parts.map(Ok::<_, std::convert::Infallible>),
+            )));
         let key = self.key.clone();
         async move {
             let response = match tokio::time::timeout(head_timeout, request.send()).await {

@@ -1,6 +1,7 @@
 //! Reading a session file: confined to the workspace, parsed through the one migrate path,
 //! validated, a one-time backup kept when the format was older, and a call left open at the
-//! end answered as interrupted (in memory only). The file itself is never modified here.
+//! end answered as interrupted (in memory only). The snapshot's journal, when there is one, is
+//! applied after it. Neither file is ever modified here.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -8,9 +9,9 @@ use std::time::SystemTime;
 use crate::chat::{Message, ToolStatus};
 use crate::fsutil;
 
-use super::snapshot::{self, LoadError, Parsed, Problem};
-use super::stored;
+use super::snapshot::{self, LoadError, Parsed, Problem, Snapshot};
 use super::{Checkpoint, INTERRUPTED_RESULT, Parent, ResultInfo, SessionError, Totals, io_error};
+use super::{journal, stored};
 
 pub(super) struct Loaded {
     pub(super) created: SystemTime,
@@ -33,7 +34,7 @@ pub(super) fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, Se
         reason,
     };
     let Parsed {
-        snapshot,
+        mut snapshot,
         migrated_from,
     } = snapshot::parse(&bytes).map_err(|e| match e {
         LoadError::TooNew(version) => SessionError::TooNew {
@@ -42,6 +43,7 @@ pub(super) fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, Se
         },
         LoadError::Corrupt(reason) => corrupt(reason),
     })?;
+    apply_journal(workspace, path, &mut snapshot)?;
     let open = snapshot::validate(&snapshot, id, workspace).map_err(|p| match p {
         Problem::Corrupt(reason) => corrupt(reason),
         Problem::WrongWorkspace(found) => SessionError::WrongWorkspace {
@@ -79,6 +81,33 @@ pub(super) fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, Se
         forked_from: snapshot.forked_from,
         repaired: open,
     })
+}
+
+/// Applies the journal beside the snapshot at `path`, if there is one (see `journal::replay`).
+/// A torn last line is only logged; a bad line before it makes the session corrupt, with both
+/// files left as they are.
+pub(super) fn apply_journal(
+    workspace: &Path,
+    path: &Path,
+    snapshot: &mut Snapshot,
+) -> Result<(), SessionError> {
+    let journal = journal::path_of(path);
+    let bytes = match read_confined(workspace, &journal) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error(&journal)(e)),
+    };
+    match journal::replay(snapshot, &bytes) {
+        Ok(None) => Ok(()),
+        Ok(Some(warning)) => {
+            tracing::warn!(path = %journal.display(), "{warning}");
+            Ok(())
+        }
+        Err(reason) => Err(SessionError::Corrupt {
+            path: journal,
+            reason,
+        }),
+    }
 }
 
 /// Reads a session file only if it is a regular file whose real path is inside the workspace:

@@ -302,3 +302,62 @@ fn a_request_skips_only_the_per_call_checks_of_messages_from_the_checked_history
         Err(ValidationError::Arguments { .. })
     ));
 }
+
+#[test]
+fn a_request_carrying_the_whole_checked_history_still_checks_what_is_around_it() {
+    // Broken arguments in the history: a run taken from it as a whole is trusted as checked.
+    let history = vec![
+        Message::user("x"),
+        Message::assistant(None, vec![call("a", "not json")]),
+        Message::tool_result("a", "1"),
+    ];
+    let system = Message::system("sys");
+    let lead = Message::user("memory");
+    let ack = Message::assistant(Some("ok".into()), vec![]);
+    let mut refs: Vec<&Message> = vec![&system, &lead, &ack];
+    refs.extend(&history);
+    validate::request(&refs, &history).unwrap();
+
+    // A batch left open before the run is refused, naming that batch.
+    let open = Message::assistant(None, vec![call("z", "{}")]);
+    let mut before: Vec<&Message> = vec![&system, &open];
+    before.extend(&history);
+    assert_eq!(
+        validate::request(&before, &history).unwrap_err(),
+        ValidationError::UnansweredAtEnd {
+            index: 1,
+            call_id: "z".into()
+        }
+    );
+
+    // What follows the run is checked with its own indices.
+    let stray = Message::tool_result("a", "again");
+    let mut after = refs.clone();
+    after.push(&stray);
+    assert_eq!(
+        validate::request(&after, &history).unwrap_err(),
+        ValidationError::UnexpectedResult {
+            index: 6,
+            call_id: "a".into()
+        }
+    );
+    let bad = Message::assistant(None, vec![call("b", "not json")]);
+    let answer = Message::tool_result("b", "2");
+    let mut after = refs.clone();
+    after.extend([&bad, &answer]);
+    assert_eq!(
+        validate::request(&after, &history).unwrap_err(),
+        ValidationError::Arguments {
+            index: 6,
+            call_id: "b".into()
+        }
+    );
+
+    // A run that starts inside a batch (at a result) is not trusted as a whole.
+    let mut inside: Vec<&Message> = vec![&system];
+    inside.extend(&history[2..]);
+    assert!(matches!(
+        validate::request(&inside, &history),
+        Err(ValidationError::UnexpectedResult { index: 1, .. })
+    ));
+}

@@ -561,3 +561,45 @@ async fn consecutive_requests_send_exactly_their_own_messages() {
     );
     assert_eq!(sent_contents(&server, 2), ["sys", "a summary instead"]);
 }
+
+#[tokio::test]
+async fn a_request_body_goes_out_whole_with_its_length_never_chunked() {
+    use crate::support::stream::run_messages;
+    let server = MockServer::start(vec![
+        text_reply("one", 3),
+        text_reply("two", 3),
+        text_reply("three", 3),
+    ])
+    .await;
+    let p = provider(&server);
+    let system = Message::system("sys");
+    let first = Message::user("first \"question\"\nwith a newline");
+    let answer = Message::assistant(Some("an answer".into()), vec![]);
+    // Grown, then cut back to a shorter prefix, then grown again: the cached array is cut
+    // and extended, never sent stale or half-closed.
+    for messages in [
+        &[&system, &first, &answer][..],
+        &[&system, &first][..],
+        &[&system, &first, &answer][..],
+    ] {
+        assert!(run_messages(&p, messages).await.1.is_none());
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    for r in &requests {
+        let header = |name: &str| {
+            r.headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(header("transfer-encoding"), None);
+        assert_eq!(header("content-length"), Some(r.raw_body.len().to_string()));
+        assert!(r.body.is_object(), "{}", r.raw_body);
+    }
+    let expected = |texts: &[&str]| texts.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+    let full = expected(&["sys", "first \"question\"\nwith a newline", "an answer"]);
+    assert_eq!(sent_contents(&server, 0), full);
+    assert_eq!(sent_contents(&server, 1), full[..2]);
+    assert_eq!(sent_contents(&server, 2), full);
+}

@@ -309,6 +309,28 @@ fn save_refuses_system_messages_and_bad_checkpoints() {
         first_kept_index: 1,
     }));
     assert!(matches!(s.save(), Err(SessionError::Invalid { .. })));
+
+    // Late in a session too, where a save looks only at the messages added since the last.
+    let mut s = Session::create(&ws).unwrap();
+    s.push(Message::user("hi"));
+    s.save().unwrap();
+    s.push(Message::assistant(Some("hello".into()), vec![]));
+    s.save().unwrap();
+    let files = |s: &Session| {
+        let journal = fs::read(s.path().with_extension("journal")).unwrap_or_default();
+        (fs::read(s.path()).unwrap(), journal)
+    };
+    let before = files(&s);
+    s.push(Message::system("you are minicode"));
+    for _ in 0..2 {
+        match s.save() {
+            Err(SessionError::Invalid { reason, .. }) => {
+                assert!(reason.contains("message 2 is a system message"), "{reason}")
+            }
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+    assert_eq!(files(&s), before);
 }
 
 #[test]
@@ -665,7 +687,7 @@ fn a_large_session_saves_and_loads_whole() {
 }
 
 #[test]
-fn saves_after_each_append_write_whole_valid_snapshots_with_every_outcome() {
+fn saves_after_each_append_leave_a_valid_snapshot_and_lose_nothing() {
     let (_tmp, ws) = workspace();
     let mut s = Session::create(&ws).unwrap();
     let mut expected = Vec::new();
@@ -680,7 +702,8 @@ fn saves_after_each_append_write_whole_valid_snapshots_with_every_outcome() {
         s.totals_mut().turns = round + 1;
         s.save().unwrap();
         expected = s.messages().to_vec();
-        // Every save leaves a complete, valid JSON object with the same fields as before.
+        // Every save leaves a complete, valid JSON object with the same fields as before; what
+        // it does not hold yet is in the journal beside it (tests/it/session_journal.rs).
         let json: serde_json::Value = serde_json::from_slice(&fs::read(s.path()).unwrap()).unwrap();
         let keys: Vec<&str> = json
             .as_object()
@@ -699,8 +722,7 @@ fn saves_after_each_append_write_whole_valid_snapshots_with_every_outcome() {
         ] {
             assert!(keys.contains(&key), "{keys:?}");
         }
-        assert_eq!(json["messages"].as_array().unwrap().len(), expected.len());
-        assert_eq!(json["totals"]["turns"], round + 1);
+        assert!(json["messages"].as_array().unwrap().len() <= expected.len());
     }
     let id = s.id().to_string();
     drop(s);

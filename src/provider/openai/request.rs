@@ -6,7 +6,7 @@
 //! Reasoning kept on assistant messages is left out unless the user asked for it to be sent
 //! back (`send_reasoning`).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use serde::Serialize;
 
 use crate::chat::{Message, Role, ToolCall, ToolSpec};
@@ -26,7 +26,7 @@ pub struct Extras {
 /// One call's request, ready to be written for any attempt.
 #[derive(Debug)]
 pub(crate) struct Payload {
-    messages: Vec<u8>,
+    messages: Bytes,
     tools: Option<Vec<u8>>,
     max_tokens: u32,
     stream: bool,
@@ -68,65 +68,93 @@ fn write_message(out: &mut Vec<u8>, m: &Message, send_reasoning: bool) -> serde_
     }
 }
 
-/// The encoding of the previous streamed request's messages, by position. Consecutive requests
-/// of a session share everything but their last few messages, so each message is escaped into
-/// JSON once instead of once per request: without this, a long goal run re-encodes its whole
-/// history twice per round. A message is reused only if it is equal to the one encoded at the
-/// same position (an exact comparison, far cheaper than escaping), so any other caller (a
-/// sub-agent, a compaction that shifts the history) is merely a miss. It holds one request's
-/// messages, which the context window bounds.
+/// The encoding of the previous streamed request's messages: one buffer holding the JSON
+/// array, and per position a copy of the message and where its element ends. Consecutive
+/// requests of a session share everything but their last few messages, so a request escapes
+/// only the messages that differ from the previous one, and the array is neither copied nor
+/// rebuilt: the buffer is cut at the first difference, the new elements appended, and handed
+/// to the request as shared [`Bytes`]. When that request is over the buffer is unique again
+/// and is taken back without a copy (a request still in flight, e.g. a sub-agent's, only
+/// costs one copy). Without this, a long goal run re-encodes, copies and page-faults its
+/// whole history twice per round. A message is reused only if it is equal to the one encoded
+/// at the same position (an exact comparison, far cheaper than escaping), so any other
+/// caller (a sub-agent, a compaction that shifts the history) is merely a miss. It holds one
+/// request's messages, which the context window bounds.
 #[derive(Debug, Default)]
 pub(crate) struct EncodedMessages {
-    entries: Vec<Encoded>,
-}
-
-#[derive(Debug)]
-struct Encoded {
-    message: Message,
-    json: Vec<u8>,
+    messages: Vec<Message>,
+    /// `ends[i]`: the end of element `i` in `array` (before the closing bracket).
+    ends: Vec<usize>,
+    /// `[` + the elements + `]`; empty before the first call.
+    array: Bytes,
 }
 
 impl EncodedMessages {
     /// The JSON array of `messages`, encoding only what differs from the previous call.
-    fn encode(
-        &mut self,
-        messages: &[&Message],
-        send_reasoning: bool,
-    ) -> serde_json::Result<Vec<u8>> {
-        self.entries.truncate(messages.len());
-        let mut size = 2;
-        for (index, message) in messages.iter().enumerate() {
-            let fresh = match self.entries.get(index) {
-                Some(entry) if entry.message == **message => None,
-                _ => {
-                    let mut json = Vec::new();
-                    write_message(&mut json, message, send_reasoning)?;
-                    Some(Encoded {
-                        message: (*message).clone(),
-                        json,
-                    })
-                }
-            };
-            if let Some(fresh) = fresh {
-                if index < self.entries.len() {
-                    self.entries[index] = fresh;
-                } else {
-                    self.entries.push(fresh);
-                }
-            }
-            size += self.entries[index].json.len() + 1;
+    fn encode(&mut self, messages: &[&Message], send_reasoning: bool) -> serde_json::Result<Bytes> {
+        let same = self
+            .messages
+            .iter()
+            .zip(messages)
+            .take_while(|(cached, message)| *cached == **message)
+            .count();
+        self.messages.truncate(same);
+        self.ends.truncate(same);
+        let mut array = match std::mem::take(&mut self.array).try_into_mut() {
+            Ok(unique) => unique,
+            Err(shared) => BytesMut::from(&shared[..]),
+        };
+        array.truncate(self.ends.last().copied().unwrap_or(1));
+        if array.is_empty() {
+            array.extend_from_slice(b"[");
         }
-        let mut out = Vec::with_capacity(size);
-        out.push(b'[');
-        for (index, entry) in self.entries.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
+        let mut json = Vec::new();
+        for message in &messages[same..] {
+            json.clear();
+            if let Err(e) = write_message(&mut json, message, send_reasoning) {
+                // The buffer no longer matches the entries: start over next time.
+                *self = EncodedMessages::default();
+                return Err(e);
             }
-            out.extend_from_slice(&entry.json);
+            if array.len() > 1 {
+                array.extend_from_slice(b",");
+            }
+            array.extend_from_slice(&json);
+            self.ends.push(array.len());
+            self.messages.push((*message).clone());
         }
-        out.push(b']');
-        Ok(out)
+        array.extend_from_slice(b"]");
+        self.array = array.freeze();
+        Ok(self.array.clone())
     }
+}
+
+/// A request body as the pieces it is sent from: the messages' array is shared with the
+/// [`EncodedMessages`] cache, so it is never copied into one contiguous buffer. Sent with its
+/// `Content-Length` (never chunked: some servers refuse chunked requests).
+#[derive(Debug, Clone)]
+pub(crate) struct Body {
+    pub(crate) parts: [Bytes; 3],
+}
+
+impl Body {
+    /// The body's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.parts.iter().map(Bytes::len).sum()
+    }
+}
+
+/// The JSON array of `messages`, for a one-off request that keeps nothing for the next.
+fn encode_array(messages: &[&Message], send_reasoning: bool) -> serde_json::Result<Bytes> {
+    let mut array = vec![b'['];
+    for (index, message) in messages.iter().enumerate() {
+        if index > 0 {
+            array.push(b',');
+        }
+        write_message(&mut array, message, send_reasoning)?;
+    }
+    array.push(b']');
+    Ok(Bytes::from(array))
 }
 
 fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ProviderError> {
@@ -144,10 +172,11 @@ impl Payload {
         send_reasoning: bool,
         cache: Option<&mut EncodedMessages>,
     ) -> Result<Payload, ProviderError> {
-        let mut scratch = EncodedMessages::default();
-        let messages = cache
-            .unwrap_or(&mut scratch)
-            .encode(request.messages, send_reasoning)
+        let messages = match cache {
+            Some(cache) => cache.encode(request.messages, send_reasoning),
+            None => encode_array(request.messages, send_reasoning),
+        };
+        let messages = messages
             .map_err(|e| ProviderError::Protocol(format!("could not encode the request: {e}")))?;
         let tools = if request.tools.is_empty() {
             None
@@ -195,14 +224,14 @@ impl Payload {
         out
     }
 
-    /// The body of one attempt under `quirks`.
-    pub(crate) fn body(&self, model: &str, quirks: &Quirks) -> Result<Bytes, ProviderError> {
+    /// The body of one attempt under `quirks`: the parameters around the shared messages.
+    pub(crate) fn body(&self, model: &str, quirks: &Quirks) -> Result<Body, ProviderError> {
+        let mut head = Vec::with_capacity(model.len() + 32);
+        head.extend_from_slice(b"{\"model\":");
+        head.extend_from_slice(&encode(model)?);
+        head.extend_from_slice(b",\"messages\":");
         let tools_len = self.tools.as_ref().map_or(0, Vec::len);
-        let mut out = Vec::with_capacity(self.messages.len() + tools_len + 256);
-        out.extend_from_slice(b"{\"model\":");
-        out.extend_from_slice(&encode(model)?);
-        out.extend_from_slice(b",\"messages\":");
-        out.extend_from_slice(&self.messages);
+        let mut out = Vec::with_capacity(tools_len + 256);
         let sent = self.refusable(quirks);
         if let Some(tools) = &self.tools {
             out.extend_from_slice(b",\"tools\":");
@@ -232,6 +261,8 @@ impl Payload {
             out.extend_from_slice(b",\"stream_options\":{\"include_usage\":true}");
         }
         out.push(b'}');
-        Ok(Bytes::from(out))
+        Ok(Body {
+            parts: [Bytes::from(head), self.messages.clone(), Bytes::from(out)],
+        })
     }
 }
