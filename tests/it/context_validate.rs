@@ -266,15 +266,21 @@ fn checking_a_grown_history_from_its_settled_length_finds_what_a_full_check_find
     assert_eq!(validate::history_prefix_from(&messages[..1], 5), Ok(1));
 }
 
+/// A settled history whose call has arguments that are not JSON: no check lets it through,
+/// so a message taken from it as "checked" is visibly trusted.
+fn history_with_broken_arguments() -> Vec<Message> {
+    vec![
+        Message::user("x"),
+        Message::assistant(None, vec![call("a", "not json")]),
+        Message::tool_result("a", "1"),
+    ]
+}
+
 #[test]
 fn a_request_skips_only_the_per_call_checks_of_messages_from_the_checked_history() {
     // A history whose second call has broken arguments: no check would let it through, so a
     // message borrowed from a "checked" slice is visibly trusted.
-    let history = vec![
-        Message::user("x"),
-        Message::assistant(None, vec![call("a", "not json")]),
-        Message::tool_result("a", "1"),
-    ];
+    let history = history_with_broken_arguments();
     let refs: Vec<&Message> = history.iter().collect();
     assert_eq!(
         validate::request(&refs, &[]).unwrap_err(),
@@ -306,11 +312,7 @@ fn a_request_skips_only_the_per_call_checks_of_messages_from_the_checked_history
 #[test]
 fn a_request_carrying_the_whole_checked_history_still_checks_what_is_around_it() {
     // Broken arguments in the history: a run taken from it as a whole is trusted as checked.
-    let history = vec![
-        Message::user("x"),
-        Message::assistant(None, vec![call("a", "not json")]),
-        Message::tool_result("a", "1"),
-    ];
+    let history = history_with_broken_arguments();
     let system = Message::system("sys");
     let lead = Message::user("memory");
     let ack = Message::assistant(Some("ok".into()), vec![]);

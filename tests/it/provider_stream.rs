@@ -509,6 +509,16 @@ fn mock_server_in_thread_answers_blocking_clients() {
         == 1));
 }
 
+/// A mock server answering three requests with short texts.
+async fn three_text_replies() -> MockServer {
+    MockServer::start(vec![
+        text_reply("one", 3),
+        text_reply("two", 3),
+        text_reply("three", 3),
+    ])
+    .await
+}
+
 /// The contents of the messages of recorded request `i`.
 fn sent_contents(server: &MockServer, i: usize) -> Vec<String> {
     server.requests()[i].body["messages"]
@@ -522,12 +532,7 @@ fn sent_contents(server: &MockServer, i: usize) -> Vec<String> {
 #[tokio::test]
 async fn consecutive_requests_send_exactly_their_own_messages() {
     use crate::support::stream::run_messages;
-    let server = MockServer::start(vec![
-        text_reply("one", 3),
-        text_reply("two", 3),
-        text_reply("three", 3),
-    ])
-    .await;
+    let server = three_text_replies().await;
     let p = provider(&server);
     let system = Message::system("sys");
     let first = Message::user("first question");
@@ -565,12 +570,7 @@ async fn consecutive_requests_send_exactly_their_own_messages() {
 #[tokio::test]
 async fn a_request_body_goes_out_whole_with_its_length_never_chunked() {
     use crate::support::stream::run_messages;
-    let server = MockServer::start(vec![
-        text_reply("one", 3),
-        text_reply("two", 3),
-        text_reply("three", 3),
-    ])
-    .await;
+    let server = three_text_replies().await;
     let p = provider(&server);
     let system = Message::system("sys");
     let first = Message::user("first \"question\"\nwith a newline");

@@ -37,6 +37,15 @@ fn round(s: &mut Session, n: usize) {
     s.save().unwrap();
 }
 
+/// A session of two saved rounds, closed: its id, snapshot, journal and messages.
+fn two_saved_rounds(ws: &Path) -> (String, PathBuf, PathBuf, Vec<Message>) {
+    let mut s = Session::create(ws).unwrap();
+    round(&mut s, 0);
+    round(&mut s, 1);
+    let files = (s.path().to_path_buf(), journal_of(&s));
+    (s.id().to_string(), files.0, files.1, s.messages().to_vec())
+}
+
 fn journal_of(s: &Session) -> PathBuf {
     s.path().with_extension("journal")
 }
@@ -130,11 +139,7 @@ fn a_journal_left_by_a_crash_after_the_snapshot_rename_adds_no_duplicates() {
 #[test]
 fn a_journal_line_written_twice_is_applied_once() {
     let (_tmp, ws) = workspace();
-    let mut s = Session::create(&ws).unwrap();
-    round(&mut s, 0);
-    round(&mut s, 1);
-    let (id, expected, journal) = (s.id().to_string(), s.messages().to_vec(), journal_of(&s));
-    drop(s);
+    let (id, _, journal, expected) = two_saved_rounds(&ws);
     let text = fs::read_to_string(&journal).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.len() >= 2, "{text}");
@@ -147,11 +152,7 @@ fn a_journal_line_written_twice_is_applied_once() {
 #[test]
 fn a_corrupt_journal_line_before_the_last_is_reported_and_both_files_untouched() {
     let (_tmp, ws) = workspace();
-    let mut s = Session::create(&ws).unwrap();
-    round(&mut s, 0);
-    round(&mut s, 1);
-    let (id, path, journal) = (s.id().to_string(), s.path().to_path_buf(), journal_of(&s));
-    drop(s);
+    let (id, path, journal, _) = two_saved_rounds(&ws);
     let text = fs::read_to_string(&journal).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     lines[0] = "{\"not\": \"a line\"}".to_string();
@@ -173,11 +174,7 @@ fn a_corrupt_journal_line_before_the_last_is_reported_and_both_files_untouched()
 #[test]
 fn a_journal_line_that_skips_messages_is_corrupt() {
     let (_tmp, ws) = workspace();
-    let mut s = Session::create(&ws).unwrap();
-    round(&mut s, 0);
-    round(&mut s, 1);
-    let (id, journal) = (s.id().to_string(), journal_of(&s));
-    drop(s);
+    let (id, _, journal, _) = two_saved_rounds(&ws);
     let text = fs::read_to_string(&journal).unwrap();
     let mut lines: Vec<serde_json::Value> = text
         .lines()
