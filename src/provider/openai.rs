@@ -331,20 +331,37 @@ impl OpenAi {
         head_timeout: Duration,
     ) -> impl Future<Output = Result<reqwest::Response, ProviderError>> + Send + 'static + use<>
     {
-        let request = self
-            .client
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .header(ACCEPT, accept)
-            // The pieces are streamed without joining them; the explicit length keeps the
-            // request out of chunked encoding.
-            .header(CONTENT_LENGTH, body.len())
-            .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
-                body.parts.map(Ok::<_, std::convert::Infallible>),
-            )));
+        let (client, url, headers) = (self.client.clone(), self.url.clone(), self.headers.clone());
+        let request = move || {
+            client
+                .post(&url)
+                .headers(headers.clone())
+                .header(ACCEPT, accept)
+                // The pieces are streamed without joining them; the explicit length keeps the
+                // request out of chunked encoding.
+                .header(CONTENT_LENGTH, body.len())
+                .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                    body.parts.clone().map(Ok::<_, std::convert::Infallible>),
+                )))
+                .send()
+        };
         let key = self.key.clone();
         async move {
-            let response = match tokio::time::timeout(head_timeout, request.send()).await {
+            // A server may close a keep-alive connection after a streamed answer (llama.cpp's
+            // server does, while announcing keep-alive); the pool can hand that connection out
+            // before its close is seen, and the request then meets a closed connection with
+            // no answer. Like curl, send it once more at once on a new connection, instead of
+            // an announced retry after a backoff on every other turn.
+            let send = async {
+                match request().await {
+                    Err(e) if closed_without_answer(&e) => {
+                        tracing::debug!("connection closed before an answer; sending again");
+                        request().await
+                    }
+                    other => other,
+                }
+            };
+            let response = match tokio::time::timeout(head_timeout, send).await {
                 Err(_) => {
                     return Err(ProviderError::Timeout(format!(
                         "no response within {:.1} s",
@@ -447,6 +464,20 @@ fn config_error(message: &str) -> ProviderError {
         status: 0,
         message: message.to_string(),
     }
+}
+
+/// Whether the server closed the connection after the request without a byte of answer
+/// (hyper's "connection closed before message completed"), as opposed to refusing or
+/// resetting it, or timing out.
+fn closed_without_answer(e: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(h) = c.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// A failure of `send()`: nothing of the response arrived, so it is safe to send again.

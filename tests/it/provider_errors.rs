@@ -243,15 +243,60 @@ async fn oversized_event_from_the_server_is_refused() {
 }
 
 #[tokio::test]
-async fn connection_dropped_before_an_answer_is_retried() {
+async fn a_connection_closed_without_an_answer_is_sent_again_at_once_unannounced() {
     let server = MockServer::start(vec![MockReply::DropBeforeAnswer, text_reply("ok", 1)]).await;
+    let (events, err) = run(&provider(&server)).await;
+    assert!(err.is_none(), "{err:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::Retrying { .. })),
+        "{events:?}"
+    );
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn a_second_close_without_an_answer_is_an_announced_retry() {
+    let server = MockServer::start(vec![
+        MockReply::DropBeforeAnswer,
+        MockReply::DropBeforeAnswer,
+        text_reply("ok", 1),
+    ])
+    .await;
     let (events, err) = run(&provider(&server)).await;
     assert!(err.is_none(), "{err:?}");
     assert!(
         matches!(&events[0], StreamEvent::Retrying { attempt: 2, reason, .. } if reason.starts_with("could not connect")),
         "{events:?}"
     );
-    assert_eq!(server.request_count(), 2);
+    assert_eq!(server.request_count(), 3);
+}
+
+/// llama.cpp's server closes a connection after a streamed answer although it announced
+/// keep-alive: the next request may go out on that connection and meet the close.
+#[tokio::test]
+async fn a_keep_alive_connection_the_server_dropped_costs_no_retry() {
+    let server = MockServer::start(vec![
+        text_reply("one", 2),
+        MockReply::DropBeforeAnswer,
+        text_reply("two", 2),
+    ])
+    .await;
+    let p = provider(&server);
+    let (_, err) = run(&p).await;
+    assert!(err.is_none(), "{err:?}");
+    let (events, err) = run(&p).await;
+    assert!(err.is_none(), "{err:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::Retrying { .. })),
+        "{events:?}"
+    );
+    assert_eq!(server.request_count(), 3);
+    // The second request went out on the first connection, the third on a new one.
+    assert_eq!(server.connections_accepted(), 2);
 }
 
 #[tokio::test]
