@@ -242,17 +242,18 @@ async fn oversized_event_from_the_server_is_refused() {
     );
 }
 
+fn announced_a_retry(events: &[StreamEvent]) -> bool {
+    events
+        .iter()
+        .any(|e| matches!(e, StreamEvent::Retrying { .. }))
+}
+
 #[tokio::test]
 async fn a_connection_closed_without_an_answer_is_sent_again_at_once_unannounced() {
     let server = MockServer::start(vec![MockReply::DropBeforeAnswer, text_reply("ok", 1)]).await;
     let (events, err) = run(&provider(&server)).await;
     assert!(err.is_none(), "{err:?}");
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, StreamEvent::Retrying { .. })),
-        "{events:?}"
-    );
+    assert!(!announced_a_retry(&events), "{events:?}");
     assert_eq!(server.request_count(), 2);
 }
 
@@ -288,12 +289,7 @@ async fn a_keep_alive_connection_the_server_dropped_costs_no_retry() {
     assert!(err.is_none(), "{err:?}");
     let (events, err) = run(&p).await;
     assert!(err.is_none(), "{err:?}");
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, StreamEvent::Retrying { .. })),
-        "{events:?}"
-    );
+    assert!(!announced_a_retry(&events), "{events:?}");
     assert_eq!(server.request_count(), 3);
     // The second request went out on the first connection, the third on a new one.
     assert_eq!(server.connections_accepted(), 2);
