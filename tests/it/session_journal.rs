@@ -324,3 +324,19 @@ fn a_journal_planted_as_a_link_is_never_written_through() {
     assert_eq!(fs::read(&target).unwrap(), b"");
     assert!(fs::symlink_metadata(&journal).is_err());
 }
+
+#[test]
+fn a_journal_planted_as_a_link_out_of_the_workspace_is_never_read() {
+    let (_tmp, ws) = workspace();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (id, _, journal, _) = two_saved_rounds(&ws);
+    // The same lines, valid, but outside the workspace: a repository could plant the link.
+    let outside = elsewhere.path().join("outside.journal");
+    fs::rename(&journal, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &journal).unwrap();
+    let err = Session::open(&ws, &id).unwrap_err();
+    assert!(
+        err.to_string().contains(&journal.display().to_string()),
+        "{err}"
+    );
+}
