@@ -45,10 +45,6 @@ struct Resident {
     lines: Vec<Line<'static>>,
 }
 
-/// How a segment is rendered: `(segment, highlight) -> lines`.
-pub(crate) trait Render: Fn(usize, bool) -> Vec<Line<'static>> {}
-impl<F: Fn(usize, bool) -> Vec<Line<'static>>> Render for F {}
-
 /// The closed segments of one reply at one width.
 #[derive(Default)]
 pub(crate) struct ClosedSegments {
@@ -88,7 +84,8 @@ impl ClosedSegments {
         self.keep(segment, lines);
     }
 
-    /// Line `line` of the closed segments, rendered again by `render` if it was dropped.
+    /// Line `line` of the closed segments, rendered again by `render(segment, highlight)` if it
+    /// was dropped.
     /// `drawn`: it is about to be on screen, so a fenced segment is highlighted now (the
     /// first time only; a fast reply's code mostly scrolls past unseen and is never
     /// highlighted at all).
@@ -96,7 +93,7 @@ impl ClosedSegments {
         &mut self,
         line: usize,
         drawn: bool,
-        render: impl Render,
+        render: impl Fn(usize, bool) -> Vec<Line<'static>>,
     ) -> Option<&Line<'static>> {
         if line >= self.lines {
             return None;

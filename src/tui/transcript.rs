@@ -273,8 +273,7 @@ impl Transcript {
         width: usize,
         f: impl FnOnce(&Line<'static>) -> R,
     ) -> Option<R> {
-        self.with_layout(i, width, |l, kind| l.get(line, kind, false).map(f))
-            .flatten()
+        self.read_line(i, line, width, false, f)
     }
 
     /// Like [`Transcript::with_line`] for a line about to be drawn: a closed reply segment's
@@ -289,7 +288,18 @@ impl Transcript {
         width: usize,
         f: impl FnOnce(&Line<'static>) -> R,
     ) -> Option<R> {
-        self.with_layout(i, width, |l, kind| l.get(line, kind, true).map(f))
+        self.read_line(i, line, width, true, f)
+    }
+
+    fn read_line<R>(
+        &self,
+        i: usize,
+        line: usize,
+        width: usize,
+        drawn: bool,
+        f: impl FnOnce(&Line<'static>) -> R,
+    ) -> Option<R> {
+        self.with_layout(i, width, |l, kind| l.get(line, kind, drawn).map(f))
             .flatten()
     }
 
