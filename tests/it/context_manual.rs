@@ -3,7 +3,6 @@
 //! shutdown stops it; and the one-shot binary reports an automatic compaction on stderr.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use crate::support::events::{DEADLINE, ended, turn, until};
 use crate::support::fake::{Answer, Fake, text_reply as text};
@@ -197,15 +196,7 @@ fn one_shot_reports_an_automatic_compaction_on_stderr() {
     );
     std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
     crate::support::user_config::write_trusting(&dir.path().join("home"), dir.path(), "");
-    let out = Command::new(env!("CARGO_BIN_EXE_minicode"))
-        .current_dir(dir.path())
-        .env("HOME", dir.path().join("home"))
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("MINICODE_BASE_URL")
-        .env_remove("MINICODE_MODEL")
-        .env_remove("MINICODE_API_KEY")
-        .env_remove("MINICODE_LOG")
-        .stdin(Stdio::null())
+    let out = crate::support::binary::command(dir.path())
         .args(["--yes", "print many lines"])
         .output()
         .unwrap();

@@ -578,7 +578,7 @@ fn attach_shows_a_running_session() {
     cmd.args(["attach", "--session", &session, "--socket"]);
     cmd.arg(&daemon.socket);
     cmd.cwd(&ws);
-    cmd.env("HOME", dir.path().join("home"));
+    crate::support::binary::isolate_pty(&mut cmd, &dir.path().join("home"));
     cmd.env("TERM", "xterm-256color");
     let mut child = pair.slave.spawn_command(cmd).unwrap();
     drop(pair.slave);

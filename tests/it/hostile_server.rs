@@ -5,7 +5,7 @@
 //! redirects to another host, the key echoed where a message is cut.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::support::mock_openai::*;
@@ -475,15 +475,7 @@ fn a_key_straddling_the_read_cap_of_an_error_body_is_replaced_whole() {
 fn one_shot(server: &MockServer, extra_config: &str, args: &[&str]) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), server, extra_config);
-    let out = Command::new(env!("CARGO_BIN_EXE_minicode"))
-        .current_dir(dir.path())
-        .env("HOME", dir.path().join("home"))
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("MINICODE_BASE_URL")
-        .env_remove("MINICODE_MODEL")
-        .env_remove("MINICODE_API_KEY")
-        .env_remove("MINICODE_LOG")
-        .stdin(Stdio::null())
+    let out = crate::support::binary::command(dir.path())
         .args(args)
         .output()
         .unwrap();

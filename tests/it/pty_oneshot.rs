@@ -51,8 +51,7 @@ impl OneShot {
         cmd.args(flags);
         cmd.arg(prompt);
         cmd.cwd(dir.path());
-        cmd.env("HOME", dir.path());
-        cmd.env_remove("MINICODE_API_KEY");
+        crate::support::binary::isolate_pty(&mut cmd, dir.path());
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let output = Arc::new(Mutex::new(String::new()));

@@ -40,7 +40,7 @@ impl Pty {
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
         cmd.args(["--base-url", &server.base_url(), "--model", "m"]);
         cmd.cwd(dir.path());
-        cmd.env("HOME", dir.path());
+        crate::support::binary::isolate_pty(&mut cmd, dir.path());
         cmd.env("XDG_CONFIG_HOME", dir.path().join("config"));
         cmd.env("MINICODE_API_KEY", "test-key");
         Self::start(cmd, dir)
@@ -417,15 +417,7 @@ fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::P
     .unwrap();
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
     cmd.cwd(&project);
-    cmd.env("HOME", &home);
-    for name in [
-        "XDG_CONFIG_HOME",
-        "MINICODE_API_KEY",
-        "MINICODE_BASE_URL",
-        "MINICODE_MODEL",
-    ] {
-        cmd.env_remove(name);
-    }
+    crate::support::binary::isolate_pty(&mut cmd, &home);
     let project_text = project.to_str().unwrap().to_string();
     (Pty::start(cmd, dir), user_file, project_text)
 }
@@ -492,7 +484,7 @@ fn telemetry_export_failures_never_reach_the_screen() {
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
     cmd.args(["--base-url", &server.base_url(), "--model", "m"]);
     cmd.cwd(dir.path());
-    cmd.env("HOME", dir.path());
+    crate::support::binary::isolate_pty(&mut cmd, dir.path());
     cmd.env("XDG_CONFIG_HOME", dir.path().join("config"));
     cmd.env("MINICODE_API_KEY", "test-key");
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);

@@ -4,7 +4,7 @@
 //! it while text output leaves it out.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use crate::support::agent::{spawn, spawn_session};
 use crate::support::events::{run_turn, shutdown, until};
@@ -172,15 +172,7 @@ fn minicode(ws: &Path, server: &MockServer, args: &[&str]) -> Output {
     );
     std::fs::write(ws.join("config/config.toml"), config).unwrap();
     crate::support::user_config::write_trusting(&ws.join("home"), ws, "");
-    Command::new(env!("CARGO_BIN_EXE_minicode"))
-        .current_dir(ws)
-        .env("HOME", ws.join("home"))
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("MINICODE_BASE_URL")
-        .env_remove("MINICODE_MODEL")
-        .env_remove("MINICODE_API_KEY")
-        .env_remove("MINICODE_LOG")
-        .stdin(Stdio::null())
+    crate::support::binary::command(ws)
         .args(args)
         .output()
         .unwrap()

@@ -178,9 +178,8 @@ fn piped_stdout_keeps_the_models_bytes_exactly() {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_minicode"));
     cmd.current_dir(dir.path())
         .args(["--base-url", &server.base_url(), "--model", "m", "go"])
-        .env("HOME", dir.path())
-        .env_remove("MINICODE_API_KEY")
         .stdin(std::process::Stdio::null());
+    crate::support::binary::isolate(&mut cmd, dir.path());
     // SAFETY: setsid only detaches the child from the test's terminal.
     unsafe {
         cmd.pre_exec(|| {

@@ -159,11 +159,10 @@ fn run_binary_as(server: &MockServer, dir: &Path, args: &[&str], uid: Option<u32
     cmd.current_dir(dir)
         .args(["--base-url", &server.base_url(), "--model", "m"])
         .args(args)
-        .env("HOME", dir.join("home"))
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("OPENAI_API_KEY")
-        .env("MINICODE_API_KEY", KEY)
         .stdin(Stdio::null());
+    crate::support::binary::isolate(&mut cmd, &dir.join("home"));
+    cmd.env_remove("OPENAI_API_KEY")
+        .env("MINICODE_API_KEY", KEY);
     if let Some(uid) = uid {
         cmd.uid(uid).gid(uid);
     }
