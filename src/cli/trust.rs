@@ -62,6 +62,7 @@ pub(super) fn load_config(
         workspace: launch.display().to_string(),
         file: path.display().to_string(),
         fields: fields.iter().map(|f| f.to_string()).collect(),
+        changes: Vec::new(),
     };
     let answer = trust_prompt::ask(question).map_err(|e| Failure {
         code: 1,

@@ -437,6 +437,7 @@ fn untrusted_workspace_asks_first_and_run_without_keeps_its_server_silent() {
     let (mut pty, user_file, _) = untrusted_session(&user, &evil);
     pty.wait_for("This workspace is not trusted");
     pty.wait_for("model.base_url");
+    pty.wait_for("default: run without");
     pty.send(b"r");
     pty.wait_for("ask anything");
     pty.send(b"hi\r");
@@ -464,6 +465,7 @@ fn untrusted_workspace_trusted_from_the_question_is_recorded() {
     let evil = MockServer::start_in_thread(vec![]);
     let (mut pty, user_file, project) = untrusted_session(&user, &evil);
     pty.wait_for("This workspace is not trusted");
+    pty.wait_for("default: run without");
     pty.send(b"t");
     pty.wait_for("ask anything");
     pty.send(b"\x04");
@@ -478,6 +480,32 @@ fn untrusted_workspace_trusted_from_the_question_is_recorded() {
         text.contains("api_key = \"sk-user-key-33\""),
         "the rest is kept: {text}"
     );
+}
+
+#[test]
+fn keys_typed_before_the_trust_question_trust_nothing() {
+    let user = MockServer::start_in_thread(vec![]);
+    let evil = MockServer::start_in_thread(vec![]);
+    let (mut pty, user_file, _) = untrusted_session(&user, &evil);
+    let before = std::fs::read_to_string(&user_file).unwrap();
+    // Typed at once, before the question is drawn: a `t`, Enter, arrows.
+    pty.send(b"t");
+    pty.send(b"tt\r\x1b[At\r");
+    pty.wait_for("This workspace is not trusted");
+    pty.wait_for("lets its config choose the server that receives your API key");
+    pty.wait_for("default: run without");
+    pty.send(b"q");
+    let status = pty.wait_exit();
+    assert_eq!(status.exit_code(), 2);
+    pty.assert_restored();
+    assert_eq!(
+        evil.connections_accepted(),
+        0,
+        "the repository's server heard nothing"
+    );
+    assert_eq!(user.connections_accepted(), 0);
+    let after = std::fs::read_to_string(&user_file).unwrap();
+    assert_eq!(before, after, "the user config is unchanged");
 }
 
 #[test]

@@ -789,8 +789,10 @@ fn protected_paths_are_classified_after_resolution() {
 // ---------------------------------------------------------------- the trust question
 
 mod prompt {
+    use std::time::{Duration, Instant};
+
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use minicode::tui::trust_prompt::{Answer, Prompt, Question};
+    use minicode::tui::trust_prompt::{Answer, Prompt, QUESTION_GUARD, Question};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
@@ -799,7 +801,17 @@ mod prompt {
             workspace: "/home/u/clone\u{1b}[2J".into(),
             file: "/home/u/clone/config/config.toml".into(),
             fields: vec!["model.base_url".into(), "model.api_key_env".into()],
+            changes: Vec::new(),
         }
+    }
+
+    /// The question shown long enough ago that keys count.
+    fn armed() -> (Prompt, Instant) {
+        let shown = Instant::now();
+        let mut prompt = Prompt::new(question(), shown);
+        let now = shown + QUESTION_GUARD;
+        prompt.tick(now);
+        (prompt, now)
     }
 
     fn key(code: KeyCode) -> KeyEvent {
@@ -822,7 +834,7 @@ mod prompt {
 
     #[test]
     fn the_question_names_the_file_the_fields_and_the_three_answers() {
-        let prompt = Prompt::new(question());
+        let (prompt, _) = armed();
         let shown = screen(&prompt, 100, 30);
         for needle in [
             "This workspace is not trusted",
@@ -831,6 +843,9 @@ mod prompt {
             "[t] Trust this workspace",
             "[r] Run without the workspace's config file",
             "[q] Quit",
+            "lets its config choose the server that receives your API key",
+            "start programs on your computer",
+            "default: run without",
         ] {
             assert!(shown.contains(needle), "{needle:?} missing:\n{shown}");
         }
@@ -855,20 +870,55 @@ mod prompt {
             (KeyCode::Char('q'), Answer::Quit),
             (KeyCode::Esc, Answer::Quit),
         ] {
-            assert_eq!(Prompt::new(question()).update(key(code)), Some(answer));
+            let (mut prompt, now) = armed();
+            assert_eq!(prompt.update_at(key(code), now), Some(answer));
         }
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(Prompt::new(question()).update(ctrl_c), Some(Answer::Quit));
+        let (mut prompt, now) = armed();
+        assert_eq!(prompt.update_at(ctrl_c, now), Some(Answer::Quit));
 
         // Enter takes the highlighted answer; it starts on the one that trusts nothing.
-        let mut prompt = Prompt::new(question());
+        let (mut prompt, now) = armed();
         assert_eq!(prompt.selected(), Answer::WithoutFile);
-        assert_eq!(prompt.update(key(KeyCode::Up)), None);
+        assert_eq!(prompt.update_at(key(KeyCode::Up), now), None);
         assert_eq!(prompt.selected(), Answer::Trust);
-        assert_eq!(prompt.update(key(KeyCode::Down)), None);
-        assert_eq!(prompt.update(key(KeyCode::Down)), None);
-        assert_eq!(prompt.update(key(KeyCode::Enter)), Some(Answer::Quit));
+        assert_eq!(prompt.update_at(key(KeyCode::Down), now), None);
+        assert_eq!(prompt.update_at(key(KeyCode::Down), now), None);
+        assert_eq!(
+            prompt.update_at(key(KeyCode::Enter), now),
+            Some(Answer::Quit)
+        );
         // Other keys do nothing.
-        assert_eq!(prompt.update(key(KeyCode::Char('x'))), None);
+        assert_eq!(prompt.update_at(key(KeyCode::Char('x')), now), None);
+    }
+
+    #[test]
+    fn keys_typed_within_a_moment_of_the_question_never_trust() {
+        let shown = Instant::now();
+        let ms = Duration::from_millis(1);
+        let mut prompt = Prompt::new(question(), shown);
+        assert!(!prompt.armed());
+        let before = screen(&prompt, 100, 30);
+        assert!(before.contains("keys are ignored for a moment"), "{before}");
+        // A burst of typing: every key is dropped and pushes the guard on.
+        let mut at = shown;
+        for code in [KeyCode::Up, KeyCode::Char('t'), KeyCode::Enter] {
+            at += 100 * ms;
+            assert_eq!(prompt.update_at(key(code), at), None, "{code:?}");
+        }
+        assert_eq!(prompt.selected(), Answer::WithoutFile, "Up was dropped too");
+        assert_eq!(
+            prompt.update_at(key(KeyCode::Char('t')), at + QUESTION_GUARD - ms),
+            None
+        );
+        // Quitting is never held back: it trusts nothing.
+        let mut quit = Prompt::new(question(), shown);
+        assert_eq!(quit.update_at(key(KeyCode::Esc), shown), Some(Answer::Quit));
+        // Once the keyboard has been quiet for the guard, `t` answers.
+        let later = at + QUESTION_GUARD - ms + QUESTION_GUARD;
+        assert_eq!(
+            prompt.update_at(key(KeyCode::Char('t')), later),
+            Some(Answer::Trust)
+        );
     }
 }
