@@ -16,6 +16,7 @@ mod mcp;
 mod resolve;
 mod telemetry;
 mod trust;
+mod trust_record;
 
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
@@ -264,6 +265,19 @@ pub enum ConfigError {
     UntrustedWorkspace {
         path: PathBuf,
         fields: Vec<&'static str>,
+    },
+    /// The workspace is trusted, but what trust covers (its config's trust-only fields, its
+    /// `[mcp_servers]`, its `.mcp.json`) changed since the user trusted it. Nothing was sent.
+    #[error(
+        "{} was trusted, but what trust covers has changed since: {}. Check the change; if \
+         you trust it as it is now, run `minicode trust` in it (or `minicode untrust` to stop \
+         trusting it)",
+        .workspace.display(),
+        .changes.join("; ")
+    )]
+    TrustChanged {
+        workspace: PathBuf,
+        changes: Vec<String>,
     },
     /// `trusted_workspaces` in a file other than the user's: a repository must not be able to
     /// trust itself.

@@ -37,7 +37,7 @@ pub(super) fn resolve(
             sha256: a.sha256,
         })
         .collect();
-    let mut notices = Vec::new();
+    let mut notices = std::mem::take(&mut layers.notices);
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
     let mut config = Config {
         provider,

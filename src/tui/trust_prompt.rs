@@ -162,12 +162,14 @@ impl Prompt {
             );
             lines.push(Line::from(""));
         }
-        lines.extend([
-            Line::from(format!("Workspace: {}", visible(&q.workspace))),
-            Line::from(format!("Its config file {} sets:", visible(&q.file))),
-            Line::from(format!("  {}", q.fields.join(", "))),
-            Line::from(""),
-        ]);
+        lines.push(Line::from(format!("Workspace: {}", visible(&q.workspace))));
+        if !q.fields.is_empty() {
+            lines.extend([
+                Line::from(format!("Its config file {} sets:", visible(&q.file))),
+                Line::from(format!("  {}", q.fields.join(", "))),
+            ]);
+        }
+        lines.push(Line::from(""));
         lines.push(Line::from(
             "Trusting this folder lets its config choose the server that receives your API key \
              and the conversation, and start programs on your computer (MCP servers). A \

@@ -473,7 +473,7 @@ fn untrusted_workspace_trusted_from_the_question_is_recorded() {
     pty.assert_restored();
     let text = std::fs::read_to_string(user_file).unwrap();
     assert!(
-        text.contains(&format!("trusted_workspaces = [{project:?}]")),
+        text.contains("trusted_workspaces = [") && text.contains(&format!("path = {project:?}")),
         "{text}"
     );
     assert!(

@@ -257,6 +257,105 @@ fn trust_then_untrust_switches_the_workspace_file_on_and_off() {
     assert_eq!(repo.request_count(), 1, "nothing more after untrust");
 }
 
+// ---------------------------------------------------------------- what trust covers
+
+#[test]
+fn a_base_url_changed_after_trust_is_refused_until_trusted_again() {
+    let first = MockServer::start_in_thread(vec![text_reply("from the first server", 4)]);
+    let second = MockServer::start_in_thread(vec![text_reply("from the second server", 4)]);
+    let ws = Ws::new();
+    ws.write_workspace_file(&format!(
+        "[model]\nbase_url = \"{}\"\nname = \"m\"\n",
+        first.base_url()
+    ));
+    assert_eq!(ws.run(&["trust"]).status.code(), Some(0));
+    let out = ws.run(&["hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // A later pull points the trusted config somewhere else.
+    ws.write_workspace_file(&format!(
+        "[model]\nbase_url = \"{}\"\nname = \"m\"\n",
+        second.base_url()
+    ));
+    let out = ws.run(&["hi"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "config `model.base_url` changed (now \"{}\")",
+            second.base_url()
+        )),
+        "names the change: {err}"
+    );
+    assert!(err.contains("`minicode trust`"), "says how: {err}");
+    assert_untouched(&second);
+    assert_eq!(first.request_count(), 1, "nothing more to the first one");
+
+    let again = ws.run(&["trust"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("as it is now"),
+        "{}",
+        stdout(&again)
+    );
+    let out = ws.run(&["hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "from the second server\n");
+}
+
+#[test]
+fn servers_added_after_trust_are_a_change_and_a_path_only_entry_still_works() {
+    let ws = Ws::new();
+    ws.write_user_file("[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\n");
+    assert_eq!(ws.run(&["trust"]).status.code(), Some(0));
+    assert_eq!(
+        ws.load(&[], &Overrides::default()).unwrap().trust,
+        Trust::Trusted
+    );
+    ws.write_workspace_file("[mcp_servers.tool]\ncommand = \"/bin/true\"\n");
+    std::fs::write(ws.root.join(".mcp.json"), r#"{"mcpServers": {}}"#).unwrap();
+    match ws.load(&[], &Overrides::default()).unwrap_err() {
+        ConfigError::TrustChanged { workspace, changes } => {
+            assert_eq!(workspace, ws.root);
+            assert_eq!(
+                changes,
+                vec![".mcp.json added", "config `mcp_servers.tool` added"]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Choosing to run without the workspace's file runs untrusted, so nothing new starts.
+    let without = Overrides {
+        skip_workspace_file: true,
+        ..Overrides::default()
+    };
+    let config = ws.load(&[], &without).unwrap();
+    assert_eq!(config.trust, Trust::Untrusted);
+    assert!(config.mcp_servers.is_empty());
+
+    // An entry written before the digests existed (the path alone) is honoured, with a notice.
+    user_config::write_trusting(
+        &ws.home,
+        &ws.root,
+        "[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\n",
+    );
+    let config = ws.load(&[], &Overrides::default()).unwrap();
+    assert_eq!(config.trust, Trust::Trusted);
+    assert!(
+        config.notices.iter().any(|n| n.contains("minicode trust")),
+        "{:?}",
+        config.notices
+    );
+    let renewed = ws.run(&["trust"]);
+    assert!(
+        stdout(&renewed).contains("as it is now"),
+        "{}",
+        stdout(&renewed)
+    );
+    let config = ws.load(&[], &Overrides::default()).unwrap();
+    assert!(config.notices.is_empty(), "{:?}", config.notices);
+}
+
 #[test]
 fn trust_creates_a_private_user_config_and_keeps_an_existing_one_intact() {
     let ws = Ws::new();
@@ -854,6 +953,18 @@ mod prompt {
             "the path is shown inert:\n{shown}"
         );
         assert!(shown.contains("\\u{1b}[2J"), "{shown}");
+        // Asked again after a change: the change is shown.
+        let mut changed = question();
+        changed.fields.clear();
+        changed.changes = vec!["config `model.base_url` changed (now \"http://x\")".into()];
+        let mut again = Prompt::new(changed, std::time::Instant::now());
+        again.tick(std::time::Instant::now() + QUESTION_GUARD);
+        let shown = screen(&again, 100, 30);
+        assert!(shown.contains("It was trusted before"), "{shown}");
+        assert!(
+            shown.contains("`model.base_url` changed (now \"http://x\")"),
+            "{shown}"
+        );
         // A narrow screen still shows every answer.
         let narrow = screen(&prompt, 40, 40);
         for needle in ["[t]", "[r]", "[q]"] {
