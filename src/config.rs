@@ -253,8 +253,8 @@ pub enum ConfigError {
     /// key, and the user has not trusted the workspace. Nothing was sent anywhere.
     #[error(
         "config file {} sets {}, but this workspace is not trusted: a repository's config may \
-         not choose the server, the provider, the API key or where telemetry is sent, nor \
-         start MCP servers. If you \
+         not choose the server, the provider, the model, the API key, where telemetry is sent \
+         or the caps on saved output, nor start MCP servers. If you \
          trust this folder, run \
          `minicode trust` in it (it is recorded in your user config); otherwise remove {} from \
          that file (your user config or MINICODE_* variables can set them)",

@@ -20,11 +20,14 @@ use crate::sanitize::visible;
 /// where the conversation and the key go, which model the user pays for, where telemetry
 /// goes, and how much disk saved outputs may take. `mcp_servers` counts too (a program the
 /// repository would have minicode run), item by item.
-pub(super) const TRUST_ONLY: [&str; 9] = [
+pub(super) const TRUST_ONLY: [&str; 12] = [
     "model.provider",
     "model.base_url",
     "model.api_key",
     "model.api_key_env",
+    "model.name",
+    "tools.outputs_max_file_bytes",
+    "tools.outputs_max_bytes",
     "telemetry.otlp_endpoint",
     "telemetry.headers",
     "telemetry.protocol",

@@ -477,6 +477,42 @@ fn invalid_values_are_refused() {
         ("[model]\nbase_url = \"ftp://x\"\n", "model.base_url"),
         ("[model]\napi_key = \"\"\n", "model.api_key"),
         ("[model]\ncontext_window = -5\n", "model.context_window"),
+        (
+            "[model]\nstream_idle_timeout_secs = 86401\n",
+            "model.stream_idle_timeout_secs",
+        ),
+        (
+            "[model]\ncontext_window = 16777217\n",
+            "model.context_window",
+        ),
+        ("[model]\nmax_tokens = 1048577\n", "model.max_tokens"),
+        ("[model]\nmax_tool_calls = 1025\n", "model.max_tool_calls"),
+        ("[tools]\nmax_rounds = 100001\n", "tools.max_rounds"),
+        (
+            "[tools]\noutputs_max_file_bytes = 1073741825\n",
+            "tools.outputs_max_file_bytes",
+        ),
+        (
+            "[tools]\noutputs_max_bytes = 17179869185\n",
+            "tools.outputs_max_bytes",
+        ),
+        (
+            "[tools]\noutputs_max_age_days = 366\n",
+            "tools.outputs_max_age_days",
+        ),
+        (
+            "[subagents]\ntimeout_secs = 86401\n",
+            "subagents.timeout_secs",
+        ),
+        ("[goal]\nmax_rounds = 100001\n", "goal.max_rounds"),
+        (
+            "[ui]\nexit_transcript_turns = 1000001\n",
+            "ui.exit_transcript_turns",
+        ),
+        (
+            "[mcp_servers.s]\ncommand = \"x\"\ncall_timeout_secs = 86401\n",
+            "mcp_servers.call_timeout_secs",
+        ),
     ] {
         let d = trusted_dirs();
         // Fill in whatever the case leaves out through the environment.
@@ -491,6 +527,33 @@ fn invalid_values_are_refused() {
         let err = load(&d, &vars, &Overrides::default()).unwrap_err();
         assert!(err.to_string().contains(field), "{extra}: {err}");
     }
+}
+
+#[test]
+fn a_huge_timeout_is_a_config_error_naming_the_field_and_the_limit_not_an_abort() {
+    let server = crate::support::mock_openai::MockServer::start_in_thread(vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::binary::write_config(dir.path(), &server);
+    let file = dir.path().join("config/config.toml");
+    let text = fs::read_to_string(&file).unwrap();
+    for field in ["request_timeout_secs", "stream_idle_timeout_secs"] {
+        write(
+            &file,
+            &format!("{}\n{field} = 9223372036854775807\n", text.trim_end()),
+        );
+        let out = crate::support::binary::command(dir.path())
+            .arg("hi")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(
+            err.contains(&format!("`model.{field}`: must be between 1 and 86400")),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert_eq!(server.request_count(), 0);
 }
 
 #[test]

@@ -197,6 +197,37 @@ fn every_redirecting_field_is_refused_by_name() {
 }
 
 #[test]
+fn an_untrusted_workspace_may_not_pick_the_model_or_lift_the_output_caps() {
+    let user = MockServer::start_in_thread(vec![]);
+    for (field, table) in [
+        ("model.name", "[model]\nname = \"expensive-model\"\n"),
+        (
+            "tools.outputs_max_file_bytes",
+            "[tools]\noutputs_max_file_bytes = 1073741824\n",
+        ),
+        (
+            "tools.outputs_max_bytes",
+            "[tools]\noutputs_max_bytes = 17179869184\n",
+        ),
+    ] {
+        let ws = Ws::new();
+        ws.write_user_file(&user_server_config(&user));
+        ws.write_workspace_file(table);
+        let out = ws.run(&["hello"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(err.contains(&format!("sets `{field}`")), "{field}: {err}");
+        assert!(err.contains("minicode trust"), "{err}");
+        assert!(!ws.has_sessions(), "{field}");
+        // Trusted, the same file is used.
+        assert_eq!(ws.run(&["trust"]).status.code(), Some(0));
+        let config = ws.load(&[], &Overrides::default()).unwrap();
+        assert_eq!(config.trust, Trust::Trusted, "{field}");
+    }
+    assert_untouched(&user);
+}
+
+#[test]
 fn all_offending_fields_are_named_at_once() {
     let ws = Ws::new();
     ws.write_workspace_file(
@@ -206,7 +237,10 @@ fn all_offending_fields_are_named_at_once() {
     match &err {
         ConfigError::UntrustedWorkspace { path, fields } => {
             assert_eq!(path, &ws.workspace_file());
-            assert_eq!(fields, &vec!["model.base_url", "model.api_key_env"]);
+            assert_eq!(
+                fields,
+                &vec!["model.base_url", "model.api_key_env", "model.name"]
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -460,11 +494,11 @@ fn user_and_workspace_files_are_layered_field_by_field() {
         "[model]\nbase_url = \"{}\"\nname = \"user-model\"\napi_key = \"{KEY}\"\ncontext_window = 50000\n[tools]\nmax_rounds = 9\n",
         user.base_url()
     ));
-    // Untrusted, and allowed: only the model name and limits.
-    ws.write_workspace_file("[model]\nname = \"repo-model\"\nmax_tokens = 1234\n");
+    // Untrusted, and allowed: limits and UI options.
+    ws.write_workspace_file("[model]\nmax_tokens = 1234\n");
     let config = ws.load(&[], &Overrides::default()).unwrap();
     assert_eq!(config.trust, Trust::Untrusted);
-    assert_eq!(config.model, "repo-model");
+    assert_eq!(config.model, "user-model");
     assert_eq!(config.max_tokens, 1234);
     assert_eq!(config.context_window, 50_000, "from the user file");
     assert_eq!(config.max_rounds, 9, "from the user file");
@@ -473,7 +507,8 @@ fn user_and_workspace_files_are_layered_field_by_field() {
     let out = ws.run(&["hi"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let request = &user.requests()[0];
-    assert_eq!(request.body["model"], "repo-model");
+    assert_eq!(request.body["model"], "user-model");
+    assert_eq!(request.body["max_tokens"], 1234);
     assert_eq!(
         request.header("authorization"),
         Some(format!("Bearer {KEY}").as_str())
