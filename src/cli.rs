@@ -433,9 +433,23 @@ fn openai(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<OpenA
         },
         cache_dir: crate::config::cache_dir(env),
         send_reasoning: config.send_reasoning,
+        missing_key_hint: Some(missing_key_hint(config)),
         ..OpenAiOptions::default()
     })
     .map_err(usage)
+}
+
+/// What to set when the server asks for a key and none was sent.
+fn missing_key_hint(config: &Config) -> String {
+    match &config.api_key_env {
+        Some(name) => format!(
+            "no API key was sent: the environment variable {name} that `api_key_env` names is \
+             not set; set it, or MINICODE_API_KEY"
+        ),
+        None => "no API key was sent: set MINICODE_API_KEY, or `api_key_env` (or `api_key`) \
+                 in [model] of your config"
+            .to_string(),
+    }
 }
 
 /// The exporter's settings when telemetry is on.

@@ -132,7 +132,8 @@ pub struct Config {
     pub model: String,
     pub api_key: Option<Secret>,
     /// The environment variable the key was read from (the configured `api_key_env`, or
-    /// `MINICODE_API_KEY`), so tools can remove it from child processes.
+    /// `MINICODE_API_KEY`), so tools can remove it from child processes; also set when that
+    /// variable is unset (no key), so a 401 can say which variable to set.
     pub api_key_env: Option<String>,
     pub context_window: u64,
     /// Whether `[model] context_window` was set in a file (a probed window never replaces it).

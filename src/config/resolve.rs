@@ -303,8 +303,9 @@ fn endpoint(
     Ok((base_url, model, base_origin, model_origin))
 }
 
-/// The key: `MINICODE_API_KEY`, else `api_key`, else the variable `api_key_env` names; and the
-/// variable it came from, so tools can remove it from child processes.
+/// The key: `MINICODE_API_KEY`, else `api_key`, else the variable `api_key_env` names (none
+/// when it is unset); and the variable it came from or would come from, so tools can remove
+/// it from child processes and an authentication failure can name it.
 fn key(layers: &Layers, env: Env<'_>) -> Result<(Option<Secret>, Option<String>), ConfigError> {
     let m = &layers.file.model;
     let invalid = |field: &'static str, reason: &str| ConfigError::Invalid {
@@ -340,17 +341,12 @@ fn key(layers: &Layers, env: Env<'_>) -> Result<(Option<Secret>, Option<String>)
     if let Some(key) = &m.api_key {
         return Ok((Some(key.clone()), None));
     }
-    match configured_env {
-        Some(name) => {
-            let key = env(&name).ok_or_else(|| ConfigError::Invalid {
-                origin: layers.origin("model.api_key_env"),
-                field: "model.api_key_env",
-                reason: format!("environment variable {name} is not set"),
-            })?;
-            Ok((Some(Secret::new(key)), Some(name)))
-        }
-        None => Ok((None, None)),
-    }
+    // A variable that is unset means no key: many servers need none, and one that does says
+    // so (401), when the provider names the variable to set.
+    Ok((
+        configured_env.as_deref().and_then(env).map(Secret::new),
+        configured_env,
+    ))
 }
 
 /// Accepts an `http://` or `https://` URL and drops trailing slashes, so the provider can

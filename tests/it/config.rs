@@ -438,14 +438,69 @@ fn api_key_and_api_key_env_together_are_refused() {
 }
 
 #[test]
-fn api_key_env_naming_an_unset_variable_is_refused() {
+fn api_key_env_naming_an_unset_variable_means_no_key() {
     let d = trusted_dirs();
     write(
         &project_file(&d),
         "[model]\nbase_url = \"http://x\"\nname = \"m\"\napi_key_env = \"MY_KEY\"\n",
     );
-    let err = load(&d, &[], &Overrides::default()).unwrap_err();
-    assert!(err.to_string().contains("MY_KEY is not set"), "{err}");
+    let c = load(&d, &[], &Overrides::default()).unwrap();
+    assert!(c.api_key.is_none());
+    assert_eq!(c.api_key_env.as_deref(), Some("MY_KEY"));
+}
+
+/// A workspace with the mock server configured (trusted) and `api_key_env` naming a variable
+/// nobody sets.
+fn unset_key_workspace(server: &crate::support::mock_openai::MockServer) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::binary::write_config(dir.path(), server);
+    let file = dir.path().join("config/config.toml");
+    let text = fs::read_to_string(&file).unwrap();
+    write(
+        &file,
+        &format!(
+            "{}\napi_key_env = \"MINICODE_IT_UNSET_KEY_31\"\n",
+            text.trim_end()
+        ),
+    );
+    dir
+}
+
+#[test]
+fn an_unset_key_variable_works_with_a_server_that_needs_no_key() {
+    use crate::support::mock_openai::{MockServer, text_reply};
+    let server = MockServer::start_in_thread(vec![text_reply("no key needed", 4)]);
+    let dir = unset_key_workspace(&server);
+    let out = crate::support::binary::command(dir.path())
+        .arg("hi")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "no key needed\n");
+    assert_eq!(server.requests()[0].header("authorization"), None);
+}
+
+#[test]
+fn a_server_asking_for_a_key_gets_a_hint_naming_the_unset_variable() {
+    use crate::support::mock_openai::{MockServer, error_reply};
+    let server = MockServer::start_in_thread(vec![error_reply(401, "missing api key")]);
+    let dir = unset_key_workspace(&server);
+    let out = crate::support::binary::command(dir.path())
+        .arg("hi")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed run, as documented: {err}"
+    );
+    assert!(err.contains("authentication failed (401)"), "{err}");
+    assert!(
+        err.contains("MINICODE_IT_UNSET_KEY_31") && err.contains("is not set"),
+        "names the variable to set: {err}"
+    );
 }
 
 #[test]
