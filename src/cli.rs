@@ -264,6 +264,9 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     for notice in &config.notices {
         note(notice);
     }
+    for warning in crate::fsutil::gitignore::warnings(&launch) {
+        note(&warning);
+    }
     // An exporter the environment configures in a way we cannot honour (an unsupported
     // OTEL_EXPORTER_OTLP_COMPRESSION, say) must not stop the user's work: export is off.
     let _log = match crate::logging::init(&launch, interactive, export_settings(&config)) {
