@@ -313,24 +313,27 @@ fn edit_list(
     if array.iter().any(|v| entry_path(v).is_none()) {
         return Err(shape());
     }
-    let listed = array
-        .iter()
-        .position(|v| entry_path(v) == Some(entry.as_str()));
-    let change = match (record, listed) {
-        (Some(record), Some(i)) => {
-            if array.get(i).is_some_and(|v| records(v, &record)) {
-                return Ok(outcome(TrustChange::AlreadyTrusted));
-            }
-            array.replace(i, recorded_entry(&entry, &record));
-            TrustChange::Renewed
+    let is_entry = |v: &Value| entry_path(v) == Some(entry.as_str());
+    let listed: Vec<&Value> = array.iter().filter(|v| is_entry(v)).collect();
+    let change = match (record, listed.as_slice()) {
+        (Some(record), [one]) if records(one, &record) => {
+            return Ok(outcome(TrustChange::AlreadyTrusted));
         }
-        (None, None) => return Ok(outcome(TrustChange::WasNotTrusted)),
-        (Some(record), None) => {
+        (None, []) => return Ok(outcome(TrustChange::WasNotTrusted)),
+        (Some(record), found) => {
+            // Any older entries for the path (by path alone, or with other digests) are
+            // replaced by one with what is there now.
+            let change = if found.is_empty() {
+                TrustChange::Added
+            } else {
+                TrustChange::Renewed
+            };
+            array.retain(|v| !is_entry(v));
             array.push(recorded_entry(&entry, &record));
-            TrustChange::Added
+            change
         }
-        (None, Some(_)) => {
-            array.retain(|v| entry_path(v) != Some(entry.as_str()));
+        (None, _) => {
+            array.retain(|v| !is_entry(v));
             TrustChange::Removed
         }
     };

@@ -105,7 +105,8 @@ const SHARED: [&str; 3] = [".gitignore", "memory", "skills"];
 /// Warnings about lines of `<workspace>/.minicode/.gitignore`, outside the managed block, that
 /// re-include private data (`!/sessions/`, `!logs`, `!*`): the block overrides them, but a
 /// repository that ships one was trying to get the user's conversations or logs committed.
-/// Nothing is read from a file that is not a regular one or is oversized.
+/// Nothing is read from a file that is not a regular one or is oversized. The line is quoted
+/// as written: the caller shows it through the sanitiser.
 pub fn warnings(workspace: &Path) -> Vec<String> {
     let path = workspace.join(super::DATA_DIR).join(".gitignore");
     let readable = std::fs::symlink_metadata(&path)
@@ -130,7 +131,7 @@ pub fn warnings(workspace: &Path) -> Vec<String> {
                  saved outputs) into git; minicode's block at the end of the file overrides it, \
                  but remove the line",
                 number + 1,
-                crate::sanitize::visible(line)
+                line
             )),
             _ => {}
         }

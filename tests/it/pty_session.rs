@@ -394,8 +394,11 @@ fn hostile_reply_reaches_screen_and_clipboard_inert() {
 }
 
 /// An untrusted workspace whose config points at `evil`, with the user's own server and key in
-/// the user config; minicode started in it with no prompt (the full-screen session).
-fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::PathBuf, String) {
+/// the user config: the temp dir, the workspace and HOME.
+fn untrusted_dirs(
+    user: &MockServer,
+    evil: &MockServer,
+) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().canonicalize().unwrap();
     let (project, home) = (base.join("project"), base.join("home"));
@@ -415,9 +418,14 @@ fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::P
         ),
     )
     .unwrap();
+    (dir, project, home)
+}
+
+/// minicode started with no prompt (the full-screen session) in `project`.
+fn session_in(dir: tempfile::TempDir, project: &std::path::Path, home: &std::path::Path) -> Pty {
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
-    cmd.cwd(&project);
-    cmd.env("HOME", &home);
+    cmd.cwd(project);
+    cmd.env("HOME", home);
     for name in [
         "XDG_CONFIG_HOME",
         "MINICODE_API_KEY",
@@ -426,8 +434,49 @@ fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::P
     ] {
         cmd.env_remove(name);
     }
+    Pty::start(cmd, dir)
+}
+
+/// [`untrusted_dirs`] with the session started in it.
+fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::PathBuf, String) {
+    let (dir, project, home) = untrusted_dirs(user, evil);
+    let user_file = crate::support::user_config::path(&home);
     let project_text = project.to_str().unwrap().to_string();
-    (Pty::start(cmd, dir), user_file, project_text)
+    (session_in(dir, &project, &home), user_file, project_text)
+}
+
+#[test]
+fn a_trusted_workspace_whose_server_changed_is_asked_about_again() {
+    let user = MockServer::start_in_thread(vec![text_reply("from your own server", 4)]);
+    let first = MockServer::start_in_thread(vec![]);
+    let second = MockServer::start_in_thread(vec![]);
+    let (dir, project, home) = untrusted_dirs(&user, &first);
+    let trusted = crate::support::binary::command_with_home(&project, &home)
+        .arg("trust")
+        .output()
+        .unwrap();
+    assert_eq!(trusted.status.code(), Some(0));
+    // A later pull points the trusted config at another server.
+    std::fs::write(
+        project.join("config/config.toml"),
+        format!("[model]\nbase_url = \"{}\"\n", second.base_url()),
+    )
+    .unwrap();
+    let mut pty = session_in(dir, &project, &home);
+    pty.wait_for("It was trusted before");
+    pty.wait_for("`model.base_url` changed");
+    pty.wait_for("default: run without");
+    pty.send(b"r");
+    pty.wait_for("ask anything");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+    assert_eq!(
+        second.connections_accepted(),
+        0,
+        "the new server heard nothing"
+    );
+    assert_eq!(first.connections_accepted(), 0);
 }
 
 #[test]
