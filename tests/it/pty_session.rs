@@ -394,11 +394,8 @@ fn hostile_reply_reaches_screen_and_clipboard_inert() {
 }
 
 /// An untrusted workspace whose config points at `evil`, with the user's own server and key in
-/// the user config: the temp dir, the workspace and HOME.
-fn untrusted_dirs(
-    user: &MockServer,
-    evil: &MockServer,
-) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+/// the user config; minicode started in it with no prompt (the full-screen session).
+fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::PathBuf, String) {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().canonicalize().unwrap();
     let (project, home) = (base.join("project"), base.join("home"));
@@ -418,14 +415,9 @@ fn untrusted_dirs(
         ),
     )
     .unwrap();
-    (dir, project, home)
-}
-
-/// minicode started with no prompt (the full-screen session) in `project`.
-fn session_in(dir: tempfile::TempDir, project: &std::path::Path, home: &std::path::Path) -> Pty {
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
-    cmd.cwd(project);
-    cmd.env("HOME", home);
+    cmd.cwd(&project);
+    cmd.env("HOME", &home);
     for name in [
         "XDG_CONFIG_HOME",
         "MINICODE_API_KEY",
@@ -434,49 +426,8 @@ fn session_in(dir: tempfile::TempDir, project: &std::path::Path, home: &std::pat
     ] {
         cmd.env_remove(name);
     }
-    Pty::start(cmd, dir)
-}
-
-/// [`untrusted_dirs`] with the session started in it.
-fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::PathBuf, String) {
-    let (dir, project, home) = untrusted_dirs(user, evil);
-    let user_file = crate::support::user_config::path(&home);
     let project_text = project.to_str().unwrap().to_string();
-    (session_in(dir, &project, &home), user_file, project_text)
-}
-
-#[test]
-fn a_trusted_workspace_whose_server_changed_is_asked_about_again() {
-    let user = MockServer::start_in_thread(vec![text_reply("from your own server", 4)]);
-    let first = MockServer::start_in_thread(vec![]);
-    let second = MockServer::start_in_thread(vec![]);
-    let (dir, project, home) = untrusted_dirs(&user, &first);
-    let trusted = crate::support::binary::command_with_home(&project, &home)
-        .arg("trust")
-        .output()
-        .unwrap();
-    assert_eq!(trusted.status.code(), Some(0));
-    // A later pull points the trusted config at another server.
-    std::fs::write(
-        project.join("config/config.toml"),
-        format!("[model]\nbase_url = \"{}\"\n", second.base_url()),
-    )
-    .unwrap();
-    let mut pty = session_in(dir, &project, &home);
-    pty.wait_for("It was trusted before");
-    pty.wait_for("`model.base_url` changed");
-    pty.wait_for("default: run without");
-    pty.send(b"r");
-    pty.wait_for("ask anything");
-    pty.send(b"\x04");
-    pty.wait_exit();
-    pty.assert_restored();
-    assert_eq!(
-        second.connections_accepted(),
-        0,
-        "the new server heard nothing"
-    );
-    assert_eq!(first.connections_accepted(), 0);
+    (Pty::start(cmd, dir), user_file, project_text)
 }
 
 #[test]
@@ -555,6 +506,74 @@ fn keys_typed_before_the_trust_question_trust_nothing() {
     assert_eq!(user.connections_accepted(), 0);
     let after = std::fs::read_to_string(&user_file).unwrap();
     assert_eq!(before, after, "the user config is unchanged");
+}
+
+/// A workspace trusted with `minicode trust` while its config pointed at `first`, whose config
+/// now points at `second`; the full-screen session started in it.
+fn changed_trusted_session(user: &MockServer, first: &MockServer, second: &MockServer) -> Pty {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let (project, home) = (base.join("project"), base.join("home"));
+    std::fs::create_dir_all(project.join("config")).unwrap();
+    let point_at = |server: &MockServer| {
+        std::fs::write(
+            project.join("config/config.toml"),
+            format!("[model]\nbase_url = \"{}\"\n", server.base_url()),
+        )
+        .unwrap();
+    };
+    point_at(first);
+    let user_file = crate::support::user_config::path(&home);
+    std::fs::create_dir_all(user_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user_file,
+        format!(
+            "[model]\nbase_url = \"{}\"\nname = \"m\"\n",
+            user.base_url()
+        ),
+    )
+    .unwrap();
+    let trusted = crate::support::binary::command_with_home(&project, &home)
+        .arg("trust")
+        .output()
+        .unwrap();
+    assert_eq!(trusted.status.code(), Some(0));
+    // A later pull points the trusted config at another server.
+    point_at(second);
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.cwd(&project);
+    cmd.env("HOME", &home);
+    for name in [
+        "XDG_CONFIG_HOME",
+        "MINICODE_API_KEY",
+        "MINICODE_BASE_URL",
+        "MINICODE_MODEL",
+    ] {
+        cmd.env_remove(name);
+    }
+    Pty::start(cmd, dir)
+}
+
+#[test]
+fn a_trusted_workspace_whose_server_changed_is_asked_about_again() {
+    let user = MockServer::start_in_thread(vec![text_reply("from your own server", 4)]);
+    let first = MockServer::start_in_thread(vec![]);
+    let second = MockServer::start_in_thread(vec![]);
+    let mut pty = changed_trusted_session(&user, &first, &second);
+    pty.wait_for("It was trusted before");
+    pty.wait_for("`model.base_url` changed");
+    pty.wait_for("default: run without");
+    pty.send(b"r");
+    pty.wait_for("ask anything");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+    assert_eq!(
+        second.connections_accepted(),
+        0,
+        "the new server heard nothing"
+    );
+    assert_eq!(first.connections_accepted(), 0);
 }
 
 #[test]
