@@ -264,6 +264,9 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     for notice in &config.notices {
         note(notice);
     }
+    for warning in crate::fsutil::gitignore::warnings(&launch) {
+        note(&warning);
+    }
     // An exporter the environment configures in a way we cannot honour (an unsupported
     // OTEL_EXPORTER_OTLP_COMPRESSION, say) must not stop the user's work: export is off.
     let _log = match crate::logging::init(&launch, interactive, export_settings(&config)) {
@@ -433,9 +436,23 @@ fn openai(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<OpenA
         },
         cache_dir: crate::config::cache_dir(env),
         send_reasoning: config.send_reasoning,
+        missing_key_hint: Some(missing_key_hint(config)),
         ..OpenAiOptions::default()
     })
     .map_err(usage)
+}
+
+/// What to set when the server asks for a key and none was sent.
+fn missing_key_hint(config: &Config) -> String {
+    match &config.api_key_env {
+        Some(name) => format!(
+            "no API key was sent: the environment variable {name} that `api_key_env` names is \
+             not set; set it, or MINICODE_API_KEY"
+        ),
+        None => "no API key was sent: set MINICODE_API_KEY, or `api_key_env` (or `api_key`) \
+                 in [model] of your config"
+            .to_string(),
+    }
 }
 
 /// The exporter's settings when telemetry is on.

@@ -16,6 +16,7 @@ mod mcp;
 mod resolve;
 mod telemetry;
 mod trust;
+mod trust_record;
 
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
@@ -131,7 +132,8 @@ pub struct Config {
     pub model: String,
     pub api_key: Option<Secret>,
     /// The environment variable the key was read from (the configured `api_key_env`, or
-    /// `MINICODE_API_KEY`), so tools can remove it from child processes.
+    /// `MINICODE_API_KEY`), so tools can remove it from child processes; also set when that
+    /// variable is unset (no key), so a 401 can say which variable to set.
     pub api_key_env: Option<String>,
     pub context_window: u64,
     /// Whether `[model] context_window` was set in a file (a probed window never replaces it).
@@ -252,8 +254,8 @@ pub enum ConfigError {
     /// key, and the user has not trusted the workspace. Nothing was sent anywhere.
     #[error(
         "config file {} sets {}, but this workspace is not trusted: a repository's config may \
-         not choose the server, the provider, the API key or where telemetry is sent, nor \
-         start MCP servers. If you \
+         not choose the server, the provider, the model, the API key, where telemetry is sent \
+         or the caps on saved output, nor start MCP servers. If you \
          trust this folder, run \
          `minicode trust` in it (it is recorded in your user config); otherwise remove {} from \
          that file (your user config or MINICODE_* variables can set them)",
@@ -264,6 +266,19 @@ pub enum ConfigError {
     UntrustedWorkspace {
         path: PathBuf,
         fields: Vec<&'static str>,
+    },
+    /// The workspace is trusted, but what trust covers (its config's trust-only fields, its
+    /// `[mcp_servers]`, its `.mcp.json`) changed since the user trusted it. Nothing was sent.
+    #[error(
+        "{} was trusted, but what trust covers has changed since: {}. Check the change; if \
+         you trust it as it is now, run `minicode trust` in it (or `minicode untrust` to stop \
+         trusting it)",
+        .workspace.display(),
+        .changes.join("; ")
+    )]
+    TrustChanged {
+        workspace: PathBuf,
+        changes: Vec<String>,
     },
     /// `trusted_workspaces` in a file other than the user's: a repository must not be able to
     /// trust itself.

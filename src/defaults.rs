@@ -54,3 +54,27 @@ pub const SUBAGENTS_TIMEOUT: Duration = Duration::from_secs(300);
 pub(crate) const MCP_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time one MCP tool call may take before its outcome is reported unknown.
 pub(crate) const MCP_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Upper bounds of the numeric settings (docs/configuration.md lists each one). Past them a
+/// value is a mistake or a trap: a timeout of 2^64 seconds overflows the clock and aborts the
+/// process, a cap of 2^64 bytes is no cap. A value above its bound is a config error.
+pub(crate) mod bounds {
+    /// Tokens of context window.
+    pub(crate) const CONTEXT_WINDOW: u64 = 16 * 1024 * 1024;
+    /// Tokens of one reply.
+    pub(crate) const MAX_TOKENS: u64 = 1024 * 1024;
+    /// Every `*_timeout_secs` but bash's (one day).
+    pub(crate) const TIMEOUT_SECS: u64 = 86_400;
+    /// Tool calls in one reply.
+    pub(crate) const MAX_TOOL_CALLS: u64 = 1024;
+    /// Tool rounds of a turn and goal rounds of a goal.
+    pub(crate) const ROUNDS: u64 = 100_000;
+    /// Bytes of one saved bash output (1 GiB).
+    pub(crate) const OUTPUTS_MAX_FILE_BYTES: u64 = 1024 * 1024 * 1024;
+    /// Bytes of all saved bash outputs (16 GiB).
+    pub(crate) const OUTPUTS_MAX_BYTES: u64 = 16 * 1024 * 1024 * 1024;
+    /// Days a saved output is kept.
+    pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 365;
+    /// Turns printed on exit.
+    pub(crate) const EXIT_TRANSCRIPT_TURNS: u32 = 1_000_000;
+}

@@ -37,6 +37,9 @@ pub(super) fn change(
     let line = match outcome.change {
         TrustChange::Added => format!("trusted {workspace} (recorded in {file})"),
         TrustChange::AlreadyTrusted => format!("{workspace} was already trusted (in {file})"),
+        TrustChange::Renewed => {
+            format!("trusted {workspace} as it is now (recorded in {file})")
+        }
         TrustChange::Removed => format!("no longer trusted: {workspace} (removed from {file})"),
         TrustChange::WasNotTrusted => format!("{workspace} was not trusted (nothing changed)"),
     };
@@ -54,15 +57,22 @@ pub(super) fn load_config(
     overrides: &Overrides,
     interactive: bool,
 ) -> Result<Config, Failure> {
-    let (path, fields) = match config::load(launch, env, overrides) {
-        Err(ConfigError::UntrustedWorkspace { path, fields }) if interactive => (path, fields),
+    let question = match config::load(launch, env, overrides) {
+        Err(ConfigError::UntrustedWorkspace { path, fields }) if interactive => Question {
+            workspace: launch.display().to_string(),
+            file: path.display().to_string(),
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            changes: Vec::new(),
+        },
+        Err(ConfigError::TrustChanged { workspace, changes }) if interactive => Question {
+            workspace: workspace.display().to_string(),
+            file: launch.join(config::WORKSPACE_FILE).display().to_string(),
+            fields: Vec::new(),
+            changes,
+        },
         other => return other.map_err(usage),
     };
-    let question = Question {
-        workspace: launch.display().to_string(),
-        file: path.display().to_string(),
-        fields: fields.iter().map(|f| f.to_string()).collect(),
-    };
+    let file = question.file.clone();
     let answer = trust_prompt::ask(question).map_err(|e| Failure {
         code: 1,
         message: format!("terminal error: {e}"),
@@ -88,7 +98,7 @@ pub(super) fn load_config(
         Answer::Quit => Err(usage(format!(
             "not started: {} wants to choose the server or the key and this workspace is not \
              trusted (run `minicode trust` to trust it)",
-            path.display()
+            visible(&file)
         ))),
     }
 }

@@ -20,8 +20,8 @@ use crate::sanitize::visible;
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FileConfig {
-    /// Canonical paths of the workspaces the user trusts; honoured only in the user's file.
-    pub trusted_workspaces: Option<Vec<String>>,
+    /// The workspaces the user trusts; honoured only in the user's file.
+    pub trusted_workspaces: Option<Vec<TrustEntry>>,
     #[serde(default)]
     pub model: ModelTable,
     #[serde(default)]
@@ -41,6 +41,26 @@ pub(super) struct FileConfig {
     pub mcp_servers: Option<BTreeMap<String, McpServerTable>>,
     /// `.mcp.json` servers the user approved; honoured only in the user's file.
     pub approved_mcp_servers: Option<Vec<ApprovedMcpServer>>,
+}
+
+/// One entry of `trusted_workspaces`: a canonical path, as older versions wrote it, or the
+/// path with digests of what trust covered when it was given (see `config/trust_record.rs`).
+#[derive(Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum TrustEntry {
+    Path(String),
+    Recorded {
+        path: String,
+        settings: BTreeMap<String, String>,
+    },
+}
+
+impl TrustEntry {
+    pub(super) fn path(&self) -> &str {
+        match self {
+            TrustEntry::Path(path) | TrustEntry::Recorded { path, .. } => path,
+        }
+    }
 }
 
 /// One `[mcp_servers.<id>]` table.
@@ -150,7 +170,7 @@ pub(super) fn read_confined(workspace: &Path, path: &Path) -> Result<FileConfig,
     parse(path, &read_text(path, Some(workspace))?)
 }
 
-fn read_text(path: &Path, confined_to: Option<&Path>) -> Result<String, ConfigError> {
+pub(super) fn read_text(path: &Path, confined_to: Option<&Path>) -> Result<String, ConfigError> {
     use crate::fsutil::{self, OpenError};
     use std::io::Read;
     let unreadable = |source: std::io::Error| ConfigError::Unreadable {

@@ -11,7 +11,8 @@ use super::file::{
     self, ApprovedMcpServer, ContextTable, FileConfig, GoalTable, McpServerTable, ModelTable,
     SubagentsTable, TelemetryTable, ToolsTable, UiTable,
 };
-use super::trust::{self, Trust};
+use super::trust::{self, Listed, Trust};
+use super::trust_record::{self, TRUST_ONLY};
 use super::{ConfigError, Overrides, WORKSPACE_FILE};
 
 /// The merged content of every file read, with where each field came from.
@@ -27,6 +28,8 @@ pub(super) struct Layers {
     pub mcp_servers: BTreeMap<String, (McpServerTable, PathBuf)>,
     /// The user's approvals of `.mcp.json` servers.
     pub approvals: Vec<ApprovedMcpServer>,
+    /// Things to tell the user that do not stop the run.
+    pub notices: Vec<String>,
 }
 
 impl Layers {
@@ -57,34 +60,44 @@ impl Layers {
             trust,
             mcp_servers: BTreeMap::new(),
             approvals: Vec::new(),
+            notices: Vec::new(),
         }
     }
 }
 
-/// The fields a workspace file may set only once the user trusts the workspace: together they
-/// decide which server receives the conversation and which key goes with it, and where (and
-/// with which credentials) telemetry about the conversation is sent. The whole `[telemetry]`
-/// table counts: a repository must not be able to turn export on, point it at itself, or ask
-/// for the contents.
+/// The fields a workspace file may set only once the user trusts the workspace
+/// (`trust_record::TRUST_ONLY`, with `mcp_servers`): together they decide which server
+/// receives the conversation, which key goes with it and which model it pays for, where (and
+/// with which credentials) telemetry is sent, what programs start, and how much disk saved
+/// outputs may take. The whole `[telemetry]` table counts: a repository must not be able to
+/// turn export on, point it at itself, or ask for the contents.
 pub(super) fn redirecting_fields(f: &FileConfig) -> Vec<&'static str> {
     let m = &f.model;
     let t = &f.telemetry;
-    [
-        (m.provider.is_some(), "model.provider"),
-        (m.base_url.is_some(), "model.base_url"),
-        (m.api_key.is_some(), "model.api_key"),
-        (m.api_key_env.is_some(), "model.api_key_env"),
-        // A server is a program the repository would have minicode run.
-        (f.mcp_servers.is_some(), "mcp_servers"),
-        (t.otlp_endpoint.is_some(), "telemetry.otlp_endpoint"),
-        (t.headers.is_some(), "telemetry.headers"),
-        (t.protocol.is_some(), "telemetry.protocol"),
-        (t.service_name.is_some(), "telemetry.service_name"),
-        (t.include_content.is_some(), "telemetry.include_content"),
-    ]
-    .into_iter()
-    .filter_map(|(set, name)| set.then_some(name))
-    .collect()
+    let set = [
+        m.provider.is_some(),
+        m.base_url.is_some(),
+        m.api_key.is_some(),
+        m.api_key_env.is_some(),
+        m.name.is_some(),
+        f.tools.outputs_max_file_bytes.is_some(),
+        f.tools.outputs_max_bytes.is_some(),
+        t.otlp_endpoint.is_some(),
+        t.headers.is_some(),
+        t.protocol.is_some(),
+        t.service_name.is_some(),
+        t.include_content.is_some(),
+    ];
+    let mut fields: Vec<&'static str> = TRUST_ONLY
+        .into_iter()
+        .zip(set)
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect();
+    // A server is a program the repository would have minicode run.
+    if f.mcp_servers.is_some() {
+        fields.push("mcp_servers");
+    }
+    fields
 }
 
 /// Reads the files in order and merges them. The trust rule runs on the workspace's file as
@@ -114,13 +127,15 @@ pub(super) fn gather(
         Some(path) if present(path)? => Some((file::read(path)?, path.clone())),
         _ => None,
     };
-    let trust = match &user {
+    let listed = match &user {
         Some((parsed, path)) => {
             trust::lookup(parsed.trusted_workspaces.as_deref(), path, launch_dir)?
         }
-        None => Trust::Untrusted,
+        None => Listed::No,
     };
+    let (trust, notice) = check_record(&listed, launch_dir, overrides)?;
     let mut layers = Layers::empty(trust);
+    layers.notices.extend(notice);
     if let Some((parsed, path)) = user {
         layers.add(parsed, path);
     }
@@ -154,6 +169,42 @@ pub(super) fn gather(
     }
     layers.add(parsed, workspace_path);
     Ok(layers)
+}
+
+/// Trust as the user's list gives it, checked against what it covered when it was given: a
+/// change is an error (asked about, or refused), or, when the user chose to run without the
+/// workspace's file, makes this run untrusted. An entry by path alone is honoured as before,
+/// with a notice that recording it closes the gap.
+fn check_record(
+    listed: &Listed,
+    launch_dir: &Path,
+    overrides: &Overrides,
+) -> Result<(Trust, Option<String>), ConfigError> {
+    match listed {
+        Listed::No => Ok((Trust::Untrusted, None)),
+        Listed::PathOnly => Ok((
+            Trust::Trusted,
+            Some(
+                "this workspace is trusted by its path alone, so a change to its server, key \
+                 or MCP servers would not be asked about: run `minicode trust` in it once to \
+                 record what you trust"
+                    .to_string(),
+            ),
+        )),
+        Listed::Recorded(recorded) => {
+            let changes = trust_record::current(launch_dir)?.changes(recorded);
+            if changes.is_empty() {
+                Ok((Trust::Trusted, None))
+            } else if overrides.skip_workspace_file {
+                Ok((Trust::Untrusted, None))
+            } else {
+                Err(ConfigError::TrustChanged {
+                    workspace: trust::canonical(launch_dir),
+                    changes,
+                })
+            }
+        }
+    }
 }
 
 /// Whether something exists at `path` in any form (even a dangling link or a folder), so a

@@ -85,8 +85,11 @@ pub(super) fn from_tables(
         if table.command.trim().is_empty() {
             return Err(invalid("mcp_servers.command", "must not be empty"));
         }
+        let max = crate::defaults::bounds::TIMEOUT_SECS;
         let secs = |value: Option<u64>, default: u64, field: &'static str| match value {
-            Some(0) => Err(invalid(field, "must be greater than 0")),
+            Some(v) if v == 0 || v > max => {
+                Err(invalid(field, &format!("must be between 1 and {max}")))
+            }
             Some(v) => Ok(Duration::from_secs(v)),
             None => Ok(Duration::from_secs(default)),
         };

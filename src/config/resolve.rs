@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::layers::Layers;
-use crate::defaults;
+use crate::defaults::{self, bounds};
 
 use super::{
     Config, ConfigError, DEMO_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, Overrides, ProviderKind,
@@ -39,6 +39,7 @@ pub(super) fn resolve(
         .collect();
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
+    notices.append(&mut layers.notices);
     let mut config = Config {
         provider,
         base_url: String::new(),
@@ -119,92 +120,98 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         field,
         reason,
     };
-    let positive = |value: Option<u64>, default: u64, field: &'static str| match value {
-        Some(0) => Err(invalid(field, "must be greater than 0".to_string())),
+    // Every number has a floor of 1 and a documented ceiling; the error names both.
+    let bounded = |value: Option<u64>, default: u64, field: &'static str, max: u64| match value {
+        Some(v) if v == 0 || v > max => Err(invalid(field, format!("must be between 1 and {max}"))),
         Some(v) => Ok(v),
         None => Ok(default),
     };
-    let context_window = positive(
+    let context_window = bounded(
         f.model.context_window,
         defaults::CONTEXT_WINDOW,
         "model.context_window",
+        bounds::CONTEXT_WINDOW,
     )?;
-    let max_tokens = positive(
+    let max_tokens = bounded(
         f.model.max_tokens.map(u64::from),
         u64::from(defaults::MAX_TOKENS),
         "model.max_tokens",
+        bounds::MAX_TOKENS,
     )?;
-    let request_timeout = positive(
+    let request_timeout = bounded(
         f.model.request_timeout_secs,
         defaults::REQUEST_TIMEOUT.as_secs(),
         "model.request_timeout_secs",
+        bounds::TIMEOUT_SECS,
     )?;
-    let max_tool_calls = positive(
+    let max_tool_calls = bounded(
         f.model.max_tool_calls.map(u64::from),
         defaults::MAX_TOOL_CALLS as u64,
         "model.max_tool_calls",
+        bounds::MAX_TOOL_CALLS,
     )?;
-    let stream_idle = positive(
+    let stream_idle = bounded(
         f.model.stream_idle_timeout_secs,
         defaults::STREAM_IDLE_TIMEOUT.as_secs(),
         "model.stream_idle_timeout_secs",
+        bounds::TIMEOUT_SECS,
     )?;
-    let bash_secs = positive(
+    let bash_secs = bounded(
         f.tools.bash_timeout_secs,
         defaults::BASH_TIMEOUT.as_secs(),
         "tools.bash_timeout_secs",
+        defaults::BASH_TIMEOUT_CEILING.as_secs(),
     )?;
-    if bash_secs > defaults::BASH_TIMEOUT_CEILING.as_secs() {
-        return Err(invalid(
-            "tools.bash_timeout_secs",
-            format!(
-                "must be at most {}",
-                defaults::BASH_TIMEOUT_CEILING.as_secs()
-            ),
-        ));
-    }
-    let max_rounds = positive(
+    let max_rounds = bounded(
         f.tools.max_rounds.map(u64::from),
         u64::from(defaults::MAX_ROUNDS),
         "tools.max_rounds",
+        bounds::ROUNDS,
     )?;
-    let outputs_max_file_bytes = positive(
+    let outputs_max_file_bytes = bounded(
         f.tools.outputs_max_file_bytes,
         defaults::OUTPUTS_MAX_FILE_BYTES,
         "tools.outputs_max_file_bytes",
+        bounds::OUTPUTS_MAX_FILE_BYTES,
     )?;
-    let outputs_max_bytes = positive(
+    let outputs_max_bytes = bounded(
         f.tools.outputs_max_bytes,
         defaults::OUTPUTS_MAX_BYTES,
         "tools.outputs_max_bytes",
+        bounds::OUTPUTS_MAX_BYTES,
     )?;
-    let outputs_max_age_days = positive(
+    let outputs_max_age_days = bounded(
         f.tools.outputs_max_age_days,
         defaults::OUTPUTS_MAX_AGE_DAYS,
         "tools.outputs_max_age_days",
+        bounds::OUTPUTS_MAX_AGE_DAYS,
     )?;
-    let subagents_max_concurrent = positive(
+    let subagents_max_concurrent = bounded(
         f.subagents.max_concurrent.map(u64::from),
         defaults::SUBAGENTS_MAX_CONCURRENT as u64,
         "subagents.max_concurrent",
+        defaults::SUBAGENTS_MAX_CONCURRENT_CEILING as u64,
     )?;
-    let ceiling = defaults::SUBAGENTS_MAX_CONCURRENT_CEILING;
-    if subagents_max_concurrent > ceiling as u64 {
-        return Err(invalid(
-            "subagents.max_concurrent",
-            format!("must be at most {ceiling}"),
-        ));
-    }
-    let subagents_timeout = positive(
+    let subagents_timeout = bounded(
         f.subagents.timeout_secs,
         defaults::SUBAGENTS_TIMEOUT.as_secs(),
         "subagents.timeout_secs",
+        bounds::TIMEOUT_SECS,
     )?;
-    let goal_max_rounds = positive(
+    let goal_max_rounds = bounded(
         f.goal.max_rounds.map(u64::from),
         u64::from(defaults::GOAL_MAX_ROUNDS),
         "goal.max_rounds",
+        bounds::ROUNDS,
     )?;
+    if let Some(turns) = f.ui.exit_transcript_turns
+        && turns > bounds::EXIT_TRANSCRIPT_TURNS
+    {
+        return Err(invalid(
+            "ui.exit_transcript_turns",
+            format!("must be between 0 and {}", bounds::EXIT_TRANSCRIPT_TURNS),
+        ));
+    }
     for (value, field) in [
         (f.context.reserve_tokens, "context.reserve_tokens"),
         (f.context.keep_recent_tokens, "context.keep_recent_tokens"),
@@ -228,7 +235,7 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         outputs_max_file_bytes,
         outputs_max_bytes,
         outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
-        // Checked against the ceiling above.
+        // Checked against its ceiling above.
         subagents_max_concurrent: usize::try_from(subagents_max_concurrent).unwrap_or(1),
         subagents_timeout: Duration::from_secs(subagents_timeout),
         // It came from a u32.
@@ -296,8 +303,9 @@ fn endpoint(
     Ok((base_url, model, base_origin, model_origin))
 }
 
-/// The key: `MINICODE_API_KEY`, else `api_key`, else the variable `api_key_env` names; and the
-/// variable it came from, so tools can remove it from child processes.
+/// The key: `MINICODE_API_KEY`, else `api_key`, else the variable `api_key_env` names (none
+/// when it is unset); and the variable it came from or would come from, so tools can remove
+/// it from child processes and an authentication failure can name it.
 fn key(layers: &Layers, env: Env<'_>) -> Result<(Option<Secret>, Option<String>), ConfigError> {
     let m = &layers.file.model;
     let invalid = |field: &'static str, reason: &str| ConfigError::Invalid {
@@ -333,17 +341,12 @@ fn key(layers: &Layers, env: Env<'_>) -> Result<(Option<Secret>, Option<String>)
     if let Some(key) = &m.api_key {
         return Ok((Some(key.clone()), None));
     }
-    match configured_env {
-        Some(name) => {
-            let key = env(&name).ok_or_else(|| ConfigError::Invalid {
-                origin: layers.origin("model.api_key_env"),
-                field: "model.api_key_env",
-                reason: format!("environment variable {name} is not set"),
-            })?;
-            Ok((Some(Secret::new(key)), Some(name)))
-        }
-        None => Ok((None, None)),
-    }
+    // A variable that is unset means no key: many servers need none, and one that does says
+    // so (401), when the provider names the variable to set.
+    Ok((
+        configured_env.as_deref().and_then(env).map(Secret::new),
+        configured_env,
+    ))
 }
 
 /// Accepts an `http://` or `https://` URL and drops trailing slashes, so the provider can

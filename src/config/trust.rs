@@ -12,9 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
-use toml_edit::{Array, DocumentMut, Item, Value};
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Value};
 
 use super::ConfigError;
+use super::file::TrustEntry;
+use super::trust_record::{self, Record};
 
 /// Whether the user trusts the workspace minicode was started in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,16 +46,28 @@ pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf>
     Some(dir.join("minicode").join("config.toml"))
 }
 
+/// How the user's list names a workspace.
+pub(super) enum Listed {
+    No,
+    /// By path alone (as versions before the digests wrote it): trusted, whatever it holds.
+    PathOnly,
+    /// With digests of what trust covered then (`config/trust_record.rs`).
+    Recorded(Record),
+}
+
 /// Looks `launch_dir` up in the list read from the user's file `file`.
 pub(super) fn lookup(
-    list: Option<&[String]>,
+    list: Option<&[TrustEntry]>,
     file: &Path,
     launch_dir: &Path,
-) -> Result<Trust, ConfigError> {
+) -> Result<Listed, ConfigError> {
     let Some(list) = list else {
-        return Ok(Trust::Untrusted);
+        return Ok(Listed::No);
     };
-    if list.iter().any(|entry| !Path::new(entry).is_absolute()) {
+    if list
+        .iter()
+        .any(|entry| !Path::new(entry.path()).is_absolute())
+    {
         return Err(ConfigError::Invalid {
             origin: format!("config file {}", file.display()),
             field: "trusted_workspaces",
@@ -63,24 +77,39 @@ pub(super) fn lookup(
         });
     }
     let workspace = canonical(launch_dir);
-    let listed = list.iter().any(|entry| Path::new(entry) == workspace);
-    Ok(if listed {
-        Trust::Trusted
-    } else {
-        Trust::Untrusted
+    let entry = list
+        .iter()
+        .rev()
+        .find(|entry| Path::new(entry.path()) == workspace);
+    Ok(match entry {
+        None => Listed::No,
+        Some(TrustEntry::Path(_)) => Listed::PathOnly,
+        Some(TrustEntry::Recorded { settings, .. }) => Listed::Recorded(settings.clone()),
     })
 }
 
 /// [`lookup`] when the user's file is not otherwise used (`--config`): any problem reading it
-/// means untrusted, never an error.
+/// means untrusted, never an error, and so does a change to what trust covered.
 pub(super) fn lookup_lenient(user_file: Option<&Path>, launch_dir: &Path) -> Trust {
     let Some(file) = user_file.filter(|f| f.exists()) else {
         return Trust::Untrusted;
     };
-    super::file::read(file)
+    let listed = super::file::read(file)
         .ok()
-        .and_then(|parsed| lookup(parsed.trusted_workspaces.as_deref(), file, launch_dir).ok())
-        .unwrap_or(Trust::Untrusted)
+        .and_then(|parsed| lookup(parsed.trusted_workspaces.as_deref(), file, launch_dir).ok());
+    match listed {
+        Some(Listed::PathOnly) => Trust::Trusted,
+        Some(Listed::Recorded(recorded)) => {
+            let unchanged = trust_record::current(launch_dir)
+                .is_ok_and(|current| current.changes(&recorded).is_empty());
+            if unchanged {
+                Trust::Trusted
+            } else {
+                Trust::Untrusted
+            }
+        }
+        _ => Trust::Untrusted,
+    }
 }
 
 /// The `.mcp.json` approvals in the user's file when it is not otherwise used (`--config`):
@@ -108,6 +137,9 @@ pub(super) fn canonical(path: &Path) -> PathBuf {
 pub enum TrustChange {
     Added,
     AlreadyTrusted,
+    /// Trusted before, by path alone or with settings that have changed since: recorded again
+    /// as the workspace is now.
+    Renewed,
     Removed,
     WasNotTrusted,
 }
@@ -152,6 +184,9 @@ pub enum TrustError {
     },
     #[error("config file {}: `trusted_workspaces` must be an array of strings", .path.display())]
     Shape { path: PathBuf },
+    /// The workspace's config cannot be read, so what trust would cover is unknown.
+    #[error("cannot trust the workspace: {0}")]
+    Settings(Box<ConfigError>),
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,
@@ -178,7 +213,10 @@ pub fn trust_workspace(
             source: std::io::Error::other("it is not a folder"),
         });
     }
-    edit_list(env, workspace, true)
+    let record = trust_record::current(&workspace)
+        .map_err(|e| TrustError::Settings(Box::new(e)))?
+        .record();
+    edit_list(env, workspace, Some(record))
 }
 
 /// `minicode untrust [PATH]`: removes `path` (canonical when it still exists, else as given)
@@ -187,14 +225,52 @@ pub fn untrust_workspace(
     env: &dyn Fn(&str) -> Option<String>,
     path: &Path,
 ) -> Result<TrustOutcome, TrustError> {
-    edit_list(env, canonical(path), false)
+    edit_list(env, canonical(path), None)
 }
 
+/// The path of one list entry: a string, or a table's `path`.
+fn entry_path(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(s) => Some(s.value()),
+        Value::InlineTable(t) => t.get("path").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+/// The entry `minicode trust` writes: `{ path = "…", settings = { "<item>" = "<sha256>" } }`.
+fn recorded_entry(path: &str, record: &Record) -> Value {
+    let mut settings = InlineTable::new();
+    for (item, digest) in record {
+        settings.insert(item, Value::from(digest.as_str()));
+    }
+    let mut entry = InlineTable::new();
+    entry.insert("path", Value::from(path));
+    entry.insert("settings", Value::InlineTable(settings));
+    Value::InlineTable(entry)
+}
+
+/// Whether `value` already records exactly `record`.
+fn records(value: &Value, record: &Record) -> bool {
+    let Some(settings) = value
+        .as_inline_table()
+        .and_then(|t| t.get("settings"))
+        .and_then(Value::as_inline_table)
+    else {
+        return false;
+    };
+    settings.len() == record.len()
+        && record
+            .iter()
+            .all(|(k, v)| settings.get(k).and_then(Value::as_str) == Some(v.as_str()))
+}
+
+/// Adds (`record` given) or removes the workspace's entry.
 fn edit_list(
     env: &dyn Fn(&str) -> Option<String>,
     workspace: PathBuf,
-    add: bool,
+    record: Option<Record>,
 ) -> Result<TrustOutcome, TrustError> {
+    let add = record.is_some();
     let file = user_config_path(env).ok_or(TrustError::NoUserConfig)?;
     let entry = workspace
         .to_str()
@@ -234,22 +310,40 @@ fn edit_list(
                 .ok_or_else(shape)?
         }
     };
-    if array.iter().any(|v| v.as_str().is_none()) {
+    if array.iter().any(|v| entry_path(v).is_none()) {
         return Err(shape());
     }
-    let listed = array.iter().any(|v| v.as_str() == Some(entry.as_str()));
-    let change = match (add, listed) {
-        (true, true) => return Ok(outcome(TrustChange::AlreadyTrusted)),
-        (false, false) => return Ok(outcome(TrustChange::WasNotTrusted)),
-        (true, false) => {
-            array.push(entry.as_str());
-            TrustChange::Added
+    let is_entry = |v: &Value| entry_path(v) == Some(entry.as_str());
+    let listed: Vec<&Value> = array.iter().filter(|v| is_entry(v)).collect();
+    let change = match (record, listed.as_slice()) {
+        (Some(record), [one]) if records(one, &record) => {
+            return Ok(outcome(TrustChange::AlreadyTrusted));
         }
-        (false, true) => {
-            array.retain(|v| v.as_str() != Some(entry.as_str()));
+        (None, []) => return Ok(outcome(TrustChange::WasNotTrusted)),
+        (Some(record), found) => {
+            // Any older entries for the path (by path alone, or with other digests) are
+            // replaced by one with what is there now.
+            let change = if found.is_empty() {
+                TrustChange::Added
+            } else {
+                TrustChange::Renewed
+            };
+            array.retain(|v| !is_entry(v));
+            array.push(recorded_entry(&entry, &record));
+            change
+        }
+        (None, _) => {
+            array.retain(|v| !is_entry(v));
             TrustChange::Removed
         }
     };
+    // One entry per line: entries with their digests are long.
+    for value in array.iter_mut() {
+        value.decor_mut().set_prefix("\n    ");
+        value.decor_mut().set_suffix("");
+    }
+    array.set_trailing_comma(!array.is_empty());
+    array.set_trailing(if array.is_empty() { "" } else { "\n" });
     let write_error = |source| TrustError::Write {
         path: file.clone(),
         source,

@@ -67,6 +67,9 @@ pub struct OpenAiOptions {
     pub cache_dir: Option<PathBuf>,
     /// Send the reasoning kept on assistant messages back to the server (`reasoning_content`).
     pub send_reasoning: bool,
+    /// Added to an authentication failure when no key was sent: which variable or field to
+    /// set. A missing key is an error only once the server asks for one.
+    pub missing_key_hint: Option<String>,
 }
 
 impl Default for OpenAiOptions {
@@ -82,6 +85,7 @@ impl Default for OpenAiOptions {
             retry_base_delay: defaults::RETRY_BASE_DELAY,
             cache_dir: None,
             send_reasoning: false,
+            missing_key_hint: None,
         }
     }
 }
@@ -106,6 +110,8 @@ pub struct OpenAi {
     send_reasoning: bool,
     /// Host and port of `url`, for telemetry.
     server: Option<(Arc<str>, u16)>,
+    /// See [`OpenAiOptions::missing_key_hint`]; `None` when a key is sent.
+    missing_key_hint: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for OpenAiOptions {
@@ -189,7 +195,6 @@ impl OpenAi {
             base: base.to_string(),
             url: format!("{base}/chat/completions"),
             model: opts.model,
-            key,
             headers,
             limits: StreamLimits {
                 policy,
@@ -201,6 +206,11 @@ impl OpenAi {
             cache: Arc::new(cache),
             encoded: Arc::default(),
             send_reasoning: opts.send_reasoning,
+            missing_key_hint: opts
+                .missing_key_hint
+                .filter(|_| key.is_none())
+                .map(Into::into),
+            key,
         })
     }
 
@@ -346,6 +356,7 @@ impl OpenAi {
                 .send()
         };
         let key = self.key.clone();
+        let hint = self.missing_key_hint.clone();
         async move {
             // A server may close a keep-alive connection after a streamed answer (llama.cpp's
             // server does, while announcing keep-alive); the pool can hand that connection out
@@ -381,10 +392,17 @@ impl OpenAi {
             }
             let retry_after = retry_after_ms(response.headers());
             let body = read_capped(response, head_timeout, key.as_deref()).await;
-            Err(scrub(
+            let error = scrub(
                 error_from_response(status, retry_after, &body, key.as_deref()),
                 key.as_deref(),
-            ))
+            );
+            Err(match (error, hint) {
+                (ProviderError::Auth { status, message }, Some(hint)) => ProviderError::Auth {
+                    status,
+                    message: format!("{message} ({hint})"),
+                },
+                (error, _) => error,
+            })
         }
     }
 }

@@ -438,14 +438,69 @@ fn api_key_and_api_key_env_together_are_refused() {
 }
 
 #[test]
-fn api_key_env_naming_an_unset_variable_is_refused() {
+fn api_key_env_naming_an_unset_variable_means_no_key() {
     let d = trusted_dirs();
     write(
         &project_file(&d),
         "[model]\nbase_url = \"http://x\"\nname = \"m\"\napi_key_env = \"MY_KEY\"\n",
     );
-    let err = load(&d, &[], &Overrides::default()).unwrap_err();
-    assert!(err.to_string().contains("MY_KEY is not set"), "{err}");
+    let c = load(&d, &[], &Overrides::default()).unwrap();
+    assert!(c.api_key.is_none());
+    assert_eq!(c.api_key_env.as_deref(), Some("MY_KEY"));
+}
+
+/// A workspace with the mock server configured (trusted) and `api_key_env` naming a variable
+/// nobody sets.
+fn unset_key_workspace(server: &crate::support::mock_openai::MockServer) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::binary::write_config(dir.path(), server);
+    let file = dir.path().join("config/config.toml");
+    let text = fs::read_to_string(&file).unwrap();
+    write(
+        &file,
+        &format!(
+            "{}\napi_key_env = \"MINICODE_IT_UNSET_KEY_31\"\n",
+            text.trim_end()
+        ),
+    );
+    dir
+}
+
+#[test]
+fn an_unset_key_variable_works_with_a_server_that_needs_no_key() {
+    use crate::support::mock_openai::{MockServer, text_reply};
+    let server = MockServer::start_in_thread(vec![text_reply("no key needed", 4)]);
+    let dir = unset_key_workspace(&server);
+    let out = crate::support::binary::command(dir.path())
+        .arg("hi")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "no key needed\n");
+    assert_eq!(server.requests()[0].header("authorization"), None);
+}
+
+#[test]
+fn a_server_asking_for_a_key_gets_a_hint_naming_the_unset_variable() {
+    use crate::support::mock_openai::{MockServer, error_reply};
+    let server = MockServer::start_in_thread(vec![error_reply(401, "missing api key")]);
+    let dir = unset_key_workspace(&server);
+    let out = crate::support::binary::command(dir.path())
+        .arg("hi")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed run, as documented: {err}"
+    );
+    assert!(err.contains("authentication failed (401)"), "{err}");
+    assert!(
+        err.contains("MINICODE_IT_UNSET_KEY_31") && err.contains("is not set"),
+        "names the variable to set: {err}"
+    );
 }
 
 #[test]
@@ -477,6 +532,42 @@ fn invalid_values_are_refused() {
         ("[model]\nbase_url = \"ftp://x\"\n", "model.base_url"),
         ("[model]\napi_key = \"\"\n", "model.api_key"),
         ("[model]\ncontext_window = -5\n", "model.context_window"),
+        (
+            "[model]\nstream_idle_timeout_secs = 86401\n",
+            "model.stream_idle_timeout_secs",
+        ),
+        (
+            "[model]\ncontext_window = 16777217\n",
+            "model.context_window",
+        ),
+        ("[model]\nmax_tokens = 1048577\n", "model.max_tokens"),
+        ("[model]\nmax_tool_calls = 1025\n", "model.max_tool_calls"),
+        ("[tools]\nmax_rounds = 100001\n", "tools.max_rounds"),
+        (
+            "[tools]\noutputs_max_file_bytes = 1073741825\n",
+            "tools.outputs_max_file_bytes",
+        ),
+        (
+            "[tools]\noutputs_max_bytes = 17179869185\n",
+            "tools.outputs_max_bytes",
+        ),
+        (
+            "[tools]\noutputs_max_age_days = 366\n",
+            "tools.outputs_max_age_days",
+        ),
+        (
+            "[subagents]\ntimeout_secs = 86401\n",
+            "subagents.timeout_secs",
+        ),
+        ("[goal]\nmax_rounds = 100001\n", "goal.max_rounds"),
+        (
+            "[ui]\nexit_transcript_turns = 1000001\n",
+            "ui.exit_transcript_turns",
+        ),
+        (
+            "[mcp_servers.s]\ncommand = \"x\"\ncall_timeout_secs = 86401\n",
+            "mcp_servers.call_timeout_secs",
+        ),
     ] {
         let d = trusted_dirs();
         // Fill in whatever the case leaves out through the environment.
@@ -491,6 +582,33 @@ fn invalid_values_are_refused() {
         let err = load(&d, &vars, &Overrides::default()).unwrap_err();
         assert!(err.to_string().contains(field), "{extra}: {err}");
     }
+}
+
+#[test]
+fn a_huge_timeout_is_a_config_error_naming_the_field_and_the_limit_not_an_abort() {
+    let server = crate::support::mock_openai::MockServer::start_in_thread(vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::binary::write_config(dir.path(), &server);
+    let file = dir.path().join("config/config.toml");
+    let text = fs::read_to_string(&file).unwrap();
+    for field in ["request_timeout_secs", "stream_idle_timeout_secs"] {
+        write(
+            &file,
+            &format!("{}\n{field} = 9223372036854775807\n", text.trim_end()),
+        );
+        let out = crate::support::binary::command(dir.path())
+            .arg("hi")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(
+            err.contains(&format!("`model.{field}`: must be between 1 and 86400")),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert_eq!(server.request_count(), 0);
 }
 
 #[test]

@@ -303,17 +303,20 @@ fn git_add_all_commits_shared_memory_but_no_private_data() {
 }
 
 #[test]
-fn a_user_edited_gitignore_keeps_its_lines_and_gets_the_block_first() {
+fn a_user_edited_gitignore_keeps_its_lines_and_gets_the_block_last() {
     let (_dir, ws) = workspace();
     std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     let mine = "# my own rules\n!/notes/\n*.bak\n";
     std::fs::write(ws.join(".minicode/.gitignore"), mine).unwrap();
     start_again(&ws, &[]);
     let text = std::fs::read_to_string(ws.join(".minicode/.gitignore")).unwrap();
-    assert!(text.starts_with(fsutil::gitignore::BEGIN), "{text}");
     assert!(
-        text.ends_with(mine),
-        "the user's lines follow, unchanged: {text}"
+        text.starts_with(mine),
+        "the user's lines come first, unchanged: {text}"
+    );
+    assert!(
+        text.ends_with(&format!("{}\n", fsutil::gitignore::END)),
+        "{text}"
     );
     assert!(
         text.contains("\n/*\n") && text.contains("\n!/memory/\n"),
@@ -324,6 +327,42 @@ fn a_user_edited_gitignore_keeps_its_lines_and_gets_the_block_first() {
     assert_eq!(
         std::fs::read_to_string(ws.join(".minicode/.gitignore")).unwrap(),
         text
+    );
+}
+
+#[test]
+fn a_repositorys_gitignore_line_cannot_stage_sessions_and_is_warned_about() {
+    let (_dir, ws) = workspace();
+    git(&ws, &["init", "-q"]);
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
+    // What a repository ships: minicode's block first (as older versions wrote it), its own
+    // re-inclusion of the user's conversations after it.
+    let planted = format!(
+        "{}\n/*\n!/memory/\n{}\n!/sessions/\n!logs\n!/memory/shared.md\n",
+        fsutil::gitignore::BEGIN,
+        fsutil::gitignore::END
+    );
+    std::fs::write(ws.join(".minicode/.gitignore"), planted).unwrap();
+    let out = start_again(&ws, &[]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("line 5: `!/sessions/` would put private data"),
+        "{err}"
+    );
+    assert!(err.contains("line 6: `!logs`"), "{err}");
+    assert!(!err.contains("shared.md"), "sharing memory is fine: {err}");
+    assert!(ws.join(".minicode/sessions").is_dir());
+    let status = git(&ws, &["status", "--porcelain", "--ignored"]);
+    assert!(status.contains("!! .minicode/sessions/"), "{status}");
+    assert!(!status.contains("?? .minicode/sessions"), "{status}");
+    let text = std::fs::read_to_string(ws.join(".minicode/.gitignore")).unwrap();
+    assert!(
+        text.starts_with("!/sessions/\n!logs\n"),
+        "the repository's lines stay, above the block: {text}"
+    );
+    assert!(
+        text.ends_with(&format!("{}\n", fsutil::gitignore::END)),
+        "{text}"
     );
 }
 
@@ -356,7 +395,7 @@ fn a_symlinked_data_folder_is_not_swept() {
 }
 
 #[test]
-fn an_outdated_gitignore_block_is_replaced_in_place_and_the_rest_kept() {
+fn an_outdated_gitignore_block_is_replaced_at_the_end_and_the_rest_kept() {
     let (_dir, ws) = workspace();
     let data = ws.join(".minicode");
     std::fs::create_dir_all(&data).unwrap();
@@ -368,9 +407,9 @@ fn an_outdated_gitignore_block_is_replaced_in_place_and_the_rest_kept() {
     std::fs::write(data.join(".gitignore"), &old).unwrap();
     fsutil::gitignore::ensure(&data).unwrap();
     let text = std::fs::read_to_string(data.join(".gitignore")).unwrap();
-    assert!(text.starts_with("# before\n"), "{text}");
+    assert!(text.starts_with("# before\n!/notes/\n"), "{text}");
     assert!(
-        text.ends_with(&format!("{}\n!/notes/\n", fsutil::gitignore::END)),
+        text.ends_with(&format!("{}\n", fsutil::gitignore::END)),
         "{text}"
     );
     assert!(text.contains("\n!/skills/\n"), "the current block: {text}");

@@ -429,6 +429,7 @@ fn untrusted_workspace_asks_first_and_run_without_keeps_its_server_silent() {
     let (mut pty, user_file, _) = untrusted_session(&user, &evil);
     pty.wait_for("This workspace is not trusted");
     pty.wait_for("model.base_url");
+    pty.wait_for("default: run without");
     pty.send(b"r");
     pty.wait_for("ask anything");
     pty.send(b"hi\r");
@@ -456,6 +457,7 @@ fn untrusted_workspace_trusted_from_the_question_is_recorded() {
     let evil = MockServer::start_in_thread(vec![]);
     let (mut pty, user_file, project) = untrusted_session(&user, &evil);
     pty.wait_for("This workspace is not trusted");
+    pty.wait_for("default: run without");
     pty.send(b"t");
     pty.wait_for("ask anything");
     pty.send(b"\x04");
@@ -463,13 +465,107 @@ fn untrusted_workspace_trusted_from_the_question_is_recorded() {
     pty.assert_restored();
     let text = std::fs::read_to_string(user_file).unwrap();
     assert!(
-        text.contains(&format!("trusted_workspaces = [{project:?}]")),
+        text.contains("trusted_workspaces = [") && text.contains(&format!("path = {project:?}")),
         "{text}"
     );
     assert!(
         text.contains("api_key = \"sk-user-key-33\""),
         "the rest is kept: {text}"
     );
+}
+
+#[test]
+fn keys_typed_before_the_trust_question_trust_nothing() {
+    let user = MockServer::start_in_thread(vec![]);
+    let evil = MockServer::start_in_thread(vec![]);
+    let (mut pty, user_file, _) = untrusted_session(&user, &evil);
+    let before = std::fs::read_to_string(&user_file).unwrap();
+    // Typed at once, before the question is drawn: a `t`, Enter, arrows.
+    pty.send(b"t");
+    pty.send(b"tt\r\x1b[At\r");
+    pty.wait_for("This workspace is not trusted");
+    pty.wait_for("lets its config choose the server that receives your API key");
+    pty.wait_for("default: run without");
+    pty.send(b"q");
+    let status = pty.wait_exit();
+    assert_eq!(status.exit_code(), 2);
+    pty.assert_restored();
+    assert_eq!(
+        evil.connections_accepted(),
+        0,
+        "the repository's server heard nothing"
+    );
+    assert_eq!(user.connections_accepted(), 0);
+    let after = std::fs::read_to_string(&user_file).unwrap();
+    assert_eq!(before, after, "the user config is unchanged");
+}
+
+/// A workspace trusted with `minicode trust` while its config pointed at `first`, whose config
+/// now points at `second`; the full-screen session started in it.
+fn changed_trusted_session(user: &MockServer, first: &MockServer, second: &MockServer) -> Pty {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let (project, home) = (base.join("project"), base.join("home"));
+    std::fs::create_dir_all(project.join("config")).unwrap();
+    let point_at = |server: &MockServer| {
+        std::fs::write(
+            project.join("config/config.toml"),
+            format!("[model]\nbase_url = \"{}\"\n", server.base_url()),
+        )
+        .unwrap();
+    };
+    point_at(first);
+    let user_file = crate::support::user_config::path(&home);
+    std::fs::create_dir_all(user_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user_file,
+        format!(
+            "[model]\nbase_url = \"{}\"\nname = \"m\"\n",
+            user.base_url()
+        ),
+    )
+    .unwrap();
+    let trusted = crate::support::binary::command_with_home(&project, &home)
+        .arg("trust")
+        .output()
+        .unwrap();
+    assert_eq!(trusted.status.code(), Some(0));
+    // A later pull points the trusted config at another server.
+    point_at(second);
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.cwd(&project);
+    cmd.env("HOME", &home);
+    for name in [
+        "XDG_CONFIG_HOME",
+        "MINICODE_API_KEY",
+        "MINICODE_BASE_URL",
+        "MINICODE_MODEL",
+    ] {
+        cmd.env_remove(name);
+    }
+    Pty::start(cmd, dir)
+}
+
+#[test]
+fn a_trusted_workspace_whose_server_changed_is_asked_about_again() {
+    let user = MockServer::start_in_thread(vec![text_reply("from your own server", 4)]);
+    let first = MockServer::start_in_thread(vec![]);
+    let second = MockServer::start_in_thread(vec![]);
+    let mut pty = changed_trusted_session(&user, &first, &second);
+    pty.wait_for("It was trusted before");
+    pty.wait_for("`model.base_url` changed");
+    pty.wait_for("default: run without");
+    pty.send(b"r");
+    pty.wait_for("ask anything");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+    assert_eq!(
+        second.connections_accepted(),
+        0,
+        "the new server heard nothing"
+    );
+    assert_eq!(first.connections_accepted(), 0);
 }
 
 #[test]

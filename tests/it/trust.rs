@@ -197,6 +197,37 @@ fn every_redirecting_field_is_refused_by_name() {
 }
 
 #[test]
+fn an_untrusted_workspace_may_not_pick_the_model_or_lift_the_output_caps() {
+    let user = MockServer::start_in_thread(vec![]);
+    for (field, table) in [
+        ("model.name", "[model]\nname = \"expensive-model\"\n"),
+        (
+            "tools.outputs_max_file_bytes",
+            "[tools]\noutputs_max_file_bytes = 1073741824\n",
+        ),
+        (
+            "tools.outputs_max_bytes",
+            "[tools]\noutputs_max_bytes = 17179869184\n",
+        ),
+    ] {
+        let ws = Ws::new();
+        ws.write_user_file(&user_server_config(&user));
+        ws.write_workspace_file(table);
+        let out = ws.run(&["hello"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(err.contains(&format!("sets `{field}`")), "{field}: {err}");
+        assert!(err.contains("minicode trust"), "{err}");
+        assert!(!ws.has_sessions(), "{field}");
+        // Trusted, the same file is used.
+        assert_eq!(ws.run(&["trust"]).status.code(), Some(0));
+        let config = ws.load(&[], &Overrides::default()).unwrap();
+        assert_eq!(config.trust, Trust::Trusted, "{field}");
+    }
+    assert_untouched(&user);
+}
+
+#[test]
 fn all_offending_fields_are_named_at_once() {
     let ws = Ws::new();
     ws.write_workspace_file(
@@ -206,7 +237,10 @@ fn all_offending_fields_are_named_at_once() {
     match &err {
         ConfigError::UntrustedWorkspace { path, fields } => {
             assert_eq!(path, &ws.workspace_file());
-            assert_eq!(fields, &vec!["model.base_url", "model.api_key_env"]);
+            assert_eq!(
+                fields,
+                &vec!["model.base_url", "model.api_key_env", "model.name"]
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -255,6 +289,105 @@ fn trust_then_untrust_switches_the_workspace_file_on_and_off() {
     let out = ws.run(&["hi"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(repo.request_count(), 1, "nothing more after untrust");
+}
+
+// ---------------------------------------------------------------- what trust covers
+
+#[test]
+fn a_base_url_changed_after_trust_is_refused_until_trusted_again() {
+    let first = MockServer::start_in_thread(vec![text_reply("from the first server", 4)]);
+    let second = MockServer::start_in_thread(vec![text_reply("from the second server", 4)]);
+    let ws = Ws::new();
+    ws.write_workspace_file(&format!(
+        "[model]\nbase_url = \"{}\"\nname = \"m\"\n",
+        first.base_url()
+    ));
+    assert_eq!(ws.run(&["trust"]).status.code(), Some(0));
+    let out = ws.run(&["hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // A later pull points the trusted config somewhere else.
+    ws.write_workspace_file(&format!(
+        "[model]\nbase_url = \"{}\"\nname = \"m\"\n",
+        second.base_url()
+    ));
+    let out = ws.run(&["hi"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "config `model.base_url` changed (now \"{}\")",
+            second.base_url()
+        )),
+        "names the change: {err}"
+    );
+    assert!(err.contains("`minicode trust`"), "says how: {err}");
+    assert_untouched(&second);
+    assert_eq!(first.request_count(), 1, "nothing more to the first one");
+
+    let again = ws.run(&["trust"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("as it is now"),
+        "{}",
+        stdout(&again)
+    );
+    let out = ws.run(&["hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "from the second server\n");
+}
+
+#[test]
+fn servers_added_after_trust_are_a_change_and_a_path_only_entry_still_works() {
+    let ws = Ws::new();
+    ws.write_user_file("[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\n");
+    assert_eq!(ws.run(&["trust"]).status.code(), Some(0));
+    assert_eq!(
+        ws.load(&[], &Overrides::default()).unwrap().trust,
+        Trust::Trusted
+    );
+    ws.write_workspace_file("[mcp_servers.tool]\ncommand = \"/bin/true\"\n");
+    std::fs::write(ws.root.join(".mcp.json"), r#"{"mcpServers": {}}"#).unwrap();
+    match ws.load(&[], &Overrides::default()).unwrap_err() {
+        ConfigError::TrustChanged { workspace, changes } => {
+            assert_eq!(workspace, ws.root);
+            assert_eq!(
+                changes,
+                vec![".mcp.json added", "config `mcp_servers.tool` added"]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Choosing to run without the workspace's file runs untrusted, so nothing new starts.
+    let without = Overrides {
+        skip_workspace_file: true,
+        ..Overrides::default()
+    };
+    let config = ws.load(&[], &without).unwrap();
+    assert_eq!(config.trust, Trust::Untrusted);
+    assert!(config.mcp_servers.is_empty());
+
+    // An entry written before the digests existed (the path alone) is honoured, with a notice.
+    user_config::write_trusting(
+        &ws.home,
+        &ws.root,
+        "[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\n",
+    );
+    let config = ws.load(&[], &Overrides::default()).unwrap();
+    assert_eq!(config.trust, Trust::Trusted);
+    assert!(
+        config.notices.iter().any(|n| n.contains("minicode trust")),
+        "{:?}",
+        config.notices
+    );
+    let renewed = ws.run(&["trust"]);
+    assert!(
+        stdout(&renewed).contains("as it is now"),
+        "{}",
+        stdout(&renewed)
+    );
+    let config = ws.load(&[], &Overrides::default()).unwrap();
+    assert!(config.notices.is_empty(), "{:?}", config.notices);
 }
 
 #[test]
@@ -361,11 +494,11 @@ fn user_and_workspace_files_are_layered_field_by_field() {
         "[model]\nbase_url = \"{}\"\nname = \"user-model\"\napi_key = \"{KEY}\"\ncontext_window = 50000\n[tools]\nmax_rounds = 9\n",
         user.base_url()
     ));
-    // Untrusted, and allowed: only the model name and limits.
-    ws.write_workspace_file("[model]\nname = \"repo-model\"\nmax_tokens = 1234\n");
+    // Untrusted, and allowed: limits and UI options.
+    ws.write_workspace_file("[model]\nmax_tokens = 1234\n");
     let config = ws.load(&[], &Overrides::default()).unwrap();
     assert_eq!(config.trust, Trust::Untrusted);
-    assert_eq!(config.model, "repo-model");
+    assert_eq!(config.model, "user-model");
     assert_eq!(config.max_tokens, 1234);
     assert_eq!(config.context_window, 50_000, "from the user file");
     assert_eq!(config.max_rounds, 9, "from the user file");
@@ -374,7 +507,8 @@ fn user_and_workspace_files_are_layered_field_by_field() {
     let out = ws.run(&["hi"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let request = &user.requests()[0];
-    assert_eq!(request.body["model"], "repo-model");
+    assert_eq!(request.body["model"], "user-model");
+    assert_eq!(request.body["max_tokens"], 1234);
     assert_eq!(
         request.header("authorization"),
         Some(format!("Bearer {KEY}").as_str())
@@ -789,8 +923,10 @@ fn protected_paths_are_classified_after_resolution() {
 // ---------------------------------------------------------------- the trust question
 
 mod prompt {
+    use std::time::{Duration, Instant};
+
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use minicode::tui::trust_prompt::{Answer, Prompt, Question};
+    use minicode::tui::trust_prompt::{Answer, Prompt, QUESTION_GUARD, Question};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
@@ -799,7 +935,17 @@ mod prompt {
             workspace: "/home/u/clone\u{1b}[2J".into(),
             file: "/home/u/clone/config/config.toml".into(),
             fields: vec!["model.base_url".into(), "model.api_key_env".into()],
+            changes: Vec::new(),
         }
+    }
+
+    /// The question shown long enough ago that keys count.
+    fn armed() -> (Prompt, Instant) {
+        let shown = Instant::now();
+        let mut prompt = Prompt::new(question(), shown);
+        let now = shown + QUESTION_GUARD;
+        prompt.tick(now);
+        (prompt, now)
     }
 
     fn key(code: KeyCode) -> KeyEvent {
@@ -822,7 +968,7 @@ mod prompt {
 
     #[test]
     fn the_question_names_the_file_the_fields_and_the_three_answers() {
-        let prompt = Prompt::new(question());
+        let (prompt, _) = armed();
         let shown = screen(&prompt, 100, 30);
         for needle in [
             "This workspace is not trusted",
@@ -831,6 +977,9 @@ mod prompt {
             "[t] Trust this workspace",
             "[r] Run without the workspace's config file",
             "[q] Quit",
+            "lets its config choose the server that receives your API key",
+            "start programs on your computer",
+            "default: run without",
         ] {
             assert!(shown.contains(needle), "{needle:?} missing:\n{shown}");
         }
@@ -839,6 +988,18 @@ mod prompt {
             "the path is shown inert:\n{shown}"
         );
         assert!(shown.contains("\\u{1b}[2J"), "{shown}");
+        // Asked again after a change: the change is shown.
+        let mut changed = question();
+        changed.fields.clear();
+        changed.changes = vec!["config `model.base_url` changed (now \"http://x\")".into()];
+        let mut again = Prompt::new(changed, std::time::Instant::now());
+        again.tick(std::time::Instant::now() + QUESTION_GUARD);
+        let shown = screen(&again, 100, 30);
+        assert!(shown.contains("It was trusted before"), "{shown}");
+        assert!(
+            shown.contains("`model.base_url` changed (now \"http://x\")"),
+            "{shown}"
+        );
         // A narrow screen still shows every answer.
         let narrow = screen(&prompt, 40, 40);
         for needle in ["[t]", "[r]", "[q]"] {
@@ -855,20 +1016,55 @@ mod prompt {
             (KeyCode::Char('q'), Answer::Quit),
             (KeyCode::Esc, Answer::Quit),
         ] {
-            assert_eq!(Prompt::new(question()).update(key(code)), Some(answer));
+            let (mut prompt, now) = armed();
+            assert_eq!(prompt.update_at(key(code), now), Some(answer));
         }
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(Prompt::new(question()).update(ctrl_c), Some(Answer::Quit));
+        let (mut prompt, now) = armed();
+        assert_eq!(prompt.update_at(ctrl_c, now), Some(Answer::Quit));
 
         // Enter takes the highlighted answer; it starts on the one that trusts nothing.
-        let mut prompt = Prompt::new(question());
+        let (mut prompt, now) = armed();
         assert_eq!(prompt.selected(), Answer::WithoutFile);
-        assert_eq!(prompt.update(key(KeyCode::Up)), None);
+        assert_eq!(prompt.update_at(key(KeyCode::Up), now), None);
         assert_eq!(prompt.selected(), Answer::Trust);
-        assert_eq!(prompt.update(key(KeyCode::Down)), None);
-        assert_eq!(prompt.update(key(KeyCode::Down)), None);
-        assert_eq!(prompt.update(key(KeyCode::Enter)), Some(Answer::Quit));
+        assert_eq!(prompt.update_at(key(KeyCode::Down), now), None);
+        assert_eq!(prompt.update_at(key(KeyCode::Down), now), None);
+        assert_eq!(
+            prompt.update_at(key(KeyCode::Enter), now),
+            Some(Answer::Quit)
+        );
         // Other keys do nothing.
-        assert_eq!(prompt.update(key(KeyCode::Char('x'))), None);
+        assert_eq!(prompt.update_at(key(KeyCode::Char('x')), now), None);
+    }
+
+    #[test]
+    fn keys_typed_within_a_moment_of_the_question_never_trust() {
+        let shown = Instant::now();
+        let ms = Duration::from_millis(1);
+        let mut prompt = Prompt::new(question(), shown);
+        assert!(!prompt.armed());
+        let before = screen(&prompt, 100, 30);
+        assert!(before.contains("keys are ignored for a moment"), "{before}");
+        // A burst of typing: every key is dropped and pushes the guard on.
+        let mut at = shown;
+        for code in [KeyCode::Up, KeyCode::Char('t'), KeyCode::Enter] {
+            at += 100 * ms;
+            assert_eq!(prompt.update_at(key(code), at), None, "{code:?}");
+        }
+        assert_eq!(prompt.selected(), Answer::WithoutFile, "Up was dropped too");
+        assert_eq!(
+            prompt.update_at(key(KeyCode::Char('t')), at + QUESTION_GUARD - ms),
+            None
+        );
+        // Quitting is never held back: it trusts nothing.
+        let mut quit = Prompt::new(question(), shown);
+        assert_eq!(quit.update_at(key(KeyCode::Esc), shown), Some(Answer::Quit));
+        // Once the keyboard has been quiet for the guard, `t` answers.
+        let later = at + QUESTION_GUARD - ms + QUESTION_GUARD;
+        assert_eq!(
+            prompt.update_at(key(KeyCode::Char('t')), later),
+            Some(Answer::Trust)
+        );
     }
 }
