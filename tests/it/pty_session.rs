@@ -534,15 +534,7 @@ fn changed_trusted_session(user: &MockServer, first: &MockServer, second: &MockS
     point_at(second);
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
     cmd.cwd(&project);
-    cmd.env("HOME", &home);
-    for name in [
-        "XDG_CONFIG_HOME",
-        "MINICODE_API_KEY",
-        "MINICODE_BASE_URL",
-        "MINICODE_MODEL",
-    ] {
-        cmd.env_remove(name);
-    }
+    crate::support::binary::isolate_pty(&mut cmd, &home);
     Pty::start(cmd, dir)
 }
 
