@@ -204,13 +204,18 @@ async fn request(
         core.emit(Event::ModelRequestStarted { round });
     }
     let mut outcome = stream_reply(core, cancel, stats, extra).await;
-    if let StreamOutcome::Failed(ProviderError::ContextLength { window, .. }) = &outcome {
+    if let StreamOutcome::Failed(ProviderError::ContextLength { window, message }) = &outcome {
         match core.recover_overflow(*window, cancel, stats).await {
             Ok(estimate) => sent = estimate,
             Err(CompactError::Cancelled) => return Err(TurnEnd::Interrupted),
+            // The server's own words (its window, what was asked for) say what to change;
+            // ours alone ("nothing to compact") would not.
             Err(e) => {
                 return Err(TurnEnd::Failed {
-                    error: format!("context too long and compaction failed: {}", chain(&e)),
+                    error: format!(
+                        "context too long and compaction failed: {} (the server said: {message})",
+                        chain(&e)
+                    ),
                 });
             }
         }
