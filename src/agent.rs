@@ -175,6 +175,8 @@ pub(crate) struct Core {
     /// The last turn failed on an exhausted quota (a goal round then blocks with
     /// `usage-limit`).
     quota_failure: bool,
+    /// The last save's error, already told to the user (cleared by a save that works).
+    save_error: Option<String>,
 }
 
 impl Core {
@@ -199,7 +201,14 @@ impl Core {
         match self.try_save() {
             Ok(()) => true,
             Err(message) => {
-                self.emit(Event::Warning { message });
+                // The same failure again (a full disk at shutdown after a turn failed on it)
+                // was already told.
+                if self.save_error.as_ref() != Some(&message) {
+                    self.emit(Event::Warning {
+                        message: message.clone(),
+                    });
+                }
+                self.save_error = Some(message);
                 false
             }
         }
@@ -219,7 +228,9 @@ impl Core {
         self.session.save().map_err(|e| {
             tracing::error!(error = %e, "session save failed");
             format!("could not save the session: {e}")
-        })
+        })?;
+        self.save_error = None;
+        Ok(())
     }
 
     fn configured(&self) -> Event {
@@ -344,11 +355,17 @@ impl Core {
             // The turn already failed (on this very save, often): its first error stands.
             (Err(message), TurnEnd::Failed { error }) => {
                 if message != error {
-                    self.emit(Event::Warning { message });
+                    self.emit(Event::Warning {
+                        message: message.clone(),
+                    });
                 }
+                self.save_error = Some(message);
                 TurnEnd::Failed { error }
             }
-            (Err(error), _) => TurnEnd::Failed { error },
+            (Err(error), _) => {
+                self.save_error = Some(error.clone());
+                TurnEnd::Failed { error }
+            }
         };
         if let TurnEnd::Failed { error } = &end {
             tracing::warn!(%error, "turn failed");
@@ -531,6 +548,7 @@ async fn run_core(
         goal_tools: goal::tools::Set::default(),
         goal_tools_declared: false,
         quota_failure: false,
+        save_error: None,
     };
     // A host that knows which calls had started answers the open calls itself (below);
     // otherwise the load's "interrupted, outcome unknown" results stand.

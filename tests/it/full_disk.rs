@@ -126,6 +126,12 @@ fn run_on_a_full_disk(ws: &Path, disk: Disk) {
         error.contains("could not save the session") && error.contains("No space left on device"),
         "{error}"
     );
+    // Told once: no warning repeats it (the saves at the turn's end and at exit fail alike).
+    assert_eq!(
+        stderr.matches("No space left on device").count(),
+        1,
+        "{stderr}"
+    );
     // Nothing was asked after the failed save (the request before it, if any, is the one
     // whose reply held the calls).
     assert!(server.request_count() <= 1, "{}", server.request_count());
