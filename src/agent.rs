@@ -175,6 +175,8 @@ pub(crate) struct Core {
     /// The last turn failed on an exhausted quota (a goal round then blocks with
     /// `usage-limit`).
     quota_failure: bool,
+    /// The last save's error, already told to the user (cleared by a save that works).
+    save_error: Option<String>,
 }
 
 impl Core {
@@ -191,29 +193,44 @@ impl Core {
         let _ = self.events.send(event);
     }
 
-    /// Validates and saves the session, reporting (not failing on) errors: the turn's work is
-    /// still valid. A history that fails validation is not written (the file keeps its last
-    /// good state): it would only fail again on resume. The last batch may still be open.
-    /// Returns whether the file now holds the history.
+    /// Validates and saves the session, reporting (not failing on) errors: used where nothing
+    /// waits on the file (a new session, shutdown). A history that fails validation is not
+    /// written (the file keeps its last good state): it would only fail again on resume. The
+    /// last batch may still be open. Returns whether the file now holds the history.
     fn save(&mut self) -> bool {
+        match self.try_save() {
+            Ok(()) => true,
+            Err(message) => {
+                // The same failure again (a full disk at shutdown after a turn failed on it)
+                // was already told.
+                if self.save_error.as_ref() != Some(&message) {
+                    self.emit(Event::Warning {
+                        message: message.clone(),
+                    });
+                }
+                self.save_error = Some(message);
+                false
+            }
+        }
+    }
+
+    /// Validates and saves the session; the error is the user's message. A turn stops on it:
+    /// work the file does not record must not go on (a tool call run unrecorded could not be
+    /// told apart after a crash, and the user would lose the turn without knowing).
+    fn try_save(&mut self) -> Result<(), String> {
         match validate::history_prefix_from(self.session.messages(), self.session.settled()) {
             Ok(settled) => self.session.set_settled(settled),
             Err(e) => {
                 tracing::error!(error = %e, "refusing to save an invalid history");
-                self.emit(Event::Warning {
-                    message: format!("could not save the session: {e}"),
-                });
-                return false;
+                return Err(format!("could not save the session: {e}"));
             }
         }
-        if let Err(e) = self.session.save() {
+        self.session.save().map_err(|e| {
             tracing::error!(error = %e, "session save failed");
-            self.emit(Event::Warning {
-                message: format!("could not save the session: {e}"),
-            });
-            return false;
-        }
-        true
+            format!("could not save the session: {e}")
+        })?;
+        self.save_error = None;
+        Ok(())
     }
 
     fn configured(&self) -> Event {
@@ -259,7 +276,7 @@ impl Core {
         };
         let ((end, stats), shutdown) =
             serve_ops(running, ops, queue, &cancel, Some(&decide_tx), busy).await;
-        self.finish_turn(turn, end.clone(), stats, true);
+        let end = self.finish_turn(turn, end, stats, true);
         let usage_limit = self.quota_failure;
         self.goal_after_turn(&end, goal_round, usage_limit);
         shutdown
@@ -311,9 +328,17 @@ impl Core {
         self.turns
     }
 
-    /// Adds the stats to the session totals, saves and reports the end. `user_turn` is false
-    /// for a manual compaction, which spends tokens but is not a turn of the conversation.
-    fn finish_turn(&mut self, turn: u64, end: TurnEnd, stats: TurnStats, user_turn: bool) {
+    /// Adds the stats to the session totals, saves and reports the end, which a failed save
+    /// turns into a failure (the run must not look done when nothing of it is on disk).
+    /// Returns the end reported. `user_turn` is false for a manual compaction, which spends
+    /// tokens but is not a turn of the conversation.
+    fn finish_turn(
+        &mut self,
+        turn: u64,
+        end: TurnEnd,
+        stats: TurnStats,
+        user_turn: bool,
+    ) -> TurnEnd {
         let totals = self.session.totals_mut();
         if user_turn {
             totals.turns += 1;
@@ -325,15 +350,32 @@ impl Core {
             totals.output_tokens += tokens.output_tokens;
             totals.total_tokens += tokens.total_tokens;
         }
-        self.save();
+        let end = match (self.try_save(), end) {
+            (Ok(()), end) => end,
+            // The turn already failed (on this very save, often): its first error stands.
+            (Err(message), TurnEnd::Failed { error }) => {
+                if message != error {
+                    self.emit(Event::Warning {
+                        message: message.clone(),
+                    });
+                }
+                self.save_error = Some(message);
+                TurnEnd::Failed { error }
+            }
+            (Err(error), _) => {
+                self.save_error = Some(error.clone());
+                TurnEnd::Failed { error }
+            }
+        };
         if let TurnEnd::Failed { error } = &end {
             tracing::warn!(%error, "turn failed");
         }
         self.emit(Event::TurnEnded {
             turn,
-            end,
+            end: end.clone(),
             stats: Box::new(stats),
         });
+        end
     }
 }
 
@@ -506,6 +548,7 @@ async fn run_core(
         goal_tools: goal::tools::Set::default(),
         goal_tools_declared: false,
         quota_failure: false,
+        save_error: None,
     };
     // A host that knows which calls had started answers the open calls itself (below);
     // otherwise the load's "interrupted, outcome unknown" results stand.

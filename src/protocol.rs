@@ -262,7 +262,8 @@ pub enum Event {
     AssistantMessage {
         text: String,
     },
-    /// The provider is about to send a failed request again.
+    /// The provider is about to send a failed request again: `attempt` (counted from 1) of at
+    /// most `max_attempts` failed.
     Retrying {
         attempt: u32,
         max_attempts: u32,

@@ -82,7 +82,8 @@ pub enum StreamEvent {
     Text(String),
     /// A piece of the model's reasoning (never part of the answer).
     Reasoning(String),
-    /// The request failed before any byte of the response and will be sent again.
+    /// The request failed before any byte of the response and will be sent again: `attempt`
+    /// (counted from 1) of at most `max_attempts` failed.
     Retrying {
         attempt: u32,
         max_attempts: u32,
@@ -167,6 +168,10 @@ pub enum ProviderError {
     /// A connection failure before any response byte arrived; safe to send again.
     #[error("could not connect: {0}")]
     Connect(String),
+    /// The connection was made and the request sent, then the server closed it without a byte
+    /// of answer (an overloaded or restarting server, a proxy dropping it); safe to send again.
+    #[error("the server closed the connection without answering")]
+    Closed,
     #[error("timed out: {0}")]
     Timeout(String),
     #[error("cancelled")]
@@ -183,7 +188,9 @@ impl ProviderError {
             ProviderError::RateLimited {
                 quota_exhausted, ..
             } => !quota_exhausted,
-            ProviderError::Server { .. } | ProviderError::Connect(_) => true,
+            ProviderError::Server { .. } | ProviderError::Connect(_) | ProviderError::Closed => {
+                true
+            }
             _ => false,
         }
     }
@@ -200,6 +207,7 @@ impl ProviderError {
             ProviderError::NoTools { .. } => "no_tools",
             ProviderError::Network(_) => "network",
             ProviderError::Connect(_) => "connect",
+            ProviderError::Closed => "connection_closed",
             ProviderError::Timeout(_) => "timeout",
             ProviderError::Cancelled => "cancelled",
             ProviderError::Protocol(_) => "protocol",

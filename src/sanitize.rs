@@ -23,6 +23,10 @@
 //! at the end of one piece is already inert before the next piece arrives. [`Stream`] carries
 //! the one character of context across pieces.
 
+mod rewrites;
+
+pub use rewrites::collapse_rewrites;
+
 /// Columns a tab expands to (tabs have no width of their own in a cell grid).
 pub(crate) const TAB: &str = "    ";
 

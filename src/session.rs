@@ -22,6 +22,7 @@ use crate::chat::{Message, Role, ToolStatus};
 use crate::fsutil;
 
 use load::{apply_journal, load, read_confined};
+pub use save::ENV_FAIL_SAVES;
 pub use snapshot::{INTERRUPTED_RESULT, Parent};
 use snapshot::{LoadError, Problem};
 

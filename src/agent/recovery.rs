@@ -143,11 +143,9 @@ async fn resume(
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> (TurnEnd, TurnStats) {
     let mut stats = TurnStats::default();
-    let interrupted = turn::run_batch(core, &calls, &cancel, decisions, &mut stats).await;
-    core.flush_goal_records();
-    core.save();
-    if interrupted {
-        return (TurnEnd::Interrupted, stats);
+    let batch = turn::run_batch(core, &calls, &cancel, decisions, &mut stats).await;
+    if let Some(end) = turn::settle(core, batch) {
+        return (end, stats);
     }
     let end = turn::rounds(core, &cancel, decisions, &mut stats, 1).await;
     (end, stats)

@@ -6,7 +6,11 @@
 //! its calls (an empty reply counts as failed); every tool call in history gets exactly one
 //! result, in call order, even when the turn is interrupted halfway through a batch.
 
-use std::sync::Arc;
+mod batch;
+
+use batch::not_run;
+pub(super) use batch::{run_batch, settle};
+
 use std::time::Instant;
 
 use futures_util::StreamExt;
@@ -15,16 +19,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Core;
-use super::approval::approve;
 use super::compact::CompactError;
 use super::context_upkeep::chain;
 use super::spans::{self, Purpose};
 use crate::chat::estimate_message;
-use crate::chat::{Message, ToolCall};
-use crate::chat::{Role, ToolStatus};
+use crate::chat::{Message, Role};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
-use crate::tools::ToolOutput;
 
 /// How a turn fails when the model answered with nothing: no text and no tool call.
 const EMPTY_REPLY: &str = "the model returned an empty reply";
@@ -138,14 +139,15 @@ pub(super) async fn rounds(
             return TurnEnd::Completed;
         }
         // Persist the calls before running them: after a crash the resumed session marks
-        // the call in flight as interrupted instead of losing (and re-running) the round.
-        core.save();
-        let interrupted = run_batch(core, &reply.tool_calls, cancel, decisions, stats).await;
-        // A goal tool's change is recorded after the whole batch's results.
-        core.flush_goal_records();
-        core.save();
-        if interrupted {
-            return TurnEnd::Interrupted;
+        // the call in flight as interrupted instead of losing (and re-running) the round. A
+        // call the file cannot record does not run at all.
+        if let Err(error) = core.try_save() {
+            not_run(core, &reply.tool_calls, &error);
+            return TurnEnd::Failed { error };
+        }
+        let batch = run_batch(core, &reply.tool_calls, cancel, decisions, stats).await;
+        if let Some(end) = settle(core, batch) {
+            return end;
         }
     }
 }
@@ -202,13 +204,18 @@ async fn request(
         core.emit(Event::ModelRequestStarted { round });
     }
     let mut outcome = stream_reply(core, cancel, stats, extra).await;
-    if let StreamOutcome::Failed(ProviderError::ContextLength { window, .. }) = &outcome {
+    if let StreamOutcome::Failed(ProviderError::ContextLength { window, message }) = &outcome {
         match core.recover_overflow(*window, cancel, stats).await {
             Ok(estimate) => sent = estimate,
             Err(CompactError::Cancelled) => return Err(TurnEnd::Interrupted),
+            // The server's own words (its window, what was asked for) say what to change;
+            // ours alone ("nothing to compact") would not.
             Err(e) => {
                 return Err(TurnEnd::Failed {
-                    error: format!("context too long and compaction failed: {}", chain(&e)),
+                    error: format!(
+                        "context too long and compaction failed: {} (the server said: {message})",
+                        chain(&e)
+                    ),
                 });
             }
         }
@@ -405,194 +412,5 @@ async fn final_summary(
             TurnEnd::RoundLimit { rounds }
         }
         Err(end) => end,
-    }
-}
-
-/// Runs a batch of calls in order, appending one result per call. Returns true if the user
-/// interrupted; then the calls not yet run are answered as skipped.
-pub(super) async fn run_batch(
-    core: &mut Core,
-    calls: &[ToolCall],
-    cancel: &CancellationToken,
-    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
-    stats: &mut TurnStats,
-) -> bool {
-    for (index, call) in calls.iter().enumerate() {
-        if cancel.is_cancelled() {
-            for skipped in &calls[index..] {
-                core.session.push_result(
-                    skipped.id.clone(),
-                    "not run: the user interrupted the turn",
-                    ToolStatus::Interrupted,
-                    None,
-                );
-            }
-            return true;
-        }
-        stats.tool_calls += 1;
-        let (summary, output) = run_call(core, call, cancel, decisions, stats).await;
-        core.emit(Event::ToolCallEnded {
-            call: call.id.clone(),
-            status: output.status,
-            output: output.content.clone(),
-        });
-        core.note_skill_call(call, &output);
-        core.session
-            .push_result(call.id.clone(), output.content, output.status, summary);
-        // A host that journals calls learns the call is over only once its result is on
-        // disk: until then, a crash leaves it "started", never to be run again.
-        if let Some(journal) = core.journal.clone() {
-            if core.save() {
-                journal.finished(&call.id);
-            }
-        } else if index + 1 < calls.len() {
-            core.save();
-        }
-    }
-    cancel.is_cancelled()
-}
-
-/// One call inside its `tool_call` span, which records its status (and, with
-/// `include_content`, its arguments and result).
-async fn run_call(
-    core: &mut Core,
-    call: &ToolCall,
-    cancel: &CancellationToken,
-    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
-    stats: &mut TurnStats,
-) -> (Option<String>, ToolOutput) {
-    let span = spans::tool_call(call, &core.tool_ctx.secrets);
-    let ctx = core.tool_ctx.clone();
-    let content = core.content(&ctx);
-    if let Some(content) = content {
-        content.tool_arguments(&span, &call.arguments);
-    }
-    let (summary, output) = prepare_and_run(core, call, cancel, decisions, stats)
-        .instrument(span.clone())
-        .await;
-    spans::end_tool_call(&span, output.status);
-    if let Some(content) = content {
-        content.tool_result(&span, &output.content);
-    }
-    (summary, output)
-}
-
-/// Validates, approves and runs one call; every path yields the output the model will read,
-/// beside the summary announced with `ToolCallBegan` (kept with the result in the session).
-async fn prepare_and_run(
-    core: &mut Core,
-    call: &ToolCall,
-    cancel: &CancellationToken,
-    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
-    stats: &mut TurnStats,
-) -> (Option<String>, ToolOutput) {
-    let (tool, args) = match core.registry.resolve(&call.name, &call.arguments) {
-        Ok(found) => found,
-        Err(message) => {
-            let name = core.tool_ctx.secrets.redact(call.name.clone());
-            core.emit(began(call, name.clone(), serde_json::Value::Null));
-            return (Some(name), rejected(core.tool_ctx.secrets.redact(message)));
-        }
-    };
-    let prepared = tool.prepare(&args, &core.tool_ctx);
-    // A refused call still names its target, so the user sees what was attempted.
-    let summary = match &prepared {
-        Ok(p) => p.summary.clone(),
-        Err(_) => super::history::summary_from_arguments(&args).unwrap_or_default(),
-    };
-    // What frontends see of the call is redacted like its result: they may print it, and
-    // stream-json, the session and the exit transcript keep it.
-    let secrets = &core.tool_ctx.secrets;
-    let summary = secrets.redact(summary);
-    let mut shown_args = args.clone();
-    secrets.redact_json(&mut shown_args);
-    core.emit(began(call, summary.clone(), shown_args));
-    let summary = Some(summary);
-    let prepared = match prepared {
-        Ok(p) => p,
-        Err(message) => return (summary, rejected(core.tool_ctx.secrets.redact(message))),
-    };
-    if let Some(request) = prepared.approval {
-        // The redacted summary: the warning it goes into reaches frontends too.
-        let protected = prepared
-            .protected
-            .map(|reason| (summary.as_deref().unwrap_or_default(), reason));
-        match approve(core, call, request, protected, cancel, decisions).await {
-            Some(Decision::Deny { reason }) => {
-                let mut text = "the user denied this call; it did not run".to_string();
-                if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
-                    text.push_str(&format!(". Reason: {reason}"));
-                }
-                let output = ToolOutput {
-                    status: ToolStatus::Denied,
-                    content: text,
-                };
-                return (summary, output);
-            }
-            Some(_) => {}
-            None => {
-                let output = ToolOutput::interrupted("not run: the user interrupted the turn");
-                return (summary, output);
-            }
-        }
-    }
-    if let Some(which) = core.goal_tools.which(&tool) {
-        return (summary, core.goal_tool(which, &args));
-    }
-    if let Some(journal) = &core.journal
-        && let Err(e) = journal.starting(&call.id)
-    {
-        let output = ToolOutput {
-            status: ToolStatus::Failed,
-            content: format!("not run: could not record that the call starts: {e}"),
-        };
-        return (summary, output);
-    }
-    let subagents = core.options.subagents.clone();
-    let ours = core
-        .delegate
-        .as_ref()
-        .is_some_and(|d| Arc::ptr_eq(d, &tool));
-    let mut output = match subagents.filter(|_| ours) {
-        // The core's own `delegate`: its children need the core, not just a tool context.
-        Some(subagents) => {
-            let (output, tally) =
-                super::delegate::run(core, &subagents, &call.id, &args, cancel.child_token()).await;
-            stats.subagents += tally.children;
-            stats.subagent_calls += tally.model_calls;
-            stats.subagent_tokens.merge(&tally.tokens);
-            output
-        }
-        None => {
-            // What the tool prints while it runs reaches frontends as it comes.
-            let events = core.events.clone();
-            let id = call.id.clone();
-            let sink: crate::tools::live::Sink = Arc::new(move |text| {
-                let _ = events.send(Event::ToolOutputDelta {
-                    call: id.clone(),
-                    text,
-                });
-            });
-            let run = tool.run(args, &core.tool_ctx, cancel.child_token());
-            crate::tools::live::scope(sink, run).await
-        }
-    };
-    output.content = core.tool_ctx.secrets.redact(output.content);
-    (summary, output)
-}
-
-fn began(call: &ToolCall, summary: String, arguments: serde_json::Value) -> Event {
-    Event::ToolCallBegan {
-        call: call.id.clone(),
-        tool: call.name.clone(),
-        summary,
-        arguments,
-    }
-}
-
-fn rejected(message: String) -> ToolOutput {
-    ToolOutput {
-        status: ToolStatus::Rejected,
-        content: message,
     }
 }

@@ -12,6 +12,7 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
     let line = match event {
         Event::ToolCallBegan { tool, summary, .. } => format!("▶ {tool} {summary}"),
         Event::ToolCallEnded { status, output, .. } => {
+            let output = crate::sanitize::collapse_rewrites(output);
             let first = output.lines().next().unwrap_or("");
             let status = serde_json::to_value(status).ok();
             let status = status.as_ref().and_then(|v| v.as_str()).unwrap_or("ended");

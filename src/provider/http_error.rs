@@ -115,6 +115,7 @@ pub(crate) fn scrub(e: ProviderError, key: Option<&str>) -> ProviderError {
         E::Timeout(m) => E::Timeout(s(m)),
         E::Protocol(m) => E::Protocol(s(m)),
         E::Cancelled => E::Cancelled,
+        E::Closed => E::Closed,
     }
 }
 

@@ -16,6 +16,7 @@ mod request;
 pub use request::Extras;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -296,13 +297,16 @@ impl OpenAi {
         };
         tracing::debug!(parent: &span, messages = request.messages.len(), "sending request");
         let this = self.clone();
+        let resend = Resend::default();
         let open = move || {
             let used = this.current_quirks();
             let body = payload.body(&this.model, &used);
             let this = this.clone();
             let payload = payload.clone();
+            let resend = resend.clone();
             async move {
-                let sent = this.send(body?, "text/event-stream", this.limits.idle_timeout);
+                let limit = this.limits.idle_timeout;
+                let sent = this.send(body?, "text/event-stream", limit, &resend);
                 let response = match sent.await {
                     Ok(r) => r,
                     Err(e) => {
@@ -339,6 +343,7 @@ impl OpenAi {
         body: Body,
         accept: &'static str,
         head_timeout: Duration,
+        resend: &Resend,
     ) -> impl Future<Output = Result<reqwest::Response, ProviderError>> + Send + 'static + use<>
     {
         let (client, url, headers) = (self.client.clone(), self.url.clone(), self.headers.clone());
@@ -357,6 +362,7 @@ impl OpenAi {
         };
         let key = self.key.clone();
         let hint = self.missing_key_hint.clone();
+        let resend = resend.clone();
         async move {
             // A server may close a keep-alive connection after a streamed answer (llama.cpp's
             // server does, while announcing keep-alive); the pool can hand that connection out
@@ -365,7 +371,7 @@ impl OpenAi {
             // an announced retry after a backoff on every other turn.
             let send = async {
                 match request().await {
-                    Err(e) if closed_without_answer(&e) => {
+                    Err(e) if closed_without_answer(&e) && resend.take() => {
                         tracing::debug!("connection closed before an answer; sending again");
                         request().await
                     }
@@ -423,12 +429,14 @@ impl Provider for OpenAi {
                 // bounds it.
                 let limit = this.limits.deadline;
                 let max_bytes = this.limits.reply.max_bytes;
+                let resend = Resend::default();
                 let whole = async {
                     retry::call_with_retry(this.limits.policy, || async {
                         loop {
                             let used = this.current_quirks();
                             let body = payload.body(&this.model, &used)?;
-                            match this.send(body, "application/json", limit).await {
+                            let sent = this.send(body, "application/json", limit, &resend);
+                            match sent.await {
                                 Ok(response) => return read_limited(response, max_bytes).await,
                                 // No one watches a summary arrive: an adapted resend is silent.
                                 Err(e) if this.adapt(&e, &payload, &used).is_some() => {}
@@ -484,6 +492,19 @@ fn config_error(message: &str) -> ProviderError {
     }
 }
 
+/// The one unannounced resend a call may make after a connection closed without an answer
+/// (see `OpenAi::send`): shared by all its attempts, so a server that closes every connection
+/// costs one request more than the attempts, not twice as many.
+#[derive(Clone, Default)]
+struct Resend(Arc<AtomicBool>);
+
+impl Resend {
+    /// True the first time only.
+    fn take(&self) -> bool {
+        !self.0.swap(true, Ordering::Relaxed)
+    }
+}
+
 /// Whether the server closed the connection after the request without a byte of answer
 /// (hyper's "connection closed before message completed"), as opposed to refusing or
 /// resetting it, or timing out.
@@ -504,6 +525,9 @@ fn send_error(e: &reqwest::Error) -> ProviderError {
     let mut root: &dyn std::error::Error = e;
     while let Some(next) = root.source() {
         root = next;
+    }
+    if closed_without_answer(e) {
+        return ProviderError::Closed;
     }
     let message = clean(&format!(
         "{}: {root}",

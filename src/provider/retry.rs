@@ -152,7 +152,7 @@ enum State<F> {
 /// `StreamEvent::Retrying`, without a wait and without using up a retry), or the classified
 /// error. Failures of `open` are retried per
 /// `limits.policy`, announcing each retry with `StreamEvent::Retrying` (whose `attempt` is the
-/// number of the attempt about to be made, 2 for the first retry) before waiting; once a
+/// number of the attempt that failed, 1 for the first, of `max_attempts`) before waiting; once a
 /// body is returned nothing is retried, and `decoder` reads it. The whole call ends at
 /// `limits.deadline` (counted from the first poll), whatever the server sends. The stream ends
 /// with one `Done` or one `Err`.
@@ -229,7 +229,7 @@ where
                     }
                     tracing::debug!(attempt, %reason, "sending an adapted request");
                     let ev = StreamEvent::Retrying {
-                        attempt: attempt + 1,
+                        attempt,
                         max_attempts: limits.policy.max_attempts + adapted + 1,
                         delay_ms: 0,
                         reason,
@@ -267,7 +267,7 @@ where
                     let max_attempts = limits.policy.max_attempts + adapted;
                     tracing::debug!(attempt, delay_ms, error = %e, "retrying model call");
                     let ev = StreamEvent::Retrying {
-                        attempt: attempt + 1,
+                        attempt,
                         max_attempts,
                         delay_ms,
                         reason: e.to_string(),

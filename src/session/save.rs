@@ -10,6 +10,15 @@ use crate::fsutil;
 use super::snapshot::{self, SnapshotHead, SnapshotTail};
 use super::{SNAPSHOT_VERSION, Session, SessionError, io_error, journal};
 
+/// Set (to anything) to make every session save fail as on a full disk ("No space left on
+/// device"): for tests that cannot mount a small filesystem to fill. Read once per process.
+pub const ENV_FAIL_SAVES: &str = "MINICODE_TEST_FAIL_SAVES";
+
+fn fail_saves() -> bool {
+    static FAIL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FAIL.get_or_init(|| std::env::var_os(ENV_FAIL_SAVES).is_some())
+}
+
 impl Session {
     /// Stores what changed since the last save. Usually that is one line appended to the
     /// journal (`<id>.journal`, fsync'd): the messages added since, the totals and the
@@ -21,6 +30,10 @@ impl Session {
     /// costs what it adds, not the whole history. Refuses a history holding a system message
     /// or a checkpoint that does not fit it.
     pub fn save(&mut self) -> Result<(), SessionError> {
+        if fail_saves() {
+            let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+            return Err(io_error(&self.path)(full));
+        }
         let invalid = |reason: String| SessionError::Invalid {
             id: self.id.clone(),
             reason,

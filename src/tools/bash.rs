@@ -258,7 +258,9 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
     }
     live.finish();
-    let mut content = sink.finish(&ctx.workspace);
+    // What the model reads shows a `\r` progress bar's last state only (the saved full
+    // output keeps every byte).
+    let mut content = crate::sanitize::collapse_rewrites(&sink.finish(&ctx.workspace)).into_owned();
     if !content.is_empty() && !content.ends_with('\n') {
         content.push('\n');
     }

@@ -655,7 +655,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
         lines.extend(super::live::lines(run, width));
     }
     if t.status.is_some() && !t.output.trim().is_empty() {
-        let out = sanitize(&t.output);
+        let out = sanitize(&crate::sanitize::collapse_rewrites(&t.output));
         let all: Vec<&str> = out.trim_end_matches('\n').split('\n').collect();
         let shown = if expanded {
             all.len()

@@ -289,6 +289,31 @@ async fn an_error_event_with_an_overloaded_type_is_a_server_error() {
     );
 }
 
+/// vLLM's context-length error inside a 200 stream, on a history compaction cannot shorten
+/// (one short prompt): the turn fails quoting the server's message beside our explanation.
+#[tokio::test]
+async fn an_in_stream_context_length_error_compaction_cannot_help_quotes_the_server() {
+    let said = "This model's maximum context length is 8192 tokens. However, you requested \
+                9000 tokens (8000 in the messages, 1000 in the completion).";
+    let overflow = json!({"object": "error", "message": said, "type": "BadRequestError",
+        "code": 400});
+    let server = MockServer::start(vec![MockReply::sse(vec![sse_event(&overflow)])]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let provider = client(&server, |_| {});
+    let options = Options {
+        context_window: 8192,
+        ..Options::default()
+    };
+    let mut handle = crate::support::agent::spawn(dir.path(), provider, options);
+    let (events, end) = turn(&mut handle, "hello").await;
+    let TurnEnd::Failed { error } = end else {
+        panic!("{end:?} {events:?}");
+    };
+    assert!(error.contains("nothing to compact"), "{error}");
+    assert!(error.contains(said), "{error}");
+    assert_eq!(server.request_count(), 1, "nothing was sent again");
+}
+
 /// A context-length error delivered inside a 200 stream makes the agent compact and send the
 /// request again, exactly as a 400 does.
 #[tokio::test]

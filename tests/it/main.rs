@@ -25,6 +25,7 @@ mod daemon;
 mod daemon_docs;
 mod doctor;
 mod durability;
+mod full_disk;
 mod goal_agent;
 mod goal_binary;
 mod goal_domain;

@@ -141,7 +141,7 @@ async fn rate_limit_then_success_is_retried_and_announced() {
     .await;
     let (events, err) = run(&provider(&server)).await;
     assert!(err.is_none(), "{err:?}");
-    assert_eq!(retries(&events), [(2, 4, 0)]);
+    assert_eq!(retries(&events), [(1, 4, 0)]);
     assert!(
         matches!(&events[0], StreamEvent::Retrying { reason, .. } if reason.contains("slow down"))
     );
@@ -179,7 +179,7 @@ async fn server_errors_are_retried_up_to_max_attempts_then_reported() {
     .await;
     let (events, err) = run(&provider_with(server.base_url(), 3)).await;
     let attempts: Vec<u32> = retries(&events).iter().map(|r| r.0).collect();
-    assert_eq!(attempts, [2, 3]);
+    assert_eq!(attempts, [1, 2]);
     assert!(retries(&events).iter().all(|r| r.1 == 3));
     assert!(
         matches!(&err, Some(ProviderError::Server { status: 503, message, .. }) if message == "boom 3"),
@@ -268,10 +268,33 @@ async fn a_second_close_without_an_answer_is_an_announced_retry() {
     let (events, err) = run(&provider(&server)).await;
     assert!(err.is_none(), "{err:?}");
     assert!(
-        matches!(&events[0], StreamEvent::Retrying { attempt: 2, reason, .. } if reason.starts_with("could not connect")),
+        matches!(&events[0], StreamEvent::Retrying { attempt: 1, reason, .. } if reason == CLOSED),
         "{events:?}"
     );
     assert_eq!(server.request_count(), 3);
+}
+
+/// What a close without an answer is called, in a retry notice and in the final error.
+const CLOSED: &str = "the server closed the connection without answering";
+
+#[tokio::test]
+async fn a_server_closing_every_connection_gets_one_resend_per_call_and_retries_counted_from_one() {
+    let server = MockServer::start(vec![]).await;
+    server.respond_with(|_| Some(MockReply::DropBeforeAnswer));
+    let (events, err) = run(&provider(&server)).await;
+    // 4 attempts and the one unannounced resend of the whole call.
+    assert_eq!(server.request_count(), 5);
+    let announced: Vec<(u32, u32)> = retries(&events).iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(announced, [(1, 4), (2, 4), (3, 4)], "{events:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| matches!(e, StreamEvent::Retrying { reason, .. } if reason == CLOSED)),
+        "{events:?}"
+    );
+    let err = err.expect("an error");
+    assert!(matches!(err, ProviderError::Closed), "{err:?}");
+    assert_eq!(err.to_string(), CLOSED);
 }
 
 /// llama.cpp's server closes a connection after a streamed answer although it announced

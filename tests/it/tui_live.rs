@@ -1,7 +1,8 @@
 //! Live output of a running `bash` call: the tool hands its output on in coalesced, redacted
 //! pieces (`tools::live`), the core turns them into `ToolOutputDelta` events (stream-json
 //! prints them), and the full-screen state shows the last lines under the running call, `\r`
-//! progress rewrites as the latest state of the line, until the capped result replaces them.
+//! progress rewrites as the latest state of the line, until the capped result replaces them;
+//! the result (what the model reads and what is shown) keeps each line's last state too.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -215,4 +216,103 @@ fn stream_json_prints_output_deltas_of_a_running_command() {
     assert!(pos("\"tool_output_delta\"") < pos("\"tool_call_ended\""));
     // stderr is not a terminal: no live tail written there.
     assert!(!String::from_utf8_lossy(&out.stderr).contains("│"));
+}
+
+/// The tool messages the model received in `request`, by call id.
+fn tool_result(request: &crate::support::mock_openai::Recorded, call: &str) -> String {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no result for {call} in {}", request.body))
+        .to_string()
+}
+
+#[test]
+fn a_progress_bar_reaches_the_model_as_its_last_state_and_is_saved_with_every_state() {
+    // A short bar, and one long enough (about 190 KB) for its full output to be saved.
+    let short = "for i in $(seq 1 50); do printf 'progress %d%%\\r' $i; done; echo; echo done";
+    let long = "for i in $(seq 1 6000); do printf 'copying %05d of 6000 ..........\\r' $i; done";
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[
+                ("c1", "bash", &json!({ "command": short }).to_string()),
+                ("c2", "bash", &json!({ "command": long }).to_string()),
+            ],
+            32,
+        ),
+        text_reply("copied", 4),
+    ]);
+    let (_dir, ws) = workspace();
+    let out = command(&ws)
+        .args(["--base-url", &server.base_url(), "--model", "m", "--yes"])
+        .arg("copy it")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+
+    let c1 = tool_result(&requests[1], "c1");
+    assert!(c1.starts_with("progress 50%\r\ndone\n"), "{c1:?}");
+    assert_eq!(c1.matches("progress").count(), 1, "{c1:?}");
+    // The one-shot report shows the same last state.
+    assert!(stderr.contains("succeeded: progress 50%"), "{stderr}");
+    assert!(!stderr.contains("progress 49%"), "{stderr}");
+
+    // Cut to head and tail: each part keeps only its last state.
+    let c2 = tool_result(&requests[1], "c2");
+    assert!(c2.contains("copying 06000 of 6000"), "{c2:?}");
+    assert!(c2.matches("copying").count() <= 3, "{c2:?}");
+    assert!(c2.contains("saved to .minicode/outputs/"), "{c2:?}");
+    let saved: Vec<_> = std::fs::read_dir(ws.join(".minicode/outputs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let raw = std::fs::read(&saved[0]).unwrap();
+    let raw = String::from_utf8_lossy(&raw);
+    assert!(
+        raw.starts_with("copying 00001 of 6000 ..........\rcopying 00002 of 6000"),
+        "{}",
+        &raw[..raw.len().min(200)]
+    );
+    assert_eq!(raw.matches('\r').count(), 6000);
+}
+
+#[test]
+fn a_finished_call_shows_each_progress_line_in_its_last_state() {
+    let t0 = Instant::now();
+    let mut s = State::new("test-model", 100_000);
+    s.update_at(Msg::Resize(60, 16), t0);
+    ev_at(&mut s, Event::TurnStarted { turn: 1 }, t0);
+    ev_at(
+        &mut s,
+        Event::ToolCallBegan {
+            call: "c1".into(),
+            tool: "fetch".into(),
+            summary: "model.bin".into(),
+            arguments: json!({}),
+        },
+        t0,
+    );
+    // A result with raw rewrites (a tool other than bash, or a session saved before they were
+    // collapsed).
+    let states: String = (1..=50).map(|i| format!("progress {i}%\r")).collect();
+    ev_at(
+        &mut s,
+        Event::ToolCallEnded {
+            call: "c1".into(),
+            status: ToolStatus::Succeeded,
+            output: format!("{states}\nfetched\n"),
+        },
+        t0,
+    );
+    let screen = screen(&s);
+    assert!(screen.contains("progress 50%"), "{screen}");
+    assert!(!screen.contains("progress 49%"), "{screen}");
+    assert!(screen.contains("fetched"), "{screen}");
 }
