@@ -289,6 +289,17 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     } else {
         mcp::servers(&config, &launch, &env, mcp::Ask::Terminal)
     };
+    // One thread: the core, the provider stream and the frontend hand events to each other
+    // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks. Built
+    // before the session opens: nothing may fail between creating a session and running it,
+    // or an empty session file would be left behind.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot start the runtime: {e}"),
+        })?;
     let session = open_session(&launch, &args)?;
     let tool_ctx = tool_ctx(&config, &launch);
     // Without tools the model gets none to call (and a prompt that says so): plain chat, with
@@ -323,16 +334,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             ..agent_options(&config, Arc::new(skills))
         },
     };
-    // One thread: the core, the provider stream and the frontend hand events to each other
-    // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks.
     let resume_flags = resume_flags(&args);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot start the runtime: {e}"),
-        })?;
     let code = runtime.block_on(async move {
         let handle = agent::spawn(setup);
         // In the background: the first request goes out without waiting for any server.
@@ -477,6 +479,7 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
     if sessions.is_empty() {
         let _ = writeln!(std::io::stderr(), "no sessions in this workspace yet");
     }
+    let now = std::time::SystemTime::now();
     for s in sessions {
         let when = humantime::format_rfc3339_seconds(s.updated);
         // Both come from files in the repository: nothing in them may act on the terminal.
@@ -493,6 +496,11 @@ fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
                 format!("(fork of {}) {about}", crate::sanitize::visible(origin))
             }
             (None, None) => about,
+        };
+        // What `--continue` passes over is marked, so the choice it makes can be understood.
+        let about = match s.passed_over(now) {
+            Some(reason) => format!("({reason}; --continue skips it) {about}"),
+            None => about,
         };
         let _ = writeln!(out, "{}  {}  {about}", s.id, when);
     }

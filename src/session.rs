@@ -11,10 +11,11 @@ mod load;
 mod save;
 mod snapshot;
 mod stored;
+mod tracked;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -76,7 +77,17 @@ pub struct SessionInfo {
     pub parent: Option<String>,
     /// For a fork, the session it was copied from.
     pub forked_from: Option<String>,
+    /// The history holds no user message (a run killed before its prompt was saved, or a file
+    /// planted so): there is no conversation to continue. False when the file cannot be read.
+    pub empty: bool,
+    /// Git tracks the file: a repository committed it, so it came with a clone (see
+    /// `session/tracked.rs`).
+    pub tracked: bool,
 }
+
+/// How far in the future a session's last update may lie before `--continue` distrusts it: a
+/// little clock skew (a file from another machine, a clock set back) is normal.
+pub const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 
 /// Why a session could not be created, opened or saved.
 #[derive(Debug, thiserror::Error)]
@@ -226,7 +237,11 @@ impl Session {
             disk: None,
             _lock: lock,
         };
-        session.save()?;
+        if let Err(e) = session.save() {
+            // Whatever part of the file was written is not a session anyone can use.
+            session.remove_files();
+            return Err(e);
+        }
         Ok(session)
     }
 
@@ -285,17 +300,23 @@ impl Session {
         copy.forked_from = Some(self.id.clone());
         // `forked_from` is a snapshot field, never journaled: the copy's snapshot is rewritten.
         copy.disk = None;
-        copy.save()?;
+        if let Err(e) = copy.save() {
+            // The copy's file still holds the empty history it was created with.
+            copy.remove_files();
+            return Err(e);
+        }
         Ok(copy)
     }
 
     /// Opens this workspace's most recently updated session. When that one is unreadable the
-    /// error says so rather than silently resuming an older conversation. Sub-agents'
-    /// sessions are passed over: the user's conversation is the one to continue.
+    /// error says so rather than silently resuming an older conversation. Sub-agents' sessions
+    /// are passed over (the user's conversation is the one to continue), and so is every
+    /// session [`SessionInfo::passed_over`] names a reason for.
     pub fn open_latest(workspace: &Path) -> Result<Session, SessionError> {
+        let now = SystemTime::now();
         let newest = Self::list(workspace)?
             .into_iter()
-            .find(|info| info.parent.is_none());
+            .find(|info| info.parent.is_none() && info.passed_over(now).is_none());
         match newest {
             Some(info) => Self::open(workspace, &info.id),
             None => Err(SessionError::NotFound { id: None }),
@@ -317,6 +338,7 @@ impl Session {
             Err(e) => return Err(io_error(&dir)(e)),
         };
         let mut infos = Vec::new();
+        let mut tracked = None;
         for entry in entries {
             let entry = entry.map_err(io_error(&dir))?;
             let path = entry.path();
@@ -328,7 +350,12 @@ impl Session {
             else {
                 continue; // lock files, temp files, anything not ours
             };
-            infos.push(info(&path, id, &workspace));
+            let mut info = info(&path, id, &workspace);
+            // git is asked once, and only when there is a session to ask about.
+            info.tracked = tracked
+                .get_or_insert_with(|| tracked::ids(&workspace))
+                .contains(id);
+            infos.push(info);
         }
         infos.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
         Ok(infos)
@@ -460,6 +487,30 @@ impl Session {
         let _ = std::fs::remove_file(self.path.with_extension("lock"));
         Ok(true)
     }
+
+    /// Best effort after a failed first save of a session this process created: nothing of it
+    /// is worth keeping, and an empty file left behind would only clutter `sessions`.
+    fn remove_files(&self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = journal::remove(&journal::path_of(&self.path));
+        let _ = std::fs::remove_file(self.path.with_extension("lock"));
+    }
+}
+
+impl SessionInfo {
+    /// Why `--continue` ([`Session::open_latest`]) passes this session over, if it does; `now`
+    /// is the current time. `minicode sessions` shows the same reasons.
+    pub fn passed_over(&self, now: SystemTime) -> Option<&'static str> {
+        if self.tracked {
+            Some("tracked by git")
+        } else if self.updated > now + CLOCK_SKEW {
+            Some("future date")
+        } else if self.empty {
+            Some("no messages")
+        } else {
+            None
+        }
+    }
 }
 
 fn canonical(workspace: &Path) -> Result<PathBuf, SessionError> {
@@ -502,6 +553,8 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         problem: Some(problem),
         parent: None,
         forked_from: None,
+        empty: false,
+        tracked: false,
     };
     let bytes = match read_confined(workspace, path) {
         Ok(bytes) => bytes,
@@ -524,11 +577,12 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
             return broken(format!("belongs to workspace {}", found.display()));
         }
     }
-    let first_prompt = snapshot
+    let first_user = snapshot
         .messages
         .messages
         .iter()
-        .find(|m| m.role == Role::User)
+        .find(|m| m.role == Role::User);
+    let first_prompt = first_user
         .map(|m| m.text().lines().next().unwrap_or("").to_string())
         .unwrap_or_default();
     SessionInfo {
@@ -539,5 +593,7 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         problem: None,
         parent: snapshot.parent.map(|p| p.session_id),
         forked_from: snapshot.forked_from,
+        empty: first_user.is_none(),
+        tracked: false,
     }
 }
