@@ -194,8 +194,13 @@ impl Core {
     /// Validates and saves the session, reporting (not failing on) errors: the turn's work is
     /// still valid. A history that fails validation is not written (the file keeps its last
     /// good state): it would only fail again on resume. The last batch may still be open.
-    /// Returns whether the file now holds the history.
+    /// Returns whether the file now holds the history. A session with nothing new since it was
+    /// opened or saved is not written: a refused goal command or a shutdown after a saved turn
+    /// must not move its `updated` time, which orders `--continue`.
     fn save(&mut self) -> bool {
+        if !self.session.has_unsaved_changes() {
+            return true;
+        }
         match validate::history_prefix_from(self.session.messages(), self.session.settled()) {
             Ok(settled) => self.session.set_settled(settled),
             Err(e) => {

@@ -165,6 +165,9 @@ pub struct Session {
     /// save, and after anything that makes an append impossible: that save rewrites the
     /// snapshot.
     disk: Option<journal::Disk>,
+    /// Something changed since the session was opened or last saved (see
+    /// [`Session::has_unsaved_changes`]).
+    changed: bool,
     _lock: File,
 }
 
@@ -235,6 +238,7 @@ impl Session {
             serialized: stored::Appended::default(),
             settled: 0,
             disk: None,
+            changed: true,
             _lock: lock,
         };
         if let Err(e) = session.save() {
@@ -284,6 +288,7 @@ impl Session {
             serialized: stored::Appended::default(),
             settled: 0,
             disk: None,
+            changed: false,
             _lock: lock,
         })
     }
@@ -382,6 +387,7 @@ impl Session {
     /// Appends to the history; nothing is written until [`Session::save`]. A tool result
     /// pushed this way has no [`ResultInfo`]; the agent uses [`Session::push_result`].
     pub fn push(&mut self, message: Message) {
+        self.changed = true;
         self.messages.push(message);
     }
 
@@ -393,6 +399,7 @@ impl Session {
         status: ToolStatus,
         summary: Option<String>,
     ) {
+        self.changed = true;
         self.results.push((
             self.messages.len(),
             ResultInfo {
@@ -416,7 +423,16 @@ impl Session {
     }
 
     pub fn totals_mut(&mut self) -> &mut Totals {
+        self.changed = true;
         &mut self.totals
+    }
+
+    /// Whether anything was pushed, counted or checkpointed since the session was opened or
+    /// last saved. Opening leaves the file as it is (even the in-memory answers to calls left
+    /// open are not written), so a caller that changed nothing can skip the save and leave the
+    /// file, and its `updated` time that orders `--continue`, untouched.
+    pub fn has_unsaved_changes(&self) -> bool {
+        self.changed
     }
 
     /// The session this one was forked from, if it is a fork.
@@ -447,6 +463,7 @@ impl Session {
 
     /// Replaces the compaction checkpoint; it is checked against the history on save.
     pub fn set_checkpoint(&mut self, checkpoint: Option<Checkpoint>) {
+        self.changed = true;
         self.checkpoint = checkpoint;
     }
 
@@ -461,6 +478,7 @@ impl Session {
     /// about them (which had started, see `protocol::Recovery`) and answers them itself.
     pub fn reopen_repaired(&mut self) -> Vec<String> {
         let open = std::mem::take(&mut self.repaired);
+        self.changed = true;
         let keep = self.messages.len().saturating_sub(open.len());
         self.messages.truncate(keep);
         // The only place the history shrinks: what was serialized or checked of it is void.

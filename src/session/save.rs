@@ -64,6 +64,7 @@ impl Session {
             }
         };
         self.disk = Some(disk);
+        self.changed = false;
         Ok(())
     }
 

@@ -216,3 +216,39 @@ fn continue_ignores_a_session_tracked_by_git_without_running_repository_code() {
     assert!(line.contains("tracked by git"), "{list}");
     assert!(!marker.exists(), "the repository's fsmonitor hook ran");
 }
+
+/// The snapshot's bytes and modification time, and whether a journal exists.
+fn file_state(ws: &Path, id: &str) -> (Vec<u8>, std::time::SystemTime, bool) {
+    let path = snapshot_path(ws, id);
+    let bytes = std::fs::read(&path).unwrap();
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    (bytes, mtime, path.with_extension("journal").exists())
+}
+
+#[test]
+fn refused_goal_commands_leave_the_session_file_untouched() {
+    let (_dir, ws) = workspace();
+    let server = MockServer::start_in_thread(Vec::new());
+    server.respond_with(|_| Some(text_reply("working on it", 8)));
+    let plain = with_conversation(&ws, &server);
+    let out = run(&ws, &["--goal", "port the parser", "--goal-rounds", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let goal = session_id(&text(&out.stderr));
+    let requests = server.request_count();
+
+    for (id, args, says) in [
+        (&plain, &["--goal-resume"][..], "no goal"),
+        (&goal, &["--goal-resume"][..], "rounds"),
+        (&goal, &["--goal", "something else"][..], "still blocked"),
+    ] {
+        let before = file_state(&ws, id);
+        let mut all = vec!["--session", id.as_str()];
+        all.extend_from_slice(args);
+        let out = run(&ws, &all);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(file_state(&ws, id) == before, "{args:?} wrote the session");
+    }
+    assert_eq!(server.request_count(), requests);
+}
