@@ -7,6 +7,7 @@
 //! stored.
 
 mod journal;
+mod listing;
 mod load;
 mod save;
 mod snapshot;
@@ -19,12 +20,11 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{Message, Role, ToolStatus};
+use crate::chat::{Message, ToolStatus};
 use crate::fsutil;
 
-use load::{apply_journal, load, read_confined};
+use load::load;
 pub use snapshot::{INTERRUPTED_RESULT, Parent};
-use snapshot::{LoadError, Problem};
 
 /// The snapshot format written by this build. Older files load through one migration path.
 pub const SNAPSHOT_VERSION: u32 = 3;
@@ -98,6 +98,19 @@ pub enum SessionError {
     InvalidId(String),
     #[error("{}", not_found_message(.id))]
     NotFound { id: Option<String> },
+    #[error(
+        "session id prefix {0:?} is too short: give at least {MIN_PREFIX} characters of the id"
+    )]
+    PrefixTooShort(String),
+    #[error(
+        "session id prefix {prefix:?} matches {} sessions: {}; give more of the id",
+        .candidates.len(),
+        .candidates.join(", ")
+    )]
+    Ambiguous {
+        prefix: String,
+        candidates: Vec<String>,
+    },
     #[error("session {id} is in use by another minicode process")]
     Locked { id: String },
     #[error("session file {} is corrupt: {reason} (the file was left untouched)", .path.display())]
@@ -191,6 +204,9 @@ pub fn sessions_dir(workspace: &Path) -> PathBuf {
 
 /// The sessions folder's name under `.minicode/`.
 pub(crate) const SESSIONS: &str = "sessions";
+
+/// The shortest prefix of an id [`Session::resolve_id`] accepts: the screen shows eight.
+pub const MIN_PREFIX: usize = 6;
 
 /// Whether `id` is a lowercase, hyphenated uuid (and therefore a plain file name).
 pub fn is_valid_id(id: &str) -> bool {
@@ -311,59 +327,6 @@ impl Session {
             return Err(e);
         }
         Ok(copy)
-    }
-
-    /// Opens this workspace's most recently updated session. When that one is unreadable the
-    /// error says so rather than silently resuming an older conversation. Sub-agents' sessions
-    /// are passed over (the user's conversation is the one to continue), and so is every
-    /// session [`SessionInfo::passed_over`] names a reason for.
-    pub fn open_latest(workspace: &Path) -> Result<Session, SessionError> {
-        let now = SystemTime::now();
-        let newest = Self::list(workspace)?
-            .into_iter()
-            .find(|info| info.parent.is_none() && info.passed_over(now).is_none());
-        match newest {
-            Some(info) => Self::open(workspace, &info.id),
-            None => Err(SessionError::NotFound { id: None }),
-        }
-    }
-
-    /// This workspace's sessions, newest first. Files that cannot be loaded are listed with
-    /// their problem; listing itself fails only when the folder cannot be read.
-    pub fn list(workspace: &Path) -> Result<Vec<SessionInfo>, SessionError> {
-        let workspace = canonical(workspace)?;
-        let dir = match fsutil::existing_private_dir(&workspace, SESSIONS) {
-            Ok(Some(dir)) => dir,
-            Ok(None) => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&sessions_dir(&workspace))(e)),
-        };
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&dir)(e)),
-        };
-        let mut infos = Vec::new();
-        let mut tracked = None;
-        for entry in entries {
-            let entry = entry.map_err(io_error(&dir))?;
-            let path = entry.path();
-            let Some(id) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-                .filter(|id| is_valid_id(id))
-            else {
-                continue; // lock files, temp files, anything not ours
-            };
-            let mut info = info(&path, id, &workspace);
-            // git is asked once, and only when there is a session to ask about.
-            info.tracked = tracked
-                .get_or_insert_with(|| tracked::ids(&workspace))
-                .contains(id);
-            infos.push(info);
-        }
-        infos.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
-        Ok(infos)
     }
 
     pub fn id(&self) -> &str {
@@ -515,22 +478,6 @@ impl Session {
     }
 }
 
-impl SessionInfo {
-    /// Why `--continue` ([`Session::open_latest`]) passes this session over, if it does; `now`
-    /// is the current time. `minicode sessions` shows the same reasons.
-    pub fn passed_over(&self, now: SystemTime) -> Option<&'static str> {
-        if self.tracked {
-            Some("tracked by git")
-        } else if self.updated > now + CLOCK_SKEW {
-            Some("future date")
-        } else if self.empty {
-            Some("no messages")
-        } else {
-            None
-        }
-    }
-}
-
 fn canonical(workspace: &Path) -> Result<PathBuf, SessionError> {
     workspace.canonicalize().map_err(io_error(workspace))
 }
@@ -555,63 +502,5 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { id: id.to_string() }),
         Err(std::fs::TryLockError::Error(err)) => Err(io_error(&path)(err)),
-    }
-}
-
-/// Summarises one file for `list` without locking it (listing must work while a session runs).
-fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
-    let mtime = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    let broken = |problem: String| SessionInfo {
-        id: id.to_string(),
-        updated: mtime,
-        first_prompt: String::new(),
-        path: path.to_path_buf(),
-        problem: Some(problem),
-        parent: None,
-        forked_from: None,
-        empty: false,
-        tracked: false,
-    };
-    let bytes = match read_confined(workspace, path) {
-        Ok(bytes) => bytes,
-        Err(e) => return broken(format!("cannot read: {e}")),
-    };
-    let mut snapshot = match snapshot::parse(&bytes) {
-        Ok(parsed) => parsed.snapshot,
-        Err(LoadError::TooNew(v)) => {
-            return broken(format!("format version {v} is newer than this minicode"));
-        }
-        Err(LoadError::Corrupt(reason)) => return broken(format!("corrupt: {reason}")),
-    };
-    if let Err(e) = apply_journal(workspace, path, &mut snapshot) {
-        return broken(e.to_string());
-    }
-    match snapshot::validate(&snapshot, id, workspace) {
-        Ok(_) => {}
-        Err(Problem::Corrupt(reason)) => return broken(format!("corrupt: {reason}")),
-        Err(Problem::WrongWorkspace(found)) => {
-            return broken(format!("belongs to workspace {}", found.display()));
-        }
-    }
-    let first_user = snapshot
-        .messages
-        .messages
-        .iter()
-        .find(|m| m.role == Role::User);
-    let first_prompt = first_user
-        .map(|m| m.text().lines().next().unwrap_or("").to_string())
-        .unwrap_or_default();
-    SessionInfo {
-        id: id.to_string(),
-        updated: snapshot::parse_time(&snapshot.updated).unwrap_or(mtime),
-        first_prompt,
-        path: path.to_path_buf(),
-        problem: None,
-        parent: snapshot.parent.map(|p| p.session_id),
-        forked_from: snapshot.forked_from,
-        empty: first_user.is_none(),
-        tracked: false,
     }
 }

@@ -23,6 +23,14 @@ const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
 /// when the workspace is not in a repository, git is missing, or it fails or hangs: the listing
 /// must work without git, and a file git does not know about was not planted by a clone.
 pub(super) fn ids(workspace: &Path) -> HashSet<String> {
+    // No process for a workspace outside any repository (the common case for a scratch folder):
+    // git would only walk up and fail.
+    if !workspace
+        .ancestors()
+        .any(|dir| dir.join(".git").symlink_metadata().is_ok())
+    {
+        return HashSet::new();
+    }
     let mut cmd = Command::new("git");
     cmd.current_dir(workspace)
         .env_clear()

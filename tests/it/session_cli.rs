@@ -252,3 +252,115 @@ fn refused_goal_commands_leave_the_session_file_untouched() {
     }
     assert_eq!(server.request_count(), requests);
 }
+
+#[test]
+fn session_accepts_a_unique_prefix_of_six_or_more_characters() {
+    let (_dir, ws) = workspace();
+    let server = MockServer::start_in_thread(vec![text_reply("one", 4), text_reply("two", 4)]);
+    let id = with_conversation(&ws, &server);
+    let out = run(&ws, &["--session", &id[..8], "next"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(session_id(&stderr), id);
+    assert_eq!(user_texts(&server, 1), ["the real question", "next"]);
+
+    let out = run(&ws, &["--session", &id[..5], "next"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("6"), "{stderr}");
+    let out = run(&ws, &["--session", "ffffff0", "next"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no session"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(server.request_count(), 2);
+}
+
+#[test]
+fn an_ambiguous_session_prefix_exits_2_listing_the_candidates() {
+    let (_dir, ws) = workspace();
+    let server = MockServer::start_in_thread(vec![text_reply("one", 4)]);
+    let id = with_conversation(&ws, &server);
+    // A second session whose id shares all but the last character.
+    let last = if id.ends_with('0') { "1" } else { "0" };
+    let twin = format!("{}{last}", &id[..35]);
+    std::fs::copy(snapshot_path(&ws, &id), snapshot_path(&ws, &twin)).unwrap();
+    set_field(&ws, &twin, "id", &twin);
+
+    let out = run(&ws, &["--session", &id[..8], "next"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&id) && stderr.contains(&twin), "{stderr}");
+    // The whole id is never ambiguous.
+    let out = run(&ws, &["--session", &twin, "next"]);
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn sessions_ids_prints_the_ids_the_completion_scripts_offer() {
+    let (_dir, ws) = workspace();
+    let server = MockServer::start_in_thread(vec![text_reply("one", 4)]);
+    let first = with_conversation(&ws, &server);
+    let second = plant_conversation(&ws, "another");
+    let out = run(&ws, &["sessions", "--ids"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let mut ids: Vec<&str> = stdout.lines().collect();
+    ids.sort();
+    let mut expected = vec![first.as_str(), second.as_str()];
+    expected.sort();
+    assert_eq!(ids, expected);
+    // Each script asks the binary for them when completing `--session`.
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(&ws, &["completions", shell]);
+        assert_eq!(out.status.code(), Some(0));
+        let script = text(&out.stdout);
+        assert!(
+            script.contains("minicode sessions --ids"),
+            "{shell}: {script}"
+        );
+    }
+    // And bash really completes an id from its first characters, in this workspace. (The
+    // script runs `minicode` from PATH: the built binary, with the same isolated HOME.)
+    let script = ws.join("completion.bash");
+    std::fs::write(&script, run(&ws, &["completions", "bash"]).stdout).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_minicode")).parent().unwrap();
+    let prefix = &first[..8];
+    let probe = format!(
+        "source '{}'; COMP_WORDS=(minicode --session {prefix}); COMP_CWORD=2; \
+         _minicode minicode {prefix} --session; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let completed = std::process::Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &probe])
+        .current_dir(&ws)
+        .env("HOME", ws.join("home"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&completed.stdout).trim(),
+        first,
+        "{}",
+        text(&completed.stderr)
+    );
+}
+
+#[test]
+fn sessions_shows_a_goal_sessions_objective_not_its_record() {
+    let (_dir, ws) = workspace();
+    let server = MockServer::start_in_thread(Vec::new());
+    server.respond_with(|_| Some(text_reply("working on it", 8)));
+    write_config(&ws, &server);
+    let out = run(&ws, &["--goal", "port the parser", "--goal-rounds", "1"]);
+    let id = session_id(&text(&out.stderr));
+    let list = text(&run(&ws, &["sessions"]).stdout);
+    let line = list.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(line.ends_with("goal: port the parser"), "{list}");
+    assert!(!list.contains("goal_state"), "{list}");
+}
