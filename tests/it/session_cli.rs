@@ -364,3 +364,38 @@ fn sessions_shows_a_goal_sessions_objective_not_its_record() {
     assert!(line.ends_with("goal: port the parser"), "{list}");
     assert!(!list.contains("goal_state"), "{list}");
 }
+
+#[test]
+fn a_fork_that_cannot_be_saved_leaves_no_empty_session_behind() {
+    let (_dir, ws) = workspace();
+    let server = MockServer::start_in_thread(Vec::new());
+    write_config(&ws, &server);
+    let id = plant_conversation(&ws, &"x".repeat(300 * 1024));
+    let mut cmd = command(&ws);
+    cmd.args(["--session", &id, "--fork", "go on"]);
+    // SAFETY: setrlimit and signal are async-signal-safe and only affect the child. With
+    // SIGXFSZ ignored a write past the limit fails (EFBIG) instead of killing the process: the
+    // copy's first full save fails like on a full disk.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let size = libc::rlimit {
+                rlim_cur: 256 * 1024,
+                rlim_max: 256 * 1024,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &size);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("could not fork"), "{stderr}");
+    let ids: Vec<String> = Session::list(&ws)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, [id]);
+    assert_eq!(server.request_count(), 0);
+}
