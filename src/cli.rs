@@ -406,7 +406,7 @@ fn note(text: &str) {
 fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
     let session = match (&args.session, args.continue_) {
         (Some(given), _) => sessions::open(workspace, given)?,
-        (None, true) => Session::open_latest(workspace).map_err(usage)?,
+        (None, true) => sessions::open_latest(workspace)?,
         (None, false) => Session::create(workspace).map_err(usage)?,
     };
     if !args.fork {

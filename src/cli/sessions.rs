@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use crate::agent::goal::record;
 use crate::chat::Message;
 use crate::sanitize::visible;
-use crate::session::{Session, SessionInfo};
+use crate::session::{Session, SessionError, SessionInfo};
 
 use super::{Failure, usage};
 
@@ -74,4 +74,25 @@ fn title(first_prompt: &str) -> String {
 pub(super) fn open(workspace: &Path, given: &str) -> Result<Session, Failure> {
     let id = Session::resolve_id(workspace, given).map_err(usage)?;
     Session::open(workspace, &id).map_err(usage)
+}
+
+/// `--continue`: the newest session worth continuing. When there is none but some were passed
+/// over, the error says so, so a user who sees sessions listed knows why none was picked.
+pub(super) fn open_latest(workspace: &Path) -> Result<Session, Failure> {
+    match Session::open_latest(workspace) {
+        Err(e @ SessionError::NotFound { id: None }) => {
+            let now = std::time::SystemTime::now();
+            let skipped = Session::list(workspace)
+                .map(|all| all.iter().filter(|s| s.passed_over(now).is_some()).count())
+                .unwrap_or(0);
+            Err(match skipped {
+                0 => usage(e),
+                n => usage(format!(
+                    "{e} to continue ({n} passed over: see `minicode sessions`; open one with \
+                     --session ID)"
+                )),
+            })
+        }
+        other => other.map_err(usage),
+    }
 }

@@ -121,6 +121,7 @@ fn continue_with_only_empty_sessions_finds_nothing_to_resume() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("no saved session"), "{stderr}");
+    assert!(stderr.contains("1 passed over"), "{stderr}");
     assert_eq!(server.request_count(), 0);
 }
 
