@@ -217,7 +217,14 @@ impl Core {
     /// Validates and saves the session; the error is the user's message. A turn stops on it:
     /// work the file does not record must not go on (a tool call run unrecorded could not be
     /// told apart after a crash, and the user would lose the turn without knowing).
+    ///
+    /// A session with nothing new since it was opened or saved is not written: a refused goal
+    /// command or a shutdown after a saved turn must not move its `updated` time, which orders
+    /// `--continue`.
     fn try_save(&mut self) -> Result<(), String> {
+        if !self.session.has_unsaved_changes() {
+            return Ok(());
+        }
         match validate::history_prefix_from(self.session.messages(), self.session.settled()) {
             Ok(settled) => self.session.set_settled(settled),
             Err(e) => {

@@ -8,6 +8,7 @@ mod doctor;
 mod goal;
 mod mcp;
 mod serve;
+mod sessions;
 mod shell;
 mod skills;
 mod trust;
@@ -64,7 +65,8 @@ pub struct Args {
     /// Approve every tool call without asking.
     #[arg(short = 'y', long)]
     pub yes: bool,
-    /// Resume this session of the current workspace (its id).
+    /// Resume this session of the current workspace: its id, or a unique prefix of 6+
+    /// characters (such as the short id the full-screen session shows).
     #[arg(long, value_name = "ID", conflicts_with = "continue_")]
     pub session: Option<String>,
     /// Resume the most recent session of this workspace.
@@ -103,7 +105,11 @@ pub enum Command {
     /// docs/headless.md).
     Acp(acp::AcpArgs),
     /// List this workspace's sessions, newest first.
-    Sessions,
+    Sessions {
+        /// Only the ids, one per line (what the completion scripts offer for --session).
+        #[arg(long, hide = true)]
+        ids: bool,
+    },
     /// Trust a workspace (default: the current folder): its config/config.toml may then choose
     /// the server, the provider and the key. Recorded in your user config.
     Trust {
@@ -199,7 +205,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let env = |name: &str| std::env::var(name).ok();
     match &args.command {
         Some(Command::Acp(acp_args)) => return acp::run(acp_args, &launch),
-        Some(Command::Sessions) => return list_sessions(&launch),
+        Some(Command::Sessions { ids }) => return sessions::list(&launch, *ids),
         Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
         Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
         Some(Command::Mcp {
@@ -292,6 +298,17 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     } else {
         mcp::servers(&config, &launch, &env, mcp::Ask::Terminal)
     };
+    // One thread: the core, the provider stream and the frontend hand events to each other
+    // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks. Built
+    // before the session opens: nothing may fail between creating a session and running it,
+    // or an empty session file would be left behind.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot start the runtime: {e}"),
+        })?;
     let session = open_session(&launch, &args)?;
     let tool_ctx = tool_ctx(&config, &launch);
     // Without tools the model gets none to call (and a prompt that says so): plain chat, with
@@ -326,16 +343,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
             ..agent_options(&config, Arc::new(skills))
         },
     };
-    // One thread: the core, the provider stream and the frontend hand events to each other
-    // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks.
     let resume_flags = resume_flags(&args);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot start the runtime: {e}"),
-        })?;
     let code = runtime.block_on(async move {
         let handle = agent::spawn(setup);
         // In the background: the first request goes out without waiting for any server.
@@ -399,12 +407,11 @@ fn note(text: &str) {
 }
 
 fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
-    let result = match (&args.session, args.continue_) {
-        (Some(id), _) => Session::open(workspace, id),
-        (None, true) => Session::open_latest(workspace),
-        (None, false) => Session::create(workspace),
+    let session = match (&args.session, args.continue_) {
+        (Some(given), _) => sessions::open(workspace, given)?,
+        (None, true) => sessions::open_latest(workspace)?,
+        (None, false) => Session::create(workspace).map_err(usage)?,
     };
-    let session = result.map_err(usage)?;
     if !args.fork {
         return Ok(session);
     }
@@ -486,34 +493,6 @@ fn scrubbed_env(config: &Config) -> Vec<String> {
     );
     names.extend(config.api_key_env.clone());
     names
-}
-
-fn list_sessions(workspace: &Path) -> Result<ExitCode, Failure> {
-    let sessions = Session::list(workspace).map_err(usage)?;
-    let mut out = std::io::stdout().lock();
-    if sessions.is_empty() {
-        let _ = writeln!(std::io::stderr(), "no sessions in this workspace yet");
-    }
-    for s in sessions {
-        let when = humantime::format_rfc3339_seconds(s.updated);
-        // Both come from files in the repository: nothing in them may act on the terminal.
-        let about = match &s.problem {
-            Some(problem) => format!("(unreadable: {})", crate::sanitize::visible(problem)),
-            None => crate::sanitize::visible(&s.first_prompt),
-        };
-        let about = match (&s.parent, &s.forked_from) {
-            (Some(parent), _) => format!(
-                "(sub-agent of {}) {about}",
-                crate::sanitize::visible(parent)
-            ),
-            (None, Some(origin)) => {
-                format!("(fork of {}) {about}", crate::sanitize::visible(origin))
-            }
-            (None, None) => about,
-        };
-        let _ = writeln!(out, "{}  {}  {about}", s.id, when);
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The agent options every frontend starts from, all taken from `config`. What differs by

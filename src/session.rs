@@ -7,24 +7,25 @@
 //! stored.
 
 mod journal;
+mod listing;
 mod load;
 mod save;
 mod snapshot;
 mod stored;
+mod tracked;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::chat::{Message, Role, ToolStatus};
+use crate::chat::{Message, ToolStatus};
 use crate::fsutil;
 
-use load::{apply_journal, load, read_confined};
+use load::load;
 pub use save::ENV_FAIL_SAVES;
 pub use snapshot::{INTERRUPTED_RESULT, Parent};
-use snapshot::{LoadError, Problem};
 
 /// The snapshot format written by this build. Older files load through one migration path.
 pub const SNAPSHOT_VERSION: u32 = 3;
@@ -77,7 +78,17 @@ pub struct SessionInfo {
     pub parent: Option<String>,
     /// For a fork, the session it was copied from.
     pub forked_from: Option<String>,
+    /// The history holds no user message (a run killed before its prompt was saved, or a file
+    /// planted so): there is no conversation to continue. False when the file cannot be read.
+    pub empty: bool,
+    /// Git tracks the file: a repository committed it, so it came with a clone (see
+    /// `session/tracked.rs`).
+    pub tracked: bool,
 }
+
+/// How far in the future a session's last update may lie before `--continue` distrusts it: a
+/// little clock skew (a file from another machine, a clock set back) is normal.
+pub const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 
 /// Why a session could not be created, opened or saved.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +99,19 @@ pub enum SessionError {
     InvalidId(String),
     #[error("{}", not_found_message(.id))]
     NotFound { id: Option<String> },
+    #[error(
+        "session id prefix {0:?} is too short: give at least {MIN_PREFIX} characters of the id"
+    )]
+    PrefixTooShort(String),
+    #[error(
+        "session id prefix {prefix:?} matches {} sessions: {}; give more of the id",
+        .candidates.len(),
+        .candidates.join(", ")
+    )]
+    Ambiguous {
+        prefix: String,
+        candidates: Vec<String>,
+    },
     #[error("session {id} is in use by another minicode process")]
     Locked { id: String },
     #[error("session file {} is corrupt: {reason} (the file was left untouched)", .path.display())]
@@ -155,6 +179,9 @@ pub struct Session {
     /// save, and after anything that makes an append impossible: that save rewrites the
     /// snapshot.
     disk: Option<journal::Disk>,
+    /// Something changed since the session was opened or last saved (see
+    /// [`Session::has_unsaved_changes`]).
+    changed: bool,
     _lock: File,
 }
 
@@ -178,6 +205,9 @@ pub fn sessions_dir(workspace: &Path) -> PathBuf {
 
 /// The sessions folder's name under `.minicode/`.
 pub(crate) const SESSIONS: &str = "sessions";
+
+/// The shortest prefix of an id [`Session::resolve_id`] accepts: the screen shows eight.
+pub const MIN_PREFIX: usize = 6;
 
 /// Whether `id` is a lowercase, hyphenated uuid (and therefore a plain file name).
 pub fn is_valid_id(id: &str) -> bool {
@@ -225,9 +255,14 @@ impl Session {
             serialized: stored::Appended::default(),
             settled: 0,
             disk: None,
+            changed: true,
             _lock: lock,
         };
-        session.save()?;
+        if let Err(e) = session.save() {
+            // Whatever part of the file was written is not a session anyone can use.
+            session.remove_files();
+            return Err(e);
+        }
         Ok(session)
     }
 
@@ -270,6 +305,7 @@ impl Session {
             serialized: stored::Appended::default(),
             settled: 0,
             disk: None,
+            changed: false,
             _lock: lock,
         })
     }
@@ -286,53 +322,12 @@ impl Session {
         copy.forked_from = Some(self.id.clone());
         // `forked_from` is a snapshot field, never journaled: the copy's snapshot is rewritten.
         copy.disk = None;
-        copy.save()?;
+        if let Err(e) = copy.save() {
+            // The copy's file still holds the empty history it was created with.
+            copy.remove_files();
+            return Err(e);
+        }
         Ok(copy)
-    }
-
-    /// Opens this workspace's most recently updated session. When that one is unreadable the
-    /// error says so rather than silently resuming an older conversation. Sub-agents'
-    /// sessions are passed over: the user's conversation is the one to continue.
-    pub fn open_latest(workspace: &Path) -> Result<Session, SessionError> {
-        let newest = Self::list(workspace)?
-            .into_iter()
-            .find(|info| info.parent.is_none());
-        match newest {
-            Some(info) => Self::open(workspace, &info.id),
-            None => Err(SessionError::NotFound { id: None }),
-        }
-    }
-
-    /// This workspace's sessions, newest first. Files that cannot be loaded are listed with
-    /// their problem; listing itself fails only when the folder cannot be read.
-    pub fn list(workspace: &Path) -> Result<Vec<SessionInfo>, SessionError> {
-        let workspace = canonical(workspace)?;
-        let dir = match fsutil::existing_private_dir(&workspace, SESSIONS) {
-            Ok(Some(dir)) => dir,
-            Ok(None) => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&sessions_dir(&workspace))(e)),
-        };
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&dir)(e)),
-        };
-        let mut infos = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(io_error(&dir))?;
-            let path = entry.path();
-            let Some(id) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-                .filter(|id| is_valid_id(id))
-            else {
-                continue; // lock files, temp files, anything not ours
-            };
-            infos.push(info(&path, id, &workspace));
-        }
-        infos.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
-        Ok(infos)
     }
 
     pub fn id(&self) -> &str {
@@ -356,6 +351,7 @@ impl Session {
     /// Appends to the history; nothing is written until [`Session::save`]. A tool result
     /// pushed this way has no [`ResultInfo`]; the agent uses [`Session::push_result`].
     pub fn push(&mut self, message: Message) {
+        self.changed = true;
         self.messages.push(message);
     }
 
@@ -367,6 +363,7 @@ impl Session {
         status: ToolStatus,
         summary: Option<String>,
     ) {
+        self.changed = true;
         self.results.push((
             self.messages.len(),
             ResultInfo {
@@ -390,7 +387,16 @@ impl Session {
     }
 
     pub fn totals_mut(&mut self) -> &mut Totals {
+        self.changed = true;
         &mut self.totals
+    }
+
+    /// Whether anything was pushed, counted or checkpointed since the session was opened or
+    /// last saved. Opening leaves the file as it is (even the in-memory answers to calls left
+    /// open are not written), so a caller that changed nothing can skip the save and leave the
+    /// file, and its `updated` time that orders `--continue`, untouched.
+    pub fn has_unsaved_changes(&self) -> bool {
+        self.changed
     }
 
     /// The session this one was forked from, if it is a fork.
@@ -421,6 +427,7 @@ impl Session {
 
     /// Replaces the compaction checkpoint; it is checked against the history on save.
     pub fn set_checkpoint(&mut self, checkpoint: Option<Checkpoint>) {
+        self.changed = true;
         self.checkpoint = checkpoint;
     }
 
@@ -435,6 +442,7 @@ impl Session {
     /// about them (which had started, see `protocol::Recovery`) and answers them itself.
     pub fn reopen_repaired(&mut self) -> Vec<String> {
         let open = std::mem::take(&mut self.repaired);
+        self.changed = true;
         let keep = self.messages.len().saturating_sub(open.len());
         self.messages.truncate(keep);
         // The only place the history shrinks: what was serialized or checked of it is void.
@@ -460,6 +468,14 @@ impl Session {
         // The json is gone first, so a racing `open` fails with NotFound, never on a stale lock.
         let _ = std::fs::remove_file(self.path.with_extension("lock"));
         Ok(true)
+    }
+
+    /// Best effort after a failed first save of a session this process created: nothing of it
+    /// is worth keeping, and an empty file left behind would only clutter `sessions`.
+    fn remove_files(&self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = journal::remove(&journal::path_of(&self.path));
+        let _ = std::fs::remove_file(self.path.with_extension("lock"));
     }
 }
 
@@ -487,58 +503,5 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { id: id.to_string() }),
         Err(std::fs::TryLockError::Error(err)) => Err(io_error(&path)(err)),
-    }
-}
-
-/// Summarises one file for `list` without locking it (listing must work while a session runs).
-fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
-    let mtime = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    let broken = |problem: String| SessionInfo {
-        id: id.to_string(),
-        updated: mtime,
-        first_prompt: String::new(),
-        path: path.to_path_buf(),
-        problem: Some(problem),
-        parent: None,
-        forked_from: None,
-    };
-    let bytes = match read_confined(workspace, path) {
-        Ok(bytes) => bytes,
-        Err(e) => return broken(format!("cannot read: {e}")),
-    };
-    let mut snapshot = match snapshot::parse(&bytes) {
-        Ok(parsed) => parsed.snapshot,
-        Err(LoadError::TooNew(v)) => {
-            return broken(format!("format version {v} is newer than this minicode"));
-        }
-        Err(LoadError::Corrupt(reason)) => return broken(format!("corrupt: {reason}")),
-    };
-    if let Err(e) = apply_journal(workspace, path, &mut snapshot) {
-        return broken(e.to_string());
-    }
-    match snapshot::validate(&snapshot, id, workspace) {
-        Ok(_) => {}
-        Err(Problem::Corrupt(reason)) => return broken(format!("corrupt: {reason}")),
-        Err(Problem::WrongWorkspace(found)) => {
-            return broken(format!("belongs to workspace {}", found.display()));
-        }
-    }
-    let first_prompt = snapshot
-        .messages
-        .messages
-        .iter()
-        .find(|m| m.role == Role::User)
-        .map(|m| m.text().lines().next().unwrap_or("").to_string())
-        .unwrap_or_default();
-    SessionInfo {
-        id: id.to_string(),
-        updated: snapshot::parse_time(&snapshot.updated).unwrap_or(mtime),
-        first_prompt,
-        path: path.to_path_buf(),
-        problem: None,
-        parent: snapshot.parent.map(|p| p.session_id),
-        forked_from: snapshot.forked_from,
     }
 }

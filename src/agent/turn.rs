@@ -88,6 +88,9 @@ pub(crate) async fn run(
     core.session.push(Message::user(input));
     // A goal round counts from here on.
     core.goals.sync(core.session.messages());
+    // The prompt is on disk before any request goes out: a crash or a kill during the reply
+    // keeps it, and `--continue` finds the conversation instead of an empty session.
+    core.save();
     // A skill whose trigger the message names joins history right after it, before the
     // first request (see agent/skills.rs).
     core.load_triggered(triggered).await;

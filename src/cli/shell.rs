@@ -1,7 +1,9 @@
 //! What the command line says about itself: shell completions (`minicode completions
 //! <shell>`, clap_complete), the man page (`minicode man`, clap_mangen), and the long help's
 //! examples, environment variables and exit codes. All generated from the one clap
-//! definition in `cli.rs`, so they never drift from the real flags.
+//! definition in `cli.rs`, so they never drift from the real flags. clap_complete writes
+//! static scripts; the one dynamic value, `--session`'s id, is patched in afterwards: the
+//! scripts ask `minicode sessions --ids` (hidden) for this workspace's ids.
 //!
 //! Writes only to stdout; reads no config and starts nothing.
 
@@ -55,14 +57,81 @@ pub enum Shell {
 pub(super) fn completions(shell: Shell) -> Result<ExitCode, Failure> {
     use clap_complete::{generate, shells};
     let mut cmd = Args::command();
-    let mut out = std::io::stdout().lock();
+    let mut script = Vec::new();
     match shell {
-        Shell::Bash => generate(shells::Bash, &mut cmd, "minicode", &mut out),
-        Shell::Zsh => generate(shells::Zsh, &mut cmd, "minicode", &mut out),
-        Shell::Fish => generate(shells::Fish, &mut cmd, "minicode", &mut out),
+        Shell::Bash => generate(shells::Bash, &mut cmd, "minicode", &mut script),
+        Shell::Zsh => generate(shells::Zsh, &mut cmd, "minicode", &mut script),
+        Shell::Fish => generate(shells::Fish, &mut cmd, "minicode", &mut script),
     }
-    out.flush().map_err(write_failed)?;
+    let script = with_session_ids(shell, &String::from_utf8_lossy(&script));
+    let mut out = std::io::stdout().lock();
+    out.write_all(script.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(write_failed)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a script runs to list the ids `--session` accepts (those of the current folder).
+const IDS_COMMAND: &str = "minicode sessions --ids 2>/dev/null";
+
+/// The generated script with the top-level `--session` completing this workspace's session ids
+/// instead of file names. Each edit replaces what clap_complete writes for that flag, the first
+/// time it appears (the top-level flag comes before `attach --session`); the `session_cli` test
+/// notices when a clap_complete upgrade changes it.
+fn with_session_ids(shell: Shell, script: &str) -> String {
+    match shell {
+        Shell::Bash => script.replacen(
+            "--session)\n                    COMPREPLY=($(compgen -f \"${cur}\"))",
+            &format!(
+                "--session)\n                    COMPREPLY=($(compgen -W \"$({IDS_COMMAND})\" -- \"${{cur}}\"))"
+            ),
+            1,
+        ),
+        Shell::Zsh => {
+            let patched = patch_first_line(
+                script,
+                |line| line.contains("--session=[") && line.contains(":ID:_default'"),
+                |line| line.replacen(":ID:_default'", ":ID:_minicode_session_ids'", 1),
+            );
+            let helper = format!(
+                "_minicode_session_ids() {{\n    local -a ids\n    ids=(${{(f)\"$({IDS_COMMAND})\"}})\n    compadd -a ids\n}}\n"
+            );
+            // After the `#compdef` line, which must stay first.
+            match patched.split_once('\n') {
+                Some((first, rest)) => format!("{first}\n{helper}{rest}"),
+                None => patched,
+            }
+        }
+        Shell::Fish => patch_first_line(
+            script,
+            |line| line.contains(" -l session "),
+            |line| format!("{line} -f -a \"({IDS_COMMAND})\""),
+        ),
+    }
+}
+
+/// `script` with the first line `matches` accepts replaced by `edit` of it.
+fn patch_first_line(
+    script: &str,
+    matches: impl Fn(&str) -> bool,
+    edit: impl Fn(&str) -> String,
+) -> String {
+    let mut done = false;
+    let mut out = String::with_capacity(script.len() + 128);
+    for line in script.split_inclusive('\n') {
+        let (text, end) = match line.strip_suffix('\n') {
+            Some(text) => (text, "\n"),
+            None => (line, ""),
+        };
+        if !done && matches(text) {
+            done = true;
+            out.push_str(&edit(text));
+            out.push_str(end);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// Prints the man page (roff) on stdout.

@@ -77,6 +77,7 @@ impl Session {
             }
         };
         self.disk = Some(disk);
+        self.changed = false;
         Ok(())
     }
 

@@ -483,7 +483,10 @@ async fn session_file_holds_history_after_turn_and_shutdown_completes() {
             break;
         }
     }
-    let text = std::fs::read_to_string(&session_path).unwrap();
+    // The snapshot and the journal the saves after it appended to.
+    let journal = Path::new(&session_path).with_extension("journal");
+    let text = std::fs::read_to_string(&session_path).unwrap()
+        + &std::fs::read_to_string(journal).unwrap_or_default();
     assert!(text.contains("remember me") && text.contains("saved reply"));
     assert!(
         !text.contains("You are minicode"),

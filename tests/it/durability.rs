@@ -130,19 +130,21 @@ fn a_tool_write_killed_midway_keeps_the_file_and_the_next_start_sweeps_the_temp_
 #[test]
 fn a_session_save_killed_midway_keeps_the_session_resumable_and_is_swept() {
     let (_dir, ws) = workspace();
-    // The call's arguments alone exceed the limit, so the save made when the call arrives
-    // (before it runs) is the write that gets killed.
-    let write = json!({"path": "huge.txt", "content": "x".repeat(600 * 1024)}).to_string();
+    // The first call's arguments go to the journal, then into a rewritten snapshot (the journal
+    // outgrew it); the second call's go to the journal, which again outgrows the snapshot, so
+    // the save after its result rewrites the snapshot past the limit: that write gets killed.
+    let first = json!({"path": "one.txt", "content": "x".repeat(270 * 1024)}).to_string();
+    let second = json!({"path": "two.txt", "content": "y".repeat(300 * 1024)}).to_string();
     let server = MockServer::start_in_thread(vec![
-        tool_calls_reply(&[("c1", "write", &write)], 64 * 1024),
+        tool_calls_reply(&[("c1", "write", &first)], 64 * 1024),
+        tool_calls_reply(&[("c2", "write", &second)], 64 * 1024),
         text_reply("never reached", 4),
     ]);
     binary::write_config(&ws, &server);
-    let out = run_limited(&ws, &["--yes", "write a huge file"]);
+    let out = run_limited(&ws, &["--yes", "write two big files"]);
     assert_eq!(out.status.signal(), Some(libc::SIGXFSZ), "{}", stderr(&out));
     let sessions = ws.join(".minicode/sessions");
     assert_eq!(temp_files(&sessions).len(), 1);
-    assert!(!ws.join("huge.txt").exists());
 
     let out = start_again(&ws, &["--continue"]);
     assert!(temp_files(&sessions).is_empty(), "{}", stderr(&out));
@@ -151,6 +153,10 @@ fn a_session_save_killed_midway_keeps_the_session_resumable_and_is_swept() {
         .filter(|n| n.ends_with(".json"))
         .collect();
     assert_eq!(jsons.len(), 1, "the same session was resumed: {jsons:?}");
+    let id = jsons[0].trim_end_matches(".json");
+    let session = minicode::session::Session::open(&ws, id).unwrap();
+    let first_prompt = session.messages()[0].text().to_string();
+    assert_eq!(first_prompt, "write two big files");
 }
 
 #[test]

@@ -47,6 +47,7 @@ mod server_probe;
 mod server_reasoning;
 mod server_wire;
 mod session;
+mod session_cli;
 mod session_journal;
 mod skills;
 mod subagents;

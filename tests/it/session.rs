@@ -607,7 +607,10 @@ fn a_status_on_a_message_that_is_no_tool_result_is_corrupt() {
 #[test]
 fn second_open_is_locked_until_the_first_is_dropped() {
     let (_tmp, ws) = workspace();
-    let first = Session::create(&ws).unwrap();
+    let mut first = Session::create(&ws).unwrap();
+    // A conversation: `open_latest` passes over a session with no message.
+    first.push(Message::user("hello"));
+    first.save().unwrap();
     let id = first.id().to_string();
     match Session::open(&ws, &id) {
         Err(e @ SessionError::Locked { .. }) => assert!(e.to_string().contains(&id)),
