@@ -499,9 +499,24 @@ fn lock(dir: &Path, id: &str) -> Result<File, SessionError> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(io_error(&path))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked { id: id.to_string() }),
-        Err(std::fs::TryLockError::Error(err)) => Err(io_error(&path)(err)),
+    // A lock just released can still be held for a moment by a child forked elsewhere in
+    // this process (a `bash` call, an MCP server, git): the child holds a copy of the
+    // descriptor until its `exec` closes it. Looking again for a short while tells that
+    // apart from another minicode using the session, which holds it for as long as it runs.
+    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(SessionError::Locked { id: id.to_string() });
+            }
+            Err(std::fs::TryLockError::Error(err)) => return Err(io_error(&path)(err)),
+        }
     }
 }
+
+/// How long opening a session waits for a lock held by someone else before calling it locked.
+const LOCK_PATIENCE: Duration = Duration::from_millis(250);

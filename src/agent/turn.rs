@@ -89,8 +89,12 @@ pub(crate) async fn run(
     // A goal round counts from here on.
     core.goals.sync(core.session.messages());
     // The prompt is on disk before any request goes out: a crash or a kill during the reply
-    // keeps it, and `--continue` finds the conversation instead of an empty session.
-    core.save();
+    // keeps it, and `--continue` finds the conversation instead of an empty session. A prompt
+    // the file cannot keep (a full disk) fails the turn before the model is asked anything.
+    if let Err(error) = core.try_save() {
+        stats.wall = started.elapsed();
+        return (TurnEnd::Failed { error }, stats);
+    }
     // A skill whose trigger the message names joins history right after it, before the
     // first request (see agent/skills.rs).
     core.load_triggered(triggered).await;
