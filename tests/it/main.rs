@@ -23,6 +23,7 @@ mod context_manual;
 mod context_validate;
 mod daemon;
 mod daemon_docs;
+mod daemon_hostile;
 mod doctor;
 mod durability;
 mod goal_agent;
