@@ -472,8 +472,9 @@ impl Live {
         tokio::spawn(super::pump::follow(self.clone(), after, out, receiver))
     }
 
-    /// Up to `max` lines after `cursor`: from memory when it still holds them, else from disk.
-    pub(super) fn lines_after(
+    /// Up to `max` lines after `cursor`: from memory when it still holds them, else from disk
+    /// (read on the blocking pool: the log is in the repository's folder).
+    pub(super) async fn lines_after(
         &self,
         cursor: u64,
         max: usize,
@@ -493,11 +494,14 @@ impl Live {
                 None => (state.log.segments(), state.last),
             }
         };
-        read_range(&segments, cursor, upto).map_err(|e| {
+        let read = tokio::task::spawn_blocking(move || read_range(&segments, cursor, upto)).await;
+        let gone = |e: String| {
             RpcError::new(
                 wire::EVENTS_GONE,
                 format!("could not read the event log: {e}"),
             )
-        })
+        };
+        read.map_err(|e| gone(e.to_string()))?
+            .map_err(|e| gone(e.to_string()))
     }
 }

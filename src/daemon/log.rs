@@ -36,15 +36,47 @@ pub(crate) fn session_dir(workspace: &Path, session_id: &str) -> io::Result<Path
     crate::fsutil::private_dir(workspace, &format!("events/{session_id}"))
 }
 
+/// The most the daemon reads of one stored file: a segment closes at [`SEGMENT_BYTES`], but
+/// one batch may carry it past that; anything far larger was not written by the daemon.
+const MAX_STORED_BYTES: u64 = 8 * SEGMENT_BYTES;
+
+/// Opens (creating it 0600) a file of the session's folder to write. The folder is inside the
+/// repository, so anything may have been planted there: a link is not followed, the open
+/// never blocks (a FIFO), and only a regular file is kept.
 fn open_private(path: &Path, append: bool) -> io::Result<File> {
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .create(true)
         .append(append)
         .write(true)
         .read(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
+        .map_err(|e| stored_error(path, e.to_string()))?;
+    if !file.metadata()?.is_file() {
+        return Err(stored_error(path, "it is not a regular file".into()));
+    }
+    Ok(file)
+}
+
+/// Opens a stored file of the session's folder `dir` to read, with the confined opener: it
+/// must be a regular file whose real path is inside `dir`, opened without blocking, and not
+/// larger than [`MAX_STORED_BYTES`] (a link to `/dev/zero` or a FIFO is refused, never read).
+fn open_stored(dir: &Path, path: &Path) -> io::Result<impl Read> {
+    let (file, meta) =
+        crate::fsutil::open_confined(dir, path).map_err(|e| stored_error(path, e.to_string()))?;
+    if meta.len() > MAX_STORED_BYTES {
+        return Err(stored_error(
+            path,
+            format!("it is larger than {MAX_STORED_BYTES} bytes"),
+        ));
+    }
+    Ok(file.take(MAX_STORED_BYTES))
+}
+
+fn stored_error(path: &Path, why: String) -> io::Error {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    io::Error::other(format!("the stored file {name} cannot be used: {why}"))
 }
 
 /// One session's event log, appended by one writer (the session's state, under its lock).
@@ -111,7 +143,7 @@ impl EventLog {
         let mut open_run: Option<OpenRun> = None;
         for (_, path) in &segments {
             let mut text = String::new();
-            File::open(path)?.read_to_string(&mut text)?;
+            open_stored(dir, path)?.read_to_string(&mut text)?;
             let complete = text.rfind('\n').map_or(0, |i| i + 1);
             if complete < text.len() {
                 // The daemon died mid-write: the cut line was never announced.
@@ -147,7 +179,7 @@ impl EventLog {
             }
         }
         let (path, size) = match segments.last() {
-            Some((_, path)) => (path.clone(), std::fs::metadata(path)?.len()),
+            Some((_, path)) => (path.clone(), std::fs::symlink_metadata(path)?.len()),
             None => {
                 let path = dir.join(segment_name(last + 1));
                 segments.push((last + 1, path.clone()));
@@ -217,7 +249,8 @@ pub(crate) fn read_range(
         if next_first.is_some_and(|next| next <= after + 1) || *first > upto {
             continue;
         }
-        let reader = BufReader::new(File::open(path)?);
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        let reader = BufReader::new(open_stored(dir, path)?);
         for line in reader.lines() {
             let line = line?;
             let Some(sequence) = sequence_of(&line) else {
@@ -252,7 +285,7 @@ impl CallJournal {
         let mut file = open_private(&dir.join(JOURNAL), true)?;
         let mut text = String::new();
         file.seek(SeekFrom::Start(0))?;
-        file.read_to_string(&mut text)?;
+        (&mut file).take(MAX_STORED_BYTES).read_to_string(&mut text)?;
         let mut started: Vec<String> = Vec::new();
         for line in text.lines() {
             #[derive(Deserialize)]

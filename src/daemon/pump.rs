@@ -69,7 +69,7 @@ pub(super) async fn follow(
 ) {
     loop {
         published.borrow_and_update();
-        let lines = match live.lines_after(cursor, FOLLOW_BATCH) {
+        let lines = match live.lines_after(cursor, FOLLOW_BATCH).await {
             Ok(lines) => lines,
             Err(e) => {
                 let params =

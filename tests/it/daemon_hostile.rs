@@ -110,3 +110,65 @@ fn attach_connects_through_a_private_runtime_folder_of_its_own() {
         AttachOutcome::Refused(code, stderr) => panic!("refused ({code:?}): {stderr}"),
     }
 }
+
+/// Waits for `child` to exit after SIGTERM, within the deadline.
+fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let end = Instant::now() + DEADLINE;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < end, "the daemon ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A repository can put anything in `.minicode/events/<id>/`: a FIFO where a segment of the
+/// log or the call journal should be, or a link to `/dev/zero`. Opening that session is
+/// refused with the reason; the daemon never blocks on it, keeps answering, and stops on
+/// SIGTERM.
+#[test]
+fn a_fifo_or_device_link_planted_in_the_event_log_never_hangs_the_daemon() {
+    use crate::support::daemon::{Daemon, layout};
+    use crate::support::mock_openai::MockServer;
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_in_thread(vec![]);
+    let (_, ws) = layout(dir.path());
+    let events = ws.join(".minicode/events");
+    let fifo = |path: &Path| {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    };
+    let planted = [
+        ("aaaa0001", "00000000000000000001.jsonl", "not a regular file"),
+        ("aaaa0002", "00000000000000000001.jsonl", "outside"),
+        ("aaaa0003", "calls.jsonl", "not a regular file"),
+    ];
+    for (id, name, _) in planted {
+        std::fs::create_dir_all(events.join(id)).unwrap();
+    }
+    fifo(&events.join("aaaa0001/00000000000000000001.jsonl"));
+    std::os::unix::fs::symlink("/dev/zero", events.join("aaaa0002/00000000000000000001.jsonl"))
+        .unwrap();
+    fifo(&events.join("aaaa0003/calls.jsonl"));
+
+    let mut daemon = Daemon::start(dir.path(), &server, &[]);
+    let mut client = daemon.client();
+    for (id, name, why) in planted {
+        let answer = client.call(
+            "session.open",
+            json!({"workspace": ws.display().to_string(), "session_id": id}),
+        );
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(answer["error"]["code"], -32008, "{answer}");
+        assert!(message.contains(name) && message.contains(why), "{answer}");
+    }
+    // Still answering, to this client and to a new one.
+    assert_eq!(client.ok("session.list", json!({}))["sessions"], json!([]));
+    daemon.client().ok("session.list", json!({}));
+    let status = terminate(&mut daemon.child);
+    assert!(status.success(), "{status:?}");
+}
