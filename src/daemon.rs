@@ -5,6 +5,7 @@
 //! carries runs across its own crashes (see `daemon/live.rs` and `agent/recovery.rs`).
 //! It never runs agent logic and never prints: the CLI wires it and reports.
 
+mod admission;
 mod connection;
 mod hub;
 mod live;
@@ -26,6 +27,8 @@ pub(crate) use hub::Opener;
 
 /// How long the cores may take to save and stop at shutdown.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// How long accepting pauses after it failed (e.g. out of descriptors).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
 /// The name of the token file beside the socket.
 pub(crate) const TOKEN_FILE: &str = "token";
 /// The default socket's name in the runtime folder.
@@ -256,6 +259,7 @@ pub(crate) async fn run(
         token: options.token,
         max_message: options.max_message,
     });
+    let admission = Arc::new(admission::Admission::default());
     let signal_error = |source| DaemonError::Listen {
         what: "signals".into(),
         source,
@@ -268,14 +272,27 @@ pub(crate) async fn run(
             _ = term.recv() => break,
             _ = int.recv() => break,
             accepted = accept(&listener) => match accepted {
-                Ok(Stream::Unix(stream)) => {
-                    tokio::spawn(connection::serve(stream, shared.clone()));
+                Ok(stream) => {
+                    // Every place held by an authenticated client: the new one is closed.
+                    let Some(ticket) = admission.admit() else {
+                        continue;
+                    };
+                    match stream {
+                        Stream::Unix(stream) => {
+                            tokio::spawn(connection::serve(stream, shared.clone(), ticket));
+                        }
+                        Stream::Tcp(stream) => {
+                            let _ = stream.set_nodelay(true);
+                            tokio::spawn(connection::serve(stream, shared.clone(), ticket));
+                        }
+                    }
                 }
-                Ok(Stream::Tcp(stream)) => {
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection::serve(stream, shared.clone()));
+                Err(e) => {
+                    // Out of descriptors, say: the pending connection stays queued and would
+                    // fail again at once; pause instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
                 }
-                Err(e) => tracing::warn!(error = %e, "accept failed"),
             },
         }
     }

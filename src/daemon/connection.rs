@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::admission::{HANDSHAKE_DEADLINE, HANDSHAKE_MAX_LINE, Ticket};
 use super::hub::Hub;
 use super::wire::{self, Line, ReadError, RpcError};
 use crate::protocol::Decision;
@@ -26,7 +27,7 @@ pub(crate) struct Shared {
 }
 
 /// Serves one connection to its end.
-pub(crate) async fn serve<S>(stream: S, shared: Arc<Shared>)
+pub(crate) async fn serve<S>(stream: S, shared: Arc<Shared>, ticket: Ticket)
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
@@ -38,6 +39,7 @@ where
         shared,
         out,
         subscriptions: HashMap::new(),
+        ticket,
     };
     connection.run(&mut reader).await;
     for (_, task) in connection.subscriptions.drain() {
@@ -71,6 +73,8 @@ struct Connection {
     out: mpsc::Sender<Line>,
     /// By session id: this connection's subscription to it (a new subscribe replaces it).
     subscriptions: HashMap<String, JoinHandle<()>>,
+    /// Its place among the daemon's connections.
+    ticket: Ticket,
 }
 
 #[derive(Deserialize)]
@@ -136,13 +140,30 @@ impl Connection {
     }
 
     async fn run<R: tokio::io::AsyncBufRead + Unpin>(&mut self, reader: &mut R) {
-        let limit = self.shared.max_message;
         let mut buf = Vec::new();
         let mut authenticated = false;
+        let deadline = tokio::time::sleep(HANDSHAKE_DEADLINE);
+        tokio::pin!(deadline);
+        let evicted = self.ticket.evicted.clone();
         loop {
+            // Before the handshake a line is short and must come soon.
+            let limit = if authenticated {
+                self.shared.max_message
+            } else {
+                HANDSHAKE_MAX_LINE.min(self.shared.max_message)
+            };
             let line = tokio::select! {
                 line = wire::read_line(reader, &mut buf, limit) => line,
                 _ = self.shared.hub.stop.cancelled() => return,
+                _ = evicted.cancelled(), if !authenticated => return,
+                _ = &mut deadline, if !authenticated => {
+                    let error = RpcError::new(
+                        wire::UNAUTHORIZED,
+                        format!("no handshake within {} s", HANDSHAKE_DEADLINE.as_secs()),
+                    );
+                    self.send(wire::error(&Value::Null, &error)).await;
+                    return;
+                }
             };
             match line {
                 Ok(true) => {}
@@ -181,6 +202,7 @@ impl Connection {
                     return;
                 }
                 authenticated = true;
+                self.ticket.authenticated();
                 continue;
             }
             let answer = self.call(&id, &request.method, &request.params).await;

@@ -285,7 +285,9 @@ impl CallJournal {
         let mut file = open_private(&dir.join(JOURNAL), true)?;
         let mut text = String::new();
         file.seek(SeekFrom::Start(0))?;
-        (&mut file).take(MAX_STORED_BYTES).read_to_string(&mut text)?;
+        (&mut file)
+            .take(MAX_STORED_BYTES)
+            .read_to_string(&mut text)?;
         let mut started: Vec<String> = Vec::new();
         for line in text.lines() {
             #[derive(Deserialize)]
