@@ -10,6 +10,7 @@ mod connection;
 mod hub;
 mod live;
 mod log;
+mod outbox;
 mod pump;
 pub(crate) mod wire;
 

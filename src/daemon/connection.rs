@@ -8,11 +8,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::admission::{HANDSHAKE_DEADLINE, HANDSHAKE_MAX_LINE, Ticket};
 use super::hub::Hub;
+use super::outbox::{self, Inbox, Outbox};
 use super::wire::{self, Line, ReadError, RpcError};
 use crate::protocol::Decision;
 
@@ -33,7 +33,7 @@ where
 {
     let (read, write) = tokio::io::split(stream);
     let mut reader = BufReader::new(read);
-    let (out, queue) = mpsc::channel::<Line>(WRITE_QUEUE);
+    let (out, queue) = outbox::channel(WRITE_QUEUE);
     let writer = tokio::spawn(write_lines(write, queue));
     let mut connection = Connection {
         shared,
@@ -50,13 +50,13 @@ where
 }
 
 /// Writes queued lines, flushing whenever the queue runs dry.
-async fn write_lines<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::Receiver<Line>) {
+async fn write_lines<W: AsyncWrite + Unpin>(write: W, mut queue: Inbox) {
     let mut writer = BufWriter::with_capacity(64 * 1024, write);
     while let Some(line) = queue.recv().await {
         if writer.write_all(line.as_bytes()).await.is_err() {
             return;
         }
-        while let Ok(line) = queue.try_recv() {
+        while let Some(line) = queue.try_recv() {
             if writer.write_all(line.as_bytes()).await.is_err() {
                 return;
             }
@@ -70,7 +70,7 @@ async fn write_lines<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::Receiver<
 
 struct Connection {
     shared: Arc<Shared>,
-    out: mpsc::Sender<Line>,
+    out: Outbox,
     /// By session id: this connection's subscription to it (a new subscribe replaces it).
     subscriptions: HashMap<String, JoinHandle<()>>,
     /// Its place among the daemon's connections.
@@ -136,7 +136,7 @@ fn same_token(given: &str, expected: &str) -> bool {
 
 impl Connection {
     async fn send(&self, line: Line) -> bool {
-        self.out.send(line).await.is_ok()
+        self.out.send(line).await
     }
 
     async fn run<R: tokio::io::AsyncBufRead + Unpin>(&mut self, reader: &mut R) {

@@ -20,6 +20,10 @@ pub(crate) const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
 /// Segments kept per session (the oldest are deleted): 128 MiB of events at most.
 pub(crate) const KEEP_SEGMENTS: usize = 16;
 const JOURNAL: &str = "calls.jsonl";
+/// The highest sequence known to be announced, kept beside the log (see [`EventLog::open`]).
+const HIGH_WATER: &str = "high_water";
+/// A stored high-water mark above this is not the daemon's (numbering would overflow).
+const MAX_HIGH_WATER: u64 = u64::MAX / 4;
 
 /// The folder of a session's event log and journal (created 0700, confined to the workspace).
 pub(crate) fn session_dir(workspace: &Path, session_id: &str) -> io::Result<PathBuf> {
@@ -86,6 +90,18 @@ pub(crate) struct EventLog {
     segments: Vec<(u64, PathBuf)>,
     file: File,
     size: u64,
+    /// The high-water mark's file: rewritten, synced, at every synced append and at close.
+    high_water: File,
+}
+
+/// An append that failed. Whatever part of it reached the file was cut off again when
+/// `rolled_back`: the log ends where it did before, so its sequences may be used again.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub(crate) struct AppendError {
+    #[source]
+    pub source: io::Error,
+    pub rolled_back: bool,
 }
 
 /// What a log read back says about the run a crash may have left open.
@@ -178,6 +194,19 @@ impl EventLog {
                 }
             }
         }
+        // Sequences never go back: a log that lost its tail (a crash of the machine, a file
+        // removed) continues above the last mark written beside it.
+        let high_water_path = dir.join(HIGH_WATER);
+        if std::fs::symlink_metadata(&high_water_path).is_ok() {
+            let mut text = String::new();
+            open_stored(dir, &high_water_path)?.read_to_string(&mut text)?;
+            if let Ok(mark) = text.trim().parse::<u64>()
+                && mark <= MAX_HIGH_WATER
+            {
+                last = last.max(mark);
+            }
+        }
+        let high_water = open_private(&high_water_path, false)?;
         let (path, size) = match segments.last() {
             Some((_, path)) => (path.clone(), std::fs::symlink_metadata(path)?.len()),
             None => {
@@ -192,22 +221,57 @@ impl EventLog {
             segments,
             file,
             size,
+            high_water,
         };
         Ok((log, last, open_run))
     }
 
-    /// Appends lines (each ending in a newline) whose first sequence is `first`; with `sync`
-    /// they are on disk, not only in the page cache, before this returns.
-    pub(crate) fn append(&mut self, bytes: &[u8], first: u64, sync: bool) -> io::Result<()> {
+    /// Appends lines (each ending in a newline) with sequences `first..=last`; with `sync`
+    /// they, and the high-water mark `last`, are on disk, not only in the page cache, before
+    /// this returns. On failure (a full disk) the part written is cut off again.
+    pub(crate) fn append(
+        &mut self,
+        bytes: &[u8],
+        (first, last): (u64, u64),
+        sync: bool,
+    ) -> Result<(), AppendError> {
         if self.size >= SEGMENT_BYTES {
-            self.rotate(first)?;
+            self.rotate(first).map_err(|source| AppendError {
+                source,
+                rolled_back: true,
+            })?;
         }
-        self.file.write_all(bytes)?;
+        let before = self.size;
+        let written = self.file.write_all(bytes).and_then(|()| {
+            if sync {
+                self.file.sync_data()?;
+            }
+            Ok(())
+        });
+        if let Err(source) = written {
+            let rolled_back = self.file.set_len(before).is_ok();
+            return Err(AppendError {
+                source,
+                rolled_back,
+            });
+        }
         self.size += bytes.len() as u64;
         if sync {
-            self.file.sync_data()?;
+            // The lines are stored already: a mark that cannot be written only weakens the
+            // guarantee after a crash of the machine, so it is logged, not fatal.
+            if let Err(e) = self.mark(last) {
+                tracing::warn!(error = %e, "could not write the event log's high-water mark");
+            }
         }
         Ok(())
+    }
+
+    /// Writes the high-water mark `last`, synced.
+    pub(crate) fn mark(&mut self, last: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.high_water
+            .write_all_at(format!("{last:020}\n").as_bytes(), 0)?;
+        self.high_water.sync_data()
     }
 
     fn rotate(&mut self, first: u64) -> io::Result<()> {

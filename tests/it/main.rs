@@ -24,6 +24,7 @@ mod context_validate;
 mod daemon;
 mod daemon_docs;
 mod daemon_hostile;
+mod daemon_stream;
 mod doctor;
 mod durability;
 mod goal_agent;
