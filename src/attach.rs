@@ -204,7 +204,7 @@ async fn read_lines<R: AsyncRead + Unpin>(
                 }
             }
             Some("subscription.ended") => {
-                let reason = message["params"]["reason"]
+                let reason = message["params"]["message"]
                     .as_str()
                     .unwrap_or("")
                     .to_string();

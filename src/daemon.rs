@@ -5,10 +5,12 @@
 //! carries runs across its own crashes (see `daemon/live.rs` and `agent/recovery.rs`).
 //! It never runs agent logic and never prints: the CLI wires it and reports.
 
+mod admission;
 mod connection;
 mod hub;
 mod live;
 mod log;
+mod outbox;
 mod pump;
 pub(crate) mod wire;
 
@@ -26,6 +28,8 @@ pub(crate) use hub::Opener;
 
 /// How long the cores may take to save and stop at shutdown.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// How long accepting pauses after it failed (e.g. out of descriptors).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
 /// The name of the token file beside the socket.
 pub(crate) const TOKEN_FILE: &str = "token";
 /// The default socket's name in the runtime folder.
@@ -84,38 +88,66 @@ pub(crate) fn runtime_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
 }
 
 /// Creates `dir` (0700), or checks an existing one: it must be a folder. When it is the
-/// daemon's own (`owned`: the default runtime folder) it must also belong to this user and is
-/// made 0700; a folder the user named (the parent of `--socket`) keeps its mode: the socket
-/// and the token are 0600 themselves.
+/// daemon's own (`owned`: the default runtime folder) it must also pass [`check_private_dir`]
+/// (a loose one is refused, not repaired: someone else may have put a socket or a token in it
+/// already); a folder the user named (the parent of `--socket`) keeps its mode: the socket and
+/// the token are 0600 themselves.
 pub(crate) fn private_runtime_dir(dir: &Path, owned: bool) -> Result<(), DaemonError> {
-    let unsafe_dir = |problem: String| DaemonError::UnsafeDir {
-        path: dir.to_path_buf(),
-        problem,
-    };
     match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| unsafe_dir(format!("cannot be created: {e}"))),
-        Err(e) => Err(unsafe_dir(format!("cannot be read: {e}"))),
-        Ok(meta) => {
-            if !meta.is_dir() {
-                return Err(unsafe_dir("is not a folder".into()));
-            }
-            if !owned {
-                return Ok(());
-            }
-            if meta.uid() != nix::unistd::getuid().as_raw() {
-                return Err(unsafe_dir("belongs to another user".into()));
-            }
-            if meta.mode() & 0o077 != 0 {
-                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-                    .map_err(|e| unsafe_dir(format!("cannot be made private: {e}")))?;
-            }
-            Ok(())
-        }
+            .map_err(|e| unsafe_dir(dir, format!("cannot be created: {e}"))),
+        Err(e) => Err(unsafe_dir(dir, format!("cannot be read: {e}"))),
+        Ok(meta) if !meta.is_dir() => Err(unsafe_dir(dir, "is not a folder".into())),
+        Ok(_) if !owned => Ok(()),
+        Ok(_) => check_private_dir(dir),
     }
+}
+
+fn unsafe_dir(dir: &Path, problem: String) -> DaemonError {
+    DaemonError::UnsafeDir {
+        path: dir.to_path_buf(),
+        problem,
+    }
+}
+
+/// The one check `serve` and `attach` make on the runtime folder before trusting what is in
+/// it (the socket, the token): a real folder (not a link), owned by this user, that no other
+/// user may enter or write. Without `XDG_RUNTIME_DIR` it is `/tmp/minicode-<uid>`, a name any
+/// local user can create first and fill with a fake daemon.
+pub(crate) fn check_private_dir(dir: &Path) -> Result<(), DaemonError> {
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| unsafe_dir(dir, format!("cannot be read: {e}")))?;
+    if !meta.is_dir() {
+        return Err(unsafe_dir(
+            dir,
+            "is not a folder (a link or a file is never trusted)".into(),
+        ));
+    }
+    let me = nix::unistd::getuid().as_raw();
+    if meta.uid() != me {
+        return Err(unsafe_dir(
+            dir,
+            format!(
+                "belongs to another user (uid {}, not {me}); remove it or set XDG_RUNTIME_DIR",
+                meta.uid()
+            ),
+        ));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(unsafe_dir(
+            dir,
+            format!(
+                "is open to other users (mode {mode:04o}); make it private with `chmod 700 {}` \
+                 or remove it",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A new random token (two v4 UUIDs: 244 random bits from the OS), written 0600 to `path`.
@@ -228,6 +260,7 @@ pub(crate) async fn run(
         token: options.token,
         max_message: options.max_message,
     });
+    let admission = Arc::new(admission::Admission::default());
     let signal_error = |source| DaemonError::Listen {
         what: "signals".into(),
         source,
@@ -240,14 +273,27 @@ pub(crate) async fn run(
             _ = term.recv() => break,
             _ = int.recv() => break,
             accepted = accept(&listener) => match accepted {
-                Ok(Stream::Unix(stream)) => {
-                    tokio::spawn(connection::serve(stream, shared.clone()));
+                Ok(stream) => {
+                    // Every place held by an authenticated client: the new one is closed.
+                    let Some(ticket) = admission.admit() else {
+                        continue;
+                    };
+                    match stream {
+                        Stream::Unix(stream) => {
+                            tokio::spawn(connection::serve(stream, shared.clone(), ticket));
+                        }
+                        Stream::Tcp(stream) => {
+                            let _ = stream.set_nodelay(true);
+                            tokio::spawn(connection::serve(stream, shared.clone(), ticket));
+                        }
+                    }
                 }
-                Ok(Stream::Tcp(stream)) => {
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection::serve(stream, shared.clone()));
+                Err(e) => {
+                    // Out of descriptors, say: the pending connection stays queued and would
+                    // fail again at once; pause instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
                 }
-                Err(e) => tracing::warn!(error = %e, "accept failed"),
             },
         }
     }

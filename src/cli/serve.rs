@@ -233,6 +233,26 @@ impl daemon::Opener for Wiring {
     }
 }
 
+/// Refuses a socket or a token in the runtime folder unless that folder passes the same check
+/// `serve` makes: otherwise another local user who created `/tmp/minicode-<uid>` first could
+/// run a fake daemon there and receive the workspace path and every prompt typed. A folder
+/// that does not exist is left to the connection to report.
+fn trusted_runtime_dir(endpoint: &Endpoint, token: &Path) -> Result<(), Failure> {
+    let runtime = daemon::runtime_dir(&env);
+    let socket = match endpoint {
+        Endpoint::Unix(path) => Some(path.as_path()),
+        Endpoint::Tcp(_) => None,
+    };
+    let uses_it = [socket, Some(token)]
+        .into_iter()
+        .flatten()
+        .any(|path| path.parent() == Some(runtime.as_path()));
+    if uses_it && std::fs::symlink_metadata(&runtime).is_ok() {
+        daemon::check_private_dir(&runtime).map_err(usage)?;
+    }
+    Ok(())
+}
+
 /// Opens the full-screen UI on a daemon's session.
 pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failure> {
     let (endpoint, default_token) = match (&args.connect, &args.socket) {
@@ -252,6 +272,7 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
         }
     };
     let token_path = args.token_file.clone().unwrap_or(default_token);
+    trusted_runtime_dir(&endpoint, &token_path)?;
     let token = daemon::read_token(&token_path).map_err(usage)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::admission::{HANDSHAKE_DEADLINE, HANDSHAKE_MAX_LINE, Ticket};
 use super::hub::Hub;
+use super::outbox::{self, Inbox, Outbox};
 use super::wire::{self, Line, ReadError, RpcError};
 use crate::protocol::Decision;
 
@@ -26,18 +27,19 @@ pub(crate) struct Shared {
 }
 
 /// Serves one connection to its end.
-pub(crate) async fn serve<S>(stream: S, shared: Arc<Shared>)
+pub(crate) async fn serve<S>(stream: S, shared: Arc<Shared>, ticket: Ticket)
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (read, write) = tokio::io::split(stream);
     let mut reader = BufReader::new(read);
-    let (out, queue) = mpsc::channel::<Line>(WRITE_QUEUE);
+    let (out, queue) = outbox::channel(WRITE_QUEUE);
     let writer = tokio::spawn(write_lines(write, queue));
     let mut connection = Connection {
         shared,
         out,
         subscriptions: HashMap::new(),
+        ticket,
     };
     connection.run(&mut reader).await;
     for (_, task) in connection.subscriptions.drain() {
@@ -48,13 +50,13 @@ where
 }
 
 /// Writes queued lines, flushing whenever the queue runs dry.
-async fn write_lines<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::Receiver<Line>) {
+async fn write_lines<W: AsyncWrite + Unpin>(write: W, mut queue: Inbox) {
     let mut writer = BufWriter::with_capacity(64 * 1024, write);
     while let Some(line) = queue.recv().await {
         if writer.write_all(line.as_bytes()).await.is_err() {
             return;
         }
-        while let Ok(line) = queue.try_recv() {
+        while let Some(line) = queue.try_recv() {
             if writer.write_all(line.as_bytes()).await.is_err() {
                 return;
             }
@@ -68,9 +70,11 @@ async fn write_lines<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::Receiver<
 
 struct Connection {
     shared: Arc<Shared>,
-    out: mpsc::Sender<Line>,
+    out: Outbox,
     /// By session id: this connection's subscription to it (a new subscribe replaces it).
     subscriptions: HashMap<String, JoinHandle<()>>,
+    /// Its place among the daemon's connections.
+    ticket: Ticket,
 }
 
 #[derive(Deserialize)]
@@ -132,17 +136,34 @@ fn same_token(given: &str, expected: &str) -> bool {
 
 impl Connection {
     async fn send(&self, line: Line) -> bool {
-        self.out.send(line).await.is_ok()
+        self.out.send(line).await
     }
 
     async fn run<R: tokio::io::AsyncBufRead + Unpin>(&mut self, reader: &mut R) {
-        let limit = self.shared.max_message;
         let mut buf = Vec::new();
         let mut authenticated = false;
+        let deadline = tokio::time::sleep(HANDSHAKE_DEADLINE);
+        tokio::pin!(deadline);
+        let evicted = self.ticket.evicted.clone();
         loop {
+            // Before the handshake a line is short and must come soon.
+            let limit = if authenticated {
+                self.shared.max_message
+            } else {
+                HANDSHAKE_MAX_LINE.min(self.shared.max_message)
+            };
             let line = tokio::select! {
                 line = wire::read_line(reader, &mut buf, limit) => line,
                 _ = self.shared.hub.stop.cancelled() => return,
+                _ = evicted.cancelled(), if !authenticated => return,
+                _ = &mut deadline, if !authenticated => {
+                    let error = RpcError::new(
+                        wire::UNAUTHORIZED,
+                        format!("no handshake within {} s", HANDSHAKE_DEADLINE.as_secs()),
+                    );
+                    self.send(wire::error(&Value::Null, &error)).await;
+                    return;
+                }
             };
             match line {
                 Ok(true) => {}
@@ -181,6 +202,7 @@ impl Connection {
                     return;
                 }
                 authenticated = true;
+                self.ticket.authenticated();
                 continue;
             }
             let answer = self.call(&id, &request.method, &request.params).await;

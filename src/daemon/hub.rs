@@ -49,6 +49,17 @@ fn open_failed(e: impl std::fmt::Display) -> RpcError {
     RpcError::new(wire::OPEN_FAILED, format!("cannot open the session: {e}"))
 }
 
+/// Runs file work on the session's folder (inside the repository) on the blocking pool: the
+/// daemon's one thread keeps answering and stopping whatever that folder holds.
+async fn off_the_loop<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, RpcError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(open_failed)?
+        .map_err(open_failed)
+}
+
 impl Hub {
     /// `roots` are canonical folders; a workspace must be one of them or inside one.
     pub(crate) fn new(
@@ -127,20 +138,33 @@ impl Hub {
         let mut reopened = None;
         let mut recovery = None;
         if let Some(id) = &session_id {
-            let dir = session_dir(&workspace, id).map_err(open_failed)?;
-            let (log, last, open_run) = EventLog::open(&dir).map_err(open_failed)?;
-            let started = journal.bind(&dir).map_err(open_failed)?;
-            recovery = open_run.as_ref().map(|run| Recovery {
+            let (found, started) = off_the_loop({
+                let (workspace, id, journal) = (workspace.clone(), id.clone(), journal.clone());
+                move || {
+                    let dir = session_dir(&workspace, &id)?;
+                    let found = EventLog::open(&dir)?;
+                    let started = journal.bind(&dir)?;
+                    Ok((found, started))
+                }
+            })
+            .await?;
+            recovery = found.2.as_ref().map(|run| Recovery {
                 started,
                 cancelled: run.cancelled,
             });
-            reopened = Some((log, last, open_run));
+            reopened = Some(found);
         }
         let hooks_journal: Arc<dyn Journal> = journal.clone();
-        let mut handle = self
-            .opener
-            .open(&workspace, session_id.as_deref(), hooks_journal, recovery)
+        let mut handle = {
+            let (opener, workspace, id) =
+                (self.opener.clone(), workspace.clone(), session_id.clone());
+            let opened = tokio::task::spawn_blocking(move || {
+                opener.open(&workspace, id.as_deref(), hooks_journal, recovery)
+            })
+            .await
             .map_err(open_failed)?;
+            opened.map_err(open_failed)?
+        };
         let first = tokio::time::timeout(CONFIGURED_WAIT, handle.next_event())
             .await
             .ok()
@@ -155,9 +179,15 @@ impl Hub {
         let (log, last, open_run) = match reopened {
             Some(found) => found,
             None => {
-                let dir = session_dir(&workspace, &id).map_err(open_failed)?;
-                journal.bind(&dir).map_err(open_failed)?;
-                EventLog::open(&dir).map_err(open_failed)?
+                off_the_loop({
+                    let (workspace, id, journal) = (workspace.clone(), id.clone(), journal.clone());
+                    move || {
+                        let dir = session_dir(&workspace, &id)?;
+                        journal.bind(&dir)?;
+                        EventLog::open(&dir)
+                    }
+                })
+                .await?
             }
         };
         let run = open_run.map(|r| Run {

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::log::{CallJournal, EventLog, read_range};
-use super::wire::{self, Line, RpcError};
+use super::wire::{self, EndReason, Line, RpcError};
 use crate::protocol::{AgentHandle, Decision, Event, Op, OpSender, TurnEnd};
 
 /// Recent lines kept in memory per session for subscribers; older ones are read from disk.
@@ -41,6 +41,23 @@ pub(crate) enum DaemonEvent {
     RunEnded { run_id: String, end: TurnEnd },
 }
 
+/// Why a subscription must end, for its `subscription.ended`.
+pub(super) struct Ended {
+    pub reason: EndReason,
+    pub message: String,
+    pub first_sequence: Option<u64>,
+}
+
+impl Ended {
+    fn unreadable(e: String) -> Ended {
+        Ended {
+            reason: EndReason::LogUnreadable,
+            message: format!("could not read the event log: {e}"),
+            first_sequence: None,
+        }
+    }
+}
+
 /// The run in progress.
 #[derive(Debug, Clone)]
 pub(crate) struct Run {
@@ -61,6 +78,9 @@ struct State {
     /// the session as it stands (its restored history, then everything since).
     configured: u64,
     closed: bool,
+    /// Why the event log could not be written: the session stopped storing (and publishing)
+    /// events, its run was stopped and its core shut down.
+    broken: Option<String>,
     /// A turn is running (`turn_started` without its `turn_ended` yet).
     turn_active: bool,
     /// A goal round began while a prompt's run waited for its turn: that turn is not the
@@ -113,13 +133,32 @@ impl State {
         batch.sync = true;
     }
 
-    /// Writes the batch to the log, then keeps it in memory for subscribers.
-    fn commit(&mut self, batch: Batch) {
-        let Some(first) = batch.lines.first().map(|(s, _)| *s) else {
-            return;
+    /// Writes the batch to the log, then keeps it in memory for subscribers. A batch that
+    /// cannot be stored is never published: the session is marked broken (the caller stops
+    /// it) and, when the log was rolled back, its sequences are given back (nobody saw them).
+    /// Returns whether the batch was stored.
+    fn commit(&mut self, batch: Batch) -> bool {
+        let (Some(first), Some(last)) = (
+            batch.lines.first().map(|(s, _)| *s),
+            batch.lines.last().map(|(s, _)| *s),
+        ) else {
+            return true;
         };
-        if let Err(e) = self.log.append(batch.bytes.as_bytes(), first, batch.sync) {
-            tracing::error!(error = %e, "could not write the event log");
+        if self.broken.is_some() {
+            // Numbered and dropped: nobody will see these.
+            self.last = first - 1;
+            return false;
+        }
+        let appended = self
+            .log
+            .append(batch.bytes.as_bytes(), (first, last), batch.sync);
+        if let Err(e) = appended {
+            tracing::error!(error = %e, "could not write the event log; stopping the session");
+            if e.rolled_back {
+                self.last = first - 1;
+            }
+            self.broken = Some(format!("the event log could not be written: {e}"));
+            return false;
         }
         for (sequence, line) in batch.lines {
             self.ring_bytes += line.len();
@@ -130,6 +169,7 @@ impl State {
         {
             self.ring_bytes -= old.len();
         }
+        true
     }
 }
 
@@ -139,6 +179,13 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn stopped_session() -> RpcError {
+    RpcError::new(
+        wire::UNKNOWN_SESSION,
+        "the session is closed (or stopped because its event log could not be written)",
+    )
 }
 
 fn empty_batch() -> Batch {
@@ -176,6 +223,7 @@ impl Live {
                 pending: BTreeSet::new(),
                 configured: 0,
                 closed: false,
+                broken: None,
                 turn_active: false,
                 foreign_turn: false,
             }),
@@ -190,7 +238,7 @@ impl Live {
             };
             state.daemon_event(&live.id, &event, &mut batch);
             state.run = Some(run);
-            state.commit(batch);
+            live.commit(&mut state, batch);
         }
         live.append_core(std::slice::from_ref(&first));
         live.publish_all();
@@ -279,8 +327,21 @@ impl Live {
                 }
             }
         }
-        state.commit(batch);
+        self.commit(&mut state, batch);
         urgent
+    }
+
+    /// Commits a batch; when it cannot be stored, stops the run and the core (each once).
+    fn commit(&self, state: &mut State, batch: Batch) -> bool {
+        let was_broken = state.broken.is_some();
+        let stored = state.commit(batch);
+        if !stored && !was_broken {
+            state.run = None;
+            state.pending.clear();
+            self.ops.send(Op::Interrupt);
+            self.ops.send(Op::Shutdown);
+        }
+        stored
     }
 
     /// Wakes subscribers for everything appended so far.
@@ -292,6 +353,13 @@ impl Live {
     pub(super) fn mark_closed(&self) {
         let mut state = lock(&self.state);
         state.closed = true;
+        // A clean end: the mark is exactly the last event.
+        let last = state.last;
+        if state.broken.is_none()
+            && let Err(e) = state.log.mark(last)
+        {
+            tracing::warn!(error = %e, "could not write the event log's high-water mark");
+        }
         let last = state.last;
         drop(state);
         self.publish(last);
@@ -300,11 +368,8 @@ impl Live {
     /// `run.start`: refused while a run is in progress (never queued).
     pub(crate) fn start_run(&self, prompt: String) -> Result<String, RpcError> {
         let mut state = lock(&self.state);
-        if state.closed {
-            return Err(RpcError::new(
-                wire::UNKNOWN_SESSION,
-                "the session is closed",
-            ));
+        if state.closed || state.broken.is_some() {
+            return Err(stopped_session());
         }
         if let Some(run) = &state.run {
             return Err(RpcError::new(
@@ -330,7 +395,11 @@ impl Live {
             goal_id: None,
         };
         state.daemon_event(&self.id, &event, &mut batch);
-        state.commit(batch);
+        if !self.commit(&mut state, batch) {
+            drop(state);
+            self.publish_all();
+            return Err(stopped_session());
+        }
         state.run = Some(Run {
             id: run_id.clone(),
             cancel_requested: false,
@@ -357,7 +426,7 @@ impl Live {
                 run_id: run_id.to_string(),
             };
             state.daemon_event(&self.id, &event, &mut batch);
-            state.commit(batch);
+            self.commit(&mut state, batch);
         }
         self.ops.send(Op::Interrupt);
         let last = state.last;
@@ -466,22 +535,41 @@ impl Live {
     pub(crate) fn subscribe(
         self: &Arc<Self>,
         after: u64,
-        out: mpsc::Sender<Line>,
+        out: super::outbox::Outbox,
     ) -> tokio::task::JoinHandle<()> {
         let receiver = self.published.subscribe();
         tokio::spawn(super::pump::follow(self.clone(), after, out, receiver))
     }
 
-    /// Up to `max` lines after `cursor`: from memory when it still holds them, else from disk.
-    pub(super) fn lines_after(
+    /// Up to `max` lines after `cursor`: from memory when it still holds them, else from disk
+    /// (read on the blocking pool: the log is in the repository's folder).
+    /// Never skips: a cursor older than what the log still holds ends the subscription.
+    pub(super) async fn lines_after(
         &self,
         cursor: u64,
         max: usize,
-    ) -> Result<Vec<(u64, Line)>, RpcError> {
+    ) -> Result<Vec<(u64, Line)>, Ended> {
+        let behind = |first: u64| Ended {
+            reason: EndReason::FellBehind,
+            message: format!(
+                "events after {cursor} were rotated out of the log before they were sent; \
+                 the oldest left is {first}"
+            ),
+            first_sequence: Some(first),
+        };
         let (segments, upto) = {
             let state = lock(&self.state);
             if cursor >= state.last {
                 return Ok(Vec::new());
+            }
+            let first = state.log.first_sequence();
+            if cursor + 1 < first
+                && state
+                    .ring
+                    .front()
+                    .is_none_or(|(front, _)| *front > cursor + 1)
+            {
+                return Err(behind(first));
             }
             match state.ring.front() {
                 Some((front, _)) if *front <= cursor + 1 => {
@@ -493,11 +581,25 @@ impl Live {
                 None => (state.log.segments(), state.last),
             }
         };
-        read_range(&segments, cursor, upto).map_err(|e| {
-            RpcError::new(
-                wire::EVENTS_GONE,
-                format!("could not read the event log: {e}"),
-            )
-        })
+        let read = tokio::task::spawn_blocking(move || read_range(&segments, cursor, upto)).await;
+        match read {
+            Ok(Ok(lines)) => Ok(lines),
+            // Rotated away between the look at the segments and the read.
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(behind(self.first_available()))
+            }
+            Ok(Err(e)) => Err(Ended::unreadable(e.to_string())),
+            Err(e) => Err(Ended::unreadable(e.to_string())),
+        }
+    }
+
+    /// The oldest sequence a subscriber can still get.
+    pub(super) fn first_available(&self) -> u64 {
+        lock(&self.state).log.first_sequence()
+    }
+
+    /// Why the session stopped storing events, if it did.
+    pub(super) fn broken(&self) -> Option<String> {
+        lock(&self.state).broken.clone()
     }
 }

@@ -20,6 +20,10 @@ pub(crate) const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
 /// Segments kept per session (the oldest are deleted): 128 MiB of events at most.
 pub(crate) const KEEP_SEGMENTS: usize = 16;
 const JOURNAL: &str = "calls.jsonl";
+/// The highest sequence known to be announced, kept beside the log (see [`EventLog::open`]).
+const HIGH_WATER: &str = "high_water";
+/// A stored high-water mark above this is not the daemon's (numbering would overflow).
+const MAX_HIGH_WATER: u64 = u64::MAX / 4;
 
 /// The folder of a session's event log and journal (created 0700, confined to the workspace).
 pub(crate) fn session_dir(workspace: &Path, session_id: &str) -> io::Result<PathBuf> {
@@ -36,15 +40,47 @@ pub(crate) fn session_dir(workspace: &Path, session_id: &str) -> io::Result<Path
     crate::fsutil::private_dir(workspace, &format!("events/{session_id}"))
 }
 
+/// The most the daemon reads of one stored file: a segment closes at [`SEGMENT_BYTES`], but
+/// one batch may carry it past that; anything far larger was not written by the daemon.
+const MAX_STORED_BYTES: u64 = 8 * SEGMENT_BYTES;
+
+/// Opens (creating it 0600) a file of the session's folder to write. The folder is inside the
+/// repository, so anything may have been planted there: a link is not followed, the open
+/// never blocks (a FIFO), and only a regular file is kept.
 fn open_private(path: &Path, append: bool) -> io::Result<File> {
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .create(true)
         .append(append)
         .write(true)
         .read(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
+        .map_err(|e| stored_error(path, e.to_string()))?;
+    if !file.metadata()?.is_file() {
+        return Err(stored_error(path, "it is not a regular file".into()));
+    }
+    Ok(file)
+}
+
+/// Opens a stored file of the session's folder `dir` to read, with the confined opener: it
+/// must be a regular file whose real path is inside `dir`, opened without blocking, and not
+/// larger than [`MAX_STORED_BYTES`] (a link to `/dev/zero` or a FIFO is refused, never read).
+fn open_stored(dir: &Path, path: &Path) -> io::Result<impl Read> {
+    let (file, meta) =
+        crate::fsutil::open_confined(dir, path).map_err(|e| stored_error(path, e.to_string()))?;
+    if meta.len() > MAX_STORED_BYTES {
+        return Err(stored_error(
+            path,
+            format!("it is larger than {MAX_STORED_BYTES} bytes"),
+        ));
+    }
+    Ok(file.take(MAX_STORED_BYTES))
+}
+
+fn stored_error(path: &Path, why: String) -> io::Error {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    io::Error::other(format!("the stored file {name} cannot be used: {why}"))
 }
 
 /// One session's event log, appended by one writer (the session's state, under its lock).
@@ -54,6 +90,18 @@ pub(crate) struct EventLog {
     segments: Vec<(u64, PathBuf)>,
     file: File,
     size: u64,
+    /// The high-water mark's file: rewritten, synced, at every synced append and at close.
+    high_water: File,
+}
+
+/// An append that failed. Whatever part of it reached the file was cut off again when
+/// `rolled_back`: the log ends where it did before, so its sequences may be used again.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub(crate) struct AppendError {
+    #[source]
+    pub source: io::Error,
+    pub rolled_back: bool,
 }
 
 /// What a log read back says about the run a crash may have left open.
@@ -111,7 +159,7 @@ impl EventLog {
         let mut open_run: Option<OpenRun> = None;
         for (_, path) in &segments {
             let mut text = String::new();
-            File::open(path)?.read_to_string(&mut text)?;
+            open_stored(dir, path)?.read_to_string(&mut text)?;
             let complete = text.rfind('\n').map_or(0, |i| i + 1);
             if complete < text.len() {
                 // The daemon died mid-write: the cut line was never announced.
@@ -146,8 +194,21 @@ impl EventLog {
                 }
             }
         }
+        // Sequences never go back: a log that lost its tail (a crash of the machine, a file
+        // removed) continues above the last mark written beside it.
+        let high_water_path = dir.join(HIGH_WATER);
+        if std::fs::symlink_metadata(&high_water_path).is_ok() {
+            let mut text = String::new();
+            open_stored(dir, &high_water_path)?.read_to_string(&mut text)?;
+            if let Ok(mark) = text.trim().parse::<u64>()
+                && mark <= MAX_HIGH_WATER
+            {
+                last = last.max(mark);
+            }
+        }
+        let high_water = open_private(&high_water_path, false)?;
         let (path, size) = match segments.last() {
-            Some((_, path)) => (path.clone(), std::fs::metadata(path)?.len()),
+            Some((_, path)) => (path.clone(), std::fs::symlink_metadata(path)?.len()),
             None => {
                 let path = dir.join(segment_name(last + 1));
                 segments.push((last + 1, path.clone()));
@@ -160,22 +221,57 @@ impl EventLog {
             segments,
             file,
             size,
+            high_water,
         };
         Ok((log, last, open_run))
     }
 
-    /// Appends lines (each ending in a newline) whose first sequence is `first`; with `sync`
-    /// they are on disk, not only in the page cache, before this returns.
-    pub(crate) fn append(&mut self, bytes: &[u8], first: u64, sync: bool) -> io::Result<()> {
+    /// Appends lines (each ending in a newline) with sequences `first..=last`; with `sync`
+    /// they, and the high-water mark `last`, are on disk, not only in the page cache, before
+    /// this returns. On failure (a full disk) the part written is cut off again.
+    pub(crate) fn append(
+        &mut self,
+        bytes: &[u8],
+        (first, last): (u64, u64),
+        sync: bool,
+    ) -> Result<(), AppendError> {
         if self.size >= SEGMENT_BYTES {
-            self.rotate(first)?;
+            self.rotate(first).map_err(|source| AppendError {
+                source,
+                rolled_back: true,
+            })?;
         }
-        self.file.write_all(bytes)?;
+        let before = self.size;
+        let written = self.file.write_all(bytes).and_then(|()| {
+            if sync {
+                self.file.sync_data()?;
+            }
+            Ok(())
+        });
+        if let Err(source) = written {
+            let rolled_back = self.file.set_len(before).is_ok();
+            return Err(AppendError {
+                source,
+                rolled_back,
+            });
+        }
         self.size += bytes.len() as u64;
         if sync {
-            self.file.sync_data()?;
+            // The lines are stored already: a mark that cannot be written only weakens the
+            // guarantee after a crash of the machine, so it is logged, not fatal.
+            if let Err(e) = self.mark(last) {
+                tracing::warn!(error = %e, "could not write the event log's high-water mark");
+            }
         }
         Ok(())
+    }
+
+    /// Writes the high-water mark `last`, synced.
+    pub(crate) fn mark(&mut self, last: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.high_water
+            .write_all_at(format!("{last:020}\n").as_bytes(), 0)?;
+        self.high_water.sync_data()
     }
 
     fn rotate(&mut self, first: u64) -> io::Result<()> {
@@ -217,7 +313,8 @@ pub(crate) fn read_range(
         if next_first.is_some_and(|next| next <= after + 1) || *first > upto {
             continue;
         }
-        let reader = BufReader::new(File::open(path)?);
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        let reader = BufReader::new(open_stored(dir, path)?);
         for line in reader.lines() {
             let line = line?;
             let Some(sequence) = sequence_of(&line) else {
@@ -252,7 +349,9 @@ impl CallJournal {
         let mut file = open_private(&dir.join(JOURNAL), true)?;
         let mut text = String::new();
         file.seek(SeekFrom::Start(0))?;
-        file.read_to_string(&mut text)?;
+        (&mut file)
+            .take(MAX_STORED_BYTES)
+            .read_to_string(&mut text)?;
         let mut started: Vec<String> = Vec::new();
         for line in text.lines() {
             #[derive(Deserialize)]

@@ -4,15 +4,17 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
-use super::live::Live;
-use super::wire::{self, Line};
+use super::live::{Ended, Live};
+use super::outbox::{Outbox, SUBSCRIBER_QUEUE_BYTES};
+use super::wire::{EndReason, Line, SubscriptionEnded};
 use crate::protocol::Event;
 
 /// Lines a subscriber takes per lock (and the pump per batch).
 const FOLLOW_BATCH: usize = 4096;
+/// The most one chunk for a subscriber holds (a single larger line goes alone).
+const CHUNK_BYTES: usize = 256 * 1024;
 /// While events stream, subscribers are woken at most this often: each wake-up then carries
 /// many events in one write per subscriber, which keeps the cost of fan-out low.
 const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
@@ -60,32 +62,49 @@ pub(super) async fn pump(live: Arc<Live>, mut events: mpsc::UnboundedReceiver<Ev
     live.mark_closed();
 }
 
-/// One subscription: a cursor over the session's lines.
+/// One subscription: a cursor over the session's lines. It never skips: whatever stops it
+/// (the session closed, the log lost what it needed, the client stopped reading) is said in
+/// one `subscription.ended` with the last sequence sent and the oldest still available.
 pub(super) async fn follow(
     live: Arc<Live>,
     mut cursor: u64,
-    out: mpsc::Sender<Line>,
+    out: Outbox,
     mut published: watch::Receiver<u64>,
 ) {
+    let end = |cursor: u64, ended: Ended| {
+        SubscriptionEnded {
+            session_id: live.id.clone(),
+            after_sequence: cursor,
+            reason: ended.reason,
+            message: ended.message,
+            first_sequence: ended.first_sequence,
+        }
+        .line()
+    };
     loop {
         published.borrow_and_update();
-        let lines = match live.lines_after(cursor, FOLLOW_BATCH) {
+        let mut lines = match live.lines_after(cursor, FOLLOW_BATCH).await {
             Ok(lines) => lines,
-            Err(e) => {
-                let params =
-                    json!({"session_id": live.id, "after_sequence": cursor, "reason": e.message});
-                let _ = out
-                    .send(wire::notification("subscription.ended", params))
-                    .await;
+            Err(ended) => {
+                out.send(end(cursor, ended)).await;
                 return;
             }
         };
         if lines.is_empty() {
-            if live.is_closed() {
-                let params = json!({"session_id": live.id, "after_sequence": cursor, "reason": "the session closed"});
-                let _ = out
-                    .send(wire::notification("subscription.ended", params))
-                    .await;
+            let ended = if let Some(message) = live.broken() {
+                Some((EndReason::LogWriteFailed, message))
+            } else if live.is_closed() {
+                Some((EndReason::SessionClosed, "the session closed".to_string()))
+            } else {
+                None
+            };
+            if let Some((reason, message)) = ended {
+                let ended = Ended {
+                    reason,
+                    message,
+                    first_sequence: Some(live.first_available()),
+                };
+                out.send(end(cursor, ended)).await;
                 return;
             }
             if published.changed().await.is_err() {
@@ -93,7 +112,17 @@ pub(super) async fn follow(
             }
             continue;
         }
-        // One chunk per batch: one queue entry and one write for many events.
+        // One chunk per batch (one queue entry and one write for many events), of a bounded
+        // size so the queue's bound is checked often enough.
+        let mut bytes = 0;
+        let keep = lines
+            .iter()
+            .position(|(_, line)| {
+                bytes += line.len();
+                bytes > CHUNK_BYTES
+            })
+            .map_or(lines.len(), |i| i.max(1));
+        lines.truncate(keep);
         let Some((last, _)) = lines.last() else {
             continue;
         };
@@ -107,7 +136,20 @@ pub(super) async fn follow(
             }
             text.into()
         };
-        if out.send(chunk).await.is_err() {
+        let queued = out.queued();
+        if queued > 0 && queued + chunk.len() > SUBSCRIBER_QUEUE_BYTES {
+            let ended = Ended {
+                reason: EndReason::QueueFull,
+                message: format!(
+                    "this client did not read {SUBSCRIBER_QUEUE_BYTES} bytes of events; \
+                     subscribe again from after_sequence"
+                ),
+                first_sequence: Some(live.first_available()),
+            };
+            out.send(end(cursor, ended)).await;
+            return;
+        }
+        if !out.send(chunk).await {
             return;
         }
         cursor = last;

@@ -163,3 +163,42 @@ pub(crate) fn notification(method: &str, params: Value) -> Line {
     line.push('\n');
     line.into()
 }
+
+/// Why a subscription ended: the `reason` of `subscription.ended`, one code per cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum EndReason {
+    /// The session closed (the daemon stopped it or is shutting down).
+    SessionClosed,
+    /// The subscriber's cursor is older than anything the log still holds.
+    FellBehind,
+    /// The subscriber did not read and its queue reached its bound.
+    QueueFull,
+    /// The event log could not be written: the session stopped, nothing unstored was sent.
+    LogWriteFailed,
+    /// The event log could not be read back.
+    LogUnreadable,
+}
+
+/// The `subscription.ended` notification: after it, no more events of that session come on
+/// this connection. `first_sequence` is the oldest event still available (subscribe again
+/// from `after_sequence` when it is not above it, else from `first_sequence - 1`).
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct SubscriptionEnded {
+    pub session_id: String,
+    /// The last event this subscription delivered.
+    pub after_sequence: u64,
+    pub reason: EndReason,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_sequence: Option<u64>,
+}
+
+impl SubscriptionEnded {
+    pub(crate) fn line(&self) -> Line {
+        notification(
+            "subscription.ended",
+            serde_json::to_value(self).unwrap_or(Value::Null),
+        )
+    }
+}

@@ -23,6 +23,8 @@ mod context_manual;
 mod context_validate;
 mod daemon;
 mod daemon_docs;
+mod daemon_hostile;
+mod daemon_stream;
 mod doctor;
 mod durability;
 mod full_disk;

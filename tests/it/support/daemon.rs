@@ -38,8 +38,19 @@ impl Daemon {
     }
 
     pub fn start_with(dir: &Path, base_url: &str, extra: &[&str]) -> Daemon {
+        Self::start_customized(dir, base_url, extra, |_| {})
+    }
+
+    /// `start_with`, letting the test change the command first (limits in `pre_exec`, say).
+    pub fn start_customized(
+        dir: &Path,
+        base_url: &str,
+        extra: &[&str],
+        customize: impl FnOnce(&mut std::process::Command),
+    ) -> Daemon {
         let (socket, ws) = layout(dir);
         let mut cmd = super::binary::command(dir);
+        customize(&mut cmd);
         cmd.args(["serve", "--socket"])
             .arg(&socket)
             .arg("--allowed-root")
