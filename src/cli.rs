@@ -243,7 +243,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     // and the runtime start below.
     #[allow(unsafe_code)]
     unsafe {
-        forget_key(&config)
+        forget_key(Some(&config))
     };
     let prompt = match (&args.prompt, interactive) {
         // A goal run sends no prompt: the goal's rounds are its turns.
@@ -522,19 +522,19 @@ pub(crate) fn agent_options(config: &Config, skills: Arc<crate::tools::skills::S
     }
 }
 
-/// Takes the API key out of this process's environment (every variable that may hold it), so
-/// no child process and no `/proc/<pid>/environ` reader sees it.
+/// Takes the API key out of this process's environment (every variable that may hold it: the
+/// fixed key variables and the configured `api_key_env`, whatever their value), so no child
+/// process and no `/proc/<pid>/environ` reader sees it. Every entry point that reads the key
+/// or starts children calls this once its configuration is read (`None`: none could be).
 ///
 /// # Safety
-/// As [`crate::process::forget_key_variables`]: no other thread may be running.
+/// As [`crate::process::forget_variables`]: no other thread may be running.
 #[allow(unsafe_code)]
-pub(crate) unsafe fn forget_key(config: &Config) {
-    if let Some(key) = &config.api_key {
-        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
-        names.extend(config.api_key_env.as_deref());
-        // SAFETY: passed on to the caller (see above).
-        unsafe { crate::process::forget_key_variables(names, key.expose()) };
-    }
+pub(crate) unsafe fn forget_key(config: Option<&Config>) {
+    let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
+    names.extend(config.and_then(|c| c.api_key_env.as_deref()));
+    // SAFETY: passed on to the caller (see above).
+    unsafe { crate::process::forget_variables(names) };
 }
 
 /// The tools' context every frontend starts from: the workspace, the bash timeout, a scrubbed

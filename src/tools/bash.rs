@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args};
 use crate::chat::ApprovalRequest;
 use crate::chat::ToolSpec;
+use crate::process::child::{self, GroupGuard};
 /// How long to keep reading after the group was killed, in case a process that escaped the
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
@@ -120,27 +121,6 @@ impl Tool for Bash {
     }
 }
 
-/// Kills the process group when dropped, so a dropped call (not only a cancelled one) leaves
-/// nothing running.
-pub(crate) struct GroupGuard(pub(crate) libc::pid_t);
-
-impl GroupGuard {
-    pub(crate) fn kill(&self) {
-        // A group that is already gone gives ESRCH, which is fine. The pgid is the shell's
-        // pid, fixed at spawn.
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.0),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 enum End {
     Exited(ExitStatus),
     TimedOut,
@@ -157,28 +137,13 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         Ok(w) => w,
         Err(e) => return ToolOutput::failed(format!("could not create a pipe: {e}")),
     };
-    let mut cmd = tokio::process::Command::new("bash");
+    let mut cmd = child::command("bash", &ctx.scrub_env, child::Death::Signal);
     cmd.arg("-c")
         .arg(&call.command)
         .current_dir(&ctx.workspace)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer2))
-        .kill_on_drop(true);
-    scrub_env(&mut cmd, &ctx.scrub_env);
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe calls between fork and exec, no allocation, touching no
-    // memory of the parent.
-    #[allow(unsafe_code)]
-    unsafe {
-        cmd.pre_exec(move || {
-            // A new session: the shell leads its own process group (pgid = its pid, which
-            // `GroupGuard` kills) and has no controlling terminal. `sudo`, `ssh` or a git
-            // credential helper then fail at once instead of prompting over the UI.
-            nix::unistd::setsid()?;
-            die_with_parent(parent)
-        });
-    }
+        .stderr(Stdio::from(writer2));
     let spawned = cmd.spawn();
     // The command holds our copies of the pipe's write end; drop them now or EOF never comes.
     drop(cmd);
@@ -291,40 +256,6 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
                 "[could not wait for the command: {e}; the process group was killed]"
             ));
             ToolOutput::failed(content)
-        }
-    }
-}
-
-/// If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
-/// instead of running on unattended (Linux only; elsewhere the shell may outlive us, as may
-/// grandchildren it started anywhere). Runs in the child between fork and exec; a parent that
-/// died before the signal was armed is caught by comparing the parent's pid.
-#[cfg(target_os = "linux")]
-pub(crate) fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
-    if nix::unistd::getppid().as_raw() != parent {
-        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-    }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
-    Ok(())
-}
-
-/// Removes secrets from the child's environment: the configured names, the fixed key
-/// variables and every other `MINICODE_*` variable.
-pub(crate) fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
-    for name in names {
-        cmd.env_remove(name);
-    }
-    for name in crate::defaults::SECRET_ENV_VARS {
-        cmd.env_remove(name);
-    }
-    for (key, _) in std::env::vars_os() {
-        if key.as_encoded_bytes().starts_with(b"MINICODE_") {
-            cmd.env_remove(&key);
         }
     }
 }

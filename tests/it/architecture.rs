@@ -66,8 +66,11 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "tools",
-        may_use: Some(&["chat", "defaults", "fsutil", "memory", "sanitize"]),
-        why: "tools never reach the agent, the protocol, providers or sessions",
+        may_use: Some(&[
+            "chat", "defaults", "fsutil", "memory", "process", "sanitize",
+        ]),
+        why: "tools never reach the agent, the protocol, providers or sessions; they start \
+              children only through process::child",
     },
     Rule {
         module: "config",
@@ -81,8 +84,9 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "process",
-        may_use: Some(&[]),
-        why: "hardening of the process itself is a leaf the CLI calls",
+        may_use: Some(&["defaults"]),
+        why: "hardening of the process itself, and how every child is started: a leaf the \
+              CLI and the tools call",
     },
     Rule {
         module: "agent",

@@ -30,6 +30,7 @@ mod goal_binary;
 mod goal_domain;
 mod goal_tui;
 mod hostile_server;
+mod key_env;
 mod mcp;
 mod mcp_binary;
 mod memory;
