@@ -34,6 +34,7 @@ mod key_env;
 mod mcp;
 mod mcp_binary;
 mod memory;
+mod protected_paths;
 mod provider_errors;
 mod provider_stream;
 mod pty_oneshot;
