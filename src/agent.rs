@@ -195,6 +195,26 @@ impl Core {
     /// still valid. A history that fails validation is not written (the file keeps its last
     /// good state): it would only fail again on resume. The last batch may still be open.
     /// Returns whether the file now holds the history.
+    /// Kills the process groups of calls a previous run of this session left recorded as
+    /// running (see `session::running`), if they are still alive and one of our supervisors
+    /// leads them, and says so.
+    fn kill_left_groups(&mut self) {
+        let left = crate::session::running::take(&self.tool_ctx.workspace, self.session.id());
+        for (call, pgid) in left {
+            if !crate::process::supervisor::is_supervised_group(pgid) {
+                continue;
+            }
+            crate::process::child::kill_group(pgid);
+            tracing::warn!(call = %call, pgid, "killed a command group left running");
+            self.emit(Event::Warning {
+                message: format!(
+                    "tool call {call} was still running after an earlier exit (process group \
+                     {pgid}); it was killed"
+                ),
+            });
+        }
+    }
+
     fn save(&mut self) -> bool {
         match validate::history_prefix_from(self.session.messages(), self.session.settled()) {
             Ok(settled) => self.session.set_settled(settled),
@@ -507,6 +527,9 @@ async fn run_core(
         goal_tools_declared: false,
         quota_failure: false,
     };
+    // Before any open call is called interrupted, a command group an earlier run left
+    // recorded that is still alive is killed: its effect must end before the model is told.
+    core.kill_left_groups();
     // A host that knows which calls had started answers the open calls itself (below);
     // otherwise the load's "interrupted, outcome unknown" results stand.
     let mut recovery = hooks.recovery.map(|r| (r, core.session.reopen_repaired()));

@@ -174,6 +174,15 @@ fn usage(message: impl std::fmt::Display) -> Failure {
     }
 }
 
+/// The hidden first argument that makes the binary the supervisor of one `bash` command
+/// (`process::supervisor`); `main` checks for it before anything else.
+pub const SUPERVISOR_ARG: &str = crate::process::supervisor::ARG;
+
+/// Runs as the supervisor of `command` (never returns while the command runs well).
+pub fn supervise(command: &std::ffi::OsStr) -> ExitCode {
+    ExitCode::from(crate::process::supervisor::run(command))
+}
+
 /// Runs minicode with parsed arguments; the returned code is the process exit status.
 pub fn run(args: Args) -> ExitCode {
     match run_inner(args) {
@@ -559,6 +568,7 @@ pub(crate) fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
         max_total_bytes: config.outputs_max_bytes,
         max_age: config.outputs_max_age,
     };
+    ctx.supervisor = crate::process::supervisor::program();
     ctx.prune_outputs();
     ctx
 }

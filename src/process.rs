@@ -3,9 +3,11 @@
 //! can read neither its memory nor `/proc/<pid>/environ`), and it wipes and removes the
 //! environment variables that may hold the key once the configuration has read them, so no
 //! child can inherit it, even by accident (called by `cli` only). How children are started —
-//! scrubbed environment, own session, dying with minicode — is in `process/child.rs`.
+//! scrubbed environment, own session, dying with minicode — is in `process/child.rs`, and the
+//! small supervisor every `bash` command runs under in `process/supervisor.rs`.
 
 pub(crate) mod child;
+pub(crate) mod supervisor;
 
 /// Marks the process non-dumpable (Linux only; elsewhere this does nothing: the platform's
 /// own rules for reading another process's memory apply).

@@ -8,6 +8,7 @@
 
 mod journal;
 mod load;
+pub mod running;
 mod save;
 mod snapshot;
 mod stored;

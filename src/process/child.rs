@@ -1,4 +1,4 @@
-//! How minicode starts every child process (a `bash` command, an MCP server):
+//! How minicode starts every child process (a `bash` command's supervisor, an MCP server):
 //! one place that removes the secrets from the child's environment, gives it its own session
 //! (its own process group and no controlling terminal) and, where asked, makes it die with
 //! minicode. A new spawn path goes through [`command`], so none of these can be forgotten.
@@ -12,6 +12,9 @@ pub(crate) enum Death {
     /// `PR_SET_PDEATHSIG` (Linux): the child itself is killed when minicode dies. What it
     /// started lives on.
     Signal,
+    /// The child watches its end of a socket pair (see `process::supervisor`), handed to it
+    /// on descriptor 3 from `control`, and kills its whole group when minicode's end closes.
+    Watched { control: std::os::fd::RawFd },
 }
 
 /// A `tokio` command for `program` with the secrets removed from its environment, in a new
@@ -37,6 +40,7 @@ pub(crate) fn command(
             nix::unistd::setsid()?;
             match death {
                 Death::Signal => die_with_parent(parent),
+                Death::Watched { control } => hand_over(control),
             }
         });
     }
@@ -85,6 +89,26 @@ fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
 
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Puts `control` on the supervisor's descriptor, without close-on-exec. Runs in the child
+/// between fork and exec (dup2 and fcntl are async-signal-safe). `control` is never 0–2 (see
+/// `tools::bash`), so the standard streams set up before this stay intact.
+fn hand_over(control: std::os::fd::RawFd) -> std::io::Result<()> {
+    let target = super::supervisor::CONTROL_FD;
+    // SAFETY: plain descriptor calls on descriptors of this (child) process.
+    #[allow(unsafe_code)]
+    let done = unsafe {
+        if control == target {
+            libc::fcntl(target, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(control, target)
+        }
+    };
+    if done == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
     Ok(())
 }
 

@@ -5,12 +5,16 @@
 //! for a password at a prompt nobody sees), stdin from /dev/null and one pipe for stdout and
 //! stderr (so output interleaves in arrival order). A timeout, a cancel or dropping the call
 //! kills the whole group with SIGKILL, grandchildren included; background jobs do not outlive
-//! the call. Output for the model is capped (head and tail kept) while the
+//! the call. The shell runs under a supervisor (`process::supervisor`) that kills the group
+//! when minicode dies, even by SIGKILL; the group's id is told to the call's scope
+//! (`tools::running`) so that a resumed session can kill a group a crash left behind. Output for the model is capped (head and tail kept) while the
 //! full text is streamed to a log file, so memory stays bounded; as it arrives it also goes,
 //! redacted and coalesced, to the call's live sink (`tools::live`). Secrets are removed from the
 //! child's environment. It must never prompt the user or print anything itself.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -23,6 +27,7 @@ use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, p
 use crate::chat::ApprovalRequest;
 use crate::chat::ToolSpec;
 use crate::process::child::{self, GroupGuard};
+use crate::process::supervisor;
 /// How long to keep reading after the group was killed, in case a process that escaped the
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
@@ -137,24 +142,15 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         Ok(w) => w,
         Err(e) => return ToolOutput::failed(format!("could not create a pipe: {e}")),
     };
-    let mut cmd = child::command("bash", &ctx.scrub_env, child::Death::Signal);
-    cmd.arg("-c")
-        .arg(&call.command)
-        .current_dir(&ctx.workspace)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer2));
-    let spawned = cmd.spawn();
-    // The command holds our copies of the pipe's write end; drop them now or EOF never comes.
-    drop(cmd);
-    let mut child = match spawned {
-        Ok(c) => c,
+    let (mut child, mut control) = match spawn(call, ctx, writer, writer2) {
+        Ok(spawned) => spawned,
         Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
     };
     let Some(pid) = child.id() else {
         return ToolOutput::failed("could not start bash: no process id");
     };
     let group = GroupGuard(pid as libc::pid_t);
+    super::running::report(Some(pid as i32));
     let mut rx = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(r) => r,
         Err(e) => return ToolOutput::failed(format!("could not read the command's output: {e}")),
@@ -222,6 +218,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         // Reap the killed shell; SIGKILL makes this quick, the grace only guards odd cases.
         let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
     }
+    super::running::report(None);
     live.finish();
     let mut content = sink.finish(&ctx.workspace);
     if !content.is_empty() && !content.ends_with('\n') {
@@ -230,6 +227,12 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     let secs = call.timeout.as_secs();
     match end {
         End::Exited(s) => {
+            // Under a supervisor, bash's own status is what it reported; its own exit (a
+            // SIGKILL of its group) says nothing.
+            let s = match control.as_mut() {
+                Some(c) => supervisor::reported_status(c).map_or(s, ExitStatus::from_raw),
+                None => s,
+            };
             let line = describe(s);
             if content.is_empty() {
                 content.push_str("(no output)\n");
@@ -258,6 +261,62 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
             ToolOutput::failed(content)
         }
     }
+}
+
+/// Starts the command: under the supervisor when there is one (then also returns minicode's
+/// end of its socket pair, which must stay open while the command runs), else `bash`
+/// directly. stdout and stderr are the two write ends of the output pipe.
+fn spawn(
+    call: &Call,
+    ctx: &ToolCtx,
+    writer: std::io::PipeWriter,
+    writer2: std::io::PipeWriter,
+) -> std::io::Result<(tokio::process::Child, Option<UnixStream>)> {
+    let (mut cmd, ends) = match &ctx.supervisor {
+        Some(program) => {
+            let (ours, theirs) = UnixStream::pair()?;
+            // Above the standard streams, so setting those up in the child cannot clobber it.
+            let theirs = OwnedFd::from(theirs);
+            let theirs = if theirs.as_raw_fd() <= 2 {
+                // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor (at 10 or above) that only we
+                // own; a failure is reported, never wrapped.
+                #[allow(unsafe_code)]
+                unsafe {
+                    let fd = libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+                    if fd == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    std::os::fd::FromRawFd::from_raw_fd(fd)
+                }
+            } else {
+                theirs
+            };
+            let death = child::Death::Watched {
+                control: theirs.as_raw_fd(),
+            };
+            let mut cmd = child::command(program, &ctx.scrub_env, death);
+            // Named as what it is in `ps` (the program path may be `/proc/self/exe`).
+            cmd.arg0("minicode").arg(supervisor::ARG);
+            (cmd, Some((ours, theirs)))
+        }
+        None => {
+            let mut cmd = child::command("bash", &ctx.scrub_env, child::Death::Signal);
+            cmd.arg("-c");
+            (cmd, None)
+        }
+    };
+    cmd.arg(&call.command)
+        .current_dir(&ctx.workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer2));
+    let spawned = cmd.spawn();
+    // The command holds our copies of the pipe's write end (and the supervisor's end of the
+    // socket pair): drop them now, or EOF never comes.
+    drop(cmd);
+    let (ours, theirs) = ends.unzip();
+    drop(theirs);
+    Ok((spawned?, ours))
 }
 
 fn describe(status: ExitStatus) -> String {

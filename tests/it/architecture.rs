@@ -92,9 +92,10 @@ const RULES: &[Rule] = &[
         module: "agent",
         may_use: Some(&[
             "chat", "defaults", "protocol", "provider", "tools", "session", "memory", "fsutil",
-            "sanitize",
+            "process", "sanitize",
         ]),
-        why: "the core is wired by the CLI: it never reads config and never names a frontend",
+        why: "the core is wired by the CLI: it never reads config and never names a frontend; \
+              it kills a command group a crash left running through process",
     },
     Rule {
         module: "print",

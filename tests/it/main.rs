@@ -51,6 +51,7 @@ mod session;
 mod session_journal;
 mod skills;
 mod subagents;
+mod supervision;
 mod telemetry;
 mod tools_bash;
 mod tools_files;

@@ -1,0 +1,24 @@
+//! The process group a running call leads, told to whoever scoped the call with [`scope`]
+//! (the agent records it with the session, so that a resumed session can kill a group a
+//! crash left running before it calls the call interrupted). A call run without a scope
+//! tells nobody. Like `live`, tools never learn who listens: only a callback.
+
+use std::future::Future;
+use std::sync::Arc;
+
+/// Told `Some(pgid)` when a call's group starts and `None` once it is gone.
+pub type Watcher = Arc<dyn Fn(Option<i32>) + Send + Sync>;
+
+tokio::task_local! {
+    static WATCHER: Watcher;
+}
+
+/// Runs `call` with the groups it starts told to `watcher`.
+pub async fn scope<F: Future>(watcher: Watcher, call: F) -> F::Output {
+    WATCHER.scope(watcher, call).await
+}
+
+/// Tells the scope's watcher (if any) about the call's group.
+pub(crate) fn report(pgid: Option<i32>) {
+    let _ = WATCHER.try_with(|w| w(pgid));
+}
