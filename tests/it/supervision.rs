@@ -139,3 +139,21 @@ fn resuming_kills_a_recorded_group_that_is_still_alive_before_calling_the_call_i
     assert!(!appears_within(&ws.join("marker"), Duration::from_secs(4)));
     assert!(!record.exists(), "the record is taken on resume");
 }
+
+#[test]
+fn the_commands_own_exit_status_comes_through_its_supervisor() {
+    for (script, shown) in [
+        ("echo out; exit 3", "[exit code 3]"),
+        ("kill -TERM $$", "[killed by signal 15]"),
+        ("true", "[exit code 0]"),
+    ] {
+        let (_tmp, ws) = crate::support::workspace();
+        let server = bash_call(script);
+        write_config(&ws, &server);
+        let out = command(&ws).args(["--yes", "run it"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        let result = &server.requests()[1].raw_body;
+        assert!(result.contains(shown), "{script}: {result}");
+    }
+}
