@@ -191,17 +191,14 @@ impl Core {
         let _ = self.events.send(event);
     }
 
-    /// Validates and saves the session, reporting (not failing on) errors: the turn's work is
-    /// still valid. A history that fails validation is not written (the file keeps its last
-    /// good state): it would only fail again on resume. The last batch may still be open.
-    /// Returns whether the file now holds the history.
     /// Kills the process groups of calls a previous run of this session left recorded as
     /// running (see `session::running`), if they are still alive and one of our supervisors
     /// leads them, and says so.
-    fn kill_left_groups(&mut self) {
+    fn kill_left_groups(&self) {
         let left = crate::session::running::take(&self.tool_ctx.workspace, self.session.id());
-        for (call, pgid) in left {
-            if !crate::process::supervisor::is_supervised_group(pgid) {
+        for (call, group) in left {
+            let pgid = group.pgid;
+            if !crate::process::supervisor::is_supervised_group(pgid, &group.tag) {
                 continue;
             }
             crate::process::child::kill_group(pgid);
@@ -215,6 +212,10 @@ impl Core {
         }
     }
 
+    /// Validates and saves the session, reporting (not failing on) errors: the turn's work is
+    /// still valid. A history that fails validation is not written (the file keeps its last
+    /// good state): it would only fail again on resume. The last batch may still be open.
+    /// Returns whether the file now holds the history.
     fn save(&mut self) -> bool {
         match validate::history_prefix_from(self.session.messages(), self.session.settled()) {
             Ok(settled) => self.session.set_settled(settled),

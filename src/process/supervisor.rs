@@ -33,6 +33,12 @@ pub(crate) fn program() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
+/// A new tag for one supervisor: passed on its command line (unused by it) so that a group
+/// recorded for a call can later be told from any other supervisor's whose id was recycled.
+pub(crate) fn new_tag() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
 /// The supervisor's main: runs `command` and returns the process exit code (reached only
 /// when the group could not be killed or the control socket is missing).
 pub(crate) fn run(command: &OsStr) -> u8 {
@@ -92,10 +98,11 @@ pub(crate) fn reported_status(control: &mut std::os::unix::net::UnixStream) -> O
     text.trim().parse().ok()
 }
 
-/// Whether process group `pgid` is alive and led by one of our supervisors (checked through
-/// `/proc/<pgid>/cmdline` on Linux, so a recycled group id of another program is never
-/// killed; elsewhere nothing is recognised).
-pub(crate) fn is_supervised_group(pgid: i32) -> bool {
+/// Whether process group `pgid` is alive and led by the supervisor started with `tag`
+/// (checked through `/proc/<pgid>/cmdline` on Linux, so a recycled group id of another
+/// program, or of another call's supervisor, is never killed; elsewhere nothing is
+/// recognised).
+pub(crate) fn is_supervised_group(pgid: i32, tag: &str) -> bool {
     if pgid <= 1 || !cfg!(target_os = "linux") {
         return false;
     }
@@ -104,5 +111,6 @@ pub(crate) fn is_supervised_group(pgid: i32) -> bool {
     };
     let leads = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pgid)))
         .is_ok_and(|g| g.as_raw() == pgid);
-    leads && cmdline.split(|b| *b == 0).any(|arg| arg == ARG.as_bytes())
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    leads && args.get(1) == Some(&ARG.as_bytes()) && args.get(2) == Some(&tag.as_bytes())
 }

@@ -1,5 +1,6 @@
 //! The process groups of a session's calls in flight, kept beside it in
-//! `.minicode/running/<session id>.json` (`{"<call id>": <pgid>}`): written when a `bash`
+//! `.minicode/running/<session id>.json` (`{"<call id>": {"pgid": …, "tag": …}}`, the tag
+//! naming the call's supervisor): written when a `bash`
 //! command's group starts, the entry removed when it is gone. A file left behind means
 //! minicode died while those groups ran; the session's next opening takes it (reads and
 //! removes it) so the agent can kill a group that is somehow still alive before it calls the
@@ -9,7 +10,16 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use crate::fsutil;
+
+/// A recorded group: its id and its supervisor's tag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub pgid: i32,
+    pub tag: String,
+}
 
 /// The folder under `.minicode/`.
 const RUNNING: &str = "running";
@@ -25,14 +35,14 @@ pub fn record(
     workspace: &Path,
     session: &str,
     call: &str,
-    pgid: Option<i32>,
+    group: Option<&Group>,
 ) -> std::io::Result<()> {
     let dir = fsutil::private_dir(workspace, RUNNING)?;
     let path = file(&dir, session);
     let mut groups = read(workspace, &path);
-    match pgid {
-        Some(pgid) => {
-            groups.insert(call.to_string(), pgid);
+    match group {
+        Some(group) => {
+            groups.insert(call.to_string(), group.clone());
         }
         None => {
             groups.remove(call);
@@ -50,7 +60,7 @@ pub fn record(
 
 /// The groups a previous run of session `session` left recorded, by call id; the record is
 /// removed. Empty when there is none (or it cannot be read).
-pub fn take(workspace: &Path, session: &str) -> BTreeMap<String, i32> {
+pub fn take(workspace: &Path, session: &str) -> BTreeMap<String, Group> {
     let Ok(Some(dir)) = fsutil::existing_private_dir(workspace, RUNNING) else {
         return BTreeMap::new();
     };
@@ -60,7 +70,7 @@ pub fn take(workspace: &Path, session: &str) -> BTreeMap<String, i32> {
     groups
 }
 
-fn read(workspace: &Path, path: &Path) -> BTreeMap<String, i32> {
+fn read(workspace: &Path, path: &Path) -> BTreeMap<String, Group> {
     let Ok((handle, _)) = fsutil::open_confined(workspace, path) else {
         return BTreeMap::new();
     };

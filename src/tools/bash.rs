@@ -7,10 +7,11 @@
 //! kills the whole group with SIGKILL, grandchildren included; background jobs do not outlive
 //! the call. The shell runs under a supervisor (`process::supervisor`) that kills the group
 //! when minicode dies, even by SIGKILL; the group's id is told to the call's scope
-//! (`tools::running`) so that a resumed session can kill a group a crash left behind. Output for the model is capped (head and tail kept) while the
-//! full text is streamed to a log file, so memory stays bounded; as it arrives it also goes,
-//! redacted and coalesced, to the call's live sink (`tools::live`). Secrets are removed from the
-//! child's environment. It must never prompt the user or print anything itself.
+//! (`tools::running`) so that a resumed session can kill a group a crash left behind. Output
+//! for the model is capped (head and tail kept) while the full text is streamed to a log
+//! file, so memory stays bounded; as it arrives it also goes, redacted and coalesced, to the
+//! call's live sink (`tools::live`). Secrets are removed from the child's environment. It must
+//! never prompt the user or print anything itself.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -142,7 +143,8 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         Ok(w) => w,
         Err(e) => return ToolOutput::failed(format!("could not create a pipe: {e}")),
     };
-    let (mut child, mut control) = match spawn(call, ctx, writer, writer2) {
+    let tag = supervisor::new_tag();
+    let (mut child, mut control) = match spawn(call, ctx, &tag, writer, writer2) {
         Ok(spawned) => spawned,
         Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
     };
@@ -150,7 +152,13 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         return ToolOutput::failed("could not start bash: no process id");
     };
     let group = GroupGuard(pid as libc::pid_t);
-    super::running::report(Some(pid as i32));
+    // Recorded only under a supervisor: a bare shell's group cannot be recognised later.
+    if control.is_some() {
+        super::running::report(Some(&super::running::Group {
+            pgid: pid as i32,
+            tag,
+        }));
+    }
     let mut rx = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(r) => r,
         Err(e) => return ToolOutput::failed(format!("could not read the command's output: {e}")),
@@ -269,6 +277,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
 fn spawn(
     call: &Call,
     ctx: &ToolCtx,
+    tag: &str,
     writer: std::io::PipeWriter,
     writer2: std::io::PipeWriter,
 ) -> std::io::Result<(tokio::process::Child, Option<UnixStream>)> {
@@ -296,7 +305,7 @@ fn spawn(
             };
             let mut cmd = child::command(program, &ctx.scrub_env, death);
             // Named as what it is in `ps` (the program path may be `/proc/self/exe`).
-            cmd.arg0("minicode").arg(supervisor::ARG);
+            cmd.arg0("minicode").arg(supervisor::ARG).arg(tag);
             (cmd, Some((ours, theirs)))
         }
         None => {

@@ -6,8 +6,16 @@
 use std::future::Future;
 use std::sync::Arc;
 
-/// Told `Some(pgid)` when a call's group starts and `None` once it is gone.
-pub type Watcher = Arc<dyn Fn(Option<i32>) + Send + Sync>;
+/// A call's process group: its id and the tag its supervisor was started with (see
+/// `process::supervisor`), which tells it from a later group that reuses the id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub pgid: i32,
+    pub tag: String,
+}
+
+/// Told `Some(group)` when a call's group starts and `None` once it is gone.
+pub type Watcher = Arc<dyn Fn(Option<&Group>) + Send + Sync>;
 
 tokio::task_local! {
     static WATCHER: Watcher;
@@ -19,6 +27,6 @@ pub async fn scope<F: Future>(watcher: Watcher, call: F) -> F::Output {
 }
 
 /// Tells the scope's watcher (if any) about the call's group.
-pub(crate) fn report(pgid: Option<i32>) {
-    let _ = WATCHER.try_with(|w| w(pgid));
+pub(crate) fn report(group: Option<&Group>) {
+    let _ = WATCHER.try_with(|w| w(group));
 }

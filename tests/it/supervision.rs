@@ -69,6 +69,7 @@ fn a_background_child_dies_with_a_sigkilled_minicode() {
 /// end: while it is open the supervisor keeps running.
 fn fake_supervisor(
     ws: &Path,
+    tag: &str,
     script: &str,
 ) -> (std::process::Child, std::os::unix::net::UnixStream) {
     use std::os::fd::AsRawFd;
@@ -76,7 +77,7 @@ fn fake_supervisor(
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
     let fd = theirs.as_raw_fd();
     let mut cmd = command(ws);
-    cmd.args([minicode::cli::SUPERVISOR_ARG, script])
+    cmd.args([minicode::cli::SUPERVISOR_ARG, tag, script])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     // SAFETY: dup2 is async-signal-safe and only affects the child.
@@ -112,14 +113,22 @@ fn resuming_kills_a_recorded_group_that_is_still_alive_before_calling_the_call_i
     let record = record().unwrap();
     let recorded: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    assert!(recorded["c1"].as_i64().unwrap() > 1, "{recorded}");
+    assert!(recorded["c1"]["pgid"].as_i64().unwrap() > 1, "{recorded}");
+    assert!(recorded["c1"]["tag"].as_str().is_some(), "{recorded}");
     first.kill().unwrap();
     first.wait().unwrap();
     // Its own supervisor killed that group. Stand in for one that survived: a live group led
-    // by a supervisor, under the same call.
-    let (mut left, _keep) = fake_supervisor(&ws, "touch started2; sleep 3; touch marker");
-    assert!(wait_until_blocking(WAIT, || ws.join("started2").exists()));
-    std::fs::write(&record, format!("{{\"c1\": {}}}", left.id())).unwrap();
+    // by a supervisor, under the same call. Another live supervisor whose id is recorded with
+    // a tag that is not its own (a recycled id) must be left alone.
+    let (mut left, _keep) = fake_supervisor(&ws, "t-left", "touch started2; sleep 3; touch marker");
+    let (mut other, keep_other) = fake_supervisor(&ws, "t-other", "touch started3; sleep 60");
+    assert!(wait_until_blocking(WAIT, || ws.join("started2").exists()
+        && ws.join("started3").exists()));
+    let planted = serde_json::json!({
+        "c1": {"pgid": left.id(), "tag": "t-left"},
+        "c9": {"pgid": other.id(), "tag": "t-wrong"},
+    });
+    std::fs::write(&record, planted.to_string()).unwrap();
     let out = command(&ws)
         .args(["--yes", "--continue", "go on"])
         .output()
@@ -138,6 +147,13 @@ fn resuming_kills_a_recorded_group_that_is_still_alive_before_calling_the_call_i
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
     assert!(!appears_within(&ws.join("marker"), Duration::from_secs(4)));
     assert!(!record.exists(), "the record is taken on resume");
+    assert!(
+        other.try_wait().unwrap().is_none(),
+        "another supervisor's group was killed"
+    );
+    // Closing its socket end is what minicode's death looks like: the group goes.
+    drop(keep_other);
+    assert_eq!(other.wait().unwrap().signal(), Some(libc::SIGKILL));
 }
 
 #[test]
