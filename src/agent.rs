@@ -193,6 +193,27 @@ impl Core {
         let _ = self.events.send(event);
     }
 
+    /// Kills the process groups of calls a previous run of this session left recorded as
+    /// running (see `session::running`), if they are still alive and one of our supervisors
+    /// leads them, and says so.
+    fn kill_left_groups(&self) {
+        let left = crate::session::running::take(&self.tool_ctx.workspace, self.session.id());
+        for (call, group) in left {
+            let pgid = group.pgid;
+            if !crate::process::supervisor::is_supervised_group(pgid, &group.tag) {
+                continue;
+            }
+            crate::process::child::kill_group(pgid);
+            tracing::warn!(call = %call, pgid, "killed a command group left running");
+            self.emit(Event::Warning {
+                message: format!(
+                    "tool call {call} was still running after an earlier exit (process group \
+                     {pgid}); it was killed"
+                ),
+            });
+        }
+    }
+
     /// Validates and saves the session, reporting (not failing on) errors: used where nothing
     /// waits on the file (a new session, shutdown). A history that fails validation is not
     /// written (the file keeps its last good state): it would only fail again on resume. The
@@ -557,6 +578,9 @@ async fn run_core(
         quota_failure: false,
         save_error: None,
     };
+    // Before any open call is called interrupted, a command group an earlier run left
+    // recorded that is still alive is killed: its effect must end before the model is told.
+    core.kill_left_groups();
     // A host that knows which calls had started answers the open calls itself (below);
     // otherwise the load's "interrupted, outcome unknown" results stand.
     let mut recovery = hooks.recovery.map(|r| (r, core.session.reopen_repaired()));

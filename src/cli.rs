@@ -180,6 +180,15 @@ fn usage(message: impl std::fmt::Display) -> Failure {
     }
 }
 
+/// The hidden first argument that makes the binary the supervisor of one `bash` command
+/// (`process::supervisor`); `main` checks for it before anything else.
+pub const SUPERVISOR_ARG: &str = crate::process::supervisor::ARG;
+
+/// Runs as the supervisor of `command` (never returns while the command runs well).
+pub fn supervise(command: &std::ffi::OsStr) -> ExitCode {
+    ExitCode::from(crate::process::supervisor::run(command))
+}
+
 /// Runs minicode with parsed arguments; the returned code is the process exit status.
 pub fn run(args: Args) -> ExitCode {
     match run_inner(args) {
@@ -249,7 +258,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     // and the runtime start below.
     #[allow(unsafe_code)]
     unsafe {
-        forget_key(&config)
+        forget_key(Some(&config))
     };
     let prompt = match (&args.prompt, interactive) {
         // A goal run sends no prompt: the goal's rounds are its turns.
@@ -518,19 +527,19 @@ pub(crate) fn agent_options(config: &Config, skills: Arc<crate::tools::skills::S
     }
 }
 
-/// Takes the API key out of this process's environment (every variable that may hold it), so
-/// no child process and no `/proc/<pid>/environ` reader sees it.
+/// Takes the API key out of this process's environment (every variable that may hold it: the
+/// fixed key variables and the configured `api_key_env`, whatever their value), so no child
+/// process and no `/proc/<pid>/environ` reader sees it. Every entry point that reads the key
+/// or starts children calls this once its configuration is read (`None`: none could be).
 ///
 /// # Safety
-/// As [`crate::process::forget_key_variables`]: no other thread may be running.
+/// As [`crate::process::forget_variables`]: no other thread may be running.
 #[allow(unsafe_code)]
-pub(crate) unsafe fn forget_key(config: &Config) {
-    if let Some(key) = &config.api_key {
-        let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
-        names.extend(config.api_key_env.as_deref());
-        // SAFETY: passed on to the caller (see above).
-        unsafe { crate::process::forget_key_variables(names, key.expose()) };
-    }
+pub(crate) unsafe fn forget_key(config: Option<&Config>) {
+    let mut names = crate::defaults::SECRET_ENV_VARS.to_vec();
+    names.extend(config.and_then(|c| c.api_key_env.as_deref()));
+    // SAFETY: passed on to the caller (see above).
+    unsafe { crate::process::forget_variables(names) };
 }
 
 /// The tools' context every frontend starts from: the workspace, the bash timeout, a scrubbed
@@ -555,6 +564,7 @@ pub(crate) fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
         max_total_bytes: config.outputs_max_bytes,
         max_age: config.outputs_max_age,
     };
+    ctx.supervisor = crate::process::supervisor::program();
     ctx.prune_outputs();
     ctx
 }

@@ -7,6 +7,15 @@ fn main() -> std::process::ExitCode {
     // builds its parser (the whole command tree), so it costs little more than starting a
     // process. The text is what clap prints for it.
     let mut argv = std::env::args_os().skip(1);
+    // A `bash` command's supervisor: minicode started itself again for it (no parsing, no
+    // configuration, no output of its own).
+    if let (Some(flag), Some(_tag), Some(command), None) =
+        (argv.next(), argv.next(), argv.next(), argv.next())
+        && flag == minicode::cli::SUPERVISOR_ARG
+    {
+        return minicode::cli::supervise(&command);
+    }
+    let mut argv = std::env::args_os().skip(1);
     if let (Some(flag), None) = (argv.next(), argv.next())
         && (flag == "--version" || flag == "-V")
     {

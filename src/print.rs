@@ -547,11 +547,12 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
             let mut err = io::stderr().lock();
             let _ = writeln!(
                 err,
-                "minicode: {} call refused: no terminal to ask for approval; rerun with --yes to allow tool calls",
+                "minicode: {} call refused: no terminal to ask for approval; rerun with --yes to \
+                 allow tool calls (a change to a protected path is asked even then)",
                 sanitize(tool)
             );
             Decision::Deny {
-                reason: Some("no terminal was available to ask the user; the user can rerun with --yes to allow tool calls".to_string()),
+                reason: Some("no terminal was available to ask the user; the user can rerun with --yes to allow tool calls, except changes to protected paths, which are always asked".to_string()),
             }
         }
     }

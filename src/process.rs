@@ -1,8 +1,13 @@
 //! What minicode does to its own process so the API key is hard to take from it: it makes
 //! itself non-dumpable (no core dump, and a process of the same user without `CAP_SYS_PTRACE`
 //! can read neither its memory nor `/proc/<pid>/environ`), and it wipes and removes the
-//! environment variable the key came from once the configuration has read it, so no child can
-//! inherit it, even by accident. Called by `cli` only; it knows nothing else.
+//! environment variables that may hold the key once the configuration has read them, so no
+//! child can inherit it, even by accident (called by `cli` only). How children are started —
+//! scrubbed environment, own session, dying with minicode — is in `process/child.rs`, and the
+//! small supervisor every `bash` command runs under in `process/supervisor.rs`.
+
+pub(crate) mod child;
+pub(crate) mod supervisor;
 
 /// Marks the process non-dumpable (Linux only; elsewhere this does nothing: the platform's
 /// own rules for reading another process's memory apply).
@@ -13,18 +18,18 @@ pub(crate) fn deny_dumps() {
     }
 }
 
-/// Wipes and removes every variable among `names` whose value is `key`: the bytes of the value
-/// are overwritten where they lie (for the variables the process started with, that is the
-/// block `/proc/<pid>/environ` reads, which removing the variable alone would leave intact),
-/// then the variable is removed.
+/// Wipes and removes every variable among `names`: the bytes of the value are overwritten where
+/// they lie (for the variables the process started with, that is the block
+/// `/proc/<pid>/environ` reads, which removing the variable alone would leave intact), then the
+/// variable is removed.
 ///
 /// # Safety
 /// No other thread may be running: the C environment is not thread-safe, and another thread
 /// could hold a pointer to the value being overwritten.
 #[allow(unsafe_code)]
-pub(crate) unsafe fn forget_key_variables<'a>(names: impl IntoIterator<Item = &'a str>, key: &str) {
+pub(crate) unsafe fn forget_variables<'a>(names: impl IntoIterator<Item = &'a str>) {
     for name in names {
-        if std::env::var_os(name).is_none_or(|v| v.as_encoded_bytes() != key.as_bytes()) {
+        if std::env::var_os(name).is_none() {
             continue;
         }
         let Ok(c_name) = std::ffi::CString::new(name) else {

@@ -9,6 +9,7 @@
 mod journal;
 mod listing;
 mod load;
+pub mod running;
 mod save;
 mod snapshot;
 mod stored;

@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod outputs;
 pub mod protected;
 pub(crate) mod read;
+pub mod running;
 pub(crate) mod search;
 pub(crate) mod secrets;
 pub mod skills;
@@ -175,6 +176,11 @@ pub struct ToolCtx {
     /// Where `read`, `write` and `edit` move file text: `None` is the disk (the default);
     /// `Some` an editor's buffers (see [`FileAccess`]). Confinement is the tools' either way.
     pub files: Option<Arc<dyn FileAccess>>,
+    /// The program each `bash` command runs under as its supervisor (the minicode binary,
+    /// see `process::supervisor`), which kills the command's whole group if minicode dies.
+    /// `None` (a library user whose binary is not minicode) runs `bash` directly, killed with
+    /// minicode on Linux but not what it started.
+    pub supervisor: Option<PathBuf>,
     /// The last text of each file read or written through `files`, by canonical path: what
     /// `edit` and `write` compare against when they describe a change for approval.
     texts: Mutex<HashMap<PathBuf, Arc<str>>>,
@@ -198,6 +204,7 @@ impl ToolCtx {
             output_limit: AtomicUsize::new(MAX_OUTPUT_LIMIT),
             outputs: outputs::Limits::default(),
             files: None,
+            supervisor: None,
             texts: Mutex::new(HashMap::new()),
         }
     }

@@ -13,10 +13,9 @@ use crate::protocol::{CallId, Decision, Event};
 /// Asks for approval unless `--yes` or an earlier "always" covers this tool. `None` means the
 /// turn was interrupted while waiting.
 ///
-/// A call on a protected path (`protected`: its summary and why) is the exception: "always"
-/// does not cover it, so it is asked every time; `--yes` still allows it, and says so on the
-/// warning channel (stderr in one-shot mode), so an unattended run leaves a trace of every
-/// change to `.git`, `.minicode` or the workspace config.
+/// A call on a protected path (`protected`: its summary and why) is the exception: neither
+/// "always" nor `--yes` covers it, so it is asked every time, and the warning channel (stderr
+/// in one-shot mode) says why it is asked; a frontend with nobody to ask refuses it.
 pub(super) async fn approve(
     core: &mut Core,
     call: &ToolCall,
@@ -30,7 +29,8 @@ pub(super) async fn approve(
         if core.options.auto_approve {
             core.emit(Event::Warning {
                 message: format!(
-                    "--yes allowed {} to change a protected path: {summary} ({reason})",
+                    "asking although --yes was given: {summary} is protected ({reason}); \
+                     {} is never allowed there without an answer",
                     call.name
                 ),
             });
@@ -43,7 +43,7 @@ pub(super) async fn approve(
             });
         }
     }
-    if core.options.auto_approve || (always && protected.is_none()) {
+    if protected.is_none() && (core.options.auto_approve || always) {
         spans::tool_approval(&tracing::Span::current(), "auto");
         core.emit(Event::ApprovalDecided {
             call: call.id.clone(),

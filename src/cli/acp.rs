@@ -47,19 +47,27 @@ pub(super) fn run(args: &AcpArgs, launch: &Path) -> Result<ExitCode, Failure> {
     // The environment as it was at start: every session's configuration reads it.
     let vars: HashMap<String, String> = std::env::vars().collect();
     // A bad flag or user config is better said at once than at the first session.
-    match config::load(launch, &|n: &str| vars.get(n).cloned(), &overrides) {
-        Ok(config) => {
-            // SAFETY: still single-threaded: only argument parsing and config loading ran;
-            // logging (a writer thread) and the runtime start below. The sessions'
-            // configurations read the copy taken above.
-            #[allow(unsafe_code)]
-            unsafe {
-                super::forget_key(&config)
+    let snapshot = |n: &str| vars.get(n).cloned();
+    let config = match config::load(launch, &snapshot, &overrides) {
+        Ok(config) => Some(config),
+        // The launch folder's file is refused, but other sessions may still read the key:
+        // which variable holds it is the user's own configuration's to say.
+        Err(config::ConfigError::UntrustedWorkspace { .. }) => {
+            let own = Overrides {
+                skip_workspace_file: true,
+                ..overrides.clone()
             };
+            config::load(launch, &snapshot, &own).ok()
         }
-        Err(config::ConfigError::UntrustedWorkspace { .. }) => {}
         Err(e) => return Err(usage(e)),
-    }
+    };
+    // SAFETY: still single-threaded: only argument parsing and config loading ran; logging
+    // (a writer thread) and the runtime start below. The sessions' configurations read the
+    // copy taken above.
+    #[allow(unsafe_code)]
+    unsafe {
+        super::forget_key(config.as_ref())
+    };
     // Logs go to the launch folder's log file: stdout carries only the protocol.
     let _log = crate::logging::init(launch, false, None).ok().flatten();
     let wiring = Arc::new(Wiring {

@@ -6,8 +6,8 @@
 //! configuration error. The checks are here; the table and the JSON are in `doctor/report.rs`.
 //!
 //! It talks only to the configured server, through the same hardened client as a session
-//! (no redirects, the key only in the header and scrubbed from every message), and starts no
-//! session, tool or child process.
+//! (no redirects, the key only in the header and scrubbed from every message, the report
+//! redacted once more as a whole), and starts no session, tool or child process.
 
 mod report;
 
@@ -105,6 +105,15 @@ impl Findings {
         });
     }
 
+    /// Replaces every secret in what the report shows.
+    fn redact(&mut self, secrets: &crate::tools::Secrets) {
+        self.model = secrets.redact(std::mem::take(&mut self.model));
+        for c in &mut self.checks {
+            c.detail = secrets.redact(std::mem::take(&mut c.detail));
+            c.fix = c.fix.take().map(|fix| secrets.redact(fix));
+        }
+    }
+
     /// Whether the agent can run against this server: nothing essential failed.
     pub fn usable(&self) -> bool {
         !self.checks.iter().any(|c| c.status == Status::Fail)
@@ -133,6 +142,11 @@ pub(super) fn run(
         skip_workspace_file: false,
     };
     let mut config = super::trust::load_config(env, launch, &overrides, false)?;
+    // SAFETY: still single-threaded: only argument parsing and config loading ran.
+    #[allow(unsafe_code)]
+    unsafe {
+        super::forget_key(Some(&config))
+    };
     if config.provider == ProviderKind::Demo {
         return Err(usage(
             "the configured provider is the built-in demo model: there is no server to check",
@@ -147,7 +161,12 @@ pub(super) fn run(
             code: 1,
             message: format!("cannot start the runtime: {e}"),
         })?;
-    let findings = runtime.block_on(examine(&provider, &config));
+    let mut findings = runtime.block_on(examine(&provider, &config));
+    // Server text reaches the details (a model id, a streamed reply, an error message): a
+    // server that echoes the key must not get it printed.
+    findings.redact(&crate::tools::Secrets::new(
+        config.api_key.iter().map(|k| k.expose().to_string()),
+    ));
     report::print(&findings, format);
     Ok(if findings.usable() {
         ExitCode::SUCCESS

@@ -187,6 +187,11 @@ pub(super) fn list(
         ..Overrides::default()
     };
     let config = config::load(launch, env, &overrides).map_err(usage)?;
+    // SAFETY: still single-threaded: only argument parsing and config loading ran.
+    #[allow(unsafe_code)]
+    unsafe {
+        super::forget_key(Some(&config))
+    };
     let (servers, notes) = servers(&config, launch, env, Ask::Never);
     let mut err = std::io::stderr().lock();
     for note in &notes {

@@ -95,6 +95,12 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
     };
     let config = crate::config::load(launch, &env, &overrides).map_err(usage)?;
     let provider = super::build_provider(&config, &env)?;
+    // SAFETY: still single-threaded: only argument parsing, config loading and building the
+    // client (no connection yet) ran; logging and the runtime start below.
+    #[allow(unsafe_code)]
+    unsafe {
+        super::forget_key(Some(&config))
+    };
     let mut roots = Vec::new();
     let wanted = if args.allowed_roots.is_empty() {
         vec![launch.to_path_buf()]

@@ -83,6 +83,10 @@ pub(super) fn resolve(
     };
     if provider == ProviderKind::Demo {
         // The demo model needs no server, name or key; anything configured for them is unused.
+        // The key and its variable are still known, so that children never inherit the
+        // variable and tool output never shows the key.
+        (config.api_key, config.api_key_env) =
+            key(&layers, env).unwrap_or_else(|_| (None, layers.file.model.api_key_env.clone()));
         config.sources = layers.sources;
         return Ok(config);
     }

@@ -5,12 +5,17 @@
 //! for a password at a prompt nobody sees), stdin from /dev/null and one pipe for stdout and
 //! stderr (so output interleaves in arrival order). A timeout, a cancel or dropping the call
 //! kills the whole group with SIGKILL, grandchildren included; background jobs do not outlive
-//! the call. Output for the model is capped (head and tail kept) while the
-//! full text is streamed to a log file, so memory stays bounded; as it arrives it also goes,
-//! redacted and coalesced, to the call's live sink (`tools::live`). Secrets are removed from the
-//! child's environment. It must never prompt the user or print anything itself.
+//! the call. The shell runs under a supervisor (`process::supervisor`) that kills the group
+//! when minicode dies, even by SIGKILL; the group's id is told to the call's scope
+//! (`tools::running`) so that a resumed session can kill a group a crash left behind. Output
+//! for the model is capped (head and tail kept) while the full text is streamed to a log
+//! file, so memory stays bounded; as it arrives it also goes, redacted and coalesced, to the
+//! call's live sink (`tools::live`). Secrets are removed from the child's environment. It must
+//! never prompt the user or print anything itself.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -22,6 +27,8 @@ use tokio_util::sync::CancellationToken;
 use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args};
 use crate::chat::ApprovalRequest;
 use crate::chat::ToolSpec;
+use crate::process::child::{self, GroupGuard};
+use crate::process::supervisor;
 /// How long to keep reading after the group was killed, in case a process that escaped the
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
@@ -120,27 +127,6 @@ impl Tool for Bash {
     }
 }
 
-/// Kills the process group when dropped, so a dropped call (not only a cancelled one) leaves
-/// nothing running.
-pub(crate) struct GroupGuard(pub(crate) libc::pid_t);
-
-impl GroupGuard {
-    pub(crate) fn kill(&self) {
-        // A group that is already gone gives ESRCH, which is fine. The pgid is the shell's
-        // pid, fixed at spawn.
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.0),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 enum End {
     Exited(ExitStatus),
     TimedOut,
@@ -157,39 +143,22 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         Ok(w) => w,
         Err(e) => return ToolOutput::failed(format!("could not create a pipe: {e}")),
     };
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(&call.command)
-        .current_dir(&ctx.workspace)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer2))
-        .kill_on_drop(true);
-    scrub_env(&mut cmd, &ctx.scrub_env);
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe calls between fork and exec, no allocation, touching no
-    // memory of the parent.
-    #[allow(unsafe_code)]
-    unsafe {
-        cmd.pre_exec(move || {
-            // A new session: the shell leads its own process group (pgid = its pid, which
-            // `GroupGuard` kills) and has no controlling terminal. `sudo`, `ssh` or a git
-            // credential helper then fail at once instead of prompting over the UI.
-            nix::unistd::setsid()?;
-            die_with_parent(parent)
-        });
-    }
-    let spawned = cmd.spawn();
-    // The command holds our copies of the pipe's write end; drop them now or EOF never comes.
-    drop(cmd);
-    let mut child = match spawned {
-        Ok(c) => c,
+    let tag = supervisor::new_tag();
+    let (mut child, mut control) = match spawn(call, ctx, &tag, writer, writer2) {
+        Ok(spawned) => spawned,
         Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
     };
     let Some(pid) = child.id() else {
         return ToolOutput::failed("could not start bash: no process id");
     };
     let group = GroupGuard(pid as libc::pid_t);
+    // Recorded only under a supervisor: a bare shell's group cannot be recognised later.
+    if control.is_some() {
+        super::running::report(Some(&super::running::Group {
+            pgid: pid as i32,
+            tag,
+        }));
+    }
     let mut rx = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(r) => r,
         Err(e) => return ToolOutput::failed(format!("could not read the command's output: {e}")),
@@ -257,6 +226,7 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         // Reap the killed shell; SIGKILL makes this quick, the grace only guards odd cases.
         let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
     }
+    super::running::report(None);
     live.finish();
     // What the model reads shows a `\r` progress bar's last state only (the saved full
     // output keeps every byte).
@@ -267,6 +237,12 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     let secs = call.timeout.as_secs();
     match end {
         End::Exited(s) => {
+            // Under a supervisor, bash's own status is what it reported; its own exit (a
+            // SIGKILL of its group) says nothing.
+            let s = match control.as_mut() {
+                Some(c) => supervisor::reported_status(c).map_or(s, ExitStatus::from_raw),
+                None => s,
+            };
             let line = describe(s);
             if content.is_empty() {
                 content.push_str("(no output)\n");
@@ -297,38 +273,61 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     }
 }
 
-/// If minicode itself is killed (SIGKILL, no chance to clean up), the shell dies with it
-/// instead of running on unattended (Linux only; elsewhere the shell may outlive us, as may
-/// grandchildren it started anywhere). Runs in the child between fork and exec; a parent that
-/// died before the signal was armed is caught by comparing the parent's pid.
-#[cfg(target_os = "linux")]
-pub(crate) fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
-    if nix::unistd::getppid().as_raw() != parent {
-        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-    }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
-    Ok(())
-}
-
-/// Removes secrets from the child's environment: the configured names, the fixed key
-/// variables and every other `MINICODE_*` variable.
-pub(crate) fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
-    for name in names {
-        cmd.env_remove(name);
-    }
-    for name in crate::defaults::SECRET_ENV_VARS {
-        cmd.env_remove(name);
-    }
-    for (key, _) in std::env::vars_os() {
-        if key.as_encoded_bytes().starts_with(b"MINICODE_") {
-            cmd.env_remove(&key);
+/// Starts the command: under the supervisor when there is one (then also returns minicode's
+/// end of its socket pair, which must stay open while the command runs), else `bash`
+/// directly. stdout and stderr are the two write ends of the output pipe.
+fn spawn(
+    call: &Call,
+    ctx: &ToolCtx,
+    tag: &str,
+    writer: std::io::PipeWriter,
+    writer2: std::io::PipeWriter,
+) -> std::io::Result<(tokio::process::Child, Option<UnixStream>)> {
+    let (mut cmd, ends) = match &ctx.supervisor {
+        Some(program) => {
+            let (ours, theirs) = UnixStream::pair()?;
+            // Above the standard streams, so setting those up in the child cannot clobber it.
+            let theirs = OwnedFd::from(theirs);
+            let theirs = if theirs.as_raw_fd() <= 2 {
+                // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor (at 10 or above) that only we
+                // own; a failure is reported, never wrapped.
+                #[allow(unsafe_code)]
+                unsafe {
+                    let fd = libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
+                    if fd == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    std::os::fd::FromRawFd::from_raw_fd(fd)
+                }
+            } else {
+                theirs
+            };
+            let death = child::Death::Watched {
+                control: theirs.as_raw_fd(),
+            };
+            let mut cmd = child::command(program, &ctx.scrub_env, death);
+            // Named as what it is in `ps` (the program path may be `/proc/self/exe`).
+            cmd.arg0("minicode").arg(supervisor::ARG).arg(tag);
+            (cmd, Some((ours, theirs)))
         }
-    }
+        None => {
+            let mut cmd = child::command("bash", &ctx.scrub_env, child::Death::Signal);
+            cmd.arg("-c");
+            (cmd, None)
+        }
+    };
+    cmd.arg(&call.command)
+        .current_dir(&ctx.workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer2));
+    let spawned = cmd.spawn();
+    // The command holds our copies of the pipe's write end (and the supervisor's end of the
+    // socket pair): drop them now, or EOF never comes.
+    drop(cmd);
+    let (ours, theirs) = ends.unzip();
+    drop(theirs);
+    Ok((spawned?, ours))
 }
 
 fn describe(status: ExitStatus) -> String {

@@ -210,7 +210,7 @@ async fn protected_paths_are_asked_every_time_even_after_always() {
 }
 
 #[tokio::test]
-async fn auto_approve_allows_protected_paths_and_reports_each() {
+async fn auto_approve_still_asks_for_protected_paths_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let model = Fake::new(vec![
         Ok(write("c1", ".git/config")),
@@ -222,9 +222,19 @@ async fn auto_approve_allows_protected_paths_and_reports_each() {
         ..Options::default()
     };
     let mut handle = start(dir.path(), model, options);
-    let (events, end, _) = run_turn(&mut handle, "go", |_| panic!("must not ask")).await;
+    let (events, end, _) =
+        run_turn(&mut handle, "go", |_| Some(Decision::Deny { reason: None })).await;
     assert_eq!(end, TurnEnd::Completed);
-    assert!(dir.path().join(".git/config").exists());
+    assert!(!dir.path().join(".git/config").exists());
+    assert!(dir.path().join("plain.txt").exists());
+    let asked_for: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ApprovalRequested { call, .. } => Some(call.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked_for, ["c1"], "only the protected path is asked");
     let warnings: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
@@ -234,7 +244,8 @@ async fn auto_approve_allows_protected_paths_and_reports_each() {
         .collect();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        warnings[0].contains("--yes allowed write to change a protected path: .git/config"),
+        warnings[0].contains("asking although --yes was given: .git/config (")
+            && warnings[0].contains("is protected (inside a .git folder"),
         "{}",
         warnings[0]
     );

@@ -66,8 +66,11 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "tools",
-        may_use: Some(&["chat", "defaults", "fsutil", "memory", "sanitize"]),
-        why: "tools never reach the agent, the protocol, providers or sessions",
+        may_use: Some(&[
+            "chat", "defaults", "fsutil", "memory", "process", "sanitize",
+        ]),
+        why: "tools never reach the agent, the protocol, providers or sessions; they start \
+              children only through process::child",
     },
     Rule {
         module: "config",
@@ -81,16 +84,18 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "process",
-        may_use: Some(&[]),
-        why: "hardening of the process itself is a leaf the CLI calls",
+        may_use: Some(&["defaults"]),
+        why: "hardening of the process itself, and how every child is started: a leaf the \
+              CLI and the tools call",
     },
     Rule {
         module: "agent",
         may_use: Some(&[
             "chat", "defaults", "protocol", "provider", "tools", "session", "memory", "fsutil",
-            "sanitize",
+            "process", "sanitize",
         ]),
-        why: "the core is wired by the CLI: it never reads config and never names a frontend",
+        why: "the core is wired by the CLI: it never reads config and never names a frontend; \
+              it kills a command group a crash left running through process",
     },
     Rule {
         module: "print",

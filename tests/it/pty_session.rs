@@ -2,6 +2,7 @@
 //! reply, a bash call is approved with `y` (and a long one shows its live output, then its
 //! result), scrolling works while streaming, a resize is taken,
 //! Esc interrupts, Ctrl+C twice exits, a hostile reply reaches neither screen nor clipboard raw,
+//! the key's variable is gone from the running session's own environment,
 //! and afterwards the terminal is back in cooked mode on the main screen with keyboard flags
 //! popped and the transcript printed.
 //!
@@ -206,6 +207,25 @@ fn prompt_streams_reply_and_ctrl_c_twice_exits_restoring_the_terminal() {
         "transcript printed:\n{}",
         pty.contents()
     );
+}
+
+#[test]
+fn the_full_screen_session_forgets_the_key_variable_at_start() {
+    let server = MockServer::start_in_thread(vec![]);
+    let mut pty = Pty::spawn(&server);
+    pty.wait_for("ask anything");
+    let pid = pty.child.process_id().expect("a pid");
+    // The tests run as root (or the same user), who may read even a non-dumpable process.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(environ.contains("HOME="), "{environ}");
+    assert!(
+        !environ.contains("test-key"),
+        "the key is still in: {environ}"
+    );
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The key never survives in what tools produce or frontends show: it is redacted before any
 //! cut (bash head/tail, the saved output, a long `read` line), approval requests and call
 //! arguments reach frontends redacted, and a `bash` child finds it neither in its own
-//! environment nor in minicode's (`/proc/$PPID/environ`).
+//! environment nor in minicode's (`/proc/<pid>/environ`; the command's parent is its
+//! supervisor, minicode is the supervisor's parent).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -229,7 +230,8 @@ fn with_yes_the_file_still_gets_what_the_model_wrote() {
 #[test]
 fn a_bash_child_finds_the_key_neither_in_its_environment_nor_in_its_parent() {
     // Written to files, not printed: printed output would be redacted anyway and prove nothing.
-    let script = "cat /proc/$PPID/environ > parent-environ.txt 2>&1; env > env.txt";
+    let script = "mc=$(awk '{print $4}' /proc/$PPID/stat); \
+                  cat /proc/$mc/environ > parent-environ.txt 2>&1; env > env.txt";
     let args = serde_json::json!({ "command": script }).to_string();
     let server = MockServer::start_in_thread(vec![
         tool_calls_reply(&[("c1", "bash", &args)], 9),
@@ -266,8 +268,9 @@ fn a_same_user_child_cannot_read_minicodes_environ_or_memory() {
     // Run as an ordinary user (root may read any process): `nobody` when the tests run as root.
     // SAFETY: geteuid only reads this process's user id.
     let uid = (unsafe { libc::geteuid() } == 0).then_some(65534);
-    let script = "cat /proc/$PPID/environ > environ.txt 2>&1; echo $? > environ.rc; \
-                  head -c 1 /proc/$PPID/mem > mem.txt 2>&1; echo $? > mem.rc";
+    let script = "mc=$(awk '{print $4}' /proc/$PPID/stat); \
+                  cat /proc/$mc/environ > environ.txt 2>&1; echo $? > environ.rc; \
+                  head -c 1 /proc/$mc/mem > mem.txt 2>&1; echo $? > mem.rc";
     let args = serde_json::json!({ "command": script }).to_string();
     let server = MockServer::start_in_thread(vec![
         tool_calls_reply(&[("c1", "bash", &args)], 9),

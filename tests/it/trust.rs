@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use minicode::config::{self, ConfigError, Overrides, Trust};
 use minicode::memory::{self, MemoryError};
 
-use crate::support::mock_openai::{MockServer, text_reply, tool_calls_reply};
+use crate::support::mock_openai::{MockServer, text_reply};
 use crate::support::user_config;
 
 const KEY: &str = "sk-user-key-9d1f4e7a2b";
@@ -853,41 +853,6 @@ fn sessions_listing_shows_control_characters_visibly() {
 }
 
 // ---------------------------------------------------------------- protected paths, one-shot
-
-#[test]
-fn yes_allows_a_protected_path_but_reports_it_on_stderr() {
-    let server = MockServer::start_in_thread(vec![
-        tool_calls_reply(
-            &[(
-                "c1",
-                "write",
-                r#"{"path": "./.git/../.git/hooks/pre-commit", "content": "echo hi\n"}"#,
-            )],
-            8,
-        ),
-        text_reply("done", 4),
-    ]);
-    let ws = Ws::new();
-    std::fs::create_dir_all(ws.root.join(".git/hooks")).unwrap();
-    user_config::write_trusting(
-        &ws.home,
-        &ws.root,
-        &format!(
-            "[model]\nbase_url = \"{}\"\nname = \"m\"\n",
-            server.base_url()
-        ),
-    );
-    let out = ws.run(&["--yes", "add a hook"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains(
-            "warning: --yes allowed write to change a protected path: .git/hooks/pre-commit"
-        ),
-        "{err}"
-    );
-    assert!(ws.root.join(".git/hooks/pre-commit").exists());
-}
 
 #[test]
 fn protected_paths_are_classified_after_resolution() {

@@ -220,8 +220,23 @@ async fn prepare_and_run(
                     text,
                 });
             });
+            // The group a command starts is recorded beside the session while it runs.
+            let workspace = core.tool_ctx.workspace.clone();
+            let (session, id) = (core.session.id().to_string(), call.id.clone());
+            let watcher: crate::tools::running::Watcher = Arc::new(move |group| {
+                let group = group.map(|g| crate::session::running::Group {
+                    pgid: g.pgid,
+                    tag: g.tag.clone(),
+                });
+                let recorded =
+                    crate::session::running::record(&workspace, &session, &id, group.as_ref());
+                if let Err(e) = recorded {
+                    tracing::warn!(error = %e, "could not record a running process group");
+                }
+            });
             let run = tool.run(args, &core.tool_ctx, cancel.child_token());
-            crate::tools::live::scope(sink, run).await
+            let run = crate::tools::live::scope(sink, run);
+            crate::tools::running::scope(watcher, run).await
         }
     };
     output.content = core.tool_ctx.secrets.redact(output.content);

@@ -15,7 +15,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout};
 
 use super::ServerConfig;
-use crate::tools::bash::{GroupGuard, die_with_parent, scrub_env};
+use crate::process::child::{self, GroupGuard};
 
 /// How long a server may take to exit after SIGTERM before it is killed.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -46,29 +46,16 @@ pub(crate) fn spawn(
     workspace: &Path,
     scrub: &[String],
 ) -> Result<(Child, Pipes), String> {
-    let mut cmd = tokio::process::Command::new(&config.command);
+    // Its own session: no controlling terminal (a server cannot draw over the UI or read the
+    // user's keys) and its own process group, which stopping it signals whole.
+    let mut cmd = child::command(&config.command, scrub, child::Death::Signal);
     cmd.args(&config.args)
         .current_dir(config.cwd.as_deref().unwrap_or(workspace))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    scrub_env(&mut cmd, scrub);
+        .stderr(Stdio::piped());
     // The server's own variables come last: the user wrote them for this server.
     cmd.envs(config.env.iter().map(|(k, v)| (k, v)));
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe calls between fork and exec (setsid, prctl, getppid).
-    #[allow(unsafe_code)]
-    unsafe {
-        cmd.pre_exec(move || {
-            // Its own session: no controlling terminal (a server cannot draw over the UI or read
-            // the user's keys) and its own process group, which stopping it signals whole.
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            die_with_parent(parent)
-        });
-    }
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("could not start `{}`: {e}", config.command))?;

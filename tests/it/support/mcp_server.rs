@@ -13,6 +13,8 @@
 //!   starts `sleep 600` as that grandchild), for the no-orphan tests.
 //! - `IT_MCP_IGNORE_TERM=1`: ignore SIGTERM (the client must then SIGKILL it).
 //! - `IT_MCP_START_DELAY_MS`: sleep this long before serving (a slow start-up).
+//! - `IT_MCP_ENV_DUMP`: a path prefix; at start the server writes its own environment to
+//!   `<prefix>.env` and its parent's (minicode's `/proc/<ppid>/environ`) to `<prefix>.parent`.
 //!
 //! Tools: `echo {text, times?}`, `sleep {secs}`, `fail` (isError), `crash` (the server exits
 //! with code 3 mid-call), `env` (its environment), `change` (adds the tool `added` and sends
@@ -104,6 +106,14 @@ pub fn serve_on(out: std::fs::File) -> ! {
         unsafe {
             libc::signal(libc::SIGTERM, libc::SIG_IGN);
         }
+    }
+    if let Ok(prefix) = std::env::var("IT_MCP_ENV_DUMP") {
+        let own: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+        std::fs::write(format!("{prefix}.env"), own.join("\n")).unwrap();
+        // SAFETY: getppid only reads this process's parent id.
+        let parent = unsafe { libc::getppid() };
+        let environ = std::fs::read(format!("/proc/{parent}/environ")).unwrap_or_default();
+        std::fs::write(format!("{prefix}.parent"), environ).unwrap();
     }
     if let Ok(path) = std::env::var("IT_MCP_PID") {
         // Never waited for on purpose: it must die with the server's process group.

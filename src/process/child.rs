@@ -1,0 +1,129 @@
+//! How minicode starts every child process (a `bash` command's supervisor, an MCP server):
+//! one place that removes the secrets from the child's environment, gives it its own session
+//! (its own process group and no controlling terminal) and, where asked, makes it die with
+//! minicode. A new spawn path goes through [`command`], so none of these can be forgotten.
+//! Between fork and exec it runs only async-signal-safe calls.
+
+use std::ffi::OsStr;
+
+/// How the child learns that minicode is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Death {
+    /// `PR_SET_PDEATHSIG` (Linux): the child itself is killed when minicode dies. What it
+    /// started lives on.
+    Signal,
+    /// The child watches its end of a socket pair (see `process::supervisor`), handed to it
+    /// on descriptor 3 from `control`, and kills its whole group when minicode's end closes.
+    Watched { control: std::os::fd::RawFd },
+}
+
+/// A `tokio` command for `program` with the secrets removed from its environment, in a new
+/// session of its own, killed when dropped. `scrub` names the variables to remove besides the
+/// fixed key variables and every `MINICODE_*` one.
+pub(crate) fn command(
+    program: impl AsRef<OsStr>,
+    scrub: &[String],
+    death: Death,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.kill_on_drop(true);
+    scrub_env(&mut cmd, scrub);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls between fork and exec (setsid, prctl, getppid), no
+    // allocation, touching no memory of the parent.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || {
+            // A new session: the child leads its own process group (pgid = its pid, which
+            // `GroupGuard` kills) and has no controlling terminal. `sudo`, `ssh` or a git
+            // credential helper then fail at once instead of prompting over the UI.
+            nix::unistd::setsid()?;
+            match death {
+                Death::Signal => die_with_parent(parent),
+                Death::Watched { control } => hand_over(control),
+            }
+        });
+    }
+    cmd
+}
+
+/// Kills the process group when dropped, so a dropped call (not only a cancelled one) leaves
+/// nothing running.
+#[derive(Debug)]
+pub(crate) struct GroupGuard(pub(crate) libc::pid_t);
+
+impl GroupGuard {
+    pub(crate) fn kill(&self) {
+        kill_group(self.0);
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// SIGKILL to process group `pgid`; a group that is already gone (ESRCH) is fine.
+pub(crate) fn kill_group(pgid: libc::pid_t) {
+    if pgid > 1 {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// If minicode itself is killed (SIGKILL, no chance to clean up), the child dies with it
+/// instead of running on unattended (Linux only; elsewhere it may outlive us). Runs in the
+/// child between fork and exec; a parent that died before the signal was armed is caught by
+/// comparing the parent's pid.
+#[cfg(target_os = "linux")]
+fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+    if nix::unistd::getppid().as_raw() != parent {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Puts `control` on the supervisor's descriptor, without close-on-exec. Runs in the child
+/// between fork and exec (dup2 and fcntl are async-signal-safe). `control` is never 0–2 (see
+/// `tools::bash`), so the standard streams set up before this stay intact.
+fn hand_over(control: std::os::fd::RawFd) -> std::io::Result<()> {
+    let target = super::supervisor::CONTROL_FD;
+    // SAFETY: plain descriptor calls on descriptors of this (child) process.
+    #[allow(unsafe_code)]
+    let done = unsafe {
+        if control == target {
+            libc::fcntl(target, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(control, target)
+        }
+    };
+    if done == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Removes secrets from the child's environment: the configured names, the fixed key
+/// variables and every other `MINICODE_*` variable.
+fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
+    for name in names {
+        cmd.env_remove(name);
+    }
+    for name in crate::defaults::SECRET_ENV_VARS {
+        cmd.env_remove(name);
+    }
+    for (key, _) in std::env::vars_os() {
+        if key.as_encoded_bytes().starts_with(b"MINICODE_") {
+            cmd.env_remove(&key);
+        }
+    }
+}
