@@ -37,6 +37,7 @@ mod provider_errors;
 mod provider_stream;
 mod pty_oneshot;
 mod pty_session;
+mod readme;
 mod realserver;
 mod resume;
 mod sanitize;
