@@ -11,6 +11,7 @@ mod serve;
 mod shell;
 mod skills;
 mod trust;
+mod typo;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -197,6 +198,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         .and_then(|d| d.canonicalize())
         .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
     let env = |name: &str| std::env::var(name).ok();
+    typo::check(&args, &std::env::args_os().skip(1).collect::<Vec<_>>())?;
     match &args.command {
         Some(Command::Acp(acp_args)) => return acp::run(acp_args, &launch),
         Some(Command::Sessions) => return list_sessions(&launch),

@@ -14,6 +14,7 @@ mod bash_outputs;
 mod cli_binary;
 mod cli_help;
 mod cli_stdin;
+mod cli_typo;
 mod config;
 mod context_agent;
 mod context_budget;
