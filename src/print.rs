@@ -541,20 +541,8 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
     std::thread::spawn(move || {
         let _ = tx.blocking_send(ask_tty(&prompt));
     });
-    match rx.recv().await.flatten() {
-        Some(decision) => decision,
-        None => {
-            let mut err = io::stderr().lock();
-            let _ = writeln!(
-                err,
-                "minicode: {} call refused: no terminal to ask for approval; rerun with --yes to allow tool calls",
-                sanitize(tool)
-            );
-            Decision::Deny {
-                reason: Some("no terminal was available to ask the user; the user can rerun with --yes to allow tool calls".to_string()),
-            }
-        }
-    }
+    // Without a terminal nobody is asked; the call's result line on stderr says so.
+    rx.recv().await.flatten().unwrap_or(Decision::NoTerminal)
 }
 
 /// `None` when there is no controlling terminal. Input typed before the question appears is

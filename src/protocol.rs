@@ -60,7 +60,23 @@ pub enum Decision {
     ApproveTool,
     /// Do not run it; the optional reason is passed to the model.
     Deny { reason: Option<String> },
+    /// Nobody could be asked (a one-shot run without a terminal): not run. Not a denial: the
+    /// model is told no one saw the call and that `--yes` approves, and a goal round whose
+    /// every call ended so blocks the goal instead of trying again.
+    NoTerminal,
 }
+
+impl Decision {
+    /// Whether the call runs.
+    pub fn runs(&self) -> bool {
+        matches!(self, Decision::Approve | Decision::ApproveTool)
+    }
+}
+
+/// What the model reads (and stderr shows) for a call refused because no terminal was there
+/// to ask: it must not read as the user's refusal.
+pub const NO_TERMINAL_REFUSAL: &str = "not run: no terminal was available to ask for approval, so \
+nobody saw this call; rerun with --yes to approve tool calls";
 
 /// Why a turn ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -269,7 +269,7 @@ pub(super) async fn pump(
                 ask_permission(&live, &cx, call, &tool, fields);
             }
             Event::ApprovalDecided { call, decision } => {
-                if !matches!(decision, Decision::Deny { .. }) {
+                if decision.runs() {
                     let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
                     notify(
                         &cx,

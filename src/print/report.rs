@@ -11,6 +11,9 @@ use crate::sanitize::sanitize;
 pub(super) fn report(err: &mut impl Write, event: &Event) {
     let line = match event {
         Event::ToolCallBegan { tool, summary, .. } => format!("▶ {tool} {summary}"),
+        Event::ToolCallEnded { output, .. } if output == crate::protocol::NO_TERMINAL_REFUSAL => {
+            format!("  {output}")
+        }
         Event::ToolCallEnded { status, output, .. } => {
             let first = output.lines().next().unwrap_or("");
             let status = serde_json::to_value(status).ok();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::live::Running;
 use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
-use crate::protocol::{Decision, Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
+use crate::protocol::{Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
 
 impl State {
     /// Rebuilds the transcript of a resumed session from the entries the core restored.
@@ -138,7 +138,8 @@ impl State {
                     self.transcript.edit(i, |k| {
                         if let Kind::Tool(t) = k {
                             // It runs from now on (a denied call does not run).
-                            t.running = (!matches!(decision, Decision::Deny { .. }))
+                            t.running = decision
+                                .runs()
                                 .then(|| Box::new(Running::new(now)));
                             t.decision = Some(decision);
                         }

@@ -28,6 +28,7 @@ mod doctor;
 mod durability;
 mod goal_agent;
 mod goal_binary;
+mod goal_demo;
 mod goal_domain;
 mod goal_tui;
 mod hostile_server;
