@@ -311,6 +311,7 @@ pub(crate) async fn run(
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
             | Event::McpServers { .. }
+            | Event::ServerUnreachable { .. }
             | Event::SubagentProgress { .. }
             | Event::ToolOutputDelta { .. }
             | Event::ContextUsage { .. }

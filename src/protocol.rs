@@ -363,6 +363,12 @@ pub enum Event {
         tokens: u64,
         source: WindowSource,
     },
+    /// The probe at session start could not connect to the model server (`message` says
+    /// why): a frontend tells the user before a first prompt fails, with the fix
+    /// (`minicode doctor`).
+    ServerUnreachable {
+        message: String,
+    },
     /// A skill's instructions entered the conversation: the model called the `skill` tool
     /// (`trigger` is `None`), or a word of the user's message was one of its triggers and the
     /// core loaded it before the request (it is then in history as a `skill` call).

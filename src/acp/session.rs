@@ -318,7 +318,8 @@ pub(super) async fn pump(
             Event::MemoryLoaded { .. }
             | Event::ContextUsage { .. }
             | Event::SkillsListed { .. }
-            | Event::McpServers { .. } => {}
+            | Event::McpServers { .. }
+            | Event::ServerUnreachable { .. } => {}
             Event::SkillLoaded { name, .. } => notify(
                 &cx,
                 &id,

@@ -117,6 +117,7 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
         | Event::ApprovalDecided { .. }
         | Event::ContextUsage { .. }
         | Event::McpServers { .. }
+        | Event::ServerUnreachable { .. }
         | Event::SubagentProgress { .. }
         | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }

@@ -59,6 +59,10 @@ impl State {
                 self.context_window_source = Some(source);
                 self.refresh_header();
             }
+            Event::ServerUnreachable { message } => {
+                self.server_problem = Some(message);
+                self.refresh_header();
+            }
             Event::ReasoningDelta { text } => {
                 self.activity = Activity::Streaming;
                 self.reasoning_delta(&text);

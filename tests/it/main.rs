@@ -45,6 +45,7 @@ mod resume;
 mod sanitize;
 mod secrets;
 mod server_compat;
+mod server_down;
 mod server_probe;
 mod server_reasoning;
 mod server_wire;
