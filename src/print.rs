@@ -276,8 +276,11 @@ pub(crate) async fn run(
             } => {
                 run.goal = goal.clone();
                 run.armed = armed;
+                // A goal run that was going and is now disarmed is over: its closing line
+                // says the same, so it is not said twice.
+                let ending = goal_mode && run.started && !armed;
                 run.started |= armed;
-                if format != OutputFormat::StreamJson {
+                if format != OutputFormat::StreamJson && !ending {
                     report(&mut err, &event);
                 }
             }
@@ -441,7 +444,8 @@ fn finish_goal(
     let closing = match &run.goal {
         Some(goal) => format!(
             "{} · {}",
-            report::goal_line(goal, run.armed),
+            // The reason was reported when the goal was blocked, just above.
+            report::goal_line(goal, run.armed, false),
             describe_end(&TurnEnd::Completed, &run.stats).trim_start_matches("completed ")
         ),
         None => "no goal".to_string(),

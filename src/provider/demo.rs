@@ -390,8 +390,9 @@ fn summary(p: &Progress<'_>) -> String {
     if files.is_empty() {
         out.push_str("The workspace listing came back empty (or was not run).\n");
     } else {
+        let noun = if files.len() == 1 { "file" } else { "files" };
         out.push_str(&format!(
-            "The workspace has **{}** files (top two levels).",
+            "The workspace has **{}** {noun} (top two levels).",
             files.len()
         ));
         let mut kinds: Vec<(String, usize)> = Vec::new();
@@ -416,7 +417,8 @@ fn summary(p: &Progress<'_>) -> String {
             let why = content.lines().next().unwrap_or("no output");
             out.push_str(&format!("\nI could not read `{path}`: {why}\n"));
         } else {
-            out.push_str(&format!("\n### `{path}`\n\n{} lines shown", lines.len()));
+            let noun = if lines.len() == 1 { "line" } else { "lines" };
+            out.push_str(&format!("\n### `{path}`\n\n{} {noun} shown", lines.len()));
             let heading = lines.iter().find(|l| l.starts_with('#'));
             match heading.or_else(|| lines.iter().find(|l| !l.trim().is_empty())) {
                 Some(first) => out.push_str(&format!("; it opens with:\n\n> {}\n", first.trim())),

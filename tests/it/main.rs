@@ -42,6 +42,7 @@ mod pty_session;
 mod readme;
 mod realserver;
 mod resume;
+mod run_end;
 mod sanitize;
 mod secrets;
 mod server_compat;
