@@ -62,7 +62,8 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
             tokens_after,
             messages_summarized,
         } => format!(
-            "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
+            "context compacted: {tokens_before} → {tokens_after} tokens ({} summarised)",
+            count(*messages_summarized as u64, "message")
         ),
         Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
         Event::SkillLoaded {
