@@ -291,6 +291,7 @@ async fn forward_ops(
                     Decision::Approve => ("approve", None),
                     Decision::ApproveTool => ("approve_tool", None),
                     Decision::Deny { reason } => ("deny", reason),
+                    Decision::NoTerminal => ("deny", None),
                 };
                 let params = json!({"session_id": session_id, "call_id": call, "decision": decision, "reason": reason});
                 if let Err(e) = client.call("approval.decide", params).await {

@@ -12,6 +12,7 @@ mod sessions;
 mod shell;
 mod skills;
 mod trust;
+mod typo;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -212,6 +213,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         .and_then(|d| d.canonicalize())
         .map_err(|e| usage(format!("cannot use the current directory: {e}")))?;
     let env = |name: &str| std::env::var(name).ok();
+    typo::check(&args, &std::env::args_os().skip(1).collect::<Vec<_>>())?;
     match &args.command {
         Some(Command::Acp(acp_args)) => return acp::run(acp_args, &launch),
         Some(Command::Sessions { ids }) => return sessions::list(&launch, *ids),

@@ -96,9 +96,19 @@ pub fn resolve_in_workspace(workspace: &Path, raw: &str) -> Result<PathBuf, Path
 /// How many leading bytes are checked for a NUL byte when deciding a file is binary.
 pub(crate) const SNIFF_BYTES: usize = 8192;
 
-/// True when `bytes` look binary: a NUL byte within the first [`SNIFF_BYTES`].
+/// True when `bytes` look binary: within the first [`SNIFF_BYTES`], a NUL byte, or mostly
+/// not text (more than one byte in ten a control character other than the whitespace and
+/// escape text uses). Bytes that are merely not UTF-8 (a Latin-1 file) are text.
 pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0)
+    let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
+    if head.contains(&0) {
+        return true;
+    }
+    let control = head
+        .iter()
+        .filter(|&&b| (b < 0x20 && !b"\t\n\r\x0c\x1b\x08".contains(&b)) || b == 0x7f)
+        .count();
+    control * 10 > head.len()
 }
 
 /// What a file tool found at a resolved path.

@@ -1,5 +1,7 @@
 //! The `minicode` binary: parse arguments, run, exit. The only place that exits.
 
+use std::io::Write;
+
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
@@ -19,7 +21,8 @@ fn main() -> std::process::ExitCode {
     if let (Some(flag), None) = (argv.next(), argv.next())
         && (flag == "--version" || flag == "-V")
     {
-        println!("minicode {}", env!("CARGO_PKG_VERSION"));
+        // A reader that went away (`| true`) is not an error: nothing to report.
+        let _ = writeln!(std::io::stdout(), "minicode {}", env!("CARGO_PKG_VERSION"));
         return std::process::ExitCode::SUCCESS;
     }
     let args = match minicode::cli::Args::try_parse() {

@@ -276,8 +276,11 @@ pub(crate) async fn run(
             } => {
                 run.goal = goal.clone();
                 run.armed = armed;
+                // A goal run that was going and is now disarmed is over: its closing line
+                // says the same, so it is not said twice.
+                let ending = goal_mode && run.started && !armed;
                 run.started |= armed;
-                if format != OutputFormat::StreamJson {
+                if format != OutputFormat::StreamJson && !ending {
                     report(&mut err, &event);
                 }
             }
@@ -311,6 +314,7 @@ pub(crate) async fn run(
             | Event::ModelRequestStarted { .. }
             | Event::ApprovalDecided { .. }
             | Event::McpServers { .. }
+            | Event::ServerUnreachable { .. }
             | Event::SubagentProgress { .. }
             | Event::ToolOutputDelta { .. }
             | Event::ContextUsage { .. }
@@ -440,7 +444,8 @@ fn finish_goal(
     let closing = match &run.goal {
         Some(goal) => format!(
             "{} · {}",
-            report::goal_line(goal, run.armed),
+            // The reason was reported when the goal was blocked, just above.
+            report::goal_line(goal, run.armed, false),
             describe_end(&TurnEnd::Completed, &run.stats).trim_start_matches("completed ")
         ),
         None => "no goal".to_string(),
@@ -541,21 +546,8 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
     std::thread::spawn(move || {
         let _ = tx.blocking_send(ask_tty(&prompt));
     });
-    match rx.recv().await.flatten() {
-        Some(decision) => decision,
-        None => {
-            let mut err = io::stderr().lock();
-            let _ = writeln!(
-                err,
-                "minicode: {} call refused: no terminal to ask for approval; rerun with --yes to \
-                 allow tool calls (a change to a protected path is asked even then)",
-                sanitize(tool)
-            );
-            Decision::Deny {
-                reason: Some("no terminal was available to ask the user; the user can rerun with --yes to allow tool calls, except changes to protected paths, which are always asked".to_string()),
-            }
-        }
-    }
+    // Without a terminal nobody is asked; the call's result line on stderr says so.
+    rx.recv().await.flatten().unwrap_or(Decision::NoTerminal)
 }
 
 /// `None` when there is no controlling terminal. Input typed before the question appears is

@@ -60,7 +60,24 @@ pub enum Decision {
     ApproveTool,
     /// Do not run it; the optional reason is passed to the model.
     Deny { reason: Option<String> },
+    /// Nobody could be asked (a one-shot run without a terminal): not run. Not a denial: the
+    /// model is told no one saw the call and that `--yes` approves, and a goal round whose
+    /// every call ended so blocks the goal instead of trying again.
+    NoTerminal,
 }
+
+impl Decision {
+    /// Whether the call runs.
+    pub fn runs(&self) -> bool {
+        matches!(self, Decision::Approve | Decision::ApproveTool)
+    }
+}
+
+/// What the model reads (and stderr shows) for a call refused because no terminal was there
+/// to ask: it must not read as the user's refusal.
+pub const NO_TERMINAL_REFUSAL: &str = "not run: no terminal was available to ask for approval, so \
+nobody saw this call; rerun with --yes to approve tool calls (a change to a protected path is \
+asked even then)";
 
 /// Why a turn ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -347,6 +364,12 @@ pub enum Event {
     ContextWindowSet {
         tokens: u64,
         source: WindowSource,
+    },
+    /// The probe at session start could not connect to the model server (`message` says
+    /// why): a frontend tells the user before a first prompt fails, with the fix
+    /// (`minicode doctor`).
+    ServerUnreachable {
+        message: String,
     },
     /// A skill's instructions entered the conversation: the model called the `skill` tool
     /// (`trigger` is `None`), or a word of the user's message was one of its triggers and the

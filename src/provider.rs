@@ -112,6 +112,9 @@ pub struct ServerInfo {
     pub supports_tools: Option<bool>,
     /// The answer came from the cache of an earlier probe.
     pub cached: bool,
+    /// Why the server could not be reached at all (the connection failed): the user is told
+    /// before typing a first prompt that would only fail.
+    pub unreachable: Option<String>,
 }
 
 /// A model server. Both calls serialize the request before returning, so the returned stream or

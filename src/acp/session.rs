@@ -269,7 +269,7 @@ pub(super) async fn pump(
                 ask_permission(&live, &cx, call, &tool, fields);
             }
             Event::ApprovalDecided { call, decision } => {
-                if !matches!(decision, Decision::Deny { .. }) {
+                if decision.runs() {
                     let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
                     notify(
                         &cx,
@@ -318,7 +318,8 @@ pub(super) async fn pump(
             Event::MemoryLoaded { .. }
             | Event::ContextUsage { .. }
             | Event::SkillsListed { .. }
-            | Event::McpServers { .. } => {}
+            | Event::McpServers { .. }
+            | Event::ServerUnreachable { .. } => {}
             Event::SkillLoaded { name, .. } => notify(
                 &cx,
                 &id,

@@ -75,6 +75,7 @@ pub(super) async fn approve(
     }
     let how = match decision {
         Decision::Deny { .. } => "denied",
+        Decision::NoTerminal => "no_terminal",
         _ => "user",
     };
     spans::tool_approval(&tracing::Span::current(), how);

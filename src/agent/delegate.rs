@@ -300,8 +300,13 @@ fn report(outcomes: &[Outcome], ctx: &ToolCtx, interrupted: bool) -> ToolOutput 
         if let Some(id) = &o.session_id {
             facts.push(format!("session {id}"));
         }
-        facts.push(format!("{} rounds", o.rounds));
-        facts.push(format!("{} tool calls", o.tool_calls));
+        let s = |n| if n == 1 { "" } else { "s" };
+        facts.push(format!("{} round{}", o.rounds, s(u64::from(o.rounds))));
+        facts.push(format!(
+            "{} tool call{}",
+            o.tool_calls,
+            s(u64::from(o.tool_calls))
+        ));
         facts.push(format!("{:.1} s", o.elapsed.as_secs_f64()));
         out.push_str(&facts.join(" · "));
         out.push('\n');

@@ -77,6 +77,15 @@ pub struct Goals {
     armed: bool,
     /// Rendered records already applied to the state, waiting to be appended to history.
     pending: Vec<String>,
+    /// The tool calls of the running turn, and how many of them nobody could approve.
+    tally: RoundTally,
+}
+
+/// Counted per turn so a goal round nobody could approve blocks instead of looping.
+#[derive(Debug, Clone, Copy, Default)]
+struct RoundTally {
+    calls: u32,
+    unasked: u32,
 }
 
 impl Default for Goals {
@@ -86,6 +95,7 @@ impl Default for Goals {
             folded: 0,
             armed: false,
             pending: Vec::new(),
+            tally: RoundTally::default(),
         }
     }
 }

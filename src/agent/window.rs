@@ -46,6 +46,11 @@ impl Core {
         let Some(info) = info else {
             return;
         };
+        if let Some(message) = info.unreachable {
+            tracing::info!(%message, "the model server is not reachable");
+            self.emit(crate::protocol::Event::ServerUnreachable { message });
+            return;
+        }
         let Some(tokens) = info.context_window else {
             tracing::info!("the server did not state its context window; keeping the default");
             return;

@@ -235,6 +235,7 @@ pub(super) fn list(
         let state = match &s.state {
             State::Held(why) => format!("not started: {why}"),
             State::Starting => "starting (no answer yet)".to_string(),
+            State::Ready if s.tools.len() == 1 => "ready, 1 tool".to_string(),
             State::Ready => format!("ready, {} tools", s.tools.len()),
             State::Failed(why) => format!("failed: {why}"),
         };

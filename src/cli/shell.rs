@@ -57,6 +57,8 @@ pub enum Shell {
 pub(super) fn completions(shell: Shell) -> Result<ExitCode, Failure> {
     use clap_complete::{generate, shells};
     let mut cmd = Args::command();
+    // clap_complete panics on a failed write: the script is generated into memory and
+    // written in one go, so a reader that stops early (`| head`) is an ordinary write error.
     let mut script = Vec::new();
     match shell {
         Shell::Bash => generate(shells::Bash, &mut cmd, "minicode", &mut script),
@@ -65,10 +67,7 @@ pub(super) fn completions(shell: Shell) -> Result<ExitCode, Failure> {
     }
     let script = with_session_ids(shell, &String::from_utf8_lossy(&script));
     let mut out = std::io::stdout().lock();
-    out.write_all(script.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(write_failed)?;
-    Ok(ExitCode::SUCCESS)
+    written(out.write_all(script.as_bytes()).and_then(|()| out.flush()))
 }
 
 /// What a script runs to list the ids `--session` accepts (those of the current folder).
@@ -136,12 +135,71 @@ fn patch_first_line(
 
 /// Prints the man page (roff) on stdout.
 pub(super) fn man() -> Result<ExitCode, Failure> {
-    let mut out = std::io::stdout().lock();
+    let mut page = Vec::new();
     clap_mangen::Man::new(Args::command())
-        .render(&mut out)
-        .and_then(|()| out.flush())
+        .render(&mut page)
         .map_err(write_failed)?;
-    Ok(ExitCode::SUCCESS)
+    let page = with_own_extra(&String::from_utf8_lossy(&page));
+    let mut out = std::io::stdout().lock();
+    written(out.write_all(page.as_bytes()).and_then(|()| out.flush()))
+}
+
+/// clap_mangen puts the long help's trailer in one `EXTRA` section of filled paragraphs,
+/// which wraps the aligned columns of examples into a jumble: that section is replaced by
+/// one section per block of the trailer, each in a no-fill block that keeps its lines.
+fn with_own_extra(page: &str) -> String {
+    let Some(start) = page.find(".SH EXTRA\n") else {
+        return page.to_string();
+    };
+    let rest = &page[start + 1..];
+    let end = rest
+        .find("\n.SH ")
+        .map_or(page.len(), |i| start + 1 + i + 1);
+    let mut sections = String::new();
+    for block in AFTER_LONG_HELP.split("\n\n") {
+        let mut lines = block.lines();
+        let heading = match lines.next().unwrap_or("").trim_end_matches(':') {
+            "Exit codes" => "EXIT STATUS".to_string(),
+            other => other.to_uppercase(),
+        };
+        sections.push_str(&format!(".SH {heading}\n.nf\n"));
+        for line in lines {
+            sections.push_str(&roff_line(line));
+            sections.push('\n');
+        }
+        sections.push_str(".fi\n");
+    }
+    format!("{}{sections}{}", &page[..start], &page[end..])
+}
+
+/// One line of text for a no-fill block: backslashes, hyphens and non-ASCII characters
+/// escaped, and a leading `.`
+/// or `'` kept from being read as a request.
+fn roff_line(line: &str) -> String {
+    let mut escaped = String::new();
+    for c in line.chars() {
+        match c {
+            '\\' => escaped.push_str("\\e"),
+            '-' => escaped.push_str("\\-"),
+            // Spelled out: groff reads its input as Latin-1 unless told otherwise.
+            c if !c.is_ascii() => escaped.push_str(&format!("\\[u{:04X}]", c as u32)),
+            c => escaped.push(c),
+        }
+    }
+    if escaped.starts_with(['.', '\'']) {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
+}
+
+/// The end of a command that writes to stdout: a reader that stopped early (`minicode man |
+/// head`) is not a failure, so a broken pipe ends quietly with success.
+fn written(result: std::io::Result<()>) -> Result<ExitCode, Failure> {
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(write_failed(e)),
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
 
 fn write_failed(e: std::io::Error) -> Failure {

@@ -11,6 +11,9 @@ use crate::sanitize::sanitize;
 pub(super) fn report(err: &mut impl Write, event: &Event) {
     let line = match event {
         Event::ToolCallBegan { tool, summary, .. } => format!("▶ {tool} {summary}"),
+        Event::ToolCallEnded { output, .. } if output == crate::protocol::NO_TERMINAL_REFUSAL => {
+            format!("  {output}")
+        }
         Event::ToolCallEnded { status, output, .. } => {
             let output = crate::sanitize::collapse_rewrites(output);
             let first = output.lines().next().unwrap_or("");
@@ -42,9 +45,11 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
             ..
         } => {
             let mut line = format!(
-                "  ↳ sub-agent {task} {} in {:.1}s · {rounds} rounds · {tool_calls} tool calls",
+                "  ↳ sub-agent {task} {} in {:.1}s · {} · {}",
                 status.as_str(),
-                *elapsed_ms as f64 / 1000.0
+                *elapsed_ms as f64 / 1000.0,
+                count(u64::from(*rounds), "round"),
+                count(u64::from(*tool_calls), "tool call"),
             );
             if let Some(error) = error {
                 line.push_str(&format!(": {}", truncate(error, 120)));
@@ -58,7 +63,8 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
             tokens_after,
             messages_summarized,
         } => format!(
-            "context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"
+            "context compacted: {tokens_before} → {tokens_after} tokens ({} summarised)",
+            count(*messages_summarized as u64, "message")
         ),
         Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
         Event::SkillLoaded {
@@ -93,7 +99,7 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
             goal: Some(goal),
             armed,
             error: None,
-        } => goal_line(goal, *armed),
+        } => goal_line(goal, *armed, true),
         Event::GoalStatus {
             error: Some(error), ..
         } => format!("goal unavailable: {error}"),
@@ -115,6 +121,7 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
         | Event::ApprovalDecided { .. }
         | Event::ContextUsage { .. }
         | Event::McpServers { .. }
+        | Event::ServerUnreachable { .. }
         | Event::SubagentProgress { .. }
         | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }
@@ -151,8 +158,9 @@ pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
     };
     let summaries = if stats.summary_calls > 0 {
         format!(
-            " · {} summary calls ({} tokens)",
-            stats.summary_calls, stats.summary_tokens.total_tokens
+            " · {} ({} tokens)",
+            count(u64::from(stats.summary_calls), "summary call"),
+            stats.summary_tokens.total_tokens
         )
     } else {
         String::new()
@@ -164,22 +172,32 @@ pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
             format!("{} tokens", stats.subagent_tokens.total_tokens)
         };
         format!(
-            " · {} sub-agents ({} model calls, {tokens})",
-            stats.subagents, stats.subagent_calls
+            " · {} ({}, {tokens})",
+            count(u64::from(stats.subagents), "sub-agent"),
+            count(u64::from(stats.subagent_calls), "model call")
         )
     } else {
         String::new()
     };
     format!(
-        "{status} in {:.1}s · {} model calls · {} tool calls · {tokens}{summaries}{subagents}",
+        "{status} in {:.1}s · {} · {} · {tokens}{summaries}{subagents}",
         stats.wall.as_secs_f64(),
-        stats.model_calls,
-        stats.tool_calls
+        count(u64::from(stats.model_calls), "model call"),
+        count(u64::from(stats.tool_calls), "tool call")
     )
 }
 
-/// `goal g-… active · armed · rounds 3/256`, with the reason when blocked.
-pub(super) fn goal_line(goal: &GoalSnapshot, armed: bool) -> String {
+/// `1 model call`, `2 model calls`.
+fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// `goal g-… active · armed · rounds 3/256`, with the reason when blocked and `with_reason`.
+pub(super) fn goal_line(goal: &GoalSnapshot, armed: bool, with_reason: bool) -> String {
     let mut line = format!(
         "goal {} {} · {} · rounds {}/{}",
         goal.id,
@@ -188,7 +206,7 @@ pub(super) fn goal_line(goal: &GoalSnapshot, armed: bool) -> String {
         goal.rounds_used,
         goal.max_rounds
     );
-    if let Some(reason) = &goal.reason {
+    if let Some(reason) = goal.reason.as_ref().filter(|_| with_reason) {
         line.push_str(&format!(" · {}: {}", reason.code, reason.message));
     }
     line

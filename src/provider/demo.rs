@@ -5,7 +5,12 @@
 //! `edit` when asked to change something, and ends with a Markdown summary built from what the
 //! tools actually returned. Each step is decided from the conversation alone, so resuming a
 //! demo session continues where it stopped.
+//!
+//! In a goal round it works on the goal's objective (read from the latest goal record, as a
+//! model would) and then reports the goal complete, or blocked when its edit was refused, with
+//! `goal_update`; it never writes the goal's protocol markers into a file.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use futures_util::stream;
@@ -22,6 +27,13 @@ const CHANGE_WORDS: &[&str] = &[
     "change", "edit", "fix", "add", "update", "rename", "replace", "modify", "append", "insert",
     "improve", "refactor", "write",
 ];
+
+/// How goal records and goal rounds open, as the model reads them in the conversation (the
+/// demo reads text like a model; it does not link the goal code).
+const GOAL_STATE_OPEN: &str = "<goal_state>";
+const GOAL_STATE_CLOSE: &str = "</goal_state>";
+const GOAL_ROUND_OPEN: &str = "<goal_round ";
+const GOAL_UPDATE: &str = "goal_update";
 
 /// The listing command the demo runs first.
 const LIST_COMMAND: &str = "find . -maxdepth 2 -type f -not -path './.git/*' -not -path './target/*' \
@@ -86,16 +98,20 @@ fn chunk_text(text: &str) -> impl Iterator<Item = String> + '_ {
 /// What the demo has learned since the user's latest prompt.
 #[derive(Default)]
 struct Progress<'a> {
-    prompt: &'a str,
+    prompt: Cow<'a, str>,
     listing: Option<&'a str>,
     read: Option<(String, &'a str)>,
     edit: Option<(String, &'a str)>,
+    /// In a goal round (the goal tools are offered): whether `goal_update` was called.
+    goal_round: bool,
+    goal_updated: bool,
     calls: usize,
 }
 
 /// Decides the next reply from the conversation.
 fn plan(request: &ChatRequest<'_>) -> Reply {
-    let progress = progress(request.messages);
+    let mut progress = progress(request.messages);
+    progress.goal_round &= request.tools.iter().any(|t| t.name == GOAL_UPDATE);
     let tools_tokens = serde_json::to_string(request.tools).map_or(0, |t| t.len() as u64 / 4);
     let input_tokens: u64 = tools_tokens
         + request
@@ -138,10 +154,19 @@ fn progress<'a>(messages: &[&'a Message]) -> Progress<'a> {
             m.role == Role::User
                 && !m.text().starts_with("<project-memory")
                 && !m.text().starts_with("<task-ledger>")
+                && !m.text().starts_with(GOAL_STATE_OPEN)
         })
         .unwrap_or(0);
+    let latest = messages.get(start).map_or("", |m| m.text());
+    let goal_round = latest.starts_with(GOAL_ROUND_OPEN);
     let mut p = Progress {
-        prompt: messages.get(start).map_or("", |m| m.text()),
+        // A goal round's instruction is the driver's; the work is the goal's objective.
+        prompt: if goal_round {
+            Cow::Owned(objective(messages).unwrap_or_default())
+        } else {
+            Cow::Borrowed(latest)
+        },
+        goal_round,
         ..Default::default()
     };
     let mut pending: Vec<&ToolCall> = Vec::new();
@@ -161,6 +186,7 @@ fn progress<'a>(messages: &[&'a Message]) -> Progress<'a> {
                     "bash" => p.listing = Some(message.text()),
                     "read" => p.read = Some((path, message.text())),
                     "edit" => p.edit = Some((path, message.text())),
+                    GOAL_UPDATE => p.goal_updated = true,
                     _ => {}
                 }
             }
@@ -168,6 +194,20 @@ fn progress<'a>(messages: &[&'a Message]) -> Progress<'a> {
         }
     }
     p
+}
+
+/// The objective of the latest goal record in the conversation.
+fn objective(messages: &[&Message]) -> Option<String> {
+    let record = messages.iter().rev().find_map(|m| {
+        let text = m.text();
+        (m.role == Role::User && text.starts_with(GOAL_STATE_OPEN)).then_some(text)
+    })?;
+    let json = record
+        .strip_prefix(GOAL_STATE_OPEN)?
+        .trim_end()
+        .strip_suffix(GOAL_STATE_CLOSE)?;
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    Some(value.get("goal")?.get("objective")?.as_str()?.to_string())
 }
 
 fn argument(call: &ToolCall, key: &str) -> String {
@@ -196,7 +236,7 @@ fn next_step(p: &Progress<'_>) -> Reply {
     };
     let files = listed_files(listing);
     if p.read.is_none()
-        && let Some(target) = target_file(p.prompt, &files)
+        && let Some(target) = target_file(&p.prompt, &files)
     {
         return call(
             "read",
@@ -205,13 +245,28 @@ fn next_step(p: &Progress<'_>) -> Reply {
         );
     }
     if let (Some((path, content)), None) = (&p.read, &p.edit)
-        && wants_change(p.prompt)
-        && let Some((old, new)) = proposed_edit(path, content, p.prompt)
+        && wants_change(&p.prompt)
+        && let Some((old, new)) = proposed_edit(path, content, &p.prompt)
     {
         return call(
             "edit",
             serde_json::json!({ "path": path, "old_string": old, "new_string": new }),
             &format!("You asked for a change, so I'll propose a small edit to `{path}`.\n"),
+        );
+    }
+    if p.goal_round && !p.goal_updated {
+        let args = match &p.edit {
+            Some((path, result)) if !result.starts_with("edited ") => serde_json::json!({
+                "status": "blocked",
+                "code": "awaiting-human",
+                "message": format!("the edit to {path} did not go through; it needs approval"),
+            }),
+            _ => serde_json::json!({ "status": "complete" }),
+        };
+        return call(
+            GOAL_UPDATE,
+            args,
+            "The goal's work is done here; I'll report it.\n",
         );
     }
     Reply {
@@ -296,10 +351,7 @@ fn proposed_edit(path: &str, read_output: &str, prompt: &str) -> Option<(String,
     let anchor = lines
         .iter()
         .find(|l| !l.trim().is_empty() && lines.iter().filter(|o| o == l).count() == 1)?;
-    let request: String = prompt
-        .lines()
-        .next()
-        .unwrap_or("")
+    let request: String = without_tags(prompt.lines().next().unwrap_or(""))
         .chars()
         .take(60)
         .collect();
@@ -314,14 +366,33 @@ fn proposed_edit(path: &str, read_output: &str, prompt: &str) -> Option<(String,
     Some((anchor.to_string(), format!("{anchor}\n{comment}")))
 }
 
+/// `text` without anything shaped like a markup tag (`<goal_round …/>`, `<goal_state>`): a
+/// note written into the user's file must never carry protocol markers.
+fn without_tags(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        match rest[open..].find('>') {
+            Some(close) => rest = &rest[open + close + 1..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn summary(p: &Progress<'_>) -> String {
     let mut out = String::from("## What I found\n\n");
     let files = p.listing.map(listed_files).unwrap_or_default();
     if files.is_empty() {
         out.push_str("The workspace listing came back empty (or was not run).\n");
     } else {
+        let noun = if files.len() == 1 { "file" } else { "files" };
         out.push_str(&format!(
-            "The workspace has **{}** files (top two levels).",
+            "The workspace has **{}** {noun} (top two levels).",
             files.len()
         ));
         let mut kinds: Vec<(String, usize)> = Vec::new();
@@ -346,7 +417,8 @@ fn summary(p: &Progress<'_>) -> String {
             let why = content.lines().next().unwrap_or("no output");
             out.push_str(&format!("\nI could not read `{path}`: {why}\n"));
         } else {
-            out.push_str(&format!("\n### `{path}`\n\n{} lines shown", lines.len()));
+            let noun = if lines.len() == 1 { "line" } else { "lines" };
+            out.push_str(&format!("\n### `{path}`\n\n{} {noun} shown", lines.len()));
             let heading = lines.iter().find(|l| l.starts_with('#'));
             match heading.or_else(|| lines.iter().find(|l| !l.trim().is_empty())) {
                 Some(first) => out.push_str(&format!("; it opens with:\n\n> {}\n", first.trim())),

@@ -240,8 +240,11 @@ impl OpenAi {
     pub async fn probe_now(&self, limit: Duration) -> Option<ServerInfo> {
         let target = self.target();
         let info = tokio::time::timeout(limit, target.probe()).await.ok()?;
-        self.cache
-            .store_window(info.context_window, info.via.as_deref());
+        // An unreachable server said nothing about its window: nothing to remember.
+        if info.unreachable.is_none() {
+            self.cache
+                .store_window(info.context_window, info.via.as_deref());
+        }
         Some(info)
     }
 

@@ -140,25 +140,7 @@ impl Target {
 
     /// The JSON of a successful answer, or `None` (logged).
     async fn json(&self, method: Method, url: &str, body: Option<Vec<u8>>) -> Option<Value> {
-        match self.fetch(method, url, body, PROBE_TIMEOUT).await {
-            Ok((status, bytes)) if (200..300).contains(&status) => {
-                match serde_json::from_slice(&bytes) {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        tracing::debug!(url, error = %e, "probe answer is not JSON");
-                        None
-                    }
-                }
-            }
-            Ok((status, _)) => {
-                tracing::debug!(url, status, "probe endpoint not available");
-                None
-            }
-            Err(e) => {
-                tracing::debug!(url, error = %e, "probe request failed");
-                None
-            }
-        }
+        json_answer(url, self.fetch(method, url, body, PROBE_TIMEOUT).await)
     }
 
     /// Asks every endpoint that may know: `/models` first (every family has it), then
@@ -167,7 +149,19 @@ impl Target {
     pub async fn probe(&self) -> ServerInfo {
         let mut info = ServerInfo::default();
         let mut found = None;
-        if let Some(models) = self.json(Method::GET, &self.at_base("/models"), None).await {
+        let models_url = self.at_base("/models");
+        let models = match self
+            .fetch(Method::GET, &models_url, None, PROBE_TIMEOUT)
+            .await
+        {
+            // Nothing listens there: the other endpoints are on the same server.
+            Err(ProviderError::Connect(why)) => {
+                info.unreachable = Some(why);
+                return info;
+            }
+            answer => json_answer(&models_url, answer),
+        };
+        if let Some(models) = models {
             info.models = Some(parse::listed_ids(&models, MAX_LISTED));
             found = parse::window_from_models(&models, &self.model);
         }
@@ -223,6 +217,29 @@ impl Target {
             tracing::debug!("no endpoint stated the context window");
         }
         info
+    }
+}
+
+/// A probe endpoint's JSON answer, or `None` (logged) when it gave none.
+fn json_answer(url: &str, answer: Result<(u16, Vec<u8>), ProviderError>) -> Option<Value> {
+    match answer {
+        Ok((status, bytes)) if (200..300).contains(&status) => {
+            match serde_json::from_slice(&bytes) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    tracing::debug!(url, error = %e, "probe answer is not JSON");
+                    None
+                }
+            }
+        }
+        Ok((status, _)) => {
+            tracing::debug!(url, status, "probe endpoint not available");
+            None
+        }
+        Err(e) => {
+            tracing::debug!(url, error = %e, "probe request failed");
+            None
+        }
     }
 }
 

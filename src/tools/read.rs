@@ -236,7 +236,7 @@ fn read_file(
             memory::validate_detail(Path::new(display), &bytes)
                 .map_err(|e| format!("cannot read {display}: {e}"))?;
         }
-        if fsutil::looks_binary(&bytes) || std::str::from_utf8(&bytes).is_err() {
+        if fsutil::looks_binary(&bytes) {
             return Err(binary());
         }
         let total = count_lines(&bytes);
@@ -385,6 +385,7 @@ fn render(
     let mut number = 0u64;
     let mut shown = 0u64;
     let mut next = None;
+    let mut lossy = false;
     while let Some(line) = next_line(&mut reader, keep).map_err(RenderError::Io)? {
         number += 1;
         if number < offset {
@@ -394,7 +395,8 @@ fn render(
             next = Some(number);
             break;
         }
-        let formatted = format_line(number, &line, secrets)?;
+        let (formatted, replaced) = format_line(number, &line, secrets)?;
+        lossy |= replaced;
         if shown > 0 && out.len() + formatted.len() > max_bytes {
             next = Some(number);
             break;
@@ -417,18 +419,33 @@ fn render(
             offset + shown - 1
         ));
     }
+    if lossy {
+        out.push_str(&format!(
+            "(note: {display} is not UTF-8 text, perhaps Latin-1: bytes that are not UTF-8 are \
+             shown as \u{FFFD}. `edit` refuses such a file; convert it first, e.g. with \
+             `iconv -f latin1 -t utf-8`)\n"
+        ));
+    }
     Ok(out)
 }
 
-fn format_line(number: u64, line: &Line, secrets: &Secrets) -> Result<String, RenderError> {
-    let text = match std::str::from_utf8(&line.kept) {
-        Ok(t) => t,
+/// One numbered line, and whether bytes that are not UTF-8 were replaced in it.
+fn format_line(number: u64, line: &Line, secrets: &Secrets) -> Result<(String, bool), RenderError> {
+    let decoded;
+    let (text, lossy) = match std::str::from_utf8(&line.kept) {
+        Ok(t) => (t, false),
         // The keep limit may have split a character: that is a cut, not invalid text.
         Err(e) if e.error_len().is_none() && line.cut => {
             // Invariant: `valid_up_to` is a char boundary, so this slice is valid UTF-8.
-            std::str::from_utf8(&line.kept[..e.valid_up_to()]).map_err(|_| RenderError::Binary)?
+            let valid = std::str::from_utf8(&line.kept[..e.valid_up_to()])
+                .map_err(|_| RenderError::Binary)?;
+            (valid, false)
         }
-        Err(_) => return Err(RenderError::Binary),
+        // Text in another encoding (Latin-1, say): shown with replacement characters.
+        Err(_) => {
+            decoded = String::from_utf8_lossy(&line.kept);
+            (decoded.as_ref(), true)
+        }
     };
     let text = text.strip_suffix('\r').unwrap_or(text);
     let redacted;
@@ -440,10 +457,11 @@ fn format_line(number: u64, line: &Line, secrets: &Secrets) -> Result<String, Re
     };
     let chars = text.chars().count() as u64 + line.skipped_chars;
     if chars as usize <= MAX_LINE_CHARS {
-        return Ok(format!("{number:>6}\t{text}\n"));
+        return Ok((format!("{number:>6}\t{text}\n"), lossy));
     }
     let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
-    Ok(format!(
+    let shown = format!(
         "{number:>6}\t{cut} [... line cut: {chars} characters, first {MAX_LINE_CHARS} shown ...]\n"
-    ))
+    );
+    Ok((shown, lossy))
 }

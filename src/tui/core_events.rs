@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::live::Running;
 use super::state::{Activity, Effect, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
-use crate::protocol::{Decision, Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
+use crate::protocol::{Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
 
 impl State {
     /// Rebuilds the transcript of a resumed session from the entries the core restored.
@@ -43,7 +43,13 @@ impl State {
 
     pub(crate) fn agent(&mut self, e: Event) -> Vec<Effect> {
         match e {
-            Event::SessionConfigured { session_id, session_path, model, context_window, .. } => {
+            Event::SessionConfigured {
+                session_id,
+                session_path,
+                model,
+                context_window,
+                ..
+            } => {
                 self.sessions_seen += 1;
                 if self.sessions_seen > 1 {
                     self.notice(Level::Info, format!("new session {session_id}"));
@@ -57,6 +63,10 @@ impl State {
             Event::ContextWindowSet { tokens, source } => {
                 self.context_window = tokens;
                 self.context_window_source = Some(source);
+                self.refresh_header();
+            }
+            Event::ServerUnreachable { message } => {
+                self.server_problem = Some(message);
                 self.refresh_header();
             }
             Event::ReasoningDelta { text } => {
@@ -98,15 +108,30 @@ impl State {
                             r.finished = true;
                         }
                     }),
-                    None if !text.trim().is_empty() => self.transcript.push(Kind::Assistant(Reply::new(&text))),
+                    None if !text.trim().is_empty() => {
+                        self.transcript.push(Kind::Assistant(Reply::new(&text)))
+                    }
                     None => {}
                 }
             }
-            Event::Retrying { attempt, max_attempts, delay_ms, reason } => {
+            Event::Retrying {
+                attempt,
+                max_attempts,
+                delay_ms,
+                reason,
+            } => {
                 let secs = delay_ms as f64 / 1000.0;
-                self.notice(Level::Warning, format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s: {reason}"));
+                self.notice(
+                    Level::Warning,
+                    format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s: {reason}"),
+                );
             }
-            Event::ToolCallBegan { call, tool, summary, .. } => {
+            Event::ToolCallBegan {
+                call,
+                tool,
+                summary,
+                ..
+            } => {
                 self.close_reasoning();
                 self.streaming = None;
                 self.activity = Activity::Tool(tool.clone());
@@ -115,7 +140,11 @@ impl State {
                 self.transcript.push(Kind::Tool(t));
                 self.running_tool = Some(self.transcript.len() - 1);
             }
-            Event::ApprovalRequested { call, tool, request } => {
+            Event::ApprovalRequested {
+                call,
+                tool,
+                request,
+            } => {
                 if let Some(i) = self.transcript.find_tool(&call) {
                     self.transcript.edit(i, |k| {
                         if let Kind::Tool(t) = k {
@@ -125,7 +154,13 @@ impl State {
                 }
                 self.activity = Activity::Approval(tool.clone());
                 let armed_at = self.now + self.approval_guard;
-                self.approval = Some(PendingApproval { call, tool, typing_reason: false, stashed_draft: String::new(), armed_at });
+                self.approval = Some(PendingApproval {
+                    call,
+                    tool,
+                    typing_reason: false,
+                    stashed_draft: String::new(),
+                    armed_at,
+                });
             }
             Event::ApprovalDecided { call, decision } => {
                 if let Some(i) = self.transcript.find_tool(&call) {
@@ -138,8 +173,7 @@ impl State {
                     self.transcript.edit(i, |k| {
                         if let Kind::Tool(t) = k {
                             // It runs from now on (a denied call does not run).
-                            t.running = (!matches!(decision, Decision::Deny { .. }))
-                                .then(|| Box::new(Running::new(now)));
+                            t.running = decision.runs().then(|| Box::new(Running::new(now)));
                             t.decision = Some(decision);
                         }
                     });
@@ -148,7 +182,11 @@ impl State {
                     self.approval = None;
                 }
             }
-            Event::ToolCallEnded { call, status, output } => {
+            Event::ToolCallEnded {
+                call,
+                status,
+                output,
+            } => {
                 if let Some(i) = self.transcript.find_tool(&call) {
                     self.transcript.edit(i, |k| {
                         if let Kind::Tool(t) = k {
@@ -175,17 +213,35 @@ impl State {
                     });
                 }
             }
-            Event::SubagentStarted { call, task, session_id } => {
+            Event::SubagentStarted {
+                call,
+                task,
+                session_id,
+            } => {
                 self.subagent_started(call, task, session_id);
             }
-            Event::SubagentProgress { call, task, rounds, tool_calls, elapsed_ms } => {
+            Event::SubagentProgress {
+                call,
+                task,
+                rounds,
+                tool_calls,
+                elapsed_ms,
+            } => {
                 self.subagent_update(&call, &task, |c| {
                     c.rounds = rounds;
                     c.tool_calls = tool_calls;
                     c.elapsed = Duration::from_millis(elapsed_ms);
                 });
             }
-            Event::SubagentEnded { call, task, status, rounds, tool_calls, elapsed_ms, error } => {
+            Event::SubagentEnded {
+                call,
+                task,
+                status,
+                rounds,
+                tool_calls,
+                elapsed_ms,
+                error,
+            } => {
                 self.subagent_update(&call, &task, |c| {
                     c.ended = Some(status);
                     c.rounds = rounds;
@@ -195,23 +251,42 @@ impl State {
                 });
             }
             Event::Warning { message } => self.notice(Level::Warning, message),
-            Event::McpServers { servers } => self.notice(Level::Info, super::mcp::listing(&servers)),
+            Event::McpServers { servers } => {
+                self.notice(Level::Info, super::mcp::listing(&servers))
+            }
             Event::Error { message } => self.notice(Level::Error, message),
-            Event::Compacted { tokens_before, tokens_after, messages_summarized } => self.notice(
+            Event::Compacted {
+                tokens_before,
+                tokens_after,
+                messages_summarized,
+            } => self.notice(
                 Level::Info,
-                format!("context compacted: {tokens_before} → {tokens_after} tokens ({messages_summarized} messages summarised)"),
+                format!(
+                    "context compacted: {tokens_before} → {tokens_after} tokens ({} summarised)",
+                    plural(messages_summarized as u64, "message")
+                ),
             ),
             Event::MemoryLoaded { path, tokens } => {
                 self.memory = Some((path.clone(), tokens));
                 if self.header_live {
                     self.refresh_header();
                 } else {
-                    self.notice(Level::Info, format!("project memory loaded from {path} ({tokens} tokens)"));
+                    self.notice(
+                        Level::Info,
+                        format!("project memory loaded from {path} ({tokens} tokens)"),
+                    );
                 }
             }
-            Event::SkillLoaded { name, source, trigger } => {
+            Event::SkillLoaded {
+                name,
+                source,
+                trigger,
+            } => {
                 let why = trigger.map_or(String::new(), |word| format!(" (trigger: {word})"));
-                self.notice(Level::Info, format!("skill {name} loaded from {source}{why}"));
+                self.notice(
+                    Level::Info,
+                    format!("skill {name} loaded from {source}{why}"),
+                );
             }
             Event::SkillsListed { skills } => self.notice(Level::Info, skills_text(&skills)),
             Event::ContextUsage { tokens, window } => {

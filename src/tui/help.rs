@@ -122,8 +122,16 @@ pub(crate) fn header(state: &State, w: &Welcome) -> Panel {
         Some((path, tokens)) => format!("{path} loaded ({} tokens)", group(*tokens)),
         None => "none (MiniCode.md)".to_string(),
     };
-    Panel::new(format!("minicode {}", w.version))
-        .row("model", format!("{}{server}", state.model))
+    let panel = Panel::new(format!("minicode {}", w.version))
+        .row("model", format!("{}{server}", state.model));
+    let panel = match &state.server_problem {
+        Some(why) => panel.row(
+            "server",
+            format!("not reachable: run `minicode doctor` to see what to fix ({why})"),
+        ),
+        None => panel,
+    };
+    panel
         .row("workspace", &w.workspace)
         .row("context", window_text(state))
         .row("memory", memory)

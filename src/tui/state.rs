@@ -134,6 +134,8 @@ pub struct State {
     pub(crate) header_live: bool,
     /// Project memory the core reported loaded (path, tokens).
     pub memory: Option<(String, u64)>,
+    /// Why the model server could not be reached at session start, shown in the header.
+    pub server_problem: Option<String>,
     /// What the terminal can show (`NO_COLOR`, colour depth).
     pub colors: super::palette::Depth,
     /// The session's goal as the core last reported it (for the status bar and `/goal`).
@@ -179,6 +181,7 @@ impl State {
             welcome: None,
             header_live: false,
             memory: None,
+            server_problem: None,
             colors: super::palette::Depth::default(),
             goal: None,
             goal_error: None,

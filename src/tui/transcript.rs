@@ -640,6 +640,10 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
             Decision::Deny { reason: Some(r) } => {
                 (format!("denied: {r}"), Style::new().fg(Color::Red))
             }
+            Decision::NoTerminal => (
+                "not run: no terminal to ask".to_string(),
+                Style::new().fg(Color::Red),
+            ),
         };
         lines.extend(wrap::wrap(
             &[Run::new(sanitize(&text), style)],

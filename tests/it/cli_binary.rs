@@ -122,7 +122,7 @@ fn one_shot_prints_only_the_answer_on_stdout() {
     assert_eq!(stdout(&out), "The answer is **42**.\n");
     let err = stderr(&out);
     assert!(
-        err.contains("completed") && err.contains("1 model calls"),
+        err.contains("completed") && err.contains("1 model call ·"),
         "{err}"
     );
     let body = &server.requests()[0].body;

@@ -70,3 +70,54 @@ fn a_mistyped_flag_suggests_the_closest_and_exits_2() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("'--output-format'"), "{err}");
 }
+
+/// Runs `minicode ARGS` with stdout a pipe whose reading end is already closed, as when the
+/// reader (`| head`) stopped early: every write fails with EPIPE.
+fn run_into_closed_pipe(args: &[&str]) -> std::process::Output {
+    let (_dir, ws) = workspace();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    command(&ws)
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn stdout_writers_end_quietly_when_the_reader_goes_away() {
+    for args in [
+        &["man"][..],
+        &["completions", "bash"][..],
+        &["completions", "zsh"][..],
+        &["--version"][..],
+    ] {
+        let out = run_into_closed_pipe(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn man_page_examples_environment_and_exit_codes_are_unfilled_sections() {
+    let out = run(&["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(!page.contains(".SH EXTRA"), "{page}");
+    for heading in ["EXAMPLES", "ENVIRONMENT", "EXIT STATUS"] {
+        let at = page
+            .find(&format!(".SH {heading}\n"))
+            .unwrap_or_else(|| panic!("no {heading} in {page}"));
+        let section = &page[at..];
+        let section = &section[..section[4..].find("\n.SH ").map_or(section.len(), |i| i + 4)];
+        // Each line kept as written: a no-fill block, closed before the next section.
+        assert!(section.contains(".nf\n"), "{section}");
+        assert!(section.trim_end().ends_with(".fi"), "{section}");
+        // No raw non-ASCII for groff to misread, no unescaped hyphen in an option.
+        assert!(section.is_ascii(), "{section}");
+        assert!(!section.contains(" --"), "{section}");
+    }
+    assert!(page.contains("  minicode \\-\\-demo "), "{page}");
+}

@@ -208,11 +208,11 @@ fn one_shot_reports_an_automatic_compaction_on_stderr() {
         .find(|l| l.starts_with("context compacted"))
         .unwrap_or_else(|| panic!("no compaction line on stderr:\n{stderr}"));
     assert!(
-        line.contains("1 messages summarised"),
+        line.contains("1 message summarised"),
         "the first request is summarised: {line}"
     );
     assert!(
-        stderr.contains("1 summary calls (940 tokens)"),
+        stderr.contains("1 summary call (940 tokens)"),
         "the summary call counts in the closing stats:\n{stderr}"
     );
     let requests = server.requests();

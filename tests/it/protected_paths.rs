@@ -112,7 +112,7 @@ fn yes_asks_for_every_kind_of_protected_path_and_without_a_terminal_refuses_it()
             "{asked}: {err}"
         );
         assert!(
-            err.contains("write call refused: no terminal to ask for approval"),
+            err.contains("no terminal was available to ask for approval"),
             "{asked}: {err}"
         );
     }

@@ -624,7 +624,7 @@ fn one_shot_reports_children_on_stderr_and_in_stream_json() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("· 1 sub-agents (1 model calls, 18 tokens)"),
+        stderr.contains("· 1 sub-agent (1 model call, 18 tokens)"),
         "{stderr}"
     );
 

@@ -161,12 +161,53 @@ async fn read_cuts_long_lines() {
 async fn read_refuses_binary_files() {
     let (_d, ws, ctx) = setup();
     std::fs::write(ws.join("nul.bin"), b"abc\0def").unwrap();
-    std::fs::write(ws.join("latin1.txt"), b"caf\xe9\n").unwrap();
-    for name in ["nul.bin", "latin1.txt"] {
+    // No NUL, but mostly control bytes: not text either.
+    let controls: Vec<u8> = (0..400u32)
+        .map(|i| [1u8, 2, 3, 0xff, b'a'][i as usize % 5])
+        .collect();
+    std::fs::write(ws.join("controls.bin"), controls).unwrap();
+    for name in ["nul.bin", "controls.bin"] {
         let out = call(&ctx, "read", json!({ "path": name })).await.unwrap();
         assert_eq!(out.status, ToolStatus::Failed);
         assert!(out.content.contains("binary"), "{}", out.content);
     }
+}
+
+#[tokio::test]
+async fn read_shows_a_latin1_file_decoded_with_a_note_and_edit_still_refuses_it() {
+    let (_d, ws, ctx) = setup();
+    std::fs::write(ws.join("latin1.txt"), b"caf\xe9 cr\xe8me\nplain line\n").unwrap();
+    let out = read(&ctx, json!({ "path": "latin1.txt" })).await;
+    assert!(
+        out.content.contains("     1\tcaf\u{FFFD} cr\u{FFFD}me\n"),
+        "{}",
+        out.content
+    );
+    assert!(
+        out.content.contains("     2\tplain line\n"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("not UTF-8"), "{}", out.content);
+    assert!(!out.content.contains("binary"), "{}", out.content);
+    let edit = call(
+        &ctx,
+        "edit",
+        json!({ "path": "latin1.txt", "old_string": "plain", "new_string": "other" }),
+    )
+    .await;
+    let refused = match edit {
+        Ok(out) => {
+            assert_ne!(out.status, ToolStatus::Succeeded, "{}", out.content);
+            out.content
+        }
+        Err(message) => message,
+    };
+    assert!(refused.contains("UTF-8"), "{refused}");
+    assert_eq!(
+        std::fs::read(ws.join("latin1.txt")).unwrap(),
+        b"caf\xe9 cr\xe8me\nplain line\n"
+    );
 }
 
 #[tokio::test]

@@ -17,6 +17,29 @@ use crate::agent::turn::Input;
 use crate::protocol::{Event, GoalOp, GoalPhase, GoalRef, Op, TurnEnd};
 use crate::tools::ToolOutput;
 
+/// Why a goal round whose every call was refused for lack of a terminal blocks the goal.
+const NO_TERMINAL_BLOCK: &str = "every tool call of the round needed approval and no terminal \
+was available to ask; rerun with --yes, or resume the goal in a terminal";
+
+impl super::Goals {
+    /// A tool call of the running turn is being handled.
+    pub(crate) fn note_call(&mut self) {
+        self.tally.calls += 1;
+    }
+
+    /// A call of the running turn was not run because no terminal could ask for approval.
+    pub(crate) fn note_unasked(&mut self) {
+        self.tally.unasked += 1;
+    }
+
+    /// Whether the turn just ended made calls and every one was refused for lack of a
+    /// terminal; starts the next turn's count.
+    fn take_all_unasked(&mut self) -> bool {
+        let tally = std::mem::take(&mut self.tally);
+        tally.calls > 0 && tally.unasked == tally.calls
+    }
+}
+
 impl Core {
     /// At session start (and after a fork or a new session): the goal as the history says,
     /// disarmed, its tools declared if there is one, and a `GoalStatus` for frontends when the
@@ -184,6 +207,7 @@ impl Core {
     /// After any turn: an interrupt disarms (nothing is recorded); a goal round that failed
     /// blocks the goal; the last allowed round blocks it with `round-limit`.
     pub(crate) fn goal_after_turn(&mut self, end: &TurnEnd, goal_round: bool, usage_limit: bool) {
+        let all_unasked = self.goals.take_all_unasked();
         self.goals.sync(self.session.messages());
         if let TurnEnd::Interrupted = end {
             if self.goals.disarm() {
@@ -202,6 +226,10 @@ impl Core {
                     super::CODE_EXECUTION_FAILED
                 };
                 self.block_goal(code, error);
+            }
+            // Another round would only ask again where nobody can answer.
+            TurnEnd::Completed | TurnEnd::RoundLimit { .. } if all_unasked => {
+                self.block_goal(super::CODE_AWAITING_HUMAN, NO_TERMINAL_BLOCK);
             }
             TurnEnd::Completed | TurnEnd::RoundLimit { .. } | TurnEnd::Interrupted => {
                 if let Ok(Some(goal)) = self.goals.current()

@@ -114,6 +114,7 @@ async fn run_call(
     if let Some(content) = content {
         content.tool_arguments(&span, &call.arguments);
     }
+    core.goals.note_call();
     let (summary, output) = prepare_and_run(core, call, cancel, decisions, stats)
         .instrument(span.clone())
         .await;
@@ -173,6 +174,14 @@ async fn prepare_and_run(
                 let output = ToolOutput {
                     status: ToolStatus::Denied,
                     content: text,
+                };
+                return (summary, output);
+            }
+            Some(Decision::NoTerminal) => {
+                core.goals.note_unasked();
+                let output = ToolOutput {
+                    status: ToolStatus::Denied,
+                    content: crate::protocol::NO_TERMINAL_REFUSAL.to_string(),
                 };
                 return (summary, output);
             }

@@ -1,0 +1,67 @@
+//! What a one-shot run prints when it ends: the stats line counts in good English (`1 model
+//! call`, `2 model calls`), and a failed run's error is said once, not again in the closing line.
+
+use crate::support::binary::{command, write_config};
+use crate::support::mock_openai::{MockServer, error_reply, text_reply, tool_calls_reply};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn the_stats_line_says_one_call_in_the_singular_and_more_in_the_plural() {
+    let server = MockServer::start_in_thread(vec![text_reply("one", 4)]);
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &server);
+    let out = command(dir.path()).arg("q").output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(" · 1 model call · 0 tool calls · "), "{err}");
+
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "read", r#"{"path":"a.txt"}"#)], 8),
+        text_reply("two", 4),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &server);
+    std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+    let out = command(dir.path()).arg("q").output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(" · 2 model calls · 1 tool call · "), "{err}");
+}
+
+const REFUSAL: &str = "model mock-model-x7 is not loaded";
+
+#[test]
+fn a_failed_run_prints_its_error_once() {
+    let server = MockServer::start_in_thread(vec![error_reply(400, REFUSAL)]);
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &server);
+    let out = command(dir.path()).arg("q").output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches(REFUSAL).count(), 1, "{err}");
+}
+
+#[test]
+fn a_failed_goal_run_prints_its_error_once() {
+    let server = MockServer::start_in_thread(vec![error_reply(400, REFUSAL)]);
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &server);
+    let out = command(dir.path())
+        .args(["--goal", "do the thing"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches(REFUSAL).count(), 1, "{err}");
+    assert!(err.contains("execution-failed"), "{err}");
+    // The closing line still says how it ended.
+    let closing = err
+        .lines()
+        .find(|l| l.contains("· disarmed ·"))
+        .unwrap_or_else(|| panic!("no closing line in {err}"));
+    assert!(closing.contains("blocked"), "{err}");
+    assert!(closing.contains("1 model call "), "{err}");
+}
