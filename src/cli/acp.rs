@@ -148,7 +148,8 @@ impl acp::Opener for Wiring {
             .map(|s| Listed {
                 id: s.id,
                 cwd: workspace.clone(),
-                title: s.first_prompt,
+                // A goal session's first message is its record: the objective is its title.
+                title: super::sessions::title(&s.first_prompt),
                 updated: humantime::format_rfc3339_seconds(s.updated).to_string(),
             })
             .collect())

@@ -56,7 +56,7 @@ fn about(s: &SessionInfo, now: std::time::SystemTime) -> String {
 
 /// A session's title from the first line of its first user message: the prompt itself, or for
 /// a goal session (whose first message is the goal's record) `goal: <objective>`.
-fn title(first_prompt: &str) -> String {
+pub(super) fn title(first_prompt: &str) -> String {
     if !first_prompt.starts_with(record::STATE_OPEN) {
         return first_prompt.to_string();
     }

@@ -372,6 +372,42 @@ async fn cancel_mid_stream_ends_the_prompt_as_cancelled() {
     assert_eq!(stop, StopReason::Cancelled);
 }
 
+/// A goal session's first message is its record: session/list titles it by the objective, as
+/// `minicode sessions` does, never with the raw record.
+#[tokio::test]
+async fn session_list_titles_a_goal_session_by_its_objective() {
+    let (_tmp, dir, server) = workspace_with(vec![text_reply("Working on it.", 5)]);
+    let run = binary::command(&dir)
+        .args(["--goal", "tidy the docs", "--goal-rounds", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.code().is_some_and(|c| c != 2),
+        "the goal run: {run:?}"
+    );
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let (titles, _seen, output) = drive(&dir, harness, async |cx, _rx| {
+        let listed = cx
+            .send_request(ListSessionsRequest::new().cwd(dir.clone()))
+            .block_task()
+            .await
+            .unwrap();
+        listed
+            .sessions
+            .iter()
+            .map(|s| s.title.clone())
+            .collect::<Vec<_>>()
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(titles, [Some("goal: tidy the docs".to_string())]);
+    drop(server);
+}
+
 /// The one-shot CLI's session, loaded over ACP (its history replayed), continued there, and
 /// resumed in the terminal again with the ACP turn in it.
 #[tokio::test]

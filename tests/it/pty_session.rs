@@ -229,6 +229,36 @@ fn the_full_screen_session_forgets_the_key_variable_at_start() {
 }
 
 #[test]
+fn a_server_that_is_down_shows_in_the_header_before_anything_is_typed() {
+    // A port nobody listens on: the session-start probe is refused at once.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join(".minicode/sessions");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.args(["--base-url", &base_url, "--model", "m"]);
+    cmd.cwd(dir.path());
+    crate::support::binary::isolate_pty(&mut cmd, dir.path());
+    let mut pty = Pty::start(cmd, dir);
+    pty.wait_for("not reachable");
+    pty.wait_for("minicode doctor");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+    // Nothing was asked, so nothing is left to resume.
+    let left: Vec<_> = std::fs::read_dir(&sessions)
+        .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        !left
+            .iter()
+            .any(|name| name.to_string_lossy().ends_with(".json")),
+        "an empty session was left behind: {left:?}"
+    );
+}
+
+#[test]
 fn bash_call_is_approved_with_y() {
     let server = MockServer::start_in_thread(vec![
         tool_calls_reply(
