@@ -211,13 +211,7 @@ pub(super) fn list(
         config.bash_timeout,
         super::scrubbed_env(&config),
     );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot start the runtime: {e}"),
-        })?;
+    let runtime = super::runtime()?;
     let statuses = runtime.block_on(async {
         let manager = Manager::new(servers, Arc::new(Registry::builtin()), &ctx, Vec::new());
         manager.start();
