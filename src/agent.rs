@@ -103,35 +103,38 @@ pub struct Setup {
 
 /// Starts the core on the current tokio runtime. The first event is `SessionConfigured`.
 pub fn spawn(setup: Setup) -> AgentHandle {
-    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
-    let (events_tx, events_rx) = mpsc::unbounded_channel();
-    tokio::spawn(run_core(
+    start(
         setup,
-        ops_rx,
-        events_tx,
         None,
         recovery::Hooks::default(),
-    ));
-    AgentHandle::new(ops_tx, events_rx)
+        tracing::Span::none(),
+    )
 }
 
 /// Starts the core for a host that journals tool calls and may reopen a session a crash left
 /// mid-run (the daemon): like [`spawn`], with `hooks` (see `agent::recovery`).
 pub fn spawn_hosted(setup: Setup, hooks: recovery::Hooks) -> AgentHandle {
-    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
-    let (events_tx, events_rx) = mpsc::unbounded_channel();
-    tokio::spawn(run_core(setup, ops_rx, events_tx, None, hooks));
-    AgentHandle::new(ops_tx, events_rx)
+    start(setup, None, hooks, tracing::Span::none())
 }
 
 /// Starts a sub-agent's core: like [`spawn`], with its own system prompt, and inside `span`
 /// (the `subagent` span), so its turn, model and tool spans nest under it.
 pub(crate) fn spawn_child(setup: Setup, system_prompt: String, span: tracing::Span) -> AgentHandle {
+    start(setup, Some(system_prompt), recovery::Hooks::default(), span)
+}
+
+/// The one way a core task starts: its two channels, and the task inside `span` (a disabled
+/// span, `Span::none()`, changes nothing).
+fn start(
+    setup: Setup,
+    system_prompt: Option<String>,
+    hooks: recovery::Hooks,
+    span: tracing::Span,
+) -> AgentHandle {
     use tracing::Instrument;
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (events_tx, events_rx) = mpsc::unbounded_channel();
-    let hooks = recovery::Hooks::default();
-    tokio::spawn(run_core(setup, ops_rx, events_tx, Some(system_prompt), hooks).instrument(span));
+    tokio::spawn(run_core(setup, ops_rx, events_tx, system_prompt, hooks).instrument(span));
     AgentHandle::new(ops_tx, events_rx)
 }
 

@@ -51,18 +51,8 @@ pub struct Args {
     /// The task. Without it, a terminal opens the full-screen session and piped stdin is the
     /// task; with it, piped stdin is attached below it.
     pub prompt: Option<String>,
-    /// Use this config file instead of the usual locations.
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// Model name (overrides the config file and MINICODE_MODEL).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Server base URL, e.g. http://127.0.0.1:8080/v1 (overrides config and MINICODE_BASE_URL).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Use the built-in offline demo model (no key, no network).
-    #[arg(long)]
-    pub demo: bool,
+    #[command(flatten)]
+    pub server: ServerFlags,
     /// Approve every tool call without asking.
     #[arg(short = 'y', long)]
     pub yes: bool,
@@ -100,6 +90,50 @@ pub struct Args {
     pub command: Option<Command>,
 }
 
+/// The flags that choose the model server, the same for a session, `acp`, `serve` and
+/// `doctor`: declared once, so their names and help never drift apart.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServerFlags {
+    /// Use this config file instead of the usual locations.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Model name (overrides the config file and MINICODE_MODEL).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Server base URL, e.g. http://127.0.0.1:8080/v1 (overrides config and MINICODE_BASE_URL).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Use the built-in offline demo model (no key, no network).
+    #[arg(long)]
+    pub demo: bool,
+}
+
+impl ServerFlags {
+    /// What the flags change in the configuration. `skip_workspace_file`: the workspace's own
+    /// file is not read at all (the daemon, whose workspaces are the clients' to choose).
+    fn overrides(&self, skip_workspace_file: bool) -> Overrides {
+        Overrides {
+            config_path: self.config.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            demo: self.demo,
+            skip_workspace_file,
+        }
+    }
+}
+
+/// The one-thread tokio runtime every command runs on: the core, the provider stream and the
+/// frontend hand events to each other without cross-thread wake-ups.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot start the runtime: {e}"),
+        })
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Speak the Agent Client Protocol on stdin/stdout, for editors such as Zed (see
@@ -129,15 +163,8 @@ pub enum Command {
         /// text (a table) or json.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
-        /// Use this config file instead of the usual locations.
-        #[arg(long, value_name = "PATH")]
-        config: Option<PathBuf>,
-        /// Model name (overrides config and MINICODE_MODEL).
-        #[arg(long)]
-        model: Option<String>,
-        /// Server base URL (overrides config and MINICODE_BASE_URL).
-        #[arg(long, value_name = "URL")]
-        base_url: Option<String>,
+        #[command(flatten)]
+        server: ServerFlags,
     },
     /// List the skills a session here offers the model: name, state, source, description
     /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
@@ -221,20 +248,11 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
         Some(Command::Mcp {
             command: McpCommand::List,
-        }) => return mcp::list(&env, &launch, args.config.as_deref()),
+        }) => return mcp::list(&env, &launch, args.server.config.as_deref()),
         Some(Command::Doctor {
             output_format,
-            config,
-            model,
-            base_url,
-        }) => {
-            let flags = doctor::Flags {
-                config: config.clone(),
-                model: model.clone(),
-                base_url: base_url.clone(),
-            };
-            return doctor::run(&env, &launch, flags, *output_format);
-        }
+            server,
+        }) => return doctor::run(&env, &launch, server, *output_format),
         Some(Command::Skills) => return skills::list(&env, &launch),
         Some(Command::Serve(serve_args)) => return serve::serve(serve_args, &launch),
         Some(Command::Attach(attach_args)) => return serve::attach(attach_args, &launch),
@@ -242,13 +260,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Man) => return shell::man(),
         None => {}
     }
-    let overrides = Overrides {
-        config_path: args.config.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
-        demo: args.demo,
-        skip_workspace_file: false,
-    };
+    let overrides = args.server.overrides(false);
     let goal_task = goal::task(&args)?;
     let interactive = args.prompt.is_none()
         && goal_task.is_none()
@@ -313,13 +325,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks. Built
     // before the session opens: nothing may fail between creating a session and running it,
     // or an empty session file would be left behind.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot start the runtime: {e}"),
-        })?;
+    let runtime = runtime()?;
     let session = open_session(&launch, &args)?;
     let tool_ctx = tool_ctx(&config, &launch);
     // Without tools the model gets none to call (and a prompt that says so): plain chat, with
@@ -628,19 +634,19 @@ fn resume_flags(args: &Args) -> String {
         }
     };
     let mut flags = String::new();
-    if let Some(path) = &args.config {
+    if let Some(path) = &args.server.config {
         flags.push_str(&format!(" --config {}", quote(&path.display().to_string())));
     }
-    if args.demo {
+    if args.server.demo {
         flags.push_str(" --demo");
     }
     if args.no_tools {
         flags.push_str(" --no-tools");
     }
-    if let Some(url) = &args.base_url {
+    if let Some(url) = &args.server.base_url {
         flags.push_str(&format!(" --base-url {}", quote(url)));
     }
-    if let Some(model) = &args.model {
+    if let Some(model) = &args.server.model {
         flags.push_str(&format!(" --model {}", quote(model)));
     }
     flags

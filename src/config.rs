@@ -17,6 +17,7 @@ mod resolve;
 mod telemetry;
 mod trust;
 mod trust_record;
+mod user_file;
 
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};

@@ -24,6 +24,7 @@
 //! the one character of context across pieces.
 
 mod rewrites;
+pub(crate) mod text;
 
 pub use rewrites::collapse_rewrites;
 

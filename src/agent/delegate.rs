@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::Core;
 use crate::chat::{ToolSpec, ToolStatus};
 use crate::protocol::{SubagentStatus, TokenStats};
+use crate::sanitize::text::floor_boundary;
 use crate::tools::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 
 /// The tool's name.
@@ -342,10 +343,7 @@ fn cut(text: &str, max: usize, session: Option<&str>) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = floor_boundary(text, max);
     let rest = text.len() - end;
     let whole = match session {
         Some(id) => format!("; the whole answer is in session {id}"),

@@ -4,6 +4,7 @@
 
 use crate::chat::Role;
 use crate::protocol::HistoryEntry;
+use crate::sanitize::text::truncate;
 use crate::session::Session;
 use crate::tools::Secrets;
 
@@ -42,8 +43,9 @@ pub(crate) fn entries(session: &Session, secrets: &Secrets) -> Vec<HistoryEntry>
                     entries.push(HistoryEntry::ToolCall {
                         call: call.id.clone(),
                         tool: call.name.clone(),
-                        summary: summary_from_arguments(&arguments)
-                            .unwrap_or_else(|| truncate(&call.arguments.replace('\n', " "))),
+                        summary: summary_from_arguments(&arguments).unwrap_or_else(|| {
+                            truncate(&call.arguments.replace('\n', " "), SUMMARY_CHARS)
+                        }),
                         arguments,
                         status: None,
                         output: String::new(),
@@ -107,11 +109,4 @@ pub(crate) fn summary_from_arguments(arguments: &serde_json::Value) -> Option<St
         .iter()
         .find_map(|key| arguments.get(*key).and_then(|v| v.as_str()))
         .map(|s| s.lines().next().unwrap_or("").to_string())
-}
-
-fn truncate(text: &str) -> String {
-    match text.char_indices().nth(SUMMARY_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }

@@ -18,6 +18,7 @@ use super::compact::CompactError;
 use crate::chat::{Message, Role, ToolCall, ToolStatus};
 use crate::protocol::{TurnEnd, TurnStats};
 use crate::provider::{ProviderError, Reply};
+use crate::sanitize::text::floor_boundary;
 use crate::tools::Secrets;
 
 /// The most bytes one content attribute carries; longer texts are cut (after redaction), and a
@@ -384,10 +385,7 @@ impl Content<'_> {
     fn text(&self, text: &str) -> String {
         let mut text = self.secrets.redact(text.to_string());
         if text.len() > CONTENT_MAX_BYTES {
-            let mut end = CONTENT_MAX_BYTES;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = floor_boundary(&text, CONTENT_MAX_BYTES);
             let dropped = text.len() - end;
             text.truncate(end);
             text.push_str(&format!("…[{dropped} more bytes cut]"));

@@ -21,29 +21,13 @@ use crate::tools::{FileAccess, FileFuture, Registry, ToolCtx};
 /// `minicode acp`.
 #[derive(Debug, clap::Args)]
 pub struct AcpArgs {
-    /// Use this config file instead of the usual locations.
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<std::path::PathBuf>,
-    /// Model name (overrides config and MINICODE_MODEL).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Server base URL (overrides config and MINICODE_BASE_URL).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Use the built-in offline demo model.
-    #[arg(long)]
-    pub demo: bool,
+    #[command(flatten)]
+    pub server: super::ServerFlags,
 }
 
 /// Serves ACP on stdin/stdout until the client closes it.
 pub(super) fn run(args: &AcpArgs, launch: &Path) -> Result<ExitCode, Failure> {
-    let overrides = Overrides {
-        config_path: args.config.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
-        demo: args.demo,
-        skip_workspace_file: false,
-    };
+    let overrides = args.server.overrides(false);
     // The environment as it was at start: every session's configuration reads it.
     let vars: HashMap<String, String> = std::env::vars().collect();
     // A bad flag or user config is better said at once than at the first session.
@@ -75,13 +59,7 @@ pub(super) fn run(args: &AcpArgs, launch: &Path) -> Result<ExitCode, Failure> {
         overrides,
         launch: launch.to_path_buf(),
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot start the runtime: {e}"),
-        })?;
+    let runtime = super::runtime()?;
     let result = runtime.block_on(acp::serve(wiring));
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {

@@ -11,7 +11,7 @@
 
 mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::{Failure, usage};
 use crate::chat::{Message, ToolCall, ToolSpec};
-use crate::config::{Config, Overrides, ProviderKind};
+use crate::config::{Config, ProviderKind};
 use crate::print::OutputFormat;
 use crate::provider::openai::{Extras, OpenAi};
 use crate::provider::{
@@ -120,27 +120,14 @@ impl Findings {
     }
 }
 
-/// The flags `doctor` takes besides its output format.
-pub(super) struct Flags {
-    pub config: Option<PathBuf>,
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-}
-
 /// `minicode doctor`.
 pub(super) fn run(
     env: &dyn Fn(&str) -> Option<String>,
     launch: &Path,
-    flags: Flags,
+    flags: &super::ServerFlags,
     format: OutputFormat,
 ) -> Result<ExitCode, Failure> {
-    let overrides = Overrides {
-        config_path: flags.config,
-        model: flags.model,
-        base_url: flags.base_url,
-        demo: false,
-        skip_workspace_file: false,
-    };
+    let overrides = flags.overrides(false);
     let mut config = super::trust::load_config(env, launch, &overrides, false)?;
     // SAFETY: still single-threaded: only argument parsing and config loading ran.
     #[allow(unsafe_code)]
@@ -154,13 +141,7 @@ pub(super) fn run(
     }
     config.request_timeout = config.request_timeout.min(REQUEST_LIMIT);
     let provider = super::openai(&config, env)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot start the runtime: {e}"),
-        })?;
+    let runtime = super::runtime()?;
     let mut findings = runtime.block_on(examine(&provider, &config));
     // Server text reaches the details (a model id, a streamed reply, an error message): a
     // server that echoes the key must not get it printed.

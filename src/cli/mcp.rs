@@ -134,17 +134,13 @@ fn to_server_config(s: &McpServer, workspace: &Path, held: Option<String>) -> Se
 /// there is no terminal. Typed-ahead input is discarded first, so only an answer to this
 /// question counts.
 fn ask_tty(server: &McpServer) -> Option<bool> {
-    use std::os::fd::AsRawFd;
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
         .ok()?;
-    // SAFETY: tcflush only discards the terminal's pending input on a descriptor we hold.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::tcflush(tty.as_raw_fd(), libc::TCIFLUSH);
-    }
+    // A failure (not a terminal after all) leaves nothing to discard.
+    let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
     let mut question = format!(
         "\nThis workspace's {} wants minicode to start an MCP server (a program that runs with \
          your permissions):\n  {}: {}",
@@ -215,13 +211,7 @@ pub(super) fn list(
         config.bash_timeout,
         super::scrubbed_env(&config),
     );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot start the runtime: {e}"),
-        })?;
+    let runtime = super::runtime()?;
     let statuses = runtime.block_on(async {
         let manager = Manager::new(servers, Arc::new(Registry::builtin()), &ctx, Vec::new());
         manager.start();

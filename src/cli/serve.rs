@@ -13,7 +13,7 @@ use super::{Failure, usage};
 use crate::agent::recovery::Hooks;
 use crate::agent::{self, Options, Setup};
 use crate::attach::{self, Endpoint};
-use crate::config::{Config, Overrides};
+use crate::config::Config;
 use crate::daemon::{self, Listen};
 use crate::protocol::{AgentHandle, Journal, Recovery};
 use crate::provider::Provider;
@@ -40,18 +40,8 @@ pub struct ServeArgs {
     /// The largest message a client may send, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = daemon::wire::DEFAULT_MAX_MESSAGE)]
     pub max_message_bytes: usize,
-    /// Use this config file instead of the usual locations.
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// Model name (overrides config and MINICODE_MODEL).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Server base URL (overrides config and MINICODE_BASE_URL).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Use the built-in offline demo model.
-    #[arg(long)]
-    pub demo: bool,
+    #[command(flatten)]
+    pub server: super::ServerFlags,
 }
 
 /// `minicode attach`.
@@ -84,15 +74,9 @@ fn runtime_failure(message: impl std::fmt::Display) -> Failure {
 
 /// Runs the daemon until it is told to stop.
 pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure> {
-    let overrides = Overrides {
-        config_path: args.config.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
-        demo: args.demo,
-        // Workspaces are the clients' to choose: no workspace file may pick the server or
-        // the key of a daemon that serves them all.
-        skip_workspace_file: true,
-    };
+    // Workspaces are the clients' to choose: no workspace file may pick the server or the key
+    // of a daemon that serves them all.
+    let overrides = args.server.overrides(true);
     let config = crate::config::load(launch, &env, &overrides).map_err(usage)?;
     let provider = super::build_provider(&config, &env)?;
     // SAFETY: still single-threaded: only argument parsing, config loading and building the
@@ -156,10 +140,7 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
         provider,
         config,
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| runtime_failure(format!("cannot start the runtime: {e}")))?;
+    let runtime = super::runtime()?;
     let max_message = args.max_message_bytes.max(1024);
     let result = runtime.block_on(async move {
         let listener = daemon::bind(&listen).await?;
@@ -280,10 +261,7 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
     let token_path = args.token_file.clone().unwrap_or(default_token);
     trusted_runtime_dir(&endpoint, &token_path)?;
     let token = daemon::read_token(&token_path).map_err(usage)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| runtime_failure(format!("cannot start the runtime: {e}")))?;
+    let runtime = super::runtime()?;
     let session = args.session.clone();
     let workspace = launch.to_path_buf();
     let workspace_shown = workspace.display().to_string();

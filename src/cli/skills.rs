@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use super::Failure;
 use crate::protocol::SkillState;
+use crate::sanitize::text::truncate;
 use crate::sanitize::visible;
 use crate::tools::skills::{self, Skills};
 
@@ -81,11 +82,4 @@ pub(super) fn list(env: Env<'_>, launch: &Path) -> Result<ExitCode, Failure> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{ConfigError, OtlpProtocol, ProviderKind, Secret};
+use crate::sanitize::text::floor_boundary;
 use crate::sanitize::visible;
 
 /// The whole file. Every field is optional here because the environment and flags may supply
@@ -275,10 +276,7 @@ fn redact(message: &str) -> String {
 
 /// 1-based line and column (in characters) of byte `offset`.
 pub(super) fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
+    let offset = floor_boundary(text, offset);
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
@@ -337,13 +335,6 @@ fn field_name(text: &str, span: &Range<usize>, message: &str) -> Option<String> 
         Some(t) if !t.is_empty() && !key.starts_with(&format!("{t}.")) => format!("{t}.{key}"),
         _ => key,
     })
-}
-
-fn floor_boundary(text: &str, mut offset: usize) -> usize {
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    offset
 }
 
 /// `model` for a line `[model]` (comments and spaces allowed), else `None`.

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
+use toml_edit::{ArrayOfTables, Item, Table};
 
 use super::file::McpServerTable;
+use super::user_file::UserFile;
 use super::{ConfigError, TrustError};
 
 /// The workspace file with MCP servers in the format other agents use.
@@ -207,15 +208,12 @@ pub(crate) fn approve_mcp_server(
     workspace: &Path,
     server: &McpServer,
 ) -> Result<PathBuf, TrustError> {
-    let file = super::user_config_path(env).ok_or(TrustError::NoUserConfig)?;
+    let mut user = UserFile::open(env)?;
     let workspace = workspace.to_str().ok_or_else(|| TrustError::NotUtf8 {
         path: workspace.to_path_buf(),
     })?;
-    let target = file.canonicalize().ok();
-    let mut doc = match &target {
-        Some(real) => super::trust::read_document(real)?,
-        None => DocumentMut::new(),
-    };
+    let file = user.path.clone();
+    let doc = &mut user.doc;
     let shape = || TrustError::Shape { path: file.clone() };
     if doc.get("approved_mcp_servers").is_none() {
         doc.insert(
@@ -236,24 +234,5 @@ pub(crate) fn approve_mcp_server(
     entry.insert("server", toml_edit::value(server.id.as_str()));
     entry.insert("sha256", toml_edit::value(server.definition_hash()));
     list.push(entry);
-    let write_error = |source| TrustError::Write {
-        path: file.clone(),
-        source,
-    };
-    let (path, mode) = match target {
-        Some(real) => (real, None),
-        None => {
-            if let Some(dir) = file.parent() {
-                use std::os::unix::fs::DirBuilderExt;
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(write_error)?;
-            }
-            (file.clone(), Some(0o600))
-        }
-    };
-    crate::fsutil::write_atomic(&path, doc.to_string().as_bytes(), mode).map_err(write_error)?;
-    Ok(file)
+    user.save()
 }

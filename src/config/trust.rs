@@ -17,6 +17,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Value};
 use super::ConfigError;
 use super::file::TrustEntry;
 use super::trust_record::{self, Record};
+use super::user_file::UserFile;
 
 /// Whether the user trusts the workspace minicode was started in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,19 +272,15 @@ fn edit_list(
     record: Option<Record>,
 ) -> Result<TrustOutcome, TrustError> {
     let add = record.is_some();
-    let file = user_config_path(env).ok_or(TrustError::NoUserConfig)?;
+    let mut user = UserFile::open(env)?;
     let entry = workspace
         .to_str()
         .ok_or_else(|| TrustError::NotUtf8 {
             path: workspace.clone(),
         })?
         .to_string();
-    // A user file that is a link (a dotfiles checkout) is edited where it points.
-    let target = file.canonicalize().ok();
-    let mut doc = match &target {
-        Some(real) => read_document(real)?,
-        None => DocumentMut::new(),
-    };
+    let file = user.path.clone();
+    let doc = &mut user.doc;
     let outcome = |change| TrustOutcome {
         change,
         workspace: workspace.clone(),
@@ -344,25 +341,7 @@ fn edit_list(
     }
     array.set_trailing_comma(!array.is_empty());
     array.set_trailing(if array.is_empty() { "" } else { "\n" });
-    let write_error = |source| TrustError::Write {
-        path: file.clone(),
-        source,
-    };
-    let (path, mode) = match target {
-        Some(real) => (real, None),
-        None => {
-            if let Some(dir) = file.parent() {
-                use std::os::unix::fs::DirBuilderExt;
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(write_error)?;
-            }
-            (file.clone(), Some(0o600))
-        }
-    };
-    crate::fsutil::write_atomic(&path, doc.to_string().as_bytes(), mode).map_err(write_error)?;
+    user.save()?;
     Ok(outcome(change))
 }
 

@@ -6,6 +6,7 @@ use std::io::Write;
 
 use crate::protocol::{Event, GoalSnapshot, TurnEnd, TurnStats};
 use crate::sanitize::sanitize;
+use crate::sanitize::text::truncate;
 
 /// One stderr line per event worth telling.
 pub(super) fn report(err: &mut impl Write, event: &Event) {
@@ -129,13 +130,6 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
         | Event::ShutdownComplete => return,
     };
     let _ = writeln!(err, "{}", sanitize(&line));
-}
-
-pub(super) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
 }
 
 /// The closing stats line.

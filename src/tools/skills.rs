@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 use crate::chat::{Message, Role, ToolSpec};
+use crate::sanitize::text::floor_boundary;
 
 /// The tool's name, as declared to the model and recorded in history.
 pub const TOOL_NAME: &str = "skill";
@@ -282,10 +283,7 @@ pub fn fit(text: String, limit: usize) -> String {
     if text.len() <= limit {
         return text;
     }
-    let mut cut = limit;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = floor_boundary(&text, limit);
     format!(
         "{}\n[cut after {cut} of {} bytes: the model's window allows no more in one result]",
         &text[..cut],

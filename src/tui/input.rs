@@ -6,6 +6,7 @@
 
 use super::wrap::{TAB, char_width, is_control};
 use crate::sanitize::is_invisible;
+use crate::sanitize::text::floor_boundary;
 
 /// A multi-line draft with a cursor at (`row`, byte offset `col`).
 #[derive(Debug, Clone)]
@@ -206,7 +207,7 @@ impl Draft {
     pub fn up(&mut self) -> bool {
         if self.row > 0 {
             self.row -= 1;
-            self.col = clamp_col(self.line(), self.col);
+            self.col = floor_boundary(self.line(), self.col);
             return true;
         }
         let pos = match &self.browsing {
@@ -232,7 +233,7 @@ impl Draft {
     pub fn down(&mut self) -> bool {
         if self.row + 1 < self.lines.len() {
             self.row += 1;
-            self.col = clamp_col(self.line(), self.col);
+            self.col = floor_boundary(self.line(), self.col);
             return true;
         }
         let Some((pos, stash)) = self.browsing.take() else {
@@ -300,14 +301,6 @@ fn prev_boundary(s: &str, i: usize) -> usize {
 
 fn next_boundary(s: &str, i: usize) -> usize {
     s[i..].chars().next().map_or(i, |c| i + c.len_utf8())
-}
-
-fn clamp_col(s: &str, col: usize) -> usize {
-    let mut c = col.min(s.len());
-    while !s.is_char_boundary(c) {
-        c -= 1;
-    }
-    c
 }
 
 fn word_start(line: &str, col: usize) -> usize {

@@ -13,6 +13,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::wrap::{sanitize, truncate};
+use crate::sanitize::text::floor_boundary;
 
 /// Lines of live output shown under a running call.
 pub const TAIL_LINES: usize = 5;
@@ -108,10 +109,7 @@ impl Tail {
         };
         let room = LINE_CAP.saturating_sub(self.current.len());
         if room > 0 {
-            let mut end = latest.len().min(room);
-            while !latest.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = floor_boundary(latest, room);
             self.current.push_str(&latest[..end]);
         }
         self.rewrite = ends_cr;

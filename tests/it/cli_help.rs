@@ -121,3 +121,50 @@ fn man_page_examples_environment_and_exit_codes_are_unfilled_sections() {
     }
     assert!(page.contains("  minicode \\-\\-demo "), "{page}");
 }
+
+#[test]
+fn the_server_flags_read_the_same_in_every_command() {
+    // A flag's entry in `-h`: its line and the wrapped lines below it, spaces folded.
+    let entry = |help: &str, flag: &str| {
+        let mut lines = help
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with(flag));
+        let first = lines
+            .next()
+            .unwrap_or_else(|| panic!("no {flag} in:\n{help}"));
+        let rest = lines.take_while(|l| {
+            let t = l.trim_start();
+            !t.is_empty() && !t.starts_with('-') && l.starts_with("   ")
+        });
+        std::iter::once(first)
+            .chain(rest)
+            .flat_map(str::split_whitespace)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let helps: Vec<String> = [
+        vec!["-h"],
+        vec!["acp", "-h"],
+        vec!["serve", "-h"],
+        vec!["doctor", "-h"],
+    ]
+    .iter()
+    .map(|args| {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    })
+    .collect();
+    for flag in [
+        "--config <PATH>",
+        "--model <MODEL>",
+        "--base-url <URL>",
+        "--demo",
+    ] {
+        let first = entry(&helps[0], flag);
+        assert!(first.split_whitespace().count() > 3, "{first}");
+        for help in &helps[1..] {
+            assert_eq!(entry(help, flag), first, "{flag}");
+        }
+    }
+}

@@ -66,6 +66,35 @@ fn handshake_requires_the_token_first() {
 }
 
 #[test]
+fn a_token_near_the_right_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_in_thread(vec![]);
+    let daemon = Daemon::start(dir.path(), &server, &[]);
+    let right = daemon.token.trim().to_string();
+    let mut last_changed = right.clone();
+    let last = last_changed.pop().unwrap();
+    last_changed.push(if last == 'a' { 'b' } else { 'a' });
+    let near = [
+        right[..right.len() - 1].to_string(),
+        format!("{right}x"),
+        last_changed,
+        String::new(),
+    ];
+    for token in near {
+        let mut client = Client::connect(&daemon.socket);
+        assert_eq!(
+            client.error_code("handshake", json!({ "token": token })),
+            -32001,
+            "{token:?} refused"
+        );
+        assert!(client.read().is_none(), "closed after {token:?}");
+    }
+    // The right one still opens the door.
+    let mut client = daemon.client();
+    assert_eq!(client.ok("session.list", json!({}))["sessions"], json!([]));
+}
+
+#[test]
 fn a_token_file_given_is_used() {
     let dir = tempfile::tempdir().unwrap();
     let server = MockServer::start_in_thread(vec![]);

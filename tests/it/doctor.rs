@@ -233,3 +233,15 @@ fn a_configuration_error_exits_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+#[test]
+fn the_demo_model_has_no_server_to_check_and_exits_2() {
+    let (_dir, ws) = crate::support::workspace();
+    let out = doctor(&ws, &["--demo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("there is no server to check"),
+        "{}",
+        text(&out)
+    );
+}

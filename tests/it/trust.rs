@@ -443,6 +443,43 @@ fn trust_creates_a_private_user_config_and_keeps_an_existing_one_intact() {
 }
 
 #[test]
+fn trust_edits_a_linked_user_config_where_it_points() {
+    let ws = Ws::new();
+    // A dotfiles checkout: the user's config is a link to a file kept elsewhere.
+    let kept = ws.outside.join("dotfiles-minicode.toml");
+    std::fs::write(&kept, "# from my dotfiles\n").unwrap();
+    std::fs::create_dir_all(ws.user_file().parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&kept, ws.user_file()).unwrap();
+    let out = ws.run(&["trust"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        std::fs::symlink_metadata(ws.user_file())
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was replaced by a file"
+    );
+    let text = std::fs::read_to_string(&kept).unwrap();
+    assert!(text.contains("# from my dotfiles\n"), "{text}");
+    assert!(
+        text.contains(&format!("{:?}", ws.root.to_str().unwrap())),
+        "{text}"
+    );
+    let config = ws.load(&[], &Overrides::default()).unwrap_err();
+    assert!(matches!(config, ConfigError::Missing), "{config:?}");
+    let out = ws.run(&["untrust"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&kept).unwrap();
+    assert!(!text.contains(ws.root.to_str().unwrap()), "{text}");
+    assert!(
+        std::fs::symlink_metadata(ws.user_file())
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
 fn trust_matches_the_exact_canonical_path_only() {
     let ws = Ws::new();
     // Trusting the parent (as if it were the home folder) does not trust the clone inside it.

@@ -16,6 +16,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 
 use super::ServerConfig;
 use crate::process::child::{self, GroupGuard};
+use crate::sanitize::text::{floor_boundary, truncate};
 
 /// How long a server may take to exit after SIGTERM before it is killed.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -121,10 +122,7 @@ impl Child {
         if line.is_empty() {
             return None;
         }
-        Some(match line.char_indices().nth(TAIL_CHARS) {
-            Some((i, _)) => format!("{}…", &line[..i]),
-            None => line.to_string(),
-        })
+        Some(truncate(line, TAIL_CHARS))
     }
 
     /// Stops the server: SIGTERM to its group, then SIGKILL if it has not exited within
@@ -225,10 +223,7 @@ async fn copy_stderr(
         }
         // A line without an end is kept only up to a bound.
         if partial.len() > 4 * TAIL_CHARS {
-            let mut cut = partial.len() - 2 * TAIL_CHARS;
-            while !partial.is_char_boundary(cut) {
-                cut += 1;
-            }
+            let cut = floor_boundary(&partial, partial.len() - 2 * TAIL_CHARS);
             partial.drain(..cut);
         }
     }

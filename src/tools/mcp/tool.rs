@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Server, schema};
 use crate::chat::{ApprovalRequest, ToolSpec};
+use crate::sanitize::text::truncate;
 use crate::tools::bash::Sink;
 use crate::tools::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
 
@@ -44,7 +45,7 @@ impl McpTool {
         taken: &dyn Fn(&str) -> bool,
     ) -> Self {
         let name = model_name(server.id(), &remote.name, taken);
-        let mut description = remote
+        let description = remote
             .description
             .as_deref()
             .map(str::trim)
@@ -58,10 +59,7 @@ impl McpTool {
                     server.id()
                 )
             });
-        if let Some((cut, _)) = description.char_indices().nth(MAX_DESCRIPTION) {
-            description.truncate(cut);
-            description.push('…');
-        }
+        let mut description = truncate(&description, MAX_DESCRIPTION);
         let mut schema = serde_json::Value::Object((*remote.input_schema).clone());
         if let Some(object) = schema.as_object_mut() {
             // Which draft the schema follows tells the model nothing and is sent with every
@@ -149,12 +147,8 @@ impl Tool for McpTool {
         let compact = serde_json::to_string(args).unwrap_or_default();
         let mut summary = format!("{} · {}", self.server.id(), self.remote);
         if compact != "{}" {
-            let shown = match compact.char_indices().nth(SUMMARY_CHARS) {
-                Some((cut, _)) => format!("{}…", &compact[..cut]),
-                None => compact,
-            };
             summary.push(' ');
-            summary.push_str(&shown);
+            summary.push_str(&truncate(&compact, SUMMARY_CHARS));
         }
         Ok(Prepared {
             summary,
