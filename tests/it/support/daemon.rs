@@ -126,6 +126,12 @@ impl Client {
         }
     }
 
+    /// A second handle on the connection, to write from another thread while this one does
+    /// not read (the two must not both write).
+    pub fn writer(&self) -> UnixStream {
+        self.writer.try_clone().unwrap()
+    }
+
     /// Writes raw bytes (a line, or garbage).
     pub fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.writer.write_all(bytes)?;
