@@ -217,7 +217,8 @@ impl Client {
         result["run_id"].as_str().unwrap().to_string()
     }
 
-    /// The next event notification's params (`session_id`, `sequence`, `run_id`, `event`).
+    /// The next event notification's params (`session_id`, `sequence`, `run_id`, `event`);
+    /// a `subscription.ended` instead is a failure.
     pub fn next_event(&mut self) -> Value {
         loop {
             let message = match self.events.pop_front() {
@@ -226,6 +227,10 @@ impl Client {
             };
             if message["method"] == "event" {
                 return message["params"].clone();
+            }
+            // No event follows it on this connection: say why instead of waiting in vain.
+            if message["method"] == "subscription.ended" {
+                panic!("the subscription ended: {}", message["params"]);
             }
         }
     }
