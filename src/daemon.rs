@@ -247,6 +247,8 @@ pub(crate) async fn run(
     options: Options,
     opener: Arc<dyn Opener>,
 ) -> Result<(), DaemonError> {
+    // The test switch for the log's segment size is read once, here, before any session.
+    log::segment_bytes();
     let hub = Arc::new(hub::Hub::new(
         opener,
         options.allowed_roots,

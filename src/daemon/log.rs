@@ -15,15 +15,32 @@ use serde::Deserialize;
 use super::wire::Line;
 use crate::protocol::Journal;
 
-/// A segment is closed once it holds this many bytes.
-pub(crate) const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
+/// A segment is closed once it holds this many bytes (see [`segment_bytes`]).
+const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
 /// Segments kept per session (the oldest are deleted): 128 MiB of events at most.
 pub(crate) const KEEP_SEGMENTS: usize = 16;
+/// Tests only: segments close at this many bytes instead of [`SEGMENT_BYTES`] (and memory
+/// keeps as few recent lines), so a test can rotate the log past a subscriber without
+/// writing 128 MiB of events.
+pub(crate) const ENV_SEGMENT_BYTES: &str = "MINICODE_TEST_EVENT_SEGMENT_BYTES";
 const JOURNAL: &str = "calls.jsonl";
 /// The highest sequence known to be announced, kept beside the log (see [`EventLog::open`]).
 const HIGH_WATER: &str = "high_water";
 /// A stored high-water mark above this is not the daemon's (numbering would overflow).
 const MAX_HIGH_WATER: u64 = u64::MAX / 4;
+
+/// The size at which a segment closes: [`SEGMENT_BYTES`], or less when [`ENV_SEGMENT_BYTES`]
+/// was set when the daemon started (read once).
+pub(crate) fn segment_bytes() -> u64 {
+    static BYTES: OnceLock<u64> = OnceLock::new();
+    *BYTES.get_or_init(|| {
+        std::env::var(ENV_SEGMENT_BYTES)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|n| (1..SEGMENT_BYTES).contains(n))
+            .unwrap_or(SEGMENT_BYTES)
+    })
+}
 
 /// The folder of a session's event log and journal (created 0700, confined to the workspace).
 pub(crate) fn session_dir(workspace: &Path, session_id: &str) -> io::Result<PathBuf> {
@@ -235,7 +252,7 @@ impl EventLog {
         (first, last): (u64, u64),
         sync: bool,
     ) -> Result<(), AppendError> {
-        if self.size >= SEGMENT_BYTES {
+        if self.size >= segment_bytes() {
             self.rotate(first).map_err(|source| AppendError {
                 source,
                 rolled_back: true,

@@ -428,8 +428,12 @@ fn sigkill_during_a_bash_call_records_execution_unknown_and_never_reruns_it() {
         "approval.decide",
         json!({"session_id": session, "call_id": "call_1", "decision": "approve"}),
     );
+    // Wait for what the command wrote, not for the file: `>>` creates it before `echo`
+    // writes, and the kill below (the supervisor then kills the command's group at once) may
+    // fall between the two.
     let ran = ws.join("ran.txt");
-    assert!(wait_until_blocking(DEADLINE, || ran.exists()));
+    let wrote = || std::fs::read_to_string(&ran).is_ok_and(|text| text == "started\n");
+    assert!(wait_until_blocking(DEADLINE, wrote));
     daemon.kill();
     let requests_before = server.request_count();
 

@@ -2,12 +2,15 @@
 //! told (`subscription.ended` with the reason and the oldest sequence left), an event that
 //! cannot be stored is never sent, and sequence numbers never go back, across restarts too.
 
+use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::support::daemon::{Client, Daemon, layout};
-use crate::support::mock_openai::{MockServer, text_reply};
+use crate::support::daemon::{Client, DEADLINE, Daemon, layout};
+use crate::support::mock_openai::{Gate, MockServer, text_reply, wait_until_blocking};
 
 /// Every line up to and including `subscription.ended`: the events' params, then its params.
 fn until_ended(client: &mut Client) -> (Vec<Value>, Value) {
@@ -22,6 +25,40 @@ fn until_ended(client: &mut Client) -> (Vec<Value>, Value) {
         match message["method"].as_str() {
             Some("event") => events.push(message["params"].clone()),
             Some("subscription.ended") => return (events, message["params"].clone()),
+            _ => {}
+        }
+    }
+}
+
+/// Every event up to the first of type `kind`, read the way docs/headless.md tells a client
+/// to: a reader this busy test left 4 MiB behind is ended (`queue_full`) and subscribes again
+/// from where it stopped. Fails on a gap or on any other end.
+fn events_until_resuming(client: &mut Client, session: &str, kind: &str) -> Vec<Value> {
+    let mut events: Vec<Value> = Vec::new();
+    loop {
+        let message = match client.events.pop_front() {
+            Some(m) => m,
+            None => client
+                .read()
+                .expect("an event before the connection closed"),
+        };
+        let last = events.last().map_or(0, sequence);
+        match message["method"].as_str() {
+            Some("event") => {
+                let event = message["params"].clone();
+                assert_eq!(sequence(&event), last + 1, "a gap");
+                let done = event["event"]["type"] == kind;
+                events.push(event);
+                if done {
+                    return events;
+                }
+            }
+            Some("subscription.ended") => {
+                let ended = &message["params"];
+                assert_eq!(ended["reason"], "queue_full", "{ended}");
+                assert_eq!(ended["after_sequence"], last, "{ended}");
+                client.subscribe(session, last);
+            }
             _ => {}
         }
     }
@@ -172,7 +209,8 @@ fn memory_mb(pid: u32) -> (u64, u64) {
 }
 
 /// Four clients subscribe and then read nothing while a run streams some 12 MB of events
-/// (75,000 of them): the daemon holds a bounded amount for each (without the bound, each held
+/// (75,000 of them; the watcher that reads them all resumes if a busy machine left it 4 MiB
+/// behind): the daemon holds a bounded amount for each (without the bound, each held
 /// all of it), and when one reads at last it gets the events up to the bound, gapless, then
 /// `subscription.ended` (`queue_full`) saying where to resume, and can resume there.
 #[test]
@@ -191,7 +229,7 @@ fn clients_that_never_read_are_bounded_and_told_when_they_read() {
     watcher.subscribe(&session, 0);
     let (_, before) = memory_mb(daemon.child.id());
     watcher.start_run(&session, "stream a lot");
-    let all = watcher.events_until("run_ended");
+    let all = events_until_resuming(&mut watcher, &session, "run_ended");
     let total: usize = all.iter().map(|e| e.to_string().len()).sum();
     let (peak, _) = memory_mb(daemon.child.id());
     eprintln!(
@@ -215,4 +253,115 @@ fn clients_that_never_read_are_bounded_and_told_when_they_read() {
     // It can pick up where it stopped.
     one.subscribe(&session, last);
     assert_eq!(sequence(&one.next_event()), last + 1);
+}
+
+/// The first sequence the session's event log still holds on disk (its oldest segment's name).
+fn first_stored(ws: &Path, session: &str) -> u64 {
+    let dir = ws.join(".minicode/events").join(session);
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".jsonl")?.parse::<u64>().ok()
+        })
+        .min()
+        .unwrap()
+}
+
+/// With segments of 4 KiB (`MINICODE_TEST_EVENT_SEGMENT_BYTES`, so 64 KiB of events are kept)
+/// a subscriber whose connection is stuck while a run writes some 1.7 MB of events is
+/// rotated past. Its connection is made stuck by thousands of requests whose answers it does
+/// not read (they fill the daemon's queue for it, so its subscription waits with an old
+/// cursor, well under the queue's byte bound). When it reads at last it gets a gapless prefix,
+/// then `subscription.ended` (`fell_behind`) naming the oldest event left, never a silent
+/// gap; subscribing from there works, and an older cursor is refused with that same sequence.
+/// (Without the daemon's check the reader gets a silent jump from the prefix to the log.)
+#[test]
+fn a_subscriber_the_log_rotated_past_is_told_it_fell_behind_and_where_to_resume() {
+    const FLOOD: usize = 5000;
+
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new();
+    let long = "ab".repeat(10_000);
+    let server = MockServer::start_in_thread(vec![text_reply(&long, 2).after(&gate)]);
+    let daemon = Daemon::start_customized(dir.path(), &server.base_url(), &[], |cmd| {
+        cmd.env("MINICODE_TEST_EVENT_SEGMENT_BYTES", "4096");
+    });
+    let (_, ws) = layout(dir.path());
+    let mut watcher = daemon.client();
+    let session = watcher.open(&ws, None);
+    let mut stuck = daemon.client();
+    stuck.subscribe(&session, 0);
+    watcher.start_run(&session, "stream a lot");
+
+    // The stuck client asks and asks without reading an answer.
+    let written = Arc::new(AtomicUsize::new(0));
+    let flood = std::thread::spawn({
+        let mut out = stuck.writer();
+        let written = written.clone();
+        move || {
+            for i in 0..FLOOD {
+                let line =
+                    json!({"jsonrpc": "2.0", "id": format!("f{i}"), "method": "session.list"});
+                out.write_all(format!("{line}\n").as_bytes()).unwrap();
+                written.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    assert!(wait_until_blocking(DEADLINE, || written
+        .load(Ordering::Relaxed)
+        >= 1000));
+    gate.open();
+    // The watcher does not subscribe (with a log this small, a busy machine could leave any
+    // subscriber behind); it asks until the run is over.
+    let over = wait_until_blocking(DEADLINE, || {
+        watcher.ok("session.list", json!({}))["sessions"][0]["run_id"].is_null()
+    });
+    assert!(over, "the run ended");
+    let first = first_stored(&ws, &session);
+
+    // It reads: events without a gap, then the end, then the rest of its answers.
+    let mut seen = Vec::new();
+    let mut answers = 0;
+    let mut ended = None;
+    while ended.is_none() || answers < FLOOD {
+        let message = match stuck.events.pop_front() {
+            Some(m) => m,
+            None => stuck.read().expect("the daemon kept the connection"),
+        };
+        match message["method"].as_str() {
+            Some("event") => {
+                assert!(ended.is_none(), "an event after the end: {message}");
+                let next = sequence(&message["params"]);
+                assert_eq!(next, seen.len() as u64 + 1, "a silent gap");
+                seen.push(next);
+            }
+            Some("subscription.ended") => ended = Some(message["params"].clone()),
+            _ if message["id"].as_str().is_some_and(|id| id.starts_with('f')) => answers += 1,
+            _ => {}
+        }
+    }
+    flood.join().unwrap();
+    let ended = ended.unwrap();
+    assert_eq!(ended["reason"], "fell_behind", "{ended}");
+    let last = *seen.last().unwrap();
+    assert_eq!(ended["after_sequence"], last, "{ended}");
+    assert_eq!(ended["first_sequence"], first, "{ended}");
+    assert!(
+        last + 1 < first,
+        "the log rotated past it: {last} < {first}"
+    );
+
+    // Resuming from the oldest event left works; an older cursor is refused, saying so.
+    stuck.subscribe(&session, first - 1);
+    assert_eq!(sequence(&stuck.next_event()), first);
+    let refused = watcher.call(
+        "session.subscribe",
+        json!({"session_id": session, "after_sequence": last}),
+    );
+    assert_eq!(refused["error"]["code"], -32006, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["first_sequence"], first,
+        "{refused}"
+    );
 }

@@ -126,6 +126,12 @@ impl Client {
         }
     }
 
+    /// A second handle on the connection, to write from another thread while this one does
+    /// not read (the two must not both write).
+    pub fn writer(&self) -> UnixStream {
+        self.writer.try_clone().unwrap()
+    }
+
     /// Writes raw bytes (a line, or garbage).
     pub fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.writer.write_all(bytes)?;
@@ -211,7 +217,8 @@ impl Client {
         result["run_id"].as_str().unwrap().to_string()
     }
 
-    /// The next event notification's params (`session_id`, `sequence`, `run_id`, `event`).
+    /// The next event notification's params (`session_id`, `sequence`, `run_id`, `event`);
+    /// a `subscription.ended` instead is a failure.
     pub fn next_event(&mut self) -> Value {
         loop {
             let message = match self.events.pop_front() {
@@ -220,6 +227,10 @@ impl Client {
             };
             if message["method"] == "event" {
                 return message["params"].clone();
+            }
+            // No event follows it on this connection: say why instead of waiting in vain.
+            if message["method"] == "subscription.ended" {
+                panic!("the subscription ended: {}", message["params"]);
             }
         }
     }
