@@ -72,6 +72,8 @@ pub struct Splitter {
     line_start: usize,
     /// How far the incomplete line has been searched for its end (so a long line costs once).
     searched: usize,
+    /// Bytes searched for line ends over all calls: the work `feed` did, which a test can bound.
+    work: usize,
     /// Start and end of the previous line (a table header is known only at its delimiter row).
     prev_line: (usize, usize),
     /// The previous line started a block (a table header must).
@@ -87,10 +89,18 @@ impl Splitter {
         &self.cuts
     }
 
+    /// How many bytes all calls to [`Splitter::feed`] searched in all: each byte once when the
+    /// text grows by appends, however long its lines. Lets a test catch a rescan that is
+    /// quadratic without timing it.
+    pub fn scanned_bytes(&self) -> usize {
+        self.work
+    }
+
     /// Scans the complete lines of `text` not seen yet. `text` must extend the text given to
     /// earlier calls.
     pub fn feed(&mut self, text: &str) {
         let from = self.searched.max(self.line_start);
+        self.work += text.len() - from;
         let Some(nl) = text[from..].find('\n') else {
             self.searched = text.len();
             return;

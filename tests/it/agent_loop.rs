@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::support::events::run_turn;
 use crate::support::fake::{Answer, Fake, bash, text_reply, tool_reply};
+use crate::support::mock_openai::wait_until;
 use minicode::agent::Options;
 use minicode::chat::ToolStatus;
 use minicode::chat::{Message, Role};
@@ -66,7 +67,7 @@ async fn text_reply_completes_turn_and_streams_deltas() {
     let seen = model.main_requests();
     assert_eq!(seen[0].messages[0].role, Role::System);
     assert_eq!(seen[0].messages[1], Message::user("hi"));
-    assert_eq!(seen[0].tools, 6);
+    assert_eq!(seen[0].tools, crate::support::agent::builtin_tools());
 }
 
 #[tokio::test]
@@ -424,7 +425,11 @@ async fn interrupt_while_waiting_for_approval_keeps_history_valid() {
 #[tokio::test]
 async fn interrupt_kills_running_command_promptly() {
     let dir = tempfile::tempdir().unwrap();
-    let model = Fake::new(vec![Ok(bash("a", "sleep 30")), Ok(text_reply("after"))]);
+    let started_file = dir.path().join("started");
+    let model = Fake::new(vec![
+        Ok(bash("a", "touch started && sleep 30")),
+        Ok(text_reply("after")),
+    ]);
     let mut handle = start(
         dir.path(),
         model,
@@ -438,7 +443,11 @@ async fn interrupt_kills_running_command_promptly() {
     loop {
         match handle.next_event().await.unwrap() {
             Event::ToolCallBegan { .. } => {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                // Interrupt once the command really runs, not while it is being spawned.
+                assert!(
+                    wait_until(Duration::from_secs(30), || started_file.exists()).await,
+                    "the command never started"
+                );
                 handle.send(Op::Interrupt);
             }
             Event::TurnEnded { end, .. } => {

@@ -11,14 +11,10 @@ use minicode::tools::outputs::Limits;
 use minicode::tools::{Registry, ToolCtx, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
+use crate::support::workspace;
+
 const KIB: u64 = 1024;
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
-
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
-    (dir, ws)
-}
 
 fn ctx(ws: &Path, limits: Limits) -> ToolCtx {
     let mut ctx = ToolCtx::new(ws.to_path_buf(), Duration::from_secs(60), Vec::new());

@@ -376,6 +376,16 @@ fn bad_session_ids_exit_2() {
     }
 }
 
+/// Whether process `pid` has a handler for `signal` (the `SigCgt` mask in its `/proc` status).
+fn catches(pid: u32, signal: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
 #[test]
 fn sigint_interrupts_saves_and_exits_130() {
     let slow =
@@ -392,7 +402,12 @@ fn sigint_interrupts_saves_and_exits_130() {
     assert!(wait_until_blocking(Duration::from_secs(20), || server
         .request_count()
         == 1));
-    std::thread::sleep(Duration::from_millis(200));
+    // The watcher that turns SIGINT into an interrupt is installed by a task of its own: wait
+    // until the process catches the signal, or the default action would kill it instead.
+    assert!(wait_until_blocking(Duration::from_secs(20), || catches(
+        child.id(),
+        libc::SIGINT
+    )));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));

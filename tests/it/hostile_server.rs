@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use crate::support::mock_openai::*;
 use minicode::agent::Options;
 use minicode::chat::Message;
-use minicode::protocol::{AgentHandle, Event, Op, TurnEnd};
+use minicode::protocol::{Event, TurnEnd};
 use minicode::provider::http_error::redact_prefix;
 use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use minicode::provider::sse::ReplyLimits;
 use minicode::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
 use serde_json::{Value, json};
 
+use crate::support::events::turn;
 use crate::support::stream::run;
 
 const KEY: &str = "sk-QX7h2Lm9Vb4Nc8Zr1Tw";
@@ -305,7 +306,7 @@ async fn an_in_stream_context_length_error_compaction_cannot_help_quotes_the_ser
         ..Options::default()
     };
     let mut handle = crate::support::agent::spawn(dir.path(), provider, options);
-    let (events, end) = turn(&mut handle, "hello").await;
+    let (events, end, _) = turn(&mut handle, "hello").await;
     let TurnEnd::Failed { error } = end else {
         panic!("{end:?} {events:?}");
     };
@@ -340,9 +341,9 @@ async fn an_in_stream_context_length_error_starts_overflow_recovery() {
             ..Options::default()
         },
     );
-    let (_, end) = turn(&mut handle, "First request: port the parser to Rust.").await;
+    let (_, end, _) = turn(&mut handle, "First request: port the parser to Rust.").await;
     assert_eq!(end, TurnEnd::Completed);
-    let (events, end) = turn(&mut handle, "second").await;
+    let (events, end, _) = turn(&mut handle, "second").await;
     assert_eq!(end, TurnEnd::Completed, "{events:?}");
     assert!(
         events.iter().any(|e| matches!(e, Event::Compacted { .. })),
@@ -366,23 +367,6 @@ async fn an_in_stream_context_length_error_starts_overflow_recovery() {
     assert_eq!(requests[2].body["stream"], false, "the summary call");
     assert_eq!(requests[3].body["stream"], true, "the same request again");
     assert!(requests[3].raw_body.contains("port the parser"));
-}
-
-async fn turn(handle: &mut AgentHandle, input: &str) -> (Vec<Event>, TurnEnd) {
-    handle.send(Op::Submit(input.to_string()));
-    let mut events = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(30), handle.next_event())
-            .await
-            .expect("timed out waiting for the core")
-            .expect("core stopped");
-        if let Event::TurnEnded { end, .. } = &event {
-            let end = end.clone();
-            events.push(event);
-            return (events, end);
-        }
-        events.push(event);
-    }
 }
 
 // ---- redirects and headers ----

@@ -18,7 +18,11 @@ const WAIT: Duration = Duration::from_secs(30);
 
 /// A workspace whose user config (under `<ws>/home`) points at `server` and holds `rest`;
 /// trusted when `trusted`.
-fn workspace(server: &MockServer, trusted: bool, rest: &str) -> (tempfile::TempDir, PathBuf) {
+fn configured_workspace(
+    server: &MockServer,
+    trusted: bool,
+    rest: &str,
+) -> (tempfile::TempDir, PathBuf) {
     let (tmp, ws) = crate::support::workspace();
     let model = format!(
         "[model]\nbase_url = \"{}\"\nname = \"mock-model\"\n",
@@ -165,7 +169,7 @@ fn secrets_never_reach_a_servers_environment() {
         tool_calls_reply(&[("c1", "mcp_t__env", "{}")], 7).after(&gate),
         text_reply("done", 4),
     ]);
-    let (_tmp, ws) = workspace(
+    let (_tmp, ws) = configured_workspace(
         &server,
         true,
         &toml_table("t", &[("IT_MCP_MODE", "paged"), ("EXTRA", "given")], ""),
@@ -244,7 +248,7 @@ fn the_first_request_does_not_wait_for_a_slow_server() {
 #[test]
 fn a_workspace_mcp_json_is_ignored_in_an_untrusted_workspace() {
     let server = MockServer::start_in_thread(vec![text_reply("done", 4)]);
-    let (_tmp, ws) = workspace(&server, false, "");
+    let (_tmp, ws) = configured_workspace(&server, false, "");
     let pid = ws.join("server.pid");
     write_mcp_json(&ws, "t", &[("IT_MCP_PID", pid.to_str().unwrap())]);
     let out = binary::command(&ws).arg("hi").output().unwrap();
@@ -280,7 +284,7 @@ fn write_mcp_json(ws: &Path, id: &str, env: &[(&str, &str)]) {
 #[test]
 fn an_unapproved_mcp_json_server_is_not_started_without_a_terminal_even_with_yes() {
     let server = MockServer::start_in_thread(vec![text_reply("done", 4)]);
-    let (_tmp, ws) = workspace(&server, true, "");
+    let (_tmp, ws) = configured_workspace(&server, true, "");
     let pid = ws.join("server.pid");
     write_mcp_json(&ws, "t", &[("IT_MCP_PID", pid.to_str().unwrap())]);
     let out = binary::command(&ws).args(["--yes", "hi"]).output().unwrap();
@@ -348,7 +352,7 @@ fn an_approved_mcp_json_server_starts_and_a_changed_definition_asks_again() {
 #[test]
 fn an_untrusted_workspace_config_may_not_define_mcp_servers() {
     let server = MockServer::start_in_thread(vec![]);
-    let (_tmp, ws) = workspace(&server, false, "");
+    let (_tmp, ws) = configured_workspace(&server, false, "");
     std::fs::create_dir_all(ws.join("config")).unwrap();
     std::fs::write(
         ws.join("config/config.toml"),

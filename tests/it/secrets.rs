@@ -13,6 +13,7 @@ use minicode::tools::{Registry, Secrets, ToolCtx, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::mock_openai::{MockServer, text_reply, tool_calls_reply};
+use crate::support::workspace;
 
 /// 32 bytes, none of them `a`–`d` filler.
 const KEY: &str = "sk-live-Zq8XwT4vPmN2rB7kLx9Y3fHj";
@@ -22,12 +23,6 @@ fn has_key_fragment(text: &str) -> bool {
     KEY.as_bytes()
         .windows(6)
         .any(|w| text.contains(std::str::from_utf8(w).unwrap()))
-}
-
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
-    (dir, ws)
 }
 
 fn ctx(ws: &Path) -> ToolCtx {

@@ -492,7 +492,11 @@ async fn the_model_loads_a_body_with_the_skill_tool() {
     let system = requests[0].messages[0].text();
     assert!(system.contains("- alpha: Does alpha things."), "{system}");
     assert!(system.contains("with the `skill` tool"), "{system}");
-    assert_eq!(requests[0].tools, 7);
+    assert_eq!(
+        requests[0].tools,
+        crate::support::agent::builtin_tools() + 1,
+        "the built-in tools and `skill`"
+    );
     assert_eq!(mentions_body(&requests[0].messages), 0);
     // The second carries it as the tool's result.
     let result = requests[1].messages.last().unwrap();
@@ -611,7 +615,7 @@ async fn without_skills_nothing_is_declared_or_listed() {
     let mut handle = start(&ws, &fake, Skills::default());
     run_turn(&mut handle, "hello", |_| None).await;
     let request = &fake.main_requests()[0];
-    assert_eq!(request.tools, 6);
+    assert_eq!(request.tools, crate::support::agent::builtin_tools());
     assert!(!request.messages[0].text().contains("Skills"));
 }
 

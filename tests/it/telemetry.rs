@@ -28,7 +28,7 @@ const PROMPT: &str = "please read the readme 5b2e";
 const ANSWER: &str = "the answer text 9a3c";
 
 /// A trusted workspace whose file points at `server` and adds `telemetry` (TOML lines).
-fn workspace(server: &MockServer, telemetry: &str) -> tempfile::TempDir {
+fn traced_workspace(server: &MockServer, telemetry: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     binary::write_config(dir.path(), server);
     let file = dir.path().join("config/config.toml");
@@ -86,7 +86,7 @@ fn log_text(dir: &Path) -> String {
 fn spans_of_a_turn_carry_the_genai_attributes_and_no_content() {
     let server = MockServer::start_in_thread(read_then_answer());
     let receiver = Receiver::start(Mode::Answer);
-    let ws = workspace(&server, &endpoint_line(&receiver));
+    let ws = traced_workspace(&server, &endpoint_line(&receiver));
     let out = run(
         ws.path(),
         &[],
@@ -196,7 +196,7 @@ fn spans_of_a_turn_carry_the_genai_attributes_and_no_content() {
 fn a_failed_model_call_is_an_error_span_with_its_class() {
     let server = MockServer::start_in_thread(vec![error_reply(401, "invalid api key")]);
     let receiver = Receiver::start(Mode::Answer);
-    let ws = workspace(&server, &endpoint_line(&receiver));
+    let ws = traced_workspace(&server, &endpoint_line(&receiver));
     let out = run(ws.path(), &[], &[PROMPT]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let spans = receiver.spans();
@@ -230,7 +230,7 @@ fn a_sub_agent_runs_in_a_subagent_span_under_its_delegate_call() {
         })
     });
     let receiver = Receiver::start(Mode::Answer);
-    let ws = workspace(&server, &endpoint_line(&receiver));
+    let ws = traced_workspace(&server, &endpoint_line(&receiver));
     let out = run(ws.path(), &[], &["--output-format", "json", PROMPT]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -276,7 +276,7 @@ fn a_sub_agent_runs_in_a_subagent_span_under_its_delegate_call() {
 fn include_content_adds_prompts_replies_and_tool_io() {
     let server = MockServer::start_in_thread(read_then_answer());
     let receiver = Receiver::start(Mode::Answer);
-    let ws = workspace(
+    let ws = traced_workspace(
         &server,
         &format!("{}include_content = true\n", endpoint_line(&receiver)),
     );
@@ -350,7 +350,7 @@ fn the_key_never_reaches_the_collector_even_with_content() {
             text_reply(&format!("here it is: {KEY}"), 5),
         ]);
         let receiver = Receiver::start(Mode::Answer);
-        let ws = workspace(
+        let ws = traced_workspace(
             &server,
             &format!(
                 "{}include_content = true\nprotocol = \"{protocol}\"\n",
@@ -386,7 +386,7 @@ fn the_key_never_reaches_the_collector_even_with_content() {
 fn http_json_is_posted_as_otlp_json() {
     let server = MockServer::start_in_thread(read_then_answer());
     let receiver = Receiver::start(Mode::Answer);
-    let ws = workspace(
+    let ws = traced_workspace(
         &server,
         &format!("{}protocol = \"http/json\"\n", endpoint_line(&receiver)),
     );
@@ -410,7 +410,7 @@ fn standard_otel_variables_configure_the_export_and_headers_arrive() {
     let server = MockServer::start_in_thread(read_then_answer());
     let receiver = Receiver::start(Mode::Answer);
     // No [telemetry] in any file: the environment alone turns it on.
-    let ws = workspace(&server, "");
+    let ws = traced_workspace(&server, "");
     let base = format!("{}/", receiver.endpoint());
     let out = run(
         ws.path(),
@@ -446,7 +446,7 @@ fn langfuse_style_basic_auth_header_reaches_the_collector() {
     let receiver = Receiver::start(Mode::Answer);
     // Langfuse: base64("pk-lf-…:sk-lf-…") as Basic auth.
     let auth = "Basic cGstbGYtMTIzNDpzay1sZi01Njc4";
-    let ws = workspace(
+    let ws = traced_workspace(
         &server,
         &format!(
             "{}service_name = \"my-agent\"\n[telemetry.headers]\nAuthorization = \"{auth}\"\n",
@@ -479,7 +479,7 @@ fn nothing_is_sent_when_telemetry_is_off() {
     let receiver = Receiver::start(Mode::Answer);
     // No endpoint anywhere: the other fields alone do not turn export on.
     let server = MockServer::start_in_thread(read_then_answer());
-    let ws = workspace(&server, "[telemetry]\ninclude_content = true\n");
+    let ws = traced_workspace(&server, "[telemetry]\ninclude_content = true\n");
     let out = run(ws.path(), &[], &["--yes", PROMPT]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     // One-shot logging stays off as before: telemetry off adds no log either.
@@ -487,7 +487,7 @@ fn nothing_is_sent_when_telemetry_is_off() {
 
     // OTEL_SDK_DISABLED wins over a configured endpoint.
     let server = MockServer::start_in_thread(read_then_answer());
-    let ws = workspace(&server, &endpoint_line(&receiver));
+    let ws = traced_workspace(&server, &endpoint_line(&receiver));
     let out = run(
         ws.path(),
         &[
@@ -509,7 +509,7 @@ fn otel_settings_meant_for_other_programs_turn_export_off_without_stopping_the_r
         ("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"),
     ] {
         let server = MockServer::start_in_thread(read_then_answer());
-        let ws = workspace(&server, "");
+        let ws = traced_workspace(&server, "");
         let out = run(
             ws.path(),
             &[("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint()), var],
@@ -530,7 +530,7 @@ fn otel_settings_meant_for_other_programs_turn_export_off_without_stopping_the_r
 fn a_collector_that_never_answers_delays_exit_by_at_most_two_seconds() {
     let receiver = Receiver::start(Mode::Never);
     let server = MockServer::start_in_thread(read_then_answer());
-    let ws = workspace(&server, &endpoint_line(&receiver));
+    let ws = traced_workspace(&server, &endpoint_line(&receiver));
     let started = Instant::now();
     let out = run(ws.path(), &[], &["--yes", PROMPT]);
     let took = started.elapsed();
@@ -560,7 +560,7 @@ fn a_collector_stalled_mid_turn_never_slows_the_turn() {
         tool_calls_reply(&[("call-1", "read", r#"{"path":"README.md"}"#)], 8),
         text_reply(ANSWER, 6).after(&gate),
     ]);
-    let ws = workspace(&server, &endpoint_line(&receiver));
+    let ws = traced_workspace(&server, &endpoint_line(&receiver));
     let mut child = binary::command(ws.path())
         .env("MINICODE_API_KEY", KEY)
         // Export every 10 ms, so spans leave while the turn is still running.
@@ -605,7 +605,7 @@ fn an_unreachable_collector_is_reported_once_in_the_log_and_never_on_screen() {
     let endpoint = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
     let server = MockServer::start_in_thread(read_then_answer());
-    let ws = workspace(
+    let ws = traced_workspace(
         &server,
         &format!("[telemetry]\notlp_endpoint = \"{endpoint}\"\n"),
     );

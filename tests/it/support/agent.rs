@@ -11,6 +11,12 @@ use minicode::provider::Provider;
 use minicode::session::Session;
 use minicode::tools::{Registry, ToolCtx};
 
+/// How many tools [`spawn`] declares to the model: counted from the built-in registry, so a
+/// new built-in tool changes no test.
+pub fn builtin_tools() -> usize {
+    Registry::builtin().specs().len()
+}
+
 /// A new session in `dir` (canonicalised), bash timeout 30 s, no secrets to scrub.
 pub fn spawn(dir: &Path, provider: impl Provider + 'static, options: Options) -> AgentHandle {
     let workspace = dir.canonicalize().expect("canonical workspace");

@@ -140,24 +140,20 @@ impl Client {
 
     /// The next line from the daemon as it came; `None` at the end of the stream (the daemon
     /// bench reads lines this way, without parsing them).
-    #[allow(dead_code)]
     pub fn read_raw_line(&mut self) -> Option<String> {
         let mut line = String::new();
         match self.reader.read_line(&mut line) {
-            Ok(0) | Err(_) => None,
+            Ok(0) => None,
             Ok(_) => Some(line),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => None,
+            Err(e) => panic!("reading from the daemon: {e}"),
         }
     }
 
     /// The next line from the daemon, parsed; `None` at the end of the stream.
     pub fn read(&mut self) -> Option<Value> {
-        let mut line = String::new();
-        match self.reader.read_line(&mut line) {
-            Ok(0) => None,
-            Ok(_) => Some(serde_json::from_str(&line).expect("a JSON line")),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => None,
-            Err(e) => panic!("reading from the daemon: {e}"),
-        }
+        let line = self.read_raw_line()?;
+        Some(serde_json::from_str(&line).expect("a JSON line"))
     }
 
     /// Sends a request and returns the whole answer (`result` or `error`), keeping the events
