@@ -6,12 +6,14 @@
 //! Messages serialize exactly as `/chat/completions` expects, so the same type is sent to the
 //! server, kept in history and stored in session files.
 
+mod names;
 mod tokens;
 
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+pub use names::serde_name;
 pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
 
 /// Who wrote a message.

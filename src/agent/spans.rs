@@ -17,7 +17,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use super::compact::CompactError;
 use crate::chat::{Message, Role, ToolCall, ToolStatus};
 use crate::protocol::{TurnEnd, TurnStats};
-use crate::provider::{ProviderError, Reply};
+use crate::provider::{FinishReason, ProviderError, Reply};
 use crate::tools::Secrets;
 
 /// The most bytes one content attribute carries; longer texts are cut (after redaction), and a
@@ -133,14 +133,11 @@ pub(crate) fn end_model_call(span: &Span, outcome: Result<&Reply, &ProviderError
                 span.record("gen_ai.usage.input_tokens", usage.input_tokens);
                 span.record("gen_ai.usage.output_tokens", usage.output_tokens);
             }
-            let reason = reply
-                .finish_reason
-                .as_deref()
-                .unwrap_or(if reply.tool_calls.is_empty() {
-                    "stop"
-                } else {
-                    "tool_calls"
-                });
+            let reason = match &reply.finish_reason {
+                Some(reason) => reason.as_str(),
+                None if reply.tool_calls.is_empty() => FinishReason::Stop.as_str(),
+                None => FinishReason::ToolCalls.as_str(),
+            };
             // An array attribute: only the OpenTelemetry side can carry one.
             span.set_attribute(
                 "gen_ai.response.finish_reasons",
@@ -310,7 +307,10 @@ impl Content<'_> {
             return;
         }
         let message = reply.to_message();
-        let finish = reply.finish_reason.as_deref().unwrap_or("stop");
+        let finish = reply
+            .finish_reason
+            .as_ref()
+            .map_or(FinishReason::Stop.as_str(), FinishReason::as_str);
         let value = self.message_json(&message, Some(finish));
         span.set_attribute("gen_ai.output.messages", format!("[{value}]"));
     }
@@ -325,7 +325,7 @@ impl Content<'_> {
             _ => (
                 Message::assistant(Some(text.to_string()), Vec::new()),
                 "gen_ai.output.messages",
-                Some("stop"),
+                Some(FinishReason::Stop.as_str()),
             ),
         };
         span.set_attribute(key, format!("[{}]", self.message_json(&message, finish)));
