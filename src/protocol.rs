@@ -12,8 +12,10 @@ use tokio::sync::mpsc;
 use crate::chat::{ApprovalRequest, ToolStatus, Usage};
 
 mod goal;
+mod run;
 
-pub use goal::{GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef, GoalSnapshot};
+pub use goal::{BlockCode, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef, GoalSnapshot};
+pub use run::RunMarker;
 
 /// Identifies a tool call within a session (the model's call id).
 pub(crate) type CallId = String;
