@@ -26,6 +26,13 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// Its name on the wire.
+    pub fn as_str(self) -> &'static str {
+        serde_name(&self)
+    }
+}
+
 /// One chat message. `content` stays `null` (not omitted) beside assistant tool calls, and a
 /// tool result with no output is sent as `""`, because some servers reject anything else.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -199,12 +199,7 @@ pub enum SubagentStatus {
 impl SubagentStatus {
     /// The word used in results and events.
     pub fn as_str(self) -> &'static str {
-        match self {
-            SubagentStatus::Completed => "completed",
-            SubagentStatus::Failed => "failed",
-            SubagentStatus::TimedOut => "timed_out",
-            SubagentStatus::Interrupted => "interrupted",
-        }
+        crate::chat::serde_name(&self)
     }
 }
 
@@ -233,12 +228,7 @@ pub enum WindowSource {
 impl WindowSource {
     /// The word used in the status bar and in JSON.
     pub fn as_str(self) -> &'static str {
-        match self {
-            WindowSource::Config => "config",
-            WindowSource::Probe => "probe",
-            WindowSource::ServerError => "server-error",
-            WindowSource::Default => "default",
-        }
+        crate::chat::serde_name(&self)
     }
 }
 

@@ -347,12 +347,7 @@ impl Content<'_> {
 
     /// One message in the conventions' shape: `{role, parts: [{type, …}], finish_reason?}`.
     fn message_json(&self, m: &Message, finish: Option<&str>) -> Value {
-        let role = match m.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
+        let role = m.role.as_str();
         let mut parts = Vec::new();
         if let Some(text) = &m.content {
             parts.push(match (&m.role, &m.tool_call_id) {

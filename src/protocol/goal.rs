@@ -56,12 +56,7 @@ pub enum GoalPhase {
 
 impl GoalPhase {
     pub fn as_str(self) -> &'static str {
-        match self {
-            GoalPhase::Active => "active",
-            GoalPhase::Paused => "paused",
-            GoalPhase::Blocked => "blocked",
-            GoalPhase::Complete => "complete",
-        }
+        crate::chat::serde_name(&self)
     }
 }
 
@@ -145,14 +140,6 @@ pub enum GoalChange {
 
 impl GoalChange {
     pub fn as_str(self) -> &'static str {
-        match self {
-            GoalChange::Created => "created",
-            GoalChange::Paused => "paused",
-            GoalChange::Resumed => "resumed",
-            GoalChange::Edited => "edited",
-            GoalChange::Completed => "completed",
-            GoalChange::Blocked => "blocked",
-            GoalChange::Cleared => "cleared",
-        }
+        crate::chat::serde_name(&self)
     }
 }
