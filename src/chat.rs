@@ -33,6 +33,28 @@ impl Role {
     }
 }
 
+/// What a tool call does, as its tool declares it: frontends show a call by its kind, never by
+/// the tool's name, so renaming a tool changes nothing they do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// Reads files or folders.
+    Read,
+    /// Creates or changes files.
+    Edit,
+    /// Runs a command.
+    Execute,
+    /// Searches file contents.
+    Search,
+    /// Fetches something from elsewhere.
+    Fetch,
+    /// Works on the model's own behalf (sub-agents, skills).
+    Think,
+    /// Anything else (MCP tools, goal tools).
+    #[default]
+    Other,
+}
+
 /// One chat message. `content` stays `null` (not omitted) beside assistant tool calls, and a
 /// tool result with no output is sent as `""`, because some servers reject anything else.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::chat::{ApprovalRequest, ToolStatus, Usage};
+use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
 
 mod goal;
 mod run;
@@ -279,12 +279,17 @@ pub enum Event {
         delay_ms: u64,
         reason: String,
     },
-    /// The model asked for a tool; `summary` is a one-line description of the arguments.
+    /// The model asked for a tool; `summary` is a one-line description of the arguments;
+    /// `kind` and `paths` (as the model wrote them) are what the tool declares about the call.
     ToolCallBegan {
         call: CallId,
         tool: String,
         summary: String,
         arguments: serde_json::Value,
+        #[serde(default)]
+        kind: ToolKind,
+        #[serde(default)]
+        paths: Vec<String>,
     },
     /// The core waits for an `Op::Decide` for this call.
     ApprovalRequested {
@@ -519,6 +524,12 @@ pub enum HistoryEntry {
         status: Option<ToolStatus>,
         /// The result the model read.
         output: String,
+        /// What the tool declares about the call (`other` and none when it is gone); named
+        /// so beside the entry's own `kind` tag.
+        #[serde(default)]
+        tool_kind: ToolKind,
+        #[serde(default)]
+        paths: Vec<String>,
     },
 }
 

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
-use crate::chat::{Message, Role, ToolSpec};
+use crate::chat::{Message, Role, ToolKind, ToolSpec};
 
 /// The tool's name, as declared to the model and recorded in history.
 pub const TOOL_NAME: &str = "skill";
@@ -219,6 +219,10 @@ impl SkillTool {
 }
 
 impl Tool for SkillTool {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Think
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: TOOL_NAME.into(),
