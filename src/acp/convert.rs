@@ -136,21 +136,16 @@ fn title(tool: &str, summary: &str) -> String {
 
 /// What an `edit` will change, as an ACP diff of the replaced piece. A `write`'s diff comes
 /// with its approval (see [`approval_fields`]), once it is known whether the file is new.
-fn diff(
-    tool: &str,
-    arguments: &serde_json::Value,
-    paths: &[String],
-    cwd: &Path,
-) -> Vec<ToolCallContent> {
-    let Some(path) = path_of(paths, cwd) else {
+fn diff(shown: &Announced<'_>, cwd: &Path) -> Vec<ToolCallContent> {
+    let Some(path) = path_of(shown.paths, cwd) else {
         return Vec::new();
     };
     match (
-        tool,
-        str_arg(arguments, "old_string"),
-        str_arg(arguments, "new_string"),
+        shown.kind,
+        str_arg(shown.arguments, "old_string"),
+        str_arg(shown.arguments, "new_string"),
     ) {
-        ("edit", Some(old), Some(new)) => {
+        (chat::ToolKind::Edit, Some(old), Some(new)) => {
             vec![ToolCallContent::Diff(
                 Diff::new(path, new).old_text(old.to_string()),
             )]
@@ -167,6 +162,11 @@ pub(super) struct Announced<'a> {
     pub arguments: &'a serde_json::Value,
     pub kind: chat::ToolKind,
     pub paths: &'a [String],
+}
+
+/// Whether the call is announced with a diff (an edit's replaced piece).
+pub(super) fn shows_diff(shown: &Announced<'_>, cwd: &Path) -> bool {
+    !diff(shown, cwd).is_empty()
 }
 
 /// A tool call as it begins: pending, with its arguments, the kind and locations its tool
@@ -187,7 +187,7 @@ pub(super) fn tool_call(call: &str, shown: &Announced<'_>, cwd: &Path) -> Sessio
         ToolCall::new(call.to_string(), title(tool, summary))
             .kind(kind(shown.kind))
             .status(ToolCallStatus::Pending)
-            .content(diff(tool, arguments, paths, cwd))
+            .content(diff(shown, cwd))
             .locations(locations)
             .raw_input(arguments.clone()),
     )
@@ -330,7 +330,7 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
                 };
                 updates.push(tool_call(call, &shown, cwd));
                 let result = ended.unwrap_or(ToolStatus::Failed);
-                updates.push(tool_ended(call, result, output, tool == "edit"));
+                updates.push(tool_ended(call, result, output, shows_diff(&shown, cwd)));
             }
         }
     }

@@ -251,7 +251,7 @@ pub(super) async fn pump(
                     paths: &paths,
                 };
                 notify(&cx, &id, convert::tool_call(&call, &shown, &live.cwd));
-                let shown_diff = tool == "edit";
+                let shown_diff = convert::shows_diff(&shown, &live.cwd);
                 calls.insert(
                     call,
                     Call {
