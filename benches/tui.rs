@@ -81,6 +81,8 @@ fn fill(s: &mut State, n: usize, entry_bytes: usize) {
                 ev(
                     s,
                     Event::ToolCallBegan {
+                        kind: minicode::chat::ToolKind::Other,
+                        paths: Vec::new(),
                         call: call.clone(),
                         tool: "bash".into(),
                         summary: "ls".into(),
@@ -210,6 +212,8 @@ fn live_output() {
     ev(
         &mut s,
         Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: "c1".into(),
             tool: "bash".into(),
             summary: "./build.sh".into(),

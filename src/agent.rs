@@ -609,7 +609,7 @@ async fn run_core(
     }
     if !core.session.messages().is_empty() {
         core.emit(Event::HistoryRestored {
-            entries: history::entries(&core.session, &core.tool_ctx.secrets),
+            entries: history::entries(&core.session, &core.tool_ctx.secrets, &core.registry),
         });
     }
     for warning in core.skills.skills.warnings() {

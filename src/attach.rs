@@ -9,11 +9,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::protocol::{AgentHandle, Decision, Event, HistoryEntry, Op};
+use crate::protocol::{AgentHandle, Decision, Event, HistoryEntry, Op, RunMarker};
 
 /// The largest line accepted from the daemon (a restored history can be large).
 const MAX_LINE: usize = 256 * 1024 * 1024;
@@ -220,16 +221,24 @@ async fn read_lines<R: AsyncRead + Unpin>(
     });
 }
 
+/// An event as the daemon streams it: one of its run markers or a core event.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Streamed {
+    Marker(RunMarker),
+    Core(Event),
+}
+
 /// A logged event → what the UI shows: core events as they are; the daemon's run markers
 /// keep the run id, and another client's prompt appears as a user entry.
 fn to_core_event(event: Value, shared: &Mutex<Shared>) -> Option<Event> {
-    let kind = event["type"].as_str().unwrap_or_default().to_string();
+    let event = serde_json::from_value::<Streamed>(event).ok()?;
     let mut shared = shared.lock().ok()?;
-    match kind.as_str() {
-        "run_started" => {
-            shared.run = event["run_id"].as_str().map(str::to_string);
+    match event {
+        Streamed::Marker(RunMarker::RunStarted { run_id, prompt, .. }) => {
+            shared.run = Some(run_id);
             // A goal round's run has no prompt: the core's goal events show it.
-            let prompt = event["prompt"].as_str()?.to_string();
+            let prompt = prompt?;
             if shared.own_prompts.front() == Some(&prompt) {
                 shared.own_prompts.pop_front();
                 return None;
@@ -238,16 +247,16 @@ fn to_core_event(event: Value, shared: &Mutex<Shared>) -> Option<Event> {
                 entries: vec![HistoryEntry::User { text: prompt }],
             })
         }
-        "run_resumed" => {
-            shared.run = event["run_id"].as_str().map(str::to_string);
+        Streamed::Marker(RunMarker::RunResumed { run_id }) => {
+            shared.run = Some(run_id);
             None
         }
-        "run_ended" => {
+        Streamed::Marker(RunMarker::RunEnded { .. }) => {
             shared.run = None;
             None
         }
-        "cancel_requested" => None,
-        _ => serde_json::from_value::<Event>(event).ok(),
+        Streamed::Marker(RunMarker::CancelRequested { .. }) => None,
+        Streamed::Core(event) => Some(event),
     }
 }
 
@@ -287,13 +296,17 @@ async fn forward_ops(
                 }
             }
             Op::Decide { call, decision } => {
-                let (decision, reason) = match decision {
-                    Decision::Approve => ("approve", None),
-                    Decision::ApproveTool => ("approve_tool", None),
-                    Decision::Deny { reason } => ("deny", reason),
-                    Decision::NoTerminal => ("deny", None),
+                // The decision's own fields (`decision`, `reason`) beside the call's.
+                let decision = match decision {
+                    Decision::NoTerminal => Decision::Deny { reason: None },
+                    decision => decision,
                 };
-                let params = json!({"session_id": session_id, "call_id": call, "decision": decision, "reason": reason});
+                let mut params = json!({"session_id": session_id, "call_id": call});
+                if let (Some(params), Ok(Value::Object(fields))) =
+                    (params.as_object_mut(), serde_json::to_value(&decision))
+                {
+                    params.extend(fields);
+                }
                 if let Err(e) = client.call("approval.decide", params).await {
                     failed(e);
                 }

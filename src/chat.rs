@@ -6,12 +6,14 @@
 //! Messages serialize exactly as `/chat/completions` expects, so the same type is sent to the
 //! server, kept in history and stored in session files.
 
+mod names;
 mod tokens;
 
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+pub use names::serde_name;
 pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
 
 /// Who wrote a message.
@@ -22,6 +24,35 @@ pub enum Role {
     User,
     Assistant,
     Tool,
+}
+
+impl Role {
+    /// Its name on the wire.
+    pub fn as_str(self) -> &'static str {
+        serde_name(&self)
+    }
+}
+
+/// What a tool call does, as its tool declares it: frontends show a call by its kind, never by
+/// the tool's name, so renaming a tool changes nothing they do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// Reads files or folders.
+    Read,
+    /// Creates or changes files.
+    Edit,
+    /// Runs a command.
+    Execute,
+    /// Searches file contents.
+    Search,
+    /// Fetches something from elsewhere.
+    Fetch,
+    /// Works on the model's own behalf (sub-agents, skills).
+    Think,
+    /// Anything else (MCP tools, goal tools).
+    #[default]
+    Other,
 }
 
 /// One chat message. `content` stays `null` (not omitted) beside assistant tool calls, and a

@@ -9,11 +9,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::chat::{ApprovalRequest, ToolStatus, Usage};
+use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
 
 mod goal;
+mod run;
 
-pub use goal::{GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef, GoalSnapshot};
+pub use goal::{BlockCode, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef, GoalSnapshot};
+pub use run::RunMarker;
 
 /// Identifies a tool call within a session (the model's call id).
 pub(crate) type CallId = String;
@@ -197,12 +199,7 @@ pub enum SubagentStatus {
 impl SubagentStatus {
     /// The word used in results and events.
     pub fn as_str(self) -> &'static str {
-        match self {
-            SubagentStatus::Completed => "completed",
-            SubagentStatus::Failed => "failed",
-            SubagentStatus::TimedOut => "timed_out",
-            SubagentStatus::Interrupted => "interrupted",
-        }
+        crate::chat::serde_name(&self)
     }
 }
 
@@ -231,12 +228,7 @@ pub enum WindowSource {
 impl WindowSource {
     /// The word used in the status bar and in JSON.
     pub fn as_str(self) -> &'static str {
-        match self {
-            WindowSource::Config => "config",
-            WindowSource::Probe => "probe",
-            WindowSource::ServerError => "server-error",
-            WindowSource::Default => "default",
-        }
+        crate::chat::serde_name(&self)
     }
 }
 
@@ -287,12 +279,17 @@ pub enum Event {
         delay_ms: u64,
         reason: String,
     },
-    /// The model asked for a tool; `summary` is a one-line description of the arguments.
+    /// The model asked for a tool; `summary` is a one-line description of the arguments;
+    /// `kind` and `paths` (as the model wrote them) are what the tool declares about the call.
     ToolCallBegan {
         call: CallId,
         tool: String,
         summary: String,
         arguments: serde_json::Value,
+        #[serde(default)]
+        kind: ToolKind,
+        #[serde(default)]
+        paths: Vec<String>,
     },
     /// The core waits for an `Op::Decide` for this call.
     ApprovalRequested {
@@ -527,6 +524,12 @@ pub enum HistoryEntry {
         status: Option<ToolStatus>,
         /// The result the model read.
         output: String,
+        /// What the tool declares about the call (`other` and none when it is gone); named
+        /// so beside the entry's own `kind` tag.
+        #[serde(default)]
+        tool_kind: ToolKind,
+        #[serde(default)]
+        paths: Vec<String>,
     },
 }
 

@@ -33,13 +33,41 @@ pub struct Reply {
     /// The answer: visible text, never reasoning.
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
-    pub finish_reason: Option<String>,
+    pub finish_reason: Option<FinishReason>,
     pub usage: Option<Usage>,
     /// What a reasoning model thought before answering ("" when it said nothing of it). Never
     /// part of `text`; kept in history only when it is to be sent back.
     pub reasoning: String,
     /// How the server delivered the reasoning, when there was any.
     pub reasoning_format: Option<ReasoningFormat>,
+}
+
+/// Why the server stopped the reply. Servers send names beyond OpenAI's four (vLLM's `abort`,
+/// a vendor's own); those are kept as they came, so no reply fails to parse over one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The reply's token limit was reached.
+    Length,
+    /// The model asked for tool calls.
+    ToolCalls,
+    /// The server's filter cut the reply.
+    ContentFilter,
+    /// A name the server chose, as sent.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl FinishReason {
+    /// The name on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Other(name) => name,
+            known => crate::chat::serde_name(known),
+        }
+    }
 }
 
 /// The three ways servers stream a model's reasoning.

@@ -33,8 +33,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::ToolSpec;
 use crate::chat::{ApprovalRequest, ToolStatus};
+use crate::chat::{ToolKind, ToolSpec};
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
 
@@ -62,6 +62,16 @@ pub trait Tool: Send + Sync {
     /// An `Err` is a message for the model; nothing runs.
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String>;
 
+    /// What its calls do, for frontends to show them by.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Other
+    }
+
+    /// The workspace paths a call with `args` touches, as the model wrote them.
+    fn paths(&self, _args: &serde_json::Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Runs the call. Must return promptly once `cancel` fires, killing anything it started.
     fn run<'a>(
         &'a self,
@@ -69,6 +79,14 @@ pub trait Tool: Send + Sync {
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a>;
+}
+
+/// The `path` argument of a call, when it has one: the path the file tools touch.
+pub(crate) fn path_arg(args: &serde_json::Value) -> Vec<String> {
+    args.get("path")
+        .and_then(serde_json::Value::as_str)
+        .map(|p| vec![p.to_string()])
+        .unwrap_or_default()
 }
 
 /// What `prepare` learned about a call.

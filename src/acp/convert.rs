@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
 };
 
 use super::{COMMANDS, McpServerSpec};
-use crate::chat::{ApprovalRequest, ToolStatus};
+use crate::chat::{self, ApprovalRequest, ToolStatus};
 use crate::protocol::{Decision, HistoryEntry};
 
 /// The option ids of a permission request.
@@ -99,14 +99,16 @@ pub(super) fn available_commands() -> SessionUpdate {
     SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
 }
 
-fn kind(tool: &str) -> ToolKind {
-    match tool {
-        "read" | "list" => ToolKind::Read,
-        "write" | "edit" => ToolKind::Edit,
-        "bash" => ToolKind::Execute,
-        "search" => ToolKind::Search,
-        "delegate" | "skill" => ToolKind::Think,
-        _ => ToolKind::Other,
+/// The kind the tool declared, in ACP's terms.
+fn kind(kind: chat::ToolKind) -> ToolKind {
+    match kind {
+        chat::ToolKind::Read => ToolKind::Read,
+        chat::ToolKind::Edit => ToolKind::Edit,
+        chat::ToolKind::Execute => ToolKind::Execute,
+        chat::ToolKind::Search => ToolKind::Search,
+        chat::ToolKind::Fetch => ToolKind::Fetch,
+        chat::ToolKind::Think => ToolKind::Think,
+        chat::ToolKind::Other => ToolKind::Other,
     }
 }
 
@@ -114,12 +116,9 @@ fn str_arg<'a>(arguments: &'a serde_json::Value, name: &str) -> Option<&'a str> 
     arguments.get(name).and_then(serde_json::Value::as_str)
 }
 
-/// The file a call works on, absolute, when it names one.
-fn path_of(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Option<PathBuf> {
-    match tool {
-        "read" | "write" | "edit" | "list" => str_arg(arguments, "path").map(|p| cwd.join(p)),
-        _ => None,
-    }
+/// The first path the tool said the call touches, absolute.
+fn path_of(paths: &[String], cwd: &Path) -> Option<PathBuf> {
+    paths.first().map(|p| cwd.join(p))
 }
 
 fn title(tool: &str, summary: &str) -> String {
@@ -137,16 +136,16 @@ fn title(tool: &str, summary: &str) -> String {
 
 /// What an `edit` will change, as an ACP diff of the replaced piece. A `write`'s diff comes
 /// with its approval (see [`approval_fields`]), once it is known whether the file is new.
-fn diff(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Vec<ToolCallContent> {
-    let Some(path) = path_of(tool, arguments, cwd) else {
+fn diff(shown: &Announced<'_>, cwd: &Path) -> Vec<ToolCallContent> {
+    let Some(path) = path_of(shown.paths, cwd) else {
         return Vec::new();
     };
     match (
-        tool,
-        str_arg(arguments, "old_string"),
-        str_arg(arguments, "new_string"),
+        shown.kind,
+        str_arg(shown.arguments, "old_string"),
+        str_arg(shown.arguments, "new_string"),
     ) {
-        ("edit", Some(old), Some(new)) => {
+        (chat::ToolKind::Edit, Some(old), Some(new)) => {
             vec![ToolCallContent::Diff(
                 Diff::new(path, new).old_text(old.to_string()),
             )]
@@ -155,22 +154,40 @@ fn diff(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Vec<ToolCallCo
     }
 }
 
-/// A tool call as it begins: pending, with its arguments and, for file changes, the diff.
-pub(super) fn tool_call(
-    call: &str,
-    tool: &str,
-    summary: &str,
-    arguments: &serde_json::Value,
-    cwd: &Path,
-) -> SessionUpdate {
-    let locations = path_of(tool, arguments, cwd)
-        .map(|p| vec![ToolCallLocation::new(p)])
-        .unwrap_or_default();
+/// What the core announced of a call: the tool's name, its summary and arguments, and the
+/// kind and paths the tool declared.
+pub(super) struct Announced<'a> {
+    pub tool: &'a str,
+    pub summary: &'a str,
+    pub arguments: &'a serde_json::Value,
+    pub kind: chat::ToolKind,
+    pub paths: &'a [String],
+}
+
+/// Whether the call is announced with a diff (an edit's replaced piece).
+pub(super) fn shows_diff(shown: &Announced<'_>, cwd: &Path) -> bool {
+    !diff(shown, cwd).is_empty()
+}
+
+/// A tool call as it begins: pending, with its arguments, the kind and locations its tool
+/// declared and, for file changes, the diff.
+pub(super) fn tool_call(call: &str, shown: &Announced<'_>, cwd: &Path) -> SessionUpdate {
+    let Announced {
+        tool,
+        summary,
+        arguments,
+        paths,
+        ..
+    } = *shown;
+    let locations = paths
+        .iter()
+        .map(|p| ToolCallLocation::new(cwd.join(p)))
+        .collect();
     SessionUpdate::ToolCall(
         ToolCall::new(call.to_string(), title(tool, summary))
-            .kind(kind(tool))
+            .kind(kind(shown.kind))
             .status(ToolCallStatus::Pending)
-            .content(diff(tool, arguments, cwd))
+            .content(diff(shown, cwd))
             .locations(locations)
             .raw_input(arguments.clone()),
     )
@@ -180,18 +197,23 @@ pub(super) fn tool_call(
 /// `edit` keeps the diff it was announced with; a `write` shows the whole new file as a diff
 /// when the file is new, else the unified diff against the current text.
 pub(super) fn approval_fields(
-    tool: &str,
     request: &ApprovalRequest,
-    arguments: &serde_json::Value,
+    shown: &Announced<'_>,
     cwd: &Path,
 ) -> ToolCallUpdateFields {
+    let Announced {
+        tool,
+        arguments,
+        paths,
+        ..
+    } = *shown;
     let (title, content) = match request {
         ApprovalRequest::Command { command } => (
             format!("Run `{command}`"),
             Some(vec![text_content(&format!("```sh\n{command}\n```"))]),
         ),
         ApprovalRequest::Diff { path, diff } if tool == "write" => {
-            let whole = str_arg(arguments, "content").zip(path_of(tool, arguments, cwd));
+            let whole = str_arg(arguments, "content").zip(path_of(paths, cwd));
             let content = match whole {
                 Some((text, file)) if diff.starts_with("--- /dev/null") => {
                     ToolCallContent::Diff(Diff::new(file, text))
@@ -210,7 +232,9 @@ pub(super) fn approval_fields(
             Some(vec![text_content(&format!("```json\n{arguments}\n```"))]),
         ),
     };
-    let fields = ToolCallUpdateFields::new().title(title).kind(kind(tool));
+    let fields = ToolCallUpdateFields::new()
+        .title(title)
+        .kind(kind(shown.kind));
     match content {
         Some(content) => fields.content(content),
         None => fields,
@@ -294,10 +318,19 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
                 arguments,
                 status: ended,
                 output,
+                tool_kind,
+                paths,
             } => {
-                updates.push(tool_call(call, tool, summary, arguments, cwd));
+                let shown = Announced {
+                    tool,
+                    summary,
+                    arguments,
+                    kind: *tool_kind,
+                    paths,
+                };
+                updates.push(tool_call(call, &shown, cwd));
                 let result = ended.unwrap_or(ToolStatus::Failed);
-                updates.push(tool_ended(call, result, output, tool == "edit"));
+                updates.push(tool_ended(call, result, output, shows_diff(&shown, cwd)));
             }
         }
     }

@@ -7,7 +7,7 @@ use agent_client_protocol::v1::schema::{
     Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, StopReason,
 };
 
-use crate::protocol::{GoalOp, GoalPhase, GoalSnapshot, TurnEnd};
+use crate::protocol::{BlockCode, GoalOp, GoalPhase, GoalSnapshot, TurnEnd};
 
 /// The `/goal` command's text after the name: an objective sets a goal, nothing shows it.
 pub(super) fn parse(arg: &str) -> Result<GoalOp, String> {
@@ -86,7 +86,7 @@ pub(super) struct Run {
     /// How the last round's turn ended.
     pub last_end: Option<TurnEnd>,
     /// Why the goal was blocked, when it was.
-    pub blocked: Option<String>,
+    pub blocked: Option<BlockCode>,
 }
 
 impl Run {
@@ -97,9 +97,9 @@ impl Run {
 
     /// The stop reason of the goal prompt.
     pub(super) fn stop_reason(&self) -> StopReason {
-        match (&self.last_end, self.blocked.as_deref()) {
+        match (&self.last_end, &self.blocked) {
             (Some(TurnEnd::Interrupted), _) => StopReason::Cancelled,
-            (_, Some("round-limit")) => StopReason::MaxTurnRequests,
+            (_, Some(BlockCode::RoundLimit)) => StopReason::MaxTurnRequests,
             _ => StopReason::EndTurn,
         }
     }

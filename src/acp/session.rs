@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{Connection, convert, goal};
-use crate::chat::ApprovalRequest;
+use crate::chat::{ApprovalRequest, ToolKind};
 use crate::protocol::{Decision, Event, Op, OpSender, TurnEnd};
 
 /// The answer owed to `session/new` or `session/load`, given once the core is set up.
@@ -128,6 +128,8 @@ pub(super) struct Pending {
 /// A tool call of the running turn, as the pump knows it.
 struct Call {
     arguments: serde_json::Value,
+    kind: ToolKind,
+    paths: Vec<String>,
     /// A diff was shown for it (an edit's piece, or a write's approval).
     shown_diff: bool,
 }
@@ -238,14 +240,24 @@ pub(super) async fn pump(
                 tool,
                 summary,
                 arguments,
+                kind,
+                paths,
             } => {
-                let update = convert::tool_call(&call, &tool, &summary, &arguments, &live.cwd);
-                notify(&cx, &id, update);
-                let shown_diff = tool == "edit";
+                let shown = convert::Announced {
+                    tool: &tool,
+                    summary: &summary,
+                    arguments: &arguments,
+                    kind,
+                    paths: &paths,
+                };
+                notify(&cx, &id, convert::tool_call(&call, &shown, &live.cwd));
+                let shown_diff = convert::shows_diff(&shown, &live.cwd);
                 calls.insert(
                     call,
                     Call {
                         arguments,
+                        kind,
+                        paths,
                         shown_diff,
                     },
                 );
@@ -255,14 +267,27 @@ pub(super) async fn pump(
                 tool,
                 request,
             } => {
-                let arguments = match calls.get_mut(&call) {
+                let unknown = Call {
+                    arguments: serde_json::Value::Null,
+                    kind: ToolKind::Other,
+                    paths: Vec::new(),
+                    shown_diff: false,
+                };
+                let known = match calls.get_mut(&call) {
                     Some(known) => {
                         known.shown_diff |= matches!(request, ApprovalRequest::Diff { .. });
-                        known.arguments.clone()
+                        &*known
                     }
-                    None => serde_json::Value::Null,
+                    None => &unknown,
                 };
-                let fields = convert::approval_fields(&tool, &request, &arguments, &live.cwd);
+                let shown = convert::Announced {
+                    tool: &tool,
+                    summary: "",
+                    arguments: &known.arguments,
+                    kind: known.kind,
+                    paths: &known.paths,
+                };
+                let fields = convert::approval_fields(&request, &shown, &live.cwd);
                 // The client shows the call as the question describes it, then asks.
                 let shown = ToolCallUpdate::new(call.clone(), fields.clone());
                 notify(&cx, &id, SessionUpdate::ToolCallUpdate(shown));

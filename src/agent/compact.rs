@@ -14,7 +14,7 @@ use crate::agent::validate::{self, ValidationError};
 use crate::chat::{Message, Role};
 use crate::chat::{estimate_message, estimate_text, split_at_budget};
 use crate::protocol::{TokenStats, TurnStats};
-use crate::provider::{ChatRequest, Provider, ProviderError, Reply};
+use crate::provider::{ChatRequest, FinishReason, Provider, ProviderError, Reply};
 use crate::session::Checkpoint;
 
 /// The summariser's system prompt.
@@ -238,11 +238,12 @@ fn accept(reply: &Reply) -> Result<String, CompactError> {
     if !reply.tool_calls.is_empty() {
         return reject("the summariser called a tool".to_string());
     }
-    match reply.finish_reason.as_deref() {
-        Some("stop") => {}
+    match &reply.finish_reason {
+        Some(FinishReason::Stop) => {}
         Some(other) => {
             return reject(format!(
-                "the summary is incomplete (finish reason {other:?})"
+                "the summary is incomplete (finish reason {:?})",
+                other.as_str()
             ));
         }
         None => return reject("the summary is incomplete (no finish reason)".to_string()),

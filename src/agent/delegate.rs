@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use crate::chat::{ToolSpec, ToolStatus};
+use crate::chat::{ToolKind, ToolSpec, ToolStatus};
 use crate::protocol::{SubagentStatus, TokenStats};
 use crate::sanitize::text::floor_boundary;
 use crate::tools::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
@@ -159,6 +159,10 @@ fn check(args: &serde_json::Value) -> Result<Vec<Task>, String> {
 }
 
 impl Tool for Delegate {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Think
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: NAME.into(),

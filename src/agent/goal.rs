@@ -17,18 +17,12 @@ use std::collections::HashSet;
 use std::time::SystemTime;
 
 use crate::chat::Message;
-use crate::protocol::{GoalBlock, GoalChange, GoalPhase, GoalRef};
+use crate::protocol::{BlockCode, GoalBlock, GoalChange, GoalPhase, GoalRef};
 
 pub use record::{Goal, Record, Round, Tombstone};
 
 /// The `[goal] max_rounds` default.
 pub const DEFAULT_MAX_ROUNDS: u32 = crate::defaults::GOAL_MAX_ROUNDS;
-
-/// Reason codes the driver uses.
-pub const CODE_ROUND_LIMIT: &str = "round-limit";
-pub const CODE_USAGE_LIMIT: &str = "usage-limit";
-pub const CODE_EXECUTION_FAILED: &str = "execution-failed";
-pub const CODE_AWAITING_HUMAN: &str = "awaiting-human";
 
 /// Why a goal command was refused, or why goal access fails.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -309,11 +303,12 @@ impl Goals {
     pub fn block(
         &mut self,
         expected: &GoalRef,
-        code: &str,
+        code: impl Into<BlockCode>,
         message: &str,
         now: SystemTime,
     ) -> Result<Accepted, GoalError> {
-        record::check_code(code).map_err(GoalError::Invalid)?;
+        let code = code.into();
+        record::check_code(code.as_str()).map_err(GoalError::Invalid)?;
         let mut message = record::normalize_message(message);
         if message.is_empty() {
             message = format!("blocked: {code}");
@@ -322,10 +317,7 @@ impl Goals {
         if goal.phase == GoalPhase::Complete {
             return Err(illegal(goal, "blocked"));
         }
-        let reason = GoalBlock {
-            code: code.to_string(),
-            message,
-        };
+        let reason = GoalBlock { code, message };
         let next = next_revision(goal, now, GoalPhase::Blocked, Some(reason));
         self.accept(GoalChange::Blocked, Some(next), None, false)
     }

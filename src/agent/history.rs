@@ -3,10 +3,11 @@
 //! the session, so none of them needs to know how a session file stores a call.
 
 use crate::chat::Role;
+use crate::chat::ToolKind;
 use crate::protocol::HistoryEntry;
 use crate::sanitize::text::truncate;
 use crate::session::Session;
-use crate::tools::Secrets;
+use crate::tools::{Registry, Secrets};
 
 /// The longest summary rebuilt from raw arguments, in characters.
 const SUMMARY_CHARS: usize = 200;
@@ -16,7 +17,11 @@ const SUMMARY_CHARS: usize = 200;
 /// (an unanswered call, which only a session saved mid-call can hold, has no status).
 /// Everything is redacted like a live call's events: the session keeps the model's calls as it
 /// made them, and a frontend (or the exit transcript) must not show the key from there.
-pub(crate) fn entries(session: &Session, secrets: &Secrets) -> Vec<HistoryEntry> {
+pub(crate) fn entries(
+    session: &Session,
+    secrets: &Secrets,
+    registry: &Registry,
+) -> Vec<HistoryEntry> {
     let messages = session.messages();
     let mut entries = Vec::with_capacity(messages.len());
     // Calls not yet answered: (call id, index of its entry).
@@ -40,7 +45,10 @@ pub(crate) fn entries(session: &Session, secrets: &Secrets) -> Vec<HistoryEntry>
                     let arguments =
                         serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
                     open.push((call.id.as_str(), entries.len()));
+                    let tool = registry.get(&call.name);
                     entries.push(HistoryEntry::ToolCall {
+                        tool_kind: tool.as_ref().map_or(ToolKind::Other, |t| t.kind()),
+                        paths: tool.map(|t| t.paths(&arguments)).unwrap_or_default(),
                         call: call.id.clone(),
                         tool: call.name.clone(),
                         summary: summary_from_arguments(&arguments).unwrap_or_else(|| {
@@ -92,11 +100,13 @@ fn redact(entry: &mut HistoryEntry, secrets: &Secrets) {
             summary,
             arguments,
             output,
+            paths,
             ..
         } => {
             text(tool);
             text(summary);
             text(output);
+            paths.iter_mut().for_each(text);
             secrets.redact_json(arguments);
         }
     }

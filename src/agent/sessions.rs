@@ -67,7 +67,11 @@ impl Core {
         self.emit(self.configured());
         if !self.session.messages().is_empty() {
             self.emit(Event::HistoryRestored {
-                entries: super::history::entries(&self.session, &self.tool_ctx.secrets),
+                entries: super::history::entries(
+                    &self.session,
+                    &self.tool_ctx.secrets,
+                    &self.registry,
+                ),
             });
         }
         self.emit(self.window_set());

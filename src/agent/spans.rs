@@ -17,7 +17,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use super::compact::CompactError;
 use crate::chat::{Message, Role, ToolCall, ToolStatus};
 use crate::protocol::{TurnEnd, TurnStats};
-use crate::provider::{ProviderError, Reply};
+use crate::provider::{FinishReason, ProviderError, Reply};
 use crate::sanitize::text::floor_boundary;
 use crate::tools::Secrets;
 
@@ -134,14 +134,11 @@ pub(crate) fn end_model_call(span: &Span, outcome: Result<&Reply, &ProviderError
                 span.record("gen_ai.usage.input_tokens", usage.input_tokens);
                 span.record("gen_ai.usage.output_tokens", usage.output_tokens);
             }
-            let reason = reply
-                .finish_reason
-                .as_deref()
-                .unwrap_or(if reply.tool_calls.is_empty() {
-                    "stop"
-                } else {
-                    "tool_calls"
-                });
+            let reason = match &reply.finish_reason {
+                Some(reason) => reason.as_str(),
+                None if reply.tool_calls.is_empty() => FinishReason::Stop.as_str(),
+                None => FinishReason::ToolCalls.as_str(),
+            };
             // An array attribute: only the OpenTelemetry side can carry one.
             span.set_attribute(
                 "gen_ai.response.finish_reasons",
@@ -311,7 +308,10 @@ impl Content<'_> {
             return;
         }
         let message = reply.to_message();
-        let finish = reply.finish_reason.as_deref().unwrap_or("stop");
+        let finish = reply
+            .finish_reason
+            .as_ref()
+            .map_or(FinishReason::Stop.as_str(), FinishReason::as_str);
         let value = self.message_json(&message, Some(finish));
         span.set_attribute("gen_ai.output.messages", format!("[{value}]"));
     }
@@ -326,7 +326,7 @@ impl Content<'_> {
             _ => (
                 Message::assistant(Some(text.to_string()), Vec::new()),
                 "gen_ai.output.messages",
-                Some("stop"),
+                Some(FinishReason::Stop.as_str()),
             ),
         };
         span.set_attribute(key, format!("[{}]", self.message_json(&message, finish)));
@@ -348,12 +348,7 @@ impl Content<'_> {
 
     /// One message in the conventions' shape: `{role, parts: [{type, …}], finish_reason?}`.
     fn message_json(&self, m: &Message, finish: Option<&str>) -> Value {
-        let role = match m.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
+        let role = m.role.as_str();
         let mut parts = Vec::new();
         if let Some(text) = &m.content {
             parts.push(match (&m.role, &m.tool_call_id) {

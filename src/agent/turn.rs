@@ -25,7 +25,7 @@ use super::spans::{self, Purpose};
 use crate::chat::estimate_message;
 use crate::chat::{Message, Role};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
-use crate::provider::{ChatRequest, ProviderError, Reply, StreamEvent};
+use crate::provider::{ChatRequest, FinishReason, ProviderError, Reply, StreamEvent};
 
 /// How a turn fails when the model answered with nothing: no text and no tool call.
 const EMPTY_REPLY: &str = "the model returned an empty reply";
@@ -270,20 +270,21 @@ fn empty_reply_error(reply: &Reply) -> String {
     };
     match reply
         .finish_reason
-        .as_deref()
-        .filter(|r| !r.is_empty() && *r != "stop")
+        .as_ref()
+        .filter(|r| !r.as_str().is_empty() && **r != FinishReason::Stop)
     {
         Some(reason) => {
-            let reason: String = reason
-                .chars()
-                .filter(|c| !c.is_control())
-                .take(40)
-                .collect();
-            let hint = if reason == "length" && what == REASONING_ONLY {
+            let hint = if *reason == FinishReason::Length && what == REASONING_ONLY {
                 "; the reply's token limit was spent on reasoning (raise [model] max_tokens)"
             } else {
                 ""
             };
+            let reason: String = reason
+                .as_str()
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(40)
+                .collect();
             format!("{what} (finish_reason: {reason}){hint}")
         }
         None => what.to_string(),

@@ -217,15 +217,6 @@ fn check_call<'a>(
     Ok(())
 }
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
 /// Whether `raw` is one complete JSON object. Parsing into `IgnoredAny` checks the syntax
 /// without building a value, so validating a long history stays cheap.
 fn is_json_object(raw: &str) -> bool {
@@ -247,7 +238,7 @@ fn check<'a>(
     let mut ids: HashSet<&str> = HashSet::new();
     let mut settled = first;
     for (index, message) in (first..).zip(messages) {
-        let role = role_name(message.role);
+        let role = message.role.as_str();
         let field = |problem| ValidationError::Field {
             index,
             role,

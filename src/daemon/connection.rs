@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::task::JoinHandle;
@@ -112,14 +113,18 @@ struct Cancel {
     run_id: String,
 }
 
+/// `approval.decide`'s shape, checked strictly; the decision itself (`decision`, `reason`) is
+/// the protocol's `Decision`, read from the same params (serde cannot refuse unknown fields
+/// beside a flattened enum).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Decide {
     session_id: String,
     call_id: String,
-    decision: String,
-    #[serde(default)]
-    reason: Option<String>,
+    #[serde(rename = "decision")]
+    _decision: IgnoredAny,
+    #[serde(default, rename = "reason")]
+    _reason: Option<IgnoredAny>,
 }
 
 /// Compares in constant time through `subtle`, a maintained and audited primitive, rather than
@@ -302,16 +307,13 @@ impl Connection {
             }
             "approval.decide" => {
                 let p: Decide = wire::params(params)?;
-                let decision = match p.decision.as_str() {
-                    "approve" => Decision::Approve,
-                    "approve_tool" => Decision::ApproveTool,
-                    "deny" => Decision::Deny { reason: p.reason },
-                    other => {
-                        return Err(RpcError::params(format!(
-                            "decision must be approve, approve_tool or deny, not {other:?}"
-                        )));
-                    }
-                };
+                let decision: Decision = wire::params(params)?;
+                if decision == Decision::NoTerminal {
+                    // Only a one-shot run without a terminal decides so, never a client.
+                    return Err(RpcError::params(
+                        "decision must be approve, approve_tool or deny, not \"no_terminal\"",
+                    ));
+                }
                 let live = hub.get(&p.session_id)?;
                 live.decide(&p.call_id, decision)?;
                 Ok(json!({ "session_id": p.session_id, "call_id": p.call_id }))

@@ -8,38 +8,15 @@ use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::log::{CallJournal, EventLog, read_range, segment_bytes};
 use super::wire::{self, EndReason, Line, RpcError};
-use crate::protocol::{AgentHandle, Decision, Event, Op, OpSender, TurnEnd};
+use crate::protocol::{AgentHandle, Decision, Event, Op, OpSender, RunMarker};
 
 /// Recent lines kept in memory per session for subscribers; older ones are read from disk.
 const RING_BYTES: usize = 4 * 1024 * 1024;
-
-/// The daemon's own events, numbered and logged like the core's.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum DaemonEvent {
-    /// `run.start` was accepted (`prompt`), or a goal round began (`goal_id`, after the
-    /// core's `goal_round_started`); the core's `turn_started` follows.
-    RunStarted {
-        run_id: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        prompt: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        goal_id: Option<String>,
-    },
-    /// A restarted daemon reopened the session with this run still open; the core answers it
-    /// with one turn (see docs/headless.md, "Restarts").
-    RunResumed { run_id: String },
-    /// `run.cancel` was received (recorded before the core is told).
-    CancelRequested { run_id: String },
-    /// The run is over; `end` is the core's `turn_ended` status.
-    RunEnded { run_id: String, end: TurnEnd },
-}
 
 /// Why a subscription must end, for its `subscription.ended`.
 pub(super) struct Ended {
@@ -121,15 +98,10 @@ impl State {
         batch.lines.push((self.last, Line::from(line)));
     }
 
-    fn daemon_event(&mut self, session: &str, event: &DaemonEvent, batch: &mut Batch) {
-        let run = match event {
-            DaemonEvent::RunStarted { run_id, .. }
-            | DaemonEvent::RunResumed { run_id }
-            | DaemonEvent::CancelRequested { run_id }
-            | DaemonEvent::RunEnded { run_id, .. } => run_id.clone(),
-        };
+    /// The daemon's own events, numbered and logged like the core's.
+    fn daemon_event(&mut self, session: &str, event: &RunMarker, batch: &mut Batch) {
         let text = serde_json::to_string(event).unwrap_or_else(|_| "{}".into());
-        self.line(session, Some(&run), &text, batch);
+        self.line(session, Some(event.run_id()), &text, batch);
         batch.sync = true;
     }
 
@@ -236,7 +208,7 @@ impl Live {
         if let Some(run) = run {
             let mut state = lock(&live.state);
             let mut batch = empty_batch();
-            let event = DaemonEvent::RunResumed {
+            let event = RunMarker::RunResumed {
                 run_id: run.id.clone(),
             };
             state.daemon_event(&live.id, &event, &mut batch);
@@ -302,7 +274,7 @@ impl Live {
                 }
                 if let Some(run) = state.run.take_if(|r| r.bound) {
                     state.pending.clear();
-                    let ended = DaemonEvent::RunEnded {
+                    let ended = RunMarker::RunEnded {
                         run_id: run.id,
                         end: end.clone(),
                     };
@@ -314,7 +286,7 @@ impl Live {
             if let Event::GoalRoundStarted { goal_id, .. } = event {
                 if state.run.is_none() {
                     let run_id = uuid::Uuid::new_v4().to_string();
-                    let started = DaemonEvent::RunStarted {
+                    let started = RunMarker::RunStarted {
                         run_id: run_id.clone(),
                         prompt: None,
                         goal_id: Some(goal_id.clone()),
@@ -392,7 +364,7 @@ impl Live {
         }
         let run_id = uuid::Uuid::new_v4().to_string();
         let mut batch = empty_batch();
-        let event = DaemonEvent::RunStarted {
+        let event = RunMarker::RunStarted {
             run_id: run_id.clone(),
             prompt: Some(prompt.clone()),
             goal_id: None,
@@ -425,7 +397,7 @@ impl Live {
         if first {
             // Recorded before the core hears of it, so a restart still ends the run cancelled.
             let mut batch = empty_batch();
-            let event = DaemonEvent::CancelRequested {
+            let event = RunMarker::CancelRequested {
                 run_id: run_id.to_string(),
             };
             state.daemon_event(&self.id, &event, &mut batch);

@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 use super::wire::Line;
-use crate::protocol::Journal;
+use crate::protocol::{Journal, RunMarker};
 
 /// A segment is closed once it holds this many bytes (see [`segment_bytes`]).
 const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
@@ -128,29 +129,30 @@ pub(crate) struct OpenRun {
     pub cancelled: bool,
 }
 
-/// The fields of a stored line the daemon reads back.
+/// The fields of a stored line the daemon reads back; `E` is what it needs of the event.
 #[derive(Deserialize)]
-struct Stored {
-    params: StoredParams,
+struct Stored<E> {
+    params: StoredParams<E>,
 }
 
 #[derive(Deserialize)]
-struct StoredParams {
+struct StoredParams<E> {
     sequence: u64,
-    #[serde(default)]
-    event: Option<StoredEvent>,
+    #[serde(default = "Option::default")]
+    event: Option<E>,
 }
 
+/// A logged event read back at start: the daemon's own run markers, typed; the core's events
+/// (whose `type` is none of theirs) passed over.
 #[derive(Deserialize)]
-struct StoredEvent {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    run_id: Option<String>,
+#[serde(untagged)]
+enum Logged {
+    Marker(RunMarker),
+    Core(IgnoredAny),
 }
 
 fn sequence_of(line: &str) -> Option<u64> {
-    serde_json::from_str::<Stored>(line)
+    serde_json::from_str::<Stored<IgnoredAny>>(line)
         .ok()
         .map(|s| s.params.sequence)
 }
@@ -185,29 +187,27 @@ impl EventLog {
                 text.truncate(complete);
             }
             for line in text.lines() {
-                let Ok(stored) = serde_json::from_str::<Stored>(line) else {
+                let Ok(stored) = serde_json::from_str::<Stored<Logged>>(line) else {
                     continue;
                 };
                 last = stored.params.sequence;
-                // Only the daemon's own run markers matter here; they are found by their type
-                // before anything else is parsed (a quote inside a string is escaped, so the
-                // pattern cannot come from event text).
-                if let Some(event) = stored.params.event {
-                    match event.kind.as_str() {
-                        "run_started" | "run_resumed" => {
-                            open_run = event.run_id.map(|run_id| OpenRun {
-                                run_id,
-                                cancelled: false,
-                            });
-                        }
-                        "cancel_requested" => {
-                            if let Some(run) = open_run.as_mut() {
-                                run.cancelled = true;
-                            }
-                        }
-                        "run_ended" => open_run = None,
-                        _ => {}
+                // Only the daemon's own run markers matter here.
+                match stored.params.event {
+                    Some(Logged::Marker(
+                        RunMarker::RunStarted { run_id, .. } | RunMarker::RunResumed { run_id },
+                    )) => {
+                        open_run = Some(OpenRun {
+                            run_id,
+                            cancelled: false,
+                        });
                     }
+                    Some(Logged::Marker(RunMarker::CancelRequested { .. })) => {
+                        if let Some(run) = open_run.as_mut() {
+                            run.cancelled = true;
+                        }
+                    }
+                    Some(Logged::Marker(RunMarker::RunEnded { .. })) => open_run = None,
+                    Some(Logged::Core(_)) | None => {}
                 }
             }
         }

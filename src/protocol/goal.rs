@@ -56,21 +56,57 @@ pub enum GoalPhase {
 
 impl GoalPhase {
     pub fn as_str(self) -> &'static str {
+        crate::chat::serde_name(&self)
+    }
+}
+
+/// Why a goal is blocked: a code and a one-line message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalBlock {
+    pub code: BlockCode,
+    pub message: String,
+}
+
+/// A blocked goal's lower-case kebab-case code: the ones the core sets, or one the model chose
+/// (`goal_update`), kept as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockCode {
+    /// Every goal round was used.
+    RoundLimit,
+    /// The server refused a request over a usage or rate limit.
+    UsageLimit,
+    /// A goal round's turn failed.
+    ExecutionFailed,
+    /// Only a person can move the goal on.
+    AwaitingHuman,
+    /// A code the model chose.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl BlockCode {
+    pub fn as_str(&self) -> &str {
         match self {
-            GoalPhase::Active => "active",
-            GoalPhase::Paused => "paused",
-            GoalPhase::Blocked => "blocked",
-            GoalPhase::Complete => "complete",
+            BlockCode::Other(code) => code,
+            known => crate::chat::serde_name(known),
         }
     }
 }
 
-/// Why a goal is blocked: a lower-case kebab-case code (`round-limit`, `usage-limit`,
-/// `execution-failed`, `awaiting-human` or one the model chose) and a one-line message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GoalBlock {
-    pub code: String,
-    pub message: String,
+impl From<&str> for BlockCode {
+    /// The code named so: a known one's variant, any other kept as written.
+    fn from(code: &str) -> Self {
+        let name: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+            serde::de::IntoDeserializer::into_deserializer(code);
+        BlockCode::deserialize(name).unwrap_or_else(|_| BlockCode::Other(code.to_string()))
+    }
+}
+
+impl std::fmt::Display for BlockCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One revision of a goal, as recorded in the session.
@@ -104,14 +140,6 @@ pub enum GoalChange {
 
 impl GoalChange {
     pub fn as_str(self) -> &'static str {
-        match self {
-            GoalChange::Created => "created",
-            GoalChange::Paused => "paused",
-            GoalChange::Resumed => "resumed",
-            GoalChange::Edited => "edited",
-            GoalChange::Completed => "completed",
-            GoalChange::Blocked => "blocked",
-            GoalChange::Cleared => "cleared",
-        }
+        crate::chat::serde_name(&self)
     }
 }

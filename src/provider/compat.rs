@@ -37,7 +37,8 @@ pub struct Quirks {
 }
 
 /// A request parameter the compatibility rules know about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Param {
     MaxTokens,
     MaxCompletionTokens,
@@ -49,13 +50,7 @@ pub enum Param {
 impl Param {
     /// Its name on the wire.
     pub fn name(self) -> &'static str {
-        match self {
-            Param::MaxTokens => "max_tokens",
-            Param::MaxCompletionTokens => "max_completion_tokens",
-            Param::StreamOptions => "stream_options",
-            Param::ParallelToolCalls => "parallel_tool_calls",
-            Param::ToolChoice => "tool_choice",
-        }
+        crate::chat::serde_name(&self)
     }
 }
 

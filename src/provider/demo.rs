@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures_util::stream;
 
-use super::{ChatRequest, EventStream, Provider, Reply, ReplyFuture, StreamEvent};
+use super::{ChatRequest, EventStream, FinishReason, Provider, Reply, ReplyFuture, StreamEvent};
 use crate::chat::{Message, Role, ToolCall, Usage};
 
 /// Pause between streamed pieces, so the reply visibly arrives like a real model's.
@@ -135,14 +135,11 @@ fn plan(request: &ChatRequest<'_>) -> Reply {
             .sum::<usize>()) as u64
         / 4
         + 1;
-    reply.finish_reason = Some(
-        if reply.tool_calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        }
-        .to_string(),
-    );
+    reply.finish_reason = Some(if reply.tool_calls.is_empty() {
+        FinishReason::Stop
+    } else {
+        FinishReason::ToolCalls
+    });
     reply.usage = Some(Usage::new(input_tokens, output_tokens, 0));
     reply
 }

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args};
 use crate::chat::ApprovalRequest;
-use crate::chat::ToolSpec;
+use crate::chat::{ToolKind, ToolSpec};
 use crate::process::child::{self, GroupGuard};
 use crate::process::supervisor;
 /// How long to keep reading after the group was killed, in case a process that escaped the
@@ -68,6 +68,10 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
 }
 
 impl Tool for Bash {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "bash".into(),

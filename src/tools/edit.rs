@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
 use crate::chat::ApprovalRequest;
-use crate::chat::ToolSpec;
+use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing};
 use crate::memory;
 
@@ -170,6 +170,14 @@ fn same_content(a: &Fingerprint, b: &Fingerprint) -> bool {
 }
 
 impl Tool for Edit {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
+        crate::tools::path_arg(args)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit".into(),

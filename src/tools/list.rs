@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::walk::{self, Start};
 use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
-use crate::chat::ToolSpec;
+use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil;
 
 /// Paths shown when the call names no limit.
@@ -63,6 +63,14 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
 }
 
 impl Tool for List {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
+        crate::tools::path_arg(args)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list".into(),

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Fingerprint, Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
-use crate::chat::ToolSpec;
+use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil;
 use crate::memory;
 
@@ -70,6 +70,14 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
 }
 
 impl Tool for Read {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
+        crate::tools::path_arg(args)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read".into(),

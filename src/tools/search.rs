@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::walk::{self, Start};
 use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
-use crate::chat::ToolSpec;
+use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil;
 
 /// Matching lines shown when the call names no limit.
@@ -105,6 +105,14 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
 }
 
 impl Tool for Search {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+
+    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
+        crate::tools::path_arg(args)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "search".into(),

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
-use crate::chat::{Message, Role, ToolSpec};
+use crate::chat::{Message, Role, ToolKind, ToolSpec};
 use crate::sanitize::text::floor_boundary;
 
 /// The tool's name, as declared to the model and recorded in history.
@@ -220,6 +220,10 @@ impl SkillTool {
 }
 
 impl Tool for SkillTool {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Think
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: TOOL_NAME.into(),

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
 use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
 use crate::chat::ApprovalRequest;
-use crate::chat::ToolSpec;
+use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing, LoadError};
 use crate::memory;
 
@@ -132,6 +132,14 @@ fn line_count(text: &str) -> usize {
 }
 
 impl Tool for Write {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
+        crate::tools::path_arg(args)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write".into(),

@@ -18,7 +18,7 @@ use agent_client_protocol::v1::schema::{
     NewSessionRequest, PermissionOptionKind, PlanEntryStatus, PromptRequest, ReadTextFileRequest,
     ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCallContent, ToolCallStatus, WriteTextFileRequest,
+    StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolKind, WriteTextFileRequest,
     WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
@@ -574,6 +574,21 @@ async fn offered_fs_capability_serves_reads_and_writes_through_the_client() {
     assert_eq!(diff.path, path);
     assert_eq!(diff.old_text.as_deref(), Some("alpha"));
     assert_eq!(diff.new_text, "beta");
+    // Shown by the kind and the file the edit tool declared.
+    let edit = updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCall(call) if call.tool_call_id.0.as_ref() == "call_e" => {
+                Some(call.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(edit.kind, ToolKind::Edit);
+    assert_eq!(
+        edit.locations.iter().map(|l| &l.path).collect::<Vec<_>>(),
+        [&path]
+    );
 }
 
 #[tokio::test]

@@ -8,8 +8,8 @@ use crate::support::events::run_turn;
 use crate::support::fake::{Answer, Fake, bash, text_reply, tool_reply};
 use crate::support::mock_openai::wait_until;
 use minicode::agent::Options;
-use minicode::chat::ToolStatus;
 use minicode::chat::{Message, Role};
+use minicode::chat::{ToolKind, ToolStatus};
 use minicode::protocol::AgentHandle;
 use minicode::protocol::{Decision, Event, Op, TurnEnd};
 use minicode::provider::ProviderError;
@@ -97,6 +97,54 @@ async fn approved_bash_call_runs_and_result_goes_back_to_model() {
         "tool output reaches the model: {}",
         result.text()
     );
+}
+
+#[tokio::test]
+async fn a_call_is_announced_with_the_kind_and_paths_its_tool_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let model = Fake::new(vec![
+        Ok(tool_reply(&[
+            ("c1", "read", r#"{"path":"a.txt"}"#),
+            ("c2", "bash", r#"{"command":"true"}"#),
+            ("c3", "search", r#"{"pattern":"alpha","path":"."}"#),
+            ("c4", "no_such_tool", r#"{"path":"b.txt"}"#),
+        ])),
+        Ok(text_reply("looked")),
+    ]);
+    let mut handle = start(dir.path(), model, Options::default());
+    let (events, end, _) = run_turn(&mut handle, "look", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    let began: Vec<(String, ToolKind, Vec<String>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallBegan {
+                call, kind, paths, ..
+            } => Some((call.clone(), *kind, paths.clone())),
+            _ => None,
+        })
+        .collect();
+    let owned = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        began,
+        [
+            ("c1".to_string(), ToolKind::Read, owned(&["a.txt"])),
+            ("c2".to_string(), ToolKind::Execute, Vec::new()),
+            ("c3".to_string(), ToolKind::Search, owned(&["."])),
+            // An unknown tool declares nothing.
+            ("c4".to_string(), ToolKind::Other, Vec::new()),
+        ]
+    );
+    // stream-json and the daemon carry them beside the call's name.
+    let line = serde_json::to_value(
+        events
+            .iter()
+            .find(|e| matches!(e, Event::ToolCallBegan { .. }))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(line["kind"], "read");
+    assert_eq!(line["paths"], serde_json::json!(["a.txt"]));
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use minicode::agent::budget::MIN_REPLY_TOKENS;
 use minicode::chat::{Message, ToolCall};
 use minicode::protocol::AgentHandle;
 use minicode::protocol::{Decision, Event, Op, TurnEnd};
-use minicode::provider::{ProviderError, Reply};
+use minicode::provider::{FinishReason, ProviderError, Reply};
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> Reply {
     Reply {
@@ -20,7 +20,7 @@ fn call(id: &str, name: &str, args: serde_json::Value) -> Reply {
             name: name.into(),
             arguments: args.to_string(),
         }],
-        finish_reason: Some("tool_calls".into()),
+        finish_reason: Some(FinishReason::ToolCalls),
         ..Reply::default()
     }
 }
@@ -200,7 +200,7 @@ async fn failed_manual_compact_is_reported_and_keeps_the_context() {
     let dir = tempfile::tempdir().unwrap();
     let truncated = Reply {
         text: "partial".into(),
-        finish_reason: Some("length".into()),
+        finish_reason: Some(FinishReason::Length),
         ..Reply::default()
     };
     let fake = Fake::new(vec![
@@ -683,7 +683,7 @@ async fn duplicate_call_ids_are_renamed_so_the_history_saves() {
                 arguments: "{\"command\":\"true\"}".into(),
             })
             .collect(),
-        finish_reason: Some("tool_calls".into()),
+        finish_reason: Some(FinishReason::ToolCalls),
         ..Reply::default()
     };
     let fake = Fake::new(vec![Ok(twice)]);

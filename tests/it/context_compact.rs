@@ -9,7 +9,7 @@ use minicode::agent::context::Context;
 use minicode::chat::estimate_text;
 use minicode::chat::{Message, Role, ToolCall, Usage};
 use minicode::protocol::TurnStats;
-use minicode::provider::{ProviderError, Reply};
+use minicode::provider::{FinishReason, ProviderError, Reply};
 use minicode::session::{Checkpoint, Session};
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +17,7 @@ fn summary(text: &str) -> Answer {
     Answer::Reply(Reply {
         text: text.to_string(),
         tool_calls: vec![],
-        finish_reason: Some("stop".to_string()),
+        finish_reason: Some(FinishReason::Stop),
         usage: Some(Usage::new(100, 20, 0)),
         ..Reply::default()
     })
@@ -192,7 +192,7 @@ async fn rejected(reply: Reply) -> (CompactError, TurnStats) {
 async fn truncated_summary_keeps_the_old_checkpoint() {
     let reply = Reply {
         text: "## Goal\npartial".into(),
-        finish_reason: Some("length".into()),
+        finish_reason: Some(FinishReason::Length),
         ..Reply::default()
     };
     let (err, stats) = rejected(reply).await;
@@ -204,7 +204,7 @@ async fn truncated_summary_keeps_the_old_checkpoint() {
 async fn empty_summary_keeps_the_old_checkpoint() {
     let reply = Reply {
         text: "  \n".into(),
-        finish_reason: Some("stop".into()),
+        finish_reason: Some(FinishReason::Stop),
         ..Reply::default()
     };
     let (err, _) = rejected(reply).await;
@@ -220,7 +220,7 @@ async fn summary_with_a_tool_call_is_rejected() {
             name: "bash".into(),
             arguments: "{}".into(),
         }],
-        finish_reason: Some("stop".into()),
+        finish_reason: Some(FinishReason::Stop),
         ..Reply::default()
     };
     let (err, _) = rejected(reply).await;

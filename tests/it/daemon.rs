@@ -4,6 +4,7 @@
 //! a time per session and runs in parallel across sessions, and restart safety (SIGKILL with
 //! an approval pending, and during a running bash call). One PTY test shows `attach`.
 
+use minicode::protocol::{RunMarker, TurnEnd};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -220,6 +221,88 @@ fn the_first_answer_to_an_approval_wins_and_the_other_client_is_told() {
         std::fs::read_to_string(ws.join("count.txt")).unwrap(),
         "ran\n"
     );
+}
+
+#[test]
+fn run_markers_read_back_as_the_protocols_run_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_in_thread(vec![text_reply("Marked.", 3)]);
+    let daemon = Daemon::start(dir.path(), &server, &[]);
+    let (_, ws) = layout(dir.path());
+    let mut client = daemon.client();
+    let session = client.open(&ws, None);
+    client.subscribe(&session, 0);
+    let run_id = client.start_run(&session, "mark the run");
+    let markers: Vec<RunMarker> = client
+        .events_until("run_ended")
+        .iter()
+        .filter(|e| e["event"]["type"].as_str().unwrap().starts_with("run_"))
+        .map(|e| serde_json::from_value(e["event"].clone()).expect("a run marker"))
+        .collect();
+    assert_eq!(
+        markers,
+        [
+            RunMarker::RunStarted {
+                run_id: run_id.clone(),
+                prompt: Some("mark the run".into()),
+                goal_id: None,
+            },
+            RunMarker::RunEnded {
+                run_id,
+                end: TurnEnd::Completed,
+            },
+        ]
+    );
+}
+
+#[test]
+fn approval_decide_reads_the_protocols_decision_and_refuses_any_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_in_thread(vec![
+        tool_reply(&[bash_call("call_1", "echo ran >> count.txt")]),
+        text_reply("Understood.", 5),
+    ]);
+    let daemon = Daemon::start(dir.path(), &server, &[]);
+    let (_, ws) = layout(dir.path());
+    let mut client = daemon.client();
+    let session = client.open(&ws, None);
+    client.subscribe(&session, 0);
+    client.start_run(&session, "count");
+    client.events_until("approval_requested");
+    let decide = |fields: Value| {
+        let mut params = json!({"session_id": session, "call_id": "call_1"});
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        params
+    };
+    for refused in [
+        json!({"decision": "maybe"}),
+        json!({"decision": "no_terminal"}),
+        json!({}),
+        json!({"decision": "deny", "reason": "no", "extra": 1}),
+    ] {
+        assert_eq!(
+            client.error_code("approval.decide", decide(refused.clone())),
+            -32602,
+            "{refused}"
+        );
+    }
+    client.ok(
+        "approval.decide",
+        decide(json!({"decision": "deny", "reason": "not now"})),
+    );
+    let rest = client.events_until("run_ended");
+    let decided = rest
+        .iter()
+        .find(|e| e["event"]["type"] == "approval_decided")
+        .expect("the decision is announced");
+    assert_eq!(
+        decided["event"]["decision"],
+        json!({"decision": "deny", "reason": "not now"})
+    );
+    assert!(!ws.join("count.txt").exists(), "a denied call never runs");
 }
 
 #[test]

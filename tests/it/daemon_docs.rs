@@ -98,7 +98,7 @@ fn headless_docs_show_every_event_a_subscriber_can_receive() {
     let docs = read("docs/headless.md");
     let mut events = variants(&read("src/protocol.rs"), "Event");
     assert!(events.len() >= 25, "parsed too few events: {events:?}");
-    events.extend(variants(&read("src/daemon/live.rs"), "DaemonEvent"));
+    events.extend(variants(&read("src/protocol/run.rs"), "RunMarker"));
     // Events that answer ops the daemon does not offer are named, in the paragraph that says
     // they do not occur, without an example.
     let before = docs

@@ -14,7 +14,7 @@ use minicode::agent::Options;
 use minicode::agent::goal::{Goals, record};
 use minicode::chat::Message;
 use minicode::protocol::{
-    AgentHandle, Event, GoalChange, GoalOp, GoalPhase, GoalSnapshot, Op, TurnEnd,
+    AgentHandle, BlockCode, Event, GoalChange, GoalOp, GoalPhase, GoalSnapshot, Op, TurnEnd,
 };
 use minicode::provider::ProviderError;
 use minicode::session::Session;
@@ -192,7 +192,7 @@ async fn the_round_limit_blocks_and_resume_is_then_refused() {
     let (goal, armed, _) = show(&mut handle).await;
     let goal = goal.unwrap();
     assert_eq!(goal.phase, GoalPhase::Blocked);
-    assert_eq!(goal.reason.unwrap().code, "round-limit");
+    assert_eq!(goal.reason.unwrap().code, BlockCode::RoundLimit);
     assert_eq!((goal.rounds_used, armed), (2, false));
     assert_eq!(fake.main_requests().len(), 2);
     handle.send(Op::Goal(GoalOp::Resume {
@@ -208,7 +208,7 @@ async fn the_round_limit_blocks_and_resume_is_then_refused() {
     shutdown(&mut handle).await;
 }
 
-async fn blocked_code(answer: Answer) -> (String, String) {
+async fn blocked_code(answer: Answer) -> (BlockCode, String) {
     let (_dir, ws) = workspace();
     let fake = Fake::new(vec![answer]);
     let mut handle = spawn(&ws, fake, options(256));
@@ -229,7 +229,8 @@ async fn a_failed_goal_turn_blocks_with_execution_failed_or_usage_limit() {
         retry_after_ms: None,
     }))
     .await;
-    assert_eq!(code, "execution-failed");
+    assert_eq!(code, BlockCode::ExecutionFailed);
+    assert_eq!(code.as_str(), "execution-failed");
     assert!(message.contains("boom"), "{message}");
     let (code, _) = blocked_code(Answer::Fail(ProviderError::RateLimited {
         message: "insufficient_quota".into(),
@@ -237,7 +238,8 @@ async fn a_failed_goal_turn_blocks_with_execution_failed_or_usage_limit() {
         quota_exhausted: true,
     }))
     .await;
-    assert_eq!(code, "usage-limit");
+    assert_eq!(code, BlockCode::UsageLimit);
+    assert_eq!(code.as_str(), "usage-limit");
 }
 
 #[tokio::test]

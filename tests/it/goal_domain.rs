@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use minicode::agent::goal::{GoalError, Goals, record};
 use minicode::chat::Message;
-use minicode::protocol::{GoalChange, GoalPhase, GoalRef};
+use minicode::protocol::{BlockCode, GoalChange, GoalPhase, GoalRef};
 
 fn now() -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000)
@@ -112,6 +112,21 @@ fn every_transition_follows_the_rules_and_replays() {
     assert_eq!(
         (reason.code.as_str(), reason.message.as_str()),
         ("awaiting-human", "need the key")
+    );
+    // A code written as text is the typed code when it names one, and kept as written when not.
+    assert_eq!(reason.code, BlockCode::AwaitingHuman);
+    assert_eq!(BlockCode::from("round-limit"), BlockCode::RoundLimit);
+    assert_eq!(
+        BlockCode::from("needs-key"),
+        BlockCode::Other("needs-key".into())
+    );
+    assert_eq!(
+        serde_json::to_value(BlockCode::from("needs-key")).unwrap(),
+        "needs-key"
+    );
+    assert_eq!(
+        serde_json::to_value(BlockCode::UsageLimit).unwrap(),
+        "usage-limit"
     );
     book.flush();
     // Edit keeps the phase and the reason (and the activation).

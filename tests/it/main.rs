@@ -74,3 +74,4 @@ mod tui_live;
 mod tui_render;
 mod tui_select;
 mod tui_view;
+mod wire_names;

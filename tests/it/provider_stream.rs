@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use minicode::chat::{Message, ToolSpec, Usage};
 use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use minicode::provider::sse::{Decoder, MAX_EVENT_BYTES, Parser};
-use minicode::provider::{ChatRequest, Provider, ProviderError, Reply, StreamEvent};
+use minicode::provider::{ChatRequest, FinishReason, Provider, ProviderError, Reply, StreamEvent};
 use serde_json::json;
 
 const KEY: &str = "sk-test-secret-0123456789";
@@ -68,7 +68,7 @@ async fn streamed_text_arrives_in_pieces_and_completes_with_usage() {
     assert_eq!(text_of(&events), text);
     let reply = done(&events);
     assert_eq!(reply.text, text);
-    assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
     assert_eq!(
         reply.usage,
         Some(Usage::new(USAGE_PROMPT_TOKENS, USAGE_COMPLETION_TOKENS, 0))
@@ -91,7 +91,7 @@ async fn tool_call_split_every_one_to_seven_bytes_assembles_the_same_call() {
         assert_eq!(reply.tool_calls[0].id, "call_abc");
         assert_eq!(reply.tool_calls[0].name, "read");
         assert_eq!(reply.tool_calls[0].arguments, arguments, "split {n}");
-        assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
     }
     assert_eq!(server.request_count(), 7);
 }
@@ -144,6 +144,27 @@ async fn two_tool_calls_in_one_reply_keep_their_order() {
 }
 
 #[tokio::test]
+async fn finish_reasons_are_typed_and_unknown_ones_kept_as_sent() {
+    for (sent, expected) in [
+        ("length", FinishReason::Length),
+        ("content_filter", FinishReason::ContentFilter),
+        ("abort", FinishReason::Other("abort".into())),
+    ] {
+        let chunks = vec![
+            sse_event(&chunk_text("ok")),
+            sse_event(&chunk_finish(sent)),
+            b"data: [DONE]\n\n".to_vec(),
+        ];
+        let server = MockServer::start(vec![MockReply::sse(chunks)]).await;
+        let (events, err) = run(&provider(&server)).await;
+        assert!(err.is_none(), "{sent}: {err:?}");
+        let reply = done(&events);
+        assert_eq!(reply.finish_reason.as_ref(), Some(&expected), "{sent}");
+        assert_eq!(expected.as_str(), sent);
+    }
+}
+
+#[tokio::test]
 async fn usage_sent_after_finish_reason_is_kept() {
     let chunks = vec![
         sse_event(&chunk_text("ok")),
@@ -159,7 +180,7 @@ async fn usage_sent_after_finish_reason_is_kept() {
     let (events, err) = run(&provider(&server)).await;
     assert!(err.is_none(), "{err:?}");
     let reply = done(&events);
-    assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
     assert_eq!(
         reply.usage,
         Some(Usage {
@@ -454,7 +475,7 @@ async fn chat_returns_a_whole_reply_without_streaming() {
     assert_eq!(reply.text, "let me look");
     assert_eq!(reply.tool_calls[0].name, "read");
     assert_eq!(reply.tool_calls[0].arguments, "{\"path\":\"a\"}");
-    assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
         reply.usage,
         Some(Usage {

@@ -21,6 +21,8 @@ fn pending_approval(t0: Instant) -> State {
     s.update_at(Msg::Agent(Event::TurnStarted { turn: 1 }), t0);
     s.update_at(
         Msg::Agent(Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: "c1".into(),
             tool: "bash".into(),
             summary: "rm -rf build".into(),

@@ -83,6 +83,8 @@ fn an_unknown_language_keeps_the_plain_code_style() {
 fn a_write_diff_highlights_the_new_side() {
     let mut s = state(70, 16);
     s.update(Msg::Agent(Event::ToolCallBegan {
+        kind: minicode::chat::ToolKind::Other,
+        paths: Vec::new(),
         call: "c1".into(),
         tool: "write".into(),
         summary: "src/lib.rs".into(),

@@ -135,6 +135,8 @@ fn live_tail_under_a_running_call_then_the_result_replaces_it() {
     ev_at(
         &mut s,
         Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: "c1".into(),
             tool: "bash".into(),
             summary: "./build.sh".into(),
@@ -292,6 +294,8 @@ fn a_finished_call_shows_each_progress_line_in_its_last_state() {
     ev_at(
         &mut s,
         Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: "c1".into(),
             tool: "fetch".into(),
             summary: "model.bin".into(),

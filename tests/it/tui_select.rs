@@ -27,6 +27,8 @@ fn command(s: &mut State, text: &str) -> Vec<Effect> {
 
 fn tool(s: &mut State, call: &str, lines: usize) {
     s.update(Msg::Agent(Event::ToolCallBegan {
+        kind: minicode::chat::ToolKind::Other,
+        paths: Vec::new(),
         call: call.into(),
         tool: "bash".into(),
         summary: format!("run {call}"),

@@ -157,6 +157,8 @@ fn tool_call_shows_summary_and_folded_output() {
     ev(
         &mut s,
         Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: call.clone(),
             tool: "bash".into(),
             summary: "ls -la".into(),
@@ -191,6 +193,8 @@ fn approval_with_diff_is_shown_and_answered_with_keys() {
     ev(
         &mut s,
         Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: call.clone(),
             tool: "edit".into(),
             summary: "src/lib.rs".into(),
@@ -263,6 +267,8 @@ fn request_bash_approval(s: &mut State, call: &str, command: &str) {
     ev(
         s,
         Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: call.into(),
             tool: "bash".into(),
             summary: command.into(),
@@ -621,6 +627,8 @@ fn resumed_history_rebuilds_the_transcript() {
             text: "earlier question".into(),
         },
         HistoryEntry::ToolCall {
+            tool_kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: "t1".into(),
             tool: "read".into(),
             summary: "a".into(),
@@ -777,6 +785,8 @@ fn resumed_tool_results_show_their_status() {
     }];
     for (id, status, _) in &results {
         entries.push(HistoryEntry::ToolCall {
+            tool_kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: (*id).into(),
             tool: format!("tool_{id}"),
             summary: String::new(),
@@ -1005,6 +1015,8 @@ fn a_delegate_call_shows_one_live_line_per_sub_agent() {
     ev(
         &mut s,
         Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: "call_1".into(),
             tool: "delegate".into(),
             summary: "2 tasks: tests, api".into(),
@@ -1141,6 +1153,8 @@ fn an_mcp_call_approval_shows_the_server_the_tool_and_the_arguments() {
     ev(
         &mut s,
         Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Other,
+            paths: Vec::new(),
             call: "c1".into(),
             tool: "mcp_files__read".into(),
             summary: "files · read {\"path\":\"a.txt\"}".into(),

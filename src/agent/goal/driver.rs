@@ -14,7 +14,7 @@ use super::tools::{self, UpdateArgs, UpdateStatus};
 use super::{Accepted, GoalError};
 use crate::agent::Core;
 use crate::agent::turn::Input;
-use crate::protocol::{Event, GoalOp, GoalPhase, GoalRef, Op, TurnEnd};
+use crate::protocol::{BlockCode, Event, GoalOp, GoalPhase, GoalRef, Op, TurnEnd};
 use crate::tools::ToolOutput;
 
 /// Why a goal round whose every call was refused for lack of a terminal blocks the goal.
@@ -189,7 +189,7 @@ impl Core {
         };
         if round.round > round.max_rounds {
             self.block_goal(
-                super::CODE_ROUND_LIMIT,
+                BlockCode::RoundLimit,
                 &format!("used all {} goal rounds", round.max_rounds),
             );
             return false;
@@ -221,29 +221,29 @@ impl Core {
         match end {
             TurnEnd::Failed { error } => {
                 let code = if usage_limit {
-                    super::CODE_USAGE_LIMIT
+                    BlockCode::UsageLimit
                 } else {
-                    super::CODE_EXECUTION_FAILED
+                    BlockCode::ExecutionFailed
                 };
                 self.block_goal(code, error);
             }
             // Another round would only ask again where nobody can answer.
             TurnEnd::Completed | TurnEnd::RoundLimit { .. } if all_unasked => {
-                self.block_goal(super::CODE_AWAITING_HUMAN, NO_TERMINAL_BLOCK);
+                self.block_goal(BlockCode::AwaitingHuman, NO_TERMINAL_BLOCK);
             }
             TurnEnd::Completed | TurnEnd::RoundLimit { .. } | TurnEnd::Interrupted => {
                 if let Ok(Some(goal)) = self.goals.current()
                     && goal.rounds_used >= goal.max_rounds
                 {
                     let message = format!("used all {} goal rounds", goal.max_rounds);
-                    self.block_goal(super::CODE_ROUND_LIMIT, &message);
+                    self.block_goal(BlockCode::RoundLimit, &message);
                 }
             }
         }
     }
 
     /// The driver blocks the current goal, records it and says so.
-    fn block_goal(&mut self, code: &str, message: &str) {
+    fn block_goal(&mut self, code: BlockCode, message: &str) {
         let result = self
             .goals
             .current_ref()
@@ -291,7 +291,10 @@ impl Core {
         let result = self.goals.current_ref().and_then(|r| match args.status {
             UpdateStatus::Complete => self.goals.complete(&r, now),
             UpdateStatus::Blocked => {
-                let code = args.code.as_deref().unwrap_or(super::CODE_AWAITING_HUMAN);
+                let code = args
+                    .code
+                    .as_deref()
+                    .map_or(BlockCode::AwaitingHuman, BlockCode::from);
                 let message = args.message.as_deref().unwrap_or("");
                 self.goals.block(&r, code, message, now)
             }

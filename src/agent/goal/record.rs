@@ -289,7 +289,7 @@ fn shape(record: &Record) -> Result<(), String> {
             }
             match (&goal.reason, goal.phase) {
                 (Some(reason), GoalPhase::Blocked) => {
-                    check_code(&reason.code)?;
+                    check_code(reason.code.as_str())?;
                     if normalize_message(&reason.message) != reason.message
                         || reason.message.is_empty()
                     {

@@ -11,9 +11,9 @@ use tracing::Instrument;
 use crate::agent::Core;
 use crate::agent::approval::approve;
 use crate::agent::{delegate, history, spans};
-use crate::chat::{ToolCall, ToolStatus};
+use crate::chat::{ToolCall, ToolKind, ToolStatus};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
-use crate::tools::ToolOutput;
+use crate::tools::{Tool, ToolOutput};
 
 /// How a batch of calls ended.
 pub(in crate::agent) enum Batch {
@@ -138,7 +138,7 @@ async fn prepare_and_run(
         Ok(found) => found,
         Err(message) => {
             let name = core.tool_ctx.secrets.redact(call.name.clone());
-            core.emit(began(call, name.clone(), serde_json::Value::Null));
+            core.emit(began(call, None, name.clone(), serde_json::Value::Null));
             return (Some(name), rejected(core.tool_ctx.secrets.redact(message)));
         }
     };
@@ -154,7 +154,7 @@ async fn prepare_and_run(
     let summary = secrets.redact(summary);
     let mut shown_args = args.clone();
     secrets.redact_json(&mut shown_args);
-    core.emit(began(call, summary.clone(), shown_args));
+    core.emit(began(call, Some(&*tool), summary.clone(), shown_args));
     let summary = Some(summary);
     let prepared = match prepared {
         Ok(p) => p,
@@ -252,11 +252,18 @@ async fn prepare_and_run(
     (summary, output)
 }
 
-fn began(call: &ToolCall, summary: String, arguments: serde_json::Value) -> Event {
+fn began(
+    call: &ToolCall,
+    tool: Option<&dyn Tool>,
+    summary: String,
+    arguments: serde_json::Value,
+) -> Event {
     Event::ToolCallBegan {
         call: call.id.clone(),
         tool: call.name.clone(),
         summary,
+        kind: tool.map_or(ToolKind::Other, |t| t.kind()),
+        paths: tool.map(|t| t.paths(&arguments)).unwrap_or_default(),
         arguments,
     }
 }

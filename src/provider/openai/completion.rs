@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::chat::ToolCall;
 use crate::provider::http_error::error_from_payload;
 use crate::provider::sse::{ArgsText, ReplyLimits, WireUsage, check_calls};
-use crate::provider::{ProviderError, ReasoningFormat, Reply};
+use crate::provider::{FinishReason, ProviderError, ReasoningFormat, Reply};
 
 #[derive(Deserialize)]
 struct Completion<'a> {
@@ -30,7 +30,7 @@ struct CompletionChoice<'a> {
     #[serde(default, borrow)]
     message: Option<CompletionMessage<'a>>,
     #[serde(default)]
-    finish_reason: Option<String>,
+    finish_reason: Option<FinishReason>,
 }
 
 #[derive(Deserialize)]

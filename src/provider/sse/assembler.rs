@@ -12,7 +12,7 @@ use super::SseEvent;
 use super::think::{Part, ThinkSplitter};
 use crate::chat::{ToolCall, Usage};
 use crate::provider::http_error;
-use crate::provider::{ProviderError, ReasoningFormat, Reply, StreamEvent};
+use crate::provider::{FinishReason, ProviderError, ReasoningFormat, Reply, StreamEvent};
 
 /// The largest whole reply accepted (text, reasoning, tool-call ids, names and arguments, plus
 /// [`CALL_OVERHEAD_BYTES`] per call); past it the stream fails with a protocol error instead of
@@ -99,8 +99,8 @@ struct Choice<'a> {
     index: u32,
     #[serde(default, borrow)]
     delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    finish_reason: Option<FinishReason>,
 }
 
 #[derive(Deserialize)]
@@ -226,7 +226,7 @@ pub struct Assembler {
     /// Inline `<think>` reasoning at the start of the content.
     think: ThinkSplitter,
     calls: Vec<PartialCall>,
-    finish_reason: Option<String>,
+    finish_reason: Option<FinishReason>,
     usage: Option<Usage>,
     done: bool,
 }
@@ -304,7 +304,7 @@ impl Assembler {
                 self.apply_delta(delta, out)?;
             }
             if let Some(reason) = &choice.finish_reason {
-                self.finish_reason = Some(reason.clone().into_owned());
+                self.finish_reason = Some(reason.clone());
             }
         }
         Ok(true)

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use futures_util::stream;
 use minicode::chat::{Message, ToolCall, Usage, estimate_message, estimate_tools};
 use minicode::provider::{
-    ChatRequest, EventStream, Provider, ProviderError, Reply, ReplyFuture, StreamEvent,
+    ChatRequest, EventStream, FinishReason, Provider, ProviderError, Reply, ReplyFuture,
+    StreamEvent,
 };
 use tokio::sync::mpsc;
 
@@ -255,7 +256,7 @@ impl Provider for Fake {
 pub fn text_reply(text: &str) -> Reply {
     Reply {
         text: text.to_string(),
-        finish_reason: Some("stop".into()),
+        finish_reason: Some(FinishReason::Stop),
         usage: Some(Usage::new(10, 5, 0)),
         ..Reply::default()
     }
@@ -272,7 +273,7 @@ pub fn tool_reply(calls: &[(&str, &str, &str)]) -> Reply {
                 arguments: args.to_string(),
             })
             .collect(),
-        finish_reason: Some("tool_calls".into()),
+        finish_reason: Some(FinishReason::ToolCalls),
         usage: Some(Usage::new(10, 5, 15)),
         ..Reply::default()
     }
