@@ -55,7 +55,31 @@ pub fn record(
         };
     }
     let text = serde_json::to_vec(&groups).map_err(std::io::Error::other)?;
-    fsutil::write_atomic(&path, &text, Some(0o600))
+    replace(&path, &text)
+}
+
+/// Replaces the record through a rename, without `fsync`: the record matters only while a
+/// process may outlive minicode, and none outlives the machine, so durability across a power
+/// loss buys nothing, while a crash of minicode itself leaves the page cache (and the file)
+/// intact. Skipping the two syncs keeps a `bash` call's start cheap.
+fn replace(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    // A leftover of an earlier process with the same id (the folder is private).
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut file| file.write_all(text));
+    let renamed = written.and_then(|()| std::fs::rename(&tmp, path));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed
 }
 
 /// The groups a previous run of session `session` left recorded, by call id; the record is
