@@ -41,7 +41,51 @@ impl State {
         }
     }
 
+    /// Routes one core event to the handler of its group; only the end of a turn can ask
+    /// for effects (the next queued prompt). The routing is exhaustive so that a new event
+    /// must be given a group; each group's handler ignores the events of the others.
     pub(crate) fn agent(&mut self, e: Event) -> Vec<Effect> {
+        match e {
+            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, *stats),
+            e @ (Event::SessionConfigured { .. }
+            | Event::ContextWindowSet { .. }
+            | Event::ServerUnreachable { .. }
+            | Event::ContextUsage { .. }
+            | Event::MemoryLoaded { .. }
+            | Event::HistoryRestored { .. }) => self.session_event(e),
+            e @ (Event::TurnStarted { .. }
+            | Event::ModelRequestStarted { .. }
+            | Event::ReasoningDelta { .. }
+            | Event::TextDelta { .. }
+            | Event::AssistantMessage { .. }) => self.reply_event(e),
+            e @ (Event::ToolCallBegan { .. }
+            | Event::ToolOutputDelta { .. }
+            | Event::ToolCallEnded { .. }) => self.tool_event(e),
+            e @ (Event::ApprovalRequested { .. } | Event::ApprovalDecided { .. }) => {
+                self.approval_event(e)
+            }
+            e @ (Event::SubagentStarted { .. }
+            | Event::SubagentProgress { .. }
+            | Event::SubagentEnded { .. }) => self.subagent_event(e),
+            e @ (Event::Retrying { .. }
+            | Event::Warning { .. }
+            | Event::Error { .. }
+            | Event::McpServers { .. }
+            | Event::Compacted { .. }
+            | Event::SkillLoaded { .. }
+            | Event::SkillsListed { .. }) => self.notice_event(e),
+            e @ (Event::GoalChanged { .. }
+            | Event::GoalStatus { .. }
+            | Event::GoalRoundStarted { .. }
+            | Event::GoalRefused { .. }
+            | Event::SessionForked { .. }) => self.goal_event(e),
+            Event::ShutdownComplete => {}
+        }
+        Vec::new()
+    }
+
+    /// The session and its context: what the header shows, and a resumed transcript.
+    fn session_event(&mut self, e: Event) {
         match e {
             Event::SessionConfigured {
                 session_id,
@@ -69,63 +113,87 @@ impl State {
                 self.server_problem = Some(message);
                 self.refresh_header();
             }
-            Event::ReasoningDelta { text } => {
-                self.activity = Activity::Streaming;
-                self.reasoning_delta(&text);
+            Event::ContextUsage { tokens, window } => {
+                // Whenever it comes (after a request, after compaction, at session start).
+                self.context_tokens = Some(tokens);
+                if window > 0 {
+                    self.context_window = window;
+                }
+            }
+            Event::MemoryLoaded { path, tokens } => {
+                self.memory = Some((path.clone(), tokens));
+                if self.header_live {
+                    self.refresh_header();
+                } else {
+                    let text = format!("project memory loaded from {path} ({tokens} tokens)");
+                    self.notice(Level::Info, text);
+                }
             }
             Event::HistoryRestored { entries } => self.restore(entries),
+            _ => {}
+        }
+    }
+
+    /// The model's side of a turn: waiting, reasoning, and the streamed then final reply.
+    fn reply_event(&mut self, e: Event) {
+        match e {
             Event::TurnStarted { .. } => {
                 self.busy = true;
                 self.activity = Activity::Waiting;
             }
             Event::ModelRequestStarted { .. } => self.activity = Activity::Waiting,
-            Event::TextDelta { text } => {
+            Event::ReasoningDelta { text } => {
                 self.activity = Activity::Streaming;
-                let i = match self.streaming {
-                    Some(i) => i,
-                    None => {
-                        self.close_reasoning();
-                        self.transcript.push(Kind::Assistant(Reply::default()));
-                        let i = self.transcript.len() - 1;
-                        self.streaming = Some(i);
-                        i
-                    }
-                };
-                self.transcript.edit(i, |k| {
-                    if let Kind::Assistant(r) = k {
-                        r.push(&text);
-                    }
-                });
+                self.reasoning_delta(&text);
             }
-            Event::AssistantMessage { text } => {
+            Event::TextDelta { text } => self.text_delta(&text),
+            Event::AssistantMessage { text } => self.assistant_message(text),
+            _ => {}
+        }
+    }
+
+    /// Appends streamed text to the reply being streamed, opening one if there is none.
+    fn text_delta(&mut self, text: &str) {
+        self.activity = Activity::Streaming;
+        let i = match self.streaming {
+            Some(i) => i,
+            None => {
                 self.close_reasoning();
-                match self.streaming.take() {
-                    Some(i) => self.transcript.edit(i, |k| {
-                        if let Kind::Assistant(r) = k {
-                            if r.text != text {
-                                *r = Reply::new(&text);
-                            }
-                            r.finished = true;
-                        }
-                    }),
-                    None if !text.trim().is_empty() => {
-                        self.transcript.push(Kind::Assistant(Reply::new(&text)))
+                self.transcript.push(Kind::Assistant(Reply::default()));
+                let i = self.transcript.len() - 1;
+                self.streaming = Some(i);
+                i
+            }
+        };
+        self.transcript.edit(i, |k| {
+            if let Kind::Assistant(r) = k {
+                r.push(text);
+            }
+        });
+    }
+
+    /// The final text wins over what was streamed; an empty reply adds no entry.
+    fn assistant_message(&mut self, text: String) {
+        self.close_reasoning();
+        match self.streaming.take() {
+            Some(i) => self.transcript.edit(i, |k| {
+                if let Kind::Assistant(r) = k {
+                    if r.text != text {
+                        *r = Reply::new(&text);
                     }
-                    None => {}
+                    r.finished = true;
                 }
+            }),
+            None if !text.trim().is_empty() => {
+                self.transcript.push(Kind::Assistant(Reply::new(&text)))
             }
-            Event::Retrying {
-                attempt,
-                max_attempts,
-                delay_ms,
-                reason,
-            } => {
-                let secs = delay_ms as f64 / 1000.0;
-                self.notice(
-                    Level::Warning,
-                    format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s: {reason}"),
-                );
-            }
+            None => {}
+        }
+    }
+
+    /// A tool call's entry: opened running, fed its live output, closed with its result.
+    fn tool_event(&mut self, e: Event) {
+        match e {
             Event::ToolCallBegan {
                 call,
                 tool,
@@ -140,6 +208,53 @@ impl State {
                 self.transcript.push(Kind::Tool(t));
                 self.running_tool = Some(self.transcript.len() - 1);
             }
+            Event::ToolOutputDelta { call, text } => {
+                if let Some(i) = self.tool_index(&call) {
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k
+                            && let Some(run) = &mut t.running
+                        {
+                            run.tail.push(&text);
+                        }
+                    });
+                }
+            }
+            Event::ToolCallEnded {
+                call,
+                status,
+                output,
+            } => {
+                if let Some(i) = self.transcript.find_tool(&call) {
+                    self.transcript.edit(i, |k| {
+                        if let Kind::Tool(t) = k {
+                            t.status = Some(status);
+                            t.output = output;
+                            t.running = None;
+                        }
+                    });
+                }
+                self.running_tool = None;
+                self.activity = Activity::Waiting;
+            }
+            _ => {}
+        }
+    }
+
+    /// The entry of tool call `call`: the running one when it matches (the common case for
+    /// live output, no search), else found by its id.
+    fn tool_index(&self, call: &str) -> Option<usize> {
+        let is_call = |&i: &usize| match self.transcript.entries().get(i).map(|e| e.kind()) {
+            Some(Kind::Tool(t)) => t.call == call,
+            _ => false,
+        };
+        self.running_tool
+            .filter(is_call)
+            .or_else(|| self.transcript.find_tool(call))
+    }
+
+    /// An approval asked (shown on the call's entry, armed after the guard delay) or decided.
+    fn approval_event(&mut self, e: Event) {
+        match e {
             Event::ApprovalRequested {
                 call,
                 tool,
@@ -182,57 +297,29 @@ impl State {
                     self.approval = None;
                 }
             }
-            Event::ToolCallEnded {
-                call,
-                status,
-                output,
-            } => {
-                if let Some(i) = self.transcript.find_tool(&call) {
-                    self.transcript.edit(i, |k| {
-                        if let Kind::Tool(t) = k {
-                            t.status = Some(status);
-                            t.output = output;
-                            t.running = None;
-                        }
-                    });
-                }
-                self.running_tool = None;
-                self.activity = Activity::Waiting;
-            }
-            Event::ToolOutputDelta { call, text } => {
-                let i = self.running_tool.filter(|&i| {
-                    matches!(self.transcript.entries().get(i).map(|e| e.kind()), Some(Kind::Tool(t)) if t.call == call)
-                });
-                if let Some(i) = i.or_else(|| self.transcript.find_tool(&call)) {
-                    self.transcript.edit(i, |k| {
-                        if let Kind::Tool(t) = k
-                            && let Some(run) = &mut t.running
-                        {
-                            run.tail.push(&text);
-                        }
-                    });
-                }
-            }
+            _ => {}
+        }
+    }
+
+    /// Sub-agents started by a `delegate` call, and their progress.
+    fn subagent_event(&mut self, e: Event) {
+        match e {
             Event::SubagentStarted {
                 call,
                 task,
                 session_id,
-            } => {
-                self.subagent_started(call, task, session_id);
-            }
+            } => self.subagent_started(call, task, session_id),
             Event::SubagentProgress {
                 call,
                 task,
                 rounds,
                 tool_calls,
                 elapsed_ms,
-            } => {
-                self.subagent_update(&call, &task, |c| {
-                    c.rounds = rounds;
-                    c.tool_calls = tool_calls;
-                    c.elapsed = Duration::from_millis(elapsed_ms);
-                });
-            }
+            } => self.subagent_update(&call, &task, |c| {
+                c.rounds = rounds;
+                c.tool_calls = tool_calls;
+                c.elapsed = Duration::from_millis(elapsed_ms);
+            }),
             Event::SubagentEnded {
                 call,
                 task,
@@ -241,41 +328,46 @@ impl State {
                 tool_calls,
                 elapsed_ms,
                 error,
+            } => self.subagent_update(&call, &task, |c| {
+                c.ended = Some(status);
+                c.rounds = rounds;
+                c.tool_calls = tool_calls;
+                c.elapsed = Duration::from_millis(elapsed_ms);
+                c.error = error;
+            }),
+            _ => {}
+        }
+    }
+
+    /// Events that only become a notice line in the transcript.
+    fn notice_event(&mut self, e: Event) {
+        match e {
+            Event::Retrying {
+                attempt,
+                max_attempts,
+                delay_ms,
+                reason,
             } => {
-                self.subagent_update(&call, &task, |c| {
-                    c.ended = Some(status);
-                    c.rounds = rounds;
-                    c.tool_calls = tool_calls;
-                    c.elapsed = Duration::from_millis(elapsed_ms);
-                    c.error = error;
-                });
+                let secs = delay_ms as f64 / 1000.0;
+                let text = format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s: {reason}");
+                self.notice(Level::Warning, text);
             }
             Event::Warning { message } => self.notice(Level::Warning, message),
+            Event::Error { message } => self.notice(Level::Error, message),
             Event::McpServers { servers } => {
                 self.notice(Level::Info, super::mcp::listing(&servers))
             }
-            Event::Error { message } => self.notice(Level::Error, message),
             Event::Compacted {
                 tokens_before,
                 tokens_after,
                 messages_summarized,
-            } => self.notice(
-                Level::Info,
-                format!(
-                    "context compacted: {tokens_before} → {tokens_after} tokens ({} summarised)",
-                    plural(messages_summarized as u64, "message")
-                ),
-            ),
-            Event::MemoryLoaded { path, tokens } => {
-                self.memory = Some((path.clone(), tokens));
-                if self.header_live {
-                    self.refresh_header();
-                } else {
-                    self.notice(
-                        Level::Info,
-                        format!("project memory loaded from {path} ({tokens} tokens)"),
-                    );
-                }
+            } => {
+                let summarised = plural(messages_summarized as u64, "message");
+                let (before, after) = (tokens_before, tokens_after);
+                let text = format!(
+                    "context compacted: {before} → {after} tokens ({summarised} summarised)"
+                );
+                self.notice(Level::Info, text);
             }
             Event::SkillLoaded {
                 name,
@@ -283,28 +375,12 @@ impl State {
                 trigger,
             } => {
                 let why = trigger.map_or(String::new(), |word| format!(" (trigger: {word})"));
-                self.notice(
-                    Level::Info,
-                    format!("skill {name} loaded from {source}{why}"),
-                );
+                let text = format!("skill {name} loaded from {source}{why}");
+                self.notice(Level::Info, text);
             }
             Event::SkillsListed { skills } => self.notice(Level::Info, skills_text(&skills)),
-            Event::ContextUsage { tokens, window } => {
-                // Whenever it comes (after a request, after compaction, at session start).
-                self.context_tokens = Some(tokens);
-                if window > 0 {
-                    self.context_window = window;
-                }
-            }
-            Event::TurnEnded { end, stats, .. } => return self.turn_ended(end, *stats),
-            e @ (Event::GoalChanged { .. }
-            | Event::GoalStatus { .. }
-            | Event::GoalRoundStarted { .. }
-            | Event::GoalRefused { .. }
-            | Event::SessionForked { .. }) => self.goal_event(e),
-            Event::ShutdownComplete => {}
+            _ => {}
         }
-        Vec::new()
     }
 
     pub(crate) fn turn_ended(&mut self, end: TurnEnd, stats: TurnStats) -> Vec<Effect> {
