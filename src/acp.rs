@@ -3,7 +3,7 @@
 //! each ACP session is one core from `agent::spawn` (opened by the CLI through [`Opener`]), fed
 //! `protocol::Op`s and read as `protocol::Event`s. It must not run a loop of its own, touch the
 //! disk or a session file, or write anything but protocol messages to stdout (logs go to the
-//! log file). The per-session event pump is in `acp/session.rs`, the pure mappings in
+//! log file). The per-session event pump is in `acp/session/pump.rs`, the pure mappings in
 //! `acp/convert.rs`, the editor's file access in `acp/files.rs`, goal mode's commands and plan
 //! in `acp/goal.rs`.
 

@@ -9,21 +9,22 @@
 
 mod live;
 
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
 use tokio::sync::mpsc;
 
 mod report;
+mod run_state;
 
 use crate::chat::ApprovalRequest;
 use crate::protocol::WindowSource;
 use crate::protocol::{AgentHandle, OpSender};
-use crate::protocol::{Decision, Event, GoalOp, GoalPhase, GoalSnapshot, Op, TurnEnd, TurnStats};
+use crate::protocol::{Decision, GoalOp, GoalPhase, GoalSnapshot, Op, TurnEnd, TurnStats};
 use crate::sanitize::{self, sanitize};
 pub(crate) use report::describe_end;
-use report::report;
+use run_state::RunState;
 
 /// What a one-shot run does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +95,7 @@ impl GoalRun {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone, Copy)]
 struct WindowJson {
     tokens: u64,
     source: WindowSource,
@@ -141,267 +142,13 @@ pub(crate) async fn run(
             max_rounds,
         }),
     });
-    let mut run = GoalRun::default();
-    let mut stopping = false;
-    let mut session_id = String::new();
-    let mut session_path = String::new();
-    let mut last_text = String::new();
-    let stdout_tty = io::stdout().is_terminal();
-    let live_stdout = format == OutputFormat::Text && stdout_tty;
-    // Deltas are sanitised one by one; the stream carries the context a joiner needs.
-    let mut live = sanitize::Stream::default();
-    // Reasoning on stderr (`--show-reasoning`), and whether a run of it is open.
-    let show_reasoning = show_reasoning && format != OutputFormat::StreamJson;
-    let mut thought = sanitize::Stream::default();
-    let mut thinking = false;
-    let mut window = WindowJson {
-        tokens: 0,
-        source: WindowSource::Default,
-    };
-    // A running command's last output line, on a terminal stderr only.
-    let live_stderr = format != OutputFormat::StreamJson && io::stderr().is_terminal();
-    let mut tail = live::Tail::default();
-    let mut out = io::stdout().lock();
-    let mut err = io::stderr().lock();
-    let mut ended: Option<(TurnEnd, TurnStats)> = None;
+    let mut state = RunState::new(ops, format, goal_mode, show_reasoning);
     while let Some(event) = events.recv().await {
-        if !matches!(event, Event::ToolOutputDelta { .. }) {
-            tail.clear(&mut err);
-        }
-        if format == OutputFormat::StreamJson
-            && let Ok(line) = serde_json::to_string(&event)
-        {
-            let line = if stdout_tty {
-                sanitize::json_escaped(&line)
-            } else {
-                line
-            };
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-        }
-        if thinking
-            && matches!(
-                event,
-                Event::TextDelta { .. }
-                    | Event::AssistantMessage { .. }
-                    | Event::ToolCallBegan { .. }
-                    | Event::TurnEnded { .. }
-            )
-        {
-            // The reasoning ended: close its block before anything else reaches stderr.
-            thinking = false;
-            thought = sanitize::Stream::default();
-            let _ = writeln!(err, "\n");
-        }
-        match event {
-            Event::SessionConfigured {
-                session_id: id,
-                session_path: path,
-                context_window,
-                ..
-            } => {
-                session_id = id;
-                session_path = path;
-                window.tokens = context_window;
-            }
-            Event::ContextWindowSet { tokens, source } => {
-                window = WindowJson { tokens, source };
-            }
-            Event::ReasoningDelta { text } if show_reasoning => {
-                if !thinking {
-                    thinking = true;
-                    let _ = writeln!(err, "thinking:");
-                }
-                let _ = err.write_all(thought.push(&text).as_bytes());
-                let _ = err.flush();
-            }
-            Event::TextDelta { text } if live_stdout => {
-                let text = live.push(&text);
-                let _ = out.write_all(text.as_bytes());
-                if text.contains('\n') {
-                    let _ = out.flush();
-                }
-            }
-            Event::AssistantMessage { text } => {
-                if live_stdout && !text.is_empty() {
-                    let _ = writeln!(out);
-                    let _ = out.flush();
-                }
-                last_text = text;
-            }
-            Event::ApprovalRequested {
-                call,
-                tool,
-                request,
-            } => {
-                // Asked on the side, so a signal still ends the turn while the prompt waits;
-                // a turn that ended meanwhile simply never gets this answer.
-                let ops = ops.clone();
-                tokio::spawn(async move {
-                    let decision = ask(&tool, &request).await;
-                    ops.send(Op::Decide { call, decision });
-                });
-            }
-            Event::ToolCallBegan { .. } if format != OutputFormat::StreamJson => {
-                // Text beside tool calls is narration, not the answer.
-                last_text.clear();
-                report(&mut err, &event);
-                tail.start(std::time::Instant::now());
-            }
-            Event::ToolOutputDelta { text, .. } if live_stderr => {
-                tail.push(&mut err, &text, std::time::Instant::now());
-            }
-            Event::ToolCallBegan { .. } => last_text.clear(),
-            Event::TurnEnded { end, stats, .. } => {
-                run.turn_running = false;
-                run.stats.merge(&stats);
-                ended = Some((end, *stats));
-                if !goal_mode {
-                    ops.send(Op::Shutdown);
-                }
-            }
-            Event::TurnStarted { .. } => run.turn_running = true,
-            Event::GoalChanged {
-                ref goal, armed, ..
-            } => {
-                run.goal = goal.clone();
-                run.armed = armed;
-                run.started |= armed;
-                if format != OutputFormat::StreamJson {
-                    report(&mut err, &event);
-                }
-            }
-            Event::GoalStatus {
-                ref goal, armed, ..
-            } => {
-                run.goal = goal.clone();
-                run.armed = armed;
-                // A goal run that was going and is now disarmed is over: its closing line
-                // says the same, so it is not said twice.
-                let ending = goal_mode && run.started && !armed;
-                run.started |= armed;
-                if format != OutputFormat::StreamJson && !ending {
-                    report(&mut err, &event);
-                }
-            }
-            Event::GoalRoundStarted { .. } => {
-                run.rounds += 1;
-                if format != OutputFormat::StreamJson {
-                    report(&mut err, &event);
-                }
-            }
-            Event::GoalRefused { message } => run.refused = Some(message),
-            Event::ShutdownComplete => break,
-            Event::ToolCallEnded { .. }
-            | Event::SubagentStarted { .. }
-            | Event::SubagentEnded { .. }
-            | Event::Retrying { .. }
-            | Event::Warning { .. }
-            | Event::Error { .. }
-            | Event::Compacted { .. }
-            | Event::MemoryLoaded { .. }
-            | Event::SkillLoaded { .. } => {
-                if format != OutputFormat::StreamJson {
-                    report(&mut err, &event);
-                }
-            }
-            // Not shown in text or json output (stream-json printed them above). A resumed
-            // conversation is not repeated: the user asked for this turn's answer.
-            Event::HistoryRestored { .. }
-            | Event::TextDelta { .. }
-            | Event::ReasoningDelta { .. }
-            | Event::SessionForked { .. }
-            | Event::ModelRequestStarted { .. }
-            | Event::ApprovalDecided { .. }
-            | Event::McpServers { .. }
-            | Event::ServerUnreachable { .. }
-            | Event::SubagentProgress { .. }
-            | Event::ToolOutputDelta { .. }
-            | Event::ContextUsage { .. }
-            | Event::SkillsListed { .. } => {}
-        }
-        if goal_mode && !stopping && run.over() {
-            stopping = true;
-            ops.send(Op::Shutdown);
+        if !state.handle(event) {
+            break;
         }
     }
-    if let Some(message) = &run.refused {
-        let _ = writeln!(err, "minicode: goal: {}", sanitize(message));
-        return ExitCode::from(EXIT_REFUSED);
-    }
-    if goal_mode {
-        return finish_goal(
-            &run,
-            ended,
-            Output {
-                format,
-                stdout_tty,
-                live_stdout,
-                last_text: &last_text,
-                session_id: &session_id,
-                session_path: &session_path,
-                window,
-                resume_flags,
-            },
-            *interrupted_by.borrow(),
-        );
-    }
-    let Some((end, stats)) = ended else {
-        let _ = writeln!(err, "minicode: the agent stopped unexpectedly");
-        return ExitCode::FAILURE;
-    };
-    let _ = writeln!(err, "{}", sanitize(&describe_end(&end, &stats)));
-    // A session that never got a message was removed on shutdown: name no file that is gone.
-    let kept = std::path::Path::new(&session_path).exists();
-    let answered = matches!(end, TurnEnd::Completed | TurnEnd::RoundLimit { .. });
-    if !answered {
-        last_text.clear();
-    }
-    match format {
-        OutputFormat::Text if !live_stdout && !last_text.is_empty() => {
-            let _ = writeln!(out, "{last_text}");
-        }
-        OutputFormat::Json => {
-            let error = match &end {
-                TurnEnd::Failed { error } => Some(error.clone()),
-                TurnEnd::Interrupted => Some("interrupted".to_string()),
-                TurnEnd::RoundLimit { rounds } => {
-                    Some(format!("reached the limit of {rounds} tool rounds"))
-                }
-                TurnEnd::Completed => None,
-            };
-            let result = JsonResult {
-                session_id: kept.then_some(session_id.as_str()),
-                result: &last_text,
-                status: status_word(&end),
-                stats: &stats,
-                error,
-                context_window: window,
-                goal: run.goal.as_ref(),
-            };
-            if let Ok(line) = serde_json::to_string(&result) {
-                let line = if stdout_tty {
-                    sanitize::json_escaped(&line)
-                } else {
-                    line
-                };
-                let _ = writeln!(out, "{line}");
-            }
-        }
-        _ => {}
-    }
-    let _ = out.flush();
-    if kept {
-        let _ = writeln!(
-            err,
-            "session {session_id} (resume with: minicode{resume_flags} --session {session_id})"
-        );
-    }
-    match (end, *interrupted_by.borrow()) {
-        (TurnEnd::Completed, _) => ExitCode::SUCCESS,
-        (TurnEnd::Interrupted, Some(Signal::Interrupt)) => ExitCode::from(EXIT_SIGINT),
-        _ => ExitCode::FAILURE,
-    }
+    state.finish(&interrupted_by, resume_flags)
 }
 
 /// What the end of a run prints, gathered for [`finish_goal`].
