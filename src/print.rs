@@ -233,10 +233,18 @@ fn finish_goal(
     if std::path::Path::new(o.session_path).exists() {
         let id = o.session_id;
         let flags = o.resume_flags;
-        let _ = writeln!(
-            err,
-            "session {id} (continue the goal with: minicode{flags} --session {id} --goal-resume)"
-        );
+        // A finished goal cannot be resumed (the command would be refused): the session can.
+        let _ = if status == "completed" {
+            writeln!(
+                err,
+                "session {id} (resume with: minicode{flags} --session {id})"
+            )
+        } else {
+            writeln!(
+                err,
+                "session {id} (continue the goal with: minicode{flags} --session {id} --goal-resume)"
+            )
+        };
     }
     match (status, signal) {
         ("completed", _) => ExitCode::SUCCESS,

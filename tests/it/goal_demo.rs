@@ -48,6 +48,13 @@ fn demo_goal_completes_in_one_round_with_one_clean_note() {
     for marker in ["<goal_round", "<goal_state", "goal=\"", "round=\""] {
         assert!(!readme.contains(marker), "{marker} leaked into: {readme}");
     }
+    // A finished goal is not offered for --goal-resume (that would be refused).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("(resume with: minicode --demo --session "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--goal-resume"), "{stderr}");
 }
 
 #[test]
