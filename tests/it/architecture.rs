@@ -4,7 +4,8 @@
 //! code, and `super::…` chains that climb out of their top-level module. Each top-level module
 //! may name only what its rule in [`RULES`] lists; only the full-screen UI names the terminal
 //! crates; only the frontends write to stdout or stderr. A failure names the file, the line,
-//! the path as written and the rule it breaks.
+//! the path as written and the rule it breaks. docs/architecture.md's lists of `Op` and
+//! `Event` variants and of the modules that write to stdout are checked against the code too.
 
 use std::path::{Path, PathBuf};
 
@@ -697,4 +698,198 @@ fn every_source_file_opens_with_a_module_doc() {
             file.display()
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// docs/architecture.md's lists against the code.
+
+fn architecture_doc() -> String {
+    std::fs::read_to_string(src().parent().unwrap().join("docs/architecture.md")).unwrap()
+}
+
+/// The variant names of `enum name { … }` in `source`: at the enum's own brace depth, the
+/// first identifier of each item, attributes skipped.
+fn enum_variants(source: &str, name: &str) -> Vec<String> {
+    let toks = tokens(&code_only(source));
+    let Some(start) = toks.windows(3).position(|w| {
+        w[0].0 == Tok::Ident("enum".into())
+            && w[1].0 == Tok::Ident(name.into())
+            && w[2].0 == Tok::Punct('{')
+    }) else {
+        return Vec::new();
+    };
+    let mut variants = Vec::new();
+    let (mut depth, mut expect) = (0usize, false);
+    // Inside a variant's attribute: whether a variant name was expected before it.
+    let mut attribute: Option<bool> = None;
+    for (tok, _) in &toks[start + 2..] {
+        match tok {
+            Tok::Punct('{' | '(' | '[') => {
+                depth += 1;
+                expect = depth == 1;
+            }
+            Tok::Punct('}' | ')' | ']') => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+                if depth == 1 {
+                    expect = attribute.take().unwrap_or(false);
+                }
+            }
+            Tok::Punct(',') if depth == 1 => expect = true,
+            Tok::Punct('#') if depth == 1 => attribute = Some(expect),
+            Tok::Ident(word) if depth == 1 && expect => {
+                variants.push(word.clone());
+                expect = false;
+            }
+            _ => {}
+        }
+    }
+    variants
+}
+
+/// The variants of the protocol's enum `name`, wherever under `src/protocol` it is defined.
+fn protocol_variants(name: &str) -> Vec<String> {
+    let mut files = vec![src().join("protocol.rs")];
+    rust_files(&src().join("protocol"), &mut files);
+    let found: Vec<Vec<String>> = files
+        .iter()
+        .map(|f| enum_variants(&std::fs::read_to_string(f).unwrap(), name))
+        .filter(|v| !v.is_empty())
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one `enum {name}` in src/protocol*"
+    );
+    found.into_iter().next().unwrap()
+}
+
+/// The names in backticks of `text`: each span's leading identifier when it starts with a
+/// capital letter and is not a path (`Op::Fork` names another list's entry).
+fn backticked_names(text: &str, capitalised: bool) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|span| {
+            let name: String = span
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let path = span[name.len()..].starts_with("::");
+            let first_ok = name
+                .chars()
+                .next()
+                .is_some_and(|c| !capitalised || c.is_uppercase());
+            (first_ok && !path).then_some(name)
+        })
+        .collect()
+}
+
+/// The bullet of the doc that starts with `head`, through its indented continuation lines.
+fn doc_bullet(doc: &str, head: &str) -> String {
+    let mut lines = doc.lines().skip_while(|l| !l.starts_with(head));
+    let first = lines.next().unwrap_or_else(|| panic!("no `{head}` bullet"));
+    let rest: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).collect();
+    format!("{}\n{}", &first[head.len()..], rest.join("\n"))
+}
+
+/// What the code has and the doc lacks, and what the doc names that the code lacks.
+fn list_differences(what: &str, code: &[String], doc: &[String]) -> Option<String> {
+    let missing: Vec<&String> = code.iter().filter(|v| !doc.contains(v)).collect();
+    let extra: Vec<&String> = doc.iter().filter(|v| !code.contains(v)).collect();
+    (!missing.is_empty() || !extra.is_empty()).then(|| {
+        format!(
+            "docs/architecture.md's {what}: missing {missing:?}, no longer in the code {extra:?}"
+        )
+    })
+}
+
+#[test]
+fn docs_architecture_lists_every_op_and_event_variant() {
+    let doc = architecture_doc();
+    let ops = backticked_names(&doc_bullet(&doc, "- `Op`s in:"), true);
+    let events = backticked_names(&doc_bullet(&doc, "- `Event`s out:"), true);
+    let problems: Vec<String> = [
+        list_differences("`Op`s", &protocol_variants("Op"), &ops),
+        list_differences("`Event`s", &protocol_variants("Event"), &events),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn docs_architecture_names_every_module_that_writes_to_stdout() {
+    let mut writers: Vec<String> = module_files()
+        .into_iter()
+        .filter(|(path, _, depth)| {
+            let source = std::fs::read_to_string(path).unwrap();
+            scan(&source, *depth)
+                .iter()
+                .any(|f| matches!(f.named, Named::Print(_)))
+        })
+        .map(|(_, module, _)| module)
+        .collect();
+    writers.dedup();
+    writers.sort();
+    let doc = architecture_doc()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let sentence = doc
+        .split("Also checked:")
+        .nth(1)
+        .and_then(|rest| rest.split(" write to stdout or stderr").next())
+        .and_then(|rest| rest.rsplit("; only ").next())
+        .expect("the sentence naming who writes to stdout");
+    let mut listed = backticked_names(sentence, false);
+    listed.sort();
+    let mut allowed: Vec<String> = PRINTERS.iter().map(|p| p.to_string()).collect();
+    allowed.sort();
+    let problems: Vec<String> = [
+        list_differences("modules writing to stdout", &writers, &listed),
+        list_differences("PRINTERS", &allowed, &listed),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The parsers behind the two tests above, on a sample.
+#[test]
+fn the_list_checker_reads_variants_and_backticked_names() {
+    let source = r#"
+/// `Fake` in a comment
+pub enum Op {
+    /// doc
+    Submit(String),
+    #[serde(rename = "x")]
+    Decide { call: Vec<(u8, u8)>, decision: Decision },
+    Shutdown,
+}
+enum Other { Not }
+"#;
+    assert_eq!(
+        enum_variants(source, "Op"),
+        ["Submit", "Decide", "Shutdown"]
+    );
+    assert_eq!(
+        backticked_names("`Submit`, `Decide { call }` after `Op::Fork`, `type`", true),
+        ["Submit", "Decide"]
+    );
+    let problems = list_differences(
+        "`Op`s",
+        &["Submit".into(), "Fork".into()],
+        &["Submit".into(), "Gone".into()],
+    )
+    .unwrap();
+    assert!(problems.contains(r#"missing ["Fork"]"#), "{problems}");
+    assert!(
+        problems.contains(r#"no longer in the code ["Gone"]"#),
+        "{problems}"
+    );
 }
