@@ -45,6 +45,11 @@ const RULES: &[Rule] = &[
         why: "file-system helpers are a leaf",
     },
     Rule {
+        module: "sync",
+        may_use: Some(&[]),
+        why: "the one lock policy is a leaf",
+    },
+    Rule {
         module: "memory",
         may_use: Some(&["chat", "fsutil", "sanitize"]),
         why: "memory rules sit below tools and the agent",
@@ -131,6 +136,11 @@ const RULES: &[Rule] = &[
         why: "the CLI wires everything",
     },
 ];
+
+/// Leaves every module may use besides its rule: the one policy for a poisoned lock.
+const EVERY_LAYER: &[&str] = &["sync"];
+/// The module that alone takes a `std::sync` lock itself (see `every_lock_goes_through_sync`).
+const LOCK_POLICY: &str = "src/sync.rs";
 
 /// External crates only the full-screen UI may name.
 const TERMINAL_CRATES: &[&str] = &["ratatui", "crossterm"];
@@ -489,7 +499,11 @@ fn violations(file: &str, module: &str, found: &[Found]) -> Vec<String> {
     let mut out = Vec::new();
     for f in found {
         let broken = match &f.named {
-            Named::Ours(name) if name == module || name == "self" => None,
+            Named::Ours(name)
+                if name == module || name == "self" || EVERY_LAYER.contains(&name.as_str()) =>
+            {
+                None
+            }
             Named::Ours(name) => match rule.and_then(|r| r.may_use) {
                 None if rule.is_some() => None,
                 Some(allowed) if allowed.contains(&name.as_str()) => None,
@@ -891,5 +905,68 @@ enum Other { Not }
     assert!(
         problems.contains(r#"no longer in the code ["Gone"]"#),
         "{problems}"
+    );
+}
+
+/// Every `Mutex` is locked through `crate::sync`, so a poisoned lock is recovered the same way
+/// everywhere: a `.lock()` outside src/sync.rs is only tokio's (awaited) or a standard stream's.
+#[test]
+fn every_lock_goes_through_sync() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let root = src().parent().unwrap().to_path_buf();
+    let mut problems = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        if rel == LOCK_POLICY {
+            continue;
+        }
+        problems.extend(own_locks(&std::fs::read_to_string(&file).unwrap(), &rel));
+    }
+    assert!(
+        problems.is_empty(),
+        "take these locks with crate::sync::lock (docs/architecture.md, \"Locks\"):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The `.lock()` calls of `source` that are neither awaited nor on stdin/stdout/stderr, and
+/// any `PoisonError` (a lock's own poisoning policy).
+fn own_locks(source: &str, file: &str) -> Vec<String> {
+    let toks = tokens(&code_only(source));
+    let at = |i: usize| toks.get(i).map(|(t, _)| t);
+    let ident = |i: usize, words: &[&str]| matches!(at(i), Some(Tok::Ident(w)) if words.contains(&w.as_str()));
+    let call = |i: usize| at(i) == Some(&Tok::Punct('(')) && at(i + 1) == Some(&Tok::Punct(')'));
+    let mut found = Vec::new();
+    for (i, (_, line)) in toks.iter().enumerate().skip(1) {
+        let lock = at(i - 1) == Some(&Tok::Punct('.')) && ident(i, &["lock"]) && call(i + 1);
+        let stream = i >= 4 && ident(i - 4, &["stdin", "stdout", "stderr"]) && call(i - 3);
+        let awaited = at(i + 3) == Some(&Tok::Punct('.')) && ident(i + 4, &["await"]);
+        if (lock && !stream && !awaited) || ident(i, &["PoisonError"]) {
+            found.push(format!("{file}:{line}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_lock_checker_tells_our_locks_from_streams_and_tokio() {
+    let source = r#"
+fn f() {
+    let a = state.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Ok(b) = other
+        .lock() {}
+    let c = std::io::stdout().lock();
+    let d = io::stdin()
+        .lock();
+    let e = opening.lock().await;
+    let g = catalog.read().unwrap_or_else(PoisonError::into_inner);
+    let h = self.read()?;
+    // comment: x.lock()
+}
+"#;
+    assert_eq!(
+        own_locks(source, "src/x.rs"),
+        ["src/x.rs:3", "src/x.rs:3", "src/x.rs:5", "src/x.rs:10"]
     );
 }
