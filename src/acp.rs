@@ -29,6 +29,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::protocol::{AgentHandle, Op};
+use crate::sync::lock;
 
 type Connection = agent_client_protocol::v1::ConnectionTo<Client>;
 
@@ -109,12 +110,12 @@ struct Shared {
 
 impl Shared {
     fn session(&self, id: &str) -> Option<Arc<session::Live>> {
-        self.sessions.lock().ok()?.get(id).cloned()
+        lock(&self.sessions).get(id).cloned()
     }
 
     /// The editor's file access when the client offered both halves of it.
     fn files(&self, cx: &Connection) -> Option<ClientFiles> {
-        let caps = self.capabilities.lock().ok()?;
+        let caps = lock(&self.capabilities);
         (caps.fs.read_text_file && caps.fs.write_text_file).then(|| ClientFiles::new(cx.clone()))
     }
 
@@ -154,9 +155,7 @@ impl Shared {
         notes.extend(opened.notes);
         let (ops, events) = opened.handle.split();
         let live = Arc::new(session::Live::new(opened.session_id.clone(), ops, cwd));
-        if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.insert(opened.session_id.clone(), live.clone());
-        }
+        lock(&self.sessions).insert(opened.session_id.clone(), live.clone());
         let pump = tokio::spawn(session::pump(
             live.clone(),
             events,
@@ -164,13 +163,11 @@ impl Shared {
             ready,
             notes,
         ));
-        if let Ok(mut endings) = self.endings.lock() {
-            endings.push(session::Ending {
-                live,
-                pump,
-                closing: opened.closing,
-            });
-        }
+        lock(&self.endings).push(session::Ending {
+            live,
+            pump,
+            closing: opened.closing,
+        });
         Ok(())
     }
 }
@@ -224,9 +221,7 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         .name("minicode")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
-                if let Ok(mut caps) = on_init.capabilities.lock() {
-                    *caps = request.client_capabilities.clone();
-                }
+                *lock(&on_init.capabilities) = request.client_capabilities.clone();
                 responder.respond(initialize_response())
             },
             agent_client_protocol::on_receive_request!(),
@@ -298,10 +293,7 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         )
         .connect_to(transport)
         .await;
-    let endings = match shared.endings.lock() {
-        Ok(mut endings) => std::mem::take(&mut *endings),
-        Err(_) => Vec::new(),
-    };
+    let endings = std::mem::take(&mut *lock(&shared.endings));
     for ending in endings {
         ending.finish().await;
     }

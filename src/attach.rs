@@ -15,6 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{mpsc, oneshot};
 
 use crate::protocol::{AgentHandle, Decision, Event, HistoryEntry, Op, RunMarker};
+use crate::sync::lock;
 
 /// The largest line accepted from the daemon (a restored history can be large).
 const MAX_LINE: usize = 256 * 1024 * 1024;
@@ -64,9 +65,7 @@ impl Client {
     async fn call(&self, method: &str, params: Value) -> Result<Value, AttachError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.insert(id, tx);
-        }
+        lock(&self.pending).insert(id, tx);
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.out
             .send(format!("{line}\n"))
@@ -191,7 +190,7 @@ async fn read_lines<R: AsyncRead + Unpin>(
                 Some(error) => Err(error["message"].as_str().unwrap_or("error").to_string()),
                 None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
             };
-            let waiting = pending.lock().ok().and_then(|mut p| p.remove(&id));
+            let waiting = lock(&pending).remove(&id);
             if let Some(tx) = waiting {
                 let _ = tx.send(answer);
             }
@@ -233,7 +232,7 @@ enum Streamed {
 /// keep the run id, and another client's prompt appears as a user entry.
 fn to_core_event(event: Value, shared: &Mutex<Shared>) -> Option<Event> {
     let event = serde_json::from_value::<Streamed>(event).ok()?;
-    let mut shared = shared.lock().ok()?;
+    let mut shared = lock(shared);
     match event {
         Streamed::Marker(RunMarker::RunStarted { run_id, prompt, .. }) => {
             shared.run = Some(run_id);
@@ -276,19 +275,15 @@ async fn forward_ops(
     while let Some(op) = ops.recv().await {
         match op {
             Op::Submit(prompt) => {
-                if let Ok(mut s) = shared.lock() {
-                    s.own_prompts.push_back(prompt.clone());
-                }
+                lock(&shared).own_prompts.push_back(prompt.clone());
                 let params = json!({"session_id": session_id, "prompt": prompt});
                 if let Err(e) = client.call("run.start", params).await {
-                    if let Ok(mut s) = shared.lock() {
-                        s.own_prompts.retain(|p| *p != prompt);
-                    }
+                    lock(&shared).own_prompts.retain(|p| *p != prompt);
                     failed(e);
                 }
             }
             Op::Interrupt => {
-                let run = shared.lock().ok().and_then(|s| s.run.clone());
+                let run = lock(&shared).run.clone();
                 if let Some(run_id) = run
                     && let Err(e) = client.call("run.cancel", json!({ "run_id": run_id })).await
                 {

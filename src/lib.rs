@@ -24,5 +24,6 @@ pub mod protocol;
 pub mod provider;
 pub mod sanitize;
 pub mod session;
+pub(crate) mod sync;
 pub mod tools;
 pub mod tui;

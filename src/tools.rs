@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::chat::{ApprovalRequest, ToolStatus};
 use crate::chat::{ToolKind, ToolSpec};
+use crate::sync::lock;
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
 
@@ -229,14 +230,12 @@ impl ToolCtx {
 
     /// Records the text the model saw of a file through [`ToolCtx::files`].
     pub(crate) fn remember_text(&self, path: &Path, text: &str) {
-        if let Ok(mut texts) = self.texts.lock() {
-            texts.insert(path.to_path_buf(), Arc::from(text));
-        }
+        lock(&self.texts).insert(path.to_path_buf(), Arc::from(text));
     }
 
     /// The text last read or written through [`ToolCtx::files`].
     pub(crate) fn recall_text(&self, path: &Path) -> Option<Arc<str>> {
-        self.texts.lock().ok().and_then(|t| t.get(path).cloned())
+        lock(&self.texts).get(path).cloned()
     }
 
     /// Removes saved bash outputs beyond the configured age and total size (at start; each
@@ -263,28 +262,19 @@ impl ToolCtx {
 
     /// Records that the model has seen this file's current content.
     pub(crate) fn remember(&self, path: &Path, fp: Fingerprint) {
-        if let Ok(mut seen) = self.seen.lock() {
-            seen.insert(path.to_path_buf(), fp);
-        }
+        lock(&self.seen).insert(path.to_path_buf(), fp);
     }
 
     /// Forgets every file seen: a new conversation has not read anything, so `edit` needs a
     /// fresh `read` before it changes a file again.
     pub(crate) fn forget_seen(&self) {
-        // Even after a panic elsewhere poisoned the map, forgetting is always safe.
-        match self.seen.lock() {
-            Ok(mut seen) => seen.clear(),
-            Err(poisoned) => poisoned.into_inner().clear(),
-        }
-        match self.texts.lock() {
-            Ok(mut texts) => texts.clear(),
-            Err(poisoned) => poisoned.into_inner().clear(),
-        }
+        lock(&self.seen).clear();
+        lock(&self.texts).clear();
     }
 
     /// The fingerprint recorded when the model last read or wrote this file.
     pub(crate) fn recall(&self, path: &Path) -> Option<Fingerprint> {
-        self.seen.lock().ok().and_then(|s| s.get(path).copied())
+        lock(&self.seen).get(path).copied()
     }
 }
 
@@ -345,10 +335,7 @@ impl Registry {
     }
 
     fn snapshot(&self) -> Arc<Catalog> {
-        match self.catalog.read() {
-            Ok(catalog) => catalog.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        crate::sync::read(&self.catalog).clone()
     }
 
     /// The declarations of every tool now, in order. A snapshot: later changes do not affect it.
@@ -365,10 +352,7 @@ impl Registry {
     /// is already taken by another group is left out, and its name returned, so one source can
     /// never shadow another's tool.
     pub fn set_group(&self, group: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
-        let mut guard = match self.catalog.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut guard = crate::sync::write(&self.catalog);
         let mut next: Vec<(String, Arc<dyn Tool>)> = Vec::new();
         let mut inserted = false;
         let mut refused = Vec::new();

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use super::{Connection, goal};
 use crate::protocol::{Event, Op, OpSender};
+use crate::sync::lock;
 use pump::Pump;
 
 /// The answer owed to `session/new` or `session/load`, given once the core is set up.
@@ -73,9 +74,7 @@ impl Live {
     /// or for a goal command when the goal run it started stops.
     pub(super) fn prompt(&self, op: Op, responder: Responder<PromptResponse>) {
         let goal = matches!(op, Op::Goal(_)).then(goal::Run::default);
-        if let Ok(mut prompts) = self.prompts.lock() {
-            prompts.push_back(Pending { responder, goal });
-        }
+        lock(&self.prompts).push_back(Pending { responder, goal });
         self.ops.send(op);
     }
 
@@ -85,15 +84,13 @@ impl Live {
     }
 
     fn next_prompt(&self) -> Option<Responder<PromptResponse>> {
-        Some(self.prompts.lock().ok()?.pop_front()?.responder)
+        Some(lock(&self.prompts).pop_front()?.responder)
     }
 
     /// Applies `f` to the goal run of the prompt at the front, if that prompt is a goal
     /// command; answers and removes it once the run is over.
     fn with_goal_run(&self, f: impl FnOnce(&mut goal::Run)) {
-        let Ok(mut prompts) = self.prompts.lock() else {
-            return;
-        };
+        let mut prompts = lock(&self.prompts);
         let Some(run) = prompts.front_mut().and_then(|p| p.goal.as_mut()) else {
             return;
         };
@@ -111,9 +108,9 @@ impl Live {
 
     /// Whether the prompt at the front is a goal command.
     fn goal_in_front(&self) -> bool {
-        self.prompts
-            .lock()
-            .is_ok_and(|p| p.front().is_some_and(|p| p.goal.is_some()))
+        lock(&self.prompts)
+            .front()
+            .is_some_and(|p| p.goal.is_some())
     }
 }
 

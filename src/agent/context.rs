@@ -1,12 +1,14 @@
-//! The model context: where the kept recent history begins, the task ledger, and the assembly
-//! of a request from system prompt, project memory, ledger + summary and the kept messages,
-//! with cached estimates of its size. How much room there is, and when to compact, is
+//! The model context: where the kept recent history begins, and the assembly of a request from
+//! system prompt, project memory, the task ledger + summary (`ledger` says what it quotes) and
+//! the kept messages, with cached estimates of its size. How much room there is, and when to compact, is
 //! `budget`'s.
 //!
 //! It owns no history (the session does) and never calls a model (compaction does). Per-message
 //! estimates are cached as prefix sums, so checking the budget and building a request cost the
 //! same for a 100-message and a 100,000-message history, apart from copying the references
 //! that are actually sent.
+
+mod ledger;
 
 use super::budget::{Budget, Tracker};
 use super::goal;
@@ -68,58 +70,6 @@ fn boundary_by(messages: &[Message], keep: u64, estimate: impl Fn(usize) -> u64)
         }
     }
     boundary
-}
-
-/// The text of the ledger + summary message. The first request and the latest user message are
-/// quoted verbatim because summaries lose them: that is the failure users of other agents
-/// report most.
-///
-/// `loaded_skills` are the skills loaded in the compacted part: their instructions are gone
-/// from the context, so the ledger names them for the model to load again when it needs them.
-///
-/// `goal_state` is the latest goal record of the compacted part, quoted verbatim: the goal must
-/// outlive any number of compactions.
-pub(crate) fn ledger_text(
-    summary: &str,
-    first_request: Option<&str>,
-    latest_request: Option<&str>,
-    loaded_skills: &[String],
-    goal_state: Option<&str>,
-) -> String {
-    let mut text = String::from(
-        "<task-ledger>\nThe earlier conversation was compacted. The user's own words below are \
-         verbatim and authoritative; the summary after them is your notes of the work so far. \
-         The messages after this one are the recent conversation, verbatim.\n",
-    );
-    if let Some(first) = first_request {
-        text.push_str("<first-request>\n");
-        text.push_str(first);
-        text.push_str("\n</first-request>\n");
-    }
-    if let Some(latest) = latest_request {
-        text.push_str("<latest-user-message>\n");
-        text.push_str(latest);
-        text.push_str("\n</latest-user-message>\n");
-    }
-    if let Some(goal) = goal_state {
-        text.push_str(
-            "<goal>\nThe session's goal as last recorded (newer goal records below override it):\n",
-        );
-        text.push_str(goal);
-        text.push_str("\n</goal>\n");
-    }
-    if !loaded_skills.is_empty() {
-        text.push_str(
-            "<loaded-skills>\nSkills loaded earlier, whose instructions were compacted away \
-             (call the `skill` tool again to reload one the task still needs): ",
-        );
-        text.push_str(&loaded_skills.join(", "));
-        text.push_str("\n</loaded-skills>\n");
-    }
-    text.push_str("</task-ledger>\n<summary>\n");
-    text.push_str(summary);
-    text.push_str("\n</summary>");
-    text
 }
 
 /// Why a checkpoint does not fit a history.
@@ -216,39 +166,14 @@ impl Context {
         self.lead_tokens = self.lead.as_ref().map_or(0, estimate_message);
     }
 
-    /// Rebuilds the ledger from the history: the first user message and, when no user message
-    /// is among the kept ones, the latest user message (which then lies before them).
+    /// Rebuilds the ledger from the checkpoint and the history (see [`ledger::Ledger::of`]).
     fn rebuild_ledger(&mut self, messages: &[Message]) {
-        self.ledger_quotes_latest = false;
-        self.ledger = self.checkpoint.as_ref().map(|c| {
+        let ledger = self.checkpoint.as_ref().map(|c| {
             let (before, kept) = messages.split_at(c.first_kept_index.min(messages.len()));
-            // The user's own words: goal records and goal rounds' instructions are not.
-            let words = |m: &Message| m.role == Role::User && !goal::record::is_goal_message(m);
-            let first = before.iter().position(words);
-            let latest = if kept.iter().any(words) {
-                None
-            } else {
-                before
-                    .iter()
-                    .rposition(words)
-                    .filter(|at| Some(*at) != first)
-            };
-            let goal_state = before
-                .iter()
-                .rev()
-                .find(|m| goal::record::is_record(m))
-                .map(Message::text);
-            self.ledger_quotes_latest = latest.is_some();
-            let text = |at: usize| before[at].text();
-            let skills = crate::tools::skills::loaded_in(before);
-            ledger_text(
-                &c.summary,
-                first.map(text),
-                latest.map(text),
-                &skills,
-                goal_state,
-            )
+            ledger::Ledger::of(&c.summary, before, kept)
         });
+        self.ledger_quotes_latest = ledger.as_ref().is_some_and(|l| l.quotes_latest);
+        self.ledger = ledger.map(|l| l.text);
         self.rebuild_lead();
     }
 

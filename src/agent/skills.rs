@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use super::Core;
 use crate::chat::{Message, ToolCall, ToolStatus};
 use crate::protocol::{Event, SkillEntry, SkillState};
+use crate::sync::lock;
 use crate::tools::ToolOutput;
 use crate::tools::skills::{self, Skills};
 
@@ -23,10 +24,7 @@ pub(crate) struct Loaded(Arc<Mutex<Vec<String>>>);
 
 impl Loaded {
     fn with<T>(&self, f: impl FnOnce(&mut Vec<String>) -> T) -> T {
-        match self.0.lock() {
-            Ok(mut names) => f(&mut names),
-            Err(poisoned) => f(&mut poisoned.into_inner()),
-        }
+        f(&mut lock(&self.0))
     }
 
     pub(crate) fn set(&self, names: Vec<String>) {

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::sync::lock;
+
 /// Connections at once, authenticated or not.
 pub(crate) const MAX_CONNECTIONS: usize = 256;
 /// Connections waiting for their handshake at once.
@@ -44,9 +46,7 @@ pub(crate) struct Ticket {
 
 impl Admission {
     fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.inner)
     }
 
     /// A place for a new connection, or `None` when every place is held by an authenticated

@@ -15,6 +15,7 @@ use super::live::{Live, Run};
 use super::log::{CallJournal, EventLog, session_dir};
 use super::wire::{self, RpcError};
 use crate::protocol::{AgentHandle, Event, Journal, Recovery};
+use crate::sync::lock;
 
 /// How long a new core may take to say `session_configured`.
 const CONFIGURED_WAIT: Duration = Duration::from_secs(30);
@@ -78,9 +79,7 @@ impl Hub {
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.sessions)
     }
 
     fn check_workspace(&self, raw: &str) -> Result<PathBuf, RpcError> {

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use super::log::{CallJournal, EventLog, read_range, segment_bytes};
 use super::wire::{self, EndReason, Line, RpcError};
 use crate::protocol::{AgentHandle, Decision, Event, Op, OpSender, RunMarker};
+use crate::sync::lock;
 
 /// Recent lines kept in memory per session for subscribers; older ones are read from disk.
 const RING_BYTES: usize = 4 * 1024 * 1024;
@@ -146,14 +147,6 @@ impl State {
         }
         true
     }
-}
-
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    // A panic while holding the lock cannot leave the numbering half-done in a way that matters
-    // more than stopping the daemon would: keep serving.
-    state
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn stopped_session() -> RpcError {

@@ -15,6 +15,7 @@ use serde::de::IgnoredAny;
 
 use super::wire::Line;
 use crate::protocol::{Journal, RunMarker};
+use crate::sync::lock;
 
 /// A segment is closed once it holds this many bytes (see [`segment_bytes`]).
 const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
@@ -395,9 +396,7 @@ impl CallJournal {
             .file
             .get()
             .ok_or_else(|| io::Error::other("the call journal is not open"))?;
-        let mut file = file
-            .lock()
-            .map_err(|_| io::Error::other("the call journal is unusable"))?;
+        let mut file = lock(file);
         let mut line = value.to_string();
         line.push('\n');
         file.write_all(line.as_bytes())?;
@@ -409,10 +408,8 @@ impl CallJournal {
 
     /// Forgets every entry (a run ended: nothing is in flight).
     pub(crate) fn clear(&self) {
-        if let Some(file) = self.file.get()
-            && let Ok(file) = file.lock()
-        {
-            let _ = file.set_len(0);
+        if let Some(file) = self.file.get() {
+            let _ = lock(file).set_len(0);
         }
     }
 }

@@ -35,6 +35,7 @@ use super::{
     ChatRequest, EventStream, ProbeFuture, Provider, ProviderError, ReplyFuture, ServerInfo,
 };
 use crate::defaults;
+use crate::sync::lock;
 use completion::parse_completion;
 use request::{Body, EncodedMessages, Payload};
 
@@ -217,7 +218,7 @@ impl OpenAi {
 
     /// The parameter adaptations in effect for this server (learned now or remembered).
     pub fn quirks(&self) -> Quirks {
-        *self.quirks.lock().unwrap_or_else(|e| e.into_inner())
+        *lock(&self.quirks)
     }
 
     /// Where this server's cache entry is kept, if anywhere.
@@ -269,7 +270,7 @@ impl OpenAi {
     fn adapt(&self, error: &ProviderError, payload: &Payload, used: &Quirks) -> Option<String> {
         let param = compat::refused_param(error, &payload.refusable(used))?;
         let (reason, quirks) = {
-            let mut quirks = self.quirks.lock().unwrap_or_else(|e| e.into_inner());
+            let mut quirks = lock(&self.quirks);
             let reason = quirks.learn(param)?;
             (reason, *quirks)
         };
@@ -285,7 +286,7 @@ impl OpenAi {
     pub fn stream_with(&self, request: &ChatRequest<'_>, extras: Extras) -> EventStream {
         let span = tracing::debug_span!("http_request", model = %self.model, stream = true);
         let payload = {
-            let mut encoded = self.encoded.lock().unwrap_or_else(|e| e.into_inner());
+            let mut encoded = lock(&self.encoded);
             Payload::new(
                 request,
                 true,

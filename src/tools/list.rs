@@ -14,6 +14,7 @@ use super::walk::{self, Start};
 use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil;
+use crate::sync::lock;
 
 /// Paths shown when the call names no limit.
 pub const DEFAULT_LIMIT: usize = 200;
@@ -186,7 +187,7 @@ fn list(
     if cancel.is_cancelled() {
         return Err("interrupted by the user".to_string());
     }
-    let mut found = std::mem::take(&mut *found.lock().map_err(|_| "list failed")?);
+    let mut found = std::mem::take(&mut *lock(&found));
     found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let total = found.len();
     let mut out = String::new();
@@ -223,11 +224,9 @@ fn list(
     if errors > 0 {
         out.push_str(&format!("[{errors} entries could not be read]\n"));
     }
-    if let Ok(skipped) = walk.skipped.lock() {
-        for note in skipped.notes() {
-            out.push_str(&note);
-            out.push('\n');
-        }
+    for note in lock(&walk.skipped).notes() {
+        out.push_str(&note);
+        out.push('\n');
     }
     Ok(out)
 }
@@ -260,9 +259,7 @@ impl Batch {
     }
 
     fn flush(&mut self) {
-        if let Ok(mut all) = self.all.lock() {
-            all.append(&mut self.found);
-        }
+        lock(&self.all).append(&mut self.found);
     }
 }
 

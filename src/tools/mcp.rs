@@ -28,6 +28,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Registry, ToolCtx};
+use crate::sync::lock;
 
 pub use process::GRACE;
 
@@ -135,10 +136,7 @@ impl Server {
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, Live> {
-        match self.live.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        lock(&self.live)
     }
 
     /// The connection of a ready server, or why there is none.
@@ -255,10 +253,9 @@ impl Manager {
         };
         self.shared.changed();
         let task = tokio::spawn(server::run(self.shared.clone(), server.clone(), run, stop));
-        if let Ok(mut tasks) = self.shared.tasks.lock() {
-            tasks.retain(|t| !t.is_finished());
-            tasks.push(task);
-        }
+        let mut tasks = lock(&self.shared.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
     }
 
     /// Every server's state and tools, in configuration order.
@@ -282,10 +279,7 @@ impl Manager {
     /// What happened since the last call that the user should hear of (failures, refused
     /// names, unreadable configuration), oldest first.
     pub fn take_notices(&self) -> Vec<String> {
-        match self.shared.notices.lock() {
-            Ok(mut notices) => std::mem::take(&mut *notices),
-            Err(_) => Vec::new(),
-        }
+        std::mem::take(&mut *lock(&self.shared.notices))
     }
 
     /// Waits until no server is starting, or `limit` passed.
@@ -315,10 +309,7 @@ impl Manager {
                 stop.cancel();
             }
         }
-        let tasks = match self.shared.tasks.lock() {
-            Ok(mut tasks) => std::mem::take(&mut *tasks),
-            Err(_) => Vec::new(),
-        };
+        let tasks = std::mem::take(&mut *lock(&self.shared.tasks));
         // Each run stops its own child within two grace periods; the bound only guards odd
         // cases (the drop guards kill what is left).
         let all = futures_util::future::join_all(tasks);
@@ -333,9 +324,7 @@ impl Shared {
 
     fn notice(&self, text: String) {
         tracing::warn!(notice = %text, "mcp");
-        if let Ok(mut notices) = self.notices.lock() {
-            notices.push(text);
-        }
+        lock(&self.notices).push(text);
     }
 
     /// Applies `f` to the server's state if `run` is still its current run.
@@ -373,10 +362,7 @@ impl Shared {
 
     /// Registers `tools` as the server's group under unique names and marks it ready.
     fn register(&self, server: &Arc<Server>, run: u64, conn: Conn, tools: Vec<rmcp::model::Tool>) {
-        let _naming = match self.naming.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let _naming = lock(&self.naming);
         if server.live().run != run {
             return;
         }

@@ -25,6 +25,7 @@ use super::walk::{self, Start};
 use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil;
+use crate::sync::lock;
 
 /// Matching lines shown when the call names no limit.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -286,7 +287,7 @@ fn search(
     if cancel.is_cancelled() {
         return Err("interrupted by the user".to_string());
     }
-    let kept = shared.kept.into_inner().map_err(|_| "search failed")?;
+    let kept = crate::sync::into_inner(shared.kept);
     let mut out = String::new();
     let mut shown = 0;
     'files: for (path, lines) in &kept.by_path {
@@ -326,11 +327,9 @@ fn search(
     if errors > 0 {
         out.push_str(&format!("[{errors} files or folders could not be read]\n"));
     }
-    if let Ok(skipped) = walk.skipped.lock() {
-        for note in skipped.notes() {
-            out.push_str(&note);
-            out.push('\n');
-        }
+    for note in lock(&walk.skipped).notes() {
+        out.push_str(&note);
+        out.push('\n');
     }
     Ok(out)
 }
@@ -363,9 +362,7 @@ fn search_file(shared: &Shared, searcher: &mut Searcher, path: &Path, limit: usi
     }
     if sink.matched > 0 {
         let shown = walk::shown(shared.workspace, path);
-        if let Ok(mut kept) = shared.kept.lock() {
-            kept.add(shown, sink.lines, sink.matched);
-        }
+        lock(&shared.kept).add(shown, sink.lines, sink.matched);
     }
 }
 

@@ -16,6 +16,7 @@ use ignore::overrides::OverrideBuilder;
 use ignore::{DirEntry, WalkBuilder};
 
 use crate::fsutil;
+use crate::sync::lock;
 
 /// Folders never listed or searched, at any depth: git's database and minicode's own data.
 pub const NEVER_WALKED: [&str; 2] = [".git", fsutil::DATA_DIR];
@@ -165,9 +166,7 @@ fn keep(workspace: &Path, entry: &DirEntry, skipped: &Mutex<Skipped>) -> bool {
         && let Err(why) = ignore_files_usable(workspace, entry.path())
     {
         let shown = fsutil::display_path(workspace, entry.path());
-        if let Ok(mut s) = skipped.lock() {
-            s.add(format!("{shown}: {why}"));
-        }
+        lock(skipped).add(format!("{shown}: {why}"));
         return false;
     }
     true

@@ -22,6 +22,7 @@ use syntect::highlighting::{
 use syntect::parsing::{SyntaxReference, SyntaxSet};
 
 use super::syntax_packs;
+use crate::sync::lock;
 
 /// One line of highlighted code: (style, text) runs.
 pub type Runs = Vec<(Style, String)>;
@@ -154,16 +155,16 @@ pub fn code(lang: &str, code: &str, base: Style) -> Option<Arc<Vec<Runs>>> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (lang, code, base).hash(&mut h);
     let key = (h.finish(), code.len());
-    if let Some(hit) = memo().lock().ok().and_then(|m| m.get(&key).cloned()) {
+    if let Some(hit) = lock(memo()).get(&key).cloned() {
         return hit;
     }
     let lines = highlight(lang, code, base).map(Arc::new);
-    if let Ok(mut m) = memo().lock() {
-        if m.len() >= MEMO_BLOCKS {
-            m.clear();
-        }
-        m.insert(key, lines.clone());
+    let mut m = lock(memo());
+    if m.len() >= MEMO_BLOCKS {
+        m.clear();
     }
+    m.insert(key, lines.clone());
+    drop(m);
     lines
 }
 

@@ -4,7 +4,8 @@
 //! code, and `super::…` chains that climb out of their top-level module. Each top-level module
 //! may name only what its rule in [`RULES`] lists; only the full-screen UI names the terminal
 //! crates; only the frontends write to stdout or stderr. A failure names the file, the line,
-//! the path as written and the rule it breaks.
+//! the path as written and the rule it breaks. docs/architecture.md's lists of `Op` and
+//! `Event` variants and of the modules that write to stdout are checked against the code too.
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +43,11 @@ const RULES: &[Rule] = &[
         module: "fsutil",
         may_use: Some(&[]),
         why: "file-system helpers are a leaf",
+    },
+    Rule {
+        module: "sync",
+        may_use: Some(&[]),
+        why: "the one lock policy is a leaf",
     },
     Rule {
         module: "memory",
@@ -130,6 +136,11 @@ const RULES: &[Rule] = &[
         why: "the CLI wires everything",
     },
 ];
+
+/// Leaves every module may use besides its rule: the one policy for a poisoned lock.
+const EVERY_LAYER: &[&str] = &["sync"];
+/// The module that alone takes a `std::sync` lock itself (see `every_lock_goes_through_sync`).
+const LOCK_POLICY: &str = "src/sync.rs";
 
 /// External crates only the full-screen UI may name.
 const TERMINAL_CRATES: &[&str] = &["ratatui", "crossterm"];
@@ -488,7 +499,11 @@ fn violations(file: &str, module: &str, found: &[Found]) -> Vec<String> {
     let mut out = Vec::new();
     for f in found {
         let broken = match &f.named {
-            Named::Ours(name) if name == module || name == "self" => None,
+            Named::Ours(name)
+                if name == module || name == "self" || EVERY_LAYER.contains(&name.as_str()) =>
+            {
+                None
+            }
             Named::Ours(name) => match rule.and_then(|r| r.may_use) {
                 None if rule.is_some() => None,
                 Some(allowed) if allowed.contains(&name.as_str()) => None,
@@ -697,4 +712,261 @@ fn every_source_file_opens_with_a_module_doc() {
             file.display()
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// docs/architecture.md's lists against the code.
+
+fn architecture_doc() -> String {
+    std::fs::read_to_string(src().parent().unwrap().join("docs/architecture.md")).unwrap()
+}
+
+/// The variant names of `enum name { … }` in `source`: at the enum's own brace depth, the
+/// first identifier of each item, attributes skipped.
+fn enum_variants(source: &str, name: &str) -> Vec<String> {
+    let toks = tokens(&code_only(source));
+    let Some(start) = toks.windows(3).position(|w| {
+        w[0].0 == Tok::Ident("enum".into())
+            && w[1].0 == Tok::Ident(name.into())
+            && w[2].0 == Tok::Punct('{')
+    }) else {
+        return Vec::new();
+    };
+    let mut variants = Vec::new();
+    let (mut depth, mut expect) = (0usize, false);
+    // Inside a variant's attribute: whether a variant name was expected before it.
+    let mut attribute: Option<bool> = None;
+    for (tok, _) in &toks[start + 2..] {
+        match tok {
+            Tok::Punct('{' | '(' | '[') => {
+                depth += 1;
+                expect = depth == 1;
+            }
+            Tok::Punct('}' | ')' | ']') => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+                if depth == 1 {
+                    expect = attribute.take().unwrap_or(false);
+                }
+            }
+            Tok::Punct(',') if depth == 1 => expect = true,
+            Tok::Punct('#') if depth == 1 => attribute = Some(expect),
+            Tok::Ident(word) if depth == 1 && expect => {
+                variants.push(word.clone());
+                expect = false;
+            }
+            _ => {}
+        }
+    }
+    variants
+}
+
+/// The variants of the protocol's enum `name`, wherever under `src/protocol` it is defined.
+fn protocol_variants(name: &str) -> Vec<String> {
+    let mut files = vec![src().join("protocol.rs")];
+    rust_files(&src().join("protocol"), &mut files);
+    let found: Vec<Vec<String>> = files
+        .iter()
+        .map(|f| enum_variants(&std::fs::read_to_string(f).unwrap(), name))
+        .filter(|v| !v.is_empty())
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one `enum {name}` in src/protocol*"
+    );
+    found.into_iter().next().unwrap()
+}
+
+/// The names in backticks of `text`: each span's leading identifier when it starts with a
+/// capital letter and is not a path (`Op::Fork` names another list's entry).
+fn backticked_names(text: &str, capitalised: bool) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|span| {
+            let name: String = span
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let path = span[name.len()..].starts_with("::");
+            let first_ok = name
+                .chars()
+                .next()
+                .is_some_and(|c| !capitalised || c.is_uppercase());
+            (first_ok && !path).then_some(name)
+        })
+        .collect()
+}
+
+/// The bullet of the doc that starts with `head`, through its indented continuation lines.
+fn doc_bullet(doc: &str, head: &str) -> String {
+    let mut lines = doc.lines().skip_while(|l| !l.starts_with(head));
+    let first = lines.next().unwrap_or_else(|| panic!("no `{head}` bullet"));
+    let rest: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).collect();
+    format!("{}\n{}", &first[head.len()..], rest.join("\n"))
+}
+
+/// What the code has and the doc lacks, and what the doc names that the code lacks.
+fn list_differences(what: &str, code: &[String], doc: &[String]) -> Option<String> {
+    let missing: Vec<&String> = code.iter().filter(|v| !doc.contains(v)).collect();
+    let extra: Vec<&String> = doc.iter().filter(|v| !code.contains(v)).collect();
+    (!missing.is_empty() || !extra.is_empty()).then(|| {
+        format!(
+            "docs/architecture.md's {what}: missing {missing:?}, no longer in the code {extra:?}"
+        )
+    })
+}
+
+#[test]
+fn docs_architecture_lists_every_op_and_event_variant() {
+    let doc = architecture_doc();
+    let ops = backticked_names(&doc_bullet(&doc, "- `Op`s in:"), true);
+    let events = backticked_names(&doc_bullet(&doc, "- `Event`s out:"), true);
+    let problems: Vec<String> = [
+        list_differences("`Op`s", &protocol_variants("Op"), &ops),
+        list_differences("`Event`s", &protocol_variants("Event"), &events),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn docs_architecture_names_every_module_that_writes_to_stdout() {
+    let mut writers: Vec<String> = module_files()
+        .into_iter()
+        .filter(|(path, _, depth)| {
+            let source = std::fs::read_to_string(path).unwrap();
+            scan(&source, *depth)
+                .iter()
+                .any(|f| matches!(f.named, Named::Print(_)))
+        })
+        .map(|(_, module, _)| module)
+        .collect();
+    writers.dedup();
+    writers.sort();
+    let doc = architecture_doc()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let sentence = doc
+        .split("Also checked:")
+        .nth(1)
+        .and_then(|rest| rest.split(" write to stdout or stderr").next())
+        .and_then(|rest| rest.rsplit("; only ").next())
+        .expect("the sentence naming who writes to stdout");
+    let mut listed = backticked_names(sentence, false);
+    listed.sort();
+    let mut allowed: Vec<String> = PRINTERS.iter().map(|p| p.to_string()).collect();
+    allowed.sort();
+    let problems: Vec<String> = [
+        list_differences("modules writing to stdout", &writers, &listed),
+        list_differences("PRINTERS", &allowed, &listed),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The parsers behind the two tests above, on a sample.
+#[test]
+fn the_list_checker_reads_variants_and_backticked_names() {
+    let source = r#"
+/// `Fake` in a comment
+pub enum Op {
+    /// doc
+    Submit(String),
+    #[serde(rename = "x")]
+    Decide { call: Vec<(u8, u8)>, decision: Decision },
+    Shutdown,
+}
+enum Other { Not }
+"#;
+    assert_eq!(
+        enum_variants(source, "Op"),
+        ["Submit", "Decide", "Shutdown"]
+    );
+    assert_eq!(
+        backticked_names("`Submit`, `Decide { call }` after `Op::Fork`, `type`", true),
+        ["Submit", "Decide"]
+    );
+    let problems = list_differences(
+        "`Op`s",
+        &["Submit".into(), "Fork".into()],
+        &["Submit".into(), "Gone".into()],
+    )
+    .unwrap();
+    assert!(problems.contains(r#"missing ["Fork"]"#), "{problems}");
+    assert!(
+        problems.contains(r#"no longer in the code ["Gone"]"#),
+        "{problems}"
+    );
+}
+
+/// Every `Mutex` is locked through `crate::sync`, so a poisoned lock is recovered the same way
+/// everywhere: a `.lock()` outside src/sync.rs is only tokio's (awaited) or a standard stream's.
+#[test]
+fn every_lock_goes_through_sync() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let root = src().parent().unwrap().to_path_buf();
+    let mut problems = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        if rel == LOCK_POLICY {
+            continue;
+        }
+        problems.extend(own_locks(&std::fs::read_to_string(&file).unwrap(), &rel));
+    }
+    assert!(
+        problems.is_empty(),
+        "take these locks with crate::sync::lock (docs/architecture.md, \"Locks\"):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The `.lock()` calls of `source` that are neither awaited nor on stdin/stdout/stderr, and
+/// any `PoisonError` (a lock's own poisoning policy).
+fn own_locks(source: &str, file: &str) -> Vec<String> {
+    let toks = tokens(&code_only(source));
+    let at = |i: usize| toks.get(i).map(|(t, _)| t);
+    let ident = |i: usize, words: &[&str]| matches!(at(i), Some(Tok::Ident(w)) if words.contains(&w.as_str()));
+    let call = |i: usize| at(i) == Some(&Tok::Punct('(')) && at(i + 1) == Some(&Tok::Punct(')'));
+    let mut found = Vec::new();
+    for (i, (_, line)) in toks.iter().enumerate().skip(1) {
+        let lock = at(i - 1) == Some(&Tok::Punct('.')) && ident(i, &["lock"]) && call(i + 1);
+        let stream = i >= 4 && ident(i - 4, &["stdin", "stdout", "stderr"]) && call(i - 3);
+        let awaited = at(i + 3) == Some(&Tok::Punct('.')) && ident(i + 4, &["await"]);
+        if (lock && !stream && !awaited) || ident(i, &["PoisonError"]) {
+            found.push(format!("{file}:{line}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_lock_checker_tells_our_locks_from_streams_and_tokio() {
+    let source = r#"
+fn f() {
+    let a = state.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Ok(b) = other
+        .lock() {}
+    let c = std::io::stdout().lock();
+    let d = io::stdin()
+        .lock();
+    let e = opening.lock().await;
+    let g = catalog.read().unwrap_or_else(PoisonError::into_inner);
+    let h = self.read()?;
+    // comment: x.lock()
+}
+"#;
+    assert_eq!(
+        own_locks(source, "src/x.rs"),
+        ["src/x.rs:3", "src/x.rs:3", "src/x.rs:5", "src/x.rs:10"]
+    );
 }

@@ -17,6 +17,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 use super::ServerConfig;
 use crate::process::child::{self, GroupGuard};
 use crate::sanitize::text::{floor_boundary, truncate};
+use crate::sync::lock;
 
 /// How long a server may take to exit after SIGTERM before it is killed.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -117,7 +118,7 @@ impl Child {
 
     /// The last line the server wrote to stderr, shortened.
     pub(crate) fn last_stderr(&self) -> Option<String> {
-        let line = self.last_line.lock().ok()?.clone();
+        let line = lock(&self.last_line).clone();
         let line = line.trim();
         if line.is_empty() {
             return None;
@@ -214,10 +215,8 @@ async fn copy_stderr(
         partial.push_str(&String::from_utf8_lossy(data));
         if let Some(end) = partial.rfind('\n') {
             let complete = &partial[..end];
-            if let Some(line) = complete.lines().rev().find(|l| !l.trim().is_empty())
-                && let Ok(mut last) = last_line.lock()
-            {
-                *last = line.to_string();
+            if let Some(line) = complete.lines().rev().find(|l| !l.trim().is_empty()) {
+                *lock(&last_line) = line.to_string();
             }
             partial.drain(..=end);
         }
@@ -227,10 +226,8 @@ async fn copy_stderr(
             partial.drain(..cut);
         }
     }
-    if !partial.trim().is_empty()
-        && let Ok(mut last) = last_line.lock()
-    {
-        *last = partial;
+    if !partial.trim().is_empty() {
+        *lock(&last_line) = partial;
     }
 }
 
