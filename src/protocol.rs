@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
 
 mod goal;
+mod goal_command;
 mod run;
 
 pub use goal::{BlockCode, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef, GoalSnapshot};

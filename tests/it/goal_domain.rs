@@ -428,3 +428,50 @@ fn user_text_that_looks_like_a_record_is_not_one() {
     assert_eq!(goals.current().unwrap(), None);
     assert_eq!(record::escape_user_text("hi".into()), "hi");
 }
+
+#[test]
+fn the_goal_command_text_reads_into_one_op_per_form() {
+    use minicode::protocol::GoalOp;
+    let parse = GoalOp::parse_command;
+    assert_eq!(parse(""), Ok(GoalOp::Show));
+    assert_eq!(parse("   "), Ok(GoalOp::Show));
+    assert_eq!(parse(" pause "), Ok(GoalOp::Pause { expected: None }));
+    assert_eq!(
+        parse("resume"),
+        Ok(GoalOp::Resume {
+            expected: None,
+            max_rounds: None
+        })
+    );
+    assert_eq!(parse("clear"), Ok(GoalOp::Clear { expected: None }));
+    assert_eq!(
+        parse("edit   make  it faster "),
+        Ok(GoalOp::Edit {
+            expected: None,
+            objective: "make  it faster".into()
+        })
+    );
+    // An objective is kept as typed (trimmed at its ends), even one starting with a keyword.
+    for (text, objective) in [
+        ("  make cargo test pass\n", "make cargo test pass"),
+        ("pause the build when red", "pause the build when red"),
+        ("clear\tthe warnings", "clear\tthe warnings"),
+        ("resumes", "resumes"),
+    ] {
+        assert_eq!(
+            parse(text),
+            Ok(GoalOp::Create {
+                objective: objective.into(),
+                max_rounds: None
+            }),
+            "{text:?}"
+        );
+    }
+    for text in ["edit", " edit   "] {
+        assert_eq!(
+            parse(text),
+            Err("usage: /goal edit <new objective>".to_string()),
+            "{text:?}"
+        );
+    }
+}
