@@ -7,10 +7,10 @@ use agent_client_protocol::v1::schema::{
     Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, StopReason,
 };
 
-use crate::protocol::{BlockCode, GoalPhase, GoalSnapshot, TurnEnd};
+use crate::protocol::{BlockCode, Goal, GoalPhase, TurnEnd};
 
 /// The goal as the client's plan: one entry, or none once it is cleared.
-pub(super) fn plan(goal: Option<&GoalSnapshot>, armed: bool) -> SessionUpdate {
+pub(super) fn plan(goal: Option<&Goal>, armed: bool) -> SessionUpdate {
     let entries = goal
         .map(|g| {
             let status = match g.phase {
@@ -29,7 +29,7 @@ pub(super) fn plan(goal: Option<&GoalSnapshot>, armed: bool) -> SessionUpdate {
 }
 
 /// One line saying where the goal stands.
-pub(super) fn describe(goal: Option<&GoalSnapshot>, armed: bool, error: Option<&str>) -> String {
+pub(super) fn describe(goal: Option<&Goal>, armed: bool, error: Option<&str>) -> String {
     if let Some(error) = error {
         return format!("Goal unavailable: {error}\n");
     }

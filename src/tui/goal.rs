@@ -4,12 +4,12 @@
 
 use super::state::{Effect, State};
 use super::transcript::Level;
-use crate::protocol::{Event, GoalOp, GoalPhase, GoalSnapshot, Op};
+use crate::protocol::{Event, Goal, GoalOp, GoalPhase, Op};
 
 /// What the status bar shows of the goal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GoalView {
-    pub goal: GoalSnapshot,
+    pub goal: Goal,
     pub armed: bool,
 }
 

@@ -475,3 +475,58 @@ fn the_goal_command_text_reads_into_one_op_per_form() {
         );
     }
 }
+
+#[test]
+fn a_record_leaves_an_unset_reason_out_and_an_event_writes_it_as_null() {
+    let mut book = Book::new();
+    book.goals.create("ship it", 5, now()).unwrap();
+    book.flush();
+    let goal = book.goals.current().unwrap().unwrap().clone();
+    let at = "2026-09-21T14:13:20.000Z";
+    let fields = |reason: &str, revision: u32, updated: &str| {
+        format!(
+            "{{\"id\":\"{}\",\"objective\":\"ship it\",{reason}\"revision\":{revision},\
+             \"max_rounds\":5,\"rounds_used\":0,\"created_at\":\"{at}\",\"updated_at\":\"{updated}\"}}",
+            goal.id
+        )
+    };
+    let created = fields("\"phase\":\"active\",", 1, at);
+    assert_eq!(
+        book.history.last().unwrap().text(),
+        format!(
+            "<goal_state>{{\"version\":1,\"change\":\"created\",\"goal\":{created}}}</goal_state>"
+        )
+    );
+    let event = fields("\"phase\":\"active\",\"reason\":null,", 1, at);
+    assert_eq!(serde_json::to_string(&goal).unwrap(), event);
+
+    // A set reason is written in both forms, where the goal's fields put it.
+    let r = book.current();
+    book.goals
+        .block(&r, "needs-key", "no API key", later(1))
+        .unwrap();
+    book.flush();
+    let blocked = book.goals.current().unwrap().unwrap().clone();
+    let both = fields(
+        "\"phase\":\"blocked\",\"reason\":{\"code\":\"needs-key\",\"message\":\"no API key\"},",
+        2,
+        "2026-09-21T14:13:21.000Z",
+    );
+    assert_eq!(serde_json::to_string(&blocked).unwrap(), both);
+    assert_eq!(
+        book.history.last().unwrap().text(),
+        format!(
+            "<goal_state>{{\"version\":1,\"change\":\"blocked\",\"goal\":{both}}}</goal_state>"
+        )
+    );
+    // Both forms read back as the same goal; a record spelling out `null` is not canonical.
+    let replayed = Goals::replay(&book.history);
+    assert_eq!(replayed.current().unwrap().unwrap(), &blocked);
+    let mut tampered = book.history.clone();
+    tampered.truncate(2);
+    let text = tampered[1]
+        .text()
+        .replace(",\"revision\"", ",\"reason\":null,\"revision\"");
+    tampered[1] = Message::user(text);
+    assert!(Goals::replay(&tampered).current().is_err());
+}
