@@ -28,7 +28,7 @@ use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use futures_util::future::BoxFuture;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::protocol::{AgentHandle, Op};
+use crate::protocol::{AgentHandle, GoalOp, Op};
 use crate::sync::lock;
 
 type Connection = agent_client_protocol::v1::ConnectionTo<Client>;
@@ -190,7 +190,7 @@ fn prompt_op(text: String) -> Result<Op, String> {
         return Ok(Op::Compact((!focus.is_empty()).then(|| focus.to_string())));
     }
     if let Some(arg) = command("/goal") {
-        return goal::parse(arg).map(Op::Goal);
+        return GoalOp::parse_command(arg).map(Op::Goal);
     }
     Ok(Op::Submit(text))
 }

@@ -21,7 +21,7 @@ mod run_state;
 use crate::chat::ApprovalRequest;
 use crate::protocol::WindowSource;
 use crate::protocol::{AgentHandle, OpSender};
-use crate::protocol::{Decision, GoalOp, GoalPhase, GoalSnapshot, Op, TurnEnd, TurnStats};
+use crate::protocol::{Decision, Goal, GoalOp, GoalPhase, Op, TurnEnd, TurnStats};
 use crate::sanitize::{self, sanitize};
 pub(crate) use report::describe_end;
 use run_state::RunState;
@@ -69,14 +69,14 @@ struct JsonResult<'a> {
     context_window: WindowJson,
     /// The session's goal as the run left it (absent when the session has none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    goal: Option<&'a GoalSnapshot>,
+    goal: Option<&'a Goal>,
 }
 
 /// Where a goal run stands, from the events seen so far.
 #[derive(Default)]
 struct GoalRun {
     /// The goal as last reported, and whether it is armed.
-    goal: Option<GoalSnapshot>,
+    goal: Option<Goal>,
     armed: bool,
     /// The goal was armed by this run's command (so "disarmed" now means it stopped).
     started: bool,

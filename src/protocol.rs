@@ -12,9 +12,10 @@ use tokio::sync::mpsc;
 use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
 
 mod goal;
+mod goal_command;
 mod run;
 
-pub use goal::{BlockCode, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef, GoalSnapshot};
+pub use goal::{BlockCode, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef};
 pub use run::RunMarker;
 
 /// Identifies a tool call within a session (the model's call id).
@@ -388,7 +389,7 @@ pub enum Event {
         change: GoalChange,
         goal_id: String,
         revision: u64,
-        goal: Option<GoalSnapshot>,
+        goal: Option<Goal>,
         armed: bool,
     },
     /// The goal as it stands: the answer to `GoalOp::Show`, sent after `SessionConfigured`
@@ -396,7 +397,7 @@ pub enum Event {
     /// record (an interrupt disarms; resuming an active goal arms). `error` says why goal
     /// access fails (a corrupt record, naming its message index); `goal` is then `None`.
     GoalStatus {
-        goal: Option<GoalSnapshot>,
+        goal: Option<Goal>,
         armed: bool,
         error: Option<String>,
     },

@@ -1,5 +1,5 @@
-//! Goal mode over ACP: `/goal …` prompts become `Op::Goal`, the goal shows as the session's
-//! plan (one entry: the objective and where it stands), and a goal prompt is answered when the
+//! Goal mode over ACP: `/goal …` prompts become `Op::Goal` (read by `GoalOp::parse_command`),
+//! the goal shows as the session's plan (one entry: the objective and where it stands), and a goal prompt is answered when the
 //! goal run it started stops (or at once for commands that start none). What a goal does is the
 //! core's; this only reads its events.
 
@@ -7,35 +7,10 @@ use agent_client_protocol::v1::schema::{
     Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, StopReason,
 };
 
-use crate::protocol::{BlockCode, GoalOp, GoalPhase, GoalSnapshot, TurnEnd};
-
-/// The `/goal` command's text after the name: an objective sets a goal, nothing shows it.
-pub(super) fn parse(arg: &str) -> Result<GoalOp, String> {
-    let arg = arg.trim();
-    let (word, rest) = arg.split_once(char::is_whitespace).unwrap_or((arg, ""));
-    let rest = rest.trim();
-    Ok(match word {
-        "" => GoalOp::Show,
-        "pause" if rest.is_empty() => GoalOp::Pause { expected: None },
-        "resume" if rest.is_empty() => GoalOp::Resume {
-            expected: None,
-            max_rounds: None,
-        },
-        "clear" if rest.is_empty() => GoalOp::Clear { expected: None },
-        "edit" if rest.is_empty() => return Err("usage: /goal edit <new objective>".into()),
-        "edit" => GoalOp::Edit {
-            expected: None,
-            objective: rest.to_string(),
-        },
-        _ => GoalOp::Create {
-            objective: arg.to_string(),
-            max_rounds: None,
-        },
-    })
-}
+use crate::protocol::{BlockCode, Goal, GoalPhase, TurnEnd};
 
 /// The goal as the client's plan: one entry, or none once it is cleared.
-pub(super) fn plan(goal: Option<&GoalSnapshot>, armed: bool) -> SessionUpdate {
+pub(super) fn plan(goal: Option<&Goal>, armed: bool) -> SessionUpdate {
     let entries = goal
         .map(|g| {
             let status = match g.phase {
@@ -54,7 +29,7 @@ pub(super) fn plan(goal: Option<&GoalSnapshot>, armed: bool) -> SessionUpdate {
 }
 
 /// One line saying where the goal stands.
-pub(super) fn describe(goal: Option<&GoalSnapshot>, armed: bool, error: Option<&str>) -> String {
+pub(super) fn describe(goal: Option<&Goal>, armed: bool, error: Option<&str>) -> String {
     if let Some(error) = error {
         return format!("Goal unavailable: {error}\n");
     }

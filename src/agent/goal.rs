@@ -17,9 +17,9 @@ use std::collections::HashSet;
 use std::time::SystemTime;
 
 use crate::chat::Message;
-use crate::protocol::{BlockCode, GoalBlock, GoalChange, GoalPhase, GoalRef};
+use crate::protocol::{BlockCode, Goal, GoalBlock, GoalChange, GoalPhase, GoalRef};
 
-pub use record::{Goal, Record, Round, Tombstone};
+pub use record::{Record, Round, Tombstone};
 
 /// The `[goal] max_rounds` default.
 pub const DEFAULT_MAX_ROUNDS: u32 = crate::defaults::GOAL_MAX_ROUNDS;

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use crate::protocol::{Event, GoalSnapshot, TurnEnd, TurnStats};
+use crate::protocol::{Event, Goal, TurnEnd, TurnStats};
 use crate::sanitize::sanitize;
 use crate::sanitize::text::truncate;
 
@@ -191,7 +191,7 @@ fn count(n: u64, noun: &str) -> String {
 }
 
 /// `goal g-… active · armed · rounds 3/256`, with the reason when blocked and `with_reason`.
-pub(super) fn goal_line(goal: &GoalSnapshot, armed: bool, with_reason: bool) -> String {
+pub(super) fn goal_line(goal: &Goal, armed: bool, with_reason: bool) -> String {
     let mut line = format!(
         "goal {} {} · {} · rounds {}/{}",
         goal.id,

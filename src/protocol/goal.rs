@@ -109,13 +109,17 @@ impl std::fmt::Display for BlockCode {
     }
 }
 
-/// One revision of a goal, as recorded in the session.
+/// One revision of a goal: the one form the core keeps, its session records store
+/// (`agent::goal::record`, which leaves out an unset `reason`) and events carry (with
+/// `"reason": null`). Unknown fields are refused so a tampered record never parses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GoalSnapshot {
+#[serde(deny_unknown_fields)]
+pub struct Goal {
     pub id: String,
     pub objective: String,
     pub phase: GoalPhase,
     /// Set exactly when the phase is `blocked`.
+    #[serde(default)]
     pub reason: Option<GoalBlock>,
     pub revision: u64,
     pub max_rounds: u32,

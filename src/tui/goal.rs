@@ -4,12 +4,12 @@
 
 use super::state::{Effect, State};
 use super::transcript::Level;
-use crate::protocol::{Event, GoalOp, GoalPhase, GoalSnapshot, Op};
+use crate::protocol::{Event, Goal, GoalOp, GoalPhase, Op};
 
 /// What the status bar shows of the goal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GoalView {
-    pub goal: GoalSnapshot,
+    pub goal: Goal,
     pub armed: bool,
 }
 
@@ -126,40 +126,22 @@ impl State {
 
     /// `/goal [pause|resume|clear|edit <text>|<objective>]`.
     pub(crate) fn goal_command(&mut self, arg: &str) -> Vec<Effect> {
-        let arg = arg.trim();
-        let (word, rest) = arg.split_once(char::is_whitespace).unwrap_or((arg, ""));
-        let op = match word {
-            "" => {
-                if self.busy {
-                    // Shown from what the core last reported; the core answers after the turn.
-                    let text = describe(self.goal.as_ref(), self.goal_error.as_deref());
-                    self.notice(Level::Info, text);
-                    return Vec::new();
-                }
-                self.goal_asked = true;
-                GoalOp::Show
+        let op = match GoalOp::parse_command(arg) {
+            Ok(op) => op,
+            Err(usage) => {
+                self.notice(Level::Error, usage);
+                return Vec::new();
             }
-            "pause" if rest.is_empty() => GoalOp::Pause { expected: None },
-            "resume" if rest.is_empty() => GoalOp::Resume {
-                expected: None,
-                max_rounds: None,
-            },
-            "clear" if rest.is_empty() => GoalOp::Clear { expected: None },
-            "edit" => {
-                if rest.trim().is_empty() {
-                    self.notice(Level::Error, "usage: /goal edit <new objective>");
-                    return Vec::new();
-                }
-                GoalOp::Edit {
-                    expected: None,
-                    objective: rest.trim().to_string(),
-                }
-            }
-            _ => GoalOp::Create {
-                objective: arg.to_string(),
-                max_rounds: None,
-            },
         };
+        if matches!(op, GoalOp::Show) {
+            if self.busy {
+                // Shown from what the core last reported; the core answers after the turn.
+                let text = describe(self.goal.as_ref(), self.goal_error.as_deref());
+                self.notice(Level::Info, text);
+                return Vec::new();
+            }
+            self.goal_asked = true;
+        }
         if self.busy && !matches!(op, GoalOp::Show) {
             self.notice(Level::Info, "the goal command runs when this turn ends");
         }

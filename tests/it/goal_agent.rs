@@ -14,7 +14,7 @@ use minicode::agent::Options;
 use minicode::agent::goal::{Goals, record};
 use minicode::chat::Message;
 use minicode::protocol::{
-    AgentHandle, BlockCode, Event, GoalChange, GoalOp, GoalPhase, GoalSnapshot, Op, TurnEnd,
+    AgentHandle, BlockCode, Event, Goal, GoalChange, GoalOp, GoalPhase, Op, TurnEnd,
 };
 use minicode::provider::ProviderError;
 use minicode::session::Session;
@@ -76,7 +76,7 @@ async fn stop(handle: &mut AgentHandle, running_already: bool) -> Vec<Event> {
 }
 
 /// The goal as `GoalOp::Show` reports it.
-async fn show(handle: &mut AgentHandle) -> (Option<GoalSnapshot>, bool, Option<String>) {
+async fn show(handle: &mut AgentHandle) -> (Option<Goal>, bool, Option<String>) {
     handle.send(Op::Goal(GoalOp::Show));
     let events = until(handle, |e| matches!(e, Event::GoalStatus { .. })).await;
     match events.last() {
@@ -174,7 +174,7 @@ async fn a_goal_runs_numbered_attributed_rounds_until_the_model_completes_it() {
     shutdown(&mut handle).await;
     // The file carries the history, and replaying it gives the same goal.
     let replayed = Goals::replay(&session_messages(&ws, &id));
-    assert_eq!(replayed.current().unwrap().unwrap().snapshot(), goal);
+    assert_eq!(replayed.current().unwrap().unwrap(), &goal);
 }
 
 #[tokio::test]

@@ -428,3 +428,105 @@ fn user_text_that_looks_like_a_record_is_not_one() {
     assert_eq!(goals.current().unwrap(), None);
     assert_eq!(record::escape_user_text("hi".into()), "hi");
 }
+
+#[test]
+fn the_goal_command_text_reads_into_one_op_per_form() {
+    use minicode::protocol::GoalOp;
+    let parse = GoalOp::parse_command;
+    assert_eq!(parse(""), Ok(GoalOp::Show));
+    assert_eq!(parse("   "), Ok(GoalOp::Show));
+    assert_eq!(parse(" pause "), Ok(GoalOp::Pause { expected: None }));
+    assert_eq!(
+        parse("resume"),
+        Ok(GoalOp::Resume {
+            expected: None,
+            max_rounds: None
+        })
+    );
+    assert_eq!(parse("clear"), Ok(GoalOp::Clear { expected: None }));
+    assert_eq!(
+        parse("edit   make  it faster "),
+        Ok(GoalOp::Edit {
+            expected: None,
+            objective: "make  it faster".into()
+        })
+    );
+    // An objective is kept as typed (trimmed at its ends), even one starting with a keyword.
+    for (text, objective) in [
+        ("  make cargo test pass\n", "make cargo test pass"),
+        ("pause the build when red", "pause the build when red"),
+        ("clear\tthe warnings", "clear\tthe warnings"),
+        ("resumes", "resumes"),
+    ] {
+        assert_eq!(
+            parse(text),
+            Ok(GoalOp::Create {
+                objective: objective.into(),
+                max_rounds: None
+            }),
+            "{text:?}"
+        );
+    }
+    for text in ["edit", " edit   "] {
+        assert_eq!(
+            parse(text),
+            Err("usage: /goal edit <new objective>".to_string()),
+            "{text:?}"
+        );
+    }
+}
+
+#[test]
+fn a_record_leaves_an_unset_reason_out_and_an_event_writes_it_as_null() {
+    let mut book = Book::new();
+    book.goals.create("ship it", 5, now()).unwrap();
+    book.flush();
+    let goal = book.goals.current().unwrap().unwrap().clone();
+    let at = "2026-09-21T14:13:20.000Z";
+    let fields = |reason: &str, revision: u32, updated: &str| {
+        format!(
+            "{{\"id\":\"{}\",\"objective\":\"ship it\",{reason}\"revision\":{revision},\
+             \"max_rounds\":5,\"rounds_used\":0,\"created_at\":\"{at}\",\"updated_at\":\"{updated}\"}}",
+            goal.id
+        )
+    };
+    let created = fields("\"phase\":\"active\",", 1, at);
+    assert_eq!(
+        book.history.last().unwrap().text(),
+        format!(
+            "<goal_state>{{\"version\":1,\"change\":\"created\",\"goal\":{created}}}</goal_state>"
+        )
+    );
+    let event = fields("\"phase\":\"active\",\"reason\":null,", 1, at);
+    assert_eq!(serde_json::to_string(&goal).unwrap(), event);
+
+    // A set reason is written in both forms, where the goal's fields put it.
+    let r = book.current();
+    book.goals
+        .block(&r, "needs-key", "no API key", later(1))
+        .unwrap();
+    book.flush();
+    let blocked = book.goals.current().unwrap().unwrap().clone();
+    let both = fields(
+        "\"phase\":\"blocked\",\"reason\":{\"code\":\"needs-key\",\"message\":\"no API key\"},",
+        2,
+        "2026-09-21T14:13:21.000Z",
+    );
+    assert_eq!(serde_json::to_string(&blocked).unwrap(), both);
+    assert_eq!(
+        book.history.last().unwrap().text(),
+        format!(
+            "<goal_state>{{\"version\":1,\"change\":\"blocked\",\"goal\":{both}}}</goal_state>"
+        )
+    );
+    // Both forms read back as the same goal; a record spelling out `null` is not canonical.
+    let replayed = Goals::replay(&book.history);
+    assert_eq!(replayed.current().unwrap().unwrap(), &blocked);
+    let mut tampered = book.history.clone();
+    tampered.truncate(2);
+    let text = tampered[1]
+        .text()
+        .replace(",\"revision\"", ",\"reason\":null,\"revision\"");
+    tampered[1] = Message::user(text);
+    assert!(Goals::replay(&tampered).current().is_err());
+}

@@ -2,7 +2,7 @@
 //! become notices and the status bar's goal (phase, armed, rounds), rendered on a `TestBackend`.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use minicode::protocol::{Event, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalSnapshot, Op};
+use minicode::protocol::{Event, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, Op};
 use minicode::tui::state::{Effect, Msg, State};
 use minicode::tui::view;
 use ratatui::Terminal;
@@ -38,8 +38,8 @@ fn enter(s: &mut State, line: &str) -> Vec<Effect> {
     s.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)))
 }
 
-fn goal(phase: GoalPhase, rounds_used: u32) -> GoalSnapshot {
-    GoalSnapshot {
+fn goal(phase: GoalPhase, rounds_used: u32) -> Goal {
+    Goal {
         id: "g-0123456789ab".into(),
         objective: "port the parser".into(),
         phase,

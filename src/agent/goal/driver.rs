@@ -61,7 +61,7 @@ impl Core {
     pub(crate) fn goal_status(&self) -> Event {
         match self.goals.current() {
             Ok(goal) => Event::GoalStatus {
-                goal: goal.map(super::Goal::snapshot),
+                goal: goal.cloned(),
                 armed: self.goals.armed(),
                 error: None,
             },
@@ -146,7 +146,7 @@ impl Core {
             change: accepted.record.change,
             goal_id: goal_id.to_string(),
             revision,
-            goal: accepted.record.goal.as_ref().map(super::Goal::snapshot),
+            goal: accepted.record.goal.clone(),
             armed: accepted.armed,
         });
     }
@@ -271,7 +271,7 @@ impl Core {
         if which == tools::STATUS {
             return match self.goals.current() {
                 Ok(Some(goal)) => {
-                    let mut value = serde_json::to_value(goal.snapshot()).unwrap_or_default();
+                    let mut value = serde_json::to_value(goal).unwrap_or_default();
                     if let Some(map) = value.as_object_mut() {
                         map.insert("armed".into(), self.goals.armed().into());
                         let left = goal.max_rounds.saturating_sub(goal.rounds_used);

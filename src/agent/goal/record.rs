@@ -6,10 +6,11 @@
 
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::chat::{Message, Role};
-use crate::protocol::{GoalBlock, GoalChange, GoalPhase, GoalSnapshot};
+use crate::protocol::{Goal, GoalChange, GoalPhase};
 
 /// The version of the record format written by this build.
 pub const RECORD_VERSION: u32 = 1;
@@ -30,38 +31,6 @@ pub const MAX_MESSAGE_CHARS: usize = 500;
 /// The longest blocked-reason code, in bytes.
 pub const MAX_CODE_BYTES: usize = 64;
 
-/// A goal as its record stores it (the same fields as [`GoalSnapshot`], in this order).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Goal {
-    pub id: String,
-    pub objective: String,
-    pub phase: GoalPhase,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<GoalBlock>,
-    pub revision: u64,
-    pub max_rounds: u32,
-    pub rounds_used: u32,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl Goal {
-    pub fn snapshot(&self) -> GoalSnapshot {
-        GoalSnapshot {
-            id: self.id.clone(),
-            objective: self.objective.clone(),
-            phase: self.phase,
-            reason: self.reason.clone(),
-            revision: self.revision,
-            max_rounds: self.max_rounds,
-            rounds_used: self.rounds_used,
-            created_at: self.created_at.clone(),
-            updated_at: self.updated_at.clone(),
-        }
-    }
-}
-
 /// One record: a change and the goal after it, or a tombstone (`cleared`) naming the goal,
 /// the revision the clear gave it and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,7 +38,11 @@ impl Goal {
 pub struct Record {
     pub version: u32,
     pub change: GoalChange,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "stored"
+    )]
     pub goal: Option<Goal>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleared: Option<Tombstone>,
@@ -82,6 +55,28 @@ pub struct Tombstone {
     pub id: String,
     pub revision: u64,
     pub at: String,
+}
+
+/// The goal as a record writes it: the fields of [`Goal`] in their order, with an unset
+/// `reason` left out rather than written as `null` (the form version 1 records have always had).
+fn stored<S: Serializer>(goal: &Option<Goal>, s: S) -> Result<S::Ok, S::Error> {
+    let Some(goal) = goal else {
+        return s.serialize_none();
+    };
+    let mut out = s.serialize_struct("Goal", 9)?;
+    out.serialize_field("id", &goal.id)?;
+    out.serialize_field("objective", &goal.objective)?;
+    out.serialize_field("phase", &goal.phase)?;
+    match &goal.reason {
+        Some(reason) => out.serialize_field("reason", reason)?,
+        None => out.skip_field("reason")?,
+    }
+    out.serialize_field("revision", &goal.revision)?;
+    out.serialize_field("max_rounds", &goal.max_rounds)?;
+    out.serialize_field("rounds_used", &goal.rounds_used)?;
+    out.serialize_field("created_at", &goal.created_at)?;
+    out.serialize_field("updated_at", &goal.updated_at)?;
+    out.end()
 }
 
 impl Record {
