@@ -79,7 +79,8 @@ struct GoalRun {
     armed: bool,
     /// The goal was armed by this run's command (so "disarmed" now means it stopped).
     started: bool,
-    turn_running: bool,
+    /// The core said the goal run is over (`GoalRunEnded`).
+    ended: bool,
     /// Why the goal command was refused.
     refused: Option<String>,
     /// Every round's figures added up.
@@ -88,9 +89,9 @@ struct GoalRun {
 }
 
 impl GoalRun {
-    /// The run is over: refused, or armed once and now disarmed with no turn running.
+    /// The run is over: refused, or the core ended it.
     fn over(&self) -> bool {
-        self.refused.is_some() || (self.started && !self.armed && !self.turn_running)
+        self.refused.is_some() || self.ended
     }
 }
 
@@ -253,14 +254,16 @@ pub(crate) async fn run(
             }
             Event::ToolCallBegan { .. } => last_text.clear(),
             Event::TurnEnded { end, stats, .. } => {
-                run.turn_running = false;
                 run.stats.merge(&stats);
                 ended = Some((end, *stats));
                 if !goal_mode {
                     ops.send(Op::Shutdown);
                 }
             }
-            Event::TurnStarted { .. } => run.turn_running = true,
+            Event::TurnStarted { .. } => {}
+            Event::GoalRunEnded { goal, .. } => {
+                (run.goal, run.armed, run.ended) = (goal, false, true)
+            }
             Event::GoalChanged {
                 ref goal, armed, ..
             } => {

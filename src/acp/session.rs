@@ -210,7 +210,8 @@ pub(super) async fn pump(
                     }
                 }
             }
-            Event::TurnStarted { .. } => live.with_goal_run(|run| run.turn_running = true),
+            Event::TurnStarted { .. } => {}
+            Event::GoalRunEnded { .. } => live.with_goal_run(|run| run.ended = true),
             Event::ModelRequestStarted { .. } => {}
             Event::TextDelta { text } => {
                 let text = join_deltas(text, &mut events, &mut held, false).await;
@@ -353,7 +354,6 @@ pub(super) async fn pump(
             Event::TurnEnded { end, .. } if live.goal_in_front() => {
                 calls.clear();
                 live.with_goal_run(|run| {
-                    run.turn_running = false;
                     run.last_end = Some(end);
                 });
             }
@@ -387,7 +387,7 @@ pub(super) async fn pump(
                     .map(|r| r.code.clone());
                 live.with_goal_run(|run| {
                     run.answered = true;
-                    run.armed = armed;
+                    run.started |= armed;
                     if blocked.is_some() {
                         run.blocked = blocked;
                     }
@@ -406,7 +406,7 @@ pub(super) async fn pump(
                 }
                 live.with_goal_run(|run| {
                     run.answered = true;
-                    run.armed = armed;
+                    run.started |= armed;
                 });
             }
             Event::GoalRoundStarted {
@@ -420,7 +420,6 @@ pub(super) async fn pump(
                 notify(&cx, &id, convert::message(&format!("Goal: {message}\n")));
                 live.with_goal_run(|run| {
                     run.answered = true;
-                    run.armed = false;
                 });
             }
             Event::SessionForked { .. } => {}

@@ -301,6 +301,7 @@ impl State {
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }
             | Event::GoalRefused { .. }
+            | Event::GoalRunEnded { .. }
             | Event::SessionForked { .. }) => self.goal_event(e),
             Event::ShutdownComplete => {}
         }
