@@ -645,6 +645,7 @@ async fn run_core(
             }
             continue;
         }
+        core.goal_run_check();
         let op = match queue.pop_front() {
             Some(op) => op,
             // An armed, active goal runs its next round whenever nothing else waits: an op
@@ -691,7 +692,7 @@ async fn run_core(
             }),
             // Between goal rounds, an interrupt still stops the goal (nothing is recorded).
             Op::Interrupt => {
-                if core.goals.disarm() {
+                if core.goals.interrupt() {
                     core.emit(core.goal_status());
                 }
             }

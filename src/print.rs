@@ -80,7 +80,8 @@ struct GoalRun {
     armed: bool,
     /// The goal was armed by this run's command (so "disarmed" now means it stopped).
     started: bool,
-    turn_running: bool,
+    /// The core said the goal run is over (`GoalRunEnded`).
+    ended: bool,
     /// Why the goal command was refused.
     refused: Option<String>,
     /// Every round's figures added up.
@@ -89,9 +90,9 @@ struct GoalRun {
 }
 
 impl GoalRun {
-    /// The run is over: refused, or armed once and now disarmed with no turn running.
+    /// The run is over: refused, or the core ended it.
     fn over(&self) -> bool {
-        self.refused.is_some() || (self.started && !self.armed && !self.turn_running)
+        self.refused.is_some() || self.ended
     }
 }
 

@@ -409,6 +409,14 @@ pub enum Event {
         round: u32,
         max_rounds: u32,
     },
+    /// A goal run is over: the goal was armed (created or resumed) and now no round runs or
+    /// will run, its last turn ended. Sent once per run, after the events that ended it, so a
+    /// frontend waiting for a goal command's work waits for this alone. `goal` is as the run left
+    /// it (`None` when cleared or unreadable); `interrupted` says an interrupt stopped it.
+    GoalRunEnded {
+        goal: Option<Goal>,
+        interrupted: bool,
+    },
     /// A goal command was refused; nothing was recorded and nothing was sent to the model.
     GoalRefused {
         message: String,

@@ -55,9 +55,10 @@ pub(super) fn describe(goal: Option<&Goal>, armed: bool, error: Option<&str>) ->
 pub(super) struct Run {
     /// The core answered the command (a goal change or status).
     pub answered: bool,
-    /// The goal is armed (rounds run) as last reported.
-    pub armed: bool,
-    pub turn_running: bool,
+    /// The command armed the goal: a goal run began, and the prompt waits for its end.
+    pub started: bool,
+    /// The core said the goal run is over (`GoalRunEnded`).
+    pub ended: bool,
     /// How the last round's turn ended.
     pub last_end: Option<TurnEnd>,
     /// Why the goal was blocked, when it was.
@@ -65,9 +66,9 @@ pub(super) struct Run {
 }
 
 impl Run {
-    /// The command was answered and no round runs or will run.
+    /// The command was answered and started no run, or the run it started is over.
     pub(super) fn over(&self) -> bool {
-        self.answered && !self.armed && !self.turn_running
+        self.answered && (self.ended || !self.started)
     }
 
     /// The stop reason of the goal prompt.

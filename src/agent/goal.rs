@@ -69,6 +69,10 @@ pub struct Goals {
     /// Messages of the history folded so far.
     folded: usize,
     armed: bool,
+    /// A goal run is open: armed since the last `GoalRunEnded`; and whether an interrupt
+    /// disarmed it.
+    run_open: bool,
+    run_interrupted: bool,
     /// Rendered records already applied to the state, waiting to be appended to history.
     pending: Vec<String>,
     /// The tool calls of the running turn, and how many of them nobody could approve.
@@ -88,6 +92,8 @@ impl Default for Goals {
             state: Ok(Fold::default()),
             folded: 0,
             armed: false,
+            run_open: false,
+            run_interrupted: false,
             pending: Vec::new(),
             tally: RoundTally::default(),
         }
@@ -161,6 +167,23 @@ impl Goals {
     /// was armed.
     pub fn disarm(&mut self) -> bool {
         std::mem::replace(&mut self.armed, false)
+    }
+
+    /// Disarms because the user interrupted; returns whether it was armed.
+    pub(crate) fn interrupt(&mut self) -> bool {
+        let was = self.disarm();
+        self.run_interrupted |= was;
+        was
+    }
+
+    /// Once per goal run, when it is over (no round runs or will run): whether an interrupt
+    /// ended it. The core asks only while idle, so the run's last turn has ended.
+    pub(crate) fn take_run_end(&mut self) -> Option<bool> {
+        if !self.run_open || self.wants_round() {
+            return None;
+        }
+        self.run_open = false;
+        Some(std::mem::take(&mut self.run_interrupted))
     }
 
     /// The records accepted since the last call, to append to history in this order. The
@@ -260,6 +283,7 @@ impl Goals {
                     });
                 }
                 self.armed = true;
+                self.run_open = true;
                 Ok(None)
             }
             _ => {
@@ -382,6 +406,7 @@ impl Goals {
         fold.apply_record(&record).map_err(GoalError::Invalid)?;
         self.pending.push(record.render());
         self.armed = armed;
+        self.run_open |= armed;
         Ok(Accepted { record, armed })
     }
 }

@@ -127,6 +127,7 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
         | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }
         | Event::TurnEnded { .. }
+        | Event::GoalRunEnded { .. }
         | Event::ShutdownComplete => return,
     };
     let _ = writeln!(err, "{}", sanitize(&line));

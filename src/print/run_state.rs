@@ -111,12 +111,13 @@ impl RunState {
                 self.tail
                     .push(&mut self.err, &text, std::time::Instant::now());
             }
-            Event::TurnStarted { .. } => self.run.turn_running = true,
+            Event::TurnStarted { .. } => {}
             Event::TurnEnded { end, stats, .. } => self.turn_ended(end, *stats),
             Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }
-            | Event::GoalRefused { .. } => self.goal(event),
+            | Event::GoalRefused { .. }
+            | Event::GoalRunEnded { .. } => self.goal(event),
             Event::ShutdownComplete => return false,
             Event::ToolCallEnded { .. }
             | Event::SubagentStarted { .. }
@@ -239,7 +240,6 @@ impl RunState {
     }
 
     fn turn_ended(&mut self, end: TurnEnd, stats: TurnStats) {
-        self.run.turn_running = false;
         self.run.stats.merge(&stats);
         self.ended = Some((end, stats));
         if !self.goal_mode {
@@ -276,6 +276,9 @@ impl RunState {
                 self.report(&event);
             }
             Event::GoalRefused { message } => self.run.refused = Some(message),
+            Event::GoalRunEnded { goal, .. } => {
+                (self.run.goal, self.run.armed, self.run.ended) = (goal, false, true);
+            }
             _ => {}
         }
     }

@@ -78,6 +78,7 @@ impl State {
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }
             | Event::GoalRefused { .. }
+            | Event::GoalRunEnded { .. }
             | Event::SessionForked { .. }) => self.goal_event(e),
             Event::ShutdownComplete => {}
         }

@@ -100,6 +100,9 @@ impl State {
                 }
                 self.notice(Level::Info, format!("◆ goal round {round}/{max_rounds}"));
             }
+            Event::GoalRunEnded { goal, .. } => {
+                self.goal = goal.map(|goal| GoalView { goal, armed: false });
+            }
             Event::GoalRefused { message } => {
                 self.goal_asked = false;
                 self.notice(Level::Error, format!("goal: {message}"));

@@ -534,3 +534,70 @@ async fn a_seeded_session_file_replays_its_goal_disarmed() {
     assert_eq!((goal.unwrap().rounds_used, armed), (1, false));
     shutdown(&mut handle).await;
 }
+
+/// Events up to the goal run's end, which must come after the run's last turn ended.
+async fn until_run_ended(handle: &mut AgentHandle) -> (Vec<Event>, Option<Goal>, bool) {
+    let events = until(handle, |e| matches!(e, Event::GoalRunEnded { .. })).await;
+    let Some(Event::GoalRunEnded { goal, interrupted }) = events.last().cloned() else {
+        unreachable!()
+    };
+    let last = |f: fn(&Event) -> bool| events.iter().rposition(f);
+    let started = last(|e| matches!(e, Event::TurnStarted { .. }));
+    let ended = last(|e| matches!(e, Event::TurnEnded { .. }));
+    assert!(
+        ended.is_some() && started < ended,
+        "a turn still runs: {events:?}"
+    );
+    (events, goal, interrupted)
+}
+
+#[tokio::test]
+async fn the_core_says_once_when_a_goal_run_ends_and_how() {
+    let (_dir, ws) = workspace();
+    let fake = Fake::new(vec![Answer::Reply(text_reply("one")), Answer::Hang]);
+    let mut handle = spawn(&ws, fake.clone(), options(256));
+    configured(&mut handle).await;
+    handle.send(Op::Goal(GoalOp::Create {
+        objective: "never ends".into(),
+        max_rounds: Some(1),
+    }));
+    // Blocked by the round limit after its only round's turn.
+    let (events, goal, interrupted) = until_run_ended(&mut handle).await;
+    assert_eq!(rounds(&events), [1]);
+    let goal = goal.unwrap();
+    assert_eq!(goal.phase, GoalPhase::Blocked);
+    assert_eq!(goal.reason.unwrap().code, BlockCode::RoundLimit);
+    assert!(!interrupted);
+    // Commands that start no run (a refusal, a show) end none.
+    handle.send(Op::Goal(GoalOp::Resume {
+        expected: None,
+        max_rounds: None,
+    }));
+    let (_, armed, _) = show(&mut handle).await;
+    assert!(!armed);
+    // A resume with a higher limit is a new run; an interrupt ends it, the goal still active.
+    handle.send(Op::Goal(GoalOp::Resume {
+        expected: None,
+        max_rounds: Some(5),
+    }));
+    let started = until(&mut handle, |e| {
+        matches!(
+            e,
+            Event::ModelRequestStarted { .. } | Event::GoalRunEnded { .. }
+        )
+    })
+    .await;
+    assert!(
+        !started
+            .iter()
+            .any(|e| matches!(e, Event::GoalRunEnded { .. })),
+        "a run ended twice or early: {started:?}"
+    );
+    handle.send(Op::Interrupt);
+    let (_, goal, interrupted) = until_run_ended(&mut handle).await;
+    assert_eq!(goal.unwrap().phase, GoalPhase::Active);
+    assert!(interrupted);
+    let (_, armed, _) = show(&mut handle).await;
+    assert!(!armed);
+    shutdown(&mut handle).await;
+}

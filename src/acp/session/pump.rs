@@ -107,9 +107,10 @@ impl Pump {
             | Event::ApprovalDecided { .. }
             | Event::ToolCallEnded { .. } => self.tool(event),
             Event::TurnStarted { .. } | Event::TurnEnded { .. } => self.turn(event),
-            Event::GoalChanged { .. } | Event::GoalStatus { .. } | Event::GoalRefused { .. } => {
-                self.goal(event)
-            }
+            Event::GoalChanged { .. }
+            | Event::GoalStatus { .. }
+            | Event::GoalRefused { .. }
+            | Event::GoalRunEnded { .. } => self.goal(event),
             Event::Retrying { .. }
             | Event::SubagentStarted { .. }
             | Event::SubagentEnded { .. }
@@ -245,13 +246,10 @@ impl Pump {
     /// when its run is over.
     fn turn(&mut self, event: Event) {
         match event {
-            Event::TurnStarted { .. } => self.live.with_goal_run(|run| run.turn_running = true),
+            Event::TurnStarted { .. } => {}
             Event::TurnEnded { end, .. } if self.live.goal_in_front() => {
                 self.calls.clear();
-                self.live.with_goal_run(|run| {
-                    run.turn_running = false;
-                    run.last_end = Some(end);
-                });
+                self.live.with_goal_run(|run| run.last_end = Some(end));
             }
             Event::TurnEnded { end, .. } => {
                 self.calls.clear();
@@ -290,7 +288,7 @@ impl Pump {
                     .map(|r| r.code.clone());
                 self.live.with_goal_run(|run| {
                     run.answered = true;
-                    run.armed = armed;
+                    run.started |= armed;
                     if blocked.is_some() {
                         run.blocked = blocked;
                     }
@@ -309,15 +307,13 @@ impl Pump {
                 }
                 self.live.with_goal_run(|run| {
                     run.answered = true;
-                    run.armed = armed;
+                    run.started |= armed;
                 });
             }
+            Event::GoalRunEnded { .. } => self.live.with_goal_run(|run| run.ended = true),
             Event::GoalRefused { message } => {
                 self.notify(convert::message(&format!("Goal: {message}\n")));
-                self.live.with_goal_run(|run| {
-                    run.answered = true;
-                    run.armed = false;
-                });
+                self.live.with_goal_run(|run| run.answered = true);
             }
             _ => {}
         }

@@ -73,6 +73,14 @@ impl Core {
         }
     }
 
+    /// While idle: a goal run that is over is announced, once.
+    pub(crate) fn goal_run_check(&mut self) {
+        if let Some(interrupted) = self.goals.take_run_end() {
+            let goal = self.goals.current().ok().flatten().cloned();
+            self.emit(Event::GoalRunEnded { goal, interrupted });
+        }
+    }
+
     /// Serves one goal command while idle.
     pub(crate) fn goal_command(&mut self, op: GoalOp) {
         self.goals.sync(self.session.messages());
@@ -210,7 +218,7 @@ impl Core {
         let all_unasked = self.goals.take_all_unasked();
         self.goals.sync(self.session.messages());
         if let TurnEnd::Interrupted = end {
-            if self.goals.disarm() {
+            if self.goals.interrupt() {
                 self.emit(self.goal_status());
             }
             return;
