@@ -822,14 +822,7 @@ fn listen_serves_loopback_tcp_with_the_token_in_the_runtime_folder() {
         .env("XDG_RUNTIME_DIR", &runtime)
         .stdout(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening tcp:")
-        .unwrap()
-        .to_string();
+    let addr = crate::support::daemon::tcp_address(&mut child);
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     let token_file = runtime.join("minicode/token");
     let token = std::fs::read_to_string(&token_file).unwrap();

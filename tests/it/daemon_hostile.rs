@@ -183,7 +183,6 @@ fn a_fifo_or_device_link_planted_in_the_event_log_never_hangs_the_daemon() {
 /// `minicode serve --listen 127.0.0.1:0` with at most 1024 descriptors (a usual default, set
 /// in the child only); returns it, its address and its token.
 fn serve_tcp(dir: &Path, base_url: &str) -> (std::process::Child, String, String) {
-    use std::io::{BufRead, BufReader};
     use std::os::unix::process::CommandExt;
     let (_, ws) = crate::support::daemon::layout(dir);
     let runtime = dir.join("xdg");
@@ -206,14 +205,7 @@ fn serve_tcp(dir: &Path, base_url: &str) -> (std::process::Child, String, String
         });
     }
     let mut child = cmd.spawn().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening tcp:")
-        .unwrap()
-        .to_string();
+    let addr = crate::support::daemon::tcp_address(&mut child);
     let token = std::fs::read_to_string(runtime.join("minicode/token")).unwrap();
     (child, addr, token)
 }
@@ -230,20 +222,6 @@ fn handshake(addr: &str, token: &str) -> (std::net::TcpStream, serde_json::Value
         .read_line(&mut answer)
         .unwrap();
     (stream, serde_json::from_str(&answer).unwrap_or_default())
-}
-
-/// VmHWM and VmRSS of `pid`, in MB.
-fn memory_mb(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap()
-            / 1024
-    };
-    (field("VmHWM:"), field("VmRSS:"))
 }
 
 /// A local user without the token holds 2,000 idle connections and 300 half-sent 1 MiB lines
@@ -286,7 +264,7 @@ fn idle_and_half_sent_connections_without_the_token_cannot_exhaust_the_daemon() 
     let took = started.elapsed();
     assert_eq!(answer["result"]["server"], "minicode", "{answer}");
     assert!(took < Duration::from_secs(1), "the handshake took {took:?}");
-    let (peak, now) = memory_mb(child.id());
+    let (peak, now) = crate::support::daemon::memory_mb(child.id());
     assert!(peak < 60 && now < 60, "VmHWM {peak} MB, VmRSS {now} MB");
     drop(held);
     let status = terminate(&mut child);

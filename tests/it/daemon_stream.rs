@@ -194,20 +194,6 @@ fn numbering_continues_above_the_high_water_mark_when_the_log_lost_its_tail() {
     assert!(after.iter().all(|e| sequence(e) > last_seen), "{after:?}");
 }
 
-/// VmHWM and VmRSS of `pid`, in MB.
-fn memory_mb(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap()
-            / 1024
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
 /// Four clients subscribe and then read nothing while a run streams some 12 MB of events
 /// (75,000 of them; the watcher that reads them all resumes if a busy machine left it 4 MiB
 /// behind): the daemon holds a bounded amount for each (without the bound, each held
@@ -227,11 +213,11 @@ fn clients_that_never_read_are_bounded_and_told_when_they_read() {
         client.subscribe(&session, 0);
     }
     watcher.subscribe(&session, 0);
-    let (_, before) = memory_mb(daemon.child.id());
+    let (_, before) = crate::support::daemon::memory_mb(daemon.child.id());
     watcher.start_run(&session, "stream a lot");
     let all = events_until_resuming(&mut watcher, &session, "run_ended");
     let total: usize = all.iter().map(|e| e.to_string().len()).sum();
-    let (peak, _) = memory_mb(daemon.child.id());
+    let (peak, _) = crate::support::daemon::memory_mb(daemon.child.id());
     eprintln!(
         "events {} ({total} bytes), RSS before {before} MB, peak {peak} MB",
         all.len()

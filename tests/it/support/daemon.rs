@@ -254,3 +254,28 @@ pub fn kinds(events: &[Value]) -> Vec<String> {
         .map(|e| e["event"]["type"].as_str().unwrap_or("").to_string())
         .collect()
 }
+
+/// The address a `serve --listen` child prints on its first stdout line.
+pub fn tcp_address(child: &mut Child) -> String {
+    let mut out = BufReader::new(child.stdout.take().expect("the daemon's stdout is piped"));
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    line.trim()
+        .strip_prefix("listening tcp:")
+        .unwrap_or_else(|| panic!("not a listening line: {line:?}"))
+        .to_string()
+}
+
+/// VmHWM and VmRSS of `pid`, in MB.
+pub fn memory_mb(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap()
+            / 1024
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
