@@ -3,7 +3,7 @@
 //! sub-agent's, an empty one, one dated in the future, one git tracks), and the session a
 //! prefix of an id names. Reads only; never writes or migrates a file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::chat::Role;
@@ -32,9 +32,11 @@ impl Session {
         if given.len() < MIN_PREFIX {
             return Err(SessionError::PrefixTooShort(given.to_string()));
         }
-        let mut candidates: Vec<String> = Self::list(workspace)?
+        // Names are enough: no file is read and git is not asked.
+        let workspace = canonical(workspace)?;
+        let mut candidates: Vec<String> = file_ids(&workspace)?
             .into_iter()
-            .map(|info| info.id)
+            .map(|(id, _)| id)
             .filter(|id| id.starts_with(given))
             .collect();
         match candidates.len() {
@@ -71,39 +73,48 @@ impl Session {
     /// their problem; listing itself fails only when the folder cannot be read.
     pub fn list(workspace: &Path) -> Result<Vec<SessionInfo>, SessionError> {
         let workspace = canonical(workspace)?;
-        let dir = match fsutil::existing_private_dir(&workspace, SESSIONS) {
-            Ok(Some(dir)) => dir,
-            Ok(None) => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&sessions_dir(&workspace))(e)),
-        };
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&dir)(e)),
-        };
         let mut infos = Vec::new();
         let mut tracked = None;
-        for entry in entries {
-            let entry = entry.map_err(io_error(&dir))?;
-            let path = entry.path();
-            let Some(id) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-                .filter(|id| is_valid_id(id))
-            else {
-                continue; // lock files, temp files, anything not ours
-            };
-            let mut info = info(&path, id, &workspace);
+        for (id, path) in file_ids(&workspace)? {
+            let mut info = info(&path, &id, &workspace);
             // git is asked once, and only when there is a session to ask about.
             info.tracked = tracked
                 .get_or_insert_with(|| tracked::ids(&workspace))
-                .contains(id);
+                .contains(&id);
             infos.push(info);
         }
         infos.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
         Ok(infos)
     }
+}
+
+/// The id and path of every session file in the canonical `workspace`'s sessions folder,
+/// from the names alone (lock files, temp files and anything not ours are left out).
+fn file_ids(workspace: &Path) -> Result<Vec<(String, PathBuf)>, SessionError> {
+    let dir = match fsutil::existing_private_dir(workspace, SESSIONS) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(&sessions_dir(workspace))(e)),
+    };
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(&dir)(e)),
+    };
+    let mut ids = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(io_error(&dir))?.path();
+        let id = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".json"))
+            .filter(|id| is_valid_id(id))
+            .map(str::to_string);
+        if let Some(id) = id {
+            ids.push((id, path));
+        }
+    }
+    Ok(ids)
 }
 
 impl SessionInfo {
