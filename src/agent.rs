@@ -12,7 +12,7 @@ pub mod goal;
 mod history;
 mod mcp;
 pub(crate) mod prompt;
-pub mod recovery;
+pub(crate) mod recovery;
 mod sessions;
 mod skills;
 mod spans;
@@ -113,7 +113,7 @@ pub fn spawn(setup: Setup) -> AgentHandle {
 
 /// Starts the core for a host that journals tool calls and may reopen a session a crash left
 /// mid-run (the daemon): like [`spawn`], with `hooks` (see `agent::recovery`).
-pub fn spawn_hosted(setup: Setup, hooks: recovery::Hooks) -> AgentHandle {
+pub(crate) fn spawn_hosted(setup: Setup, hooks: recovery::Hooks) -> AgentHandle {
     start(setup, None, hooks, tracing::Span::none())
 }
 

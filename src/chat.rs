@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-pub use names::serde_name;
+pub(crate) use names::serde_name;
 pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
 
 /// Who wrote a message.

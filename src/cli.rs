@@ -52,7 +52,7 @@ pub struct Args {
     /// task; with it, piped stdin is attached below it.
     pub prompt: Option<String>,
     #[command(flatten)]
-    pub server: ServerFlags,
+    pub(crate) server: ServerFlags,
     /// Approve every tool call without asking.
     #[arg(short = 'y', long)]
     pub yes: bool,
@@ -65,7 +65,7 @@ pub struct Args {
     pub continue_: bool,
     /// One-shot output: text (the answer), json (one object), stream-json (one event per line).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    pub(crate) output_format: OutputFormat,
     /// Offer the model no tools: plain chat, for models or servers without tool support.
     #[arg(long)]
     pub no_tools: bool,
@@ -87,13 +87,13 @@ pub struct Args {
     #[arg(long)]
     pub fork: bool,
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub(crate) command: Option<Command>,
 }
 
 /// The flags that choose the model server, the same for a session, `acp`, `serve` and
 /// `doctor`: declared once, so their names and help never drift apart.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct ServerFlags {
+pub(crate) struct ServerFlags {
     /// Use this config file instead of the usual locations.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -135,7 +135,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Speak the Agent Client Protocol on stdin/stdout, for editors such as Zed (see
     /// docs/headless.md).
     Acp(acp::AcpArgs),
@@ -190,7 +190,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum McpCommand {
+pub(crate) enum McpCommand {
     /// Start the configured MCP servers, print each one's state and tools, and stop them.
     List,
 }

@@ -93,7 +93,7 @@ pub struct Telemetry {
 pub struct Secret(String);
 
 impl Secret {
-    pub(crate) fn new(value: impl Into<String>) -> Self {
+    pub fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
 
@@ -311,7 +311,7 @@ fn list_fields(fields: &[&str]) -> String {
 /// The user's cache folder for minicode (what was learned about servers):
 /// `$XDG_CACHE_HOME/minicode`, or `$HOME/.cache/minicode` when `XDG_CACHE_HOME` is unset,
 /// empty or relative; `None` without either.
-pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     let var = |name: &str| env(name).filter(|v| !v.is_empty());
     let xdg = var("XDG_CACHE_HOME")
         .map(PathBuf::from)

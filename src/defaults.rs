@@ -7,11 +7,11 @@ use std::time::Duration;
 /// The model's context window when neither the configuration nor the server says otherwise.
 pub(crate) const CONTEXT_WINDOW: u64 = 262_144;
 /// The largest `max_tokens` a request asks for (less when the window leaves less room).
-pub(crate) const MAX_TOKENS: u32 = 8192;
+pub const MAX_TOKENS: u32 = 8192;
 /// Tool rounds one turn may use before a final summary is requested.
 pub(crate) const MAX_ROUNDS: u32 = 500;
 /// Goal rounds a goal may use (`[goal] max_rounds`, `--goal-rounds`).
-pub const GOAL_MAX_ROUNDS: u32 = 256;
+pub(crate) const GOAL_MAX_ROUNDS: u32 = 256;
 
 /// The deadline of one model call, from sending the request to the end of the reply.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
@@ -46,10 +46,10 @@ pub(crate) const SECRET_ENV_VARS: &[&str] = &["MINICODE_API_KEY", "OPENAI_API_KE
 
 /// Sub-agents (the `delegate` tool) running at once in one process, and the most that may be
 /// configured (each holds a model connection).
-pub const SUBAGENTS_MAX_CONCURRENT: usize = 3;
+pub(crate) const SUBAGENTS_MAX_CONCURRENT: usize = 3;
 pub(crate) const SUBAGENTS_MAX_CONCURRENT_CEILING: usize = 16;
 /// How long one sub-agent may take from its start.
-pub const SUBAGENTS_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const SUBAGENTS_TIMEOUT: Duration = Duration::from_secs(300);
 /// Time an MCP server has for its handshake and first tool list (all pages).
 pub(crate) const MCP_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time one MCP tool call may take before its outcome is reported unknown.

@@ -326,7 +326,7 @@ pub(crate) const DATA_DIR: &str = ".minicode";
 ///
 /// Every call also brings `.minicode/.gitignore` up to date (see [`gitignore`]), so whatever
 /// writes private data here, now or in a later version, has it kept out of git.
-pub fn private_dir(workspace: &Path, sub: &str) -> io::Result<PathBuf> {
+pub(crate) fn private_dir(workspace: &Path, sub: &str) -> io::Result<PathBuf> {
     let dir = checked_dir(workspace, sub, true)?
         .ok_or_else(|| io::Error::other("the data folder could not be created"))?;
     if let Some(data_dir) = checked_dir(workspace, "", false)? {
@@ -338,7 +338,7 @@ pub fn private_dir(workspace: &Path, sub: &str) -> io::Result<PathBuf> {
 /// Like [`private_dir`] but creates and changes nothing: `None` when the folder does not
 /// exist yet, an error when it exists but leads outside the workspace or is not a folder.
 /// For readers (listing or opening sessions) that must not follow a planted link either.
-pub fn existing_private_dir(workspace: &Path, sub: &str) -> io::Result<Option<PathBuf>> {
+pub(crate) fn existing_private_dir(workspace: &Path, sub: &str) -> io::Result<Option<PathBuf>> {
     checked_dir(workspace, sub, false)
 }
 

@@ -6,6 +6,8 @@
 //! read `Event`s. The one-shot printer (`print`), the full-screen UI (`tui`) and the tests are
 //! three consumers of that same contract; nothing below `agent` knows a terminal exists.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+// Items are `pub` only where another crate (the binary, tests, benches) uses them.
+#![warn(unreachable_pub)]
 
 pub(crate) mod acp;
 pub mod agent;
@@ -18,12 +20,12 @@ pub mod defaults;
 pub mod fsutil;
 pub mod logging;
 pub mod memory;
-pub mod print;
+pub(crate) mod print;
 pub(crate) mod process;
 pub mod protocol;
 pub mod provider;
 pub mod sanitize;
 pub mod session;
-pub(crate) mod sync;
+pub mod sync;
 pub mod tools;
 pub mod tui;

@@ -11,7 +11,7 @@
 //! `debug`/`trace` only, which a user turns on explicitly. The API key is never logged at any
 //! level (`config::Secret` prints `***` to make that the default).
 
-pub mod otlp;
+pub(crate) mod otlp;
 
 use std::path::Path;
 

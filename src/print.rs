@@ -42,7 +42,7 @@ pub(crate) enum Task {
 
 /// How the result is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     /// The final answer as Markdown text.
     #[default]
     Text,

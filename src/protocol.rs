@@ -71,14 +71,14 @@ pub enum Decision {
 
 impl Decision {
     /// Whether the call runs.
-    pub fn runs(&self) -> bool {
+    pub(crate) fn runs(&self) -> bool {
         matches!(self, Decision::Approve | Decision::ApproveTool)
     }
 }
 
 /// What the model reads (and stderr shows) for a call refused because no terminal was there
 /// to ask: it must not read as the user's refusal.
-pub const NO_TERMINAL_REFUSAL: &str = "not run: no terminal was available to ask for approval, so \
+pub(crate) const NO_TERMINAL_REFUSAL: &str = "not run: no terminal was available to ask for approval, so \
 nobody saw this call; rerun with --yes to approve tool calls (a change to a protected path is \
 asked even then)";
 
@@ -131,7 +131,7 @@ impl TokenStats {
     }
 
     /// Adds another tally to this one.
-    pub fn merge(&mut self, other: &TokenStats) {
+    pub(crate) fn merge(&mut self, other: &TokenStats) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.total_tokens += other.total_tokens;
@@ -170,7 +170,7 @@ pub struct TurnStats {
 
 impl TurnStats {
     /// Adds another turn's figures (a goal run reports the sum of its rounds).
-    pub fn merge(&mut self, other: &TurnStats) {
+    pub(crate) fn merge(&mut self, other: &TurnStats) {
         self.wall += other.wall;
         self.model_calls += other.model_calls;
         self.tool_calls += other.tool_calls;
@@ -501,7 +501,7 @@ pub enum SkillState {
 }
 
 impl SkillState {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             SkillState::Listed => "listed",
             SkillState::NameOnly => "name only",
@@ -544,7 +544,7 @@ pub enum HistoryEntry {
 
 /// Where a host that outlives crashes (the daemon) records tool calls, so that after a crash
 /// it knows which calls had started. The core calls it synchronously around every effect.
-pub trait Journal: Send + Sync {
+pub(crate) trait Journal: Send + Sync {
     /// The call's effect is about to start. An error keeps the call from running (it fails
     /// with that error), so a call never runs unrecorded.
     fn starting(&self, call: &str) -> std::io::Result<()>;
@@ -558,7 +558,7 @@ pub trait Journal: Send + Sync {
 /// after a recorded cancel the rest are not run and the turn ends interrupted; otherwise the
 /// calls that never started run now (asking for approval again) and the turn goes on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recovery {
+pub(crate) struct Recovery {
     /// Calls whose effect had started and whose result was not saved.
     pub started: Vec<CallId>,
     /// A cancel of the run was recorded before the crash.
@@ -585,10 +585,7 @@ impl OpSender {
 
 impl AgentHandle {
     /// Joins the two channel ends the core serves (see `agent::spawn`).
-    pub(crate) fn new(
-        ops: mpsc::UnboundedSender<Op>,
-        events: mpsc::UnboundedReceiver<Event>,
-    ) -> Self {
+    pub fn new(ops: mpsc::UnboundedSender<Op>, events: mpsc::UnboundedReceiver<Event>) -> Self {
         Self { ops, events }
     }
 

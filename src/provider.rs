@@ -85,7 +85,7 @@ pub enum ReasoningFormat {
 
 impl ReasoningFormat {
     /// How a user would recognise it.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             ReasoningFormat::ReasoningContent => "reasoning_content field",
             ReasoningFormat::Reasoning => "reasoning field",
@@ -125,7 +125,7 @@ pub enum StreamEvent {
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 pub type ReplyFuture =
     Pin<Box<dyn std::future::Future<Output = Result<Reply, ProviderError>> + Send>>;
-pub type ProbeFuture = Pin<Box<dyn std::future::Future<Output = Option<ServerInfo>> + Send>>;
+pub(crate) type ProbeFuture = Pin<Box<dyn std::future::Future<Output = Option<ServerInfo>> + Send>>;
 
 /// What a server said about itself when asked at session start (see `probe`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -228,7 +228,7 @@ impl ProviderError {
 
     /// A short, fixed name of the failure's class (`error.type` in telemetry): never the
     /// message, which may quote the server.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             ProviderError::Auth { .. } => "auth",
             ProviderError::RateLimited { .. } => "rate_limited",

@@ -24,9 +24,9 @@
 //! the one character of context across pieces.
 
 mod rewrites;
-pub(crate) mod text;
+pub mod text;
 
-pub use rewrites::collapse_rewrites;
+pub(crate) use rewrites::collapse_rewrites;
 
 /// Columns a tab expands to (tabs have no width of their own in a cell grid).
 pub(crate) const TAB: &str = "    ";

@@ -9,7 +9,7 @@
 mod journal;
 mod listing;
 mod load;
-pub mod running;
+pub(crate) mod running;
 mod save;
 mod snapshot;
 mod stored;
@@ -89,7 +89,7 @@ pub struct SessionInfo {
 
 /// How far in the future a session's last update may lie before `--continue` distrusts it: a
 /// little clock skew (a file from another machine, a clock set back) is normal.
-pub const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
+pub(crate) const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 
 /// Why a session could not be created, opened or saved.
 #[derive(Debug, thiserror::Error)]
@@ -208,7 +208,7 @@ pub fn sessions_dir(workspace: &Path) -> PathBuf {
 pub(crate) const SESSIONS: &str = "sessions";
 
 /// The shortest prefix of an id [`Session::resolve_id`] accepts: the screen shows eight.
-pub const MIN_PREFIX: usize = 6;
+pub(crate) const MIN_PREFIX: usize = 6;
 
 /// Whether `id` is a lowercase, hyphenated uuid (and therefore a plain file name).
 pub fn is_valid_id(id: &str) -> bool {
@@ -227,7 +227,7 @@ impl Session {
     }
 
     /// Starts a sub-agent's session: like [`Session::create`], recording who started it.
-    pub fn create_child(workspace: &Path, parent: Parent) -> Result<Session, SessionError> {
+    pub(crate) fn create_child(workspace: &Path, parent: Parent) -> Result<Session, SessionError> {
         parent.check().map_err(|reason| SessionError::Invalid {
             id: parent.session_id.clone(),
             reason,
@@ -396,7 +396,7 @@ impl Session {
     /// last saved. Opening leaves the file as it is (even the in-memory answers to calls left
     /// open are not written), so a caller that changed nothing can skip the save and leave the
     /// file, and its `updated` time that orders `--continue`, untouched.
-    pub fn has_unsaved_changes(&self) -> bool {
+    pub(crate) fn has_unsaved_changes(&self) -> bool {
         self.changed
     }
 
@@ -413,7 +413,7 @@ impl Session {
     }
 
     /// Records what [`Session::settled`] returns until the history shrinks.
-    pub fn set_settled(&mut self, settled: usize) {
+    pub(crate) fn set_settled(&mut self, settled: usize) {
         self.settled = settled.min(self.messages.len());
     }
 

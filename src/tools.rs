@@ -6,14 +6,14 @@
 
 pub mod bash;
 pub(crate) mod diff;
-pub(crate) mod edit;
-pub(crate) mod list;
+pub mod edit;
+pub mod list;
 pub mod live;
 pub mod mcp;
 pub mod outputs;
 pub mod protected;
 pub(crate) mod read;
-pub mod running;
+pub(crate) mod running;
 pub(crate) mod search;
 pub(crate) mod secrets;
 pub mod skills;
@@ -40,13 +40,13 @@ use crate::sync::lock;
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
 
 /// What a [`FileAccess`] call resolves to; the error is a message for the model.
-pub type FileFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+pub(crate) type FileFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
 
 /// Where `read`, `write` and `edit` get and put a file's text when it is not the disk: an
 /// editor that serves its buffers (unsaved changes included) and records the writes in its own
 /// undo (ACP's `fs/read_text_file` and `fs/write_text_file`). Paths are absolute, canonical
 /// and already confined to the workspace by the tool; an implementation only moves text.
-pub trait FileAccess: Send + Sync + std::fmt::Debug {
+pub(crate) trait FileAccess: Send + Sync + std::fmt::Debug {
     /// The whole current text of the file.
     fn read_text<'a>(&'a self, path: &'a Path) -> FileFuture<'a, String>;
     /// Replaces the whole file with `content` (creating it when missing).
@@ -194,7 +194,7 @@ pub struct ToolCtx {
     pub outputs: outputs::Limits,
     /// Where `read`, `write` and `edit` move file text: `None` is the disk (the default);
     /// `Some` an editor's buffers (see [`FileAccess`]). Confinement is the tools' either way.
-    pub files: Option<Arc<dyn FileAccess>>,
+    pub(crate) files: Option<Arc<dyn FileAccess>>,
     /// The program each `bash` command runs under as its supervisor (the minicode binary,
     /// see `process::supervisor`), which kills the command's whole group if minicode dies.
     /// `None` (a library user whose binary is not minicode) runs `bash` directly, killed with
@@ -311,7 +311,7 @@ pub(crate) const BUILTIN_GROUP: &str = "builtin";
 
 impl Registry {
     /// A registry holding `tools` in the [`BUILTIN_GROUP`].
-    pub(crate) fn new(tools: Vec<Box<dyn Tool>>) -> Self {
+    pub fn new(tools: Vec<Box<dyn Tool>>) -> Self {
         let tools = tools
             .into_iter()
             .map(|t| (BUILTIN_GROUP.to_string(), Arc::from(t)))

@@ -16,12 +16,12 @@ pub mod live;
 pub mod markdown;
 mod mcp;
 pub mod palette;
-pub mod panel;
-pub mod reasoning;
+pub(crate) mod panel;
+pub(crate) mod reasoning;
 mod scroll;
 pub mod segment;
 mod segment_cache;
-pub mod select;
+pub(crate) mod select;
 pub mod state;
 pub(crate) mod subagents;
 mod syntax_packs;
@@ -54,7 +54,7 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 const EVENT_BATCH: usize = 4096;
 
 /// How the session starts.
-pub(crate) struct Options {
+pub struct Options {
     pub model: String,
     pub context_window: u64,
     /// How many of the last turns to print to the normal screen on exit (None = all, Some(0) = none).

@@ -25,14 +25,14 @@ use crate::sanitize::text::floor_boundary;
 use crate::tools::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 
 /// The tool's name.
-pub const NAME: &str = "delegate";
+pub(crate) const NAME: &str = "delegate";
 /// The registry group the core puts it in.
-pub const GROUP: &str = "subagents";
+pub(crate) const GROUP: &str = "subagents";
 /// The only tools a child may call: nothing that writes, runs commands, reaches MCP servers
 /// or delegates again.
-pub const CHILD_TOOLS: [&str; 3] = ["read", "list", "search"];
+pub(crate) const CHILD_TOOLS: [&str; 3] = ["read", "list", "search"];
 /// Tasks one call may hand out.
-pub const MAX_TASKS: usize = 4;
+pub(crate) const MAX_TASKS: usize = 4;
 
 const MAX_TASK_ID_BYTES: usize = 64;
 const MAX_INSTRUCTION_BYTES: usize = 32 * 1024;
@@ -43,7 +43,6 @@ const MAX_CONTEXT_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct Subagents {
     slots: Arc<Semaphore>,
-    max_concurrent: usize,
     timeout: Duration,
 }
 
@@ -53,17 +52,8 @@ impl Subagents {
         let max_concurrent = max_concurrent.max(1);
         Self {
             slots: Arc::new(Semaphore::new(max_concurrent)),
-            max_concurrent,
             timeout,
         }
-    }
-
-    pub fn max_concurrent(&self) -> usize {
-        self.max_concurrent
-    }
-
-    pub fn timeout(&self) -> Duration {
-        self.timeout
     }
 }
 

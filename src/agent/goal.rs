@@ -9,9 +9,9 @@
 //! works as usual. Nothing here talks to a model, a frontend or a file: the driver
 //! (`goal/driver.rs`) does.
 
-pub mod driver;
+pub(crate) mod driver;
 pub mod record;
-pub mod tools;
+pub(crate) mod tools;
 
 use std::collections::HashSet;
 use std::time::SystemTime;
@@ -19,10 +19,7 @@ use std::time::SystemTime;
 use crate::chat::Message;
 use crate::protocol::{BlockCode, Goal, GoalBlock, GoalChange, GoalPhase, GoalRef};
 
-pub use record::{Record, Round, Tombstone};
-
-/// The `[goal] max_rounds` default.
-pub const DEFAULT_MAX_ROUNDS: u32 = crate::defaults::GOAL_MAX_ROUNDS;
+pub(crate) use record::{Record, Round, Tombstone};
 
 /// Why a goal command was refused, or why goal access fails.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -159,13 +156,13 @@ impl Goals {
     }
 
     /// Whether the driver should start another round.
-    pub fn wants_round(&self) -> bool {
+    pub(crate) fn wants_round(&self) -> bool {
         self.armed && matches!(self.current(), Ok(Some(goal)) if goal.phase == GoalPhase::Active)
     }
 
     /// Disarms without recording anything (an interrupt, a new session). Returns whether it
     /// was armed.
-    pub fn disarm(&mut self) -> bool {
+    pub(crate) fn disarm(&mut self) -> bool {
         std::mem::replace(&mut self.armed, false)
     }
 

@@ -73,7 +73,7 @@ pub(crate) fn plain_chat_prompt(workspace: &Path) -> String {
 /// budget (`tools::skills::METADATA_TOKENS`, decided at discovery), then names only, and one
 /// line on how to load one. `None` without skills. Bodies are never part of it: they are
 /// loaded on demand, which is what keeps the first request small.
-pub fn skills_section(skills: &Skills) -> Option<String> {
+pub(crate) fn skills_section(skills: &Skills) -> Option<String> {
     if skills.is_empty() {
         return None;
     }

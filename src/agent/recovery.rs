@@ -17,7 +17,7 @@ use crate::protocol::{CallId, Decision, Event, Journal, Op, Recovery, TurnEnd, T
 
 /// What a host adds to the core it spawns (see `agent::spawn_hosted`).
 #[derive(Default)]
-pub struct Hooks {
+pub(crate) struct Hooks {
     /// Told synchronously before each tool call's effect and after its result is saved.
     pub journal: Option<Arc<dyn Journal>>,
     /// The run a crash left open, answered before any op is read.
@@ -25,7 +25,7 @@ pub struct Hooks {
 }
 
 /// The result a call that had started gets: it is never run again.
-pub const UNKNOWN_RESULT: &str = "execution_unknown: minicode stopped while this call was \
+pub(crate) const UNKNOWN_RESULT: &str = "execution_unknown: minicode stopped while this call was \
 running, before its result was saved; whether it took effect is unknown, and it was not run \
 again. Check its effect before repeating it.";
 

@@ -8,7 +8,7 @@ use serde::ser::{self, Impossible, Serializer};
 
 /// The serde name of `value`, a unit variant (`"timed_out"` for `SubagentStatus::TimedOut`);
 /// `""` for anything else, which no caller passes.
-pub fn serde_name<T: Serialize>(value: &T) -> &'static str {
+pub(crate) fn serde_name<T: Serialize>(value: &T) -> &'static str {
     value.serialize(VariantName).unwrap_or_default()
 }
 

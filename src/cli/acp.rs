@@ -20,7 +20,7 @@ use crate::tools::{FileAccess, FileFuture, Registry, ToolCtx};
 
 /// `minicode acp`.
 #[derive(Debug, clap::Args)]
-pub struct AcpArgs {
+pub(crate) struct AcpArgs {
     #[command(flatten)]
     pub server: super::ServerFlags,
 }

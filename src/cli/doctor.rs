@@ -115,7 +115,7 @@ impl Findings {
     }
 
     /// Whether the agent can run against this server: nothing essential failed.
-    pub fn usable(&self) -> bool {
+    pub(crate) fn usable(&self) -> bool {
         !self.checks.iter().any(|c| c.status == Status::Fail)
     }
 }

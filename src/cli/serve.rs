@@ -22,7 +22,7 @@ use crate::tools::Registry;
 
 /// `minicode serve`.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Listen on TCP at this address instead of a Unix socket, e.g. 127.0.0.1:7700 (port 0
     /// picks one). Only a loopback address unless you name another one explicitly.
     #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
@@ -46,7 +46,7 @@ pub struct ServeArgs {
 
 /// `minicode attach`.
 #[derive(Debug, clap::Args)]
-pub struct AttachArgs {
+pub(crate) struct AttachArgs {
     /// The session to show (of the current folder's workspace); without it, a new one.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,

@@ -47,7 +47,7 @@ pub(super) const AFTER_HELP: &str =
 
 /// The shells `minicode completions` writes for (only these generators are linked in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Shell {
+pub(crate) enum Shell {
     Bash,
     Zsh,
     Fish,

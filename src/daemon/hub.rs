@@ -63,7 +63,7 @@ async fn off_the_loop<T: Send + 'static>(
 
 impl Hub {
     /// `roots` are canonical folders; a workspace must be one of them or inside one.
-    pub(crate) fn new(
+    pub(super) fn new(
         opener: Arc<dyn Opener>,
         roots: Vec<PathBuf>,
         registry: Option<PathBuf>,
@@ -251,7 +251,7 @@ impl Hub {
     }
 
     /// An open session by id.
-    pub(crate) fn get(&self, session_id: &str) -> Result<Arc<Live>, RpcError> {
+    pub(super) fn get(&self, session_id: &str) -> Result<Arc<Live>, RpcError> {
         self.sessions()
             .get(session_id)
             .filter(|l| !l.is_closed())
@@ -265,7 +265,7 @@ impl Hub {
     }
 
     /// `session.list`: every open session, oldest sequence first is not promised.
-    pub(crate) fn list(&self) -> Value {
+    pub(super) fn list(&self) -> Value {
         let mut sessions: Vec<Value> = self
             .sessions()
             .values()

@@ -38,7 +38,7 @@ impl Ended {
 
 /// The run in progress.
 #[derive(Debug, Clone)]
-pub(crate) struct Run {
+pub(super) struct Run {
     pub id: String,
     pub cancel_requested: bool,
     /// Its turn has started (the next `turn_ended` ends the run).
@@ -167,7 +167,7 @@ fn empty_batch() -> Batch {
 impl Live {
     /// Starts serving a core whose first event (`first`, its `session_configured`) was read
     /// already. `run` is a run a crash left open (announced as `run_resumed`).
-    pub(crate) fn start(
+    pub(super) fn start(
         id: String,
         workspace: PathBuf,
         handle: AgentHandle,
@@ -423,7 +423,7 @@ impl Live {
 
     /// A goal command (`goal.*`): the core answers with `goal_changed`, `goal_status` or
     /// `goal_refused`; while a turn runs it applies the command when the turn ends.
-    pub(crate) fn goal(&self, op: crate::protocol::GoalOp) -> Result<(), RpcError> {
+    pub(super) fn goal(&self, op: crate::protocol::GoalOp) -> Result<(), RpcError> {
         if self.is_closed() {
             return Err(RpcError::new(
                 wire::UNKNOWN_SESSION,
@@ -435,7 +435,7 @@ impl Live {
     }
 
     /// Asks the core to stop (it interrupts a run, saves and says `shutdown_complete`).
-    pub(crate) fn shutdown(&self) {
+    pub(super) fn shutdown(&self) {
         self.ops.send(Op::Shutdown);
     }
 

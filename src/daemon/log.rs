@@ -407,7 +407,7 @@ impl CallJournal {
     }
 
     /// Forgets every entry (a run ended: nothing is in flight).
-    pub(crate) fn clear(&self) {
+    pub(super) fn clear(&self) {
         if let Some(file) = self.file.get() {
             let _ = lock(file).set_len(0);
         }

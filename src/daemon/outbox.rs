@@ -42,7 +42,7 @@ pub(crate) fn channel(entries: usize) -> (Outbox, Inbox) {
 impl Outbox {
     /// Queues a line (waiting while the queue has no free entry); false once the writer is
     /// gone.
-    pub(crate) async fn send(&self, line: Line) -> bool {
+    pub(super) async fn send(&self, line: Line) -> bool {
         let len = line.len();
         self.queued.fetch_add(len, Ordering::Relaxed);
         if self.tx.send(line).await.is_err() {

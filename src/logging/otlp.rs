@@ -21,7 +21,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 
 /// The longest exit waits for the last spans to be sent.
-pub const EXIT_FLUSH: Duration = Duration::from_secs(2);
+pub(crate) const EXIT_FLUSH: Duration = Duration::from_secs(2);
 
 /// The longest one export request may take (on the exporter's own thread: a turn never waits
 /// for it).
@@ -62,7 +62,7 @@ impl std::fmt::Debug for Settings {
 pub struct StartError(String);
 
 /// The running export: the tracer provider and whether a failure was already reported.
-pub struct Exporter {
+pub(crate) struct Exporter {
     provider: SdkTracerProvider,
     reported: Arc<AtomicBool>,
 }

@@ -31,7 +31,7 @@ pub enum RunMarker {
 
 impl RunMarker {
     /// The run it marks.
-    pub fn run_id(&self) -> &str {
+    pub(crate) fn run_id(&self) -> &str {
         match self {
             RunMarker::RunStarted { run_id, .. }
             | RunMarker::RunResumed { run_id }

@@ -57,7 +57,7 @@ impl Param {
 impl Quirks {
     /// Records that the server refused `param`; returns what changes, for the announcement,
     /// or `None` when there is nothing left to change (the caller then reports the error).
-    pub fn learn(&mut self, param: Param) -> Option<String> {
+    pub(crate) fn learn(&mut self, param: Param) -> Option<String> {
         let change = match param {
             Param::MaxTokens if self.token_limit == TokenLimit::MaxTokens => {
                 self.token_limit = TokenLimit::MaxCompletionTokens;
@@ -130,7 +130,7 @@ const REFUSALS: &[&str] = &[
 /// The parameter a refused request was refused for: only a 400 or 422 answer whose message
 /// names one of `sent` next to a refusal. A limit that is merely too large ("max_tokens is too
 /// large") is not a refusal of the parameter.
-pub fn refused_param(error: &ProviderError, sent: &[Param]) -> Option<Param> {
+pub(crate) fn refused_param(error: &ProviderError, sent: &[Param]) -> Option<Param> {
     let ProviderError::Request { status, message } = error else {
         return None;
     };
@@ -171,7 +171,7 @@ fn find_name(text: &str, name: &str) -> Option<usize> {
 /// not support tools"), vLLM started without tool parsing ("auto" tool choice requires
 /// --enable-auto-tool-choice), llama.cpp without `--jinja` ("tools param requires --jinja"),
 /// OpenRouter ("no endpoints found that support tool use"), templates that cannot render them.
-pub fn says_no_tools(message: &str) -> bool {
+pub(crate) fn says_no_tools(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
     [
         "does not support tools",

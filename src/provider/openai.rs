@@ -221,11 +221,6 @@ impl OpenAi {
         *lock(&self.quirks)
     }
 
-    /// Where this server's cache entry is kept, if anywhere.
-    pub fn cache_path(&self) -> Option<&std::path::Path> {
-        self.cache.path()
-    }
-
     fn target(&self) -> Target {
         Target {
             client: self.client.clone(),

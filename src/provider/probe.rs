@@ -9,7 +9,7 @@
 //! endpoint is logged at debug level and skipped; nothing here fails a session.
 
 pub mod cache;
-pub mod parse;
+pub(crate) mod parse;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,9 +24,9 @@ use super::http_error::{clean, redact};
 
 /// How long the probe at session start may take in all: the first request waits at most this
 /// long for it.
-pub const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
 /// The most model ids kept from `/models` (OpenRouter lists hundreds).
-pub const MAX_LISTED: usize = 1000;
+pub(crate) const MAX_LISTED: usize = 1000;
 /// The most bytes read from one probe answer (OpenRouter's model list is about 1 MB).
 const MAX_PROBE_BYTES: usize = 4 * 1024 * 1024;
 
@@ -65,18 +65,18 @@ fn same_origin(base: &Url, url: &Url) -> bool {
 
 impl Target {
     /// `{base}{path}` (`path` starts with `/`).
-    pub fn at_base(&self, path: &str) -> String {
+    pub(crate) fn at_base(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     /// `{root}{path}`.
-    pub fn at_root(&self, path: &str) -> String {
+    pub(crate) fn at_root(&self, path: &str) -> String {
         format!("{}{path}", server_root(&self.base))
     }
 
     /// One request to the configured server: the status and at most 4 MiB of the body (the
     /// key removed from it). Connection failures are errors; any HTTP answer is not.
-    pub async fn fetch(
+    pub(crate) async fn fetch(
         &self,
         method: Method,
         url: &str,
@@ -146,7 +146,7 @@ impl Target {
     /// Asks every endpoint that may know: `/models` first (every family has it), then
     /// llama.cpp's `/props`, and LM Studio's and Ollama's own endpoints when `/models` did not
     /// say, together. Unbounded here: the caller puts the time limit.
-    pub async fn probe(&self) -> ServerInfo {
+    pub(crate) async fn probe(&self) -> ServerInfo {
         let mut info = ServerInfo::default();
         let mut found = None;
         let models_url = self.at_base("/models");

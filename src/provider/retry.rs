@@ -22,7 +22,7 @@ use super::{EventStream, ProviderError, StreamEvent};
 pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
 
 /// What opening one attempt gave.
-pub enum Opened {
+pub(crate) enum Opened {
     /// The response began: its body.
     Body(ByteStream),
     /// The server refused a parameter and the request was adapted (`compat`): send it again

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 /// Each line as a terminal leaves it after `\r` rewrites: the text after its last `\r`. A
 /// `\r` at the end of a line is a line end, not a rewrite: kept once before `\n` (CRLF), and
 /// dropped at the end of the text (a bar that never printed its newline keeps its last state).
-pub fn collapse_rewrites(text: &str) -> Cow<'_, str> {
+pub(crate) fn collapse_rewrites(text: &str) -> Cow<'_, str> {
     if !text.contains('\r') {
         return Cow::Borrowed(text);
     }

@@ -18,7 +18,7 @@ impl Session {
     /// The full id of this workspace's session that `given` names: a full id as it is, or a
     /// prefix of one, at least [`MIN_PREFIX`] characters long, that only one session's id starts
     /// with (any listed session counts, so a prefix never silently picks one of two).
-    pub fn resolve_id(workspace: &Path, given: &str) -> Result<String, SessionError> {
+    pub(crate) fn resolve_id(workspace: &Path, given: &str) -> Result<String, SessionError> {
         if is_valid_id(given) {
             return Ok(given.to_string());
         }
@@ -120,7 +120,7 @@ fn file_ids(workspace: &Path) -> Result<Vec<(String, PathBuf)>, SessionError> {
 impl SessionInfo {
     /// Why `--continue` ([`Session::open_latest`]) passes this session over, if it does; `now`
     /// is the current time. `minicode sessions` shows the same reasons.
-    pub fn passed_over(&self, now: SystemTime) -> Option<&'static str> {
+    pub(crate) fn passed_over(&self, now: SystemTime) -> Option<&'static str> {
         if self.tracked {
             Some("tracked by git")
         } else if self.updated > now + CLOCK_SKEW {

@@ -16,7 +16,7 @@ use crate::fsutil;
 
 /// A recorded group: its id and its supervisor's tag.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Group {
+pub(crate) struct Group {
     pub pgid: i32,
     pub tag: String,
 }
@@ -31,7 +31,7 @@ fn file(dir: &Path, session: &str) -> PathBuf {
 }
 
 /// Records (`Some`) or forgets (`None`) the group of call `call` of session `session`.
-pub fn record(
+pub(crate) fn record(
     workspace: &Path,
     session: &str,
     call: &str,
@@ -84,7 +84,7 @@ fn replace(path: &Path, text: &[u8]) -> std::io::Result<()> {
 
 /// The groups a previous run of session `session` left recorded, by call id; the record is
 /// removed. Empty when there is none (or it cannot be read).
-pub fn take(workspace: &Path, session: &str) -> BTreeMap<String, Group> {
+pub(crate) fn take(workspace: &Path, session: &str) -> BTreeMap<String, Group> {
     let Ok(Some(dir)) = fsutil::existing_private_dir(workspace, RUNNING) else {
         return BTreeMap::new();
     };

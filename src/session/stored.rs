@@ -36,7 +36,7 @@ pub(super) struct Appended {
 impl Appended {
     /// Serializes what was appended since the last call and returns the elements of the whole
     /// array. On an error the cache is dropped (the next call starts over).
-    pub fn extend(
+    pub(crate) fn extend(
         &mut self,
         messages: &[Message],
         results: &[(usize, ResultInfo)],

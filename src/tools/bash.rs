@@ -348,7 +348,7 @@ fn describe(status: ExitStatus) -> String {
 /// (redacted, and itself capped: see [`outputs`]). Each half keeps a margin of the longest
 /// secret's length beyond its cut, so a secret across a cut is seen whole and redacted rather
 /// than half shown.
-pub(crate) struct Sink<'a> {
+pub struct Sink<'a> {
     /// Bytes of output the model gets: `head_cap` from the start, the rest from the end.
     cap: usize,
     head_cap: usize,
@@ -365,7 +365,7 @@ pub(crate) struct Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    pub(crate) fn new(ctx: &'a ToolCtx, cap: usize) -> Self {
+    pub fn new(ctx: &'a ToolCtx, cap: usize) -> Self {
         Self {
             cap,
             head_cap: cap / 2,
@@ -381,7 +381,7 @@ impl<'a> Sink<'a> {
         }
     }
 
-    pub(crate) fn push(&mut self, mut data: &[u8]) {
+    pub fn push(&mut self, mut data: &[u8]) {
         self.total += data.len() as u64;
         if self.total > self.cap as u64 && self.log.is_none() {
             // First time over the cap: everything so far is still in head + tail (together

@@ -17,14 +17,14 @@ use crate::fsutil;
 use crate::sync::lock;
 
 /// Paths shown when the call names no limit.
-pub const DEFAULT_LIMIT: usize = 200;
+pub(crate) const DEFAULT_LIMIT: usize = 200;
 /// The most paths one call shows.
-pub const MAX_LIMIT: usize = 2000;
+pub(crate) const MAX_LIMIT: usize = 2000;
 
 const DESCRIPTION: &str = "List files under a folder, recursively and sorted; honours \
 .gitignore, never shows .git or .minicode. No approval needed: prefer it to bash.";
 
-pub struct List;
+pub(crate) struct List;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -18,9 +18,9 @@ use super::secrets::Secrets;
 pub type Sink = Arc<dyn Fn(String) + Send + Sync>;
 
 /// Pieces are handed on at most this often (a UI draws at about 30 frames a second).
-pub const INTERVAL: Duration = Duration::from_millis(50);
+pub(crate) const INTERVAL: Duration = Duration::from_millis(50);
 /// A piece is handed on at once when it grows this large, so memory stays bounded.
-pub const MAX_PIECE: usize = 64 * 1024;
+pub(crate) const MAX_PIECE: usize = 64 * 1024;
 
 tokio::task_local! {
     static SINK: Sink;

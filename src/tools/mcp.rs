@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Registry, ToolCtx};
 use crate::sync::lock;
 
-pub use process::GRACE;
+pub(crate) use process::GRACE;
 
 /// One server as the user configured it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +211,7 @@ impl Manager {
     }
 
     /// Stops the server's current run (if any) and starts a new one.
-    pub fn restart(&self, id: &str) -> Result<(), String> {
+    pub(crate) fn restart(&self, id: &str) -> Result<(), String> {
         let server = self
             .shared
             .servers
@@ -278,7 +278,7 @@ impl Manager {
 
     /// What happened since the last call that the user should hear of (failures, refused
     /// names, unreadable configuration), oldest first.
-    pub fn take_notices(&self) -> Vec<String> {
+    pub(crate) fn take_notices(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.shared.notices))
     }
 

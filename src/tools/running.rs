@@ -9,20 +9,20 @@ use std::sync::Arc;
 /// A call's process group: its id and the tag its supervisor was started with (see
 /// `process::supervisor`), which tells it from a later group that reuses the id.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Group {
+pub(crate) struct Group {
     pub pgid: i32,
     pub tag: String,
 }
 
 /// Told `Some(group)` when a call's group starts and `None` once it is gone.
-pub type Watcher = Arc<dyn Fn(Option<&Group>) + Send + Sync>;
+pub(crate) type Watcher = Arc<dyn Fn(Option<&Group>) + Send + Sync>;
 
 tokio::task_local! {
     static WATCHER: Watcher;
 }
 
 /// Runs `call` with the groups it starts told to `watcher`.
-pub async fn scope<F: Future>(watcher: Watcher, call: F) -> F::Output {
+pub(crate) async fn scope<F: Future>(watcher: Watcher, call: F) -> F::Output {
     WATCHER.scope(watcher, call).await
 }
 

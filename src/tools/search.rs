@@ -28,11 +28,11 @@ use crate::fsutil;
 use crate::sync::lock;
 
 /// Matching lines shown when the call names no limit.
-pub const DEFAULT_LIMIT: usize = 100;
+pub(crate) const DEFAULT_LIMIT: usize = 100;
 /// The most matching lines one call shows.
-pub const MAX_LIMIT: usize = 1000;
+pub(crate) const MAX_LIMIT: usize = 1000;
 /// A shown line is cut to this many characters, around its first match.
-pub const MAX_LINE_CHARS: usize = 240;
+pub(crate) const MAX_LINE_CHARS: usize = 240;
 /// Characters kept before the match when a long line is cut.
 const CONTEXT_BEFORE: usize = 60;
 /// The longest pattern accepted.
@@ -44,7 +44,7 @@ const HEAP_LIMIT: usize = 64 * 1024 * 1024;
 const DESCRIPTION: &str = "Search files for a regex (ripgrep syntax); returns `path:line: \
 text`, sorted. Honours .gitignore, skips binary files. No approval needed: prefer it to bash.";
 
-pub struct Search;
+pub(crate) struct Search;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

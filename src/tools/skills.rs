@@ -26,15 +26,15 @@ use crate::chat::{Message, Role, ToolKind, ToolSpec};
 use crate::sanitize::text::floor_boundary;
 
 /// The tool's name, as declared to the model and recorded in history.
-pub const TOOL_NAME: &str = "skill";
+pub(crate) const TOOL_NAME: &str = "skill";
 /// The registry group the tool lives in.
-pub const GROUP: &str = "skills";
+pub(crate) const GROUP: &str = "skills";
 /// The file every skill folder must have.
-pub const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
 /// Size limit of `SKILL.md` and of any other file a skill loads.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// Longest skill name, in characters.
-pub const MAX_NAME_CHARS: usize = 64;
+pub(crate) const MAX_NAME_CHARS: usize = 64;
 /// Longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 /// Estimated tokens the system prompt's list of names and descriptions may take; skills past
@@ -42,12 +42,12 @@ pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 pub const METADATA_TOKENS: u64 = 2000;
 /// Estimated tokens of the names-only line for skills past [`METADATA_TOKENS`]; beyond it they
 /// are only counted.
-pub const NAMES_ONLY_TOKENS: u64 = 500;
+pub(crate) const NAMES_ONLY_TOKENS: u64 = 500;
 /// Skill folders looked at per root; more are reported and ignored.
-pub const MAX_SKILLS_PER_ROOT: usize = 256;
+pub(crate) const MAX_SKILLS_PER_ROOT: usize = 256;
 /// Trigger words per skill, and characters per trigger.
-pub const MAX_TRIGGERS: usize = 32;
-pub const MAX_TRIGGER_CHARS: usize = 64;
+pub(crate) const MAX_TRIGGERS: usize = 32;
+pub(crate) const MAX_TRIGGER_CHARS: usize = 64;
 
 /// Where a skill was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl Skills {
 
     /// Adds a line to report with discovery's (e.g. that an untrusted workspace's skills
     /// were ignored).
-    pub fn push_warning(&mut self, message: String) {
+    pub(crate) fn push_warning(&mut self, message: String) {
         self.warnings.push(message);
     }
 
@@ -143,7 +143,7 @@ pub fn load_body(skill: &Skill) -> Result<String, String> {
 
 /// How a successful load of `name`'s `SKILL.md` begins: history is searched for it to know
 /// which skills a session has loaded (see [`loaded_in`]).
-pub fn loaded_marker(name: &str) -> String {
+pub(crate) fn loaded_marker(name: &str) -> String {
     format!("<skill name=\"{name}\"")
 }
 
@@ -181,7 +181,7 @@ pub fn loaded_in(messages: &[Message]) -> Vec<String> {
 /// The arguments of a `skill` call, also as the agent writes them for a trigger load.
 #[derive(Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Args {
+pub(crate) struct Args {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -192,7 +192,7 @@ folder.";
 
 /// The `skill` tool: reads a skill's `SKILL.md` or another file of its folder. It only reads,
 /// inside the skill's folder, so it needs no approval.
-pub struct SkillTool {
+pub(crate) struct SkillTool {
     skills: Arc<Skills>,
 }
 
@@ -283,7 +283,7 @@ impl Tool for SkillTool {
 }
 
 /// Cuts a loaded text to what one tool result may hand the model (a small window), saying so.
-pub fn fit(text: String, limit: usize) -> String {
+pub(crate) fn fit(text: String, limit: usize) -> String {
     if text.len() <= limit {
         return text;
     }

@@ -19,7 +19,7 @@ use crate::fsutil;
 use crate::sync::lock;
 
 /// Folders never listed or searched, at any depth: git's database and minicode's own data.
-pub const NEVER_WALKED: [&str; 2] = [".git", fsutil::DATA_DIR];
+pub(crate) const NEVER_WALKED: [&str; 2] = [".git", fsutil::DATA_DIR];
 
 /// Ignore files the walker reads in every folder it enters (relative to that folder).
 const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
@@ -28,7 +28,7 @@ const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
 const NAMED_SKIPS: usize = 5;
 
 /// A walk's start, resolved and checked.
-pub struct Start {
+pub(crate) struct Start {
     /// Canonical, inside the workspace.
     pub root: PathBuf,
     /// As shown to the model: relative to the workspace (`.` for the workspace itself).
@@ -37,7 +37,7 @@ pub struct Start {
 }
 
 /// Resolves the `path` argument of `list` or `search` (default: the workspace root).
-pub fn start(workspace: &Path, path: Option<&str>) -> Result<Start, String> {
+pub(crate) fn start(workspace: &Path, path: Option<&str>) -> Result<Start, String> {
     let raw = path.filter(|p| !p.trim().is_empty()).unwrap_or(".");
     let root = fsutil::resolve_in_workspace(workspace, raw).map_err(|e| e.to_string())?;
     let display = match fsutil::display_path(workspace, &root) {
@@ -70,7 +70,7 @@ pub fn start(workspace: &Path, path: Option<&str>) -> Result<Start, String> {
 
 /// Folders left out because of a bad ignore file, for the closing notes.
 #[derive(Default)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     count: usize,
     named: Vec<String>,
 }
@@ -84,7 +84,7 @@ impl Skipped {
     }
 
     /// Lines for the end of a result, one per named folder and one for the rest.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         let mut notes: Vec<String> = self
             .named
             .iter()
@@ -101,14 +101,14 @@ impl Skipped {
 }
 
 /// A configured walk and the record of what it skipped.
-pub struct Walk {
+pub(crate) struct Walk {
     pub builder: WalkBuilder,
     pub skipped: Arc<Mutex<Skipped>>,
 }
 
 /// Builds the walk from `start` with an optional glob (ripgrep's `-g` syntax: `*.rs` matches
 /// at any depth, a pattern with `/` is anchored at the start folder, `!` excludes).
-pub fn build(workspace: &Path, start: &Start, glob: Option<&str>) -> Result<Walk, String> {
+pub(crate) fn build(workspace: &Path, start: &Start, glob: Option<&str>) -> Result<Walk, String> {
     // Ignore files of the start and the folders above it (down from the workspace root) are
     // read when the walk is built; check them here, as the filter checks deeper ones.
     let mut ancestor = Some(start.root.as_path());
@@ -197,6 +197,6 @@ fn ignore_files_usable(workspace: &Path, dir: &Path) -> Result<(), String> {
 }
 
 /// `path` relative to the workspace, as the tools print it.
-pub fn shown(workspace: &Path, path: &Path) -> String {
+pub(crate) fn shown(workspace: &Path, path: &Path) -> String {
     fsutil::display_path(workspace, path)
 }

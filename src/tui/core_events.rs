@@ -305,11 +305,7 @@ impl State {
     /// Sub-agents started by a `delegate` call, and their progress.
     fn subagent_event(&mut self, e: Event) {
         match e {
-            Event::SubagentStarted {
-                call,
-                task,
-                session_id,
-            } => self.subagent_started(call, task, session_id),
+            Event::SubagentStarted { call, task, .. } => self.subagent_started(call, task),
             Event::SubagentProgress {
                 call,
                 task,

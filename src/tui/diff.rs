@@ -12,7 +12,7 @@ use super::wrap::sanitize;
 use super::wrap::{wrap_hard, wrap_hard_runs};
 
 /// The diff of `path`, indented by `indent` columns, at `width`.
-pub(crate) fn lines(path: &str, diff: &str, width: usize, indent: usize) -> Vec<Line<'static>> {
+pub(super) fn lines(path: &str, diff: &str, width: usize, indent: usize) -> Vec<Line<'static>> {
     let pad = || vec![Span::raw(" ".repeat(indent))];
     let diff = sanitize(diff);
     let all: Vec<&str> = diff.lines().collect();

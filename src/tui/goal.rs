@@ -8,7 +8,7 @@ use crate::protocol::{Event, Goal, GoalOp, GoalPhase, Op};
 
 /// What the status bar shows of the goal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GoalView {
+pub(crate) struct GoalView {
     pub goal: Goal,
     pub armed: bool,
 }

@@ -25,7 +25,7 @@ use super::syntax_packs;
 use crate::sync::lock;
 
 /// One line of highlighted code: (style, text) runs.
-pub type Runs = Vec<(Style, String)>;
+pub(crate) type Runs = Vec<(Style, String)>;
 
 /// Highlighted blocks remembered by content, so a relayout (a resize, the exit transcript)
 /// or a block seen before costs a lookup; the memo is dropped whole when it is full.
@@ -47,7 +47,7 @@ const MAX_BYTES: usize = 256 * 1024;
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// Turns highlighting on or off (off: every block is plain code, nothing is loaded).
-pub fn set_enabled(on: bool) {
+pub(crate) fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
 }
 

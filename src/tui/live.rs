@@ -16,13 +16,13 @@ use super::wrap::{sanitize, truncate};
 use crate::sanitize::text::floor_boundary;
 
 /// Lines of live output shown under a running call.
-pub const TAIL_LINES: usize = 5;
+pub(crate) const TAIL_LINES: usize = 5;
 /// Bytes of one line kept (a line without end stays bounded).
 const LINE_CAP: usize = 1024;
 
 /// The output of a call while it runs.
 #[derive(Debug, Clone)]
-pub struct Running {
+pub(crate) struct Running {
     /// When it started running (after its approval, if it needed one).
     pub started: Instant,
     /// Whole seconds since `started`, as last drawn.
@@ -31,7 +31,7 @@ pub struct Running {
 }
 
 impl Running {
-    pub fn new(now: Instant) -> Self {
+    pub(crate) fn new(now: Instant) -> Self {
         Self {
             started: now,
             secs: 0,
@@ -133,7 +133,7 @@ fn memchr_count(bytes: &[u8], b: u8) -> u64 {
 
 /// The lines drawn under a running call: its tail (one row each, cut to the width) and a line
 /// with the elapsed time and how much it printed.
-pub fn lines(run: &Running, width: usize) -> Vec<Line<'static>> {
+pub(crate) fn lines(run: &Running, width: usize) -> Vec<Line<'static>> {
     let style = Style::new().fg(Color::DarkGray);
     let mut out = Vec::new();
     for l in run.tail.shown() {

@@ -20,7 +20,7 @@ pub fn render(src: &str, width: usize) -> Vec<Line<'static>> {
 
 /// Like [`render`] for text still arriving (a reply's open segment): code stays plain, so the
 /// segment re-rendered every frame never runs the highlighter.
-pub fn render_open(src: &str, width: usize) -> Vec<Line<'static>> {
+pub(crate) fn render_open(src: &str, width: usize) -> Vec<Line<'static>> {
     render_with(src, width, false)
 }
 

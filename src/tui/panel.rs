@@ -26,25 +26,25 @@ impl Panel {
         }
     }
 
-    pub fn row(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub(crate) fn row(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.rows.push((name.into(), value.into()));
         self
     }
 
     /// A heading between rows.
-    pub fn section(mut self, heading: impl Into<String>) -> Self {
+    pub(crate) fn section(mut self, heading: impl Into<String>) -> Self {
         self.rows.push((String::new(), heading.into()));
         self
     }
 
-    pub fn footer(mut self, text: impl Into<String>) -> Self {
+    pub(crate) fn footer(mut self, text: impl Into<String>) -> Self {
         self.footer = Some(text.into());
         self
     }
 }
 
 /// The panel's lines at `width`.
-pub fn lines(p: &Panel, width: usize) -> Vec<Line<'static>> {
+pub(crate) fn lines(p: &Panel, width: usize) -> Vec<Line<'static>> {
     let title = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
     let name_style = Style::new().fg(Color::Cyan);
     let heading = Style::new().add_modifier(Modifier::BOLD);

@@ -15,9 +15,9 @@ use super::transcript::Kind;
 use super::wrap::{self, Run, sanitize};
 
 /// Lines shown while the reasoning streams.
-pub const STREAMING_LINES: usize = 8;
+pub(crate) const STREAMING_LINES: usize = 8;
 /// Lines shown once the answer has begun.
-pub const FOLDED_LINES: usize = 3;
+pub(crate) const FOLDED_LINES: usize = 3;
 
 /// One reply's reasoning.
 #[derive(Debug, Clone, Default)]
@@ -83,7 +83,7 @@ impl State {
 }
 
 /// The entry's lines at `width`: a header, then the last lines (all when `expanded`).
-pub fn lines(t: &Thought, width: usize, expanded: bool) -> Vec<Line<'static>> {
+pub(crate) fn lines(t: &Thought, width: usize, expanded: bool) -> Vec<Line<'static>> {
     let style = Style::new()
         .fg(Color::DarkGray)
         .add_modifier(Modifier::ITALIC);

@@ -62,7 +62,7 @@ impl ClosedSegments {
     }
 
     /// Lines of all closed segments together.
-    pub(crate) fn lines(&self) -> usize {
+    pub(super) fn lines(&self) -> usize {
         self.lines
     }
 
@@ -73,7 +73,7 @@ impl ClosedSegments {
 
     /// Adds the next closed segment, rendered as `lines`; `fenced` if it may hold code that
     /// highlighting would colour (it was rendered plain, and is highlighted when drawn).
-    pub(crate) fn push(&mut self, lines: Vec<Line<'static>>, fenced: bool) {
+    pub(super) fn push(&mut self, lines: Vec<Line<'static>>, fenced: bool) {
         let segment = self.segments.len();
         self.segments.push(Segment {
             start: self.lines,

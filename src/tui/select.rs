@@ -14,7 +14,7 @@ use super::wrap;
 
 /// A character cell of the transcript: line `line` of entry `entry`, display column `col`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Point {
+pub(crate) struct Point {
     pub entry: usize,
     pub line: usize,
     pub col: usize,
@@ -22,14 +22,14 @@ pub struct Point {
 
 /// A mouse selection from where the button went down to where it is (either order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Selection {
+pub(crate) struct Selection {
     pub anchor: Point,
     pub head: Point,
 }
 
 impl Selection {
     /// (start, end) in reading order; `end` is included.
-    pub fn ordered(&self) -> (Point, Point) {
+    pub(crate) fn ordered(&self) -> (Point, Point) {
         if self.anchor <= self.head {
             (self.anchor, self.head)
         } else {
@@ -38,7 +38,7 @@ impl Selection {
     }
 
     /// The selected columns of one line, `end` excluded, if any.
-    pub fn columns(&self, entry: usize, line: usize) -> Option<(usize, usize)> {
+    pub(crate) fn columns(&self, entry: usize, line: usize) -> Option<(usize, usize)> {
         let (a, b) = self.ordered();
         let here = (entry, line);
         if here < (a.entry, a.line) || here > (b.entry, b.line) {
@@ -134,7 +134,7 @@ impl State {
     }
 
     /// Exactly the selected characters, lines joined by `\n`, trailing blanks of each line cut.
-    pub fn selected_text(&self) -> String {
+    pub(crate) fn selected_text(&self) -> String {
         let Some(sel) = self.selection else {
             return String::new();
         };

@@ -54,7 +54,7 @@ pub enum Effect {
 
 /// What the session is doing, for the status bar.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Activity {
+pub(crate) enum Activity {
     Idle,
     Waiting,
     Streaming,
@@ -102,7 +102,7 @@ pub struct State {
     pub context_tokens: Option<u64>,
     /// Tokens (None when unavailable) and wall time of the last turn.
     pub last_turn: Option<(Option<u64>, Duration)>,
-    pub activity: Activity,
+    pub(crate) activity: Activity,
     pub busy: bool,
     pub queue: VecDeque<String>,
     pub approval: Option<PendingApproval>,
@@ -111,7 +111,7 @@ pub struct State {
     pub hint: Option<String>,
     /// A mouse selection of characters, in transcript positions (it follows the text while
     /// the view moves).
-    pub selection: Option<super::select::Selection>,
+    pub(crate) selection: Option<super::select::Selection>,
     /// The entry chosen with Alt/Ctrl+Up/Down (Enter or `o` folds it).
     pub selected: Option<usize>,
     /// An active `/find`.
@@ -139,7 +139,7 @@ pub struct State {
     /// What the terminal can show (`NO_COLOR`, colour depth).
     pub colors: super::palette::Depth,
     /// The session's goal as the core last reported it (for the status bar and `/goal`).
-    pub goal: Option<super::goal::GoalView>,
+    pub(crate) goal: Option<super::goal::GoalView>,
     /// Why goal access fails, when the core said so.
     pub(crate) goal_error: Option<String>,
     /// `/goal` was typed: the next `GoalStatus` is shown in full.

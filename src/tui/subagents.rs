@@ -19,14 +19,13 @@ use crate::protocol::SubagentStatus;
 #[derive(Debug, Clone)]
 pub struct Children {
     pub call: String,
-    pub children: Vec<Child>,
+    pub(crate) children: Vec<Child>,
 }
 
 /// One sub-agent as the user sees it.
 #[derive(Debug, Clone)]
-pub struct Child {
+pub(crate) struct Child {
     pub task: String,
-    pub session_id: String,
     /// `None` while it runs.
     pub ended: Option<SubagentStatus>,
     pub rounds: u32,
@@ -44,10 +43,9 @@ impl State {
             .rposition(|e| matches!(e.kind(), Kind::Subagents(c) if c.call == call))
     }
 
-    pub(crate) fn subagent_started(&mut self, call: String, task: String, session_id: String) {
+    pub(crate) fn subagent_started(&mut self, call: String, task: String) {
         let child = Child {
             task,
-            session_id,
             ended: None,
             rounds: 0,
             tool_calls: 0,
@@ -82,7 +80,7 @@ impl State {
 }
 
 /// One line per child: `↳ task · running · 3 rounds · 2 tool calls · 12 s`.
-pub fn lines(children: &Children, width: usize) -> Vec<Line<'static>> {
+pub(crate) fn lines(children: &Children, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     for child in &children.children {
         let (mark, state, style) = match child.ended {

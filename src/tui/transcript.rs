@@ -68,7 +68,7 @@ pub struct ToolEntry {
     pub status: Option<ToolStatus>,
     pub output: String,
     /// While it runs: its live output and elapsed time (`None` once it ended).
-    pub running: Option<Box<super::live::Running>>,
+    pub(crate) running: Option<Box<super::live::Running>>,
 }
 
 impl ToolEntry {
@@ -202,7 +202,7 @@ impl Transcript {
         &self.entries
     }
 
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.entries.clear();
         self.cached.borrow_mut().clear();
         self.cached_lines.set(0);
@@ -416,7 +416,7 @@ impl Transcript {
     }
 
     /// Moves a position `n` rows down; `None` when that reaches the tail window.
-    pub(crate) fn down(
+    pub fn down(
         &self,
         (mut entry, mut line): (usize, usize),
         n: usize,

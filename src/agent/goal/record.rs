@@ -13,23 +13,23 @@ use crate::chat::{Message, Role};
 use crate::protocol::{Goal, GoalChange, GoalPhase};
 
 /// The version of the record format written by this build.
-pub const RECORD_VERSION: u32 = 1;
+pub(crate) const RECORD_VERSION: u32 = 1;
 
 /// Opens and closes a goal record.
-pub const STATE_OPEN: &str = "<goal_state>";
-pub const STATE_CLOSE: &str = "</goal_state>";
+pub(crate) const STATE_OPEN: &str = "<goal_state>";
+pub(crate) const STATE_CLOSE: &str = "</goal_state>";
 
 /// Opens a goal round's instruction.
-pub const ROUND_OPEN: &str = "<goal_round ";
+pub(crate) const ROUND_OPEN: &str = "<goal_round ";
 
 /// The longest objective accepted, in characters.
-pub const MAX_OBJECTIVE_CHARS: usize = 4000;
+pub(crate) const MAX_OBJECTIVE_CHARS: usize = 4000;
 
 /// The longest blocked-reason message kept, in characters (longer ones are cut).
-pub const MAX_MESSAGE_CHARS: usize = 500;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 500;
 
 /// The longest blocked-reason code, in bytes.
-pub const MAX_CODE_BYTES: usize = 64;
+pub(crate) const MAX_CODE_BYTES: usize = 64;
 
 /// One record: a change and the goal after it, or a tombstone (`cleared`) naming the goal,
 /// the revision the clear gave it and when.
@@ -45,13 +45,13 @@ pub struct Record {
     )]
     pub goal: Option<Goal>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cleared: Option<Tombstone>,
+    pub(crate) cleared: Option<Tombstone>,
 }
 
 /// What a clear leaves behind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Tombstone {
+pub(crate) struct Tombstone {
     pub id: String,
     pub revision: u64,
     pub at: String,
@@ -99,7 +99,7 @@ impl Record {
 }
 
 /// What a user message of the history is to the goal.
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// Not a goal message: an ordinary prompt.
     None,
     Record(Record),
@@ -228,7 +228,7 @@ pub fn is_record(message: &Message) -> bool {
 
 /// Reads a history message. `Err` says what is wrong with something that claims to be a goal
 /// message.
-pub fn parse(message: &Message) -> Result<Parsed, String> {
+pub(crate) fn parse(message: &Message) -> Result<Parsed, String> {
     if message.role != Role::User {
         return Ok(Parsed::None);
     }
@@ -315,13 +315,13 @@ fn check_id(id: &str) -> Result<(), String> {
 }
 
 /// A new goal id: `g-` and 12 hex digits.
-pub fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     let hex = uuid::Uuid::new_v4().simple().to_string();
     format!("g-{}", &hex[..12])
 }
 
 /// The objective as stored: trimmed, not empty, not too long.
-pub fn normalize_objective(text: &str) -> Result<String, String> {
+pub(crate) fn normalize_objective(text: &str) -> Result<String, String> {
     let text = text.trim();
     if text.is_empty() {
         return Err("the objective is empty".to_string());
@@ -343,7 +343,7 @@ fn check_objective(text: &str) -> Result<(), String> {
 }
 
 /// Whether `code` is lower-case kebab-case (`round-limit`).
-pub fn check_code(code: &str) -> Result<(), String> {
+pub(crate) fn check_code(code: &str) -> Result<(), String> {
     let ok = !code.is_empty()
         && code.len() <= MAX_CODE_BYTES
         && code.split('-').all(|part| {
@@ -364,7 +364,7 @@ pub fn check_code(code: &str) -> Result<(), String> {
 
 /// A reason's message as stored: one line, control characters dropped, runs of whitespace
 /// made one space, trimmed, cut at [`MAX_MESSAGE_CHARS`].
-pub fn normalize_message(text: &str) -> String {
+pub(crate) fn normalize_message(text: &str) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     let joined = words.join(" ");
     let clean: String = joined
@@ -376,11 +376,11 @@ pub fn normalize_message(text: &str) -> String {
 }
 
 /// A time as records store it.
-pub fn format_time(time: SystemTime) -> String {
+pub(crate) fn format_time(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
 
-pub fn parse_time(text: &str) -> Result<SystemTime, String> {
+pub(crate) fn parse_time(text: &str) -> Result<SystemTime, String> {
     humantime::parse_rfc3339(text).map_err(|_| format!("{text:?} is not an RFC 3339 time"))
 }
 

@@ -13,20 +13,20 @@ use crate::chat::ToolSpec;
 use crate::tools::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
 
 /// The registry group the goal tools live in.
-pub const GROUP: &str = "goal";
-pub const STATUS: &str = "goal_status";
-pub const UPDATE: &str = "goal_update";
+pub(crate) const GROUP: &str = "goal";
+pub(crate) const STATUS: &str = "goal_status";
+pub(crate) const UPDATE: &str = "goal_update";
 
 /// `goal_status`.
-pub struct Status;
+pub(crate) struct Status;
 
 /// `goal_update`.
-pub struct Update;
+pub(crate) struct Update;
 
 /// What `goal_update` asks.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct UpdateArgs {
+pub(crate) struct UpdateArgs {
     pub status: UpdateStatus,
     pub code: Option<String>,
     pub message: Option<String>,
@@ -34,14 +34,14 @@ pub struct UpdateArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum UpdateStatus {
+pub(crate) enum UpdateStatus {
     Complete,
     Blocked,
 }
 
 /// The core's instances, so it recognises its own calls (see `turn.rs`).
 #[derive(Clone)]
-pub struct Set {
+pub(crate) struct Set {
     pub status: Arc<dyn Tool>,
     pub update: Arc<dyn Tool>,
 }
@@ -56,12 +56,12 @@ impl Default for Set {
 }
 
 impl Set {
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    pub(crate) fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![self.status.clone(), self.update.clone()]
     }
 
     /// Which of ours `tool` is, if any.
-    pub fn which(&self, tool: &Arc<dyn Tool>) -> Option<&'static str> {
+    pub(crate) fn which(&self, tool: &Arc<dyn Tool>) -> Option<&'static str> {
         if Arc::ptr_eq(tool, &self.status) {
             Some(STATUS)
         } else if Arc::ptr_eq(tool, &self.update) {

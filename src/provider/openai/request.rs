@@ -139,7 +139,7 @@ pub(crate) struct Body {
 
 impl Body {
     /// The body's length in bytes.
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.parts.iter().map(Bytes::len).sum()
     }
 }
@@ -165,7 +165,7 @@ fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ProviderError> {
 impl Payload {
     /// The payload of `request`. With `cache`, messages equal to the previous call's at the
     /// same position are not encoded again.
-    pub(crate) fn new(
+    pub(super) fn new(
         request: &ChatRequest<'_>,
         stream: bool,
         extras: Extras,

@@ -17,10 +17,10 @@ use crate::provider::compat::Quirks;
 
 /// How long a probed context window is trusted: a server restarted with another `-c` should
 /// be noticed within the hour.
-pub const WINDOW_TTL: Duration = Duration::from_secs(60 * 60);
+pub(crate) const WINDOW_TTL: Duration = Duration::from_secs(60 * 60);
 /// How long learned parameter quirks are trusted: they depend on the server's software,
 /// which changes rarely, and relearning one costs a refused request.
-pub const QUIRKS_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+pub(crate) const QUIRKS_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// The format of the file; another number is ignored like a corrupt file.
 const VERSION: u32 = 1;
 /// A cache file larger than this is not ours.
@@ -31,7 +31,7 @@ const FUTURE_SLACK: u64 = 5 * 60;
 /// A probed window as cached: `tokens` is `None` when the server could not say (that answer
 /// is kept too, so such a server is not asked on every run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CachedWindow {
+pub(crate) struct CachedWindow {
     pub tokens: Option<u64>,
     pub via: Option<String>,
     /// Seconds since the Unix epoch.
@@ -70,21 +70,13 @@ impl Cache {
         Cache { path, key }
     }
 
-    /// A disabled cache.
-    pub fn none() -> Cache {
-        Cache {
-            path: None,
-            key: String::new(),
-        }
-    }
-
     /// The file, when there is a cache.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
     /// The cached window, if fresh.
-    pub fn window(&self) -> Option<CachedWindow> {
+    pub(crate) fn window(&self) -> Option<CachedWindow> {
         self.read()?.window.filter(|w| fresh(w.at, WINDOW_TTL))
     }
 
@@ -96,7 +88,7 @@ impl Cache {
             .map(|q| q.quirks)
     }
 
-    pub fn store_window(&self, tokens: Option<u64>, via: Option<&str>) {
+    pub(crate) fn store_window(&self, tokens: Option<u64>, via: Option<&str>) {
         self.update(|e| {
             e.window = Some(CachedWindow {
                 tokens,
@@ -106,7 +98,7 @@ impl Cache {
         });
     }
 
-    pub fn store_quirks(&self, quirks: Quirks) {
+    pub(crate) fn store_quirks(&self, quirks: Quirks) {
         self.update(|e| e.quirks = Some(CachedQuirks { quirks, at: now() }));
     }
 

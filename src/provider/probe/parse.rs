@@ -14,10 +14,10 @@
 use serde_json::Value;
 
 /// A window and where it was read.
-pub type Found = (u64, &'static str);
+pub(crate) type Found = (u64, &'static str);
 
 /// The ids `/models` lists (`data[].id`), at most `max`.
-pub fn listed_ids(v: &Value, max: usize) -> Vec<String> {
+pub(crate) fn listed_ids(v: &Value, max: usize) -> Vec<String> {
     v.get("data")
         .and_then(Value::as_array)
         .into_iter()
@@ -31,7 +31,7 @@ pub fn listed_ids(v: &Value, max: usize) -> Vec<String> {
 /// The window `/models` states for `model`. A single-model llama.cpp server answers for the
 /// model it has loaded whatever name the client sends, so its one entry counts even when the
 /// names differ.
-pub fn window_from_models(v: &Value, model: &str) -> Option<Found> {
+pub(crate) fn window_from_models(v: &Value, model: &str) -> Option<Found> {
     let data = v.get("data")?.as_array()?;
     let entry = data
         .iter()
@@ -65,21 +65,21 @@ pub fn window_from_models(v: &Value, model: &str) -> Option<Found> {
 
 /// llama.cpp's `/props`: `n_ctx` at the top (older builds) or in
 /// `default_generation_settings` (newer ones); per slot, which is what one request gets.
-pub fn window_from_props(v: &Value) -> Option<Found> {
+pub(crate) fn window_from_props(v: &Value) -> Option<Found> {
     number_at(v, &["default_generation_settings", "n_ctx"])
         .or_else(|| number_at(v, &["n_ctx"]))
         .map(|n| (n, "llama.cpp /props (n_ctx)"))
 }
 
 /// Whether llama.cpp's chat template can render tools (`chat_template_caps.supports_tools`).
-pub fn tools_from_props(v: &Value) -> Option<bool> {
+pub(crate) fn tools_from_props(v: &Value) -> Option<bool> {
     v.get("chat_template_caps")?
         .get("supports_tools")?
         .as_bool()
 }
 
 /// LM Studio's `/api/v0/models`: the loaded context of `model`, or of the only loaded model.
-pub fn window_from_lmstudio(v: &Value, model: &str) -> Option<Found> {
+pub(crate) fn window_from_lmstudio(v: &Value, model: &str) -> Option<Found> {
     let data = v.get("data")?.as_array()?;
     let loaded = |m: &&Value| number_at(m, &["loaded_context_length"]).is_some();
     let entry = data
@@ -99,7 +99,7 @@ pub fn window_from_lmstudio(v: &Value, model: &str) -> Option<Found> {
 
 /// Ollama's `/api/show`: `num_ctx` from the model's parameters (what the server runs it with)
 /// when set, else the architecture's `<arch>.context_length`.
-pub fn window_from_ollama(v: &Value) -> Option<Found> {
+pub(crate) fn window_from_ollama(v: &Value) -> Option<Found> {
     let num_ctx = v
         .get("parameters")
         .and_then(Value::as_str)
@@ -130,7 +130,7 @@ pub fn window_from_ollama(v: &Value) -> Option<Found> {
 }
 
 /// Whether Ollama lists `tools` among the model's capabilities.
-pub fn tools_from_ollama(v: &Value) -> Option<bool> {
+pub(crate) fn tools_from_ollama(v: &Value) -> Option<bool> {
     let caps = v.get("capabilities")?.as_array()?;
     Some(caps.iter().any(|c| c.as_str() == Some("tools")))
 }
@@ -138,7 +138,7 @@ pub fn tools_from_ollama(v: &Value) -> Option<bool> {
 /// Windows of hosted models whose `/models` does not state them (OpenAI, DeepSeek), by model
 /// name prefix; the longest prefix wins. A wrong entry is corrected by the server's first
 /// context-length error, which names the real window.
-pub fn known_window(host: &str, model: &str) -> Option<Found> {
+pub(crate) fn known_window(host: &str, model: &str) -> Option<Found> {
     const OPENAI: &[(&str, u64)] = &[
         ("gpt-3.5-turbo", 16_385),
         ("gpt-4", 8_192),

@@ -52,7 +52,7 @@ impl Default for ReplyLimits {
 
 /// The same bounds for a reply that arrived whole (a non-streamed completion), whose size the
 /// caller already capped while reading it.
-pub(crate) fn check_calls(calls: &[ToolCall], limits: ReplyLimits) -> Result<(), ProviderError> {
+pub fn check_calls(calls: &[ToolCall], limits: ReplyLimits) -> Result<(), ProviderError> {
     if calls.len() > limits.max_tool_calls {
         return Err(ProviderError::Protocol(format!(
             "the reply has more than {} tool calls",
@@ -71,7 +71,7 @@ pub(crate) fn check_calls(calls: &[ToolCall], limits: ReplyLimits) -> Result<(),
     Ok(())
 }
 
-pub(crate) fn reply_too_large(max: usize) -> ProviderError {
+pub fn reply_too_large(max: usize) -> ProviderError {
     let size = if max >= 1 << 20 {
         format!("{} MiB", max >> 20)
     } else {
@@ -140,7 +140,7 @@ struct FunctionDelta<'a> {
 
 /// Tool-call `arguments` as text: the standard JSON string, or (some servers) the arguments
 /// object itself, which is written back out as JSON text.
-pub(crate) struct ArgsText<'a>(pub(crate) Cow<'a, str>);
+pub struct ArgsText<'a>(pub(crate) Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for ArgsText<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -184,7 +184,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for ArgsText<'a> {
 
 /// `usage` as OpenAI-compatible servers send it; missing numbers count as 0.
 #[derive(Deserialize)]
-pub(crate) struct WireUsage {
+pub struct WireUsage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
     #[serde(default)]
@@ -262,7 +262,7 @@ impl Assembler {
 
     /// Applies one event. Visible progress is appended to `out` (text is merged into a trailing
     /// `Text`); on `[DONE]` a `Done(reply)` is appended and `Ok(false)` returned: stop reading.
-    pub(crate) fn push(
+    pub fn push(
         &mut self,
         ev: SseEvent<'_>,
         out: &mut Vec<StreamEvent>,

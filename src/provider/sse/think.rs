@@ -46,7 +46,7 @@ pub(crate) struct ThinkSplitter {
 
 impl ThinkSplitter {
     /// Feeds one content delta; `emit` receives each decided piece in order (never empty).
-    pub(crate) fn push<E: FnMut(Part, &str)>(&mut self, text: &str, emit: &mut E) {
+    pub(super) fn push<E: FnMut(Part, &str)>(&mut self, text: &str, emit: &mut E) {
         if self.state == State::Answer {
             // The common path: the answer streams through untouched.
             if !text.is_empty() {

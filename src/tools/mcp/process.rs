@@ -20,7 +20,7 @@ use crate::sanitize::text::{floor_boundary, truncate};
 use crate::sync::lock;
 
 /// How long a server may take to exit after SIGTERM before it is killed.
-pub const GRACE: Duration = Duration::from_secs(2);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
 /// The most a server's stderr log grows to; older content is dropped when a start finds the
 /// file larger, and a running server's further output is discarded past it.
 const LOG_MAX_BYTES: u64 = 4 * 1024 * 1024;
@@ -43,7 +43,7 @@ pub(crate) type Pipes = (ChildStdout, ChildStdin);
 
 /// Starts `config.command` in `workspace` (or the configured folder). The error is a message
 /// for the user.
-pub(crate) fn spawn(
+pub(super) fn spawn(
     config: &ServerConfig,
     workspace: &Path,
     scrub: &[String],

@@ -39,7 +39,7 @@ pub(crate) struct McpTool {
 
 impl McpTool {
     /// Declares `remote` under a name no other tool has (`taken` says which are).
-    pub(crate) fn new(
+    pub(super) fn new(
         server: Arc<Server>,
         remote: rmcp::model::Tool,
         taken: &dyn Fn(&str) -> bool,
@@ -83,7 +83,7 @@ impl McpTool {
         }
     }
 
-    pub(crate) fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         &self.name
     }
 

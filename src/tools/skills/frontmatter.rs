@@ -25,7 +25,7 @@ pub(crate) struct Document<'a> {
 }
 
 impl Document<'_> {
-    pub fn get(&self, key: &str) -> Option<&Value> {
+    pub(super) fn get(&self, key: &str) -> Option<&Value> {
         self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 }
