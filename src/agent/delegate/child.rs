@@ -52,7 +52,7 @@ impl Context {
             auto_approve: false,
             subagents: None,
             skills: Arc::default(),
-            context_window: core.budget.window,
+            context_window: core.upkeep.window(),
             context_window_source: crate::protocol::WindowSource::Config,
             ..core.options.clone()
         };
@@ -62,7 +62,7 @@ impl Context {
             workspace: core.tool_ctx.workspace.clone(),
             parent_ctx: core.tool_ctx.clone(),
             options,
-            parent_session: core.session.id().to_string(),
+            parent_session: core.store.session.id().to_string(),
             call: call.to_string(),
             events: core.events.clone(),
             subagents: subagents.clone(),
