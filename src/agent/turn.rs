@@ -25,7 +25,7 @@ use super::spans::{self, Purpose};
 use crate::chat::estimate_message;
 use crate::chat::{Message, Role};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
-use crate::provider::{ChatRequest, FinishReason, ProviderError, Reply, StreamEvent};
+use crate::provider::{ChatRequest, EventStream, FinishReason, ProviderError, Reply, StreamEvent};
 
 /// How a turn fails when the model answered with nothing: no text and no tool call.
 const EMPTY_REPLY: &str = "the model returned an empty reply";
@@ -178,47 +178,7 @@ async fn request(
     round: Option<u32>,
     extra: Option<&Message>,
 ) -> Result<(Reply, u64), TurnEnd> {
-    // An interrupt that arrived while the last batch finished (e.g. right after a denial)
-    // must not let another request start.
-    if cancel.is_cancelled() {
-        return Err(TurnEnd::Interrupted);
-    }
-    // A tool (or a bash command) may have rewritten MiniCode.md: the request carries the
-    // file as it is now, and an invalid one fails the turn.
-    // Tools that joined (or left) since the last request are declared and counted now.
-    core.mcp.notices();
-    core.upkeep.current_tools();
-    // The first request of a session waits for the probe (bounded by the provider), so it is
-    // sent with the server's window, not the default.
-    core.upkeep
-        .await_probe(cancel, core.store.session.messages())
-        .await;
-    if cancel.is_cancelled() {
-        return Err(TurnEnd::Interrupted);
-    }
-    if let Err(error) = core.upkeep.refresh_memory() {
-        return Err(TurnEnd::Failed { error });
-    }
-    let budget = core
-        .upkeep
-        .ensure_budget(&mut core.store.session, cancel, stats);
-    let Ok(mut sent) = budget.await else {
-        return Err(TurnEnd::Interrupted);
-    };
-    // Compaction keeps the newest exchange verbatim; when that alone is far beyond the window
-    // (a huge tool argument, a giant paste) no server will take the request: say so here
-    // instead of sending it. The margin leaves room for our estimate being pessimistic.
-    let used = core.upkeep.used_tokens();
-    let window = core.upkeep.window();
-    if used > window + window / 4 {
-        return Err(TurnEnd::Failed {
-            error: format!(
-                "the conversation needs about {used} tokens even after compaction, more than the \
-                 model's window of {window}: the latest exchange alone is too large (start a new \
-                 request that does less at once, or /clear)"
-            ),
-        });
-    }
+    let mut sent = make_room(core, cancel, stats).await?;
     if let Some(round) = round {
         core.emit(Event::ModelRequestStarted { round });
     }
@@ -245,6 +205,65 @@ async fn request(
         }
         outcome = stream_reply(core, cancel, stats, extra).await;
     }
+    let reply = answered(core, outcome)?;
+    Ok((reply, sent))
+}
+
+/// Before a main request: the tools and the window brought up to date, memory re-read, and
+/// room made in the context (compacting when too little would remain). Returns the estimate
+/// of the request about to be sent, or how the turn ends when it must not be sent.
+async fn make_room(
+    core: &mut Core,
+    cancel: &CancellationToken,
+    stats: &mut TurnStats,
+) -> Result<u64, TurnEnd> {
+    // An interrupt that arrived while the last batch finished (e.g. right after a denial)
+    // must not let another request start.
+    if cancel.is_cancelled() {
+        return Err(TurnEnd::Interrupted);
+    }
+    // Tools that joined (or left) since the last request are declared and counted now.
+    core.mcp.notices();
+    core.upkeep.current_tools();
+    // The first request of a session waits for the probe (bounded by the provider), so it is
+    // sent with the server's window, not the default.
+    core.upkeep
+        .await_probe(cancel, core.store.session.messages())
+        .await;
+    if cancel.is_cancelled() {
+        return Err(TurnEnd::Interrupted);
+    }
+    // A tool (or a bash command) may have rewritten MiniCode.md: the request carries the
+    // file as it is now, and an invalid one fails the turn.
+    if let Err(error) = core.upkeep.refresh_memory() {
+        return Err(TurnEnd::Failed { error });
+    }
+    let budget = core
+        .upkeep
+        .ensure_budget(&mut core.store.session, cancel, stats);
+    let Ok(sent) = budget.await else {
+        return Err(TurnEnd::Interrupted);
+    };
+    // Compaction keeps the newest exchange verbatim; when that alone is far beyond the window
+    // (a huge tool argument, a giant paste) no server will take the request: say so here
+    // instead of sending it. The margin leaves room for our estimate being pessimistic.
+    let used = core.upkeep.used_tokens();
+    let window = core.upkeep.window();
+    if used > window + window / 4 {
+        return Err(TurnEnd::Failed {
+            error: format!(
+                "the conversation needs about {used} tokens even after compaction, more than the \
+                 model's window of {window}: the latest exchange alone is too large (start a new \
+                 request that does less at once, or /clear)"
+            ),
+        });
+    }
+    Ok(sent)
+}
+
+/// The reply a request produced, or how the turn ends: an empty reply, a failure (an exhausted
+/// quota is noted for goal mode) or the user's interrupt.
+fn answered(core: &mut Core, outcome: StreamOutcome) -> Result<Reply, TurnEnd> {
     match outcome {
         // Nothing is added to history: the prompt stays unanswered, and the context puts its
         // NO_REPLY filler before the next one, as after any failed request.
@@ -253,7 +272,7 @@ async fn request(
                 error: empty_reply_error(&reply),
             })
         }
-        StreamOutcome::Reply(reply) => Ok((reply, sent)),
+        StreamOutcome::Reply(reply) => Ok(reply),
         StreamOutcome::Failed(e @ ProviderError::NoTools { .. }) => Err(TurnEnd::Failed {
             error: format!(
                 "{e}. Use a model that supports tool calls, or run minicode with --no-tools for \
@@ -343,46 +362,10 @@ async fn stream_reply(
         content.input_messages(&span, &messages);
     }
     // Opened inside the span, so the provider's own `http_request` span is its child.
-    let mut stream = span.in_scope(|| core.provider.stream(&request));
+    let stream = span.in_scope(|| core.provider.stream(&request));
     drop(messages);
     stats.model_calls += 1;
-    let outcome = async {
-        loop {
-            let next = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return StreamOutcome::Cancelled,
-                next = stream.next() => next,
-            };
-            match next {
-                Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
-                Some(Ok(StreamEvent::Reasoning(text))) => {
-                    core.emit(Event::ReasoningDelta { text });
-                }
-                Some(Ok(StreamEvent::Retrying {
-                    attempt,
-                    max_attempts,
-                    delay_ms,
-                    reason,
-                })) => {
-                    core.emit(Event::Retrying {
-                        attempt,
-                        max_attempts,
-                        delay_ms,
-                        reason,
-                    });
-                }
-                Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(*reply),
-                Some(Err(e)) => return StreamOutcome::Failed(e),
-                None => {
-                    return StreamOutcome::Failed(ProviderError::Protocol(
-                        "stream ended without a complete reply".to_string(),
-                    ));
-                }
-            }
-        }
-    }
-    .instrument(span.clone())
-    .await;
+    let outcome = forward(core, stream, cancel).instrument(span.clone()).await;
     match &outcome {
         StreamOutcome::Reply(reply) => {
             spans::end_model_call(&span, Ok(reply));
@@ -404,6 +387,48 @@ async fn stream_reply(
         tracing::warn!(error = %e, "model call failed");
     }
     outcome
+}
+
+/// Forwards a reply's stream to frontends as it arrives, until it ends: with the reply, a
+/// failure (a stream that stops short is one) or the user's interrupt.
+async fn forward(
+    core: &Core,
+    mut stream: EventStream,
+    cancel: &CancellationToken,
+) -> StreamOutcome {
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return StreamOutcome::Cancelled,
+            next = stream.next() => next,
+        };
+        match next {
+            Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
+            Some(Ok(StreamEvent::Reasoning(text))) => {
+                core.emit(Event::ReasoningDelta { text });
+            }
+            Some(Ok(StreamEvent::Retrying {
+                attempt,
+                max_attempts,
+                delay_ms,
+                reason,
+            })) => {
+                core.emit(Event::Retrying {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                    reason,
+                });
+            }
+            Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(*reply),
+            Some(Err(e)) => return StreamOutcome::Failed(e),
+            None => {
+                return StreamOutcome::Failed(ProviderError::Protocol(
+                    "stream ended without a complete reply".to_string(),
+                ));
+            }
+        }
+    }
 }
 
 /// The round limit was reached: one last request without tools for a summary. It goes
