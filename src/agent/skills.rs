@@ -105,7 +105,7 @@ fn call_id() -> String {
 impl View {
     /// The skills not yet loaded in this session that `input` names a trigger of, with the
     /// trigger.
-    pub(crate) fn triggered_skills(&self, input: &str) -> Vec<(skills::Skill, String)> {
+    pub(crate) fn triggered(&self, input: &str) -> Vec<(skills::Skill, String)> {
         self.skills
             .triggered_by(input)
             .into_iter()

@@ -74,7 +74,7 @@ pub(crate) async fn run(
         // kept apart from them by a leading space.
         Input::User(text) => {
             let text = super::goal::record::escape_user_text(text);
-            let triggered = core.skills.triggered_skills(&text);
+            let triggered = core.skills.triggered(&text);
             (text, triggered)
         }
         Input::GoalRound(text) => (text, Vec::new()),
