@@ -2,7 +2,7 @@
 //! `Event`s. Frontends hold an `AgentHandle` and nothing else; the core never touches a
 //! terminal and asks for approvals only through `Event::ApprovalRequested` / `Op::Decide`.
 //! The core keeps the turn loop; the session, the context, goal mode, skills, MCP and
-//! sub-agents are parts it holds, each owning its state (see [`Core`]).
+//! sub-agents are parts it holds, each owning its state (see `Core`).
 
 mod approval;
 pub mod budget;
