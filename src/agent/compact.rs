@@ -121,19 +121,7 @@ pub async fn compact(
     stats: &mut TurnStats,
 ) -> Result<CompactOutcome, CompactError> {
     validate::history(messages).map_err(CompactError::Invalid)?;
-    let start = previous
-        .map_or(0, |c| c.first_kept_index)
-        .min(messages.len());
-    let mut boundary = keep_boundary(messages, request.keep_recent_tokens);
-    if request.latest_exchange_only
-        && let Some(latest) = messages.iter().rposition(|m| m.role == Role::User)
-    {
-        // A user message always starts a unit, so this never splits a tool batch.
-        boundary = boundary.max(latest);
-    }
-    if boundary <= start {
-        return Err(CompactError::NothingToCompact);
-    }
+    let (start, boundary) = span_to_fold(messages, previous, request)?;
     let transcript = transcript(&messages[start..boundary], start);
     let mut summary: Option<String> = previous.map(|c| c.summary.clone());
     let mut rest = transcript.as_str();
@@ -161,44 +149,9 @@ pub async fn compact(
             part + 1,
             !after.is_empty(),
         );
-        let system = Message::system(SUMMARY_SYSTEM_PROMPT);
-        let user = Message::user(prompt);
-        let refs = [&system, &user];
-        let input = estimate_message(&system) + estimate_message(&user);
-        let room = request
-            .window
-            .saturating_sub(input)
-            .clamp(MIN_REPLY_TOKENS, u64::from(u32::MAX));
-        let chat = ChatRequest {
-            messages: &refs,
-            tools: &[],
-            // Servers refuse `input + max_tokens > window`; `room` fits in u32 by the clamp.
-            max_tokens: request.max_tokens.min(room as u32),
-        };
-        if cancel.is_cancelled() {
-            return Err(CompactError::Cancelled);
-        }
-        let span = super::spans::model_call(
-            provider.model(),
-            provider.server(),
-            chat.max_tokens,
-            super::spans::Purpose::Compaction,
-        );
-        let future = span.in_scope(|| provider.chat(&chat));
         // Counted once sent: a call cancelled halfway may still have cost tokens.
         calls += 1;
-        stats.summary_calls += 1;
-        let result = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => {
-                super::spans::cancel_model_call(&span);
-                return Err(CompactError::Cancelled);
-            }
-            result = tracing::Instrument::instrument(future, span.clone()) => result,
-        };
-        super::spans::end_model_call(&span, result.as_ref());
-        drop(span);
-        match result {
+        match summary_call(provider, prompt, request, cancel, stats).await? {
             Ok(reply) => {
                 stats.summary_tokens.add(reply.usage);
                 outcome_usage.add(reply.usage);
@@ -226,6 +179,77 @@ pub async fn compact(
         usage: outcome_usage,
         chunks: part,
     })
+}
+
+/// The part of the history a compaction folds, `start..boundary`: from the end of the previous
+/// summary up to the recent history kept verbatim (for `/compact`, at most the newest exchange
+/// is kept). Nothing in between is nothing to compact.
+fn span_to_fold(
+    messages: &[Message],
+    previous: Option<&Checkpoint>,
+    request: &CompactRequest<'_>,
+) -> Result<(usize, usize), CompactError> {
+    let start = previous
+        .map_or(0, |c| c.first_kept_index)
+        .min(messages.len());
+    let mut boundary = keep_boundary(messages, request.keep_recent_tokens);
+    if request.latest_exchange_only
+        && let Some(latest) = messages.iter().rposition(|m| m.role == Role::User)
+    {
+        // A user message always starts a unit, so this never splits a tool batch.
+        boundary = boundary.max(latest);
+    }
+    if boundary <= start {
+        return Err(CompactError::NothingToCompact);
+    }
+    Ok((start, boundary))
+}
+
+/// One summary call for `prompt` inside its `model_call` span, its reply room cut to what the
+/// window leaves. It is counted in `stats` once sent; the outer error is cancellation, the
+/// inner one the provider's answer, which the caller may retry with a smaller chunk.
+async fn summary_call(
+    provider: &dyn Provider,
+    prompt: String,
+    request: &CompactRequest<'_>,
+    cancel: &CancellationToken,
+    stats: &mut TurnStats,
+) -> Result<Result<Reply, ProviderError>, CompactError> {
+    let system = Message::system(SUMMARY_SYSTEM_PROMPT);
+    let user = Message::user(prompt);
+    let refs = [&system, &user];
+    let input = estimate_message(&system) + estimate_message(&user);
+    let room = request
+        .window
+        .saturating_sub(input)
+        .clamp(MIN_REPLY_TOKENS, u64::from(u32::MAX));
+    let chat = ChatRequest {
+        messages: &refs,
+        tools: &[],
+        // Servers refuse `input + max_tokens > window`; `room` fits in u32 by the clamp.
+        max_tokens: request.max_tokens.min(room as u32),
+    };
+    if cancel.is_cancelled() {
+        return Err(CompactError::Cancelled);
+    }
+    let span = super::spans::model_call(
+        provider.model(),
+        provider.server(),
+        chat.max_tokens,
+        super::spans::Purpose::Compaction,
+    );
+    let future = span.in_scope(|| provider.chat(&chat));
+    stats.summary_calls += 1;
+    let result = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            super::spans::cancel_model_call(&span);
+            return Err(CompactError::Cancelled);
+        }
+        result = tracing::Instrument::instrument(future, span.clone()) => result,
+    };
+    super::spans::end_model_call(&span, result.as_ref());
+    Ok(result)
 }
 
 fn chunk_tokens(chunk: &str) -> u64 {

@@ -1,25 +1,140 @@
 //! Keeps the core's model context in shape between requests: reloads project memory, checks
 //! the budget before each main request, compacts (automatically, on `/compact`, or after the
-//! server reports an overflow), and assembles and validates each request's messages.
+//! server reports an overflow), tracks the window in use (`window.rs`), and assembles and
+//! validates each request's messages.
 //!
 //! It is the glue between the pure pieces (`budget`, `context`, `compact`, `memory`,
 //! `validate`) and the loop; it never streams, runs tools or touches approvals.
 
+mod window;
+
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::Core;
 use super::compact::{self, CompactError, CompactRequest};
-use super::validate;
-use crate::chat::Message;
+use super::{Emitter, budget, context, validate};
+use crate::chat::{Message, ToolSpec};
 use crate::memory;
-use crate::protocol::{Event, TurnEnd, TurnStats};
+use crate::protocol::{Event, TurnEnd, TurnStats, WindowSource};
+use crate::provider::Provider;
+use crate::session::Session;
+use crate::tools::{Registry, ToolCtx};
 
-impl Core {
+/// The core's context upkeep. Its invariant: the estimates in `context` always describe the
+/// session's messages and the tools last declared, so every request is checked against the
+/// window actually in use (`budget`), whichever source set it.
+pub(crate) struct Upkeep {
+    /// System prompt, memory, checkpoint ledger and cached estimates of the model context.
+    context: context::Context,
+    /// The main conversation's token budget (its window may be replaced by a server-stated one).
+    budget: budget::Budget,
+    /// Where the budget's window came from.
+    window_source: WindowSource,
+    /// The probe of the server started with the session, until it lands.
+    probe: window::PendingProbe,
+    /// The stamp of MiniCode.md at its last load and that load's outcome, so the check before
+    /// each request re-reads the file only when it was touched.
+    memory_seen: Option<(memory::Stamp, Result<(), String>)>,
+    /// What the last request declared, and the registry generation it was taken at.
+    tool_specs: (u64, Arc<[ToolSpec]>),
+    provider: Arc<dyn Provider>,
+    registry: Arc<Registry>,
+    /// The workspace, and the output limit that follows the window.
+    tool_ctx: Arc<ToolCtx>,
+    events: Emitter,
+}
+
+/// What [`Upkeep::new`] starts from.
+pub(crate) struct Start {
+    pub system_prompt: String,
+    pub window: u64,
+    pub window_source: WindowSource,
+    pub reserve: Option<u64>,
+    pub keep: Option<u64>,
+}
+
+impl Upkeep {
+    /// The context for `session`: the system prompt, the registry's tools as they are now, the
+    /// session's checkpoint. A checkpoint that does not fit the history is dropped; the error
+    /// says why, for the start-up warning.
+    pub(crate) fn new(
+        start: Start,
+        session: &Session,
+        provider: Arc<dyn Provider>,
+        registry: Arc<Registry>,
+        tool_ctx: Arc<ToolCtx>,
+        events: Emitter,
+    ) -> (Self, Option<String>) {
+        let specs = registry.specs();
+        let generation = registry.generation();
+        let mut context = context::Context::new(start.system_prompt, &specs);
+        tool_ctx.set_output_limit(start.window);
+        // The CLI validated these already; a library caller with odd values gets the defaults.
+        let budget = budget::Budget::new(start.window, start.reserve, start.keep)
+            .unwrap_or_else(|_| budget::Budget::for_window(start.window));
+        let problem = context
+            .set_checkpoint(session.checkpoint().cloned(), session.messages())
+            .err()
+            .map(|e| e.to_string());
+        let upkeep = Self {
+            context,
+            budget,
+            window_source: start.window_source,
+            probe: None,
+            memory_seen: None,
+            tool_specs: (generation, specs),
+            provider,
+            registry,
+            tool_ctx,
+            events,
+        };
+        (upkeep, problem)
+    }
+
+    /// Another session took the place of the last one: its checkpoint replaces the old one and
+    /// the cached estimates (an error says why the checkpoint was dropped).
+    pub(crate) fn reset(&mut self, session: &Session) -> Result<(), String> {
+        self.context
+            .set_checkpoint(session.checkpoint().cloned(), session.messages())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Takes the registry's tools for the next main request when they changed since the last
+    /// one, and refreshes the context's estimate of the declarations with them.
+    pub(crate) fn current_tools(&mut self) {
+        let generation = self.registry.generation();
+        if generation != self.tool_specs.0 {
+            let specs = self.registry.specs();
+            self.context.set_tools(&specs);
+            self.tool_specs = (generation, specs);
+        }
+    }
+
+    /// The tools the next main request declares.
+    pub(crate) fn tool_specs(&self) -> Arc<[ToolSpec]> {
+        self.tool_specs.1.clone()
+    }
+
+    /// The window in use: the server's, once it stated one, else the configured one.
+    pub(crate) fn window(&self) -> u64 {
+        self.budget.window
+    }
+
+    /// The calibrated size of the next request.
+    pub(crate) fn used_tokens(&self) -> u64 {
+        self.context.used_tokens()
+    }
+
+    /// What a reply may ask for beside `input` tokens, within `max_tokens`.
+    pub(crate) fn reply_tokens(&self, input: u64, max_tokens: u32) -> u32 {
+        self.budget.reply_tokens(input, max_tokens)
+    }
+
     /// Reads `MiniCode.md` again, whatever its stamp. An error clears the memory (never stale
     /// content) and is returned for the caller to fail the turn with. Announces a (changed)
-    /// memory. The outcome is remembered with the file's stamp for [`Core::refresh_memory`].
+    /// memory. The outcome is remembered with the file's stamp for [`Upkeep::refresh_memory`].
     pub(crate) fn reload_memory(&mut self) -> Result<(), String> {
         // Stat before reading: a change racing the read leaves a stale stamp, so the next
         // refresh reads again rather than missing it.
@@ -31,7 +146,7 @@ impl Core {
                 if changed {
                     self.context.set_memory(Some(&m));
                     let path = crate::fsutil::display_path(&self.tool_ctx.workspace, &m.path);
-                    self.emit(Event::MemoryLoaded {
+                    self.events.emit(Event::MemoryLoaded {
                         path,
                         tokens: m.tokens,
                     });
@@ -67,13 +182,14 @@ impl Core {
     /// appended for this request only.
     pub(crate) fn request_messages<'a>(
         &'a self,
+        session: &'a Session,
         extra: Option<&'a Message>,
     ) -> Result<Vec<&'a Message>, String> {
-        let history = self.session.messages();
+        let history = session.messages();
         let mut messages = self.context.build(history);
         messages.extend(extra);
         // What the last save checked is not parsed again (see `validate::request`).
-        let checked = &history[..self.session.settled().min(history.len())];
+        let checked = &history[..session.settled().min(history.len())];
         validate::request(&messages, checked).map_err(|e| e.to_string())?;
         Ok(messages)
     }
@@ -84,15 +200,16 @@ impl Core {
     /// out; only cancellation is an error.
     pub(crate) async fn ensure_budget(
         &mut self,
+        session: &mut Session,
         cancel: &CancellationToken,
         stats: &mut TurnStats,
     ) -> Result<u64, CompactError> {
-        self.context.sync(self.session.messages());
+        self.context.sync(session.messages());
         if self.context.needs_compaction(&self.budget) {
-            match self.compact_now(None, false, cancel, stats).await {
+            match self.compact_now(session, None, false, cancel, stats).await {
                 Ok(()) | Err(CompactError::NothingToCompact) => {}
                 Err(CompactError::Cancelled) => return Err(CompactError::Cancelled),
-                Err(e) => self.emit(Event::Warning {
+                Err(e) => self.events.emit(Event::Warning {
                     message: format!("automatic compaction failed: {}", chain(&e)),
                 }),
             }
@@ -104,19 +221,21 @@ impl Core {
     /// compact so the same request can be sent once more.
     pub(crate) async fn recover_overflow(
         &mut self,
+        session: &mut Session,
         window: Option<u64>,
         cancel: &CancellationToken,
         stats: &mut TurnStats,
     ) -> Result<u64, CompactError> {
         if let Some(w) = window.filter(|w| *w != self.budget.window) {
-            self.set_window(w, crate::protocol::WindowSource::ServerError);
-            self.emit(Event::Warning {
+            self.set_window(w, WindowSource::ServerError, session.messages());
+            self.events.emit(Event::Warning {
                 message: format!(
                     "the server's context window is {w} tokens; using it for this session"
                 ),
             });
         }
-        self.compact_now(None, false, cancel, stats).await?;
+        self.compact_now(session, None, false, cancel, stats)
+            .await?;
         Ok(self.context.estimated_tokens())
     }
 
@@ -124,6 +243,7 @@ impl Core {
     /// they were. `manual` (`/compact`) keeps only the newest exchange verbatim.
     pub(crate) async fn compact_now(
         &mut self,
+        session: &mut Session,
         instructions: Option<&str>,
         manual: bool,
         cancel: &CancellationToken,
@@ -132,7 +252,7 @@ impl Core {
         use tracing::Instrument;
         let span = super::spans::compaction(manual);
         let result = self
-            .compact_in_span(instructions, manual, cancel, stats, &span)
+            .compact_in_span(session, instructions, manual, cancel, stats, &span)
             .instrument(span.clone())
             .await;
         if let Err(e) = &result {
@@ -143,6 +263,7 @@ impl Core {
 
     async fn compact_in_span(
         &mut self,
+        session: &mut Session,
         instructions: Option<&str>,
         manual: bool,
         cancel: &CancellationToken,
@@ -156,14 +277,14 @@ impl Core {
         let previous = self.context.checkpoint().cloned();
         let outcome = compact::compact(
             self.provider.as_ref(),
-            self.session.messages(),
+            session.messages(),
             previous.as_ref(),
             &request,
             cancel,
             stats,
         )
         .await?;
-        let messages = self.session.messages();
+        let messages = session.messages();
         let adopted = self
             .context
             .adopt(outcome.checkpoint.clone(), messages)
@@ -181,19 +302,19 @@ impl Core {
                 return Err(e);
             }
         };
-        self.session.set_checkpoint(Some(outcome.checkpoint));
+        session.set_checkpoint(Some(outcome.checkpoint));
         super::spans::end_compaction(
             span,
             outcome.messages_summarized,
             adopted.tokens_before,
             adopted.tokens_after,
         );
-        self.emit(Event::Compacted {
+        self.events.emit(Event::Compacted {
             tokens_before: adopted.tokens_before,
             tokens_after: adopted.tokens_after,
             messages_summarized: outcome.messages_summarized,
         });
-        self.report_context();
+        self.report_context(session.messages());
         Ok(())
     }
 
@@ -202,6 +323,7 @@ impl Core {
     /// totals and saves. Having nothing to compact is a warning, not a failure.
     pub(crate) async fn manual_compact(
         &mut self,
+        session: &mut Session,
         instructions: Option<String>,
         cancel: &CancellationToken,
     ) -> (TurnEnd, TurnStats) {
@@ -210,13 +332,13 @@ impl Core {
         let end = match self.reload_memory() {
             Err(error) => TurnEnd::Failed { error },
             Ok(()) => match self
-                .compact_now(instructions.as_deref(), true, cancel, &mut stats)
+                .compact_now(session, instructions.as_deref(), true, cancel, &mut stats)
                 .await
             {
                 Ok(()) => TurnEnd::Completed,
                 Err(CompactError::Cancelled) => TurnEnd::Interrupted,
                 Err(e @ CompactError::NothingToCompact) => {
-                    self.emit(Event::Warning { message: chain(&e) });
+                    self.events.emit(Event::Warning { message: chain(&e) });
                     TurnEnd::Completed
                 }
                 Err(e) => TurnEnd::Failed { error: chain(&e) },
@@ -227,17 +349,22 @@ impl Core {
     }
 
     /// Reports the calibrated size of the context after a main request.
-    pub(crate) fn report_usage(&mut self, sent_estimate: u64, usage: Option<crate::chat::Usage>) {
+    pub(crate) fn report_usage(
+        &mut self,
+        messages: &[Message],
+        sent_estimate: u64,
+        usage: Option<crate::chat::Usage>,
+    ) {
         self.context.calibrate(sent_estimate, usage);
-        self.report_context();
+        self.report_context(messages);
     }
 
     /// Emits `ContextUsage`: the calibrated size of the next request against the window in
     /// use (the server's, once it stated one). Sent at session start and resume, after every
     /// main request and after every compaction.
-    pub(crate) fn report_context(&mut self) {
-        self.context.sync(self.session.messages());
-        self.emit(Event::ContextUsage {
+    pub(crate) fn report_context(&mut self, messages: &[Message]) {
+        self.context.sync(messages);
+        self.events.emit(Event::ContextUsage {
             tokens: self.context.used_tokens(),
             window: self.budget.window,
         });

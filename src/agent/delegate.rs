@@ -10,6 +10,9 @@
 //! [`Subagents`] value bounds how many children run at once and how long each may take.
 
 mod child;
+mod offer;
+
+pub(crate) use offer::Offer;
 
 use std::sync::Arc;
 use std::time::Duration;

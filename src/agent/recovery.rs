@@ -29,6 +29,13 @@ pub(crate) const UNKNOWN_RESULT: &str = "execution_unknown: minicode stopped whi
 running, before its result was saved; whether it took effect is unknown, and it was not run \
 again. Check its effect before repeating it.";
 
+/// The open calls sorted by what the journal says: those that had started are answered as
+/// unknown, those after one (or after a stop) as not run, and the rest may run now.
+struct Sorted {
+    unknown: Vec<String>,
+    runnable: Vec<ToolCall>,
+}
+
 impl Core {
     /// Answers `recovery` for the calls `open` (left without a result, in call order) as one
     /// turn. Returns true if a shutdown was asked for meanwhile.
@@ -39,87 +46,76 @@ impl Core {
         ops: &mut mpsc::UnboundedReceiver<Op>,
         queue: &mut VecDeque<Op>,
     ) -> bool {
-        let turn = self.start_turn();
+        let turn = self.store.start_turn();
         let started_at = Instant::now();
-        let calls = self.open_calls(&open);
+        let Sorted { unknown, runnable } = self.sort_open(&recovery, &open);
+        if runnable.is_empty() {
+            self.store.save_and_finish(&unknown);
+            let end = nothing_to_run(&unknown, recovery.cancelled);
+            let stats = TurnStats {
+                wall: started_at.elapsed(),
+                ..TurnStats::default()
+            };
+            self.store.finish_turn(turn, end, stats, true);
+            return false;
+        }
+        let cancel = CancellationToken::new();
+        let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
+        let (events, skills, mcp) = (self.events.clone(), self.skills.clone(), self.mcp.clone());
+        let running = resume(self, runnable, cancel.clone(), &mut decide_rx);
+        let busy = Busy {
+            events: &events,
+            skills: &skills,
+            mcp: &mcp,
+        };
+        let ((end, mut stats), shutdown) =
+            serve_ops(running, ops, queue, &cancel, Some(&decide_tx), busy).await;
+        stats.wall = started_at.elapsed();
+        self.store.finish_turn(turn, end, stats, true);
+        shutdown
+    }
+
+    /// Answers the open calls that must not run (see [`Sorted`]) and returns the rest.
+    fn sort_open(&mut self, recovery: &Recovery, open: &[CallId]) -> Sorted {
+        let calls = self.open_calls(open);
         let started: HashSet<&str> = recovery.started.iter().map(String::as_str).collect();
-        let mut unknown: Vec<String> = Vec::new();
-        let mut runnable: Vec<ToolCall> = Vec::new();
-        for call in &calls {
+        let mut sorted = Sorted {
+            unknown: Vec::new(),
+            runnable: Vec::new(),
+        };
+        for call in calls {
             if started.contains(call.id.as_str()) {
-                unknown.push(call.id.clone());
-                self.session.push_result(
+                sorted.unknown.push(call.id.clone());
+                self.store.session.push_result(
                     call.id.clone(),
                     UNKNOWN_RESULT,
                     ToolStatus::ExecutionUnknown,
                     None,
                 );
                 self.emit(Event::ToolCallEnded {
-                    call: call.id.clone(),
+                    call: call.id,
                     status: ToolStatus::ExecutionUnknown,
                     output: UNKNOWN_RESULT.to_string(),
                 });
-            } else if !unknown.is_empty() || recovery.cancelled {
-                self.session.push_result(
-                    call.id.clone(),
+            } else if !sorted.unknown.is_empty() || recovery.cancelled {
+                self.store.session.push_result(
+                    call.id,
                     "not run: the run was stopped before this call started",
                     ToolStatus::Interrupted,
                     None,
                 );
             } else {
-                runnable.push(call.clone());
+                sorted.runnable.push(call);
             }
         }
-        if runnable.is_empty() {
-            let saved = self.save();
-            if saved && let Some(journal) = &self.journal {
-                for id in &unknown {
-                    journal.finished(id);
-                }
-            }
-            let end = if let Some(first) = unknown.first() {
-                TurnEnd::Failed {
-                    error: format!(
-                        "tool call {first} had started when minicode stopped; its outcome is \
-                         unknown and it was not run again"
-                    ),
-                }
-            } else if recovery.cancelled {
-                TurnEnd::Interrupted
-            } else {
-                TurnEnd::Failed {
-                    error: "minicode stopped during this turn; nothing was left to resume".into(),
-                }
-            };
-            let stats = TurnStats {
-                wall: started_at.elapsed(),
-                ..TurnStats::default()
-            };
-            self.finish_turn(turn, end, stats, true);
-            return false;
-        }
-        let cancel = CancellationToken::new();
-        let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
-        let events = self.events.clone();
-        let view = self.skills.clone();
-        let mcp = self.mcp.clone();
-        let running = resume(self, runnable, cancel.clone(), &mut decide_rx);
-        let busy = Busy {
-            events: &events,
-            skills: &view,
-            mcp: mcp.as_deref(),
-        };
-        let ((end, mut stats), shutdown) =
-            serve_ops(running, ops, queue, &cancel, Some(&decide_tx), busy).await;
-        stats.wall = started_at.elapsed();
-        self.finish_turn(turn, end, stats, true);
-        shutdown
+        sorted
     }
 
     /// The calls of the last assistant message named in `open`, in call order.
     fn open_calls(&self, open: &[CallId]) -> Vec<ToolCall> {
         let wanted: HashSet<&str> = open.iter().map(String::as_str).collect();
-        self.session
+        self.store
+            .session
             .messages()
             .iter()
             .rev()
@@ -132,6 +128,25 @@ impl Core {
                     .collect()
             })
             .unwrap_or_default()
+    }
+}
+
+/// How a recovered run ends when none of its calls may run: failed on the first call whose
+/// outcome is unknown, interrupted when the user had stopped it, else failed with nothing left.
+fn nothing_to_run(unknown: &[String], cancelled: bool) -> TurnEnd {
+    if let Some(first) = unknown.first() {
+        TurnEnd::Failed {
+            error: format!(
+                "tool call {first} had started when minicode stopped; its outcome is unknown and \
+                 it was not run again"
+            ),
+        }
+    } else if cancelled {
+        TurnEnd::Interrupted
+    } else {
+        TurnEnd::Failed {
+            error: "minicode stopped during this turn; nothing was left to resume".into(),
+        }
     }
 }
 

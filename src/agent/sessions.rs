@@ -13,19 +13,19 @@ impl Core {
     pub(crate) fn new_session(&mut self) {
         match Session::create(&self.tool_ctx.workspace) {
             Ok(session) => {
-                self.save();
-                let old = std::mem::replace(&mut self.session, session);
+                self.store.save();
+                let old = self.store.replace(session);
                 if let Err(e) = old.discard_if_empty() {
                     tracing::warn!(error = %e, "could not remove an empty session");
                 }
                 // A fresh history: drop the old checkpoint and cached estimates.
-                let _ = self.context.set_checkpoint(None, self.session.messages());
+                let _ = self.upkeep.reset(&self.store.session);
                 self.approved_tools.clear();
-                self.skills.loaded.set(Vec::new());
+                self.skills.restore(self.store.session.messages());
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
-                self.emit(self.window_set());
-                self.goal_start();
+                self.emit(self.upkeep.window_set());
+                self.goal.start(self.store.session.messages());
                 self.report_context();
             }
             Err(e) => self.emit(Event::Error {
@@ -37,7 +37,7 @@ impl Core {
     pub(crate) fn fork(&mut self) {
         // The copy is taken from memory; the original's file is not written again (the core
         // saved it when its last turn ended), so forking leaves it exactly as it was.
-        let copy = match self.session.fork() {
+        let copy = match self.store.session.fork() {
             Ok(copy) => copy,
             Err(e) => {
                 self.emit(Event::Error {
@@ -46,36 +46,25 @@ impl Core {
                 return;
             }
         };
-        let parent = std::mem::replace(&mut self.session, copy);
+        let parent = self.store.replace(copy);
         let parent_id = parent.id().to_string();
         // Dropping the original releases its lock.
         drop(parent);
         self.approved_tools.clear();
         self.tool_ctx.forget_seen();
-        if let Err(e) = self
-            .context
-            .set_checkpoint(self.session.checkpoint().cloned(), self.session.messages())
-        {
+        if let Err(e) = self.upkeep.reset(&self.store.session) {
             self.emit(Event::Warning {
                 message: format!("ignoring the saved compaction checkpoint: {e}"),
             });
         }
         self.emit(Event::SessionForked {
             parent_id,
-            session_id: self.session.id().to_string(),
+            session_id: self.store.session.id().to_string(),
         });
         self.emit(self.configured());
-        if !self.session.messages().is_empty() {
-            self.emit(Event::HistoryRestored {
-                entries: super::history::entries(
-                    &self.session,
-                    &self.tool_ctx.secrets,
-                    &self.registry,
-                ),
-            });
-        }
-        self.emit(self.window_set());
-        self.goal_start();
+        self.restore_history();
+        self.emit(self.upkeep.window_set());
+        self.goal.start(self.store.session.messages());
         self.report_context();
     }
 }

@@ -10,12 +10,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::Core;
+use super::Emitter;
 use crate::chat::{Message, ToolCall, ToolStatus};
 use crate::protocol::{Event, SkillEntry, SkillState};
+use crate::session::Session;
 use crate::sync::lock;
-use crate::tools::ToolOutput;
 use crate::tools::skills::{self, Skills};
+use crate::tools::{ToolCtx, ToolOutput};
 
 /// The names of the skills loaded in this session, shared with the op loop so `/skills` is
 /// answered while a turn runs. Locked only for a copy or an insert, never across an await.
@@ -44,14 +45,35 @@ impl Loaded {
     }
 }
 
-/// The catalog and the session's loaded set: what answers `Op::ListSkills`.
+/// Skills as a part of the core: the catalog and the session's loaded set, which also answers
+/// `Op::ListSkills` while a turn runs (a clone shares the set). Its invariant: the loaded set
+/// is what the history says was loaded, so it is restored from the history, never kept apart.
 #[derive(Debug, Clone)]
 pub(crate) struct View {
-    pub skills: Arc<Skills>,
-    pub loaded: Loaded,
+    skills: Arc<Skills>,
+    loaded: Loaded,
+    events: Emitter,
 }
 
 impl View {
+    pub(crate) fn new(skills: Arc<Skills>, events: Emitter) -> Self {
+        Self {
+            skills,
+            loaded: Loaded::default(),
+            events,
+        }
+    }
+
+    /// The loaded set as the history `messages` has it (a resume, a fork, a new session).
+    pub(crate) fn restore(&self, messages: &[Message]) {
+        self.loaded.set(skills::loaded_in(messages));
+    }
+
+    /// What discovery found wrong with the catalog, for the start-up warnings.
+    pub(crate) fn warnings(&self) -> &[String] {
+        self.skills.warnings()
+    }
+
     pub(crate) fn listed(&self) -> Event {
         let skills = self
             .skills
@@ -80,15 +102,14 @@ fn call_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..9].to_string()
 }
 
-impl Core {
+impl View {
     /// The skills not yet loaded in this session that `input` names a trigger of, with the
     /// trigger.
-    pub(crate) fn triggered_skills(&self, input: &str) -> Vec<(skills::Skill, String)> {
+    pub(crate) fn triggered(&self, input: &str) -> Vec<(skills::Skill, String)> {
         self.skills
-            .skills
             .triggered_by(input)
             .into_iter()
-            .filter(|(s, _)| !self.skills.loaded.contains(&s.name))
+            .filter(|(s, _)| !self.loaded.contains(&s.name))
             .map(|(s, t)| (s.clone(), t.to_string()))
             .collect()
     }
@@ -96,7 +117,12 @@ impl Core {
     /// Loads the skills the user's message triggered (it is already in history): one `skill`
     /// call for them all and a result per skill, each reported with `SkillLoaded`. A skill
     /// that can no longer be read is reported and left out.
-    pub(crate) async fn load_triggered(&mut self, hits: Vec<(skills::Skill, String)>) {
+    pub(crate) async fn load_triggered(
+        &self,
+        hits: Vec<(skills::Skill, String)>,
+        session: &mut Session,
+        tool_ctx: &ToolCtx,
+    ) {
         if hits.is_empty() {
             return;
         }
@@ -112,14 +138,14 @@ impl Core {
             let text = match loaded {
                 Ok(text) => text,
                 Err(e) => {
-                    self.emit(Event::Warning {
+                    self.events.emit(Event::Warning {
                         message: format!("skill {name} (trigger {trigger:?}) was not loaded: {e}"),
                     });
                     continue;
                 }
             };
-            let text = self.tool_ctx.secrets.redact(text);
-            let text = skills::fit(text, self.tool_ctx.output_limit());
+            let text = tool_ctx.secrets.redact(text);
+            let text = skills::fit(text, tool_ctx.output_limit());
             let args = skills::Args {
                 name: name.clone(),
                 file: None,
@@ -131,8 +157,8 @@ impl Core {
             };
             results.push((call.id.clone(), text, name.clone()));
             calls.push(call);
-            self.skills.loaded.insert(&name);
-            self.emit(Event::SkillLoaded {
+            self.loaded.insert(&name);
+            self.events.emit(Event::SkillLoaded {
                 name,
                 source,
                 trigger: Some(trigger),
@@ -141,16 +167,15 @@ impl Core {
         if calls.is_empty() {
             return;
         }
-        self.session.push(Message::assistant(None, calls));
+        session.push(Message::assistant(None, calls));
         for (id, text, name) in results {
-            self.session
-                .push_result(id, text, ToolStatus::Succeeded, Some(name));
+            session.push_result(id, text, ToolStatus::Succeeded, Some(name));
         }
     }
 
     /// After a tool call ran: a `skill` call that loaded a skill's instructions marks it
     /// loaded and is reported.
-    pub(crate) fn note_skill_call(&mut self, call: &ToolCall, output: &ToolOutput) {
+    pub(crate) fn note_call(&self, call: &ToolCall, output: &ToolOutput) {
         if call.name != skills::TOOL_NAME || output.status != ToolStatus::Succeeded {
             return;
         }
@@ -163,14 +188,13 @@ impl Core {
         {
             return;
         }
-        self.skills.loaded.insert(&args.name);
+        self.loaded.insert(&args.name);
         let source = self
-            .skills
             .skills
             .get(&args.name)
             .map(|s| s.root.clone())
             .unwrap_or_default();
-        self.emit(Event::SkillLoaded {
+        self.events.emit(Event::SkillLoaded {
             name: args.name,
             source,
             trigger: None,

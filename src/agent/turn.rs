@@ -25,7 +25,7 @@ use super::spans::{self, Purpose};
 use crate::chat::estimate_message;
 use crate::chat::{Message, Role};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
-use crate::provider::{ChatRequest, FinishReason, ProviderError, Reply, StreamEvent};
+use crate::provider::{ChatRequest, EventStream, FinishReason, ProviderError, Reply, StreamEvent};
 
 /// How a turn fails when the model answered with nothing: no text and no tool call.
 const EMPTY_REPLY: &str = "the model returned an empty reply";
@@ -52,7 +52,7 @@ enum StreamOutcome {
     Cancelled,
 }
 
-/// Runs one turn to its end and reports how it ended. History and totals in `core.session` are
+/// Runs one turn to its end and reports how it ended. History and totals in `core.store.session` are
 /// updated as it goes; the caller saves at the end.
 pub(crate) async fn run(
     core: &mut Core,
@@ -65,7 +65,7 @@ pub(crate) async fn run(
     // Memory is read fresh before every user turn; a bad file fails the turn before the prompt
     // enters history, so no unanswered user message is left behind (the frontend still shows
     // the prompt, and the user can send it again once the file is fixed).
-    if let Err(error) = core.reload_memory() {
+    if let Err(error) = core.upkeep.reload_memory() {
         stats.wall = started.elapsed();
         return (TurnEnd::Failed { error }, stats);
     }
@@ -74,30 +74,34 @@ pub(crate) async fn run(
         // kept apart from them by a leading space.
         Input::User(text) => {
             let text = super::goal::record::escape_user_text(text);
-            let triggered = core.triggered_skills(&text);
+            let triggered = core.skills.triggered(&text);
             (text, triggered)
         }
         Input::GoalRound(text) => (text, Vec::new()),
     };
-    let span = spans::turn(core.session.id(), core.session.parent().is_some());
+    let session = &core.store.session;
+    let span = spans::turn(session.id(), session.parent().is_some());
     let ctx = core.tool_ctx.clone();
     let content = core.content(&ctx);
     if let Some(content) = content {
         content.turn_text(&span, Role::User, &input);
     }
-    core.session.push(Message::user(input));
+    core.store.session.push(Message::user(input));
     // A goal round counts from here on.
-    core.goals.sync(core.session.messages());
+    core.goal.sync(core.store.session.messages());
     // The prompt is on disk before any request goes out: a crash or a kill during the reply
     // keeps it, and `--continue` finds the conversation instead of an empty session. A prompt
     // the file cannot keep (a full disk) fails the turn before the model is asked anything.
-    if let Err(error) = core.try_save() {
+    if let Err(error) = core.store.try_save() {
         stats.wall = started.elapsed();
         return (TurnEnd::Failed { error }, stats);
     }
     // A skill whose trigger the message names joins history right after it, before the
     // first request (see agent/skills.rs).
-    core.load_triggered(triggered).await;
+    let (skills, ctx) = (core.skills.clone(), core.tool_ctx.clone());
+    skills
+        .load_triggered(triggered, &mut core.store.session, &ctx)
+        .await;
     let end = rounds(core, &cancel, decisions, &mut stats, 0)
         .instrument(span.clone())
         .await;
@@ -105,6 +109,7 @@ pub(crate) async fn run(
     spans::end_turn(&span, &end, &stats);
     if let (Some(content), TurnEnd::Completed | TurnEnd::RoundLimit { .. }) = (content, &end)
         && let Some(answer) = core
+            .store
             .session
             .messages()
             .last()
@@ -140,15 +145,16 @@ pub(super) async fn rounds(
         }
         // Broken arguments are answered by a rejection below; history keeps `{}`.
         super::validate::normalize_arguments(&mut message);
-        core.session.push(message);
-        core.report_usage(sent, reply.usage);
+        core.store.session.push(message);
+        core.upkeep
+            .report_usage(core.store.session.messages(), sent, reply.usage);
         if reply.tool_calls.is_empty() {
             return TurnEnd::Completed;
         }
         // Persist the calls before running them: after a crash the resumed session marks
         // the call in flight as interrupted instead of losing (and re-running) the round. A
         // call the file cannot record does not run at all.
-        if let Err(error) = core.try_save() {
+        if let Err(error) = core.store.try_save() {
             not_run(core, &reply.tool_calls, &error);
             return TurnEnd::Failed { error };
         }
@@ -172,47 +178,18 @@ async fn request(
     round: Option<u32>,
     extra: Option<&Message>,
 ) -> Result<(Reply, u64), TurnEnd> {
-    // An interrupt that arrived while the last batch finished (e.g. right after a denial)
-    // must not let another request start.
-    if cancel.is_cancelled() {
-        return Err(TurnEnd::Interrupted);
-    }
-    // A tool (or a bash command) may have rewritten MiniCode.md: the request carries the
-    // file as it is now, and an invalid one fails the turn.
-    // Tools that joined (or left) since the last request are declared and counted now.
-    core.current_tools();
-    // The first request of a session waits for the probe (bounded by the provider), so it is
-    // sent with the server's window, not the default.
-    core.await_probe(cancel).await;
-    if cancel.is_cancelled() {
-        return Err(TurnEnd::Interrupted);
-    }
-    if let Err(error) = core.refresh_memory() {
-        return Err(TurnEnd::Failed { error });
-    }
-    let Ok(mut sent) = core.ensure_budget(cancel, stats).await else {
-        return Err(TurnEnd::Interrupted);
-    };
-    // Compaction keeps the newest exchange verbatim; when that alone is far beyond the window
-    // (a huge tool argument, a giant paste) no server will take the request: say so here
-    // instead of sending it. The margin leaves room for our estimate being pessimistic.
-    let used = core.context.used_tokens();
-    let window = core.budget.window;
-    if used > window + window / 4 {
-        return Err(TurnEnd::Failed {
-            error: format!(
-                "the conversation needs about {used} tokens even after compaction, more than the \
-                 model's window of {window}: the latest exchange alone is too large (start a new \
-                 request that does less at once, or /clear)"
-            ),
-        });
-    }
+    let mut sent = make_room(core, cancel, stats).await?;
     if let Some(round) = round {
         core.emit(Event::ModelRequestStarted { round });
     }
     let mut outcome = stream_reply(core, cancel, stats, extra).await;
     if let StreamOutcome::Failed(ProviderError::ContextLength { window, message }) = &outcome {
-        match core.recover_overflow(*window, cancel, stats).await {
+        let session = &mut core.store.session;
+        match core
+            .upkeep
+            .recover_overflow(session, *window, cancel, stats)
+            .await
+        {
             Ok(estimate) => sent = estimate,
             Err(CompactError::Cancelled) => return Err(TurnEnd::Interrupted),
             // The server's own words (its window, what was asked for) say what to change;
@@ -228,6 +205,65 @@ async fn request(
         }
         outcome = stream_reply(core, cancel, stats, extra).await;
     }
+    let reply = answered(core, outcome)?;
+    Ok((reply, sent))
+}
+
+/// Before a main request: the tools and the window brought up to date, memory re-read, and
+/// room made in the context (compacting when too little would remain). Returns the estimate
+/// of the request about to be sent, or how the turn ends when it must not be sent.
+async fn make_room(
+    core: &mut Core,
+    cancel: &CancellationToken,
+    stats: &mut TurnStats,
+) -> Result<u64, TurnEnd> {
+    // An interrupt that arrived while the last batch finished (e.g. right after a denial)
+    // must not let another request start.
+    if cancel.is_cancelled() {
+        return Err(TurnEnd::Interrupted);
+    }
+    // Tools that joined (or left) since the last request are declared and counted now.
+    core.mcp.notices();
+    core.upkeep.current_tools();
+    // The first request of a session waits for the probe (bounded by the provider), so it is
+    // sent with the server's window, not the default.
+    core.upkeep
+        .await_probe(cancel, core.store.session.messages())
+        .await;
+    if cancel.is_cancelled() {
+        return Err(TurnEnd::Interrupted);
+    }
+    // A tool (or a bash command) may have rewritten MiniCode.md: the request carries the
+    // file as it is now, and an invalid one fails the turn.
+    if let Err(error) = core.upkeep.refresh_memory() {
+        return Err(TurnEnd::Failed { error });
+    }
+    let budget = core
+        .upkeep
+        .ensure_budget(&mut core.store.session, cancel, stats);
+    let Ok(sent) = budget.await else {
+        return Err(TurnEnd::Interrupted);
+    };
+    // Compaction keeps the newest exchange verbatim; when that alone is far beyond the window
+    // (a huge tool argument, a giant paste) no server will take the request: say so here
+    // instead of sending it. The margin leaves room for our estimate being pessimistic.
+    let used = core.upkeep.used_tokens();
+    let window = core.upkeep.window();
+    if used > window + window / 4 {
+        return Err(TurnEnd::Failed {
+            error: format!(
+                "the conversation needs about {used} tokens even after compaction, more than the \
+                 model's window of {window}: the latest exchange alone is too large (start a new \
+                 request that does less at once, or /clear)"
+            ),
+        });
+    }
+    Ok(sent)
+}
+
+/// The reply a request produced, or how the turn ends: an empty reply, a failure (an exhausted
+/// quota is noted for goal mode) or the user's interrupt.
+fn answered(core: &mut Core, outcome: StreamOutcome) -> Result<Reply, TurnEnd> {
     match outcome {
         // Nothing is added to history: the prompt stays unanswered, and the context puts its
         // NO_REPLY filler before the next one, as after any failed request.
@@ -236,7 +272,7 @@ async fn request(
                 error: empty_reply_error(&reply),
             })
         }
-        StreamOutcome::Reply(reply) => Ok((reply, sent)),
+        StreamOutcome::Reply(reply) => Ok(reply),
         StreamOutcome::Failed(e @ ProviderError::NoTools { .. }) => Err(TurnEnd::Failed {
             error: format!(
                 "{e}. Use a model that supports tool calls, or run minicode with --no-tools for \
@@ -244,13 +280,7 @@ async fn request(
             ),
         }),
         StreamOutcome::Failed(e) => {
-            core.quota_failure = matches!(
-                e,
-                ProviderError::RateLimited {
-                    quota_exhausted: true,
-                    ..
-                }
-            );
+            core.goal.note_failure(&e);
             Err(TurnEnd::Failed {
                 error: e.to_string(),
             })
@@ -302,19 +332,19 @@ async fn stream_reply(
     if cancel.is_cancelled() {
         return StreamOutcome::Cancelled;
     }
-    let specs = core.tool_specs.1.clone();
-    let messages = match core.request_messages(extra) {
+    let specs = core.upkeep.tool_specs();
+    let messages = match core.upkeep.request_messages(&core.store.session, extra) {
         Ok(messages) => messages,
         Err(e) => return StreamOutcome::Failed(ProviderError::Protocol(e)),
     };
     let tools = if extra.is_some() { &[][..] } else { &specs[..] };
     // The reply must fit beside the input: `ensure_budget` compacted if less than
     // MIN_REPLY_TOKENS would remain, so this only trims a too-large configured value.
-    let input = core.context.used_tokens() + extra.map_or(0, estimate_message);
+    let input = core.upkeep.used_tokens() + extra.map_or(0, estimate_message);
     let request = ChatRequest {
         messages: &messages,
         tools,
-        max_tokens: core.budget.reply_tokens(input, core.options.max_tokens),
+        max_tokens: core.upkeep.reply_tokens(input, core.options.max_tokens),
     };
     let purpose = if extra.is_some() {
         Purpose::RoundLimitSummary
@@ -332,46 +362,10 @@ async fn stream_reply(
         content.input_messages(&span, &messages);
     }
     // Opened inside the span, so the provider's own `http_request` span is its child.
-    let mut stream = span.in_scope(|| core.provider.stream(&request));
+    let stream = span.in_scope(|| core.provider.stream(&request));
     drop(messages);
     stats.model_calls += 1;
-    let outcome = async {
-        loop {
-            let next = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return StreamOutcome::Cancelled,
-                next = stream.next() => next,
-            };
-            match next {
-                Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
-                Some(Ok(StreamEvent::Reasoning(text))) => {
-                    core.emit(Event::ReasoningDelta { text });
-                }
-                Some(Ok(StreamEvent::Retrying {
-                    attempt,
-                    max_attempts,
-                    delay_ms,
-                    reason,
-                })) => {
-                    core.emit(Event::Retrying {
-                        attempt,
-                        max_attempts,
-                        delay_ms,
-                        reason,
-                    });
-                }
-                Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(*reply),
-                Some(Err(e)) => return StreamOutcome::Failed(e),
-                None => {
-                    return StreamOutcome::Failed(ProviderError::Protocol(
-                        "stream ended without a complete reply".to_string(),
-                    ));
-                }
-            }
-        }
-    }
-    .instrument(span.clone())
-    .await;
+    let outcome = forward(core, stream, cancel).instrument(span.clone()).await;
     match &outcome {
         StreamOutcome::Reply(reply) => {
             spans::end_model_call(&span, Ok(reply));
@@ -395,6 +389,48 @@ async fn stream_reply(
     outcome
 }
 
+/// Forwards a reply's stream to frontends as it arrives, until it ends: with the reply, a
+/// failure (a stream that stops short is one) or the user's interrupt.
+async fn forward(
+    core: &Core,
+    mut stream: EventStream,
+    cancel: &CancellationToken,
+) -> StreamOutcome {
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return StreamOutcome::Cancelled,
+            next = stream.next() => next,
+        };
+        match next {
+            Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
+            Some(Ok(StreamEvent::Reasoning(text))) => {
+                core.emit(Event::ReasoningDelta { text });
+            }
+            Some(Ok(StreamEvent::Retrying {
+                attempt,
+                max_attempts,
+                delay_ms,
+                reason,
+            })) => {
+                core.emit(Event::Retrying {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                    reason,
+                });
+            }
+            Some(Ok(StreamEvent::Done(reply))) => return StreamOutcome::Reply(*reply),
+            Some(Err(e)) => return StreamOutcome::Failed(e),
+            None => {
+                return StreamOutcome::Failed(ProviderError::Protocol(
+                    "stream ended without a complete reply".to_string(),
+                ));
+            }
+        }
+    }
+}
+
 /// The round limit was reached: one last request without tools for a summary. It goes
 /// through the same budget check and overflow recovery as every main request.
 async fn final_summary(
@@ -412,11 +448,13 @@ async fn final_summary(
     match request(core, cancel, stats, None, Some(&instruction)).await {
         Ok((reply, sent)) => {
             // Only the text is kept: a model that still asks for tools is not obeyed.
-            core.session
+            core.store
+                .session
                 .push(Message::assistant(Some(reply.text), Vec::new()));
             // No calibration: this request carried no tool declarations, so its real count
             // does not match the estimate, which includes them.
-            core.report_usage(sent, None);
+            core.upkeep
+                .report_usage(core.store.session.messages(), sent, None);
             TurnEnd::RoundLimit { rounds }
         }
         Err(end) => end,

@@ -223,6 +223,51 @@ fn is_json_object(raw: &str) -> bool {
     raw.trim_start().starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(raw).is_ok()
 }
 
+/// A message's own fields for its role: a text message carries text and nothing of tools, an
+/// assistant message has something to say, a tool result has content and names its call.
+fn check_shape(message: &Message, index: usize) -> Result<(), ValidationError> {
+    let field = |problem| {
+        Err(ValidationError::Field {
+            index,
+            role: message.role.as_str(),
+            problem,
+        })
+    };
+    match message.role {
+        Role::System | Role::User => {
+            if message.content.is_none() {
+                return field("has no content");
+            }
+            if !message.tool_calls.is_empty() {
+                return field("carries tool calls");
+            }
+            if message.tool_call_id.is_some() {
+                return field("carries a tool call id");
+            }
+        }
+        Role::Assistant => {
+            if message.tool_call_id.is_some() {
+                return field("carries a tool call id");
+            }
+            if message.content.is_none() && message.tool_calls.is_empty() {
+                return field("has neither content nor tool calls");
+            }
+        }
+        Role::Tool => {
+            if !message.tool_calls.is_empty() {
+                return field("carries tool calls");
+            }
+            if message.content.is_none() {
+                return field("has no content");
+            }
+            if message.tool_call_id.as_deref().is_none_or(str::is_empty) {
+                return field("has no tool call id");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks messages numbered from `first`; a message that lies in `checked` (by address) was
 /// checked on its own before. Returns the settled length (see [`history_prefix_from`]).
 fn check<'a>(
@@ -239,11 +284,6 @@ fn check<'a>(
     let mut settled = first;
     for (index, message) in (first..).zip(messages) {
         let role = message.role.as_str();
-        let field = |problem| ValidationError::Field {
-            index,
-            role,
-            problem,
-        };
         if message.role != Role::Tool
             && let Some(call_id) = pending.first()
         {
@@ -253,25 +293,10 @@ fn check<'a>(
                 call_id: (*call_id).to_string(),
             });
         }
+        check_shape(message, index)?;
         match message.role {
-            Role::System | Role::User => {
-                if message.content.is_none() {
-                    return Err(field("has no content"));
-                }
-                if !message.tool_calls.is_empty() {
-                    return Err(field("carries tool calls"));
-                }
-                if message.tool_call_id.is_some() {
-                    return Err(field("carries a tool call id"));
-                }
-            }
+            Role::System | Role::User => {}
             Role::Assistant => {
-                if message.tool_call_id.is_some() {
-                    return Err(field("carries a tool call id"));
-                }
-                if message.content.is_none() && message.tool_calls.is_empty() {
-                    return Err(field("has neither content nor tool calls"));
-                }
                 ids.clear();
                 let known = checked.contains(&std::ptr::from_ref(message));
                 for call in &message.tool_calls {
@@ -283,16 +308,8 @@ fn check<'a>(
                 batch_index = index;
             }
             Role::Tool => {
-                if !message.tool_calls.is_empty() {
-                    return Err(field("carries tool calls"));
-                }
-                if message.content.is_none() {
-                    return Err(field("has no content"));
-                }
-                let Some(call_id) = message.tool_call_id.as_deref().filter(|id| !id.is_empty())
-                else {
-                    return Err(field("has no tool call id"));
-                };
+                // `check_shape` made sure a result names its call.
+                let call_id = message.tool_call_id.as_deref().unwrap_or_default();
                 match pending.iter().position(|id| *id == call_id) {
                     Some(at) => {
                         pending.remove(at);

@@ -52,7 +52,7 @@ impl Context {
             auto_approve: false,
             subagents: None,
             skills: Arc::default(),
-            context_window: core.budget.window,
+            context_window: core.upkeep.window(),
             context_window_source: crate::protocol::WindowSource::Config,
             ..core.options.clone()
         };
@@ -62,7 +62,7 @@ impl Context {
             workspace: core.tool_ctx.workspace.clone(),
             parent_ctx: core.tool_ctx.clone(),
             options,
-            parent_session: core.session.id().to_string(),
+            parent_session: core.store.session.id().to_string(),
             call: call.to_string(),
             events: core.events.clone(),
             subagents: subagents.clone(),
@@ -224,14 +224,33 @@ impl Context {
             }
         };
         outcome.elapsed = started.elapsed();
-        let (status, error) = match &ended {
-            Some((TurnEnd::Completed, _)) => (SubagentStatus::Completed, None),
-            Some((TurnEnd::RoundLimit { rounds }, _)) => (
+        let (status, error) = self.ending(ended.as_ref().map(|(end, _)| end), stopping);
+        outcome.status = status;
+        outcome.error = error;
+        outcome.answer = last_words(status, answer, partial);
+        if let Some((_, stats)) = ended {
+            outcome.model_calls = stats.model_calls + stats.summary_calls;
+            outcome.tokens = stats.tokens;
+            outcome.tokens.merge(&stats.summary_tokens);
+        }
+        shut_down(handle).await;
+    }
+
+    /// The task's status and error from how the child's turn ended (`None`: it was given up
+    /// on) and why it was asked to stop, if it was.
+    fn ending(
+        &self,
+        end: Option<&TurnEnd>,
+        stopping: Option<SubagentStatus>,
+    ) -> (SubagentStatus, Option<String>) {
+        match end {
+            Some(TurnEnd::Completed) => (SubagentStatus::Completed, None),
+            Some(TurnEnd::RoundLimit { rounds }) => (
                 SubagentStatus::Failed,
                 Some(format!("stopped at the limit of {rounds} tool rounds")),
             ),
-            Some((TurnEnd::Failed { error }, _)) => (SubagentStatus::Failed, Some(error.clone())),
-            Some((TurnEnd::Interrupted, _)) | None => match stopping {
+            Some(TurnEnd::Failed { error }) => (SubagentStatus::Failed, Some(error.clone())),
+            Some(TurnEnd::Interrupted) | None => match stopping {
                 Some(SubagentStatus::TimedOut) => (
                     SubagentStatus::TimedOut,
                     Some(format!(
@@ -245,30 +264,7 @@ impl Context {
                     Some("the sub-agent stopped unexpectedly".to_string()),
                 ),
             },
-        };
-        outcome.status = status;
-        outcome.error = error;
-        // A stopped child's last words: the reply it was streaming, else its last message.
-        outcome.answer = match status {
-            SubagentStatus::Completed => answer.unwrap_or_default(),
-            _ if !partial.trim().is_empty() => partial,
-            _ => answer.unwrap_or_default(),
-        };
-        if let Some((_, stats)) = ended {
-            outcome.model_calls = stats.model_calls + stats.summary_calls;
-            outcome.tokens = stats.tokens;
-            outcome.tokens.merge(&stats.summary_tokens);
         }
-        // Shut down and wait (bounded) until the child saved and released its session.
-        handle.send(Op::Shutdown);
-        let _ = tokio::time::timeout(STOP_GRACE, async {
-            while let Some(event) = handle.next_event().await {
-                if matches!(event, Event::ShutdownComplete) {
-                    break;
-                }
-            }
-        })
-        .await;
     }
 
     fn progress(&self, task: &Task, outcome: &Outcome, started: Instant) {
@@ -280,6 +276,28 @@ impl Context {
             elapsed_ms: millis(started.elapsed()),
         });
     }
+}
+
+/// A stopped child's last words: the reply it was streaming, else its last message.
+fn last_words(status: SubagentStatus, answer: Option<String>, partial: String) -> String {
+    match status {
+        SubagentStatus::Completed => answer.unwrap_or_default(),
+        _ if !partial.trim().is_empty() => partial,
+        _ => answer.unwrap_or_default(),
+    }
+}
+
+/// Shuts the child down and waits (bounded) until it saved and released its session.
+async fn shut_down(mut handle: crate::protocol::AgentHandle) {
+    handle.send(Op::Shutdown);
+    let _ = tokio::time::timeout(STOP_GRACE, async {
+        while let Some(event) = handle.next_event().await {
+            if matches!(event, Event::ShutdownComplete) {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 fn millis(d: Duration) -> u64 {

@@ -5,23 +5,24 @@
 //! disarms; a provider failure blocks with `execution-failed` or `usage-limit`; the last round
 //! blocks with `round-limit`). It never decides a transition itself: that is `goal.rs`'s.
 
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use tokio::sync::mpsc;
-
 use super::tools::{self, UpdateArgs, UpdateStatus};
-use super::{Accepted, GoalError};
-use crate::agent::Core;
-use crate::agent::turn::Input;
-use crate::protocol::{BlockCode, Event, GoalOp, GoalPhase, GoalRef, Op, TurnEnd};
-use crate::tools::ToolOutput;
+use super::{Accepted, GoalError, Goals, Round};
+use crate::agent::Emitter;
+use crate::agent::store::Store;
+use crate::chat::Message;
+use crate::protocol::{BlockCode, Event, GoalOp, GoalPhase, GoalRef, TurnEnd};
+use crate::provider::ProviderError;
+use crate::session::Session;
+use crate::tools::{Registry, Tool, ToolOutput};
 
 /// Why a goal round whose every call was refused for lack of a terminal blocks the goal.
 const NO_TERMINAL_BLOCK: &str = "every tool call of the round needed approval and no terminal \
 was available to ask; rerun with --yes, or resume the goal in a terminal";
 
-impl super::Goals {
+impl Goals {
     /// A tool call of the running turn is being handled.
     pub(crate) fn note_call(&mut self) {
         self.tally.calls += 1;
@@ -40,25 +41,50 @@ impl super::Goals {
     }
 }
 
-impl Core {
+/// Goal mode as a part of the core. Its invariant: the goal tools are declared exactly while
+/// the session has a goal, and every change the domain accepts reaches the history (and the
+/// file) before frontends hear of it, so what they show is what a resume finds.
+pub(crate) struct Driver {
+    /// The session's goal: the fold of its records and the live activation.
+    goals: Goals,
+    /// The goal tools this core runs, and whether they are declared now.
+    tools: tools::Set,
+    tools_declared: bool,
+    /// The last turn failed on an exhausted quota (a goal round then blocks with
+    /// `usage-limit`).
+    quota_failure: bool,
+    /// Rounds a new goal may use unless its command names a limit.
+    default_max_rounds: u32,
+    registry: Arc<Registry>,
+    events: Emitter,
+}
+
+impl Driver {
+    pub(crate) fn new(registry: Arc<Registry>, default_max_rounds: u32, events: Emitter) -> Self {
+        Self {
+            goals: Goals::default(),
+            tools: tools::Set::default(),
+            tools_declared: false,
+            quota_failure: false,
+            default_max_rounds,
+            registry,
+            events,
+        }
+    }
+
     /// At session start (and after a fork or a new session): the goal as the history says,
     /// disarmed, its tools declared if there is one, and a `GoalStatus` for frontends when the
     /// session has any goal record.
-    pub(crate) fn goal_start(&mut self) {
-        self.goals = super::Goals::replay(self.session.messages());
-        self.declare_goal_tools();
-        let has_record = self
-            .session
-            .messages()
-            .iter()
-            .any(super::record::is_goal_message);
-        if has_record {
-            self.emit(self.goal_status());
+    pub(crate) fn start(&mut self, messages: &[Message]) {
+        self.goals = Goals::replay(messages);
+        self.declare_tools();
+        if messages.iter().any(super::record::is_goal_message) {
+            self.events.emit(self.status());
         }
     }
 
     /// The goal as it stands, as an event.
-    pub(crate) fn goal_status(&self) -> Event {
+    pub(crate) fn status(&self) -> Event {
         match self.goals.current() {
             Ok(goal) => Event::GoalStatus {
                 goal: goal.cloned(),
@@ -74,31 +100,80 @@ impl Core {
     }
 
     /// While idle: a goal run that is over is announced, once.
-    pub(crate) fn goal_run_check(&mut self) {
+    pub(crate) fn run_check(&mut self) {
         if let Some(interrupted) = self.goals.take_run_end() {
             let goal = self.goals.current().ok().flatten().cloned();
-            self.emit(Event::GoalRunEnded { goal, interrupted });
+            self.events.emit(Event::GoalRunEnded { goal, interrupted });
         }
     }
 
+    /// Whether an armed, active goal wants its next round.
+    pub(crate) fn wants_round(&self) -> bool {
+        self.goals.wants_round()
+    }
+
+    /// Between goal rounds, an interrupt still stops the goal (nothing is recorded).
+    pub(crate) fn interrupt(&mut self) {
+        if self.goals.interrupt() {
+            self.events.emit(self.status());
+        }
+    }
+
+    /// Folds what the history gained since the last look (a goal round counts from its
+    /// instruction on).
+    pub(crate) fn sync(&mut self, messages: &[Message]) {
+        self.goals.sync(messages);
+    }
+
+    /// A tool call of the running turn is being handled.
+    pub(crate) fn note_call(&mut self) {
+        self.goals.note_call();
+    }
+
+    /// A call of the running turn was not run because no terminal could ask for approval.
+    pub(crate) fn note_unasked(&mut self) {
+        self.goals.note_unasked();
+    }
+
+    /// A turn starts: nothing has failed on a quota yet.
+    pub(crate) fn begin_turn(&mut self) {
+        self.quota_failure = false;
+    }
+
+    /// The turn failed on `error`: an exhausted quota blocks a goal round with `usage-limit`.
+    pub(crate) fn note_failure(&mut self, error: &ProviderError) {
+        self.quota_failure = matches!(
+            error,
+            ProviderError::RateLimited {
+                quota_exhausted: true,
+                ..
+            }
+        );
+    }
+
+    /// Which goal tool `tool` is, when it is one of those this core runs itself.
+    pub(crate) fn which(&self, tool: &Arc<dyn Tool>) -> Option<&'static str> {
+        self.tools.which(tool)
+    }
+
     /// Serves one goal command while idle.
-    pub(crate) fn goal_command(&mut self, op: GoalOp) {
-        self.goals.sync(self.session.messages());
+    pub(crate) fn command(&mut self, op: GoalOp, store: &mut Store) {
+        self.goals.sync(store.session.messages());
         let now = SystemTime::now();
-        let expect = |goals: &super::Goals, expected: Option<GoalRef>| match expected {
+        let expect = |goals: &Goals, expected: Option<GoalRef>| match expected {
             Some(r) => Ok(r),
             None => goals.current_ref(),
         };
         let result: Result<Option<Accepted>, GoalError> = match op {
             GoalOp::Show => {
-                self.emit(self.goal_status());
+                self.events.emit(self.status());
                 return;
             }
             GoalOp::Create {
                 objective,
                 max_rounds,
             } => {
-                let limit = max_rounds.unwrap_or(self.options.goal_max_rounds);
+                let limit = max_rounds.unwrap_or(self.default_max_rounds);
                 self.goals.create(&objective, limit, now).map(Some)
             }
             GoalOp::Pause { expected } => expect(&self.goals, expected)
@@ -119,38 +194,41 @@ impl Core {
                 .map(Some),
         };
         match result {
-            Ok(Some(accepted)) => {
-                self.flush_goal_records();
-                self.save();
-                self.goal_changed(&accepted);
-            }
+            Ok(Some(accepted)) => self.record(&accepted, store),
             // An active goal was only armed: nothing to record.
-            Ok(None) => self.emit(self.goal_status()),
-            Err(e) => self.emit(Event::GoalRefused {
+            Ok(None) => self.events.emit(self.status()),
+            Err(e) => self.events.emit(Event::GoalRefused {
                 message: e.to_string(),
             }),
         }
     }
 
+    /// An accepted change outside a tool batch: appended, saved, then announced.
+    fn record(&mut self, accepted: &Accepted, store: &mut Store) {
+        self.flush(&mut store.session);
+        store.save();
+        self.changed(accepted);
+    }
+
     /// Appends the records the domain accepted to the history (after the messages already
     /// there, so after a whole tool batch when a goal tool changed the goal).
-    pub(crate) fn flush_goal_records(&mut self) {
-        self.goals.sync(self.session.messages());
+    pub(crate) fn flush(&mut self, session: &mut Session) {
+        self.goals.sync(session.messages());
         let records = self.goals.take_pending();
         if records.is_empty() {
             return;
         }
         for record in records {
-            self.session.push(record);
+            session.push(record);
         }
-        self.goals.appended(self.session.messages().len());
+        self.goals.appended(session.messages().len());
     }
 
     /// Tells frontends about an accepted change and keeps the tools in step.
-    fn goal_changed(&mut self, accepted: &Accepted) {
-        self.declare_goal_tools();
+    fn changed(&mut self, accepted: &Accepted) {
+        self.declare_tools();
         let (goal_id, revision) = accepted.record.target();
-        self.emit(Event::GoalChanged {
+        self.events.emit(Event::GoalChanged {
             change: accepted.record.change,
             goal_id: goal_id.to_string(),
             revision,
@@ -160,67 +238,54 @@ impl Core {
     }
 
     /// The goal tools are declared exactly while the session has a goal.
-    fn declare_goal_tools(&mut self) {
+    fn declare_tools(&mut self) {
         let want = matches!(self.goals.current(), Ok(Some(_)));
-        if want == self.goal_tools_declared {
+        if want == self.tools_declared {
             return;
         }
-        let tools = if want {
-            self.goal_tools.tools()
-        } else {
-            Vec::new()
-        };
+        let tools = if want { self.tools.tools() } else { Vec::new() };
         let refused = self.registry.set_group(tools::GROUP, tools);
-        self.goal_tools_declared = want;
+        self.tools_declared = want;
         for name in refused {
-            self.emit(Event::Warning {
+            self.events.emit(Event::Warning {
                 message: format!("another tool is already named {name}; the goal cannot use it"),
             });
         }
     }
 
-    /// Starts the next goal round (the caller checked the goal wants one). Returns true if a
-    /// shutdown was asked for meanwhile.
-    pub(crate) async fn goal_round(
-        &mut self,
-        ops: &mut mpsc::UnboundedReceiver<Op>,
-        queue: &mut VecDeque<Op>,
-    ) -> bool {
-        self.goals.sync(self.session.messages());
+    /// The instruction of the next goal round (the caller checked the goal wants one),
+    /// announced; `None` when the goal cannot run one (it is then disarmed or blocked).
+    pub(crate) fn next_round(&mut self, store: &mut Store) -> Option<Round> {
+        self.goals.sync(store.session.messages());
         let round = match self.goals.next_round() {
             Ok(round) => round,
             Err(_) => {
                 self.goals.disarm();
-                self.emit(self.goal_status());
-                return false;
+                self.events.emit(self.status());
+                return None;
             }
         };
         if round.round > round.max_rounds {
-            self.block_goal(
-                BlockCode::RoundLimit,
-                &format!("used all {} goal rounds", round.max_rounds),
-            );
-            return false;
+            let message = format!("used all {} goal rounds", round.max_rounds);
+            self.block(BlockCode::RoundLimit, &message, store);
+            return None;
         }
-        self.emit(Event::GoalRoundStarted {
+        self.events.emit(Event::GoalRoundStarted {
             goal_id: round.goal_id.clone(),
             revision: round.revision,
             round: round.round,
             max_rounds: round.max_rounds,
         });
-        self.turn(Input::GoalRound(round.render()), ops, queue)
-            .await
+        Some(round)
     }
 
     /// After any turn: an interrupt disarms (nothing is recorded); a goal round that failed
     /// blocks the goal; the last allowed round blocks it with `round-limit`.
-    pub(crate) fn goal_after_turn(&mut self, end: &TurnEnd, goal_round: bool, usage_limit: bool) {
+    pub(crate) fn after_turn(&mut self, end: &TurnEnd, goal_round: bool, store: &mut Store) {
         let all_unasked = self.goals.take_all_unasked();
-        self.goals.sync(self.session.messages());
+        self.goals.sync(store.session.messages());
         if let TurnEnd::Interrupted = end {
-            if self.goals.interrupt() {
-                self.emit(self.goal_status());
-            }
+            self.interrupt();
             return;
         }
         if !goal_round || !self.goals.wants_round() {
@@ -228,68 +293,57 @@ impl Core {
         }
         match end {
             TurnEnd::Failed { error } => {
-                let code = if usage_limit {
+                let code = if self.quota_failure {
                     BlockCode::UsageLimit
                 } else {
                     BlockCode::ExecutionFailed
                 };
-                self.block_goal(code, error);
+                self.block(code, error, store);
             }
             // Another round would only ask again where nobody can answer.
             TurnEnd::Completed | TurnEnd::RoundLimit { .. } if all_unasked => {
-                self.block_goal(BlockCode::AwaitingHuman, NO_TERMINAL_BLOCK);
+                self.block(BlockCode::AwaitingHuman, NO_TERMINAL_BLOCK, store);
             }
             TurnEnd::Completed | TurnEnd::RoundLimit { .. } | TurnEnd::Interrupted => {
                 if let Ok(Some(goal)) = self.goals.current()
                     && goal.rounds_used >= goal.max_rounds
                 {
                     let message = format!("used all {} goal rounds", goal.max_rounds);
-                    self.block_goal(BlockCode::RoundLimit, &message);
+                    self.block(BlockCode::RoundLimit, &message, store);
                 }
             }
         }
     }
 
     /// The driver blocks the current goal, records it and says so.
-    fn block_goal(&mut self, code: BlockCode, message: &str) {
+    fn block(&mut self, code: BlockCode, message: &str, store: &mut Store) {
         let result = self
             .goals
             .current_ref()
             .and_then(|r| self.goals.block(&r, code, message, SystemTime::now()));
         match result {
-            Ok(accepted) => {
-                self.flush_goal_records();
-                self.save();
-                self.goal_changed(&accepted);
-            }
+            Ok(accepted) => self.record(&accepted, store),
             Err(e) => {
                 self.goals.disarm();
-                self.emit(Event::Warning {
+                self.events.emit(Event::Warning {
                     message: format!("could not block the goal: {e}"),
                 });
-                self.emit(self.goal_status());
+                self.events.emit(self.status());
             }
         }
     }
 
     /// Runs `goal_status` or `goal_update` for the model. The change is recorded when the
-    /// tool batch ends (see [`Core::flush_goal_records`]); frontends hear of it at once.
-    pub(crate) fn goal_tool(&mut self, which: &str, args: &serde_json::Value) -> ToolOutput {
-        self.goals.sync(self.session.messages());
+    /// tool batch ends (see [`Driver::flush`]); frontends hear of it at once.
+    pub(crate) fn tool(
+        &mut self,
+        which: &str,
+        args: &serde_json::Value,
+        messages: &[Message],
+    ) -> ToolOutput {
+        self.goals.sync(messages);
         if which == tools::STATUS {
-            return match self.goals.current() {
-                Ok(Some(goal)) => {
-                    let mut value = serde_json::to_value(goal).unwrap_or_default();
-                    if let Some(map) = value.as_object_mut() {
-                        map.insert("armed".into(), self.goals.armed().into());
-                        let left = goal.max_rounds.saturating_sub(goal.rounds_used);
-                        map.insert("rounds_left".into(), left.into());
-                    }
-                    ToolOutput::ok(value.to_string())
-                }
-                Ok(None) => ToolOutput::failed("there is no goal in this session"),
-                Err(e) => ToolOutput::failed(e.to_string()),
-            };
+            return self.status_output();
         }
         let args: UpdateArgs = match crate::tools::parse_args(args) {
             Ok(args) => args,
@@ -309,7 +363,7 @@ impl Core {
         });
         match result {
             Ok(accepted) => {
-                self.goal_changed(&accepted);
+                self.changed(&accepted);
                 let Some(goal) = accepted.record.goal.as_ref() else {
                     return ToolOutput::ok("the goal changed");
                 };
@@ -322,6 +376,23 @@ impl Core {
                     goal.id, goal.revision
                 ))
             }
+            Err(e) => ToolOutput::failed(e.to_string()),
+        }
+    }
+
+    /// `goal_status`: the goal with its activation and the rounds it has left.
+    fn status_output(&self) -> ToolOutput {
+        match self.goals.current() {
+            Ok(Some(goal)) => {
+                let mut value = serde_json::to_value(goal).unwrap_or_default();
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("armed".into(), self.goals.armed().into());
+                    let left = goal.max_rounds.saturating_sub(goal.rounds_used);
+                    map.insert("rounds_left".into(), left.into());
+                }
+                ToolOutput::ok(value.to_string())
+            }
+            Ok(None) => ToolOutput::failed("there is no goal in this session"),
             Err(e) => ToolOutput::failed(e.to_string()),
         }
     }

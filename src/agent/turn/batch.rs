@@ -28,8 +28,8 @@ pub(in crate::agent) enum Batch {
 /// After a batch: its goal changes recorded (after the whole batch's results) and saved.
 /// Returns how the turn ends when it cannot go on.
 pub(in crate::agent) fn settle(core: &mut Core, batch: Batch) -> Option<TurnEnd> {
-    core.flush_goal_records();
-    match (batch, core.try_save()) {
+    core.goal.flush(&mut core.store.session);
+    match (batch, core.store.try_save()) {
         (Batch::Unsaved(error), _) | (_, Err(error)) => Some(TurnEnd::Failed { error }),
         (Batch::Interrupted, Ok(())) => Some(TurnEnd::Interrupted),
         (Batch::Done, Ok(())) => None,
@@ -39,7 +39,7 @@ pub(in crate::agent) fn settle(core: &mut Core, batch: Batch) -> Option<TurnEnd>
 /// Answers `calls` as never run because the session could not be saved.
 pub(super) fn not_run(core: &mut Core, calls: &[ToolCall], error: &str) {
     for call in calls {
-        core.session.push_result(
+        core.store.session.push_result(
             call.id.clone(),
             format!("not run: {error}"),
             ToolStatus::Failed,
@@ -60,7 +60,7 @@ pub(in crate::agent) async fn run_batch(
     for (index, call) in calls.iter().enumerate() {
         if cancel.is_cancelled() {
             for skipped in &calls[index..] {
-                core.session.push_result(
+                core.store.session.push_result(
                     skipped.id.clone(),
                     "not run: the user interrupted the turn",
                     ToolStatus::Interrupted,
@@ -76,14 +76,15 @@ pub(in crate::agent) async fn run_batch(
             status: output.status,
             output: output.content.clone(),
         });
-        core.note_skill_call(call, &output);
-        core.session
+        core.skills.note_call(call, &output);
+        core.store
+            .session
             .push_result(call.id.clone(), output.content, output.status, summary);
         // A host that journals calls learns the call is over only once its result is on
         // disk: until then, a crash leaves it "started", never to be run again.
-        let journal = core.journal.clone();
+        let journal = core.store.journal.clone();
         if journal.is_some() || index + 1 < calls.len() {
-            if let Err(error) = core.try_save() {
+            if let Err(error) = core.store.try_save() {
                 not_run(core, &calls[index + 1..], &error);
                 return Batch::Unsaved(error);
             }
@@ -114,7 +115,7 @@ async fn run_call(
     if let Some(content) = content {
         content.tool_arguments(&span, &call.arguments);
     }
-    core.goals.note_call();
+    core.goal.note_call();
     let (summary, output) = prepare_and_run(core, call, cancel, decisions, stats)
         .instrument(span.clone())
         .await;
@@ -178,7 +179,7 @@ async fn prepare_and_run(
                 return (summary, output);
             }
             Some(Decision::NoTerminal) => {
-                core.goals.note_unasked();
+                core.goal.note_unasked();
                 let output = ToolOutput {
                     status: ToolStatus::Denied,
                     content: crate::protocol::NO_TERMINAL_REFUSAL.to_string(),
@@ -192,10 +193,11 @@ async fn prepare_and_run(
             }
         }
     }
-    if let Some(which) = core.goal_tools.which(&tool) {
-        return (summary, core.goal_tool(which, &args));
+    if let Some(which) = core.goal.which(&tool) {
+        let messages = core.store.session.messages();
+        return (summary, core.goal.tool(which, &args, messages));
     }
-    if let Some(journal) = &core.journal
+    if let Some(journal) = &core.store.journal
         && let Err(e) = journal.starting(&call.id)
     {
         let output = ToolOutput {
@@ -205,10 +207,7 @@ async fn prepare_and_run(
         return (summary, output);
     }
     let subagents = core.options.subagents.clone();
-    let ours = core
-        .delegate
-        .as_ref()
-        .is_some_and(|d| Arc::ptr_eq(d, &tool));
+    let ours = core.delegate.owns(&tool);
     let mut output = match subagents.filter(|_| ours) {
         // The core's own `delegate`: its children need the core, not just a tool context.
         Some(subagents) => {
@@ -231,7 +230,7 @@ async fn prepare_and_run(
             });
             // The group a command starts is recorded beside the session while it runs.
             let workspace = core.tool_ctx.workspace.clone();
-            let (session, id) = (core.session.id().to_string(), call.id.clone());
+            let (session, id) = (core.store.session.id().to_string(), call.id.clone());
             let watcher: crate::tools::running::Watcher = Arc::new(move |group| {
                 let group = group.map(|g| crate::session::running::Group {
                     pgid: g.pgid,

@@ -7,14 +7,15 @@
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::Core;
-use crate::protocol::WindowSource;
+use super::Upkeep;
+use crate::chat::Message;
+use crate::protocol::{Event, WindowSource};
 use crate::provider::ServerInfo;
 
 /// The probe in flight, if any.
 pub(crate) type PendingProbe = Option<JoinHandle<Option<ServerInfo>>>;
 
-impl Core {
+impl Upkeep {
     /// Starts the probe unless the configuration named the window.
     pub(crate) fn start_probe(&mut self) {
         if self.window_source != WindowSource::Config {
@@ -24,7 +25,7 @@ impl Core {
 
     /// Waits for the probe still in flight (the provider bounds it), unless the turn is
     /// cancelled meanwhile; then it is dropped.
-    pub(crate) async fn await_probe(&mut self, cancel: &CancellationToken) {
+    pub(crate) async fn await_probe(&mut self, cancel: &CancellationToken, messages: &[Message]) {
         let Some(handle) = self.probe.as_mut() else {
             return;
         };
@@ -35,20 +36,20 @@ impl Core {
         };
         self.probe = None;
         if let Some(Ok(info)) = landed {
-            self.apply_probe(info);
+            self.apply_probe(info, messages);
         }
     }
 
     /// Adopts a probed window: it replaces the default, never a configured window or one the
     /// server named in an error.
-    pub(crate) fn apply_probe(&mut self, info: Option<ServerInfo>) {
+    pub(crate) fn apply_probe(&mut self, info: Option<ServerInfo>, messages: &[Message]) {
         self.probe = None;
         let Some(info) = info else {
             return;
         };
         if let Some(message) = info.unreachable {
             tracing::info!(%message, "the model server is not reachable");
-            self.emit(crate::protocol::Event::ServerUnreachable { message });
+            self.events.emit(Event::ServerUnreachable { message });
             return;
         }
         let Some(tokens) = info.context_window else {
@@ -59,15 +60,28 @@ impl Core {
             return;
         }
         tracing::info!(tokens, via = ?info.via, cached = info.cached, "context window from the server");
-        self.set_window(tokens, WindowSource::Probe);
+        self.set_window(tokens, WindowSource::Probe, messages);
     }
 
     /// Uses `tokens` as the window from now on and tells the frontends.
-    pub(crate) fn set_window(&mut self, tokens: u64, source: WindowSource) {
+    pub(crate) fn set_window(&mut self, tokens: u64, source: WindowSource, messages: &[Message]) {
         self.budget = self.budget.with_window(tokens);
         self.tool_ctx.set_output_limit(tokens);
         self.window_source = source;
-        self.emit(self.window_set());
-        self.report_context();
+        self.events.emit(self.window_set());
+        self.report_context(messages);
+    }
+
+    /// The window in use and where it came from.
+    pub(crate) fn window_set(&self) -> Event {
+        Event::ContextWindowSet {
+            tokens: self.budget.window,
+            source: self.window_source,
+        }
+    }
+
+    /// A probe still in flight, for the idle op loop to wait on beside the ops.
+    pub(crate) fn pending_probe(&mut self) -> Option<&mut JoinHandle<Option<ServerInfo>>> {
+        self.probe.as_mut()
     }
 }

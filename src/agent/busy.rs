@@ -1,0 +1,89 @@
+//! Serving ops while the core is busy with a turn, a manual compaction or a recovered run:
+//! decisions reach the waiting approval, an interrupt cancels, prompts wait their turn, and the
+//! read-only questions are answered at once. It never touches the conversation.
+
+use std::collections::VecDeque;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{mcp, skills};
+use crate::protocol::{CallId, Decision, Event, Op};
+
+/// What the core answers while a turn or a compaction runs: events, and the read-only
+/// questions (`ListSkills`, `McpServers`) and MCP restarts that do not touch the conversation.
+pub(super) struct Busy<'a> {
+    pub events: &'a mpsc::UnboundedSender<Event>,
+    pub skills: &'a skills::View,
+    pub mcp: &'a mcp::Servers,
+}
+
+/// Drives `work` (a turn or a manual compaction) to its end while serving ops: decisions go
+/// to `decisions` (none pending when it is `None`), `Interrupt` cancels `cancel`, prompts and
+/// goal commands are queued, `Compact`, `NewSession` and `Fork` are refused as busy, `ListSkills` and the MCP ops are
+/// answered from `busy`, and `Shutdown` (or every sender gone) cancels and is remembered. Returns the
+/// work's output and whether to shut down.
+pub(super) async fn serve_ops<T>(
+    work: impl Future<Output = T>,
+    ops: &mut mpsc::UnboundedReceiver<Op>,
+    queue: &mut VecDeque<Op>,
+    cancel: &CancellationToken,
+    decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
+    busy: Busy<'_>,
+) -> (T, bool) {
+    let Busy {
+        events,
+        skills,
+        mcp,
+    } = busy;
+    tokio::pin!(work);
+    let mut shutdown = false;
+    let mut ops_open = true;
+    loop {
+        // Biased towards ops: every op already sent is handled before the work is polled
+        // again, so a `Decide` followed by `Interrupt` cancels before the work can act on the
+        // decision alone (e.g. start another model request after a denial).
+        tokio::select! {
+            biased;
+            op = ops.recv(), if ops_open => match op {
+                Some(Op::Interrupt) => cancel.cancel(),
+                Some(Op::Decide { call, decision }) => match decisions {
+                    Some(tx) => {
+                        let _ = tx.send((call, decision));
+                    }
+                    None => {
+                        let _ = events.send(Event::Error {
+                            message: format!("no approval is pending for call {call:?}"),
+                        });
+                    }
+                },
+                Some(op @ (Op::Submit(_) | Op::Goal(_))) => queue.push_back(op),
+                // Reading or restarting a server does not touch the conversation.
+                Some(Op::McpServers) => {
+                    let _ = events.send(mcp.listed());
+                }
+                Some(Op::McpRestart { server }) => {
+                    let _ = events.send(mcp.restart(&server));
+                }
+                Some(Op::ListSkills) => {
+                    let _ = events.send(skills.listed());
+                }
+                Some(Op::Compact(_)) | Some(Op::NewSession) | Some(Op::Fork) => {
+                    let _ = events.send(Event::Error {
+                        message: "busy: wait for the turn to end or interrupt it".into(),
+                    });
+                }
+                Some(Op::Shutdown) => {
+                    shutdown = true;
+                    cancel.cancel();
+                }
+                None => {
+                    ops_open = false;
+                    shutdown = true;
+                    cancel.cancel();
+                }
+            },
+            output = &mut work => return (output, shutdown),
+        }
+    }
+}
