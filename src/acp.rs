@@ -1,6 +1,6 @@
 //! `minicode acp`: the Agent Client Protocol (JSON-RPC 2.0, one message a line) on stdin and
 //! stdout, spoken as an agent with the official `agent-client-protocol` crate. A thin frontend:
-//! each ACP session is one core from `agent::spawn` (opened by the CLI through [`Opener`]), fed
+//! each ACP session is one core from `agent::spawn` (opened by the CLI through `protocol::Opener`), fed
 //! `protocol::Op`s and read as `protocol::Event`s. It must not run a loop of its own, touch the
 //! disk or a session file, or write anything but protocol messages to stdout (logs go to the
 //! log file). The per-session event pump is in `acp/session/pump.rs`, the pure mappings in
@@ -25,65 +25,12 @@ use agent_client_protocol::v1::schema::{
     SessionListCapabilities,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
-use futures_util::future::BoxFuture;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::protocol::{AgentHandle, GoalOp, Op};
+use crate::protocol::{EditorFiles, GoalOp, Listed, Op, OpenRequest, Opener};
 use crate::sync::lock;
 
 type Connection = agent_client_protocol::v1::ConnectionTo<Client>;
-
-/// What the client asks for when it opens a session.
-pub(crate) struct OpenRequest {
-    /// The session's workspace: an absolute folder (not yet checked or canonical).
-    pub cwd: PathBuf,
-    /// `session/load`: the session to resume; `session/new`: `None`.
-    pub session_id: Option<String>,
-    /// MCP servers the client wants this session to use (stdio ones only).
-    pub mcp_servers: Vec<McpServerSpec>,
-    /// The editor's buffers, when the client offered to read and write files.
-    pub files: Option<ClientFiles>,
-}
-
-/// An MCP server the client passed in `session/new` or `session/load`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct McpServerSpec {
-    pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-}
-
-/// A session the CLI opened: its core, its id, and what to await once it is shut down (its
-/// MCP servers stopping).
-pub(crate) struct Opened {
-    pub handle: AgentHandle,
-    pub session_id: String,
-    pub closing: BoxFuture<'static, ()>,
-    /// Problems to show the user in the session (e.g. client MCP servers left out).
-    pub notes: Vec<String>,
-}
-
-/// One stored session, as `session/list` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Listed {
-    pub id: String,
-    /// Its workspace.
-    pub cwd: PathBuf,
-    /// Its first prompt.
-    pub title: String,
-    /// RFC 3339.
-    pub updated: String,
-}
-
-/// Builds a core for a session: the CLI's wiring (configuration of the workspace, trust,
-/// provider, tools, MCP servers). The error is a message for the client.
-pub(crate) trait Opener: Send + Sync {
-    fn open(&self, request: OpenRequest) -> Result<Opened, String>;
-    /// The sessions of a workspace (`None`: the folder `minicode acp` started in), newest
-    /// first.
-    fn list(&self, cwd: Option<PathBuf>) -> Result<Vec<Listed>, String>;
-}
 
 /// The slash commands a session offers, besides plain prompts.
 pub(crate) const COMMANDS: &[(&str, &str, Option<&str>)] = &[
@@ -143,7 +90,8 @@ impl Shared {
             cwd: cwd.clone(),
             session_id,
             mcp_servers,
-            files: files.clone(),
+            files: files.clone().map(|f| Arc::new(f) as Arc<dyn EditorFiles>),
+            hosted: None,
         };
         let opened = match self.opener.open(request) {
             Ok(opened) => opened,

@@ -30,10 +30,12 @@ pub(super) enum Ask {
 
 /// The servers to hand the manager, and notes for the user (a `.mcp.json` that was not read,
 /// servers left out and why).
+/// `trust` is the workspace's: a host's one configuration does not carry it.
 pub(super) fn servers(
     config: &Config,
     workspace: &Path,
     env: Env<'_>,
+    trust: config::Trust,
     ask: Ask,
 ) -> (Vec<ServerConfig>, Vec<String>) {
     let mut notes = Vec::new();
@@ -49,7 +51,7 @@ pub(super) fn servers(
     if !present {
         return (servers, notes);
     }
-    if !config.trust.is_trusted() {
+    if !trust.is_trusted() {
         notes.push(format!(
             "this workspace's {} was not read: the workspace is not trusted (run `minicode \
              trust` here to use its MCP servers; each is still asked about once)",
@@ -188,7 +190,7 @@ pub(super) fn list(
     unsafe {
         super::forget_key(Some(&config))
     };
-    let (servers, notes) = servers(&config, launch, env, Ask::Never);
+    let (servers, notes) = servers(&config, launch, env, config.trust, Ask::Never);
     let mut err = std::io::stderr().lock();
     for note in &notes {
         let _ = writeln!(err, "minicode: {}", sanitize(note));
@@ -209,7 +211,7 @@ pub(super) fn list(
     let ctx = ToolCtx::new(
         launch.to_path_buf(),
         config.bash_timeout,
-        super::scrubbed_env(&config),
+        super::assemble::scrubbed_env(&config),
     );
     let runtime = super::runtime()?;
     let statuses = runtime.block_on(async {

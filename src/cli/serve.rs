@@ -1,6 +1,7 @@
 //! `minicode serve` and `minicode attach`: the wiring of the daemon (one configuration, one
-//! provider and the sub-agent slots shared by every session; a core built per session with
-//! the daemon's journal and recovery hooks) and of a full-screen client of it. The daemon's
+//! provider and the sub-agent slots shared by every session; each session opened by
+//! `cli/host.rs` with the daemon's journal and recovery hooks) and of a full-screen client of
+//! it. The daemon's
 //! own logic is in `daemon`, the client's in `attach`; this file only assembles and reports.
 
 use std::io::Write;
@@ -9,16 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use super::host::{Host, Notes, Source};
 use super::{Failure, usage};
-use crate::agent::recovery::Hooks;
-use crate::agent::{self, Options, Setup};
+use crate::agent;
 use crate::attach::{self, Endpoint};
-use crate::config::Config;
 use crate::daemon::{self, Listen};
-use crate::protocol::{AgentHandle, Journal, Recovery};
-use crate::provider::Provider;
-use crate::session::Session;
-use crate::tools::Registry;
 
 /// `minicode serve`.
 #[derive(Debug, clap::Args)]
@@ -78,6 +74,7 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
     // of a daemon that serves them all.
     let overrides = args.server.overrides(true);
     let config = crate::config::load(launch, &env, &overrides).map_err(usage)?;
+    super::assemble::check(&config).map_err(usage)?;
     let provider = super::build_provider(&config, &env)?;
     // SAFETY: still single-threaded: only argument parsing, config loading and building the
     // client (no connection yet) ran; logging and the runtime start below.
@@ -131,14 +128,20 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
     };
     let registry = folder.join(daemon::REGISTRY_FILE);
     let _log = crate::logging::init(launch, false, None).ok().flatten();
-    let opener = Arc::new(Wiring {
-        subagents: agent::delegate::Subagents::new(
-            config.subagents_max_concurrent,
-            config.subagents_timeout,
-        ),
-        skills: Arc::new(super::skills::discover(&env, launch, false)),
-        provider,
-        config,
+    let opener = Arc::new(Host {
+        source: Source::Shared {
+            subagents: agent::delegate::Subagents::new(
+                config.subagents_max_concurrent,
+                config.subagents_timeout,
+            ),
+            provider,
+            config: Box::new(config),
+        },
+        // The daemon's clients read the session's events: the core reports them as warnings.
+        notes: Notes::Core,
+        // Taken once the key is gone from the environment.
+        vars: std::env::vars().collect(),
+        launch: launch.to_path_buf(),
     });
     let runtime = super::runtime()?;
     let max_message = args.max_message_bytes.max(1024);
@@ -175,49 +178,6 @@ fn note(text: &str) {
         "minicode: note: {}",
         crate::sanitize::sanitize(text)
     );
-}
-
-/// What every session of the daemon shares.
-struct Wiring {
-    config: Config,
-    provider: Arc<dyn Provider>,
-    subagents: agent::delegate::Subagents,
-    skills: Arc<crate::tools::skills::Skills>,
-}
-
-impl daemon::Opener for Wiring {
-    fn open(
-        &self,
-        workspace: &Path,
-        session_id: Option<&str>,
-        journal: Arc<dyn Journal>,
-        recovery: Option<Recovery>,
-    ) -> Result<AgentHandle, String> {
-        let config = &self.config;
-        crate::fsutil::sweep_temp_files(workspace, &[crate::session::SESSIONS]);
-        let session = match session_id {
-            Some(id) => Session::open(workspace, id),
-            None => Session::create(workspace),
-        }
-        .map_err(|e| e.to_string())?;
-        let tool_ctx = super::tool_ctx(config, workspace);
-        let setup = Setup {
-            provider: self.provider.clone(),
-            registry: Arc::new(Registry::builtin()),
-            tool_ctx: Arc::new(tool_ctx),
-            mcp: None,
-            session,
-            options: Options {
-                subagents: Some(self.subagents.clone()),
-                ..super::agent_options(config, self.skills.clone())
-            },
-        };
-        let hooks = Hooks {
-            journal: Some(journal),
-            recovery,
-        };
-        Ok(agent::spawn_hosted(setup, hooks))
-    }
 }
 
 /// Refuses a socket or a token in the runtime folder unless that folder passes the same check

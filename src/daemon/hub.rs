@@ -1,7 +1,8 @@
 //! The daemon's sessions: opening one (inside an allowed root only; reopening one a crash left
 //! mid-run with what its log and journal say), finding them by session or run, listing them,
-//! and closing them all at shutdown. Building a core is the `Opener`'s job (the CLI's wiring):
-//! the hub never touches providers, tools or session files.
+//! and closing them all at shutdown (each one's MCP servers stopped after its core). Building a
+//! core is the `protocol::Opener`'s job (the CLI's wiring): the hub never touches providers,
+//! tools or session files.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,23 +15,11 @@ use tokio_util::sync::CancellationToken;
 use super::live::{Live, Run};
 use super::log::{CallJournal, EventLog, session_dir};
 use super::wire::{self, RpcError};
-use crate::protocol::{AgentHandle, Event, Journal, Recovery};
+use crate::protocol::{Event, Hosted, OpenRequest, Opened, Opener, Recovery};
 use crate::sync::lock;
 
 /// How long a new core may take to say `session_configured`.
 const CONFIGURED_WAIT: Duration = Duration::from_secs(30);
-
-/// Builds and starts a core for a session of a workspace (the CLI implements it with the
-/// daemon's configuration). `session_id` `None` creates a new session.
-pub(crate) trait Opener: Send + Sync {
-    fn open(
-        &self,
-        workspace: &Path,
-        session_id: Option<&str>,
-        journal: Arc<dyn Journal>,
-        recovery: Option<Recovery>,
-    ) -> Result<AgentHandle, String>;
-}
 
 /// Every session the daemon has open.
 pub(crate) struct Hub {
@@ -42,6 +31,8 @@ pub(crate) struct Hub {
     sessions: Mutex<HashMap<String, Arc<Live>>>,
     /// Opens one session at a time, so one id is never opened twice.
     opening: tokio::sync::Mutex<()>,
+    /// Each session's end: its core closed, then what its opener left to stop (MCP servers).
+    endings: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Cancelled by `server.shutdown` or a signal.
     pub stop: CancellationToken,
 }
@@ -74,6 +65,7 @@ impl Hub {
             registry,
             sessions: Mutex::new(HashMap::new()),
             opening: tokio::sync::Mutex::new(()),
+            endings: Mutex::new(Vec::new()),
             stop: CancellationToken::new(),
         }
     }
@@ -153,17 +145,13 @@ impl Hub {
             });
             reopened = Some(found);
         }
-        let hooks_journal: Arc<dyn Journal> = journal.clone();
-        let mut handle = {
-            let (opener, workspace, id) =
-                (self.opener.clone(), workspace.clone(), session_id.clone());
-            let opened = tokio::task::spawn_blocking(move || {
-                opener.open(&workspace, id.as_deref(), hooks_journal, recovery)
-            })
-            .await
-            .map_err(open_failed)?;
-            opened.map_err(open_failed)?
+        let hosted = Hosted {
+            journal: journal.clone(),
+            recovery,
         };
+        let opened = self.build(&workspace, session_id.clone(), hosted).await?;
+        let closing = opened.closing;
+        let mut handle = opened.handle;
         let first = tokio::time::timeout(CONFIGURED_WAIT, handle.next_event())
             .await
             .ok()
@@ -205,7 +193,37 @@ impl Hub {
         );
         self.sessions().insert(id, live.clone());
         self.save_registry();
-        Ok(live.info())
+        let info = live.info();
+        let ending = tokio::spawn(async move {
+            live.closed().await;
+            closing.await;
+        });
+        let mut endings = lock(&self.endings);
+        endings.retain(|e| !e.is_finished());
+        endings.push(ending);
+        Ok(info)
+    }
+
+    /// Has the opener build the session's core, off the loop (it reads files and may start
+    /// programs).
+    async fn build(
+        &self,
+        workspace: &Path,
+        session_id: Option<String>,
+        hosted: Hosted,
+    ) -> Result<Opened, RpcError> {
+        let request = OpenRequest {
+            cwd: workspace.to_path_buf(),
+            session_id,
+            mcp_servers: Vec::new(),
+            files: None,
+            hosted: Some(hosted),
+        };
+        let opener = self.opener.clone();
+        tokio::task::spawn_blocking(move || opener.open(request))
+            .await
+            .map_err(open_failed)?
+            .map_err(open_failed)
     }
 
     /// Writes the list of open sessions (workspace and id) for a restart to reopen.
@@ -301,6 +319,10 @@ impl Hub {
         let deadline = tokio::time::Instant::now() + wait;
         for live in open {
             let _ = tokio::time::timeout_at(deadline, live.closed()).await;
+        }
+        let endings = std::mem::take(&mut *lock(&self.endings));
+        for ending in endings {
+            let _ = tokio::time::timeout_at(deadline, ending).await;
         }
         // Closed on purpose: nothing to reopen at the next start.
         self.save_registry();
