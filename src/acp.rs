@@ -18,11 +18,12 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer,
-    NewSessionRequest, PromptCapabilities, PromptRequest, SessionCapabilities, SessionInfo,
-    SessionListCapabilities,
+    NewSessionRequest, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionInfo, SessionListCapabilities,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -120,6 +121,49 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// `session/prompt`: the prompt (or slash command) handed to its session's core, which
+    /// answers once the turn ends.
+    fn prompt(
+        &self,
+        request: PromptRequest,
+        responder: Responder<PromptResponse>,
+    ) -> Result<(), Error> {
+        let Some(live) = self.session(&request.session_id.0) else {
+            return responder.respond_with_error(invalid_params(format!(
+                "no session {} is open",
+                request.session_id.0
+            )));
+        };
+        let text = convert::prompt_text(&request.prompt);
+        if text.trim().is_empty() {
+            return responder.respond_with_error(invalid_params("the prompt is empty"));
+        }
+        match prompt_op(text) {
+            Ok(op) => live.prompt(op, responder),
+            Err(usage) => return responder.respond_with_error(invalid_params(usage)),
+        }
+        Ok(())
+    }
+
+    /// `session/list`: the stored sessions of the workspace asked for.
+    fn list(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        let listed = self.opener.list(request.cwd).map_err(invalid_params)?;
+        Ok(ListSessionsResponse::new(
+            listed.into_iter().map(session_info).collect(),
+        ))
+    }
+
+    /// Once the connection is gone: every session shut down (each saves) and its MCP servers
+    /// stopped.
+    async fn finish(&self) {
+        let endings = std::mem::take(&mut *lock(&self.endings));
+        for ending in endings {
+            ending.finish().await;
+        }
+    }
+}
+
 fn invalid_params(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::INVALID_PARAMS, message)
 }
@@ -200,33 +244,13 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, _cx| {
-                let Some(live) = on_prompt.session(&request.session_id.0) else {
-                    return responder.respond_with_error(invalid_params(format!(
-                        "no session {} is open",
-                        request.session_id.0
-                    )));
-                };
-                let text = convert::prompt_text(&request.prompt);
-                if text.trim().is_empty() {
-                    return responder.respond_with_error(invalid_params("the prompt is empty"));
-                }
-                match prompt_op(text) {
-                    Ok(op) => live.prompt(op, responder),
-                    Err(usage) => return responder.respond_with_error(invalid_params(usage)),
-                }
-                Ok(())
+                on_prompt.prompt(request, responder)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: ListSessionsRequest, responder, _cx| match on_list
-                .opener
-                .list(request.cwd)
-            {
-                Ok(listed) => responder.respond(ListSessionsResponse::new(
-                    listed.into_iter().map(session_info).collect(),
-                )),
-                Err(message) => responder.respond_with_error(invalid_params(message)),
+            async move |request: ListSessionsRequest, responder, _cx| {
+                responder.respond_with_result(on_list.list(request))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -241,10 +265,7 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         )
         .connect_to(transport)
         .await;
-    let endings = std::mem::take(&mut *lock(&shared.endings));
-    for ending in endings {
-        ending.finish().await;
-    }
+    shared.finish().await;
     result.map_err(|e| format!("the ACP connection failed: {e}"))
 }
 

@@ -76,46 +76,57 @@ pub(super) fn servers(
             ));
             continue;
         }
-        let held = if config::is_approved(&config.mcp_approvals, workspace, &server) {
-            None
-        } else {
-            let answer = match ask {
-                Ask::Terminal => ask_tty(&server),
-                Ask::Never => None,
-            };
-            match answer {
-                Some(true) => {
-                    if let Err(e) = config::approve_mcp_server(env, workspace, &server) {
-                        notes.push(format!(
-                            "could not record the approval of MCP server `{}`: {e} (it starts \
-                             this time only)",
-                            sanitize(&server.id)
-                        ));
-                    }
-                    None
-                }
-                Some(false) => Some("you did not approve it".to_string()),
-                None => {
-                    let why = format!(
-                        "it needs your approval once (start minicode in a terminal in this \
-                         workspace to be asked; --yes does not approve starting programs from \
-                         {})",
-                        config::MCP_JSON
-                    );
-                    if ask == Ask::Terminal {
-                        notes.push(format!(
-                            "MCP server `{}` of {} was not started: {why}",
-                            sanitize(&server.id),
-                            config::MCP_JSON
-                        ));
-                    }
-                    Some(why)
-                }
-            }
-        };
+        let held = held(config, workspace, env, &server, ask, &mut notes);
         servers.push(to_server_config(&server, workspace, held));
     }
     (servers, notes)
+}
+
+/// Why a `.mcp.json` server may not start (`None`: it may): approved already as it is defined
+/// now, or asked on the terminal when `ask` allows it (a yes is recorded).
+fn held(
+    config: &Config,
+    workspace: &Path,
+    env: Env<'_>,
+    server: &McpServer,
+    ask: Ask,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    if config::is_approved(&config.mcp_approvals, workspace, server) {
+        return None;
+    }
+    let answer = match ask {
+        Ask::Terminal => ask_tty(server),
+        Ask::Never => None,
+    };
+    match answer {
+        Some(true) => {
+            if let Err(e) = config::approve_mcp_server(env, workspace, server) {
+                notes.push(format!(
+                    "could not record the approval of MCP server `{}`: {e} (it starts this \
+                     time only)",
+                    sanitize(&server.id)
+                ));
+            }
+            None
+        }
+        Some(false) => Some("you did not approve it".to_string()),
+        None => {
+            let why = format!(
+                "it needs your approval once (start minicode in a terminal in this workspace \
+                 to be asked; --yes does not approve starting programs from {})",
+                config::MCP_JSON
+            );
+            if ask == Ask::Terminal {
+                notes.push(format!(
+                    "MCP server `{}` of {} was not started: {why}",
+                    sanitize(&server.id),
+                    config::MCP_JSON
+                ));
+            }
+            Some(why)
+        }
+    }
 }
 
 fn to_server_config(s: &McpServer, workspace: &Path, held: Option<String>) -> ServerConfig {

@@ -15,6 +15,7 @@ use super::{Failure, usage};
 use crate::agent;
 use crate::attach::{self, Endpoint};
 use crate::daemon::{self, Listen};
+use crate::provider::Provider;
 
 /// `minicode serve`.
 #[derive(Debug, clap::Args)]
@@ -82,67 +83,12 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
     unsafe {
         super::forget_key(Some(&config))
     };
-    let mut roots = Vec::new();
-    let wanted = if args.allowed_roots.is_empty() {
-        vec![launch.to_path_buf()]
-    } else {
-        args.allowed_roots.clone()
-    };
-    for root in wanted {
-        let canonical = root
-            .canonicalize()
-            .map_err(|e| usage(format!("--allowed-root {}: {e}", root.display())))?;
-        roots.push(canonical);
-    }
-    let listen = match (&args.listen, &args.socket) {
-        (Some(addr), _) => Listen::Tcp(*addr),
-        (None, Some(path)) => Listen::Unix(path.clone()),
-        (None, None) => Listen::Unix(daemon::runtime_dir(&env).join(daemon::SOCKET_FILE)),
-    };
-    // The folder the token (and the default socket) live in: private to the user.
-    let folder = match &listen {
-        Listen::Unix(path) => path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| daemon::runtime_dir(&env)),
-        Listen::Tcp(_) => daemon::runtime_dir(&env),
-    };
-    if args.token_file.is_none() || matches!(listen, Listen::Unix(_)) {
-        let owned = folder == daemon::runtime_dir(&env);
-        daemon::private_runtime_dir(&folder, owned).map_err(usage)?;
-    }
-    if let Listen::Tcp(addr) = &listen
-        && !addr.ip().is_loopback()
-    {
-        note(&format!(
-            "listening on {addr}, which is not a loopback address: anyone who can reach it and \
-             has the token can run commands here"
-        ));
-    }
-    let (token, token_path) = match &args.token_file {
-        Some(path) => (daemon::read_token(path).map_err(usage)?, path.clone()),
-        None => {
-            let path = folder.join(daemon::TOKEN_FILE);
-            (daemon::write_token(&path).map_err(usage)?, path)
-        }
-    };
+    let roots = allowed_roots(args, launch)?;
+    let (listen, folder) = listen(args)?;
+    let (token, token_path) = token(args, &folder)?;
     let registry = folder.join(daemon::REGISTRY_FILE);
     let _log = crate::logging::init(launch, false, None).ok().flatten();
-    let opener = Arc::new(Host {
-        source: Source::Shared {
-            subagents: agent::delegate::Subagents::new(
-                config.subagents_max_concurrent,
-                config.subagents_timeout,
-            ),
-            provider,
-            config: Box::new(config),
-        },
-        // The daemon's clients read the session's events: the core reports them as warnings.
-        notes: Notes::Core,
-        // Taken once the key is gone from the environment.
-        vars: std::env::vars().collect(),
-        launch: launch.to_path_buf(),
-    });
+    let opener = Arc::new(host(config, provider, launch));
     let runtime = super::runtime()?;
     let max_message = args.max_message_bytes.max(1024);
     let result = runtime.block_on(async move {
@@ -169,6 +115,84 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
             Err(usage(e))
         }
         Err(e) => Err(runtime_failure(e)),
+    }
+}
+
+/// The folders whose workspaces clients may open, canonical (default: the launch folder).
+fn allowed_roots(args: &ServeArgs, launch: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let wanted = if args.allowed_roots.is_empty() {
+        vec![launch.to_path_buf()]
+    } else {
+        args.allowed_roots.clone()
+    };
+    wanted
+        .into_iter()
+        .map(|root| {
+            root.canonicalize()
+                .map_err(|e| usage(format!("--allowed-root {}: {e}", root.display())))
+        })
+        .collect()
+}
+
+/// Where to listen, and the folder the token (and the default socket) live in, made private
+/// to the user when the daemon keeps anything there. A non-loopback address gets a note.
+fn listen(args: &ServeArgs) -> Result<(Listen, PathBuf), Failure> {
+    let listen = match (&args.listen, &args.socket) {
+        (Some(addr), _) => Listen::Tcp(*addr),
+        (None, Some(path)) => Listen::Unix(path.clone()),
+        (None, None) => Listen::Unix(daemon::runtime_dir(&env).join(daemon::SOCKET_FILE)),
+    };
+    let folder = match &listen {
+        Listen::Unix(path) => path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| daemon::runtime_dir(&env)),
+        Listen::Tcp(_) => daemon::runtime_dir(&env),
+    };
+    if args.token_file.is_none() || matches!(listen, Listen::Unix(_)) {
+        let owned = folder == daemon::runtime_dir(&env);
+        daemon::private_runtime_dir(&folder, owned).map_err(usage)?;
+    }
+    if let Listen::Tcp(addr) = &listen
+        && !addr.ip().is_loopback()
+    {
+        note(&format!(
+            "listening on {addr}, which is not a loopback address: anyone who can reach it and \
+             has the token can run commands here"
+        ));
+    }
+    Ok((listen, folder))
+}
+
+/// The token clients must present, and its file: the one given, or a new random one written
+/// to `folder`.
+fn token(args: &ServeArgs, folder: &Path) -> Result<(String, PathBuf), Failure> {
+    match &args.token_file {
+        Some(path) => Ok((daemon::read_token(path).map_err(usage)?, path.clone())),
+        None => {
+            let path = folder.join(daemon::TOKEN_FILE);
+            Ok((daemon::write_token(&path).map_err(usage)?, path))
+        }
+    }
+}
+
+/// The host every session of the daemon is opened by: one configuration, provider and set of
+/// sub-agent slots for all of them.
+fn host(config: crate::config::Config, provider: Arc<dyn Provider>, launch: &Path) -> Host {
+    Host {
+        source: Source::Shared {
+            subagents: agent::delegate::Subagents::new(
+                config.subagents_max_concurrent,
+                config.subagents_timeout,
+            ),
+            provider,
+            config: Box::new(config),
+        },
+        // The daemon's clients read the session's events: the core reports them as warnings.
+        notes: Notes::Core,
+        // Taken once the key is gone from the environment.
+        vars: std::env::vars().collect(),
+        launch: launch.to_path_buf(),
     }
 }
 
