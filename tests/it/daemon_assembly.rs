@@ -1,7 +1,7 @@
 //! A daemon session is assembled like every other session: the user's MCP servers start for
 //! it (their tools offered to the model) and stop with the daemon, and a workspace's own
 //! skills are offered only when that workspace is trusted, whatever folder the daemon
-//! started in.
+//! started in; and settings no session could use stop the daemon at start.
 
 use std::path::Path;
 
@@ -97,4 +97,39 @@ fn a_daemon_offers_a_workspaces_own_skills_only_when_that_workspace_is_trusted()
         let offered = system.contains("- alpha: Does alpha things.");
         assert_eq!(offered, ws == &trusted, "{}: {system}", ws.display());
     }
+}
+
+#[test]
+fn serve_refuses_context_settings_no_session_could_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().canonicalize().unwrap();
+    let (socket, ws) = layout(&dir);
+    // Each value passes on its own; together the reserve leaves no room in the window.
+    user_config(
+        &dir,
+        &ws,
+        "[model]\ncontext_window = 10000\n[context]\nreserve_tokens = 6000\n",
+    );
+    let mut child = crate::support::binary::command(&dir)
+        .args(["serve", "--demo", "--socket"])
+        .arg(&socket)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    let ended = wait_until_blocking(DEADLINE, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    if !ended {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the daemon started with settings no session can use");
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.unwrap().code(), Some(2), "{stderr}");
+    assert!(stderr.contains("invalid [context] settings"), "{stderr}");
+    assert!(!socket.exists(), "it listened anyway");
 }
