@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::live::{Live, Run};
-use super::log::{CallJournal, EventLog, session_dir};
+use super::log::{CallJournal, EventLog, OpenRun, session_dir};
 use super::wire::{self, RpcError};
 use crate::protocol::{Event, Hosted, OpenRequest, Opened, Opener, Recovery};
 use crate::sync::lock;
@@ -50,6 +51,33 @@ async fn off_the_loop<T: Send + 'static>(
         .await
         .map_err(open_failed)?
         .map_err(open_failed)
+}
+
+/// What a session's event log and journal say about the run an earlier daemon left open.
+type Found = (EventLog, u64, Option<OpenRun>);
+
+/// A session of an earlier daemon: its log says whether a run was left open, its journal
+/// which calls had started (bound to `journal` from now on).
+async fn earlier(
+    workspace: &Path,
+    id: &str,
+    journal: &Arc<CallJournal>,
+) -> Result<(Option<Found>, Option<Recovery>), RpcError> {
+    let (found, started) = off_the_loop({
+        let (workspace, id, journal) = (workspace.to_path_buf(), id.to_string(), journal.clone());
+        move || {
+            let dir = session_dir(&workspace, &id)?;
+            let found = EventLog::open(&dir)?;
+            let started = journal.bind(&dir)?;
+            Ok((found, started))
+        }
+    })
+    .await?;
+    let recovery = found.2.as_ref().map(|run| Recovery {
+        started,
+        cancelled: run.cancelled,
+    });
+    Ok((Some(found), recovery))
 }
 
 impl Hub {
@@ -126,25 +154,10 @@ impl Hub {
         let journal = Arc::new(CallJournal::default());
         // A session of an earlier daemon: its log says whether a run was left open, its journal
         // which calls had started.
-        let mut reopened = None;
-        let mut recovery = None;
-        if let Some(id) = &session_id {
-            let (found, started) = off_the_loop({
-                let (workspace, id, journal) = (workspace.clone(), id.clone(), journal.clone());
-                move || {
-                    let dir = session_dir(&workspace, &id)?;
-                    let found = EventLog::open(&dir)?;
-                    let started = journal.bind(&dir)?;
-                    Ok((found, started))
-                }
-            })
-            .await?;
-            recovery = found.2.as_ref().map(|run| Recovery {
-                started,
-                cancelled: run.cancelled,
-            });
-            reopened = Some(found);
-        }
+        let (reopened, recovery) = match &session_id {
+            Some(id) => earlier(&workspace, id, &journal).await?,
+            None => (None, None),
+        };
         let hosted = Hosted {
             journal: journal.clone(),
             recovery,
@@ -194,6 +207,13 @@ impl Hub {
         self.sessions().insert(id, live.clone());
         self.save_registry();
         let info = live.info();
+        self.watch_end(live, closing);
+        Ok(info)
+    }
+
+    /// Once the session's core has closed, stops what its opener left running (its MCP
+    /// servers); `close_all` waits for these too.
+    fn watch_end(&self, live: Arc<Live>, closing: BoxFuture<'static, ()>) {
         let ending = tokio::spawn(async move {
             live.closed().await;
             closing.await;
@@ -201,7 +221,6 @@ impl Hub {
         let mut endings = lock(&self.endings);
         endings.retain(|e| !e.is_finished());
         endings.push(ending);
-        Ok(info)
     }
 
     /// Has the opener build the session's core, off the loop (it reads files and may start
