@@ -99,7 +99,8 @@ impl Host {
             Source::PerWorkspace { overrides } => {
                 let config = config::load(workspace, &env, overrides).map_err(|e| e.to_string())?;
                 assemble::check(&config)?;
-                let provider = super::build_provider(&config, &env).map_err(|f| f.message)?;
+                let provider =
+                    super::provider::build_provider(&config, &env).map_err(|f| f.message)?;
                 let subagents =
                     Subagents::new(config.subagents_max_concurrent, config.subagents_timeout);
                 let trust = config.trust;

@@ -76,7 +76,7 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
     let overrides = args.server.overrides(true);
     let config = crate::config::load(launch, &env, &overrides).map_err(usage)?;
     super::assemble::check(&config).map_err(usage)?;
-    let provider = super::build_provider(&config, &env)?;
+    let provider = super::provider::build_provider(&config, &env)?;
     // SAFETY: still single-threaded: only argument parsing, config loading and building the
     // client (no connection yet) ran; logging and the runtime start below.
     #[allow(unsafe_code)]
