@@ -53,9 +53,8 @@ pub(super) struct Inputs<'a> {
     pub hosted: Option<Hooks>,
 }
 
-/// A session's parts before its session file exists: nothing here leaves a file behind, so a
-/// frontend may still fail between this and [`Prepared::start`] only before opening the
-/// session.
+/// A session's parts before its session file exists: preparing opens no session, so a frontend
+/// may still stop with an error after it, as long as it has not opened the session yet.
 pub(super) struct Prepared<'a> {
     inputs: Inputs<'a>,
     servers: Vec<ServerConfig>,
