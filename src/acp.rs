@@ -1,6 +1,6 @@
 //! `minicode acp`: the Agent Client Protocol (JSON-RPC 2.0, one message a line) on stdin and
 //! stdout, spoken as an agent with the official `agent-client-protocol` crate. A thin frontend:
-//! each ACP session is one core from `agent::spawn` (opened by the CLI through [`Opener`]), fed
+//! each ACP session is one core from `agent::spawn` (opened by the CLI through `protocol::Opener`), fed
 //! `protocol::Op`s and read as `protocol::Event`s. It must not run a loop of its own, touch the
 //! disk or a session file, or write anything but protocol messages to stdout (logs go to the
 //! log file). The per-session event pump is in `acp/session/pump.rs`, the pure mappings in
@@ -18,72 +18,20 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer,
-    NewSessionRequest, PromptCapabilities, PromptRequest, SessionCapabilities, SessionInfo,
-    SessionListCapabilities,
+    NewSessionRequest, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionInfo, SessionListCapabilities,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
-use futures_util::future::BoxFuture;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::protocol::{AgentHandle, GoalOp, Op};
+use crate::protocol::{EditorFiles, GoalOp, Listed, Op, OpenRequest, Opener};
 use crate::sync::lock;
 
 type Connection = agent_client_protocol::v1::ConnectionTo<Client>;
-
-/// What the client asks for when it opens a session.
-pub(crate) struct OpenRequest {
-    /// The session's workspace: an absolute folder (not yet checked or canonical).
-    pub cwd: PathBuf,
-    /// `session/load`: the session to resume; `session/new`: `None`.
-    pub session_id: Option<String>,
-    /// MCP servers the client wants this session to use (stdio ones only).
-    pub mcp_servers: Vec<McpServerSpec>,
-    /// The editor's buffers, when the client offered to read and write files.
-    pub files: Option<ClientFiles>,
-}
-
-/// An MCP server the client passed in `session/new` or `session/load`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct McpServerSpec {
-    pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-}
-
-/// A session the CLI opened: its core, its id, and what to await once it is shut down (its
-/// MCP servers stopping).
-pub(crate) struct Opened {
-    pub handle: AgentHandle,
-    pub session_id: String,
-    pub closing: BoxFuture<'static, ()>,
-    /// Problems to show the user in the session (e.g. client MCP servers left out).
-    pub notes: Vec<String>,
-}
-
-/// One stored session, as `session/list` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Listed {
-    pub id: String,
-    /// Its workspace.
-    pub cwd: PathBuf,
-    /// Its first prompt.
-    pub title: String,
-    /// RFC 3339.
-    pub updated: String,
-}
-
-/// Builds a core for a session: the CLI's wiring (configuration of the workspace, trust,
-/// provider, tools, MCP servers). The error is a message for the client.
-pub(crate) trait Opener: Send + Sync {
-    fn open(&self, request: OpenRequest) -> Result<Opened, String>;
-    /// The sessions of a workspace (`None`: the folder `minicode acp` started in), newest
-    /// first.
-    fn list(&self, cwd: Option<PathBuf>) -> Result<Vec<Listed>, String>;
-}
 
 /// The slash commands a session offers, besides plain prompts.
 pub(crate) const COMMANDS: &[(&str, &str, Option<&str>)] = &[
@@ -143,7 +91,8 @@ impl Shared {
             cwd: cwd.clone(),
             session_id,
             mcp_servers,
-            files: files.clone(),
+            files: files.clone().map(|f| Arc::new(f) as Arc<dyn EditorFiles>),
+            hosted: None,
         };
         let opened = match self.opener.open(request) {
             Ok(opened) => opened,
@@ -169,6 +118,49 @@ impl Shared {
             closing: opened.closing,
         });
         Ok(())
+    }
+}
+
+impl Shared {
+    /// `session/prompt`: the prompt (or slash command) handed to its session's core, which
+    /// answers once the turn ends.
+    fn prompt(
+        &self,
+        request: PromptRequest,
+        responder: Responder<PromptResponse>,
+    ) -> Result<(), Error> {
+        let Some(live) = self.session(&request.session_id.0) else {
+            return responder.respond_with_error(invalid_params(format!(
+                "no session {} is open",
+                request.session_id.0
+            )));
+        };
+        let text = convert::prompt_text(&request.prompt);
+        if text.trim().is_empty() {
+            return responder.respond_with_error(invalid_params("the prompt is empty"));
+        }
+        match prompt_op(text) {
+            Ok(op) => live.prompt(op, responder),
+            Err(usage) => return responder.respond_with_error(invalid_params(usage)),
+        }
+        Ok(())
+    }
+
+    /// `session/list`: the stored sessions of the workspace asked for.
+    fn list(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        let listed = self.opener.list(request.cwd).map_err(invalid_params)?;
+        Ok(ListSessionsResponse::new(
+            listed.into_iter().map(session_info).collect(),
+        ))
+    }
+
+    /// Once the connection is gone: every session shut down (each saves) and its MCP servers
+    /// stopped.
+    async fn finish(&self) {
+        let endings = std::mem::take(&mut *lock(&self.endings));
+        for ending in endings {
+            ending.finish().await;
+        }
     }
 }
 
@@ -252,33 +244,13 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, _cx| {
-                let Some(live) = on_prompt.session(&request.session_id.0) else {
-                    return responder.respond_with_error(invalid_params(format!(
-                        "no session {} is open",
-                        request.session_id.0
-                    )));
-                };
-                let text = convert::prompt_text(&request.prompt);
-                if text.trim().is_empty() {
-                    return responder.respond_with_error(invalid_params("the prompt is empty"));
-                }
-                match prompt_op(text) {
-                    Ok(op) => live.prompt(op, responder),
-                    Err(usage) => return responder.respond_with_error(invalid_params(usage)),
-                }
-                Ok(())
+                on_prompt.prompt(request, responder)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: ListSessionsRequest, responder, _cx| match on_list
-                .opener
-                .list(request.cwd)
-            {
-                Ok(listed) => responder.respond(ListSessionsResponse::new(
-                    listed.into_iter().map(session_info).collect(),
-                )),
-                Err(message) => responder.respond_with_error(invalid_params(message)),
+            async move |request: ListSessionsRequest, responder, _cx| {
+                responder.respond_with_result(on_list.list(request))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -293,10 +265,7 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         )
         .connect_to(transport)
         .await;
-    let endings = std::mem::take(&mut *lock(&shared.endings));
-    for ending in endings {
-        ending.finish().await;
-    }
+    shared.finish().await;
     result.map_err(|e| format!("the ACP connection failed: {e}"))
 }
 

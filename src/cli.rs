@@ -1,12 +1,16 @@
-//! Arguments and assembly: parses the command line, builds the config, the provider, the tool
-//! registry and the session, and picks the frontend (full-screen, one-shot, or `sessions`).
+//! Arguments: parses the command line, builds the config and the provider, opens the session
+//! and picks the frontend (full-screen, one-shot, or a subcommand); the session itself is put
+//! together by `cli/assemble.rs`, the one builder every frontend uses.
 //! Every usage, config or input error becomes exit code 2 here; `main` only exits. Workspace
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
 mod acp;
+mod assemble;
 mod doctor;
 mod goal;
+mod host;
 mod mcp;
+mod provider;
 mod serve;
 mod sessions;
 mod shell;
@@ -17,22 +21,17 @@ mod typo;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
 mod stdin;
 
-use crate::agent::{self, Options, Setup};
-use crate::config::{Config, Overrides, ProviderKind};
+use self::assemble::Inputs;
+use self::provider::build_provider;
+use crate::agent;
+use crate::config::{Config, Overrides};
 use crate::print::{self, OutputFormat};
-use crate::protocol::WindowSource;
-use crate::provider::Provider;
-use crate::provider::demo::Demo;
-use crate::provider::openai::{OpenAi, OpenAiOptions};
-use crate::provider::sse::ReplyLimits;
 use crate::session::Session;
-use crate::tools::{Registry, Secrets, ToolCtx};
 
 /// Exit code for usage, configuration and input errors.
 pub const EXIT_USAGE: u8 = 2;
@@ -242,31 +241,51 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let env = |name: &str| std::env::var(name).ok();
     typo::check(&args, &std::env::args_os().skip(1).collect::<Vec<_>>())?;
     match &args.command {
-        Some(Command::Acp(acp_args)) => return acp::run(acp_args, &launch),
-        Some(Command::Sessions { ids }) => return sessions::list(&launch, *ids),
-        Some(Command::Trust { path }) => return trust::change(&env, &launch, path, true),
-        Some(Command::Untrust { path }) => return trust::change(&env, &launch, path, false),
-        Some(Command::Mcp {
+        Some(command) => subcommand(command, &args, &env, &launch),
+        None => run_session(args, &env, &launch),
+    }
+}
+
+/// Every command but a session.
+fn subcommand(
+    command: &Command,
+    args: &Args,
+    env: &dyn Fn(&str) -> Option<String>,
+    launch: &Path,
+) -> Result<ExitCode, Failure> {
+    match command {
+        Command::Acp(acp_args) => acp::run(acp_args, launch),
+        Command::Sessions { ids } => sessions::list(launch, *ids),
+        Command::Trust { path } => trust::change(env, launch, path, true),
+        Command::Untrust { path } => trust::change(env, launch, path, false),
+        Command::Mcp {
             command: McpCommand::List,
-        }) => return mcp::list(&env, &launch, args.server.config.as_deref()),
-        Some(Command::Doctor {
+        } => mcp::list(env, launch, args.server.config.as_deref()),
+        Command::Doctor {
             output_format,
             server,
-        }) => return doctor::run(&env, &launch, server, *output_format),
-        Some(Command::Skills) => return skills::list(&env, &launch),
-        Some(Command::Serve(serve_args)) => return serve::serve(serve_args, &launch),
-        Some(Command::Attach(attach_args)) => return serve::attach(attach_args, &launch),
-        Some(Command::Completions { shell }) => return shell::completions(*shell),
-        Some(Command::Man) => return shell::man(),
-        None => {}
+        } => doctor::run(env, launch, server, *output_format),
+        Command::Skills => skills::list(env, launch),
+        Command::Serve(serve_args) => serve::serve(serve_args, launch),
+        Command::Attach(attach_args) => serve::attach(attach_args, launch),
+        Command::Completions { shell } => shell::completions(*shell),
+        Command::Man => shell::man(),
     }
+}
+
+/// A one-shot or full-screen session in the launch folder.
+fn run_session(
+    args: Args,
+    env: &dyn Fn(&str) -> Option<String>,
+    launch: &Path,
+) -> Result<ExitCode, Failure> {
     let overrides = args.server.overrides(false);
     let goal_task = goal::task(&args)?;
     let interactive = args.prompt.is_none()
         && goal_task.is_none()
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
-    let config = trust::load_config(&env, &launch, &overrides, interactive)?;
+    let config = trust::load_config(env, launch, &overrides, interactive)?;
     // SAFETY: the process is still single-threaded here: only argument parsing, config
     // loading and the trust question (crossterm, no threads) ran; logging (a writer thread)
     // and the runtime start below.
@@ -274,9 +293,64 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     unsafe {
         forget_key(Some(&config))
     };
+    // A goal run sends no prompt: the goal's rounds are its turns.
+    let prompt = match goal_task {
+        Some(_) => None,
+        None => prompt(&args, interactive)?,
+    };
+    let _log = start_logging(&config, launch, interactive)?;
+    // Everything that can fail with a usage error comes before the session file is created.
+    assemble::check(&config).map_err(usage)?;
+    let provider = build_provider(&config, env)?;
+    // Asked before the session opens: a `.mcp.json` server the user has not approved yet.
+    let prepared = assemble::prepare(Inputs {
+        config: &config,
+        env,
+        workspace: launch,
+        trust: config.trust,
+        provider,
+        tools: !args.no_tools,
+        ask: mcp::Ask::Terminal,
+        client_servers: Vec::new(),
+        files: None,
+        auto_approve: args.yes,
+        trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
+        // One value for the process: every delegation shares its slots.
+        subagents: Some(agent::delegate::Subagents::new(
+            config.subagents_max_concurrent,
+            config.subagents_timeout,
+        )),
+        hosted: None,
+    });
+    // One thread: the core, the provider stream and the frontend hand events to each other
+    // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks. Built
+    // before the session opens: nothing may fail between creating a session and running it,
+    // or an empty session file would be left behind.
+    let runtime = runtime()?;
+    let session = open_session(launch, &args)?;
+    let resume_flags = resume_flags(&args);
+    let task = goal_task.or(prompt.map(print::Task::Prompt));
+    let (format, show_reasoning) = (args.output_format, args.show_reasoning);
+    let code = runtime.block_on(async {
+        let started = prepared.start(session);
+        let code = match task {
+            Some(task) => {
+                print::run(started.handle, task, format, &resume_flags, show_reasoning).await
+            }
+            None => full_screen(started.handle, &config, &resume_flags, launch).await,
+        };
+        started.mcp.shutdown().await;
+        code
+    });
+    // A tool child that ignores its kill must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(code)
+}
+
+/// The prompt of a run without a goal: the argument (with whatever is piped beside it), or
+/// stdin; `None` for the full-screen session.
+fn prompt(args: &Args, interactive: bool) -> Result<Option<String>, Failure> {
     let prompt = match (&args.prompt, interactive) {
-        // A goal run sends no prompt: the goal's rounds are its turns.
-        _ if goal_task.is_some() => None,
         (Some(p), _) if std::io::stdin().is_terminal() => Some(p.clone()),
         (Some(p), _) => Some(with_piped_text(p)?),
         (None, true) => None,
@@ -290,95 +364,31 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     if prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
         return Err(usage("the prompt is empty"));
     }
+    Ok(prompt)
+}
+
+/// The config's notices and the workspace's `.gitignore` warnings on stderr, then the log
+/// (and the trace exporter, when configured). An exporter the environment configures in a way
+/// we cannot honour (an unsupported OTEL_EXPORTER_OTLP_COMPRESSION, say) must not stop the
+/// user's work: export is off.
+fn start_logging(
+    config: &Config,
+    launch: &Path,
+    interactive: bool,
+) -> Result<Option<crate::logging::LogGuard>, Failure> {
     for notice in &config.notices {
         note(notice);
     }
-    for warning in crate::fsutil::gitignore::warnings(&launch) {
+    for warning in crate::fsutil::gitignore::warnings(launch) {
         note(&warning);
     }
-    // An exporter the environment configures in a way we cannot honour (an unsupported
-    // OTEL_EXPORTER_OTLP_COMPRESSION, say) must not stop the user's work: export is off.
-    let _log = match crate::logging::init(&launch, interactive, export_settings(&config)) {
-        Ok(guard) => guard,
+    match crate::logging::init(launch, interactive, export_settings(config)) {
+        Ok(guard) => Ok(guard),
         Err(e) => {
             note(&format!("{e}; OpenTelemetry export is off for this run"));
-            crate::logging::init(&launch, interactive, None).map_err(usage)?
+            crate::logging::init(launch, interactive, None).map_err(usage)
         }
-    };
-    crate::agent::budget::Budget::new(
-        config.context_window,
-        config.reserve_tokens,
-        config.keep_recent_tokens,
-    )
-    .map_err(|e| usage(format!("invalid [context] settings: {e}")))?;
-    // Everything that can fail with a usage error comes before the session file is created.
-    let provider = build_provider(&config, &env)?;
-    // Temp files a killed minicode left behind go before anything new is written.
-    crate::fsutil::sweep_temp_files(&launch, &[crate::session::SESSIONS]);
-    // Asked before the session opens: a `.mcp.json` server the user has not approved yet.
-    let (mcp_servers, mcp_notes) = if args.no_tools {
-        (Vec::new(), Vec::new())
-    } else {
-        mcp::servers(&config, &launch, &env, mcp::Ask::Terminal)
-    };
-    // One thread: the core, the provider stream and the frontend hand events to each other
-    // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks. Built
-    // before the session opens: nothing may fail between creating a session and running it,
-    // or an empty session file would be left behind.
-    let runtime = runtime()?;
-    let session = open_session(&launch, &args)?;
-    let tool_ctx = tool_ctx(&config, &launch);
-    // Without tools the model gets none to call (and a prompt that says so): plain chat, with
-    // no skills, no sub-agents and no MCP servers either.
-    let registry = Arc::new(if args.no_tools {
-        Registry::new(Vec::new())
-    } else {
-        Registry::builtin()
-    });
-    let skills = if args.no_tools {
-        crate::tools::skills::Skills::default()
-    } else {
-        skills::discover(&env, &launch, config.trust.is_trusted())
-    };
-    let mcp = crate::tools::mcp::Manager::new(mcp_servers, registry.clone(), &tool_ctx, mcp_notes);
-    let setup = Setup {
-        provider,
-        registry,
-        tool_ctx: Arc::new(tool_ctx),
-        mcp: Some(mcp.clone()),
-        session,
-        options: Options {
-            auto_approve: args.yes,
-            trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
-            // One value for the process: every delegation shares its slots.
-            subagents: (!args.no_tools).then(|| {
-                agent::delegate::Subagents::new(
-                    config.subagents_max_concurrent,
-                    config.subagents_timeout,
-                )
-            }),
-            ..agent_options(&config, Arc::new(skills))
-        },
-    };
-    let resume_flags = resume_flags(&args);
-    let code = runtime.block_on(async move {
-        let handle = agent::spawn(setup);
-        // In the background: the first request goes out without waiting for any server.
-        mcp.start();
-        let task = goal_task.or(prompt.map(print::Task::Prompt));
-        let code = match task {
-            Some(task) => {
-                let format = args.output_format;
-                print::run(handle, task, format, &resume_flags, args.show_reasoning).await
-            }
-            None => full_screen(handle, &config, &resume_flags, &launch).await,
-        };
-        mcp.shutdown().await;
-        code
-    });
-    // A tool child that ignores its kill must not keep the process alive.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    Ok(code)
+    }
 }
 
 /// The largest prompt accepted on stdin; more is almost certainly a mistake (a binary piped in).
@@ -435,50 +445,6 @@ fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
     goal::fork(session)
 }
 
-fn build_provider(
-    config: &Config,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Provider>, Failure> {
-    Ok(match config.provider {
-        ProviderKind::Demo => Arc::new(Demo::default()),
-        ProviderKind::OpenAi => Arc::new(openai(config, env)?),
-    })
-}
-
-/// The OpenAI-compatible client for `config`, remembering what it learns about the server in
-/// the user's cache folder.
-fn openai(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<OpenAi, Failure> {
-    OpenAi::new(OpenAiOptions {
-        base_url: config.base_url.clone(),
-        api_key: config.api_key.as_ref().map(|k| k.expose().to_string()),
-        model: config.model.clone(),
-        request_timeout: config.request_timeout,
-        stream_idle_timeout: config.stream_idle_timeout,
-        limits: ReplyLimits {
-            max_tool_calls: usize::try_from(config.max_tool_calls).unwrap_or(usize::MAX),
-            ..ReplyLimits::default()
-        },
-        cache_dir: crate::config::cache_dir(env),
-        send_reasoning: config.send_reasoning,
-        missing_key_hint: Some(missing_key_hint(config)),
-        ..OpenAiOptions::default()
-    })
-    .map_err(usage)
-}
-
-/// What to set when the server asks for a key and none was sent.
-fn missing_key_hint(config: &Config) -> String {
-    match &config.api_key_env {
-        Some(name) => format!(
-            "no API key was sent: the environment variable {name} that `api_key_env` names is \
-             not set; set it, or MINICODE_API_KEY"
-        ),
-        None => "no API key was sent: set MINICODE_API_KEY, or `api_key_env` (or `api_key`) \
-                 in [model] of your config"
-            .to_string(),
-    }
-}
-
 /// The exporter's settings when telemetry is on.
 fn export_settings(config: &Config) -> Option<crate::logging::otlp::Settings> {
     let t = config.telemetry.as_ref()?;
@@ -494,47 +460,6 @@ fn export_settings(config: &Config) -> Option<crate::logging::otlp::Settings> {
     })
 }
 
-/// Variables tools must never see: the fixed key variables, the OpenTelemetry headers (a
-/// collector's credentials) and the configured key variable.
-fn scrubbed_env(config: &Config) -> Vec<String> {
-    let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
-    names.extend(
-        [
-            "OTEL_EXPORTER_OTLP_HEADERS",
-            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-        ]
-        .map(String::from),
-    );
-    names.extend(config.api_key_env.clone());
-    names
-}
-
-/// The agent options every frontend starts from, all taken from `config`. What differs by
-/// frontend is left off: no auto-approval, no message content in traces, no sub-agents.
-pub(crate) fn agent_options(config: &Config, skills: Arc<crate::tools::skills::Skills>) -> Options {
-    Options {
-        max_rounds: config.max_rounds,
-        max_tokens: config.max_tokens,
-        context_window: config.context_window,
-        context_window_source: if config.context_window_configured {
-            WindowSource::Config
-        } else {
-            WindowSource::Default
-        },
-        send_reasoning: config.send_reasoning,
-        auto_approve: false,
-        reserve_tokens: config.reserve_tokens,
-        keep_recent_tokens: config.keep_recent_tokens,
-        trace_content: false,
-        subagents: None,
-        skills,
-        goal_max_rounds: config.goal_max_rounds,
-    }
-}
-
 /// Takes the API key out of this process's environment (every variable that may hold it: the
 /// fixed key variables and the configured `api_key_env`, whatever their value), so no child
 /// process and no `/proc/<pid>/environ` reader sees it. Every entry point that reads the key
@@ -548,33 +473,6 @@ pub(crate) unsafe fn forget_key(config: Option<&Config>) {
     names.extend(config.and_then(|c| c.api_key_env.as_deref()));
     // SAFETY: passed on to the caller (see above).
     unsafe { crate::process::forget_variables(names) };
-}
-
-/// The tools' context every frontend starts from: the workspace, the bash timeout, a scrubbed
-/// environment, the secrets to redact (the key and the telemetry headers, a collector's
-/// credentials) and the saved-output limits, with old outputs pruned.
-pub(crate) fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
-    let mut ctx = ToolCtx::new(
-        workspace.to_path_buf(),
-        config.bash_timeout,
-        scrubbed_env(config),
-    );
-    let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
-    ctx.secrets = Secrets::new(
-        config
-            .api_key
-            .iter()
-            .chain(header_values.map(|(_, value)| value))
-            .map(|k| k.expose().to_string()),
-    );
-    ctx.outputs = crate::tools::outputs::Limits {
-        max_file_bytes: config.outputs_max_file_bytes,
-        max_total_bytes: config.outputs_max_bytes,
-        max_age: config.outputs_max_age,
-    };
-    ctx.supervisor = crate::process::supervisor::program();
-    ctx.prune_outputs();
-    ctx
 }
 
 /// The full-screen session; on exit the terminal is already restored and the transcript printed.

@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::signal::unix::{SignalKind, signal};
 
-pub(crate) use hub::Opener;
+use crate::protocol::Opener;
 
 /// How long the cores may take to save and stop at shutdown.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);

@@ -13,9 +13,11 @@ use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
 
 mod goal;
 mod goal_command;
+mod open;
 mod run;
 
 pub use goal::{BlockCode, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef};
+pub(crate) use open::{EditorFiles, Hosted, Listed, McpServerSpec, OpenRequest, Opened, Opener};
 pub use run::RunMarker;
 
 /// Identifies a tool call within a session (the model's call id).

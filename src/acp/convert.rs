@@ -10,8 +10,9 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput,
 };
 
-use super::{COMMANDS, McpServerSpec};
+use super::COMMANDS;
 use crate::chat::{self, ApprovalRequest, ToolStatus};
+use crate::protocol::McpServerSpec;
 use crate::protocol::{Decision, HistoryEntry};
 
 /// The option ids of a permission request.

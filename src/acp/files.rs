@@ -1,11 +1,13 @@
 //! The editor's file access: `fs/read_text_file` and `fs/write_text_file` requests to the
-//! client, for a session whose client offered them. The CLI plugs this into the tools'
-//! `FileAccess`; paths arrive already confined to the workspace. Nothing here touches the disk.
+//! client, for a session whose client offered them. The CLI plugs this (a
+//! `protocol::EditorFiles`) into the tools' `FileAccess`; paths arrive already confined to the
+//! workspace. Nothing here touches the disk.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use agent_client_protocol::v1::schema::{ReadTextFileRequest, WriteTextFileRequest};
+use futures_util::future::BoxFuture;
 
 use super::Connection;
 
@@ -45,7 +47,7 @@ impl ClientFiles {
     }
 
     /// The whole text of the file as the editor has it (unsaved changes included).
-    pub(crate) async fn read(&self, path: &Path) -> Result<String, String> {
+    pub(super) async fn read(&self, path: &Path) -> Result<String, String> {
         let request = ReadTextFileRequest::new(self.session()?, path.to_path_buf());
         match self.cx.send_request(request).block_task().await {
             Ok(answer) => Ok(answer.content),
@@ -54,12 +56,26 @@ impl ClientFiles {
     }
 
     /// Replaces the file's text in the editor (which saves it and keeps its own undo).
-    pub(crate) async fn write(&self, path: &Path, content: &str) -> Result<(), String> {
+    pub(super) async fn write(&self, path: &Path, content: &str) -> Result<(), String> {
         let request =
             WriteTextFileRequest::new(self.session()?, path.to_path_buf(), content.to_string());
         match self.cx.send_request(request).block_task().await {
             Ok(_) => Ok(()),
             Err(e) => Err(format!("the editor could not write it: {e}")),
         }
+    }
+}
+
+impl crate::protocol::EditorFiles for ClientFiles {
+    fn read_text<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(self.read(path))
+    }
+
+    fn write_text<'a>(
+        &'a self,
+        path: &'a Path,
+        content: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.write(path, content))
     }
 }

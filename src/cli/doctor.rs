@@ -140,7 +140,7 @@ pub(super) fn run(
         ));
     }
     config.request_timeout = config.request_timeout.min(REQUEST_LIMIT);
-    let provider = super::openai(&config, env)?;
+    let provider = super::provider::openai(&config, env)?;
     let runtime = super::runtime()?;
     let mut findings = runtime.block_on(examine(&provider, &config));
     // Server text reaches the details (a model id, a streamed reply, an error message): a

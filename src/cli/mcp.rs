@@ -30,10 +30,12 @@ pub(super) enum Ask {
 
 /// The servers to hand the manager, and notes for the user (a `.mcp.json` that was not read,
 /// servers left out and why).
+/// `trust` is the workspace's: a host's one configuration does not carry it.
 pub(super) fn servers(
     config: &Config,
     workspace: &Path,
     env: Env<'_>,
+    trust: config::Trust,
     ask: Ask,
 ) -> (Vec<ServerConfig>, Vec<String>) {
     let mut notes = Vec::new();
@@ -49,7 +51,7 @@ pub(super) fn servers(
     if !present {
         return (servers, notes);
     }
-    if !config.trust.is_trusted() {
+    if !trust.is_trusted() {
         notes.push(format!(
             "this workspace's {} was not read: the workspace is not trusted (run `minicode \
              trust` here to use its MCP servers; each is still asked about once)",
@@ -74,46 +76,57 @@ pub(super) fn servers(
             ));
             continue;
         }
-        let held = if config::is_approved(&config.mcp_approvals, workspace, &server) {
-            None
-        } else {
-            let answer = match ask {
-                Ask::Terminal => ask_tty(&server),
-                Ask::Never => None,
-            };
-            match answer {
-                Some(true) => {
-                    if let Err(e) = config::approve_mcp_server(env, workspace, &server) {
-                        notes.push(format!(
-                            "could not record the approval of MCP server `{}`: {e} (it starts \
-                             this time only)",
-                            sanitize(&server.id)
-                        ));
-                    }
-                    None
-                }
-                Some(false) => Some("you did not approve it".to_string()),
-                None => {
-                    let why = format!(
-                        "it needs your approval once (start minicode in a terminal in this \
-                         workspace to be asked; --yes does not approve starting programs from \
-                         {})",
-                        config::MCP_JSON
-                    );
-                    if ask == Ask::Terminal {
-                        notes.push(format!(
-                            "MCP server `{}` of {} was not started: {why}",
-                            sanitize(&server.id),
-                            config::MCP_JSON
-                        ));
-                    }
-                    Some(why)
-                }
-            }
-        };
+        let held = held(config, workspace, env, &server, ask, &mut notes);
         servers.push(to_server_config(&server, workspace, held));
     }
     (servers, notes)
+}
+
+/// Why a `.mcp.json` server may not start (`None`: it may): approved already as it is defined
+/// now, or asked on the terminal when `ask` allows it (a yes is recorded).
+fn held(
+    config: &Config,
+    workspace: &Path,
+    env: Env<'_>,
+    server: &McpServer,
+    ask: Ask,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    if config::is_approved(&config.mcp_approvals, workspace, server) {
+        return None;
+    }
+    let answer = match ask {
+        Ask::Terminal => ask_tty(server),
+        Ask::Never => None,
+    };
+    match answer {
+        Some(true) => {
+            if let Err(e) = config::approve_mcp_server(env, workspace, server) {
+                notes.push(format!(
+                    "could not record the approval of MCP server `{}`: {e} (it starts this \
+                     time only)",
+                    sanitize(&server.id)
+                ));
+            }
+            None
+        }
+        Some(false) => Some("you did not approve it".to_string()),
+        None => {
+            let why = format!(
+                "it needs your approval once (start minicode in a terminal in this workspace \
+                 to be asked; --yes does not approve starting programs from {})",
+                config::MCP_JSON
+            );
+            if ask == Ask::Terminal {
+                notes.push(format!(
+                    "MCP server `{}` of {} was not started: {why}",
+                    sanitize(&server.id),
+                    config::MCP_JSON
+                ));
+            }
+            Some(why)
+        }
+    }
 }
 
 fn to_server_config(s: &McpServer, workspace: &Path, held: Option<String>) -> ServerConfig {
@@ -188,7 +201,7 @@ pub(super) fn list(
     unsafe {
         super::forget_key(Some(&config))
     };
-    let (servers, notes) = servers(&config, launch, env, Ask::Never);
+    let (servers, notes) = servers(&config, launch, env, config.trust, Ask::Never);
     let mut err = std::io::stderr().lock();
     for note in &notes {
         let _ = writeln!(err, "minicode: {}", sanitize(note));
@@ -209,7 +222,7 @@ pub(super) fn list(
     let ctx = ToolCtx::new(
         launch.to_path_buf(),
         config.bash_timeout,
-        super::scrubbed_env(&config),
+        super::assemble::scrubbed_env(&config),
     );
     let runtime = super::runtime()?;
     let statuses = runtime.block_on(async {

@@ -1,6 +1,7 @@
 //! `minicode serve` and `minicode attach`: the wiring of the daemon (one configuration, one
-//! provider and the sub-agent slots shared by every session; a core built per session with
-//! the daemon's journal and recovery hooks) and of a full-screen client of it. The daemon's
+//! provider and the sub-agent slots shared by every session; each session opened by
+//! `cli/host.rs` with the daemon's journal and recovery hooks) and of a full-screen client of
+//! it. The daemon's
 //! own logic is in `daemon`, the client's in `attach`; this file only assembles and reports.
 
 use std::io::Write;
@@ -9,16 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use super::host::{Host, Notes, Source};
 use super::{Failure, usage};
-use crate::agent::recovery::Hooks;
-use crate::agent::{self, Options, Setup};
+use crate::agent;
 use crate::attach::{self, Endpoint};
-use crate::config::Config;
 use crate::daemon::{self, Listen};
-use crate::protocol::{AgentHandle, Journal, Recovery};
 use crate::provider::Provider;
-use crate::session::Session;
-use crate::tools::Registry;
 
 /// `minicode serve`.
 #[derive(Debug, clap::Args)]
@@ -78,68 +75,20 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
     // of a daemon that serves them all.
     let overrides = args.server.overrides(true);
     let config = crate::config::load(launch, &env, &overrides).map_err(usage)?;
-    let provider = super::build_provider(&config, &env)?;
+    super::assemble::check(&config).map_err(usage)?;
+    let provider = super::provider::build_provider(&config, &env)?;
     // SAFETY: still single-threaded: only argument parsing, config loading and building the
     // client (no connection yet) ran; logging and the runtime start below.
     #[allow(unsafe_code)]
     unsafe {
         super::forget_key(Some(&config))
     };
-    let mut roots = Vec::new();
-    let wanted = if args.allowed_roots.is_empty() {
-        vec![launch.to_path_buf()]
-    } else {
-        args.allowed_roots.clone()
-    };
-    for root in wanted {
-        let canonical = root
-            .canonicalize()
-            .map_err(|e| usage(format!("--allowed-root {}: {e}", root.display())))?;
-        roots.push(canonical);
-    }
-    let listen = match (&args.listen, &args.socket) {
-        (Some(addr), _) => Listen::Tcp(*addr),
-        (None, Some(path)) => Listen::Unix(path.clone()),
-        (None, None) => Listen::Unix(daemon::runtime_dir(&env).join(daemon::SOCKET_FILE)),
-    };
-    // The folder the token (and the default socket) live in: private to the user.
-    let folder = match &listen {
-        Listen::Unix(path) => path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| daemon::runtime_dir(&env)),
-        Listen::Tcp(_) => daemon::runtime_dir(&env),
-    };
-    if args.token_file.is_none() || matches!(listen, Listen::Unix(_)) {
-        let owned = folder == daemon::runtime_dir(&env);
-        daemon::private_runtime_dir(&folder, owned).map_err(usage)?;
-    }
-    if let Listen::Tcp(addr) = &listen
-        && !addr.ip().is_loopback()
-    {
-        note(&format!(
-            "listening on {addr}, which is not a loopback address: anyone who can reach it and \
-             has the token can run commands here"
-        ));
-    }
-    let (token, token_path) = match &args.token_file {
-        Some(path) => (daemon::read_token(path).map_err(usage)?, path.clone()),
-        None => {
-            let path = folder.join(daemon::TOKEN_FILE);
-            (daemon::write_token(&path).map_err(usage)?, path)
-        }
-    };
+    let roots = allowed_roots(args, launch)?;
+    let (listen, folder) = listen(args)?;
+    let (token, token_path) = token(args, &folder)?;
     let registry = folder.join(daemon::REGISTRY_FILE);
     let _log = crate::logging::init(launch, false, None).ok().flatten();
-    let opener = Arc::new(Wiring {
-        subagents: agent::delegate::Subagents::new(
-            config.subagents_max_concurrent,
-            config.subagents_timeout,
-        ),
-        skills: Arc::new(super::skills::discover(&env, launch, false)),
-        provider,
-        config,
-    });
+    let opener = Arc::new(host(config, provider, launch));
     let runtime = super::runtime()?;
     let max_message = args.max_message_bytes.max(1024);
     let result = runtime.block_on(async move {
@@ -169,55 +118,90 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
     }
 }
 
+/// The folders whose workspaces clients may open, canonical (default: the launch folder).
+fn allowed_roots(args: &ServeArgs, launch: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let wanted = if args.allowed_roots.is_empty() {
+        vec![launch.to_path_buf()]
+    } else {
+        args.allowed_roots.clone()
+    };
+    wanted
+        .into_iter()
+        .map(|root| {
+            root.canonicalize()
+                .map_err(|e| usage(format!("--allowed-root {}: {e}", root.display())))
+        })
+        .collect()
+}
+
+/// Where to listen, and the folder the token (and the default socket) live in, made private
+/// to the user when the daemon keeps anything there. A non-loopback address gets a note.
+fn listen(args: &ServeArgs) -> Result<(Listen, PathBuf), Failure> {
+    let listen = match (&args.listen, &args.socket) {
+        (Some(addr), _) => Listen::Tcp(*addr),
+        (None, Some(path)) => Listen::Unix(path.clone()),
+        (None, None) => Listen::Unix(daemon::runtime_dir(&env).join(daemon::SOCKET_FILE)),
+    };
+    let folder = match &listen {
+        Listen::Unix(path) => path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| daemon::runtime_dir(&env)),
+        Listen::Tcp(_) => daemon::runtime_dir(&env),
+    };
+    if args.token_file.is_none() || matches!(listen, Listen::Unix(_)) {
+        let owned = folder == daemon::runtime_dir(&env);
+        daemon::private_runtime_dir(&folder, owned).map_err(usage)?;
+    }
+    if let Listen::Tcp(addr) = &listen
+        && !addr.ip().is_loopback()
+    {
+        note(&format!(
+            "listening on {addr}, which is not a loopback address: anyone who can reach it and \
+             has the token can run commands here"
+        ));
+    }
+    Ok((listen, folder))
+}
+
+/// The token clients must present, and its file: the one given, or a new random one written
+/// to `folder`.
+fn token(args: &ServeArgs, folder: &Path) -> Result<(String, PathBuf), Failure> {
+    match &args.token_file {
+        Some(path) => Ok((daemon::read_token(path).map_err(usage)?, path.clone())),
+        None => {
+            let path = folder.join(daemon::TOKEN_FILE);
+            Ok((daemon::write_token(&path).map_err(usage)?, path))
+        }
+    }
+}
+
+/// The host every session of the daemon is opened by: one configuration, provider and set of
+/// sub-agent slots for all of them.
+fn host(config: crate::config::Config, provider: Arc<dyn Provider>, launch: &Path) -> Host {
+    Host {
+        source: Source::Shared {
+            subagents: agent::delegate::Subagents::new(
+                config.subagents_max_concurrent,
+                config.subagents_timeout,
+            ),
+            provider,
+            config: Box::new(config),
+        },
+        // The daemon's clients read the session's events: the core reports them as warnings.
+        notes: Notes::Core,
+        // Taken once the key is gone from the environment.
+        vars: std::env::vars().collect(),
+        launch: launch.to_path_buf(),
+    }
+}
+
 fn note(text: &str) {
     let _ = writeln!(
         std::io::stderr(),
         "minicode: note: {}",
         crate::sanitize::sanitize(text)
     );
-}
-
-/// What every session of the daemon shares.
-struct Wiring {
-    config: Config,
-    provider: Arc<dyn Provider>,
-    subagents: agent::delegate::Subagents,
-    skills: Arc<crate::tools::skills::Skills>,
-}
-
-impl daemon::Opener for Wiring {
-    fn open(
-        &self,
-        workspace: &Path,
-        session_id: Option<&str>,
-        journal: Arc<dyn Journal>,
-        recovery: Option<Recovery>,
-    ) -> Result<AgentHandle, String> {
-        let config = &self.config;
-        crate::fsutil::sweep_temp_files(workspace, &[crate::session::SESSIONS]);
-        let session = match session_id {
-            Some(id) => Session::open(workspace, id),
-            None => Session::create(workspace),
-        }
-        .map_err(|e| e.to_string())?;
-        let tool_ctx = super::tool_ctx(config, workspace);
-        let setup = Setup {
-            provider: self.provider.clone(),
-            registry: Arc::new(Registry::builtin()),
-            tool_ctx: Arc::new(tool_ctx),
-            mcp: None,
-            session,
-            options: Options {
-                subagents: Some(self.subagents.clone()),
-                ..super::agent_options(config, self.skills.clone())
-            },
-        };
-        let hooks = Hooks {
-            journal: Some(journal),
-            recovery,
-        };
-        Ok(agent::spawn_hosted(setup, hooks))
-    }
 }
 
 /// Refuses a socket or a token in the runtime folder unless that folder passes the same check

@@ -28,15 +28,7 @@ pub(super) fn resolve(
     };
     let limits = limits(&layers)?;
     let mut layers = layers;
-    let mcp_servers = super::mcp::from_tables(std::mem::take(&mut layers.mcp_servers))?;
-    let mcp_approvals = std::mem::take(&mut layers.approvals)
-        .into_iter()
-        .map(|a| super::McpApproval {
-            workspace: a.workspace,
-            server: a.server,
-            sha256: a.sha256,
-        })
-        .collect();
+    let (mcp_servers, mcp_approvals) = mcp(&mut layers)?;
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
     notices.append(&mut layers.notices);
@@ -46,12 +38,12 @@ pub(super) fn resolve(
         model: DEMO_MODEL.to_string(),
         api_key: None,
         api_key_env: None,
-        context_window: limits.context_window,
+        context_window: limits.model.context_window,
         context_window_configured: layers.file.model.context_window.is_some(),
-        max_tokens: limits.max_tokens,
-        request_timeout: limits.request_timeout,
-        stream_idle_timeout: limits.stream_idle_timeout,
-        max_tool_calls: limits.max_tool_calls,
+        max_tokens: limits.model.max_tokens,
+        request_timeout: limits.model.request_timeout,
+        stream_idle_timeout: limits.model.stream_idle_timeout,
+        max_tool_calls: limits.model.max_tool_calls,
         send_reasoning: layers.file.model.send_reasoning.unwrap_or(false),
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
@@ -81,32 +73,54 @@ pub(super) fn resolve(
         telemetry,
         notices,
     };
-    if provider == ProviderKind::Demo {
-        // The demo model needs no server, name or key; anything configured for them is unused.
-        // The key and its variable are still known, so that children never inherit the
-        // variable and tool output never shows the key.
-        (config.api_key, config.api_key_env) =
-            key(&layers, env).unwrap_or_else(|_| (None, layers.file.model.api_key_env.clone()));
-        config.sources = layers.sources;
-        return Ok(config);
-    }
-    let (base_url, model, base_origin, model_origin) = endpoint(&layers, env, overrides)?;
-    config.base_url = base_url;
-    config.model = model;
-    config.origins.base_url = base_origin;
-    config.origins.model = model_origin;
-    (config.api_key, config.api_key_env) = key(&layers, env)?;
+    server_and_key(&mut config, &layers, env, overrides)?;
     config.sources = layers.sources;
     Ok(config)
 }
 
+/// The configured MCP servers, checked, and the user's approvals of `.mcp.json` servers.
+fn mcp(
+    layers: &mut Layers,
+) -> Result<(Vec<super::McpServer>, Vec<super::McpApproval>), ConfigError> {
+    let servers = super::mcp::from_tables(std::mem::take(&mut layers.mcp_servers))?;
+    let approvals = std::mem::take(&mut layers.approvals)
+        .into_iter()
+        .map(|a| super::McpApproval {
+            workspace: a.workspace,
+            server: a.server,
+            sha256: a.sha256,
+        })
+        .collect();
+    Ok((servers, approvals))
+}
+
+/// The server, the model and the key, with where each came from.
+fn server_and_key(
+    config: &mut Config,
+    layers: &Layers,
+    env: Env<'_>,
+    overrides: &Overrides,
+) -> Result<(), ConfigError> {
+    if config.provider == ProviderKind::Demo {
+        // The demo model needs no server, name or key; anything configured for them is unused.
+        // The key and its variable are still known, so that children never inherit the
+        // variable and tool output never shows the key.
+        (config.api_key, config.api_key_env) =
+            key(layers, env).unwrap_or_else(|_| (None, layers.file.model.api_key_env.clone()));
+        return Ok(());
+    }
+    let (base_url, model, base_origin, model_origin) = endpoint(layers, env, overrides)?;
+    config.base_url = base_url;
+    config.model = model;
+    config.origins.base_url = base_origin;
+    config.origins.model = model_origin;
+    (config.api_key, config.api_key_env) = key(layers, env)?;
+    Ok(())
+}
+
 /// The numeric settings, which only files set.
 struct Limits {
-    context_window: u64,
-    max_tokens: u32,
-    request_timeout: Duration,
-    stream_idle_timeout: Duration,
-    max_tool_calls: u32,
+    model: ModelLimits,
     bash_timeout: Duration,
     max_rounds: u32,
     outputs_max_file_bytes: u64,
@@ -117,101 +131,179 @@ struct Limits {
     goal_max_rounds: u32,
 }
 
+/// The numbers of `[model]`.
+struct ModelLimits {
+    context_window: u64,
+    max_tokens: u32,
+    request_timeout: Duration,
+    stream_idle_timeout: Duration,
+    max_tool_calls: u32,
+}
+
+/// One number of a file checked against its floor of 1 and its documented ceiling: the error
+/// names both, and where the value came from.
+struct Bounded<'a>(&'a Layers);
+
+impl Bounded<'_> {
+    fn invalid(&self, field: &'static str, reason: String) -> ConfigError {
+        ConfigError::Invalid {
+            origin: self.0.origin(field),
+            field,
+            reason,
+        }
+    }
+
+    fn check(
+        &self,
+        value: Option<u64>,
+        default: u64,
+        field: &'static str,
+        max: u64,
+    ) -> Result<u64, ConfigError> {
+        match value {
+            Some(v) if v == 0 || v > max => {
+                Err(self.invalid(field, format!("must be between 1 and {max}")))
+            }
+            Some(v) => Ok(v),
+            None => Ok(default),
+        }
+    }
+
+    /// A count the file gives as a u32: the value came from a u32, so it cannot saturate.
+    fn count(
+        &self,
+        value: Option<u32>,
+        default: u32,
+        field: &'static str,
+        max: u64,
+    ) -> Result<u32, ConfigError> {
+        let checked = self.check(value.map(u64::from), u64::from(default), field, max)?;
+        Ok(u32::try_from(checked).unwrap_or(u32::MAX))
+    }
+
+    fn secs(
+        &self,
+        value: Option<u64>,
+        default: Duration,
+        field: &'static str,
+        max: u64,
+    ) -> Result<Duration, ConfigError> {
+        self.check(value, default.as_secs(), field, max)
+            .map(Duration::from_secs)
+    }
+}
+
+/// Every number, checked in the order the fields are documented (the first bad one is named).
 fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
     let f = &layers.file;
-    let invalid = |field: &'static str, reason: String| ConfigError::Invalid {
-        origin: layers.origin(field),
-        field,
-        reason,
+    let b = Bounded(layers);
+    let model = model_limits(&b)?;
+    let context_window = model.context_window;
+    let limits = Limits {
+        model,
+        bash_timeout: b.secs(
+            f.tools.bash_timeout_secs,
+            defaults::BASH_TIMEOUT,
+            "tools.bash_timeout_secs",
+            defaults::BASH_TIMEOUT_CEILING.as_secs(),
+        )?,
+        max_rounds: b.count(
+            f.tools.max_rounds,
+            defaults::MAX_ROUNDS,
+            "tools.max_rounds",
+            bounds::ROUNDS,
+        )?,
+        outputs_max_file_bytes: b.check(
+            f.tools.outputs_max_file_bytes,
+            defaults::OUTPUTS_MAX_FILE_BYTES,
+            "tools.outputs_max_file_bytes",
+            bounds::OUTPUTS_MAX_FILE_BYTES,
+        )?,
+        outputs_max_bytes: b.check(
+            f.tools.outputs_max_bytes,
+            defaults::OUTPUTS_MAX_BYTES,
+            "tools.outputs_max_bytes",
+            bounds::OUTPUTS_MAX_BYTES,
+        )?,
+        outputs_max_age: b
+            .check(
+                f.tools.outputs_max_age_days,
+                defaults::OUTPUTS_MAX_AGE_DAYS,
+                "tools.outputs_max_age_days",
+                bounds::OUTPUTS_MAX_AGE_DAYS,
+            )
+            .map(|days| Duration::from_secs(days.saturating_mul(24 * 60 * 60)))?,
+        // Checked against its ceiling, so it fits.
+        subagents_max_concurrent: b
+            .check(
+                f.subagents.max_concurrent.map(u64::from),
+                defaults::SUBAGENTS_MAX_CONCURRENT as u64,
+                "subagents.max_concurrent",
+                defaults::SUBAGENTS_MAX_CONCURRENT_CEILING as u64,
+            )
+            .map(|n| usize::try_from(n).unwrap_or(1))?,
+        subagents_timeout: b.secs(
+            f.subagents.timeout_secs,
+            defaults::SUBAGENTS_TIMEOUT,
+            "subagents.timeout_secs",
+            bounds::TIMEOUT_SECS,
+        )?,
+        goal_max_rounds: b.count(
+            f.goal.max_rounds,
+            defaults::GOAL_MAX_ROUNDS,
+            "goal.max_rounds",
+            bounds::ROUNDS,
+        )?,
     };
-    // Every number has a floor of 1 and a documented ceiling; the error names both.
-    let bounded = |value: Option<u64>, default: u64, field: &'static str, max: u64| match value {
-        Some(v) if v == 0 || v > max => Err(invalid(field, format!("must be between 1 and {max}"))),
-        Some(v) => Ok(v),
-        None => Ok(default),
-    };
-    let context_window = bounded(
-        f.model.context_window,
-        defaults::CONTEXT_WINDOW,
-        "model.context_window",
-        bounds::CONTEXT_WINDOW,
-    )?;
-    let max_tokens = bounded(
-        f.model.max_tokens.map(u64::from),
-        u64::from(defaults::MAX_TOKENS),
-        "model.max_tokens",
-        bounds::MAX_TOKENS,
-    )?;
-    let request_timeout = bounded(
-        f.model.request_timeout_secs,
-        defaults::REQUEST_TIMEOUT.as_secs(),
-        "model.request_timeout_secs",
-        bounds::TIMEOUT_SECS,
-    )?;
-    let max_tool_calls = bounded(
-        f.model.max_tool_calls.map(u64::from),
-        defaults::MAX_TOOL_CALLS as u64,
-        "model.max_tool_calls",
-        bounds::MAX_TOOL_CALLS,
-    )?;
-    let stream_idle = bounded(
-        f.model.stream_idle_timeout_secs,
-        defaults::STREAM_IDLE_TIMEOUT.as_secs(),
-        "model.stream_idle_timeout_secs",
-        bounds::TIMEOUT_SECS,
-    )?;
-    let bash_secs = bounded(
-        f.tools.bash_timeout_secs,
-        defaults::BASH_TIMEOUT.as_secs(),
-        "tools.bash_timeout_secs",
-        defaults::BASH_TIMEOUT_CEILING.as_secs(),
-    )?;
-    let max_rounds = bounded(
-        f.tools.max_rounds.map(u64::from),
-        u64::from(defaults::MAX_ROUNDS),
-        "tools.max_rounds",
-        bounds::ROUNDS,
-    )?;
-    let outputs_max_file_bytes = bounded(
-        f.tools.outputs_max_file_bytes,
-        defaults::OUTPUTS_MAX_FILE_BYTES,
-        "tools.outputs_max_file_bytes",
-        bounds::OUTPUTS_MAX_FILE_BYTES,
-    )?;
-    let outputs_max_bytes = bounded(
-        f.tools.outputs_max_bytes,
-        defaults::OUTPUTS_MAX_BYTES,
-        "tools.outputs_max_bytes",
-        bounds::OUTPUTS_MAX_BYTES,
-    )?;
-    let outputs_max_age_days = bounded(
-        f.tools.outputs_max_age_days,
-        defaults::OUTPUTS_MAX_AGE_DAYS,
-        "tools.outputs_max_age_days",
-        bounds::OUTPUTS_MAX_AGE_DAYS,
-    )?;
-    let subagents_max_concurrent = bounded(
-        f.subagents.max_concurrent.map(u64::from),
-        defaults::SUBAGENTS_MAX_CONCURRENT as u64,
-        "subagents.max_concurrent",
-        defaults::SUBAGENTS_MAX_CONCURRENT_CEILING as u64,
-    )?;
-    let subagents_timeout = bounded(
-        f.subagents.timeout_secs,
-        defaults::SUBAGENTS_TIMEOUT.as_secs(),
-        "subagents.timeout_secs",
-        bounds::TIMEOUT_SECS,
-    )?;
-    let goal_max_rounds = bounded(
-        f.goal.max_rounds.map(u64::from),
-        u64::from(defaults::GOAL_MAX_ROUNDS),
-        "goal.max_rounds",
-        bounds::ROUNDS,
-    )?;
+    relative_limits(&b, context_window)?;
+    Ok(limits)
+}
+
+/// The numbers of `[model]`, checked first.
+fn model_limits(b: &Bounded<'_>) -> Result<ModelLimits, ConfigError> {
+    let m = &b.0.file.model;
+    Ok(ModelLimits {
+        context_window: b.check(
+            m.context_window,
+            defaults::CONTEXT_WINDOW,
+            "model.context_window",
+            bounds::CONTEXT_WINDOW,
+        )?,
+        max_tokens: b.count(
+            m.max_tokens,
+            defaults::MAX_TOKENS,
+            "model.max_tokens",
+            bounds::MAX_TOKENS,
+        )?,
+        request_timeout: b.secs(
+            m.request_timeout_secs,
+            defaults::REQUEST_TIMEOUT,
+            "model.request_timeout_secs",
+            bounds::TIMEOUT_SECS,
+        )?,
+        max_tool_calls: b.count(
+            m.max_tool_calls,
+            u32::try_from(defaults::MAX_TOOL_CALLS).unwrap_or(u32::MAX),
+            "model.max_tool_calls",
+            bounds::MAX_TOOL_CALLS,
+        )?,
+        stream_idle_timeout: b.secs(
+            m.stream_idle_timeout_secs,
+            defaults::STREAM_IDLE_TIMEOUT,
+            "model.stream_idle_timeout_secs",
+            bounds::TIMEOUT_SECS,
+        )?,
+    })
+}
+
+/// The settings bounded by something else: the exit transcript's turns (0 allowed), and the
+/// context's reserve and recent share, each smaller than the window.
+fn relative_limits(b: &Bounded<'_>, context_window: u64) -> Result<(), ConfigError> {
+    let f = &b.0.file;
     if let Some(turns) = f.ui.exit_transcript_turns
         && turns > bounds::EXIT_TRANSCRIPT_TURNS
     {
-        return Err(invalid(
+        return Err(b.invalid(
             "ui.exit_transcript_turns",
             format!("must be between 0 and {}", bounds::EXIT_TRANSCRIPT_TURNS),
         ));
@@ -221,30 +313,13 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         (f.context.keep_recent_tokens, "context.keep_recent_tokens"),
     ] {
         if value.is_some_and(|v| v >= context_window) {
-            return Err(invalid(
+            return Err(b.invalid(
                 field,
                 "must be smaller than model.context_window".to_string(),
             ));
         }
     }
-    Ok(Limits {
-        context_window,
-        // These came from a u32, so the conversions cannot saturate.
-        max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
-        request_timeout: Duration::from_secs(request_timeout),
-        stream_idle_timeout: Duration::from_secs(stream_idle),
-        max_tool_calls: u32::try_from(max_tool_calls).unwrap_or(u32::MAX),
-        bash_timeout: Duration::from_secs(bash_secs),
-        max_rounds: u32::try_from(max_rounds).unwrap_or(u32::MAX),
-        outputs_max_file_bytes,
-        outputs_max_bytes,
-        outputs_max_age: Duration::from_secs(outputs_max_age_days.saturating_mul(24 * 60 * 60)),
-        // Checked against its ceiling above.
-        subagents_max_concurrent: usize::try_from(subagents_max_concurrent).unwrap_or(1),
-        subagents_timeout: Duration::from_secs(subagents_timeout),
-        // It came from a u32.
-        goal_max_rounds: u32::try_from(goal_max_rounds).unwrap_or(u32::MAX),
-    })
+    Ok(())
 }
 
 /// The server and the model name: each the flag if given, else the environment, else the files.

@@ -31,65 +31,100 @@ pub(super) fn resolve(
     if env(ENV_OTEL_SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         return Ok(None);
     }
-    let invalid = |origin: String, field: &'static str, reason: &str| ConfigError::Invalid {
+    let Some(traces_url) = endpoint(layers, env)? else {
+        return Ok(None);
+    };
+    let Some(protocol) = protocol(layers, env, notices) else {
+        return Ok(None);
+    };
+    Ok(Some(Telemetry {
+        traces_url,
+        protocol,
+        service_name: service_name(layers, env)?,
+        headers: headers(layers)?,
+        include_content: t.include_content.unwrap_or(false),
+    }))
+}
+
+fn invalid(origin: String, field: &'static str, reason: &str) -> ConfigError {
+    ConfigError::Invalid {
         origin,
         field,
         reason: reason.to_string(),
-    };
-    let env_origin = |name: &str| format!("environment variable {name}");
-    // The signal-specific variable is a full URL; the others are base URLs.
-    let traces_url = if let Some(url) = env(ENV_OTLP_TRACES_ENDPOINT) {
+    }
+}
+
+fn env_origin(name: &str) -> String {
+    format!("environment variable {name}")
+}
+
+/// The URL spans are posted to, checked; `None` when no endpoint is configured (export off).
+/// The signal-specific variable is a full URL; the others are base URLs.
+fn endpoint(layers: &Layers, env: Env<'_>) -> Result<Option<String>, ConfigError> {
+    let field = "telemetry.otlp_endpoint";
+    let url = if let Some(url) = env(ENV_OTLP_TRACES_ENDPOINT) {
         let origin = env_origin(ENV_OTLP_TRACES_ENDPOINT);
-        check_url(&url).ok_or_else(|| invalid(origin, "telemetry.otlp_endpoint", URL_REASON))?
+        check_url(&url).ok_or_else(|| invalid(origin, field, URL_REASON))?
     } else if let Some(base) = env(ENV_OTLP_ENDPOINT) {
         let origin = env_origin(ENV_OTLP_ENDPOINT);
-        traces_url(&base).ok_or_else(|| invalid(origin, "telemetry.otlp_endpoint", URL_REASON))?
-    } else if let Some(base) = &t.otlp_endpoint {
-        let origin = layers.origin("telemetry.otlp_endpoint");
-        traces_url(base).ok_or_else(|| invalid(origin, "telemetry.otlp_endpoint", URL_REASON))?
+        traces_url(&base).ok_or_else(|| invalid(origin, field, URL_REASON))?
+    } else if let Some(base) = &layers.file.telemetry.otlp_endpoint {
+        let origin = layers.origin(field);
+        traces_url(base).ok_or_else(|| invalid(origin, field, URL_REASON))?
     } else {
         return Ok(None);
     };
+    Ok(Some(url))
+}
 
-    let protocol = match [ENV_OTLP_TRACES_PROTOCOL, ENV_OTLP_PROTOCOL]
+/// The protocol: the environment's, else the file's. One the environment names that we do not
+/// speak turns export off with a notice (`None`).
+fn protocol(layers: &Layers, env: Env<'_>, notices: &mut Vec<String>) -> Option<OtlpProtocol> {
+    let Some((name, value)) = [ENV_OTLP_TRACES_PROTOCOL, ENV_OTLP_PROTOCOL]
         .into_iter()
         .find_map(|name| env(name).map(|v| (name, v)))
-    {
-        Some((name, value)) => match value.trim() {
-            "http/protobuf" => OtlpProtocol::HttpProtobuf,
-            "http/json" => OtlpProtocol::HttpJson,
-            other => {
-                notices.push(format!(
-                    "{name}={} is not supported (minicode exports over http/protobuf or \
-                     http/json only); OpenTelemetry export is off for this run",
-                    crate::sanitize::visible(other)
-                ));
-                return Ok(None);
-            }
-        },
-        None => t.protocol.unwrap_or_default(),
+    else {
+        return Some(layers.file.telemetry.protocol.unwrap_or_default());
     };
+    match value.trim() {
+        "http/protobuf" => Some(OtlpProtocol::HttpProtobuf),
+        "http/json" => Some(OtlpProtocol::HttpJson),
+        other => {
+            notices.push(format!(
+                "{name}={} is not supported (minicode exports over http/protobuf or \
+                 http/json only); OpenTelemetry export is off for this run",
+                crate::sanitize::visible(other)
+            ));
+            None
+        }
+    }
+}
 
-    let service_name = match env(ENV_OTEL_SERVICE_NAME) {
+/// `service.name`: the environment's, else the file's, else minicode; checked and trimmed.
+fn service_name(layers: &Layers, env: Env<'_>) -> Result<String, ConfigError> {
+    let (name, origin) = match env(ENV_OTEL_SERVICE_NAME) {
         Some(name) => (name, env_origin(ENV_OTEL_SERVICE_NAME)),
-        None => match &t.service_name {
+        None => match &layers.file.telemetry.service_name {
             Some(name) => (name.clone(), layers.origin("telemetry.service_name")),
             None => (DEFAULT_SERVICE_NAME.to_string(), String::new()),
         },
     };
-    if service_name.0.trim().is_empty() || service_name.0.chars().any(char::is_control) {
+    if name.trim().is_empty() || name.chars().any(char::is_control) {
         return Err(invalid(
-            service_name.1,
+            origin,
             "telemetry.service_name",
             "must be a non-empty name without control characters",
         ));
     }
+    Ok(name.trim().to_string())
+}
 
+/// The file's headers, each name a valid token and each value printable ASCII (no line breaks
+/// that could split the request). A value is never shown.
+fn headers(layers: &Layers) -> Result<Vec<(String, super::Secret)>, ConfigError> {
     let mut headers = Vec::new();
-    for (name, value) in t.headers.iter().flatten() {
+    for (name, value) in layers.file.telemetry.headers.iter().flatten() {
         let bad_name = name.is_empty() || !name.bytes().all(is_token_byte);
-        // Visible ASCII and spaces only: no line breaks that could split the request. The
-        // value itself is never shown.
         let bad_value = !value
             .expose()
             .bytes()
@@ -111,14 +146,7 @@ pub(super) fn resolve(
         }
         headers.push((name.clone(), value.clone()));
     }
-
-    Ok(Some(Telemetry {
-        traces_url,
-        headers,
-        protocol,
-        service_name: service_name.0.trim().to_string(),
-        include_content: t.include_content.unwrap_or(false),
-    }))
+    Ok(headers)
 }
 
 const URL_REASON: &str = "must be an http:// or https:// URL";

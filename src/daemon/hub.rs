@@ -1,36 +1,26 @@
 //! The daemon's sessions: opening one (inside an allowed root only; reopening one a crash left
 //! mid-run with what its log and journal say), finding them by session or run, listing them,
-//! and closing them all at shutdown. Building a core is the `Opener`'s job (the CLI's wiring):
-//! the hub never touches providers, tools or session files.
+//! and closing them all at shutdown (each one's MCP servers stopped after its core). Building a
+//! core is the `protocol::Opener`'s job (the CLI's wiring): the hub never touches providers,
+//! tools or session files.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::live::{Live, Run};
-use super::log::{CallJournal, EventLog, session_dir};
+use super::log::{CallJournal, EventLog, OpenRun, session_dir};
 use super::wire::{self, RpcError};
-use crate::protocol::{AgentHandle, Event, Journal, Recovery};
+use crate::protocol::{Event, Hosted, OpenRequest, Opened, Opener, Recovery};
 use crate::sync::lock;
 
 /// How long a new core may take to say `session_configured`.
 const CONFIGURED_WAIT: Duration = Duration::from_secs(30);
-
-/// Builds and starts a core for a session of a workspace (the CLI implements it with the
-/// daemon's configuration). `session_id` `None` creates a new session.
-pub(crate) trait Opener: Send + Sync {
-    fn open(
-        &self,
-        workspace: &Path,
-        session_id: Option<&str>,
-        journal: Arc<dyn Journal>,
-        recovery: Option<Recovery>,
-    ) -> Result<AgentHandle, String>;
-}
 
 /// Every session the daemon has open.
 pub(crate) struct Hub {
@@ -42,6 +32,8 @@ pub(crate) struct Hub {
     sessions: Mutex<HashMap<String, Arc<Live>>>,
     /// Opens one session at a time, so one id is never opened twice.
     opening: tokio::sync::Mutex<()>,
+    /// Each session's end: its core closed, then what its opener left to stop (MCP servers).
+    endings: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Cancelled by `server.shutdown` or a signal.
     pub stop: CancellationToken,
 }
@@ -61,6 +53,33 @@ async fn off_the_loop<T: Send + 'static>(
         .map_err(open_failed)
 }
 
+/// What a session's event log and journal say about the run an earlier daemon left open.
+type Found = (EventLog, u64, Option<OpenRun>);
+
+/// A session of an earlier daemon: its log says whether a run was left open, its journal
+/// which calls had started (bound to `journal` from now on).
+async fn earlier(
+    workspace: &Path,
+    id: &str,
+    journal: &Arc<CallJournal>,
+) -> Result<(Option<Found>, Option<Recovery>), RpcError> {
+    let (found, started) = off_the_loop({
+        let (workspace, id, journal) = (workspace.to_path_buf(), id.to_string(), journal.clone());
+        move || {
+            let dir = session_dir(&workspace, &id)?;
+            let found = EventLog::open(&dir)?;
+            let started = journal.bind(&dir)?;
+            Ok((found, started))
+        }
+    })
+    .await?;
+    let recovery = found.2.as_ref().map(|run| Recovery {
+        started,
+        cancelled: run.cancelled,
+    });
+    Ok((Some(found), recovery))
+}
+
 impl Hub {
     /// `roots` are canonical folders; a workspace must be one of them or inside one.
     pub(super) fn new(
@@ -74,6 +93,7 @@ impl Hub {
             registry,
             sessions: Mutex::new(HashMap::new()),
             opening: tokio::sync::Mutex::new(()),
+            endings: Mutex::new(Vec::new()),
             stop: CancellationToken::new(),
         }
     }
@@ -134,36 +154,17 @@ impl Hub {
         let journal = Arc::new(CallJournal::default());
         // A session of an earlier daemon: its log says whether a run was left open, its journal
         // which calls had started.
-        let mut reopened = None;
-        let mut recovery = None;
-        if let Some(id) = &session_id {
-            let (found, started) = off_the_loop({
-                let (workspace, id, journal) = (workspace.clone(), id.clone(), journal.clone());
-                move || {
-                    let dir = session_dir(&workspace, &id)?;
-                    let found = EventLog::open(&dir)?;
-                    let started = journal.bind(&dir)?;
-                    Ok((found, started))
-                }
-            })
-            .await?;
-            recovery = found.2.as_ref().map(|run| Recovery {
-                started,
-                cancelled: run.cancelled,
-            });
-            reopened = Some(found);
-        }
-        let hooks_journal: Arc<dyn Journal> = journal.clone();
-        let mut handle = {
-            let (opener, workspace, id) =
-                (self.opener.clone(), workspace.clone(), session_id.clone());
-            let opened = tokio::task::spawn_blocking(move || {
-                opener.open(&workspace, id.as_deref(), hooks_journal, recovery)
-            })
-            .await
-            .map_err(open_failed)?;
-            opened.map_err(open_failed)?
+        let (reopened, recovery) = match &session_id {
+            Some(id) => earlier(&workspace, id, &journal).await?,
+            None => (None, None),
         };
+        let hosted = Hosted {
+            journal: journal.clone(),
+            recovery,
+        };
+        let opened = self.build(&workspace, session_id.clone(), hosted).await?;
+        let closing = opened.closing;
+        let mut handle = opened.handle;
         let first = tokio::time::timeout(CONFIGURED_WAIT, handle.next_event())
             .await
             .ok()
@@ -205,7 +206,43 @@ impl Hub {
         );
         self.sessions().insert(id, live.clone());
         self.save_registry();
-        Ok(live.info())
+        let info = live.info();
+        self.watch_end(live, closing);
+        Ok(info)
+    }
+
+    /// Once the session's core has closed, stops what its opener left running (its MCP
+    /// servers); `close_all` waits for these too.
+    fn watch_end(&self, live: Arc<Live>, closing: BoxFuture<'static, ()>) {
+        let ending = tokio::spawn(async move {
+            live.closed().await;
+            closing.await;
+        });
+        let mut endings = lock(&self.endings);
+        endings.retain(|e| !e.is_finished());
+        endings.push(ending);
+    }
+
+    /// Has the opener build the session's core, off the loop (it reads files and may start
+    /// programs).
+    async fn build(
+        &self,
+        workspace: &Path,
+        session_id: Option<String>,
+        hosted: Hosted,
+    ) -> Result<Opened, RpcError> {
+        let request = OpenRequest {
+            cwd: workspace.to_path_buf(),
+            session_id,
+            mcp_servers: Vec::new(),
+            files: None,
+            hosted: Some(hosted),
+        };
+        let opener = self.opener.clone();
+        tokio::task::spawn_blocking(move || opener.open(request))
+            .await
+            .map_err(open_failed)?
+            .map_err(open_failed)
     }
 
     /// Writes the list of open sessions (workspace and id) for a restart to reopen.
@@ -301,6 +338,10 @@ impl Hub {
         let deadline = tokio::time::Instant::now() + wait;
         for live in open {
             let _ = tokio::time::timeout_at(deadline, live.closed()).await;
+        }
+        let endings = std::mem::take(&mut *lock(&self.endings));
+        for ending in endings {
+            let _ = tokio::time::timeout_at(deadline, ending).await;
         }
         // Closed on purpose: nothing to reopen at the next start.
         self.save_registry();

@@ -10,7 +10,77 @@ use crate::sanitize::text::truncate;
 
 /// One stderr line per event worth telling.
 pub(super) fn report(err: &mut impl Write, event: &Event) {
-    let line = match event {
+    if let Some(line) = line(event) {
+        let _ = writeln!(err, "{}", sanitize(&line));
+    }
+}
+
+/// The line an event is told by, if it is worth one; each group of events has its helper.
+fn line(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::ToolCallBegan { .. } | Event::ToolCallEnded { .. } => tool_line(event)?,
+        Event::SubagentStarted { .. } | Event::SubagentEnded { .. } => subagent_line(event)?,
+        Event::GoalRoundStarted { .. }
+        | Event::GoalChanged { .. }
+        | Event::GoalStatus { .. }
+        | Event::GoalRefused { .. } => goal_event_line(event)?,
+        Event::Retrying {
+            attempt,
+            max_attempts,
+            delay_ms,
+            reason,
+        } => format!(
+            "retrying ({attempt}/{max_attempts}) in {:.1}s: {reason}",
+            *delay_ms as f64 / 1000.0
+        ),
+        Event::Warning { message } => format!("warning: {message}"),
+        Event::Error { message } => format!("error: {message}"),
+        Event::Compacted {
+            tokens_before,
+            tokens_after,
+            messages_summarized,
+        } => format!(
+            "context compacted: {tokens_before} → {tokens_after} tokens ({} summarised)",
+            count(*messages_summarized as u64, "message")
+        ),
+        Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
+        Event::SkillLoaded {
+            name,
+            source,
+            trigger,
+        } => match trigger {
+            Some(word) => format!("skill {name} loaded from {source} (trigger: {word})"),
+            None => format!("skill {name} loaded from {source}"),
+        },
+        Event::SessionForked {
+            parent_id,
+            session_id,
+        } => format!("forked session {parent_id} into {session_id}"),
+        Event::SessionConfigured { .. }
+        | Event::HistoryRestored { .. }
+        | Event::TurnStarted { .. }
+        | Event::ModelRequestStarted { .. }
+        | Event::TextDelta { .. }
+        | Event::ReasoningDelta { .. }
+        | Event::ContextWindowSet { .. }
+        | Event::AssistantMessage { .. }
+        | Event::ApprovalRequested { .. }
+        | Event::ApprovalDecided { .. }
+        | Event::ContextUsage { .. }
+        | Event::McpServers { .. }
+        | Event::ServerUnreachable { .. }
+        | Event::SubagentProgress { .. }
+        | Event::ToolOutputDelta { .. }
+        | Event::SkillsListed { .. }
+        | Event::TurnEnded { .. }
+        | Event::GoalRunEnded { .. }
+        | Event::ShutdownComplete => return None,
+    })
+}
+
+/// A tool call's start (its summary) and end (its status and first line).
+fn tool_line(event: &Event) -> Option<String> {
+    Some(match event {
         Event::ToolCallBegan { tool, summary, .. } => format!("▶ {tool} {summary}"),
         Event::ToolCallEnded { output, .. } if output == crate::protocol::NO_TERMINAL_REFUSAL => {
             format!("  {output}")
@@ -22,17 +92,13 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
             let status = status.as_ref().and_then(|v| v.as_str()).unwrap_or("ended");
             format!("  {status}: {}", truncate(first, 120))
         }
-        Event::Retrying {
-            attempt,
-            max_attempts,
-            delay_ms,
-            reason,
-        } => {
-            format!(
-                "retrying ({attempt}/{max_attempts}) in {:.1}s: {reason}",
-                *delay_ms as f64 / 1000.0
-            )
-        }
+        _ => return None,
+    })
+}
+
+/// A sub-agent's start and its end with what it cost.
+fn subagent_line(event: &Event) -> Option<String> {
+    Some(match event {
         Event::SubagentStarted {
             task, session_id, ..
         } => format!("  ↳ sub-agent {task} started (session {session_id})"),
@@ -57,25 +123,13 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
             }
             line
         }
-        Event::Warning { message } => format!("warning: {message}"),
-        Event::Error { message } => format!("error: {message}"),
-        Event::Compacted {
-            tokens_before,
-            tokens_after,
-            messages_summarized,
-        } => format!(
-            "context compacted: {tokens_before} → {tokens_after} tokens ({} summarised)",
-            count(*messages_summarized as u64, "message")
-        ),
-        Event::MemoryLoaded { path, tokens } => format!("project memory: {path} ({tokens} tokens)"),
-        Event::SkillLoaded {
-            name,
-            source,
-            trigger,
-        } => match trigger {
-            Some(word) => format!("skill {name} loaded from {source} (trigger: {word})"),
-            None => format!("skill {name} loaded from {source}"),
-        },
+        _ => return None,
+    })
+}
+
+/// Goal mode's events: a round, a change, a status answer, a refusal.
+fn goal_event_line(event: &Event) -> Option<String> {
+    Some(match event {
         Event::GoalRoundStarted {
             round, max_rounds, ..
         } => format!("goal round {round}/{max_rounds}"),
@@ -106,31 +160,8 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
         } => format!("goal unavailable: {error}"),
         Event::GoalStatus { .. } => "no goal in this session".to_string(),
         Event::GoalRefused { message } => format!("goal refused: {message}"),
-        Event::SessionForked {
-            parent_id,
-            session_id,
-        } => format!("forked session {parent_id} into {session_id}"),
-        Event::SessionConfigured { .. }
-        | Event::HistoryRestored { .. }
-        | Event::TurnStarted { .. }
-        | Event::ModelRequestStarted { .. }
-        | Event::TextDelta { .. }
-        | Event::ReasoningDelta { .. }
-        | Event::ContextWindowSet { .. }
-        | Event::AssistantMessage { .. }
-        | Event::ApprovalRequested { .. }
-        | Event::ApprovalDecided { .. }
-        | Event::ContextUsage { .. }
-        | Event::McpServers { .. }
-        | Event::ServerUnreachable { .. }
-        | Event::SubagentProgress { .. }
-        | Event::ToolOutputDelta { .. }
-        | Event::SkillsListed { .. }
-        | Event::TurnEnded { .. }
-        | Event::GoalRunEnded { .. }
-        | Event::ShutdownComplete => return,
-    };
-    let _ = writeln!(err, "{}", sanitize(&line));
+        _ => return None,
+    })
 }
 
 /// The closing stats line.

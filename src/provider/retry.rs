@@ -185,14 +185,29 @@ where
 
 type Step<F> = Option<(Result<StreamEvent, ProviderError>, State<F>)>;
 
+/// What a state's handler decided: another state to run at once, or an item to yield.
+enum Next<F> {
+    Go(State<F>),
+    Yield(Step<F>),
+}
+
+/// An item to yield, then `state`.
+fn emit<F>(item: Result<StreamEvent, ProviderError>, state: State<F>) -> Next<F> {
+    Next::Yield(Some((item, state)))
+}
+
+/// The call's last item: an error.
+fn fail<F>(e: ProviderError) -> Next<F> {
+    emit(Err(e), State::Finished)
+}
+
 async fn step<F, Fut>(limits: StreamLimits, deadline: Instant, mut state: State<F>) -> Step<F>
 where
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = Result<Opened, ProviderError>> + Send + 'static,
 {
-    let late = || Some((Err(deadline_error(limits.deadline)), State::Finished));
     loop {
-        state = match state {
+        let next = match state {
             State::Finished => return None,
             State::Draining { mut pending } => {
                 let ev = pending.next()?;
@@ -206,137 +221,159 @@ where
                 decoder,
             } => {
                 tokio::time::sleep(delay).await;
-                State::Connect {
+                Next::Go(State::Connect {
                     open,
                     attempt,
                     adapted,
                     decoder,
-                }
+                })
             }
             State::Connect {
-                mut open,
+                open,
                 attempt,
                 adapted,
                 decoder,
-            } => match tokio::time::timeout_at(deadline, open()).await {
-                Err(_) => return late(),
-                Ok(Ok(Opened::Adapted { reason })) => {
-                    if adapted >= MAX_ADAPTATIONS {
-                        let e = ProviderError::Protocol(format!(
-                            "the server kept refusing request parameters: {reason}"
-                        ));
-                        return Some((Err(e), State::Finished));
-                    }
-                    tracing::debug!(attempt, %reason, "sending an adapted request");
-                    let ev = StreamEvent::Retrying {
-                        attempt,
-                        max_attempts: limits.policy.max_attempts + adapted + 1,
-                        delay_ms: 0,
-                        reason,
-                    };
-                    return Some((
-                        Ok(ev),
-                        State::Connect {
-                            open,
-                            attempt: attempt + 1,
-                            adapted: adapted + 1,
-                            decoder,
-                        },
-                    ));
-                }
-                Ok(Ok(Opened::Body(body))) => {
-                    tracing::debug!(attempt, "response streaming");
-                    let pending = Vec::new().into_iter();
-                    State::Streaming {
-                        body,
-                        decoder,
-                        pending,
-                    }
-                }
-                Ok(Err(e)) => {
-                    let delay = limits.policy.delay(attempt - adapted, e.retry_after_ms());
-                    // A wait that would outlast the deadline ends the call with this error,
-                    // which says more than a timeout would.
-                    if !limits.policy.should_retry(attempt - adapted, &e)
-                        || Instant::now() + delay >= deadline
-                    {
-                        tracing::debug!(attempt, error = %e, "model call failed");
-                        return Some((Err(e), State::Finished));
-                    }
-                    let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-                    let max_attempts = limits.policy.max_attempts + adapted;
-                    tracing::debug!(attempt, delay_ms, error = %e, "retrying model call");
-                    let ev = StreamEvent::Retrying {
-                        attempt,
-                        max_attempts,
-                        delay_ms,
-                        reason: e.to_string(),
-                    };
-                    return Some((
-                        Ok(ev),
-                        State::Backoff {
-                            open,
-                            attempt: attempt + 1,
-                            adapted,
-                            delay,
-                            decoder,
-                        },
-                    ));
-                }
-            },
+            } => connect(limits, deadline, open, (attempt, adapted), decoder).await,
             State::Streaming {
-                mut body,
-                mut decoder,
-                mut pending,
-            } => {
-                if let Some(ev) = pending.next() {
-                    return Some((
-                        Ok(ev),
-                        State::Streaming {
-                            body,
-                            decoder,
-                            pending,
-                        },
-                    ));
-                }
-                // One timer per read: whichever of the idle limit and the deadline comes first.
-                let idle_at = Instant::now() + limits.idle_timeout;
-                let next = match tokio::time::timeout_at(idle_at.min(deadline), body.next()).await {
-                    Ok(next) => next,
-                    Err(_) if deadline <= idle_at => return late(),
-                    Err(_) => {
-                        let secs = limits.idle_timeout.as_secs_f64();
-                        let e = ProviderError::Timeout(format!(
-                            "no data from the server for {secs:.1} s"
-                        ));
-                        return Some((Err(e), State::Finished));
-                    }
-                };
-                let mut out = Vec::new();
-                let fed = match next {
-                    Some(Ok(bytes)) => decoder.feed(&bytes, &mut out),
-                    Some(Err(e)) => Err(e),
-                    None => decoder.end(),
-                };
-                if let Err(e) = fed {
-                    tracing::debug!(error = %e, "stream failed");
-                    return Some((Err(e), State::Finished));
-                }
-                if decoder.is_done() {
-                    finish_body(body).await;
-                    tracing::debug!("stream complete");
-                    State::Draining {
-                        pending: out.into_iter(),
-                    }
-                } else {
-                    State::Streaming {
-                        body,
-                        decoder,
-                        pending: out.into_iter(),
-                    }
-                }
-            }
+                body,
+                decoder,
+                pending,
+            } => read(limits, deadline, body, decoder, pending).await,
         };
+        state = match next {
+            Next::Go(state) => state,
+            Next::Yield(step) => return step,
+        };
+    }
+}
+
+/// Sends one attempt: its body starts the stream; an adapted request is sent again at once;
+/// an error is retried after a backoff while the policy and the deadline allow.
+async fn connect<F, Fut>(
+    limits: StreamLimits,
+    deadline: Instant,
+    mut open: F,
+    (attempt, adapted): (u32, u32),
+    decoder: Box<Decoder>,
+) -> Next<F>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Opened, ProviderError>> + Send + 'static,
+{
+    match tokio::time::timeout_at(deadline, open()).await {
+        Err(_) => fail(deadline_error(limits.deadline)),
+        Ok(Ok(Opened::Adapted { reason })) => {
+            if adapted >= MAX_ADAPTATIONS {
+                return fail(ProviderError::Protocol(format!(
+                    "the server kept refusing request parameters: {reason}"
+                )));
+            }
+            tracing::debug!(attempt, %reason, "sending an adapted request");
+            let ev = StreamEvent::Retrying {
+                attempt,
+                max_attempts: limits.policy.max_attempts + adapted + 1,
+                delay_ms: 0,
+                reason,
+            };
+            let again = State::Connect {
+                open,
+                attempt: attempt + 1,
+                adapted: adapted + 1,
+                decoder,
+            };
+            emit(Ok(ev), again)
+        }
+        Ok(Ok(Opened::Body(body))) => {
+            tracing::debug!(attempt, "response streaming");
+            let pending = Vec::new().into_iter();
+            Next::Go(State::Streaming {
+                body,
+                decoder,
+                pending,
+            })
+        }
+        Ok(Err(e)) => {
+            let delay = limits.policy.delay(attempt - adapted, e.retry_after_ms());
+            // A wait that would outlast the deadline ends the call with this error, which
+            // says more than a timeout would.
+            if !limits.policy.should_retry(attempt - adapted, &e)
+                || Instant::now() + delay >= deadline
+            {
+                tracing::debug!(attempt, error = %e, "model call failed");
+                return fail(e);
+            }
+            let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+            let max_attempts = limits.policy.max_attempts + adapted;
+            tracing::debug!(attempt, delay_ms, error = %e, "retrying model call");
+            let ev = StreamEvent::Retrying {
+                attempt,
+                max_attempts,
+                delay_ms,
+                reason: e.to_string(),
+            };
+            let wait = State::Backoff {
+                open,
+                attempt: attempt + 1,
+                adapted,
+                delay,
+                decoder,
+            };
+            emit(Ok(ev), wait)
+        }
+    }
+}
+
+/// Yields what the last read decoded, else reads the body once more (bounded by the idle limit
+/// and the deadline, whichever comes first) and decodes it.
+async fn read<F>(
+    limits: StreamLimits,
+    deadline: Instant,
+    mut body: ByteStream,
+    mut decoder: Box<Decoder>,
+    mut pending: std::vec::IntoIter<StreamEvent>,
+) -> Next<F> {
+    if let Some(ev) = pending.next() {
+        let more = State::Streaming {
+            body,
+            decoder,
+            pending,
+        };
+        return emit(Ok(ev), more);
+    }
+    // One timer per read: whichever of the idle limit and the deadline comes first.
+    let idle_at = Instant::now() + limits.idle_timeout;
+    let next = match tokio::time::timeout_at(idle_at.min(deadline), body.next()).await {
+        Ok(next) => next,
+        Err(_) if deadline <= idle_at => return fail(deadline_error(limits.deadline)),
+        Err(_) => {
+            let secs = limits.idle_timeout.as_secs_f64();
+            return fail(ProviderError::Timeout(format!(
+                "no data from the server for {secs:.1} s"
+            )));
+        }
+    };
+    let mut out = Vec::new();
+    let fed = match next {
+        Some(Ok(bytes)) => decoder.feed(&bytes, &mut out),
+        Some(Err(e)) => Err(e),
+        None => decoder.end(),
+    };
+    if let Err(e) = fed {
+        tracing::debug!(error = %e, "stream failed");
+        return fail(e);
+    }
+    if decoder.is_done() {
+        finish_body(body).await;
+        tracing::debug!("stream complete");
+        Next::Go(State::Draining {
+            pending: out.into_iter(),
+        })
+    } else {
+        Next::Go(State::Streaming {
+            body,
+            decoder,
+            pending: out.into_iter(),
+        })
     }
 }
 

@@ -23,6 +23,7 @@ mod context_live;
 mod context_manual;
 mod context_validate;
 mod daemon;
+mod daemon_assembly;
 mod daemon_docs;
 mod daemon_hostile;
 mod daemon_stream;

@@ -71,7 +71,7 @@ fn run_when_ready(
     })
 }
 
-fn declared_tools(server: &MockServer, index: usize) -> Vec<String> {
+pub(crate) fn declared_tools(server: &MockServer, index: usize) -> Vec<String> {
     server.requests()[index].body["tools"]
         .as_array()
         .map(|tools| {

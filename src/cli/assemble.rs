@@ -1,0 +1,244 @@
+//! The one way a session is put together, for every frontend: a one-shot or full-screen run,
+//! each ACP session and each daemon session. A frontend fills [`Inputs`], where everything
+//! that differs between frontends is a named field; the builder chooses the MCP servers under
+//! the trust rule, discovers the workspace's skills, builds the tools' context and registry,
+//! and starts the core. It never loads a configuration or opens a session file: frontends do,
+//! because they differ in when a failure may still stop the run.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::mcp::{self, Ask};
+use super::skills;
+use crate::agent::delegate::Subagents;
+use crate::agent::recovery::Hooks;
+use crate::agent::{self, Options, Setup};
+use crate::config::{Config, Trust};
+use crate::protocol::{AgentHandle, WindowSource};
+use crate::provider::Provider;
+use crate::session::Session;
+use crate::tools::mcp::{Manager, ServerConfig};
+use crate::tools::skills::Skills;
+use crate::tools::{FileAccess, Registry, Secrets, ToolCtx};
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Everything a frontend decides about one session. New session-wide inputs (the sandbox
+/// policy, permission rules) join here as fields, so every frontend has to say what it wants.
+pub(super) struct Inputs<'a> {
+    /// The configuration the session runs under: its workspace's, or the daemon's one.
+    pub config: &'a Config,
+    /// The environment to read the user's folders from (skills, approvals).
+    pub env: Env<'a>,
+    /// The session's folder, canonical.
+    pub workspace: &'a Path,
+    /// Whether the user trusts `workspace`: its `.mcp.json` and its own skills need it.
+    pub trust: Trust,
+    pub provider: Arc<dyn Provider>,
+    /// `false` (`--no-tools`): plain chat, with no skills, sub-agents or MCP servers either.
+    pub tools: bool,
+    /// Whether an unapproved `.mcp.json` server may be asked about on the terminal.
+    pub ask: Ask,
+    /// MCP servers a client brought (ACP); a configured server with the same id wins.
+    pub client_servers: Vec<ServerConfig>,
+    /// The editor's buffers instead of the disk for the file tools (ACP).
+    pub files: Option<Arc<dyn FileAccess>>,
+    /// `--yes`: every tool call approved without asking.
+    pub auto_approve: bool,
+    /// Message contents in the exported trace spans (only where an exporter runs).
+    pub trace_content: bool,
+    /// The sub-agent slots this session shares; `None`: no delegation.
+    pub subagents: Option<Subagents>,
+    /// The daemon's journal of tool calls and the run a crash left open.
+    pub hosted: Option<Hooks>,
+}
+
+/// A session's parts before its session file exists: preparing opens no session, so a frontend
+/// may still stop with an error after it, as long as it has not opened the session yet.
+pub(super) struct Prepared<'a> {
+    inputs: Inputs<'a>,
+    servers: Vec<ServerConfig>,
+    skills: Skills,
+    /// Notes for the user about the MCP servers (a `.mcp.json` not read, servers left out). A
+    /// frontend that shows them itself takes them; those left are the core's warnings.
+    pub notes: Vec<String>,
+}
+
+/// A running core and its MCP servers (starting in the background); the frontend shuts the
+/// servers down once the core has ended.
+pub(super) struct Started {
+    pub handle: AgentHandle,
+    pub mcp: Arc<Manager>,
+}
+
+/// The configuration checks every frontend makes before it builds anything from it.
+pub(super) fn check(config: &Config) -> Result<(), String> {
+    crate::agent::budget::Budget::new(
+        config.context_window,
+        config.reserve_tokens,
+        config.keep_recent_tokens,
+    )
+    .map(drop)
+    .map_err(|e| format!("invalid [context] settings: {e}"))
+}
+
+/// Sweeps temp files a killed minicode left in the workspace, then chooses the MCP servers
+/// (asking on the terminal when `inputs.ask` says so) and discovers the skills.
+pub(super) fn prepare(mut inputs: Inputs<'_>) -> Prepared<'_> {
+    crate::fsutil::sweep_temp_files(inputs.workspace, &[crate::session::SESSIONS]);
+    if !inputs.tools {
+        inputs.subagents = None;
+        return Prepared {
+            inputs,
+            servers: Vec::new(),
+            skills: Skills::default(),
+            notes: Vec::new(),
+        };
+    }
+    let (servers, notes) = mcp_servers(&mut inputs);
+    let skills = skills::discover(inputs.env, inputs.workspace, inputs.trust.is_trusted());
+    Prepared {
+        inputs,
+        servers,
+        skills,
+        notes,
+    }
+}
+
+/// The configured servers (a `.mcp.json`'s under the trust rule), then the client's.
+fn mcp_servers(inputs: &mut Inputs<'_>) -> (Vec<ServerConfig>, Vec<String>) {
+    let (mut servers, mut notes) = mcp::servers(
+        inputs.config,
+        inputs.workspace,
+        inputs.env,
+        inputs.trust,
+        inputs.ask,
+    );
+    for server in std::mem::take(&mut inputs.client_servers) {
+        if servers.iter().any(|s| s.id == server.id) {
+            notes.push(format!(
+                "the client's MCP server `{}` was left out: the configuration defines a server \
+                 with that id",
+                server.id
+            ));
+            continue;
+        }
+        servers.push(server);
+    }
+    (servers, notes)
+}
+
+impl Prepared<'_> {
+    /// Plugs in the session and starts the core, and its MCP servers in the background (the
+    /// first request does not wait for them). Runs on the runtime.
+    pub(super) fn start(self, session: Session) -> Started {
+        let Prepared {
+            inputs,
+            servers,
+            skills,
+            notes,
+        } = self;
+        let config = inputs.config;
+        let mut tool_ctx = tool_ctx(config, inputs.workspace);
+        tool_ctx.files = inputs.files;
+        let registry = Arc::new(if inputs.tools {
+            Registry::builtin()
+        } else {
+            Registry::new(Vec::new())
+        });
+        let mcp = Manager::new(servers, registry.clone(), &tool_ctx, notes);
+        let setup = Setup {
+            provider: inputs.provider,
+            registry,
+            tool_ctx: Arc::new(tool_ctx),
+            mcp: Some(mcp.clone()),
+            session,
+            options: Options {
+                auto_approve: inputs.auto_approve,
+                trace_content: inputs.trace_content,
+                subagents: inputs.subagents,
+                ..agent_options(config, Arc::new(skills))
+            },
+        };
+        let handle = agent::spawn_hosted(setup, inputs.hosted.unwrap_or_default());
+        mcp.start();
+        Started { handle, mcp }
+    }
+}
+
+/// The session `id` of `workspace`, or a new one.
+pub(super) fn open_or_create(workspace: &Path, id: Option<&str>) -> Result<Session, String> {
+    match id {
+        Some(id) => Session::open(workspace, id),
+        None => Session::create(workspace),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// Variables tools must never see: the fixed key variables, the OpenTelemetry headers (a
+/// collector's credentials) and the configured key variable.
+pub(super) fn scrubbed_env(config: &Config) -> Vec<String> {
+    let mut names: Vec<String> = crate::defaults::SECRET_ENV_VARS
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    names.extend(
+        [
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        ]
+        .map(String::from),
+    );
+    names.extend(config.api_key_env.clone());
+    names
+}
+
+/// The agent options taken from `config` alone. What differs by frontend is left off: no
+/// auto-approval, no message content in traces, no sub-agents.
+fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
+    Options {
+        max_rounds: config.max_rounds,
+        max_tokens: config.max_tokens,
+        context_window: config.context_window,
+        context_window_source: if config.context_window_configured {
+            WindowSource::Config
+        } else {
+            WindowSource::Default
+        },
+        send_reasoning: config.send_reasoning,
+        auto_approve: false,
+        reserve_tokens: config.reserve_tokens,
+        keep_recent_tokens: config.keep_recent_tokens,
+        trace_content: false,
+        subagents: None,
+        skills,
+        goal_max_rounds: config.goal_max_rounds,
+    }
+}
+
+/// The tools' context: the workspace, the bash timeout, a scrubbed environment, the secrets to
+/// redact (the key and the telemetry headers, a collector's credentials) and the saved-output
+/// limits, with old outputs pruned.
+fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
+    let mut ctx = ToolCtx::new(
+        workspace.to_path_buf(),
+        config.bash_timeout,
+        scrubbed_env(config),
+    );
+    let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
+    ctx.secrets = Secrets::new(
+        config
+            .api_key
+            .iter()
+            .chain(header_values.map(|(_, value)| value))
+            .map(|k| k.expose().to_string()),
+    );
+    ctx.outputs = crate::tools::outputs::Limits {
+        max_file_bytes: config.outputs_max_file_bytes,
+        max_total_bytes: config.outputs_max_bytes,
+        max_age: config.outputs_max_age,
+    };
+    ctx.supervisor = crate::process::supervisor::program();
+    ctx.prune_outputs();
+    ctx
+}
