@@ -18,6 +18,7 @@ pub mod defaults;
 pub mod fsutil;
 pub mod logging;
 pub mod memory;
+pub mod permissions;
 pub mod print;
 pub(crate) mod process;
 pub mod protocol;
