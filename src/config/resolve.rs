@@ -37,6 +37,7 @@ pub(super) fn resolve(
             sha256: a.sha256,
         })
         .collect();
+    let permissions = super::permissions::rules(&layers.permissions)?;
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
     notices.append(&mut layers.notices);
@@ -79,6 +80,7 @@ pub(super) fn resolve(
         mcp_servers,
         mcp_approvals,
         telemetry,
+        permissions,
         notices,
     };
     if provider == ProviderKind::Demo {
