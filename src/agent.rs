@@ -2,7 +2,7 @@
 //! `Event`s. Frontends hold an `AgentHandle` and nothing else; the core never touches a
 //! terminal and asks for approvals only through `Event::ApprovalRequested` / `Op::Decide`.
 
-mod approval;
+mod approvals;
 pub mod budget;
 pub mod compact;
 pub mod context;
@@ -20,7 +20,7 @@ pub(crate) mod turn;
 pub mod validate;
 mod window;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -158,8 +158,8 @@ pub(crate) struct Core {
     /// The stamp of MiniCode.md at its last load and that load's outcome, so the check before
     /// each request re-reads the file only when it was touched.
     memory_seen: Option<(crate::memory::Stamp, Result<(), String>)>,
-    /// Tools the user approved "always" for this session.
-    approved_tools: HashSet<String>,
+    /// "Always" for this session and the permission rules' rulings.
+    approvals: approvals::Approvals,
     mcp: Option<Arc<crate::tools::mcp::Manager>>,
     /// The `delegate` tool this core registered, when it runs sub-agents: calls that resolve
     /// to this very instance are run by the core (see `delegate::run`).
@@ -565,7 +565,7 @@ async fn run_core(
         window_source,
         probe: None,
         memory_seen: None,
-        approved_tools: HashSet::new(),
+        approvals: approvals::Approvals::default(),
         mcp: setup.mcp,
         delegate,
         skills: skills::View {
