@@ -22,6 +22,7 @@ mod user_file;
 
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
+pub use permissions::save_allow_rule;
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
     user_config_path, workspace_trust,

@@ -57,3 +57,41 @@ pub(super) fn rules(tables: &[(PermissionsTable, PathBuf)]) -> Result<Rules, Con
     }
     Ok(Rules::new(rules))
 }
+
+/// Adds `rule` to `[permissions] allow` in the user's config (once), keeping the rest of the
+/// file as it was: what the full-screen session's `/permissions save` does after an "always".
+/// Returns the file written, or why not.
+pub fn save_allow_rule(
+    env: &dyn Fn(&str) -> Option<String>,
+    rule: &str,
+) -> Result<PathBuf, String> {
+    use toml_edit::{Array, Item, Table, value};
+    Rule::parse(rule, Action::Allow, "").map_err(|e| e.to_string())?;
+    let mut user = super::user_file::UserFile::open(env).map_err(|e| e.to_string())?;
+    let file = user.path.clone();
+    let shape = || {
+        format!(
+            "config file {}: [permissions] allow must be an array of strings",
+            file.display()
+        )
+    };
+    let doc = &mut user.doc;
+    if doc.get("permissions").is_none() {
+        doc.insert("permissions", Item::Table(Table::new()));
+    }
+    let table = doc
+        .get_mut("permissions")
+        .and_then(Item::as_table_like_mut)
+        .ok_or_else(shape)?;
+    if table.get("allow").is_none() {
+        table.insert("allow", value(Array::new()));
+    }
+    let allow = table
+        .get_mut("allow")
+        .and_then(Item::as_array_mut)
+        .ok_or_else(shape)?;
+    if !allow.iter().any(|v| v.as_str() == Some(rule)) {
+        allow.push(rule);
+    }
+    user.save().map_err(|e| e.to_string())
+}

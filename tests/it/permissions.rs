@@ -456,3 +456,106 @@ fn workspace_rules_apply_only_in_a_trusted_workspace() {
         );
     }
 }
+
+/// The full-screen session's rows, as text.
+fn screen_text(s: &minicode::tui::state::State) -> String {
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 40)).unwrap();
+    term.draw(|f| minicode::tui::view::render(s, f)).unwrap();
+    term.backend().to_string()
+}
+
+#[test]
+fn always_offers_a_rule_that_permissions_save_writes_and_permissions_lists() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use minicode::chat::ApprovalRequest;
+    use minicode::protocol::{Decision, Event, Op};
+    use minicode::tui::permissions::{Permissions, Rulebook};
+    use minicode::tui::state::{Effect, Msg, State};
+    use std::sync::{Arc, Mutex};
+
+    let saved: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = saved.clone();
+    let mut s = State::new("m", 100_000);
+    s.approval_guard = std::time::Duration::ZERO;
+    s.update(Msg::Resize(100, 40));
+    s.permissions = Permissions::new(Rulebook {
+        listing: vec!["deny bash(rm *) (from /u/config.toml)".into()],
+        suggest: minicode::permissions::suggest,
+        save: Arc::new(move |rule| {
+            sink.lock().unwrap().push(rule.to_string());
+            Ok("/u/config.toml".to_string())
+        }),
+    });
+    let key = |s: &mut State, code| s.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    let command = |s: &mut State, text: &str| {
+        for c in text.chars() {
+            key(s, KeyCode::Char(c));
+        }
+        key(s, KeyCode::Enter)
+    };
+    // Without an "always" first there is nothing to save.
+    command(&mut s, "/permissions save");
+    assert!(screen_text(&s).contains("nothing to save"));
+    s.update(Msg::Agent(Event::ToolCallBegan {
+        kind: minicode::chat::ToolKind::Other,
+        paths: Vec::new(),
+        call: "c1".into(),
+        tool: "bash".into(),
+        summary: "cargo test --lib".into(),
+        arguments: serde_json::json!({}),
+    }));
+    s.update(Msg::Agent(Event::ApprovalRequested {
+        call: "c1".into(),
+        tool: "bash".into(),
+        request: ApprovalRequest::Command {
+            command: "cargo test --lib && cargo build".into(),
+        },
+    }));
+    assert_eq!(
+        key(&mut s, KeyCode::Char('a')),
+        vec![Effect::Op(Op::Decide {
+            call: "c1".into(),
+            decision: Decision::ApproveTool
+        })]
+    );
+    // "Always" alone writes nothing: the user confirms by typing the command.
+    assert!(saved.lock().unwrap().is_empty());
+    assert!(screen_text(&s).contains("/permissions save keeps `bash(cargo test*)`"));
+    command(&mut s, "/permissions save");
+    assert_eq!(*saved.lock().unwrap(), ["bash(cargo test*)"]);
+    command(&mut s, "/permissions");
+    let text = screen_text(&s);
+    assert!(
+        text.contains("deny bash(rm *) (from /u/config.toml)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("allow bash(cargo test*) (from /u/config.toml)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_saved_rule_lands_in_the_user_config_once_and_the_next_run_obeys_it() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", r#"{"command":"touch saved"}"#)], 16),
+        text_reply("done", 4),
+    ]);
+    let (_tmp, ws) = crate::support::workspace();
+    let home = ws.join("home");
+    user_config(&ws, &server, "# my own comment\n");
+    let env = |name: &str| (name == "HOME").then(|| home.display().to_string());
+    let rule = suggest("bash", Some("touch saved")).unwrap();
+    let written = minicode::config::save_allow_rule(&env, &rule).unwrap();
+    minicode::config::save_allow_rule(&env, &rule).unwrap();
+    assert_eq!(written, user_config::path(&home));
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(text.contains("# my own comment"), "{text}");
+    assert_eq!(text.matches("bash(touch saved*)").count(), 1, "{text}");
+    assert!(minicode::config::save_allow_rule(&env, "bash(").is_err());
+    // No --yes and no terminal: the call runs only because the saved rule allows it.
+    let out = command(&ws).arg("go").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(ws.join("saved").exists(), "{err}");
+}
