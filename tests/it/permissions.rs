@@ -559,3 +559,37 @@ fn a_saved_rule_lands_in_the_user_config_once_and_the_next_run_obeys_it() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(ws.join("saved").exists(), "{err}");
 }
+
+#[test]
+fn allow_rules_added_to_a_trusted_workspace_after_trust_are_asked_about_again() {
+    let server = MockServer::start_in_thread(vec![]);
+    let (_tmp, ws) = crate::support::workspace();
+    let home = ws.join("home");
+    let file = user_config::path(&home);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let model = format!(
+        "[model]\nbase_url = \"{}\"\nname = \"m\"\n",
+        server.base_url()
+    );
+    std::fs::write(&file, model).unwrap();
+    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::write(
+        ws.join("config/config.toml"),
+        "[permissions]\ndeny = [\"bash(rm *)\"]\n",
+    )
+    .unwrap();
+    let trust = command(&ws).arg("trust").output().unwrap();
+    assert_eq!(trust.status.code(), Some(0), "{trust:?}");
+    // A deny rule was there when trusted; an allow rule arrives later (a `git pull`).
+    std::fs::write(
+        ws.join("config/config.toml"),
+        "[permissions]\ndeny = [\"bash(rm *)\"]\nallow = [\"bash\"]\n",
+    )
+    .unwrap();
+    let out = command(&ws).arg("go").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("config `permissions.allow` added"), "{err}");
+    assert!(err.contains("minicode trust"), "{err}");
+    assert_eq!(server.request_count(), 0);
+}
