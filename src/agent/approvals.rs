@@ -116,18 +116,19 @@ pub(super) async fn approve(
 ) -> Option<Decision> {
     let always = core.approvals.always.contains(&call.name);
     let forced = match (protected, ruling) {
-        (Some((summary, reason)), _) => Some(format!("{summary} is protected ({reason})")),
-        (None, Ruling::Ask(rule)) => Some(format!("the permission rule {rule} asks for it")),
+        (Some((summary, reason)), _) => Some(format!(
+            "{summary} is protected ({reason}); {} is never allowed there without an answer",
+            call.name
+        )),
+        (None, Ruling::Ask(rule)) => Some(format!(
+            "the permission rule {rule} asks for every such call"
+        )),
         _ => None,
     };
     if let Some(why) = &forced {
         if core.options.auto_approve {
             core.emit(Event::Warning {
-                message: format!(
-                    "asking although --yes was given: {why}; {} is never allowed there without \
-                     an answer",
-                    call.name
-                ),
+                message: format!("asking although --yes was given: {why}"),
             });
         } else if always {
             core.emit(Event::Warning {

@@ -257,6 +257,11 @@ fn bash_call(id: &'static str, command: &str) -> (&'static str, &'static str, St
     )
 }
 
+fn write_call(id: &'static str, path: &str) -> (&'static str, &'static str, String) {
+    let args = serde_json::json!({ "path": path, "content": "x\n" });
+    (id, "write", args.to_string())
+}
+
 /// A one-shot run in a new trusted workspace whose model makes `calls` (one reply), with
 /// `permissions` in the user config. Returns the guard, the workspace, the exit code, stderr
 /// and the tool results the model read.
@@ -592,4 +597,21 @@ fn allow_rules_added_to_a_trusted_workspace_after_trust_are_asked_about_again() 
     assert!(err.contains("config `permissions.allow` added"), "{err}");
     assert!(err.contains("minicode trust"), "{err}");
     assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn an_allow_rule_never_covers_a_protected_path() {
+    let (_tmp, ws, code, err, results) = run(
+        &[
+            write_call("c1", "docs/a.md"),
+            write_call("c2", ".git/hooks/pre-commit"),
+        ],
+        "allow = [\"write\"]\n",
+        &[],
+        |ws| std::fs::create_dir_all(ws.join(".git/hooks")).unwrap(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(ws.join("docs/a.md").exists(), "{results:?}");
+    assert!(!ws.join(".git/hooks/pre-commit").exists(), "{results:?}");
+    assert!(results[1].contains("no terminal"), "{results:?}");
 }
