@@ -73,6 +73,13 @@ impl State {
 
     /// `/permissions` (list) and `/permissions save`.
     pub(crate) fn permissions_command(&mut self, arg: &str) {
+        if self.permissions.book.is_none() {
+            self.notice(
+                Level::Warning,
+                "/permissions is not available here (the rules are the daemon's)",
+            );
+            return;
+        }
         match arg {
             "" => {
                 let p = &self.permissions;
