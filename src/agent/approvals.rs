@@ -98,6 +98,39 @@ impl Approvals {
     }
 }
 
+/// Why this call must be asked even though `--yes`, "always" or a rule would cover it (a
+/// protected path, an `ask` rule), said on the warning channel when one of them is overridden.
+fn forced(
+    core: &Core,
+    call: &ToolCall,
+    protected: Option<(&str, &'static str)>,
+    ruling: &Ruling,
+    always: bool,
+) -> Option<String> {
+    let why = match (protected, ruling) {
+        (Some((summary, reason)), _) => format!(
+            "{summary} is protected ({reason}); {} is never allowed there without an answer",
+            call.name
+        ),
+        (None, Ruling::Ask(rule)) => format!("the permission rule {rule} asks for every such call"),
+        _ => return None,
+    };
+    let message = if core.options.auto_approve {
+        Some(format!("asking although --yes was given: {why}"))
+    } else if always {
+        Some(format!(
+            "asking again although {} is allowed always: {why}",
+            call.name
+        ))
+    } else {
+        None
+    };
+    if let Some(message) = message {
+        core.emit(Event::Warning { message });
+    }
+    Some(why)
+}
+
 /// Asks for approval unless the rules, `--yes` or an earlier "always" cover this call. `None`
 /// means the turn was interrupted while waiting.
 ///
@@ -115,30 +148,7 @@ pub(super) async fn approve(
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> Option<Decision> {
     let always = core.approvals.always.contains(&call.name);
-    let forced = match (protected, ruling) {
-        (Some((summary, reason)), _) => Some(format!(
-            "{summary} is protected ({reason}); {} is never allowed there without an answer",
-            call.name
-        )),
-        (None, Ruling::Ask(rule)) => Some(format!(
-            "the permission rule {rule} asks for every such call"
-        )),
-        _ => None,
-    };
-    if let Some(why) = &forced {
-        if core.options.auto_approve {
-            core.emit(Event::Warning {
-                message: format!("asking although --yes was given: {why}"),
-            });
-        } else if always {
-            core.emit(Event::Warning {
-                message: format!(
-                    "asking again although {} is allowed always: {why}",
-                    call.name
-                ),
-            });
-        }
-    }
+    let forced = forced(core, call, protected, ruling, always);
     let allowed = core.options.auto_approve || always || *ruling == Ruling::Allowed;
     if forced.is_none() && allowed {
         let how = if *ruling == Ruling::Allowed {

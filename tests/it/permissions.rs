@@ -191,6 +191,12 @@ fn path_patterns_are_globs_relative_to_the_workspace() {
     assert_eq!(write("src/main.rs"), "deny");
     // `*` stays inside one folder name.
     assert_eq!(write("src/bin/x.rs"), "none");
+    let tests = rules(&[], &[], &["write(src/**/test_*.rs)"]);
+    let write = |p| kind(tests.check("edit", Target::Path(Some(p)), &not_protected)).0;
+    assert_eq!(write("src/test_a.rs"), "deny");
+    assert_eq!(write("src/a/b/test_c.rs"), "deny");
+    assert_eq!(write("src/a/b/c.rs"), "none");
+    assert_eq!(write("test_a.rs"), "none");
 }
 
 #[test]
