@@ -4,7 +4,7 @@
 //! The core keeps the turn loop; the session, the context, goal mode, skills, MCP and
 //! sub-agents are parts it holds, each owning its state (see `Core`).
 
-mod approval;
+mod approvals;
 pub mod budget;
 mod busy;
 pub mod compact;
@@ -24,7 +24,7 @@ mod store;
 pub(crate) mod turn;
 pub mod validate;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -161,8 +161,8 @@ pub(crate) struct Core {
     tool_ctx: Arc<ToolCtx>,
     options: Options,
     events: mpsc::UnboundedSender<Event>,
-    /// Tools the user approved "always" for this session.
-    approved_tools: HashSet<String>,
+    /// "Always" for this session and the permission rules' rulings.
+    approvals: approvals::Approvals,
     /// The session, its saving and the turn counter.
     store: store::Store,
     /// The model context: memory, budget, window, compaction, the declared tools.

@@ -495,6 +495,7 @@ async fn full_screen(
             server_origin: config.origins.base_url.clone(),
             window_origin: config.origins.context_window.clone(),
         },
+        rulebook: Some(rulebook(config)),
     };
     match crate::tui::run(handle, options).await {
         Ok(outcome) => {
@@ -516,6 +517,24 @@ async fn full_screen(
             let _ = writeln!(err, "minicode: terminal error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The permission rules for the full-screen session's `/permissions`, and the writer its
+/// `/permissions save` uses (the user's config file, found as at start-up).
+fn rulebook(config: &Config) -> crate::tui::permissions::Rulebook {
+    let listing = config
+        .permissions
+        .iter()
+        .map(|r| format!("{} {} (from {})", r.action.list(), r.text, r.origin))
+        .collect();
+    crate::tui::permissions::Rulebook {
+        listing,
+        suggest: crate::permissions::suggest,
+        save: std::sync::Arc::new(|rule| {
+            let env = |name: &str| std::env::var(name).ok();
+            crate::config::save_allow_rule(&env, rule).map(|p| p.display().to_string())
+        }),
     }
 }
 

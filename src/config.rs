@@ -13,6 +13,7 @@
 mod file;
 mod layers;
 mod mcp;
+mod permissions;
 mod resolve;
 mod telemetry;
 mod trust;
@@ -21,6 +22,7 @@ mod user_file;
 
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
+pub use permissions::save_allow_rule;
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
     user_config_path, workspace_trust,
@@ -180,6 +182,8 @@ pub struct Config {
     pub mcp_approvals: Vec<McpApproval>,
     /// OpenTelemetry export; `None` (the default) means off: no exporter, no extra layer.
     pub telemetry: Option<Telemetry>,
+    /// `[permissions]` of the user's file and a trusted workspace's, each rule with its file.
+    pub permissions: crate::permissions::Rules,
     /// Things the user should hear about that do not stop the run (e.g. an `OTEL_*` setting
     /// meant for another program that minicode cannot honour); the CLI shows them on stderr.
     pub notices: Vec<String>,
@@ -298,6 +302,13 @@ pub enum ConfigError {
         .path.display()
     )]
     MisplacedApprovals { path: PathBuf },
+    /// A `[permissions]` rule that cannot be read.
+    #[error("config file {}: [permissions] {list}: {message}", .path.display())]
+    Rule {
+        path: PathBuf,
+        list: &'static str,
+        message: String,
+    },
 }
 
 fn list_fields(fields: &[&str]) -> String {

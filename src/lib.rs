@@ -20,6 +20,7 @@ pub mod defaults;
 pub mod fsutil;
 pub mod logging;
 pub mod memory;
+pub mod permissions;
 pub(crate) mod print;
 pub(crate) mod process;
 pub mod protocol;

@@ -81,8 +81,8 @@ impl Decision {
 /// What the model reads (and stderr shows) for a call refused because no terminal was there
 /// to ask: it must not read as the user's refusal.
 pub(crate) const NO_TERMINAL_REFUSAL: &str = "not run: no terminal was available to ask for approval, so \
-nobody saw this call; rerun with --yes to approve tool calls (a change to a protected path is \
-asked even then)";
+nobody saw this call; rerun with --yes to approve tool calls (a change to a protected path, or \
+a call a permission rule asks about, is asked even then)";
 
 /// Why a turn ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

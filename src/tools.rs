@@ -138,6 +138,32 @@ pub(crate) fn parse_args<T: DeserializeOwned>(args: &serde_json::Value) -> Resul
     T::deserialize(args).map_err(|e| format!("invalid arguments: {e}"))
 }
 
+/// Whether a `read(…)` deny rule keeps the file at `path` (inside `workspace`) from the model:
+/// `list` and `search` leave such files out and count them.
+pub(crate) fn withheld(
+    rules: Option<&crate::permissions::Rules>,
+    workspace: &Path,
+    path: &Path,
+) -> bool {
+    let Some(rules) = rules else {
+        return false;
+    };
+    path.strip_prefix(workspace)
+        .ok()
+        .and_then(Path::to_str)
+        .is_some_and(|rel| rules.read_denied(rel).is_some())
+}
+
+/// The closing note of a `list` or `search` that left files out for the rules.
+pub(crate) fn withheld_note(count: usize) -> Option<String> {
+    (count > 0).then(|| {
+        format!(
+            "[{count} {} withheld: denied by a permission rule]",
+            if count == 1 { "file" } else { "files" }
+        )
+    })
+}
+
 /// A file's identity when a tool last read or wrote it, so `edit` can tell if it changed since.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fingerprint {
@@ -203,6 +229,9 @@ pub struct ToolCtx {
     /// The last text of each file read or written through `files`, by canonical path: what
     /// `edit` and `write` compare against when they describe a change for approval.
     texts: Mutex<HashMap<PathBuf, Arc<str>>>,
+    /// The permission rules in force: the agent applies them to each call, and `read`, `list`
+    /// and `search` never show a file a `read(…)` deny rule covers. `None`: no rules.
+    pub permissions: Option<Arc<crate::permissions::Rules>>,
 }
 
 /// The most output one tool call hands the model, whatever the window.
@@ -225,7 +254,19 @@ impl ToolCtx {
             files: None,
             supervisor: None,
             texts: Mutex::new(HashMap::new()),
+            permissions: None,
         }
+    }
+
+    /// The deny rule that keeps the file at `path` (canonical, inside the workspace) from
+    /// being shown by `read`, `list` or `search`, as the text the model reads; `None` when no
+    /// rule covers it.
+    pub(crate) fn read_denied(&self, path: &Path) -> Option<String> {
+        let rules = self.permissions.as_ref()?;
+        let rel = path.strip_prefix(&self.workspace).ok()?.to_str()?;
+        rules
+            .read_denied(rel)
+            .map(|rule| format!("denied by the rule `{}` (from {})", rule.text, rule.origin))
     }
 
     /// Records the text the model saw of a file through [`ToolCtx::files`].

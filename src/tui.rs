@@ -18,6 +18,7 @@ mod mcp;
 pub mod palette;
 pub(crate) mod panel;
 pub(crate) mod reasoning;
+pub mod permissions;
 mod scroll;
 pub mod segment;
 mod segment_cache;
@@ -63,6 +64,8 @@ pub struct Options {
     pub welcome: help::Welcome,
     /// `[ui] syntax_highlighting`.
     pub highlight: bool,
+    /// The permission rules for `/permissions`, and how an "always" is saved as one.
+    pub rulebook: Option<permissions::Rulebook>,
 }
 
 /// What the caller needs after the session.
@@ -80,6 +83,9 @@ pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Out
     let (ops, mut events) = handle.split();
     let mut state = State::new(&options.model, options.context_window);
     state.set_welcome(options.welcome);
+    if let Some(book) = options.rulebook {
+        state.permissions = permissions::Permissions::new(book);
+    }
     state.colors = palette::Depth::detect(|name| std::env::var(name).ok());
     // Without colour, highlighting would only cost time and memory.
     highlight::set_enabled(options.highlight && state.colors != palette::Depth::NoColor);

@@ -20,7 +20,7 @@ impl Core {
                 }
                 // A fresh history: drop the old checkpoint and cached estimates.
                 let _ = self.upkeep.reset(&self.store.session);
-                self.approved_tools.clear();
+                self.approvals.forget();
                 self.skills.restore(self.store.session.messages());
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
@@ -50,7 +50,7 @@ impl Core {
         let parent_id = parent.id().to_string();
         // Dropping the original releases its lock.
         drop(parent);
-        self.approved_tools.clear();
+        self.approvals.forget();
         self.tool_ctx.forget_seen();
         if let Err(e) = self.upkeep.reset(&self.store.session) {
             self.emit(Event::Warning {

@@ -187,8 +187,8 @@ pub(crate) fn tool_call(call: &ToolCall, secrets: &Secrets) -> Span {
     span
 }
 
-/// How a call was approved, as `minicode.tool.approval`: `auto` (`--yes` or "always"), `user`
-/// (asked and allowed), `denied`, or not recorded when nothing was asked (invalid calls).
+/// How a call was approved, as `minicode.tool.approval`: `auto` (`--yes` or "always"), `rule`
+/// (an allow permission rule), `user` (asked and allowed), `denied`, or not recorded when nothing was asked (invalid calls).
 pub(crate) fn tool_approval(span: &Span, how: &'static str) {
     span.record("minicode.tool.approval", how);
 }

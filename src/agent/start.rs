@@ -3,7 +3,6 @@
 //! frontends rely on (the session, its restored history, warnings, the window, the goal, the
 //! context). It must not read ops: the op loop starts once everything here is said.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -72,7 +71,7 @@ impl Core {
             store: store::Store::new(setup.session, journal, emitter),
             upkeep,
             delegate,
-            approved_tools: HashSet::new(),
+            approvals: super::approvals::Approvals::default(),
             provider: setup.provider,
             registry: setup.registry,
             tool_ctx: setup.tool_ctx,

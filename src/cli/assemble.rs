@@ -239,6 +239,9 @@ fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
         max_age: config.outputs_max_age,
     };
     ctx.supervisor = crate::process::supervisor::program();
+    if !config.permissions.is_empty() {
+        ctx.permissions = Some(Arc::new(config.permissions.clone()));
+    }
     ctx.prune_outputs();
     ctx
 }

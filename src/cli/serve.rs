@@ -265,6 +265,8 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
                 workspace: workspace_shown,
                 ..Default::default()
             },
+            // The daemon's rules are not this client's to list or change.
+            rulebook: None,
         };
         let outcome = crate::tui::run(attached.handle, options)
             .await

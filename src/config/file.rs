@@ -42,6 +42,8 @@ pub(super) struct FileConfig {
     pub mcp_servers: Option<BTreeMap<String, McpServerTable>>,
     /// `.mcp.json` servers the user approved; honoured only in the user's file.
     pub approved_mcp_servers: Option<Vec<ApprovedMcpServer>>,
+    /// Permission rules (see `config/permissions.rs`).
+    pub permissions: Option<super::permissions::PermissionsTable>,
 }
 
 /// One entry of `trusted_workspaces`: a canonical path, as older versions wrote it, or the

@@ -28,6 +28,8 @@ pub(super) struct Layers {
     pub mcp_servers: BTreeMap<String, (McpServerTable, PathBuf)>,
     /// The user's approvals of `.mcp.json` servers.
     pub approvals: Vec<ApprovedMcpServer>,
+    /// Each file's `[permissions]`, with the file.
+    pub permissions: Vec<(super::permissions::PermissionsTable, PathBuf)>,
     /// Things to tell the user that do not stop the run.
     pub notices: Vec<String>,
 }
@@ -60,6 +62,7 @@ impl Layers {
             trust,
             mcp_servers: BTreeMap::new(),
             approvals: Vec::new(),
+            permissions: Vec::new(),
             notices: Vec::new(),
         }
     }
@@ -167,6 +170,15 @@ pub(super) fn gather(
             });
         }
     }
+    if !trust.is_trusted() {
+        let mut parsed = parsed;
+        layers.notices.extend(super::permissions::drop_untrusted(
+            &mut parsed,
+            &workspace_path,
+        ));
+        layers.add(parsed, workspace_path);
+        return Ok(layers);
+    }
     layers.add(parsed, workspace_path);
     Ok(layers)
 }
@@ -266,6 +278,9 @@ impl Layers {
                 self.mcp_servers.insert(id, (table, path.clone()));
             }
         }
+        if let Some(permissions) = over.permissions.take() {
+            self.permissions.push((permissions, path.clone()));
+        }
         if let Some(approvals) = over.approved_mcp_servers.take() {
             self.approvals.extend(approvals);
         }
@@ -320,6 +335,7 @@ impl Layers {
                 },
             mcp_servers: _,
             approved_mcp_servers: _,
+            permissions: _,
             subagents:
                 SubagentsTable {
                     max_concurrent: _,

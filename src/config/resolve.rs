@@ -29,6 +29,7 @@ pub(super) fn resolve(
     let limits = limits(&layers)?;
     let mut layers = layers;
     let (mcp_servers, mcp_approvals) = mcp(&mut layers)?;
+    let permissions = super::permissions::rules(&layers.permissions)?;
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
     notices.append(&mut layers.notices);
@@ -71,6 +72,7 @@ pub(super) fn resolve(
         mcp_servers,
         mcp_approvals,
         telemetry,
+        permissions,
         notices,
     };
     server_and_key(&mut config, &layers, env, overrides)?;

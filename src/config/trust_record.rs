@@ -2,7 +2,7 @@
 //! SHA-256 of its value, recorded with the trust entry so that a later change (a `git pull`
 //! that adds `[mcp_servers]` or a new `base_url`) is asked about again instead of taking
 //! effect silently. The items are the workspace config's trust-only fields, each of its
-//! `[mcp_servers]`, and its `.mcp.json` as a whole.
+//! `[mcp_servers]`, its `[permissions] allow` rules, and its `.mcp.json` as a whole.
 //!
 //! It reads the workspace's files (confined, like every read of them) and compares; it never
 //! records a value, only digests, and shows a new value only for fields that hold no secret.
@@ -131,6 +131,15 @@ pub(super) fn current(workspace: &Path) -> Result<Current, ConfigError> {
                 });
                 items.insert(field.to_string(), (value_digest(value), shown));
             }
+        }
+        // Allow rules let the repository's own commands run without a question: one added
+        // after trust is asked about like a new server. (Rules hold no secret.)
+        if let Some(allow) = table.get("permissions").and_then(|t| t.get("allow")) {
+            let shown = Some(allow.to_string());
+            items.insert(
+                "permissions.allow".to_string(),
+                (value_digest(allow), shown),
+            );
         }
         if let Some(toml::Value::Table(servers)) = table.get("mcp_servers") {
             for (id, server) in servers {

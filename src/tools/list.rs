@@ -115,10 +115,12 @@ impl Tool for List {
             let workspace = ctx.workspace.clone();
             let max_bytes = ctx.output_limit();
             let secrets = ctx.secrets.clone();
+            let rules = ctx.permissions.clone();
             let stop = cancel.clone();
             // The walk blocks on the file system: off the runtime, and it stops on cancel.
             let job = tokio::task::spawn_blocking(move || {
-                list(&workspace, &call, max_bytes, &stop).map(|text| secrets.redact(text))
+                list(&workspace, &call, rules.as_deref(), max_bytes, &stop)
+                    .map(|text| secrets.redact(text))
             });
             tokio::select! {
                 biased;
@@ -143,6 +145,7 @@ struct Found {
 fn list(
     workspace: &Path,
     call: &Call,
+    rules: Option<&crate::permissions::Rules>,
     max_bytes: usize,
     cancel: &CancellationToken,
 ) -> Result<String, String> {
@@ -150,8 +153,10 @@ fn list(
         .map_err(|e| format!("cannot list: {e}"))?;
     let found: Arc<Mutex<Vec<Found>>> = Arc::default();
     let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let withheld = std::sync::atomic::AtomicUsize::new(0);
     walk.builder.build_parallel().run(|| {
         let errors = errors.clone();
+        let withheld = &withheld;
         let cancel = cancel.clone();
         let mut batch = Batch {
             found: Vec::new(),
@@ -172,6 +177,10 @@ fn list(
                 return WalkState::Continue;
             };
             if kind.is_dir() {
+                return WalkState::Continue;
+            }
+            if crate::tools::withheld(rules, workspace, entry.path()) {
+                withheld.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return WalkState::Continue;
             }
             let link = kind
@@ -219,6 +228,11 @@ fn list(
                 ""
             }
         ));
+    }
+    let withheld = withheld.load(std::sync::atomic::Ordering::Relaxed);
+    if let Some(note) = crate::tools::withheld_note(withheld) {
+        out.push_str(&note);
+        out.push('\n');
     }
     let errors = errors.load(std::sync::atomic::Ordering::Relaxed);
     if errors > 0 {

@@ -130,6 +130,12 @@ impl Tool for Read {
                 offset,
                 limit,
             } = call;
+            if let Some(rule) = ctx.read_denied(&path) {
+                return ToolOutput {
+                    status: crate::chat::ToolStatus::Denied,
+                    content: format!("not shown: {display} is {rule}"),
+                };
+            }
             let remembered = path.clone();
             let detail = memory::is_detail_file(&ctx.workspace, &path);
             let max_bytes = MAX_OUTPUT_BYTES.min(ctx.output_limit());

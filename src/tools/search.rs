@@ -160,9 +160,17 @@ impl Tool for Search {
             let workspace = ctx.workspace.clone();
             let max_bytes = ctx.output_limit();
             let secrets = ctx.secrets.clone();
+            let rules = ctx.permissions.clone();
             let stop = cancel.clone();
             let job = tokio::task::spawn_blocking(move || {
-                search(&workspace, &call, &secrets, max_bytes, &stop)
+                search(
+                    &workspace,
+                    &call,
+                    &secrets,
+                    rules.as_deref(),
+                    max_bytes,
+                    &stop,
+                )
             });
             tokio::select! {
                 biased;
@@ -226,6 +234,9 @@ struct Shared<'a> {
     matcher: &'a RegexMatcher,
     secrets: &'a Secrets,
     cancel: &'a CancellationToken,
+    /// The rules whose `read(…)` denials keep files out, and how many they kept out.
+    rules: Option<&'a crate::permissions::Rules>,
+    withheld: AtomicUsize,
     kept: Mutex<Kept>,
     searched: AtomicUsize,
     binary: AtomicUsize,
@@ -236,6 +247,7 @@ fn search(
     workspace: &Path,
     call: &Call,
     secrets: &Secrets,
+    rules: Option<&crate::permissions::Rules>,
     max_bytes: usize,
     cancel: &CancellationToken,
 ) -> Result<String, String> {
@@ -246,6 +258,8 @@ fn search(
         matcher: &call.matcher,
         secrets,
         cancel,
+        rules,
+        withheld: AtomicUsize::new(0),
         kept: Mutex::new(Kept {
             limit: call.limit,
             lines: 0,
@@ -279,7 +293,11 @@ fn search(
             };
             // Only regular files: links are never followed, FIFOs and devices never opened.
             if entry.file_type().is_some_and(|t| t.is_file()) {
-                search_file(shared, &mut searcher, entry.path(), limit);
+                if crate::tools::withheld(shared.rules, shared.workspace, entry.path()) {
+                    shared.withheld.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    search_file(shared, &mut searcher, entry.path(), limit);
+                }
             }
             WalkState::Continue
         })
@@ -318,6 +336,10 @@ fn search(
              search with path or glob{raise}]\n",
             kept.total_lines, kept.total_files
         ));
+    }
+    if let Some(note) = crate::tools::withheld_note(shared.withheld.load(Ordering::Relaxed)) {
+        out.push_str(&note);
+        out.push('\n');
     }
     let binary = shared.binary.load(Ordering::Relaxed);
     if binary > 0 {

@@ -34,6 +34,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/skills", "list the skills and which are loaded"),
     (
+        "/permissions",
+        "the permission rules and their files; /permissions save keeps the last \"always\" as a rule",
+    ),
+    (
         "/goal",
         "/goal <objective> sets a goal worked on round after round; /goal shows it; pause, resume, clear, edit <text>",
     ),
@@ -260,6 +264,7 @@ impl State {
                 _ => self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>"),
             },
             "/skills" => return vec![Effect::Op(Op::ListSkills)],
+            "/permissions" => self.permissions_command(arg),
             "/goal" => return self.goal_command(arg),
             "/fork" => {
                 if self.busy {

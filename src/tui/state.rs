@@ -144,6 +144,8 @@ pub struct State {
     pub(crate) goal_error: Option<String>,
     /// `/goal` was typed: the next `GoalStatus` is shown in full.
     pub(crate) goal_asked: bool,
+    /// The permission rules for `/permissions`, and the rule an "always" offers to save.
+    pub permissions: super::permissions::Permissions,
 }
 
 impl State {
@@ -186,6 +188,7 @@ impl State {
             goal: None,
             goal_error: None,
             goal_asked: false,
+            permissions: super::permissions::Permissions::default(),
         }
     }
 
@@ -467,8 +470,11 @@ impl State {
         };
         // Answered: the next keys are text again at once, not further answers to a call the
         // core has not confirmed yet (a fast typist's "any…" must not lose its "ny").
-        let call = pending.call.clone();
+        let (call, tool) = (pending.call.clone(), pending.tool.clone());
         self.approval = None;
+        if decision == Decision::ApproveTool {
+            self.offer_rule(&tool, &call);
+        }
         Some(vec![Effect::Op(Op::Decide { call, decision })])
     }
 

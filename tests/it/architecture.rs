@@ -50,6 +50,12 @@ const RULES: &[Rule] = &[
         why: "the one lock policy is a leaf",
     },
     Rule {
+        module: "permissions",
+        may_use: Some(&["sanitize"]),
+        why: "permission rules are pure functions of text: config reads them, the agent and \
+              the file tools apply them",
+    },
+    Rule {
         module: "memory",
         may_use: Some(&["chat", "fsutil", "sanitize"]),
         why: "memory rules sit below tools and the agent",
@@ -73,14 +79,20 @@ const RULES: &[Rule] = &[
     Rule {
         module: "tools",
         may_use: Some(&[
-            "chat", "defaults", "fsutil", "memory", "process", "sanitize",
+            "chat",
+            "defaults",
+            "fsutil",
+            "memory",
+            "permissions",
+            "process",
+            "sanitize",
         ]),
         why: "tools never reach the agent, the protocol, providers or sessions; they start \
               children only through process::child",
     },
     Rule {
         module: "config",
-        may_use: Some(&["defaults", "fsutil", "sanitize"]),
+        may_use: Some(&["defaults", "fsutil", "permissions", "sanitize"]),
         why: "configuration is read once by the CLI and handed down as plain values",
     },
     Rule {
@@ -97,8 +109,17 @@ const RULES: &[Rule] = &[
     Rule {
         module: "agent",
         may_use: Some(&[
-            "chat", "defaults", "protocol", "provider", "tools", "session", "memory", "fsutil",
-            "process", "sanitize",
+            "chat",
+            "defaults",
+            "protocol",
+            "provider",
+            "tools",
+            "session",
+            "memory",
+            "fsutil",
+            "permissions",
+            "process",
+            "sanitize",
         ]),
         why: "the core is wired by the CLI: it never reads config and never names a frontend; \
               it kills a command group a crash left running through process",

@@ -40,6 +40,7 @@ mod key_env;
 mod mcp;
 mod mcp_binary;
 mod memory;
+mod permissions;
 mod protected_paths;
 mod provider_errors;
 mod provider_stream;

@@ -1,6 +1,6 @@
 //! The real binary in a pseudo-terminal against the mock OpenAI server: a prompt streams its
 //! reply, a bash call is approved with `y` (and a long one shows its live output, then its
-//! result), scrolling works while streaming, a resize is taken,
+//! result; "always" then `/permissions save` writes the rule to the user config), scrolling works while streaming, a resize is taken,
 //! Esc interrupts, Ctrl+C twice exits, a hostile reply reaches neither screen nor clipboard raw,
 //! the key's variable is gone from the running session's own environment,
 //! and afterwards the terminal is back in cooked mode on the main screen with keyboard flags
@@ -277,6 +277,39 @@ fn bash_call_is_approved_with_y() {
     pty.wait_for("pty-42");
     pty.wait_for("all done");
     pty.wait_for("idle");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+}
+
+#[test]
+fn always_then_permissions_save_keeps_the_rule_in_the_user_config() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[("call_1", "bash", r#"{"command":"echo pty-saved --now"}"#)],
+            8,
+        ),
+        text_reply("all done", 2),
+    ]);
+    let mut pty = Pty::spawn(&server);
+    let config = pty._dir.path().join("config/minicode/config.toml");
+    pty.wait_for("ask anything");
+    pty.send(b"run the command\r");
+    pty.wait_for("allow bash?");
+    pty.wait_for("y yes");
+    pty.send(b"a");
+    pty.wait_for("/permissions save keeps");
+    pty.wait_for("all done");
+    pty.wait_for("idle");
+    // "Always" alone writes nothing; the typed command is the confirmation.
+    assert!(!config.exists());
+    pty.send(b"/permissions save\r");
+    pty.wait_for("saved `bash(echo pty-saved*)`");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.contains("allow = [\"bash(echo pty-saved*)\"]"),
+        "{text}"
+    );
     pty.send(b"\x04");
     pty.wait_exit();
     pty.assert_restored();

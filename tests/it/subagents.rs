@@ -2,8 +2,9 @@
 //! the global concurrency limit measured on the server, results in submission order when
 //! children finish out of order, a failing and a timed-out child beside successful ones, the
 //! read-only whitelist and no recursion (asserted on the recorded requests), child session
-//! files recording their parent, interrupts reaching every child, the stats kept apart, and
-//! the one-shot binary reporting children on stderr and in stream-json.
+//! files recording their parent, interrupts reaching every child, the stats kept apart, read
+//! deny rules holding in children, and the one-shot binary reporting children on stderr and in
+//! stream-json.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -40,6 +41,18 @@ fn parent_with(
     subagents: &Subagents,
     skills: Skills,
 ) -> AgentHandle {
+    let ctx = ToolCtx::new(ws.to_path_buf(), Duration::from_secs(30), Vec::new());
+    parent_in(ws, server, subagents, skills, ctx)
+}
+
+/// [`parent_with`] with its own tool context (e.g. permission rules).
+fn parent_in(
+    ws: &Path,
+    server: &MockServer,
+    subagents: &Subagents,
+    skills: Skills,
+    ctx: ToolCtx,
+) -> AgentHandle {
     let provider = OpenAi::new(OpenAiOptions {
         base_url: server.base_url(),
         model: "mock-model".into(),
@@ -50,11 +63,7 @@ fn parent_with(
     agent::spawn(Setup {
         provider: Arc::new(provider),
         registry: Arc::new(Registry::builtin()),
-        tool_ctx: Arc::new(ToolCtx::new(
-            ws.to_path_buf(),
-            Duration::from_secs(30),
-            Vec::new(),
-        )),
+        tool_ctx: Arc::new(ctx),
         session: Session::create(ws).unwrap(),
         options: Options {
             subagents: Some(subagents.clone()),
@@ -377,6 +386,49 @@ async fn children_declare_only_read_tools_start_fresh_and_cannot_delegate_again(
         .filter(|r| r.path == "/props")
         .count();
     assert_eq!(probes, 1);
+    shutdown(&mut handle).await;
+}
+
+#[tokio::test]
+async fn a_child_never_sees_a_file_a_read_deny_rule_covers() {
+    use minicode::permissions::{Action, Rule, Rules};
+    let (_tmp, ws) = crate::support::workspace();
+    std::fs::write(ws.join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::write(ws.join("notes.txt"), "TOKEN comes from .env\n").unwrap();
+    let server = MockServer::start(Vec::new()).await;
+    route(&server, delegate_reply(&["x"]), |r, _| {
+        if texts(r, "tool").is_empty() {
+            tool_calls_reply(
+                &[
+                    ("c1", "read", r#"{"path":".env"}"#),
+                    ("c2", "list", "{}"),
+                    ("c3", "search", r#"{"pattern":"TOKEN"}"#),
+                ],
+                50,
+            )
+        } else {
+            text_reply("looked", 5)
+        }
+    });
+    let mut ctx = ToolCtx::new(ws.clone(), Duration::from_secs(30), Vec::new());
+    let rule = Rule::parse("read(.env*)", Action::Deny, "user config").unwrap();
+    ctx.permissions = Some(Arc::new(Rules::new(vec![rule])));
+    let mut handle = parent_in(&ws, &server, &Subagents::default(), Skills::default(), ctx);
+    let (_, end, _) = run_turn(&mut handle, PARENT_PROMPT, |_| None).await;
+    assert_eq!(end, TurnEnd::Completed);
+    let requests = server.requests();
+    let child = requests
+        .iter()
+        .rfind(|r| is_child(r) && !texts(r, "tool").is_empty())
+        .expect("the child's request after its tool calls");
+    let results = texts(child, "tool");
+    assert!(!child.raw_body.contains("hunter2"), "{results:?}");
+    assert!(
+        results[0].contains("denied by the permission rule `read(.env*)`"),
+        "{results:?}"
+    );
+    assert!(results[1].contains("notes.txt") && results[1].contains("1 file withheld"));
+    assert!(results[2].contains("notes.txt:1:") && results[2].contains("1 file withheld"));
     shutdown(&mut handle).await;
 }
 

@@ -80,6 +80,7 @@ impl Context {
         let mut ctx = ToolCtx::new(self.workspace.clone(), p.bash_timeout, p.scrub_env.clone());
         ctx.secrets = p.secrets.clone();
         ctx.outputs = p.outputs;
+        ctx.permissions = p.permissions.clone();
         ctx
     }
 

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::agent::Core;
-use crate::agent::approval::approve;
+use crate::agent::approvals::{Approvals, approve};
 use crate::agent::{delegate, history, spans};
 use crate::chat::{ToolCall, ToolKind, ToolStatus};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
@@ -161,12 +161,16 @@ async fn prepare_and_run(
         Ok(p) => p,
         Err(message) => return (summary, rejected(core.tool_ctx.secrets.redact(message))),
     };
+    let ruling = Approvals::ruling(&core.tool_ctx, &call.name, &*tool, &args);
+    if let Some(output) = ruling.refusal(&call.name) {
+        return (summary, output);
+    }
     if let Some(request) = prepared.approval {
         // The redacted summary: the warning it goes into reaches frontends too.
         let protected = prepared
             .protected
             .map(|reason| (summary.as_deref().unwrap_or_default(), reason));
-        match approve(core, call, request, protected, cancel, decisions).await {
+        match approve(core, call, request, protected, &ruling, cancel, decisions).await {
             Some(Decision::Deny { reason }) => {
                 let mut text = "the user denied this call; it did not run".to_string();
                 if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {

@@ -1,0 +1,199 @@
+//! The approvals part of the core: which tools the user allowed "always" in this session, the
+//! permission rules' ruling on each call, and asking (`Event::ApprovalRequested` /
+//! `Op::Decide`). Deny rules refuse a call without asking, also under `--yes`; protected
+//! paths and `ask` rules are asked every time; `allow` rules, `--yes` and "always" approve
+//! the rest without asking. It decides nothing about running the call: the batch does that
+//! with the answer.
+
+use std::collections::HashSet;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Core;
+use super::spans;
+use crate::chat::{ApprovalRequest, ToolCall, ToolStatus};
+use crate::permissions::{Target, Verdict};
+use crate::protocol::{CallId, Decision, Event};
+use crate::tools::{Tool, ToolCtx, ToolOutput, protected};
+
+/// The session's approvals: the tools allowed "always" (forgotten with the session).
+#[derive(Debug, Default)]
+pub(crate) struct Approvals {
+    always: HashSet<String>,
+}
+
+/// What the permission rules say about one call, owned so the core can be borrowed again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ruling {
+    /// No rule speaks: the usual approval.
+    Usual,
+    /// Allowed by the rules: runs without asking unless the path is protected.
+    Allowed,
+    /// Asked every time; the rule and its file, for the warning.
+    Ask(String),
+    /// Refused; the rule and its file, for the model.
+    Deny(String),
+}
+
+impl Ruling {
+    /// The result a denied call gets instead of running.
+    pub(crate) fn refusal(&self, tool: &str) -> Option<ToolOutput> {
+        let Ruling::Deny(rule) = self else {
+            return None;
+        };
+        Some(ToolOutput {
+            status: ToolStatus::Denied,
+            content: format!(
+                "not run: this {tool} call is denied by the permission rule {rule}; do not try \
+                 to reach the same result another way"
+            ),
+        })
+    }
+}
+
+impl Approvals {
+    /// A new session (or a fork) starts with no "always".
+    pub(crate) fn forget(&mut self) {
+        self.always.clear();
+    }
+
+    /// The rules' ruling on a call of `tool` (named `name`) with `args`.
+    pub(crate) fn ruling(
+        ctx: &ToolCtx,
+        name: &str,
+        tool: &dyn Tool,
+        args: &serde_json::Value,
+    ) -> Ruling {
+        let Some(rules) = &ctx.permissions else {
+            return Ruling::Usual;
+        };
+        let workspace = &ctx.workspace;
+        let relative = |raw: &str| {
+            let path = crate::fsutil::resolve_in_workspace(workspace, raw).ok()?;
+            path.strip_prefix(workspace)
+                .ok()
+                .and_then(|p| p.to_str())
+                .map(str::to_string)
+        };
+        let protected_write = |raw: &str| {
+            crate::fsutil::resolve_in_workspace(workspace, raw)
+                .is_ok_and(|p| protected::reason(workspace, &p).is_some())
+        };
+        let paths = tool.paths(args);
+        let command = args.get("command").and_then(serde_json::Value::as_str);
+        let rel = paths.first().and_then(|p| relative(p));
+        let target = match (name, command) {
+            ("bash", Some(line)) => Target::Command(line),
+            _ if !paths.is_empty() => Target::Path(rel.as_deref()),
+            _ => Target::Call,
+        };
+        let shown = |r: &crate::permissions::Rule| format!("`{}` (from {})", r.text, r.origin);
+        match rules.check(name, target, &protected_write) {
+            Verdict::None => Ruling::Usual,
+            Verdict::Allow => Ruling::Allowed,
+            Verdict::Ask(rule) => Ruling::Ask(shown(rule)),
+            Verdict::Deny(rule) => Ruling::Deny(shown(rule)),
+        }
+    }
+}
+
+/// Why this call must be asked even though `--yes`, "always" or a rule would cover it (a
+/// protected path, an `ask` rule), said on the warning channel when one of them is overridden.
+fn forced(
+    core: &Core,
+    call: &ToolCall,
+    protected: Option<(&str, &'static str)>,
+    ruling: &Ruling,
+    always: bool,
+) -> Option<String> {
+    let why = match (protected, ruling) {
+        (Some((summary, reason)), _) => format!(
+            "{summary} is protected ({reason}); {} is never allowed there without an answer",
+            call.name
+        ),
+        (None, Ruling::Ask(rule)) => format!("the permission rule {rule} asks for every such call"),
+        _ => return None,
+    };
+    let message = if core.options.auto_approve {
+        Some(format!("asking although --yes was given: {why}"))
+    } else if always {
+        Some(format!(
+            "asking again although {} is allowed always: {why}",
+            call.name
+        ))
+    } else {
+        None
+    };
+    if let Some(message) = message {
+        core.emit(Event::Warning { message });
+    }
+    Some(why)
+}
+
+/// Asks for approval unless the rules, `--yes` or an earlier "always" cover this call. `None`
+/// means the turn was interrupted while waiting.
+///
+/// A call on a protected path (`protected`: its summary and why) or under an `ask` rule is the
+/// exception: neither "always" nor `--yes` nor an allow rule covers it, so it is asked every
+/// time, and the warning channel (stderr in one-shot mode) says why it is asked; a frontend
+/// with nobody to ask refuses it.
+pub(super) async fn approve(
+    core: &mut Core,
+    call: &ToolCall,
+    request: ApprovalRequest,
+    protected: Option<(&str, &'static str)>,
+    ruling: &Ruling,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+) -> Option<Decision> {
+    let always = core.approvals.always.contains(&call.name);
+    let forced = forced(core, call, protected, ruling, always);
+    let allowed = core.options.auto_approve || always || *ruling == Ruling::Allowed;
+    if forced.is_none() && allowed {
+        let how = if *ruling == Ruling::Allowed {
+            "rule"
+        } else {
+            "auto"
+        };
+        spans::tool_approval(&tracing::Span::current(), how);
+        core.emit(Event::ApprovalDecided {
+            call: call.id.clone(),
+            decision: Decision::Approve,
+        });
+        return Some(Decision::Approve);
+    }
+    core.emit(Event::ApprovalRequested {
+        call: call.id.clone(),
+        tool: call.name.clone(),
+        request: core.tool_ctx.secrets.redact_request(request),
+    });
+    let decision = loop {
+        let answer = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return None,
+            answer = decisions.recv() => answer,
+        };
+        match answer {
+            Some((id, decision)) if id == call.id => break decision,
+            Some((id, _)) => core.emit(Event::Error {
+                message: format!("no approval is pending for call {id:?}"),
+            }),
+            None => return None,
+        }
+    };
+    if decision == Decision::ApproveTool {
+        core.approvals.always.insert(call.name.clone());
+    }
+    let how = match decision {
+        Decision::Deny { .. } => "denied",
+        Decision::NoTerminal => "no_terminal",
+        _ => "user",
+    };
+    spans::tool_approval(&tracing::Span::current(), how);
+    core.emit(Event::ApprovalDecided {
+        call: call.id.clone(),
+        decision: decision.clone(),
+    });
+    Some(decision)
+}
