@@ -23,6 +23,7 @@ pub(crate) mod process;
 pub mod protocol;
 pub mod provider;
 pub mod sanitize;
+pub(crate) mod sandbox;
 pub mod session;
 pub(crate) mod sync;
 pub mod tools;
