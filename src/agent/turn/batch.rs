@@ -174,6 +174,7 @@ async fn prepare_and_run(
                 let output = ToolOutput {
                     status: ToolStatus::Denied,
                     content: text,
+                    sandbox: None,
                 };
                 return (summary, output);
             }
@@ -182,6 +183,7 @@ async fn prepare_and_run(
                 let output = ToolOutput {
                     status: ToolStatus::Denied,
                     content: crate::protocol::NO_TERMINAL_REFUSAL.to_string(),
+                    sandbox: None,
                 };
                 return (summary, output);
             }
@@ -201,6 +203,7 @@ async fn prepare_and_run(
         let output = ToolOutput {
             status: ToolStatus::Failed,
             content: format!("not run: could not record that the call starts: {e}"),
+            sandbox: None,
         };
         return (summary, output);
     }
@@ -272,5 +275,6 @@ fn rejected(message: String) -> ToolOutput {
     ToolOutput {
         status: ToolStatus::Rejected,
         content: message,
+        sandbox: None,
     }
 }
