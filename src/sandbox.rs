@@ -8,6 +8,12 @@
 //! never between `fork` and `exec` of the async runtime. It fails closed: a layer that cannot
 //! be enforced makes the call fail with an [`Unavailable`], never run unconfined silently.
 
+mod policy;
+mod report;
+pub mod tmpdir;
+
+pub use report::{Blocked, Report};
+
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};

@@ -29,6 +29,7 @@ use crate::chat::ApprovalRequest;
 use crate::chat::{ToolKind, ToolSpec};
 use crate::process::child::{self, GroupGuard};
 use crate::process::supervisor;
+use crate::sandbox::{Policy, Report};
 /// How long to keep reading after the group was killed, in case a process that escaped the
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
@@ -123,12 +124,42 @@ impl Tool for Bash {
             if cancel.is_cancelled() {
                 return ToolOutput::interrupted("interrupted by the user; the command did not run");
             }
-            tracing::debug!(timeout_s = call.timeout.as_secs(), "bash start");
-            let out = execute(&call, ctx, &cancel).await;
-            tracing::debug!(status = ?out.status, "bash end");
-            out
+            let policy = ctx.sandbox();
+            run_call(&call, ctx, &policy, &cancel).await
         })
     }
+}
+
+/// Runs one `bash` call under `policy` instead of the session's (for "retry outside the
+/// sandbox", which passes [`Policy::unconfined`]): the same checks and output as
+/// [`Tool::run`].
+pub async fn run_with_policy(
+    args: serde_json::Value,
+    ctx: &ToolCtx,
+    policy: &Policy,
+    cancel: CancellationToken,
+) -> ToolOutput {
+    let call = match check(&args, ctx) {
+        Ok(c) => c,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    if cancel.is_cancelled() {
+        return ToolOutput::interrupted("interrupted by the user; the command did not run");
+    }
+    run_call(&call, ctx, policy, &cancel).await
+}
+
+async fn run_call(
+    call: &Call,
+    ctx: &ToolCtx,
+    policy: &Policy,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    tracing::debug!(timeout_s = call.timeout.as_secs(), sandbox = ?policy.mode, "bash start");
+    let mut out = execute(call, ctx, cancel).await;
+    tracing::debug!(status = ?out.status, "bash end");
+    out.sandbox.get_or_insert_with(|| Report::ran(policy));
+    out
 }
 
 enum End {

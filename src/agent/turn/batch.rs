@@ -219,6 +219,7 @@ async fn gate(
             Some(ToolOutput {
                 status: ToolStatus::Denied,
                 content: text,
+                sandbox: None,
             })
         }
         Some(Decision::NoTerminal) => {
@@ -226,6 +227,7 @@ async fn gate(
             Some(ToolOutput {
                 status: ToolStatus::Denied,
                 content: crate::protocol::NO_TERMINAL_REFUSAL.to_string(),
+                sandbox: None,
             })
         }
         Some(_) => None,
@@ -254,6 +256,7 @@ async fn execute(
         return ToolOutput {
             status: ToolStatus::Failed,
             content: format!("not run: could not record that the call starts: {e}"),
+            sandbox: None,
         };
     }
     let subagents = core.options.subagents.clone();
@@ -314,5 +317,6 @@ fn rejected(message: String) -> ToolOutput {
     ToolOutput {
         status: ToolStatus::Rejected,
         content: message,
+        sandbox: None,
     }
 }

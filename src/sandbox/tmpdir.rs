@@ -1,0 +1,68 @@
+//! The private temporary folder of a session: exported as `TMPDIR` to confined commands and
+//! the one place outside the writable roots they may write. It lives under
+//! `$XDG_RUNTIME_DIR/minicode` (or `<system temp>/minicode-<uid>`), in a folder of its own
+//! per session, mode 0700, created on demand and refused when the parent is not ours.
+
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Where the temporary folder of session `session` is (not created: see [`ensure`]).
+pub fn for_session(session: &str) -> PathBuf {
+    let name: String = session
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    base().join(name)
+}
+
+fn base() -> PathBuf {
+    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        && runtime.is_absolute()
+        && runtime.is_dir()
+    {
+        return runtime.join("minicode");
+    }
+    std::env::temp_dir().join(format!("minicode-{}", nix::unistd::getuid().as_raw()))
+}
+
+/// Creates `dir` and its parent (both 0700) when missing. An existing parent or folder must
+/// be a real folder owned by us and closed to others, or it is refused (someone else could
+/// read or swap what a command puts there).
+pub fn ensure(dir: &Path) -> io::Result<()> {
+    if let Some(parent) = dir.parent() {
+        private(parent)?;
+    }
+    private(dir)
+}
+
+fn private(dir: &Path) -> io::Result<()> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    let ours = meta.uid() == nix::unistd::getuid().as_raw();
+    if !meta.is_dir() || !ours {
+        return Err(io::Error::other(format!(
+            "{} is not a folder of this user",
+            dir.display()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Removes the folder and what commands left in it (at the end of a session).
+pub fn remove(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+}
