@@ -11,8 +11,10 @@ pub mod delegate;
 pub mod goal;
 mod history;
 mod mcp;
+mod plan;
 pub(crate) mod prompt;
 pub mod recovery;
+mod sandboxing;
 mod sessions;
 mod skills;
 mod spans;
@@ -69,6 +71,11 @@ pub struct Options {
     pub trace_content: bool,
     /// Goal rounds a new goal may use unless its command names a limit (`[goal] max_rounds`).
     pub goal_max_rounds: u32,
+    /// Start in plan mode (`--plan`).
+    pub plan: bool,
+    /// A `bash` call the sandbox stopped may be offered to run outside it (the full-screen
+    /// session and ACP, where someone answers); otherwise it fails with the way out.
+    pub ask_outside_sandbox: bool,
 }
 
 impl Default for Options {
@@ -86,6 +93,8 @@ impl Default for Options {
             skills: Arc::new(Skills::default()),
             trace_content: false,
             goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
+            plan: false,
+            ask_outside_sandbox: false,
         }
     }
 }
@@ -180,6 +189,8 @@ pub(crate) struct Core {
     quota_failure: bool,
     /// The last save's error, already told to the user (cleared by a save that works).
     save_error: Option<String>,
+    /// Plan mode: on or off, and what it replaced while on.
+    plan: plan::Plan,
 }
 
 impl Core {
@@ -457,7 +468,9 @@ async fn serve_ops<T>(
                         });
                     }
                 },
-                Some(op @ (Op::Submit(_) | Op::Goal(_))) => queue.push_back(op),
+                Some(op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. })) => {
+                    queue.push_back(op)
+                }
                 // Reading or restarting a server does not touch the conversation.
                 Some(Op::McpServers) => {
                     let _ = events.send(mcp::servers(mcp_servers));
@@ -580,6 +593,7 @@ async fn run_core(
         goal_tools_declared: false,
         quota_failure: false,
         save_error: None,
+        plan: plan::Plan::default(),
     };
     // Before any open call is called interrupted, a command group an earlier run left
     // recorded that is still alive is killed: its effect must end before the model is told.
@@ -599,6 +613,8 @@ async fn run_core(
     }
     core.start_probe();
     core.emit(core.configured());
+    let start_in_plan = core.options.plan && !child;
+    core.set_plan(start_in_plan);
     if delegate_refused {
         core.emit(Event::Warning {
             message: format!(
@@ -687,6 +703,7 @@ async fn run_core(
             }
             Op::Goal(command) => core.goal_command(command),
             Op::Fork => core.fork(),
+            Op::SetPlan { on } => core.set_plan(on),
             Op::Decide { call, .. } => core.emit(Event::Error {
                 message: format!("no approval is pending for call {call:?}"),
             }),

@@ -7,6 +7,7 @@ mod acp;
 mod doctor;
 mod goal;
 mod mcp;
+mod sandbox_flags;
 mod serve;
 mod sessions;
 mod shell;
@@ -106,19 +107,24 @@ pub struct ServerFlags {
     /// Use the built-in offline demo model (no key, no network).
     #[arg(long)]
     pub demo: bool,
+    #[command(flatten)]
+    pub sandbox: sandbox_flags::SandboxFlags,
 }
 
 impl ServerFlags {
     /// What the flags change in the configuration. `skip_workspace_file`: the workspace's own
     /// file is not read at all (the daemon, whose workspaces are the clients' to choose).
     fn overrides(&self, skip_workspace_file: bool) -> Overrides {
-        Overrides {
+        let mut overrides = Overrides {
             config_path: self.config.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             demo: self.demo,
             skip_workspace_file,
-        }
+            ..Overrides::default()
+        };
+        self.sandbox.apply(&mut overrides);
+        overrides
     }
 }
 
@@ -328,6 +334,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     let runtime = runtime()?;
     let session = open_session(&launch, &args)?;
     let tool_ctx = tool_ctx(&config, &launch);
+    tool_ctx.set_sandbox(config.sandbox.policy(&launch, session.id()));
     // Without tools the model gets none to call (and a prompt that says so): plain chat, with
     // no skills, no sub-agents and no MCP servers either.
     let registry = Arc::new(if args.no_tools {
@@ -349,6 +356,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         session,
         options: Options {
             auto_approve: args.yes,
+            ask_outside_sandbox: interactive,
             trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
             // One value for the process: every delegation shares its slots.
             subagents: (!args.no_tools).then(|| {
@@ -532,6 +540,8 @@ pub(crate) fn agent_options(config: &Config, skills: Arc<crate::tools::skills::S
         subagents: None,
         skills,
         goal_max_rounds: config.goal_max_rounds,
+        plan: config.plan,
+        ..Options::default()
     }
 }
 

@@ -14,6 +14,7 @@ mod file;
 mod layers;
 mod mcp;
 mod resolve;
+mod sandbox;
 mod telemetry;
 mod trust;
 mod trust_record;
@@ -21,6 +22,7 @@ mod user_file;
 
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
+pub use sandbox::{Sandbox, mode_name, parse_mode};
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
     user_config_path, workspace_trust,
@@ -180,6 +182,10 @@ pub struct Config {
     pub mcp_approvals: Vec<McpApproval>,
     /// OpenTelemetry export; `None` (the default) means off: no exporter, no extra layer.
     pub telemetry: Option<Telemetry>,
+    /// The sandbox `bash` calls run under (`[sandbox]`, `--sandbox`, `--network`).
+    pub sandbox: Sandbox,
+    /// Sessions start in plan mode (`--plan`).
+    pub plan: bool,
     /// Things the user should hear about that do not stop the run (e.g. an `OTEL_*` setting
     /// meant for another program that minicode cannot honour); the CLI shows them on stderr.
     pub notices: Vec<String>,
@@ -196,6 +202,12 @@ pub struct Overrides {
     pub base_url: Option<String>,
     /// `--demo`
     pub demo: bool,
+    /// `--sandbox MODE`: the profile, whatever the files say.
+    pub sandbox: Option<crate::sandbox::Mode>,
+    /// `--network`: IPv4/IPv6 sockets allowed in the confined profiles.
+    pub network: bool,
+    /// `--plan`: sessions start in plan mode.
+    pub plan: bool,
     /// Load as if the workspace's `config/config.toml` were absent: the user chose "run without
     /// the workspace file" when asked about an untrusted workspace.
     pub skip_workspace_file: bool,

@@ -231,6 +231,12 @@ pub(super) fn approval_fields(
             format!("{server}: {name}"),
             Some(vec![text_content(&format!("```json\n{arguments}\n```"))]),
         ),
+        ApprovalRequest::OutsideSandbox { command, reason } => (
+            format!("Run `{command}` outside the sandbox?"),
+            Some(vec![text_content(&format!(
+                "{reason}\n\n```sh\n{command}\n```"
+            ))]),
+        ),
     };
     let fields = ToolCallUpdateFields::new()
         .title(title)

@@ -51,6 +51,22 @@ pub(super) async fn approve(
         });
         return Some(Decision::Approve);
     }
+    let decision = ask(core, call, request, cancel, decisions).await?;
+    if decision == Decision::ApproveTool {
+        core.approved_tools.insert(call.name.clone());
+    }
+    Some(decision)
+}
+
+/// Asks the user and waits for the answer, whatever `--yes` or "always" say (the caller
+/// decided to ask). An "always" answer is not remembered here.
+pub(super) async fn ask(
+    core: &mut Core,
+    call: &ToolCall,
+    request: ApprovalRequest,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+) -> Option<Decision> {
     core.emit(Event::ApprovalRequested {
         call: call.id.clone(),
         tool: call.name.clone(),
@@ -70,9 +86,6 @@ pub(super) async fn approve(
             None => return None,
         }
     };
-    if decision == Decision::ApproveTool {
-        core.approved_tools.insert(call.name.clone());
-    }
     let how = match decision {
         Decision::Deny { .. } => "denied",
         Decision::NoTerminal => "no_terminal",

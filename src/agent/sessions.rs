@@ -24,6 +24,7 @@ impl Core {
                 self.skills.loaded.set(Vec::new());
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
+                self.session_changed_plan();
                 self.emit(self.window_set());
                 self.goal_start();
                 self.report_context();
@@ -65,6 +66,7 @@ impl Core {
             session_id: self.session.id().to_string(),
         });
         self.emit(self.configured());
+        self.session_changed_plan();
         if !self.session.messages().is_empty() {
             self.emit(Event::HistoryRestored {
                 entries: super::history::entries(

@@ -171,6 +171,7 @@ impl acp::Opener for Wiring {
         .map_err(|e| e.to_string())?;
         let session_id = session.id().to_string();
         let tool_ctx = tool_ctx(&config, &workspace, request.files);
+        tool_ctx.set_sandbox(config.sandbox.policy(&workspace, &session_id));
         let registry = Arc::new(Registry::builtin());
         let skills = super::skills::discover(&env, &workspace, config.trust.is_trusted());
         let mcp = Manager::new(servers, registry.clone(), &tool_ctx, Vec::new());
@@ -204,6 +205,7 @@ fn options(config: &Config, skills: crate::tools::skills::Skills) -> Options {
     Options {
         // Every approval goes to the editor: ACP has no --yes.
         auto_approve: false,
+        ask_outside_sandbox: true,
         subagents: Some(agent::delegate::Subagents::new(
             config.subagents_max_concurrent,
             config.subagents_timeout,

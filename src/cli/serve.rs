@@ -201,6 +201,7 @@ impl daemon::Opener for Wiring {
         }
         .map_err(|e| e.to_string())?;
         let tool_ctx = super::tool_ctx(config, workspace);
+        tool_ctx.set_sandbox(config.sandbox.policy(workspace, session.id()));
         let setup = Setup {
             provider: self.provider.clone(),
             registry: Arc::new(Registry::builtin()),

@@ -30,6 +30,8 @@ pub(super) struct Layers {
     pub approvals: Vec<ApprovedMcpServer>,
     /// Things to tell the user that do not stop the run.
     pub notices: Vec<String>,
+    /// The `[sandbox]` tables, kept apart: a workspace's may only narrow the user's.
+    pub sandbox: super::sandbox::Tables,
 }
 
 impl Layers {
@@ -61,6 +63,10 @@ impl Layers {
             mcp_servers: BTreeMap::new(),
             approvals: Vec::new(),
             notices: Vec::new(),
+            sandbox: super::sandbox::Tables {
+                user: None,
+                workspace: None,
+            },
         }
     }
 }
@@ -167,6 +173,11 @@ pub(super) fn gather(
             });
         }
     }
+    let mut parsed = parsed;
+    if let Some(table) = parsed.sandbox.take() {
+        let trusted = trust.is_trusted();
+        layers.sandbox.workspace = Some((table, workspace_path.clone(), trusted));
+    }
     layers.add(parsed, workspace_path);
     Ok(layers)
 }
@@ -269,6 +280,11 @@ impl Layers {
         if let Some(approvals) = over.approved_mcp_servers.take() {
             self.approvals.extend(approvals);
         }
+        // Only the user's file (or `--config`'s) arrives here with `[sandbox]`: the workspace's
+        // table was taken out first (see `gather`).
+        if let Some(table) = over.sandbox.take() {
+            self.sandbox.user = Some((table, path.clone()));
+        }
         let layers = self;
         lay!(layers, over, path;
             model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
@@ -326,6 +342,7 @@ impl Layers {
                     timeout_secs: _,
                 },
             goal: GoalTable { max_rounds: _ },
+            sandbox: _,
             telemetry:
                 TelemetryTable {
                     otlp_endpoint: _,

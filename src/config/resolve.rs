@@ -39,6 +39,18 @@ pub(super) fn resolve(
         .collect();
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
+    let flags = super::sandbox::Flags {
+        mode: overrides.sandbox,
+        network: overrides.network,
+    };
+    let tables = std::mem::replace(
+        &mut layers.sandbox,
+        super::sandbox::Tables {
+            user: None,
+            workspace: None,
+        },
+    );
+    let sandbox = super::sandbox::resolve(tables, flags, &mut notices)?;
     notices.append(&mut layers.notices);
     let mut config = Config {
         provider,
@@ -79,6 +91,8 @@ pub(super) fn resolve(
         mcp_servers,
         mcp_approvals,
         telemetry,
+        sandbox,
+        plan: overrides.plan,
         notices,
     };
     if provider == ProviderKind::Demo {

@@ -111,6 +111,7 @@ pub(super) fn report(err: &mut impl Write, event: &Event) {
             session_id,
         } => format!("forked session {parent_id} into {session_id}"),
         Event::SessionConfigured { .. }
+        | Event::SandboxChanged { .. }
         | Event::HistoryRestored { .. }
         | Event::TurnStarted { .. }
         | Event::ModelRequestStarted { .. }

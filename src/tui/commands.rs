@@ -41,6 +41,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/fork",
         "continue in a copy of this session (the original stays)",
     ),
+    (
+        "/plan",
+        "plan mode on or off: read and plan, no changes but the plan file; /plan off leaves it",
+    ),
+    ("/status", "the session, the model and the sandbox profile"),
 ];
 
 impl State {
@@ -232,6 +237,34 @@ impl State {
                     (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
                     _ => "no session yet".to_string(),
                 };
+                self.notice(Level::Info, text);
+            }
+            "/plan" => {
+                let on = match arg {
+                    "" => self.sandbox.as_ref().is_none_or(|p| p.plan_file.is_none()),
+                    "on" => true,
+                    "off" => false,
+                    _ => {
+                        self.notice(Level::Warning, "usage: /plan, /plan on, /plan off");
+                        return Vec::new();
+                    }
+                };
+                return vec![Effect::Op(Op::SetPlan { on })];
+            }
+            "/status" => {
+                let session = self.session_id.as_deref().unwrap_or("none yet");
+                let sandbox = self
+                    .sandbox
+                    .as_ref()
+                    .map_or("unknown".to_string(), |p| p.describe());
+                let plan = match self.sandbox.as_ref().and_then(|p| p.plan_file.as_deref()) {
+                    Some(file) => format!("on (plan file {file})"),
+                    None => "off".to_string(),
+                };
+                let text = format!(
+                    "session {session}\nmodel {}\nsandbox {sandbox}\nplan mode {plan}",
+                    self.model
+                );
                 self.notice(Level::Info, text);
             }
             "/copy" => return self.copy(arg),

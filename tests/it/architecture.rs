@@ -61,7 +61,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "protocol",
-        may_use: Some(&["chat", "sanitize"]),
+        may_use: Some(&["chat", "sanitize", "sandbox"]),
         why: "the contract between frontends and core depends only on the data model",
     },
     Rule {
@@ -73,14 +73,14 @@ const RULES: &[Rule] = &[
     Rule {
         module: "tools",
         may_use: Some(&[
-            "chat", "defaults", "fsutil", "memory", "process", "sanitize",
+            "chat", "defaults", "fsutil", "memory", "process", "sanitize", "sandbox",
         ]),
         why: "tools never reach the agent, the protocol, providers or sessions; they start \
               children only through process::child",
     },
     Rule {
         module: "config",
-        may_use: Some(&["defaults", "fsutil", "sanitize"]),
+        may_use: Some(&["defaults", "fsutil", "sanitize", "sandbox"]),
         why: "configuration is read once by the CLI and handed down as plain values",
     },
     Rule {
@@ -98,7 +98,7 @@ const RULES: &[Rule] = &[
         module: "agent",
         may_use: Some(&[
             "chat", "defaults", "protocol", "provider", "tools", "session", "memory", "fsutil",
-            "process", "sanitize",
+            "process", "sanitize", "sandbox",
         ]),
         why: "the core is wired by the CLI: it never reads config and never names a frontend; \
               it kills a command group a crash left running through process",

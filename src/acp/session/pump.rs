@@ -128,6 +128,7 @@ impl Pump {
             // The editor gets a command's whole output with its result at the call's end.
             Event::ToolOutputDelta { .. } => {}
             Event::SessionConfigured { .. }
+            | Event::SandboxChanged { .. }
             | Event::ModelRequestStarted { .. }
             | Event::AssistantMessage { .. }
             | Event::SubagentProgress { .. }

@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::agent::Core;
 use crate::agent::approval::approve;
-use crate::agent::{delegate, history, spans};
+use crate::agent::{delegate, history, sandboxing, spans};
 use crate::chat::{ToolCall, ToolKind, ToolStatus};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::tools::{Tool, ToolOutput};
@@ -142,10 +142,17 @@ async fn prepare_and_run(
         Ok(ready) => ready,
         Err(refused) => return refused,
     };
-    if let Some(refused) = gate(core, call, prepared, &summary, cancel, decisions).await {
+    if let Some(refused) = gate(
+        core, call, &tool, &args, prepared, &summary, cancel, decisions,
+    )
+    .await
+    {
         return (summary, refused);
     }
-    let mut output = execute(core, call, &tool, args, cancel, stats).await;
+    // Only a command can come back stopped by the sandbox and be run again outside it.
+    let again = (tool.kind() == ToolKind::Execute).then(|| args.clone());
+    let output = execute(core, call, &tool, args, cancel, stats).await;
+    let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
     output.content = core.tool_ctx.secrets.redact(output.content);
     (summary, output)
 }
@@ -195,20 +202,37 @@ fn announce(
     }
 }
 
-/// Asks for the call's approval when the tool wants one; `Some` is the output of a call that
-/// must not run (denied, nobody to ask, or interrupted while waiting).
+/// Plan mode's refusal, then the call's approval when the tool wants one; `Some` is the
+/// output of a call that must not run (refused, denied, nobody to ask, or interrupted).
+#[allow(clippy::too_many_arguments)]
 async fn gate(
     core: &mut Core,
     call: &ToolCall,
+    tool: &Arc<dyn Tool>,
+    args: &serde_json::Value,
     prepared: crate::tools::Prepared,
     summary: &Option<String>,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> Option<ToolOutput> {
+    let session = core.session.id().to_string();
+    if let Some(text) = core.plan.refusal(&**tool, args, &core.tool_ctx, &session) {
+        return Some(ToolOutput {
+            status: ToolStatus::Denied,
+            content: text,
+            sandbox: None,
+        });
+    }
     let request = prepared.approval?;
-    // The redacted summary: the warning it goes into reaches frontends too.
+    // The redacted summary: the warning it goes into reaches frontends too. Plan mode asks
+    // for every MCP call, as for a protected path.
+    let plan_asks = core
+        .plan
+        .must_ask(&**tool)
+        .then_some("plan mode is on: MCP tools are always asked");
     let protected = prepared
         .protected
+        .or(plan_asks)
         .map(|reason| (summary.as_deref().unwrap_or_default(), reason));
     match approve(core, call, request, protected, cancel, decisions).await {
         Some(Decision::Deny { reason }) => {
