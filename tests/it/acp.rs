@@ -18,8 +18,8 @@ use agent_client_protocol::v1::schema::{
     NewSessionRequest, PermissionOptionKind, PlanEntryStatus, PromptRequest, ReadTextFileRequest,
     ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolKind, WriteTextFileRequest,
-    WriteTextFileResponse,
+    SetSessionModeRequest, StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolKind,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -929,4 +929,59 @@ async fn cancel_during_a_goal_round_stops_the_goal_run() {
         last.and_then(|e| e.first().map(|e| e.status.clone())),
         Some(PlanEntryStatus::Pending)
     );
+}
+
+#[tokio::test]
+async fn plan_is_a_session_mode_and_in_it_writes_are_refused() {
+    let (_tmp, dir, server) = workspace_with(vec![
+        tool_calls_reply(
+            &[("call_1", "write", r#"{"path":"out.txt","content":"no\n"}"#)],
+            7,
+        ),
+        text_reply("A plan.", 4),
+    ]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let cwd = dir.clone();
+    let ((modes, stop, updates), _seen, output) = drive(&dir, harness, async move |cx, mut rx| {
+        let response = cx
+            .send_request(NewSessionRequest::new(&cwd))
+            .block_task()
+            .await
+            .unwrap();
+        let id = response.session_id.0.to_string();
+        cx.send_request(SetSessionModeRequest::new(id.clone(), "plan"))
+            .block_task()
+            .await
+            .unwrap();
+        let prompt = cx
+            .send_request(PromptRequest::new(id, text("plan it")))
+            .block_task()
+            .await
+            .unwrap();
+        (response.modes, prompt.stop_reason, drain(&mut rx))
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    let modes = modes.expect("the session offers modes");
+    assert_eq!(modes.current_mode_id.0.as_ref(), "default");
+    assert!(
+        modes
+            .available_modes
+            .iter()
+            .any(|m| m.id.0.as_ref() == "plan")
+    );
+    assert!(
+        updates.iter().any(|u| matches!(
+            u,
+            SessionUpdate::CurrentModeUpdate(m) if m.current_mode_id.0.as_ref() == "plan"
+        )),
+        "{updates:?}"
+    );
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(!dir.join("out.txt").exists());
+    assert!(server.requests()[1].raw_body.contains("plan mode is on"));
 }

@@ -56,7 +56,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "session",
-        may_use: Some(&["chat", "fsutil", "sanitize"]),
+        may_use: Some(&["chat", "fsutil", "sanitize", "sandbox"]),
         why: "the session store keeps data; it knows no provider, tool, protocol or frontend",
     },
     Rule {

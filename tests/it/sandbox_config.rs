@@ -270,3 +270,36 @@ fn relative_writable_root_in_the_user_config_exits_2() {
     assert!(err.contains("sandbox.writable_roots"), "{err}");
     assert_eq!(server.request_count(), 0);
 }
+
+#[test]
+fn each_bash_call_record_in_the_session_names_its_profile() {
+    let server = MockServer::start_in_thread(vec![
+        crate::support::mock_openai::tool_calls_reply(
+            &[("c1", "bash", r#"{"command":"true"}"#)],
+            5,
+        ),
+        text_reply("done", 4),
+    ]);
+    let dir = workspace_with_server(&server, "");
+    let out = run(dir.path(), &["--yes", "--output-format", "json", "run it"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = json["session_id"].as_str().unwrap();
+    let file = dir.path().join(format!(".minicode/sessions/{id}.json"));
+    let session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let tool = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a tool result")
+        .clone();
+    assert_eq!(tool["sandbox"]["mode"], "workspace-write", "{tool}");
+    assert_eq!(tool["sandbox"]["network"], false, "{tool}");
+}

@@ -79,6 +79,9 @@ pub(in crate::agent) async fn run_batch(
         core.note_skill_call(call, &output);
         core.session
             .push_result(call.id.clone(), output.content, output.status, summary);
+        if let Some(report) = output.sandbox {
+            core.session.note_sandbox(report);
+        }
         // A host that journals calls learns the call is over only once its result is on
         // disk: until then, a crash leaves it "started", never to be run again.
         let journal = core.journal.clone();
