@@ -7,6 +7,7 @@ mod acp;
 mod doctor;
 mod goal;
 mod mcp;
+mod sandbox;
 mod sandbox_flags;
 mod serve;
 mod sessions;
@@ -193,6 +194,9 @@ pub enum Command {
     },
     /// Print the man page (roff) on stdout: `minicode man | man -l -`.
     Man,
+    /// Run one command confined as a `bash` call would be (profile, network), in the current
+    /// folder as the workspace, and exit with its status: `minicode sandbox -- cargo build`.
+    Sandbox(sandbox::SandboxArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -218,9 +222,10 @@ fn usage(message: impl std::fmt::Display) -> Failure {
 /// (`process::supervisor`); `main` checks for it before anything else.
 pub const SUPERVISOR_ARG: &str = crate::process::supervisor::ARG;
 
-/// Runs as the supervisor of `command` (never returns while the command runs well).
-pub fn supervise(command: &std::ffi::OsStr) -> ExitCode {
-    ExitCode::from(crate::process::supervisor::run(command))
+/// Runs as the supervisor of `command`, confined as `launch` says (never returns while the
+/// command runs well).
+pub fn supervise(launch: &std::ffi::OsStr, command: &std::ffi::OsStr) -> ExitCode {
+    ExitCode::from(crate::process::supervisor::run(launch, command))
 }
 
 /// Runs minicode with parsed arguments; the returned code is the process exit status.
@@ -264,6 +269,7 @@ fn run_inner(args: Args) -> Result<ExitCode, Failure> {
         Some(Command::Attach(attach_args)) => return serve::attach(attach_args, &launch),
         Some(Command::Completions { shell }) => return shell::completions(*shell),
         Some(Command::Man) => return shell::man(),
+        Some(Command::Sandbox(sandbox_args)) => return sandbox::run(sandbox_args, &launch),
         None => {}
     }
     let overrides = args.server.overrides(false);

@@ -8,10 +8,17 @@
 //! never between `fork` and `exec` of the async runtime. It fails closed: a layer that cannot
 //! be enforced makes the call fail with an [`Unavailable`], never run unconfined silently.
 
+pub(crate) mod denial;
+#[cfg(target_os = "linux")]
+mod enforce;
+pub(crate) mod guard;
+pub(crate) mod launch;
 mod policy;
+pub mod probe;
 mod report;
 pub mod tmpdir;
 
+pub use launch::TEST_MISSING_ENV;
 pub use report::{Blocked, Report};
 
 use std::path::PathBuf;

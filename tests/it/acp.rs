@@ -985,3 +985,37 @@ async fn plan_is_a_session_mode_and_in_it_writes_are_refused() {
     assert!(!dir.join("out.txt").exists());
     assert!(server.requests()[1].raw_body.contains("plan mode is on"));
 }
+
+#[tokio::test]
+async fn a_call_the_sandbox_cannot_confine_is_asked_about_and_runs_outside_once_allowed() {
+    let (_tmp, dir, server) = workspace_with(vec![
+        tool_calls_reply(
+            &[("call_1", "bash", r#"{"command":"echo hi > made.txt"}"#)],
+            7,
+        ),
+        text_reply("Done.", 4),
+    ]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: vec![("MINICODE_TEST_SANDBOX_MISSING", "landlock".to_string())],
+        buffers: None,
+    };
+    let ((stop, _, _), seen, output) = prompt_in_new_session(&dir, harness, "make it").await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.permissions.len(),
+        2,
+        "the call, then running it outside"
+    );
+    let outside = format!("{:?}", seen.permissions[1].tool_call);
+    assert!(outside.contains("outside the sandbox"), "{outside}");
+    assert!(
+        outside.contains("Landlock"),
+        "the reason is shown: {outside}"
+    );
+    assert!(dir.join("made.txt").exists(), "it ran once allowed");
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("ran outside the sandbox"), "{second}");
+}

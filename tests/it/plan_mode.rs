@@ -204,3 +204,40 @@ fn plan_flag_refuses_writes_in_one_shot_and_json_names_the_plan_profile() {
     assert!(requests[0].raw_body.contains("Plan mode is on"));
     assert!(requests[1].raw_body.contains("plan mode is on"));
 }
+
+/// Whether this kernel can enforce the sandbox (`minicode sandbox -- true`); prints why a
+/// test is skipped when it cannot.
+fn sandbox_works(dir: &Path) -> bool {
+    let out = one_shot(dir, &["sandbox", "--", "true"]);
+    if !out.status.success() {
+        eprintln!(
+            "skipped: the sandbox cannot be enforced here: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out.status.success()
+}
+
+#[test]
+fn plan_mode_bash_runs_read_only_so_a_redirect_changes_nothing_and_the_model_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    if !sandbox_works(dir.path()) {
+        return;
+    }
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", r#"{"command":"echo x > f"}"#)], 5),
+        mock_text("a plan", 4),
+    ]);
+    crate::support::binary::write_config(dir.path(), &server);
+    let out = one_shot(dir.path(), &["--plan", "--yes", "plan something"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!dir.path().join("f").exists(), "{stderr}");
+    let second = &server.requests()[1].raw_body;
+    // The refusal reaches the model: the kernel's answer to the write, with what the
+    // sandbox reports about it when it recognises the denial.
+    assert!(
+        second.contains("Permission denied") || second.contains("denied"),
+        "the model reads why: {second}"
+    );
+}

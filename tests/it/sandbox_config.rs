@@ -303,3 +303,36 @@ fn each_bash_call_record_in_the_session_names_its_profile() {
     assert_eq!(tool["sandbox"]["mode"], "workspace-write", "{tool}");
     assert_eq!(tool["sandbox"]["network"], false, "{tool}");
 }
+
+#[test]
+fn one_shot_fails_a_call_the_sandbox_cannot_confine_with_the_reason_and_the_way_out() {
+    let server = MockServer::start_in_thread(vec![
+        crate::support::mock_openai::tool_calls_reply(
+            &[("c1", "bash", r#"{"command":"echo hi > made.txt"}"#)],
+            5,
+        ),
+        text_reply("done", 4),
+    ]);
+    let dir = workspace_with_server(&server, "");
+    let out = crate::support::binary::command(dir.path())
+        .env("MINICODE_TEST_SANDBOX_MISSING", "landlock")
+        .args(["--yes", "make a file"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !dir.path().join("made.txt").exists(),
+        "nothing ran unconfined"
+    );
+    let second = &server.requests()[1].raw_body;
+    assert!(
+        second.contains("Landlock"),
+        "the missing layer is named: {second}"
+    );
+    assert!(
+        second.contains("--sandbox off"),
+        "the way out is given: {second}"
+    );
+    assert!(stderr.contains("Landlock"), "{stderr}");
+}
