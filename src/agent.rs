@@ -613,8 +613,6 @@ async fn run_core(
     }
     core.start_probe();
     core.emit(core.configured());
-    let start_in_plan = core.options.plan && !child;
-    core.set_plan(start_in_plan);
     if delegate_refused {
         core.emit(Event::Warning {
             message: format!(
@@ -653,6 +651,9 @@ async fn run_core(
     }
     core.report_context();
     mcp::notices(core.mcp.as_deref(), &core.events);
+    // Last of the start-up events: the profile, with plan mode when the session starts in it.
+    let start_in_plan = core.options.plan && !child;
+    core.set_plan(start_in_plan);
     let mut queue: VecDeque<Op> = VecDeque::new();
     loop {
         if let Some((recovery, open)) = recovery.take() {

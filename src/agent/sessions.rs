@@ -24,10 +24,10 @@ impl Core {
                 self.skills.loaded.set(Vec::new());
                 self.tool_ctx.forget_seen();
                 self.emit(self.configured());
-                self.session_changed_plan();
                 self.emit(self.window_set());
                 self.goal_start();
                 self.report_context();
+                self.session_changed_plan();
             }
             Err(e) => self.emit(Event::Error {
                 message: format!("could not start a new session: {e}"),
@@ -66,7 +66,6 @@ impl Core {
             session_id: self.session.id().to_string(),
         });
         self.emit(self.configured());
-        self.session_changed_plan();
         if !self.session.messages().is_empty() {
             self.emit(Event::HistoryRestored {
                 entries: super::history::entries(
@@ -79,5 +78,6 @@ impl Core {
         self.emit(self.window_set());
         self.goal_start();
         self.report_context();
+        self.session_changed_plan();
     }
 }
