@@ -1019,3 +1019,48 @@ async fn a_call_the_sandbox_cannot_confine_is_asked_about_and_runs_outside_once_
     let second = &server.requests()[1].raw_body;
     assert!(second.contains("ran outside the sandbox"), "{second}");
 }
+
+#[tokio::test]
+async fn a_write_the_sandbox_denied_is_offered_again_outside_it_and_runs_once_allowed() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().canonicalize().unwrap().join("escaped.txt");
+    let command = serde_json::json!({ "command": format!("echo hi > {}", target.display()) });
+    let (_tmp, dir, server) = workspace_with(vec![
+        tool_calls_reply(&[("call_1", "bash", &command.to_string())], 7),
+        text_reply("Done.", 4),
+    ]);
+    let probe = binary::command(&dir)
+        .args(["sandbox", "--", "true"])
+        .output()
+        .unwrap();
+    if !probe.status.success() {
+        eprintln!(
+            "skipped: the sandbox cannot be enforced here: {}",
+            String::from_utf8_lossy(&probe.stderr)
+        );
+        return;
+    }
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let ((stop, _, _), seen, output) = prompt_in_new_session(&dir, harness, "write it").await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.permissions.len(),
+        2,
+        "the call, then retrying it outside"
+    );
+    let retry = format!("{:?}", seen.permissions[1].tool_call);
+    assert!(retry.contains("outside the sandbox"), "{retry}");
+    assert!(
+        retry.contains("escaped.txt"),
+        "what was denied is shown: {retry}"
+    );
+    assert!(target.exists(), "it ran outside once allowed");
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("ran outside the sandbox"), "{second}");
+}

@@ -336,3 +336,34 @@ fn one_shot_fails_a_call_the_sandbox_cannot_confine_with_the_reason_and_the_way_
     );
     assert!(stderr.contains("Landlock"), "{stderr}");
 }
+
+#[test]
+fn yes_never_runs_a_command_the_sandbox_denied_outside_it() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().canonicalize().unwrap().join("escaped.txt");
+    let command = serde_json::json!({ "command": format!("echo hi > {}", target.display()) });
+    let server = MockServer::start_in_thread(vec![
+        crate::support::mock_openai::tool_calls_reply(&[("c1", "bash", &command.to_string())], 5),
+        text_reply("done", 4),
+    ]);
+    let dir = workspace_with_server(&server, "");
+    let probe = run(dir.path(), &["sandbox", "--", "true"]);
+    if !probe.status.success() {
+        eprintln!(
+            "skipped: the sandbox cannot be enforced here: {}",
+            String::from_utf8_lossy(&probe.stderr)
+        );
+        return;
+    }
+    let out = run(dir.path(), &["--yes", "write it"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!target.exists(), "--yes never escalates");
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("the sandbox denied write to"), "{second}");
+    assert!(second.contains("--sandbox off"), "the way out: {second}");
+}
