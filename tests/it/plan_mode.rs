@@ -241,3 +241,89 @@ fn plan_mode_bash_runs_read_only_so_a_redirect_changes_nothing_and_the_model_is_
         "the model reads why: {second}"
     );
 }
+
+mod full_screen {
+    //! `/plan`, `/plan off` and `/status` in the full-screen state, and the profile in the
+    //! status bar, rendered on a `TestBackend`.
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use minicode::protocol::{Event, Op, Profile, SandboxMode};
+    use minicode::tui::state::{Effect, Msg, State};
+    use minicode::tui::view;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn state() -> State {
+        let mut s = State::new("test-model", 100_000);
+        s.update(Msg::Resize(140, 20));
+        s.update(Msg::Agent(Event::SessionConfigured {
+            session_id: "0123456789abcdef".into(),
+            session_path: "/w/s.json".into(),
+            model: "test-model".into(),
+            context_window: 100_000,
+            resumed_messages: 0,
+        }));
+        s
+    }
+
+    fn screen(s: &State) -> String {
+        let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+        term.draw(|f| view::render(s, f)).unwrap();
+        term.backend().to_string()
+    }
+
+    fn enter(s: &mut State, line: &str) -> Vec<Effect> {
+        for c in line.chars() {
+            s.update(Msg::Key(KeyEvent::new(
+                KeyCode::Char(c),
+                KeyModifiers::NONE,
+            )));
+        }
+        s.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)))
+    }
+
+    fn profile(plan: bool) -> Profile {
+        Profile {
+            mode: if plan {
+                SandboxMode::ReadOnly
+            } else {
+                SandboxMode::WorkspaceWrite
+            },
+            network: false,
+            plan_file: plan.then(|| ".minicode/plans/0123.md".to_string()),
+        }
+    }
+
+    #[test]
+    fn plan_toggles_through_the_core_and_the_status_bar_shows_the_profile() {
+        let mut s = state();
+        s.update(Msg::Agent(Event::SandboxChanged {
+            profile: profile(false),
+        }));
+        assert!(screen(&s).contains("workspace-write · no network"));
+        assert_eq!(
+            enter(&mut s, "/plan"),
+            vec![Effect::Op(Op::SetPlan { on: true })]
+        );
+        s.update(Msg::Agent(Event::SandboxChanged {
+            profile: profile(true),
+        }));
+        let shown = screen(&s);
+        assert!(shown.contains("plan · read-only · no network"), "{shown}");
+        assert!(shown.contains("plan mode on"), "{shown}");
+        assert_eq!(
+            enter(&mut s, "/plan"),
+            vec![Effect::Op(Op::SetPlan { on: false })]
+        );
+        assert_eq!(
+            enter(&mut s, "/plan off"),
+            vec![Effect::Op(Op::SetPlan { on: false })]
+        );
+        enter(&mut s, "/status");
+        let shown = screen(&s);
+        assert!(
+            shown.contains("plan mode on (plan file .minicode/plans/0123.md)"),
+            "{shown}"
+        );
+    }
+}
