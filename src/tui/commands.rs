@@ -43,7 +43,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/plan",
-        "plan mode on or off: read and plan, no changes but the plan file; /plan off leaves it",
+        "plan mode on or off: read and plan, no changes but the plan file; /plan off leaves it; /plan approve leaves it and carries the plan out",
     ),
     ("/status", "the session, the model and the sandbox profile"),
 ];
@@ -240,12 +240,37 @@ impl State {
                 self.notice(Level::Info, text);
             }
             "/plan" => {
+                let plan_file = self.sandbox.as_ref().and_then(|p| p.plan_file.clone());
                 let on = match arg {
-                    "" => self.sandbox.as_ref().is_none_or(|p| p.plan_file.is_none()),
+                    "" => plan_file.is_none(),
                     "on" => true,
                     "off" => false,
+                    // Approving the plan: back to the normal profile, then the model carries
+                    // it out (the core takes the two ops in this order).
+                    "approve" => match plan_file {
+                        Some(_) if self.busy => {
+                            self.notice(Level::Warning, "/plan approve waits for an idle session");
+                            return Vec::new();
+                        }
+                        Some(file) => {
+                            let mut effects = vec![Effect::Op(Op::SetPlan { on: false })];
+                            effects.extend(
+                                self.submit(format!(
+                                    "The plan in {file} is approved: carry it out."
+                                )),
+                            );
+                            return effects;
+                        }
+                        None => {
+                            self.notice(Level::Warning, "plan mode is off: nothing to approve");
+                            return Vec::new();
+                        }
+                    },
                     _ => {
-                        self.notice(Level::Warning, "usage: /plan, /plan on, /plan off");
+                        self.notice(
+                            Level::Warning,
+                            "usage: /plan, /plan on, /plan off, /plan approve",
+                        );
                         return Vec::new();
                     }
                 };

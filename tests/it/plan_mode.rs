@@ -319,6 +319,15 @@ mod full_screen {
             enter(&mut s, "/plan off"),
             vec![Effect::Op(Op::SetPlan { on: false })]
         );
+        assert_eq!(
+            enter(&mut s, "/plan approve"),
+            vec![
+                Effect::Op(Op::SetPlan { on: false }),
+                Effect::Op(Op::Submit(
+                    "The plan in .minicode/plans/0123.md is approved: carry it out.".into()
+                )),
+            ]
+        );
         enter(&mut s, "/status");
         let shown = screen(&s);
         assert!(
