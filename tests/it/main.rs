@@ -48,6 +48,7 @@ mod readme;
 mod realserver;
 mod resume;
 mod run_end;
+mod sandbox;
 mod sanitize;
 mod secrets;
 mod server_compat;
