@@ -383,3 +383,30 @@ async fn without_a_helper_a_confined_call_is_unavailable_and_does_not_run() {
     let out = bash(&plain, "true").await;
     assert_eq!(out.sandbox.unwrap().mode, Mode::Off);
 }
+
+#[test]
+fn the_git_dir_a_git_file_names_is_read_only_when_inside_the_workspace() {
+    let (_tmp, ws) = workspace();
+    std::fs::create_dir_all(ws.join("store/repo.git/hooks")).unwrap();
+    std::fs::write(ws.join(".git"), "gitdir: store/repo.git\n").unwrap();
+    let policy = Policy::for_workspace(Mode::WorkspaceWrite, false, &ws, &[], ws.join("t"));
+    assert_eq!(policy.writable, vec![ws.clone()]);
+    assert!(
+        policy.read_only.contains(&ws.join("store/repo.git")),
+        "{policy:?}"
+    );
+    assert!(
+        policy.read_only.contains(&ws.join(".minicode")),
+        "{policy:?}"
+    );
+    let read_only = Policy::for_workspace(Mode::ReadOnly, false, &ws, &[], ws.join("t"));
+    assert!(read_only.writable.is_empty() && !read_only.network);
+    if !supported("the_git_dir_a_git_file_names_is_read_only_when_inside_the_workspace") {
+        return;
+    }
+    let out = sandboxed(&ws, &[], "echo x > store/repo.git/hooks/post-checkout");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!ws.join("store/repo.git/hooks/post-checkout").exists());
+    let out = sandboxed(&ws, &[], "echo 'gitdir: elsewhere' > .git");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+}
