@@ -7,7 +7,7 @@ mod acp;
 mod doctor;
 mod goal;
 mod mcp;
-mod sandbox;
+pub(crate) mod sandbox;
 mod sandbox_flags;
 mod serve;
 mod sessions;

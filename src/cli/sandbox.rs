@@ -76,6 +76,24 @@ pub(super) fn run(args: &SandboxArgs, workspace: &Path) -> Result<ExitCode, Fail
     }
 }
 
+/// Runs `true` confined by `policy` in `workspace` (the doctor's trial): whether every layer
+/// applied.
+pub(super) fn trial(
+    policy: &Policy,
+    workspace: &Path,
+) -> std::io::Result<Result<(), crate::sandbox::Unavailable>> {
+    let guard = Guard::before(policy)?;
+    let reported = supervised(&[OsString::from("true")], workspace, policy);
+    guard.after();
+    match reported? {
+        Reported::Unavailable(u) => Ok(Err(u)),
+        Reported::Status(0) => Ok(Ok(())),
+        Reported::Status(raw) => Err(std::io::Error::other(format!(
+            "`true` ended with wait status {raw}"
+        ))),
+    }
+}
+
 /// Runs `command` under the supervisor, confined by `policy`; what it reported.
 fn supervised(
     command: &[OsString],

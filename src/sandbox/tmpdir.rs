@@ -1,7 +1,8 @@
 //! The private temporary folder of a session: exported as `TMPDIR` to confined commands and
 //! the one place outside the writable roots they may write. It lives under
-//! `$XDG_RUNTIME_DIR/minicode` (or `<system temp>/minicode-<uid>`), in a folder of its own
-//! per session, mode 0700, created on demand and refused when the parent is not ours.
+//! `$XDG_RUNTIME_DIR/minicode/tmp` (or `<system temp>/minicode-<uid>/tmp`), in a folder of its
+//! own per session, every level mode 0700, created on demand and refused when a level is not
+//! ours (another user could otherwise read or swap what a command puts there).
 
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -27,27 +28,31 @@ fn base() -> PathBuf {
         && runtime.is_absolute()
         && runtime.is_dir()
     {
-        return runtime.join("minicode");
+        return runtime.join("minicode").join("tmp");
     }
-    std::env::temp_dir().join(format!("minicode-{}", nix::unistd::getuid().as_raw()))
+    std::env::temp_dir()
+        .join(format!("minicode-{}", nix::unistd::getuid().as_raw()))
+        .join("tmp")
 }
 
-/// Creates `dir` and its parent (both 0700) when missing. An existing parent or folder must
-/// be a real folder owned by us and closed to others, or it is refused (someone else could
-/// read or swap what a command puts there).
+/// Creates `dir` (and missing parents, 0700) when missing. It, and each level of minicode's
+/// own folder above it, must be a real folder owned by us and closed to others: a level that
+/// is not ours is refused, one open to others is closed.
 pub fn ensure(dir: &Path) -> io::Result<()> {
-    if let Some(parent) = dir.parent() {
-        private(parent)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let ours = base();
+    let top = ours.parent().unwrap_or(&ours);
+    private(dir)?;
+    for level in dir.ancestors().skip(1).take_while(|p| p.starts_with(top)) {
+        private(level)?;
     }
-    private(dir)
+    Ok(())
 }
 
 fn private(dir: &Path) -> io::Result<()> {
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
     let meta = std::fs::symlink_metadata(dir)?;
     let ours = meta.uid() == nix::unistd::getuid().as_raw();
     if !meta.is_dir() || !ours {

@@ -50,6 +50,12 @@ const RULES: &[Rule] = &[
         why: "the one lock policy is a leaf",
     },
     Rule {
+        module: "sandbox",
+        may_use: Some(&[]),
+        why: "the sandbox policy and its enforcement in the helper are a leaf the tools, the \
+              supervisor, the agent and the CLI use",
+    },
+    Rule {
         module: "memory",
         may_use: Some(&["chat", "fsutil", "sanitize"]),
         why: "memory rules sit below tools and the agent",
@@ -73,7 +79,7 @@ const RULES: &[Rule] = &[
     Rule {
         module: "tools",
         may_use: Some(&[
-            "chat", "defaults", "fsutil", "memory", "process", "sanitize", "sandbox",
+            "chat", "defaults", "fsutil", "memory", "process", "sandbox", "sanitize",
         ]),
         why: "tools never reach the agent, the protocol, providers or sessions; they start \
               children only through process::child",
@@ -90,15 +96,15 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "process",
-        may_use: Some(&["defaults"]),
+        may_use: Some(&["defaults", "sandbox"]),
         why: "hardening of the process itself, and how every child is started: a leaf the \
-              CLI and the tools call",
+              CLI and the tools call; the bash supervisor confines itself with the sandbox",
     },
     Rule {
         module: "agent",
         may_use: Some(&[
             "chat", "defaults", "protocol", "provider", "tools", "session", "memory", "fsutil",
-            "process", "sanitize", "sandbox",
+            "process", "sandbox", "sanitize",
         ]),
         why: "the core is wired by the CLI: it never reads config and never names a frontend; \
               it kills a command group a crash left running through process",

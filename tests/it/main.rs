@@ -49,6 +49,7 @@ mod readme;
 mod realserver;
 mod resume;
 mod run_end;
+mod sandbox;
 mod sandbox_config;
 mod sanitize;
 mod secrets;

@@ -34,6 +34,14 @@ pub(super) fn install(network: bool) -> Result<(), Unavailable> {
     ] {
         rules.insert(call, Vec::new());
     }
+    // x32 system calls carry this bit and the x86_64 architecture value; their own numbers
+    // for ptrace (521) and process_vm_readv/writev (539, 540).
+    const X32: i64 = 0x4000_0000;
+    if arch == TargetArch::x86_64 {
+        for call in [521, 539, 540, 425, 426, 427] {
+            rules.insert(X32 | call, Vec::new());
+        }
+    }
     if !network {
         let not = |family: i32| {
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
@@ -43,6 +51,9 @@ pub(super) fn install(network: bool) -> Result<(), Unavailable> {
             not(libc::AF_NETLINK).map_err(|e| fail(&e))?,
         ];
         let rule = SeccompRule::new(conditions).map_err(|e| fail(&e))?;
+        if arch == TargetArch::x86_64 {
+            rules.insert(X32 | libc::SYS_socket, vec![rule.clone()]);
+        }
         rules.insert(libc::SYS_socket, vec![rule]);
     }
     let filter = SeccompFilter::new(
