@@ -106,9 +106,9 @@ pub(super) async fn after_run(
         Some(decision) if decision.runs() => {
             let ctx = core.tool_ctx.clone();
             let unconfined = Policy::unconfined();
-            let mut out =
-                crate::tools::bash::run_with_policy(args, &ctx, &unconfined, cancel.child_token())
-                    .await;
+            let run =
+                crate::tools::bash::run_with_policy(args, &ctx, &unconfined, cancel.child_token());
+            let mut out = super::turn::observed(core, call, run).await;
             out.content = format!(
                 "[ran outside the sandbox, approved by the user]\n{}",
                 out.content

@@ -297,7 +297,17 @@ async fn execute(
         stats.subagent_tokens.merge(&tally.tokens);
         return output;
     }
-    // What the tool prints while it runs reaches frontends as it comes.
+    let run = tool.run(args, &core.tool_ctx, cancel.child_token());
+    observed(core, call, run).await
+}
+
+/// Runs a tool's future so that what it prints reaches frontends as it comes and the process
+/// group it starts is recorded beside the session while it runs.
+pub(in crate::agent) async fn observed<F: std::future::Future>(
+    core: &Core,
+    call: &ToolCall,
+    run: F,
+) -> F::Output {
     let events = core.events.clone();
     let id = call.id.clone();
     let sink: crate::tools::live::Sink = Arc::new(move |text| {
@@ -306,7 +316,6 @@ async fn execute(
             text,
         });
     });
-    // The group a command starts is recorded beside the session while it runs.
     let workspace = core.tool_ctx.workspace.clone();
     let (session, id) = (core.session.id().to_string(), call.id.clone());
     let watcher: crate::tools::running::Watcher = Arc::new(move |group| {
@@ -319,7 +328,6 @@ async fn execute(
             tracing::warn!(error = %e, "could not record a running process group");
         }
     });
-    let run = tool.run(args, &core.tool_ctx, cancel.child_token());
     let run = crate::tools::live::scope(sink, run);
     crate::tools::running::scope(watcher, run).await
 }
