@@ -146,7 +146,13 @@ async fn prepare_and_run(
         Err(refused) => return refused,
     };
     if let Some(refused) = gate(
-        core, call, &tool, &args, prepared, &summary, cancel, decisions,
+        core,
+        call,
+        (&tool, &args),
+        prepared,
+        &summary,
+        cancel,
+        decisions,
     )
     .await
     {
@@ -207,12 +213,10 @@ fn announce(
 
 /// Plan mode's refusal, then the call's approval when the tool wants one; `Some` is the
 /// output of a call that must not run (refused, denied, nobody to ask, or interrupted).
-#[allow(clippy::too_many_arguments)]
 async fn gate(
     core: &mut Core,
     call: &ToolCall,
-    tool: &Arc<dyn Tool>,
-    args: &serde_json::Value,
+    (tool, args): (&Arc<dyn Tool>, &serde_json::Value),
     prepared: crate::tools::Prepared,
     summary: &Option<String>,
     cancel: &CancellationToken,
