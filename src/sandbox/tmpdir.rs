@@ -24,9 +24,12 @@ pub fn for_session(session: &str) -> PathBuf {
 }
 
 fn base() -> PathBuf {
+    // A runtime folder that is not ours (a process started as another user with the
+    // caller's environment) cannot hold ours: the system temp folder then does.
     if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
         && runtime.is_absolute()
-        && runtime.is_dir()
+        && std::fs::metadata(&runtime)
+            .is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::getuid().as_raw())
     {
         return runtime.join("minicode").join("tmp");
     }
