@@ -12,7 +12,7 @@ use super::approval::ask;
 use super::plan::Plan;
 use crate::chat::{ApprovalRequest, ToolCall, ToolStatus};
 use crate::protocol::{CallId, Decision, Event, Profile};
-use crate::sandbox::{Blocked, Policy, Report};
+use crate::sandbox::{Blocked, Layer, Policy, Report};
 use crate::tools::ToolOutput;
 
 impl Core {
@@ -49,10 +49,12 @@ impl Core {
     }
 
     /// Whether a blocked call may be offered to run outside: someone is there to answer and
-    /// nothing runs unattended (`--yes`, a goal round, a host that journals calls).
-    fn may_offer_outside(&self) -> bool {
+    /// nothing runs unattended (`--yes`, a goal round, a host that journals calls). Where no
+    /// sandbox exists at all (not Linux), `--yes` does not stop the question: every call asks.
+    fn may_offer_outside(&self, blocked: &Blocked) -> bool {
+        let no_platform = matches!(blocked, Blocked::Unavailable(u) if u.layer == Layer::Platform);
         self.options.ask_outside_sandbox
-            && !self.options.auto_approve
+            && (no_platform || !self.options.auto_approve)
             && !self.goals.armed()
             && self.journal.is_none()
     }
@@ -92,7 +94,7 @@ pub(super) async fn after_run(
         output.status = ToolStatus::Failed;
         output.content = format!("not run: {reason}");
     }
-    if !core.may_offer_outside() {
+    if !core.may_offer_outside(&blocked) {
         if let Blocked::Denied { .. } = &blocked {
             output.content.push_str(&format!(
                 "\n[{reason}; it ran under the sandbox profile. To allow it, the user can run \
