@@ -2,7 +2,8 @@
 //! death by SIGSYS (a seccomp kill), a refused socket while the network is off, or EPERM,
 //! EACCES or EROFS on a path the policy does not let it write. What was denied is named when
 //! the output shows it. A guess from text, kept narrow: an ordinary "Permission denied" on a
-//! path the policy allows is the command's own failure.
+//! path the policy allows, or on one minicode itself could not write either, is the command's
+//! own failure.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -55,13 +56,34 @@ pub(crate) fn detect(
                 what: Some("an IPv4/IPv6 socket (the network is off)".to_string()),
             });
         }
-        if let Some(path) = paths(line, cwd).find(|p| !policy.allows_write(p)) {
+        if let Some(path) = paths(line, cwd).find(|p| !policy.allows_write(p) && writable_by_us(p))
+        {
             return Some(Blocked::Denied {
                 what: Some(format!("write to {}", path.display())),
             });
         }
     }
     None
+}
+
+/// Whether minicode itself (unconfined) could write `path`, or create it in its nearest
+/// existing folder: if it could not either, the refusal is the system's (file modes, a
+/// read-only file system), not the sandbox's.
+fn writable_by_us(path: &Path) -> bool {
+    let mut at = Some(path);
+    while let Some(p) = at {
+        if std::fs::symlink_metadata(p).is_ok() {
+            use std::os::unix::ffi::OsStrExt;
+            let Ok(c_path) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+                return false;
+            };
+            // SAFETY: a valid C string; access only checks the caller's rights.
+            #[allow(unsafe_code)]
+            return unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } == 0;
+        }
+        at = p.parent();
+    }
+    false
 }
 
 /// The paths a line of output names: words with a `/`, trimmed of quotes and punctuation,

@@ -23,10 +23,9 @@ impl Guard {
             return Ok(Guard::default());
         }
         if let Some(workspace) = policy.writable.first() {
-            match std::fs::create_dir(workspace.join(".minicode")) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-                _ => {}
-            }
+            // The one way minicode makes its data folder (0700, kept out of git, never
+            // through a link out of the workspace).
+            crate::fsutil::private_dir(workspace, "")?;
         }
         super::tmpdir::ensure(&policy.tmpdir)?;
         let missing = policy

@@ -12,6 +12,11 @@
 //! file, so memory stays bounded; as it arrives it also goes, redacted and coalesced, to the
 //! call's live sink (`tools::live`). Secrets are removed from the child's environment. It must
 //! never prompt the user or print anything itself.
+//!
+//! The supervisor confines itself with the call's sandbox policy before it starts the shell
+//! (`sandbox`); a layer it cannot apply means nothing ran. Around the call, protected names
+//! the call must not create are watched (`sandbox::guard`); after it, a denial its failure
+//! shows is told apart (`sandbox::denial`). Each output carries the call's `sandbox::Report`.
 
 mod sink;
 mod spawn;
@@ -122,22 +127,14 @@ impl Tool for Bash {
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let call = match check(&args, ctx) {
-                Ok(c) => c,
-                Err(e) => return ToolOutput::failed(e),
-            };
-            if cancel.is_cancelled() {
-                return ToolOutput::interrupted("interrupted by the user; the command did not run");
-            }
             let policy = ctx.sandbox();
-            run_call(&call, ctx, &policy, &cancel).await
+            run_with_policy(args, ctx, &policy, cancel).await
         })
     }
 }
 
-/// Runs one `bash` call under `policy` instead of the session's (for "retry outside the
-/// sandbox", which passes [`Policy::unconfined`]): the same checks and output as
-/// [`Tool::run`].
+/// Runs one `bash` call under `policy`: what [`Tool::run`] does with the session's policy
+/// ([`ToolCtx::sandbox`]); "retry outside the sandbox" passes [`Policy::unconfined`].
 pub async fn run_with_policy(
     args: serde_json::Value,
     ctx: &ToolCtx,
@@ -151,17 +148,8 @@ pub async fn run_with_policy(
     if cancel.is_cancelled() {
         return ToolOutput::interrupted("interrupted by the user; the command did not run");
     }
-    run_call(&call, ctx, policy, &cancel).await
-}
-
-async fn run_call(
-    call: &Call,
-    ctx: &ToolCtx,
-    policy: &Policy,
-    cancel: &CancellationToken,
-) -> ToolOutput {
     tracing::debug!(timeout_s = call.timeout.as_secs(), sandbox = ?policy.mode, "bash start");
-    let mut out = execute(call, ctx, policy, cancel).await;
+    let mut out = execute(&call, ctx, policy, &cancel).await;
     tracing::debug!(status = ?out.status, "bash end");
     out.sandbox.get_or_insert_with(|| Report::ran(policy));
     out

@@ -51,9 +51,9 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "sandbox",
-        may_use: Some(&[]),
-        why: "the sandbox policy and its enforcement in the helper are a leaf the tools, the \
-              supervisor, the agent and the CLI use",
+        may_use: Some(&["fsutil"]),
+        why: "the sandbox policy and its enforcement in the helper sit below the tools, the \
+              supervisor, the agent and the CLI; it makes .minicode through fsutil",
     },
     Rule {
         module: "memory",

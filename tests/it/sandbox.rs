@@ -365,6 +365,16 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
         "{}",
         refused.content
     );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let socket = bash(&ctx, &format!("exec 3<>/dev/tcp/127.0.0.1/{port}")).await;
+    match socket.sandbox.unwrap().blocked {
+        Some(Blocked::Denied { what: Some(what) }) => assert!(what.contains("socket"), "{what}"),
+        other => panic!("not reported as denied: {other:?}: {}", socket.content),
+    }
+    // An ordinary failure inside the roots is the command's own.
+    let own = bash(&ctx, "ls does-not-exist").await;
+    assert_eq!(own.sandbox.unwrap().blocked, None, "{}", own.content);
 }
 
 #[tokio::test]
