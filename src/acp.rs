@@ -23,7 +23,7 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ClientCapabilities, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer,
     NewSessionRequest, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionInfo, SessionListCapabilities,
+    SessionInfo, SessionListCapabilities, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -200,6 +200,7 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         tokio::io::stdout().compat_write(),
         tokio::io::stdin().compat(),
     );
+    let on_mode = shared.clone();
     let (on_init, on_new, on_load, on_prompt, on_cancel, on_list) = (
         shared.clone(),
         shared.clone(),
@@ -251,6 +252,21 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         .on_receive_request(
             async move |request: ListSessionsRequest, responder, _cx| {
                 responder.respond_with_result(on_list.list(request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                let Some(live) = on_mode.session(&request.session_id.0) else {
+                    return responder.respond_with_error(invalid_params(format!(
+                        "no session {} is open",
+                        request.session_id.0
+                    )));
+                };
+                match live.set_mode(&request.mode_id.0) {
+                    Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                    Err(message) => responder.respond_with_error(invalid_params(message)),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

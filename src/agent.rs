@@ -14,8 +14,10 @@ pub mod delegate;
 pub mod goal;
 mod history;
 mod mcp;
+mod plan;
 pub(crate) mod prompt;
 pub(crate) mod recovery;
+mod sandboxing;
 mod sessions;
 mod skills;
 mod spans;
@@ -72,6 +74,11 @@ pub struct Options {
     pub trace_content: bool,
     /// Goal rounds a new goal may use unless its command names a limit (`[goal] max_rounds`).
     pub goal_max_rounds: u32,
+    /// Start in plan mode (`--plan`).
+    pub plan: bool,
+    /// A `bash` call the sandbox stopped may be offered to run outside it (the full-screen
+    /// session and ACP, where someone answers); otherwise it fails with the way out.
+    pub ask_outside_sandbox: bool,
 }
 
 impl Default for Options {
@@ -89,6 +96,8 @@ impl Default for Options {
             skills: Arc::new(Skills::default()),
             trace_content: false,
             goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
+            plan: false,
+            ask_outside_sandbox: false,
         }
     }
 }
@@ -175,6 +184,8 @@ pub(crate) struct Core {
     mcp: mcp::Servers,
     /// The `delegate` tool this core runs itself, when it offers sub-agents.
     delegate: delegate::Offer,
+    /// Plan mode: on or off, and what it replaced while on.
+    plan: plan::Plan,
 }
 
 impl Core {
@@ -356,6 +367,7 @@ impl Core {
             Op::Submit(text) => return self.turn(Input::User(text), ops, queue).await,
             Op::Goal(command) => self.goal.command(command, &mut self.store),
             Op::Fork => self.fork(),
+            Op::SetPlan { on } => self.set_plan(on),
             Op::Decide { call, .. } => self.emit(Event::Error {
                 message: format!("no approval is pending for call {call:?}"),
             }),

@@ -326,7 +326,8 @@ async fn forward_ops(
             | Op::Fork
             | Op::McpServers
             | Op::McpRestart { .. }
-            | Op::ListSkills => {
+            | Op::ListSkills
+            | Op::SetPlan { .. } => {
                 let _ = events.send(Event::Error {
                     message: "not available while attached to a daemon: use a local session".into(),
                 });

@@ -226,6 +226,9 @@ pub enum ApprovalRequest {
         tool: String,
         arguments: String,
     },
+    /// Running a shell command outside the sandbox: it could not be confined there, or the
+    /// sandbox denied it (`reason` says which, and what was denied).
+    OutsideSandbox { command: String, reason: String },
 }
 
 /// How a tool call ended.

@@ -11,6 +11,8 @@ mod goal;
 mod host;
 mod mcp;
 mod provider;
+pub(crate) mod sandbox;
+mod sandbox_flags;
 mod serve;
 mod sessions;
 mod shell;
@@ -105,19 +107,24 @@ pub(crate) struct ServerFlags {
     /// Use the built-in offline demo model (no key, no network).
     #[arg(long)]
     pub demo: bool,
+    #[command(flatten)]
+    pub sandbox: sandbox_flags::SandboxFlags,
 }
 
 impl ServerFlags {
     /// What the flags change in the configuration. `skip_workspace_file`: the workspace's own
     /// file is not read at all (the daemon, whose workspaces are the clients' to choose).
     fn overrides(&self, skip_workspace_file: bool) -> Overrides {
-        Overrides {
+        let mut overrides = Overrides {
             config_path: self.config.clone(),
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             demo: self.demo,
             skip_workspace_file,
-        }
+            ..Overrides::default()
+        };
+        self.sandbox.apply(&mut overrides);
+        overrides
     }
 }
 
@@ -186,6 +193,9 @@ pub(crate) enum Command {
     },
     /// Print the man page (roff) on stdout: `minicode man | man -l -`.
     Man,
+    /// Run one command confined as a `bash` call would be (profile, network), in the current
+    /// folder as the workspace, and exit with its status: `minicode sandbox -- cargo build`.
+    Sandbox(sandbox::SandboxArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -211,9 +221,10 @@ fn usage(message: impl std::fmt::Display) -> Failure {
 /// (`process::supervisor`); `main` checks for it before anything else.
 pub const SUPERVISOR_ARG: &str = crate::process::supervisor::ARG;
 
-/// Runs as the supervisor of `command` (never returns while the command runs well).
-pub fn supervise(command: &std::ffi::OsStr) -> ExitCode {
-    ExitCode::from(crate::process::supervisor::run(command))
+/// Runs as the supervisor of `command`, confined as `launch` says (never returns while the
+/// command runs well).
+pub fn supervise(launch: &std::ffi::OsStr, command: &std::ffi::OsStr) -> ExitCode {
+    ExitCode::from(crate::process::supervisor::run(launch, command))
 }
 
 /// Runs minicode with parsed arguments; the returned code is the process exit status.
@@ -270,6 +281,7 @@ fn subcommand(
         Command::Attach(attach_args) => serve::attach(attach_args, launch),
         Command::Completions { shell } => shell::completions(*shell),
         Command::Man => shell::man(),
+        Command::Sandbox(sandbox_args) => sandbox::run(sandbox_args, launch),
     }
 }
 
@@ -314,6 +326,8 @@ fn run_session(
         client_servers: Vec::new(),
         files: None,
         auto_approve: args.yes,
+        // Someone answers only in the full-screen session.
+        ask_outside_sandbox: interactive,
         trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
         // One value for the process: every delegation shares its slots.
         subagents: Some(agent::delegate::Subagents::new(

@@ -15,6 +15,7 @@ mod layers;
 mod mcp;
 mod permissions;
 mod resolve;
+mod sandbox;
 mod telemetry;
 mod trust;
 mod trust_record;
@@ -23,6 +24,7 @@ mod user_file;
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
 pub use permissions::save_allow_rule;
+pub use sandbox::{Sandbox, mode_name, parse_mode};
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
     user_config_path, workspace_trust,
@@ -184,6 +186,10 @@ pub struct Config {
     pub telemetry: Option<Telemetry>,
     /// `[permissions]` of the user's file and a trusted workspace's, each rule with its file.
     pub permissions: crate::permissions::Rules,
+    /// The sandbox `bash` calls run under (`[sandbox]`, `--sandbox`, `--network`).
+    pub sandbox: Sandbox,
+    /// Sessions start in plan mode (`--plan`).
+    pub plan: bool,
     /// Things the user should hear about that do not stop the run (e.g. an `OTEL_*` setting
     /// meant for another program that minicode cannot honour); the CLI shows them on stderr.
     pub notices: Vec<String>,
@@ -200,6 +206,12 @@ pub struct Overrides {
     pub base_url: Option<String>,
     /// `--demo`
     pub demo: bool,
+    /// `--sandbox MODE`: the profile, whatever the files say.
+    pub sandbox: Option<crate::sandbox::Mode>,
+    /// `--network`: IPv4/IPv6 sockets allowed in the confined profiles.
+    pub network: bool,
+    /// `--plan`: sessions start in plan mode.
+    pub plan: bool,
     /// Load as if the workspace's `config/config.toml` were absent: the user chose "run without
     /// the workspace file" when asked about an untrusted workspace.
     pub skip_workspace_file: bool,

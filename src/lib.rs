@@ -25,6 +25,7 @@ pub(crate) mod print;
 pub(crate) mod process;
 pub mod protocol;
 pub mod provider;
+pub mod sandbox;
 pub mod sanitize;
 pub mod session;
 pub mod sync;

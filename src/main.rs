@@ -11,11 +11,15 @@ fn main() -> std::process::ExitCode {
     let mut argv = std::env::args_os().skip(1);
     // A `bash` command's supervisor: minicode started itself again for it (no parsing, no
     // configuration, no output of its own).
-    if let (Some(flag), Some(_tag), Some(command), None) =
-        (argv.next(), argv.next(), argv.next(), argv.next())
-        && flag == minicode::cli::SUPERVISOR_ARG
+    if let (Some(flag), Some(_tag), Some(launch), Some(command), None) = (
+        argv.next(),
+        argv.next(),
+        argv.next(),
+        argv.next(),
+        argv.next(),
+    ) && flag == minicode::cli::SUPERVISOR_ARG
     {
-        return minicode::cli::supervise(&command);
+        return minicode::cli::supervise(&launch, &command);
     }
     let mut argv = std::env::args_os().skip(1);
     if let (Some(flag), None) = (argv.next(), argv.next())

@@ -70,6 +70,9 @@ struct JsonResult<'a> {
     /// The session's goal as the run left it (absent when the session has none).
     #[serde(skip_serializing_if = "Option::is_none")]
     goal: Option<&'a Goal>,
+    /// The sandbox profile `bash` calls ran under (and the plan file in plan mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<&'a crate::protocol::Profile>,
 }
 
 /// Where a goal run stands, from the events seen so far.
@@ -161,6 +164,7 @@ struct Output<'a> {
     session_id: &'a str,
     session_path: &'a str,
     window: WindowJson,
+    sandbox: Option<&'a crate::protocol::Profile>,
     resume_flags: &'a str,
 }
 
@@ -218,6 +222,7 @@ fn finish_goal(
                 error,
                 context_window: o.window,
                 goal: run.goal.as_ref(),
+                sandbox: o.sandbox,
             };
             if let Ok(line) = serde_json::to_string(&result) {
                 let line = if o.stdout_tty {
@@ -297,6 +302,9 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
         } => format!(
             "\n{tool} wants to call tool `{remote}` of MCP server `{server}` with:\n{arguments}\n"
         ),
+        ApprovalRequest::OutsideSandbox { command, reason } => {
+            format!("\n{tool} wants to run OUTSIDE the sandbox ({reason}):\n  {command}\n")
+        }
     };
     let (tx, mut rx) = mpsc::channel(1);
     std::thread::spawn(move || {

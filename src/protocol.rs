@@ -20,6 +20,44 @@ pub use goal::{BlockCode, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRe
 pub(crate) use open::{EditorFiles, Hosted, Listed, McpServerSpec, OpenRequest, Opened, Opener};
 pub use run::RunMarker;
 
+pub use crate::sandbox::Mode as SandboxMode;
+
+/// The confinement of the session's `bash` calls as frontends show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    pub mode: SandboxMode,
+    /// IPv4/IPv6 sockets allowed.
+    pub network: bool,
+    /// The plan file (relative to the workspace) while plan mode is on; `None` outside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_file: Option<String>,
+}
+
+impl Profile {
+    /// The short form the status bar, `/status` and the header show, e.g.
+    /// `workspace-write · no network` or `plan · read-only · no network`.
+    pub fn describe(&self) -> String {
+        let mode = match self.mode {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::Off => "no sandbox",
+        };
+        let mut text = String::new();
+        if self.plan_file.is_some() {
+            text.push_str("plan · ");
+        }
+        text.push_str(mode);
+        if self.mode != SandboxMode::Off {
+            text.push_str(if self.network {
+                " · network"
+            } else {
+                " · no network"
+            });
+        }
+        text
+    }
+}
+
 /// Identifies a tool call within a session (the model's call id).
 pub(crate) type CallId = String;
 
@@ -51,6 +89,8 @@ pub enum Op {
     /// answered by `SessionForked` and a fresh `SessionConfigured`. A goal comes along with its
     /// phase, disarmed.
     Fork,
+    /// Turn plan mode on or off (answered by `SandboxChanged`; queued while a turn runs).
+    SetPlan { on: bool },
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -293,6 +333,11 @@ pub enum Event {
         kind: ToolKind,
         #[serde(default)]
         paths: Vec<String>,
+    },
+    /// The sandbox profile `bash` calls run under now, and plan mode: sent after
+    /// `SessionConfigured` and whenever plan mode turns on or off.
+    SandboxChanged {
+        profile: Profile,
     },
     /// The core waits for an `Op::Decide` for this call.
     ApprovalRequested {

@@ -41,6 +41,9 @@ pub struct ResultInfo {
     /// The one-line description of the call shown when it ran; `None` for calls that never
     /// began (skipped after an interrupt, lost in a crash) and for migrated files.
     pub summary: Option<String>,
+    /// For `bash`: the sandbox profile the call ran under and whether the sandbox stopped it
+    /// (`mode: off` after the user approved running it outside); `None` for other tools.
+    pub sandbox: Option<crate::sandbox::Report>,
 }
 
 /// Running totals over the whole session.
@@ -370,9 +373,19 @@ impl Session {
             ResultInfo {
                 status: Some(status),
                 summary,
+                sandbox: None,
             },
         ));
         self.messages.push(Message::tool_result(call_id, output));
+    }
+
+    /// Records the sandbox profile of the result pushed last by [`Session::push_result`].
+    pub(crate) fn note_sandbox(&mut self, report: crate::sandbox::Report) {
+        if let Some((at, info)) = self.results.last_mut()
+            && *at + 1 == self.messages.len()
+        {
+            info.sandbox = Some(report);
+        }
     }
 
     /// What is known about the tool result at message `index`, if anything.

@@ -107,6 +107,9 @@ pub struct Prepared {
 pub struct ToolOutput {
     pub status: ToolStatus,
     pub content: String,
+    /// For `bash`: the sandbox profile the call ran under and whether the sandbox stopped it
+    /// (see [`crate::sandbox::Report`]); `None` for the other tools.
+    pub sandbox: Option<crate::sandbox::Report>,
 }
 
 impl ToolOutput {
@@ -114,6 +117,7 @@ impl ToolOutput {
         Self {
             status: ToolStatus::Succeeded,
             content: content.into(),
+            sandbox: None,
         }
     }
 
@@ -121,6 +125,7 @@ impl ToolOutput {
         Self {
             status: ToolStatus::Failed,
             content: content.into(),
+            sandbox: None,
         }
     }
 
@@ -128,6 +133,16 @@ impl ToolOutput {
         Self {
             status: ToolStatus::Interrupted,
             content: content.into(),
+            sandbox: None,
+        }
+    }
+
+    /// Refused before it ran: by the user, a rule, plan mode, or nobody to ask.
+    pub(crate) fn denied(content: impl Into<String>) -> Self {
+        Self {
+            status: ToolStatus::Denied,
+            content: content.into(),
+            sandbox: None,
         }
     }
 }
@@ -232,6 +247,9 @@ pub struct ToolCtx {
     /// The permission rules in force: the agent applies them to each call, and `read`, `list`
     /// and `search` never show a file a `read(…)` deny rule covers. `None`: no rules.
     pub permissions: Option<Arc<crate::permissions::Rules>>,
+    /// The sandbox policy `bash` calls run under now (see [`ToolCtx::sandbox`]): replaced
+    /// whole when the session's profile changes (plan mode), read once per call.
+    sandbox: RwLock<Arc<crate::sandbox::Policy>>,
 }
 
 /// The most output one tool call hands the model, whatever the window.
@@ -254,6 +272,7 @@ impl ToolCtx {
             files: None,
             supervisor: None,
             texts: Mutex::new(HashMap::new()),
+            sandbox: RwLock::new(Arc::new(crate::sandbox::Policy::unconfined())),
             permissions: None,
         }
     }
@@ -267,6 +286,17 @@ impl ToolCtx {
         rules
             .read_denied(rel)
             .map(|rule| format!("denied by the rule `{}` (from {})", rule.text, rule.origin))
+    }
+
+    /// The sandbox policy the next `bash` call runs under. [`ToolCtx::new`] starts unconfined
+    /// ([`crate::sandbox::Mode::Off`]); a session sets the configured one.
+    pub fn sandbox(&self) -> Arc<crate::sandbox::Policy> {
+        crate::sync::read(&self.sandbox).clone()
+    }
+
+    /// Replaces the sandbox policy of later `bash` calls (a call already running keeps its own).
+    pub fn set_sandbox(&self, policy: crate::sandbox::Policy) {
+        *crate::sync::write(&self.sandbox) = Arc::new(policy);
     }
 
     /// Records the text the model saw of a file through [`ToolCtx::files`].

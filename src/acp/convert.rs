@@ -232,6 +232,12 @@ pub(super) fn approval_fields(
             format!("{server}: {name}"),
             Some(vec![text_content(&format!("```json\n{arguments}\n```"))]),
         ),
+        ApprovalRequest::OutsideSandbox { command, reason } => (
+            format!("Run `{command}` outside the sandbox?"),
+            Some(vec![text_content(&format!(
+                "{reason}\n\n```sh\n{command}\n```"
+            ))]),
+        ),
     };
     let fields = ToolCallUpdateFields::new()
         .title(title)
@@ -336,4 +342,44 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
         }
     }
     updates
+}
+
+/// The session modes minicode offers: `default` (the configured sandbox profile) and `plan`.
+const DEFAULT_MODE: &str = "default";
+const PLAN_MODE: &str = "plan";
+
+/// The modes of a session, with the current one.
+pub(super) fn modes(plan: bool) -> agent_client_protocol::v1::schema::SessionModeState {
+    use agent_client_protocol::v1::schema::{SessionMode, SessionModeState};
+    SessionModeState::new(
+        if plan { PLAN_MODE } else { DEFAULT_MODE },
+        vec![
+            SessionMode::new(DEFAULT_MODE, "Default")
+                .description("commands run under the configured sandbox profile".to_string()),
+            SessionMode::new(PLAN_MODE, "Plan").description(
+                "read and plan only: no changes but the plan file, commands read-only without \
+                 network"
+                    .to_string(),
+            ),
+        ],
+    )
+}
+
+/// The update that tells the client the session's mode changed.
+pub(super) fn current_mode(plan: bool) -> SessionUpdate {
+    use agent_client_protocol::v1::schema::CurrentModeUpdate;
+    SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(if plan {
+        PLAN_MODE
+    } else {
+        DEFAULT_MODE
+    }))
+}
+
+/// Whether a mode id the client chose is plan mode; an unknown id is an error.
+pub(super) fn is_plan_mode(mode: &str) -> Result<bool, String> {
+    match mode {
+        PLAN_MODE => Ok(true),
+        DEFAULT_MODE => Ok(false),
+        other => Err(format!("unknown mode {other:?} (expected default or plan)")),
+    }
 }

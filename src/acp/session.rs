@@ -37,10 +37,14 @@ impl Ready {
         }
     }
 
-    fn succeed(self, session_id: &str) -> Result<(), Error> {
+    /// Answers with the session's id and its modes (`plan`: plan mode is on now).
+    fn succeed(self, session_id: &str, plan: bool) -> Result<(), Error> {
+        let modes = super::convert::modes(plan);
         match self {
-            Ready::New(r) => r.respond(NewSessionResponse::new(session_id.to_string())),
-            Ready::Load(r) => r.respond(LoadSessionResponse::new()),
+            Ready::New(r) => {
+                r.respond(NewSessionResponse::new(session_id.to_string()).modes(modes))
+            }
+            Ready::Load(r) => r.respond(LoadSessionResponse::new().modes(modes)),
         }
     }
 
@@ -79,6 +83,14 @@ impl Live {
     }
 
     /// `session/cancel`: interrupt the running turn (it then ends as cancelled).
+    /// `session/set_mode`: plan mode on or off (the core answers with `SandboxChanged`, which
+    /// the pump forwards as the current mode).
+    pub(super) fn set_mode(&self, mode: &str) -> Result<(), String> {
+        let on = super::convert::is_plan_mode(mode)?;
+        self.ops.send(Op::SetPlan { on });
+        Ok(())
+    }
+
     pub(super) fn cancel(&self) {
         self.ops.send(Op::Interrupt);
     }

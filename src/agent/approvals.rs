@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Core;
 use super::spans;
-use crate::chat::{ApprovalRequest, ToolCall, ToolStatus};
+use crate::chat::{ApprovalRequest, ToolCall};
 use crate::permissions::{Target, Verdict};
 use crate::protocol::{CallId, Decision, Event};
 use crate::tools::{Tool, ToolCtx, ToolOutput, protected};
@@ -42,13 +42,10 @@ impl Ruling {
         let Ruling::Deny(rule) = self else {
             return None;
         };
-        Some(ToolOutput {
-            status: ToolStatus::Denied,
-            content: format!(
-                "not run: this {tool} call is denied by the permission rule {rule}; do not try \
-                 to reach the same result another way"
-            ),
-        })
+        Some(ToolOutput::denied(format!(
+            "not run: this {tool} call is denied by the permission rule {rule}; do not try to \
+             reach the same result another way"
+        )))
     }
 }
 
@@ -163,6 +160,22 @@ pub(super) async fn approve(
         });
         return Some(Decision::Approve);
     }
+    let decision = ask(core, call, request, cancel, decisions).await?;
+    if decision == Decision::ApproveTool {
+        core.approvals.always.insert(call.name.clone());
+    }
+    Some(decision)
+}
+
+/// Asks the user and waits for the answer, whatever `--yes`, "always" or the rules say (the
+/// caller decided to ask). An "always" answer is not remembered here.
+pub(super) async fn ask(
+    core: &mut Core,
+    call: &ToolCall,
+    request: ApprovalRequest,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+) -> Option<Decision> {
     core.emit(Event::ApprovalRequested {
         call: call.id.clone(),
         tool: call.name.clone(),
@@ -182,9 +195,6 @@ pub(super) async fn approve(
             None => return None,
         }
     };
-    if decision == Decision::ApproveTool {
-        core.approvals.always.insert(call.name.clone());
-    }
     let how = match decision {
         Decision::Deny { .. } => "denied",
         Decision::NoTerminal => "no_terminal",

@@ -141,6 +141,17 @@ impl Context {
         }
     }
 
+    /// The system prompt in use.
+    pub(crate) fn system_prompt(&self) -> &str {
+        self.system.text()
+    }
+
+    /// Replaces the system prompt (plan mode adds its note and takes it away again).
+    pub(crate) fn set_system_prompt(&mut self, text: String) {
+        self.system = Message::system(text);
+        self.system_tokens = estimate_message(&self.system);
+    }
+
     /// Re-counts the tool declarations after the set of tools changed (an MCP server's tools
     /// joined, a goal added its tools).
     pub(crate) fn set_tools(&mut self, tools: &[ToolSpec]) {

@@ -113,6 +113,11 @@ impl Upkeep {
     }
 
     /// The tools the next main request declares.
+    /// The model context itself, for a part that changes the system prompt (plan mode).
+    pub(crate) fn context_mut(&mut self) -> &mut context::Context {
+        &mut self.context
+    }
+
     pub(crate) fn tool_specs(&self) -> Arc<[ToolSpec]> {
         self.tool_specs.1.clone()
     }

@@ -332,6 +332,7 @@ fn report(outcomes: &[Outcome], ctx: &ToolCtx, interrupted: bool) -> ToolOutput 
     ToolOutput {
         status,
         content: out,
+        sandbox: None,
     }
 }
 

@@ -27,6 +27,7 @@ impl Core {
                 self.emit(self.upkeep.window_set());
                 self.goal.start(self.store.session.messages());
                 self.report_context();
+                self.session_changed_plan();
             }
             Err(e) => self.emit(Event::Error {
                 message: format!("could not start a new session: {e}"),
@@ -66,5 +67,6 @@ impl Core {
         self.emit(self.upkeep.window_set());
         self.goal.start(self.store.session.messages());
         self.report_context();
+        self.session_changed_plan();
     }
 }

@@ -19,6 +19,8 @@ pub(super) struct Startup {
     refused_tools: Vec<String>,
     /// Why the session's compaction checkpoint was dropped.
     checkpoint_problem: Option<String>,
+    /// A sub-agent's core: it never starts in plan mode (its parent's profile holds).
+    child: bool,
 }
 
 impl Core {
@@ -72,6 +74,7 @@ impl Core {
             upkeep,
             delegate,
             approvals: super::approvals::Approvals::default(),
+            plan: super::plan::Plan::default(),
             provider: setup.provider,
             registry: setup.registry,
             tool_ctx: setup.tool_ctx,
@@ -81,6 +84,7 @@ impl Core {
         let startup = Startup {
             refused_tools,
             checkpoint_problem,
+            child,
         };
         (core, startup)
     }
@@ -137,6 +141,8 @@ impl Core {
         }
         self.report_context();
         self.mcp.notices();
+        // Last of the start-up events: the profile, with plan mode when the session starts in it.
+        self.set_plan(self.options.plan && !startup.child);
         recovery
     }
 

@@ -9,7 +9,7 @@
 mod batch;
 
 use batch::not_run;
-pub(super) use batch::{run_batch, settle};
+pub(super) use batch::{observed, run_batch, settle};
 
 use std::time::Instant;
 

@@ -45,6 +45,9 @@ pub(super) struct Inputs<'a> {
     pub files: Option<Arc<dyn FileAccess>>,
     /// `--yes`: every tool call approved without asking.
     pub auto_approve: bool,
+    /// Someone can answer "run outside the sandbox?" for a call the sandbox stopped (the
+    /// full-screen session, an editor); otherwise such a call fails with the way out.
+    pub ask_outside_sandbox: bool,
     /// Message contents in the exported trace spans (only where an exporter runs).
     pub trace_content: bool,
     /// The sub-agent slots this session shares; `None`: no delegation.
@@ -141,6 +144,7 @@ impl Prepared<'_> {
         let config = inputs.config;
         let mut tool_ctx = tool_ctx(config, inputs.workspace);
         tool_ctx.files = inputs.files;
+        tool_ctx.set_sandbox(config.sandbox.policy(inputs.workspace, session.id()));
         let registry = Arc::new(if inputs.tools {
             Registry::builtin()
         } else {
@@ -155,6 +159,7 @@ impl Prepared<'_> {
             session,
             options: Options {
                 auto_approve: inputs.auto_approve,
+                ask_outside_sandbox: inputs.ask_outside_sandbox,
                 trace_content: inputs.trace_content,
                 subagents: inputs.subagents,
                 ..agent_options(config, Arc::new(skills))
@@ -213,6 +218,8 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         subagents: None,
         skills,
         goal_max_rounds: config.goal_max_rounds,
+        plan: config.plan,
+        ask_outside_sandbox: false,
     }
 }
 

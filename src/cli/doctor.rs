@@ -7,9 +7,11 @@
 //!
 //! It talks only to the configured server, through the same hardened client as a session
 //! (no redirects, the key only in the header and scrubbed from every message, the report
-//! redacted once more as a whole), and starts no session, tool or child process.
+//! redacted once more as a whole), and starts no session or tool. Its sandbox section
+//! (`doctor/sandbox.rs`) tries the `bash` helper once, confined, running `true`.
 
 mod report;
+mod sandbox;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -75,6 +77,8 @@ pub(super) struct Findings {
     pub window: Option<(u64, &'static str)>,
     pub first_token: Option<Duration>,
     pub tokens_per_second: Option<f64>,
+    /// The sandbox section (it does not change the verdict, which is about the server).
+    pub sandbox: Vec<Check>,
 }
 
 impl Findings {
@@ -143,6 +147,7 @@ pub(super) fn run(
     let provider = super::provider::openai(&config, env)?;
     let runtime = super::runtime()?;
     let mut findings = runtime.block_on(examine(&provider, &config));
+    findings.sandbox = sandbox::checks();
     // Server text reaches the details (a model id, a streamed reply, an error message): a
     // server that echoes the key must not get it printed.
     findings.redact(&crate::tools::Secrets::new(

@@ -156,6 +156,8 @@ impl Opener for Host {
             .into_iter()
             .map(|spec| client_server(spec, &workspace))
             .collect();
+        // An editor's user answers; the daemon's sessions run unattended.
+        let editor = request.hosted.is_none();
         let mut prepared = assemble::prepare(Inputs {
             config: &config,
             env: &env,
@@ -170,6 +172,7 @@ impl Opener for Host {
                 .map(|files| Arc::new(Editor(files)) as Arc<dyn FileAccess>),
             // Every approval goes to the client: a host has no --yes.
             auto_approve: false,
+            ask_outside_sandbox: editor,
             trace_content: false,
             subagents: Some(subagents),
             hosted: request.hosted.map(|hosted| Hooks {

@@ -37,6 +37,8 @@ pub(super) struct FileConfig {
     pub goal: GoalTable,
     #[serde(default)]
     pub telemetry: TelemetryTable,
+    /// `[sandbox]`: kept apart from the field-by-field merge (a workspace may only narrow it).
+    pub sandbox: Option<super::sandbox::SandboxTable>,
     /// MCP servers by id (`[mcp_servers.<id>]`); a workspace's file may set them only once the
     /// workspace is trusted.
     pub mcp_servers: Option<BTreeMap<String, McpServerTable>>,

@@ -32,6 +32,8 @@ pub(super) struct Layers {
     pub permissions: Vec<(super::permissions::PermissionsTable, PathBuf)>,
     /// Things to tell the user that do not stop the run.
     pub notices: Vec<String>,
+    /// The `[sandbox]` tables, kept apart: a workspace's may only narrow the user's.
+    pub sandbox: super::sandbox::Tables,
 }
 
 impl Layers {
@@ -64,6 +66,10 @@ impl Layers {
             approvals: Vec::new(),
             permissions: Vec::new(),
             notices: Vec::new(),
+            sandbox: super::sandbox::Tables {
+                user: None,
+                workspace: None,
+            },
         }
     }
 }
@@ -170,14 +176,16 @@ pub(super) fn gather(
             });
         }
     }
+    let mut parsed = parsed;
+    if let Some(table) = parsed.sandbox.take() {
+        let trusted = trust.is_trusted();
+        layers.sandbox.workspace = Some((table, workspace_path.clone(), trusted));
+    }
     if !trust.is_trusted() {
-        let mut parsed = parsed;
         layers.notices.extend(super::permissions::drop_untrusted(
             &mut parsed,
             &workspace_path,
         ));
-        layers.add(parsed, workspace_path);
-        return Ok(layers);
     }
     layers.add(parsed, workspace_path);
     Ok(layers)
@@ -284,6 +292,11 @@ impl Layers {
         if let Some(approvals) = over.approved_mcp_servers.take() {
             self.approvals.extend(approvals);
         }
+        // Only the user's file (or `--config`'s) arrives here with `[sandbox]`: the workspace's
+        // table was taken out first (see `gather`).
+        if let Some(table) = over.sandbox.take() {
+            self.sandbox.user = Some((table, path.clone()));
+        }
         let layers = self;
         lay!(layers, over, path;
             model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
@@ -342,6 +355,7 @@ impl Layers {
                     timeout_secs: _,
                 },
             goal: GoalTable { max_rounds: _ },
+            sandbox: _,
             telemetry:
                 TelemetryTable {
                     otlp_endpoint: _,

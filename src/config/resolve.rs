@@ -32,6 +32,18 @@ pub(super) fn resolve(
     let permissions = super::permissions::rules(&layers.permissions)?;
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
+    let flags = super::sandbox::Flags {
+        mode: overrides.sandbox,
+        network: overrides.network,
+    };
+    let tables = std::mem::replace(
+        &mut layers.sandbox,
+        super::sandbox::Tables {
+            user: None,
+            workspace: None,
+        },
+    );
+    let sandbox = super::sandbox::resolve(tables, flags, &mut notices)?;
     notices.append(&mut layers.notices);
     let mut config = Config {
         provider,
@@ -73,6 +85,8 @@ pub(super) fn resolve(
         mcp_approvals,
         telemetry,
         permissions,
+        sandbox,
+        plan: overrides.plan,
         notices,
     };
     server_and_key(&mut config, &layers, env, overrides)?;

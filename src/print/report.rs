@@ -57,6 +57,7 @@ fn line(event: &Event) -> Option<String> {
             session_id,
         } => format!("forked session {parent_id} into {session_id}"),
         Event::SessionConfigured { .. }
+        | Event::SandboxChanged { .. }
         | Event::HistoryRestored { .. }
         | Event::TurnStarted { .. }
         | Event::ModelRequestStarted { .. }

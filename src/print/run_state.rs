@@ -40,6 +40,7 @@ pub(super) struct RunState {
     /// A run of reasoning is open on stderr.
     thinking: bool,
     window: WindowJson,
+    sandbox: Option<crate::protocol::Profile>,
     tail: Tail,
     out: io::StdoutLock<'static>,
     err: io::StderrLock<'static>,
@@ -74,6 +75,7 @@ impl RunState {
                 tokens: 0,
                 source: WindowSource::Default,
             },
+            sandbox: None,
             tail: Tail::default(),
             out: io::stdout().lock(),
             err: io::stderr().lock(),
@@ -98,6 +100,7 @@ impl RunState {
             Event::ContextWindowSet { tokens, source } => {
                 self.window = WindowJson { tokens, source };
             }
+            Event::SandboxChanged { profile } => self.sandbox = Some(profile),
             Event::ReasoningDelta { text } if self.show_reasoning => self.reasoning(&text),
             Event::TextDelta { text } if self.live_stdout => self.text(&text),
             Event::AssistantMessage { text } => self.answer(text),
@@ -303,6 +306,7 @@ impl RunState {
                 session_id: &self.session_id,
                 session_path: &self.session_path,
                 window: self.window,
+                sandbox: self.sandbox.as_ref(),
                 resume_flags,
             };
             return finish_goal(&self.run, ended, output, *interrupted_by.borrow());
@@ -356,6 +360,7 @@ impl RunState {
                     error,
                     context_window: self.window,
                     goal: self.run.goal.as_ref(),
+                    sandbox: self.sandbox.as_ref(),
                 };
                 if let Ok(line) = serde_json::to_string(&result) {
                     let line = self.json_line(line);

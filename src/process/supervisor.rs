@@ -9,14 +9,22 @@
 //!   itself included, so no background job survives the call even if minicode dies at that
 //!   very moment.
 //!
-//! minicode reads the status from the socket; the supervisor's own exit (SIGKILL) says
-//! nothing. It prints nothing and reads no configuration.
+//! Before anything else, while still single-threaded, it confines itself with the sandbox
+//! policy minicode passed as an argument (`sandbox::launch`); `bash` inherits that. When a
+//! layer cannot be applied it starts nothing and reports the [`Unavailable`] instead.
+//!
+//! minicode reads the report from the socket (one line: `status <raw wait status>` or
+//! `unavailable <json>`); the supervisor's own exit (SIGKILL) says nothing. It prints nothing
+//! and reads no configuration.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
+
+use crate::sandbox::Unavailable;
+use crate::sandbox::launch::{self, Launch};
 
 /// The hidden first argument that makes the binary a supervisor.
 pub(crate) const ARG: &str = "__minicode-supervise-bash";
@@ -39,9 +47,19 @@ pub(crate) fn new_tag() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-/// The supervisor's main: runs `command` and returns the process exit code (reached only
-/// when the group could not be killed or the control socket is missing).
-pub(crate) fn run(command: &OsStr) -> u8 {
+/// What the supervisor reported on its control socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reported {
+    /// `bash` ran and ended with this raw wait status.
+    Status(i32),
+    /// The sandbox could not be applied: nothing ran.
+    Unavailable(Unavailable),
+}
+
+/// The supervisor's main: confines itself as `launch` (the JSON of a `sandbox::launch::Launch`)
+/// says, runs `command` and returns the process exit code (reached only when the group could
+/// not be killed or the control socket is missing).
+pub(crate) fn run(launch: &OsStr, command: &OsStr) -> u8 {
     // SAFETY: fcntl only reads the flags of descriptor 3.
     #[allow(unsafe_code)]
     let valid = unsafe { libc::fcntl(CONTROL_FD, libc::F_GETFD) } != -1;
@@ -61,6 +79,17 @@ pub(crate) fn run(command: &OsStr) -> u8 {
     let Ok(mut watch) = control.try_clone() else {
         return 125;
     };
+    // Before the watcher thread: a user namespace can only be entered single-threaded.
+    let launch = match Launch::from_arg(launch).and_then(|l| launch::confine(&l).map(|()| l)) {
+        Ok(launch) => launch,
+        Err(unavailable) => {
+            let json = serde_json::to_string(&unavailable).unwrap_or_default();
+            let mut control = control;
+            let _ = control.write_all(format!("unavailable {json}\n").as_bytes());
+            kill_own_group();
+            return 126;
+        }
+    };
     // Started before the command, so a minicode already gone is noticed at once.
     std::thread::spawn(move || {
         let mut byte = [0u8; 1];
@@ -68,17 +97,18 @@ pub(crate) fn run(command: &OsStr) -> u8 {
         let _ = watch.read(&mut byte);
         kill_own_group();
     });
-    let status = match std::process::Command::new("bash")
-        .arg("-c")
-        .arg(command)
-        .status()
-    {
+    let mut bash = std::process::Command::new("bash");
+    bash.arg("-c").arg(command);
+    if launch.policy.is_confined() {
+        bash.env("TMPDIR", &launch.policy.tmpdir);
+    }
+    let status = match bash.status() {
         Ok(status) => status.into_raw(),
         // As a shell reports a command it cannot run.
         Err(_) => 127 << 8,
     };
     let mut control = control;
-    let _ = control.write_all(format!("{status}\n").as_bytes());
+    let _ = control.write_all(format!("status {status}\n").as_bytes());
     kill_own_group();
     126
 }
@@ -89,13 +119,18 @@ fn kill_own_group() {
     let _ = nix::sys::signal::killpg(nix::unistd::getpgrp(), nix::sys::signal::Signal::SIGKILL);
 }
 
-/// The raw wait status the supervisor reported on `control`, if it did: read once, without
-/// waiting (the supervisor wrote it before it died).
-pub(crate) fn reported_status(control: &mut std::os::unix::net::UnixStream) -> Option<i32> {
+/// What the supervisor reported on `control`, if it did: read once, without waiting (the
+/// supervisor wrote it before it died).
+pub(crate) fn reported(control: &mut std::os::unix::net::UnixStream) -> Option<Reported> {
     control.set_nonblocking(true).ok()?;
     let mut text = String::new();
-    let _ = control.take(64).read_to_string(&mut text);
-    text.trim().parse().ok()
+    let _ = control.take(64 * 1024).read_to_string(&mut text);
+    let text = text.trim();
+    if let Some(status) = text.strip_prefix("status ") {
+        return status.parse().ok().map(Reported::Status);
+    }
+    let json = text.strip_prefix("unavailable ")?;
+    serde_json::from_str(json).ok().map(Reported::Unavailable)
 }
 
 /// Whether process group `pgid` is alive and led by the supervisor started with `tag`

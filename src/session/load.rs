@@ -67,6 +67,7 @@ pub(super) fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, Se
             ResultInfo {
                 status: Some(ToolStatus::Interrupted),
                 summary: None,
+                sandbox: None,
             },
         ));
         messages.push(Message::tool_result(call_id.clone(), INTERRUPTED_RESULT));

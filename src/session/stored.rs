@@ -81,6 +81,8 @@ struct StoredRef<'a> {
     summary: Option<&'a str>,
     #[serde(rename = "reasoning_content", skip_serializing_if = "Option::is_none")]
     reasoning: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<&'a crate::sandbox::Report>,
 }
 
 impl<'a> StoredRef<'a> {
@@ -93,6 +95,7 @@ impl<'a> StoredRef<'a> {
             status: info.and_then(|i| i.status),
             summary: info.and_then(|i| i.summary.as_deref()),
             reasoning: m.reasoning.as_deref(),
+            sandbox: info.and_then(|i| i.sandbox.as_ref()),
         }
     }
 }
@@ -112,6 +115,8 @@ struct Stored {
     summary: Option<String>,
     #[serde(default, rename = "reasoning_content")]
     reasoning: Option<String>,
+    #[serde(default)]
+    sandbox: Option<crate::sandbox::Report>,
 }
 
 impl<'de> Deserialize<'de> for History {
@@ -136,7 +141,8 @@ impl<'de> Visitor<'de> for HistoryVisitor {
         };
         while let Some(stored) = seq.next_element::<Stored>()? {
             let index = history.messages.len();
-            let recorded = stored.status.is_some() || stored.summary.is_some();
+            let recorded =
+                stored.status.is_some() || stored.summary.is_some() || stored.sandbox.is_some();
             if recorded {
                 if stored.role != Role::Tool {
                     return Err(A::Error::custom(format!(
@@ -148,6 +154,7 @@ impl<'de> Visitor<'de> for HistoryVisitor {
                     ResultInfo {
                         status: stored.status,
                         summary: stored.summary,
+                        sandbox: stored.sandbox,
                     },
                 ));
             }

@@ -12,23 +12,34 @@
 //! file, so memory stays bounded; as it arrives it also goes, redacted and coalesced, to the
 //! call's live sink (`tools::live`). Secrets are removed from the child's environment. It must
 //! never prompt the user or print anything itself.
+//!
+//! The supervisor confines itself with the call's sandbox policy before it starts the shell
+//! (`sandbox`); a layer it cannot apply means nothing ran. Around the call, protected names
+//! the call must not create are watched (`sandbox::guard`); after it, a denial its failure
+//! shows is told apart (`sandbox::denial`). Each output carries the call's `sandbox::Report`.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+mod sink;
+mod spawn;
+
+pub(crate) use sink::Sink;
+
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, outputs, parse_args};
+use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
 use crate::chat::ApprovalRequest;
 use crate::chat::{ToolKind, ToolSpec};
-use crate::process::child::{self, GroupGuard};
-use crate::process::supervisor;
+use crate::process::child::GroupGuard;
+use crate::process::supervisor::{self, Reported};
+use crate::sandbox::guard::Guard;
+use crate::sandbox::{Blocked, Layer, Policy, Report, Unavailable};
 /// How long to keep reading after the group was killed, in case a process that escaped the
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
@@ -116,19 +127,32 @@ impl Tool for Bash {
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let call = match check(&args, ctx) {
-                Ok(c) => c,
-                Err(e) => return ToolOutput::failed(e),
-            };
-            if cancel.is_cancelled() {
-                return ToolOutput::interrupted("interrupted by the user; the command did not run");
-            }
-            tracing::debug!(timeout_s = call.timeout.as_secs(), "bash start");
-            let out = execute(&call, ctx, &cancel).await;
-            tracing::debug!(status = ?out.status, "bash end");
-            out
+            let policy = ctx.sandbox();
+            run_with_policy(args, ctx, &policy, cancel).await
         })
     }
+}
+
+/// Runs one `bash` call under `policy`: what [`Tool::run`] does with the session's policy
+/// ([`ToolCtx::sandbox`]); "retry outside the sandbox" passes [`Policy::unconfined`].
+pub async fn run_with_policy(
+    args: serde_json::Value,
+    ctx: &ToolCtx,
+    policy: &Policy,
+    cancel: CancellationToken,
+) -> ToolOutput {
+    let call = match check(&args, ctx) {
+        Ok(c) => c,
+        Err(e) => return ToolOutput::failed(e),
+    };
+    if cancel.is_cancelled() {
+        return ToolOutput::interrupted("interrupted by the user; the command did not run");
+    }
+    tracing::debug!(timeout_s = call.timeout.as_secs(), sandbox = ?policy.mode, "bash start");
+    let mut out = execute(&call, ctx, policy, &cancel).await;
+    tracing::debug!(status = ?out.status, "bash end");
+    out.sandbox.get_or_insert_with(|| Report::ran(policy));
+    out
 }
 
 enum End {
@@ -138,23 +162,74 @@ enum End {
     WaitFailed(std::io::Error),
 }
 
-async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> ToolOutput {
-    let (reader, writer) = match std::io::pipe() {
-        Ok(p) => p,
-        Err(e) => return ToolOutput::failed(format!("could not create a pipe: {e}")),
+/// A started command: its shell (or supervisor), the socket its supervisor reports on, its
+/// process group (killed when dropped) and its output.
+struct Running {
+    child: tokio::process::Child,
+    control: Option<UnixStream>,
+    group: GroupGuard,
+    rx: tokio::net::unix::pipe::Receiver,
+    /// The shell has been waited for.
+    reaped: bool,
+    /// Its output reached end of file.
+    eof: bool,
+}
+
+async fn execute(
+    call: &Call,
+    ctx: &ToolCtx,
+    policy: &Policy,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    if policy.is_confined() && ctx.supervisor.is_none() {
+        let reason = "no helper process to confine the command in (the program is not minicode)";
+        return unavailable(policy, Layer::Platform, reason);
+    }
+    let guard = match Guard::before(policy) {
+        Ok(guard) => guard,
+        Err(e) => return ToolOutput::failed(format!("could not prepare the sandbox: {e}")),
     };
-    let writer2 = match writer.try_clone() {
-        Ok(w) => w,
-        Err(e) => return ToolOutput::failed(format!("could not create a pipe: {e}")),
+    let mut run = match start(call, ctx, policy) {
+        Ok(run) => run,
+        Err(message) => return ToolOutput::failed(message),
     };
+    let mut sink = Sink::new(ctx, ctx.output_limit());
+    let mut live = super::live::Feed::new(&ctx.secrets);
+    let end = collect(&mut run, call.timeout, cancel, &mut sink, &mut live).await;
+    wind_down(&mut run, &mut sink, &mut live).await;
+    super::running::report(None);
+    live.finish();
+    // What the model reads shows a `\r` progress bar's last state only (the saved full
+    // output keeps every byte).
+    let mut content = crate::sanitize::collapse_rewrites(&sink.finish(&ctx.workspace)).into_owned();
+    if !content.is_empty() && !content.ends_with('\n') {
+        content.push('\n');
+    }
+    let reported = run.control.as_mut().and_then(supervisor::reported);
+    let created = guard.after();
+    let status = match (&end, reported) {
+        (_, Some(Reported::Unavailable(u))) => return not_confined(policy, u),
+        // Under a supervisor, bash's own status is what it reported; the supervisor's own
+        // exit (a SIGKILL of its group) says nothing.
+        (End::Exited(_), Some(Reported::Status(raw))) => Some(ExitStatus::from_raw(raw)),
+        (End::Exited(s), None) => Some(*s),
+        _ => None,
+    };
+    let mut out = conclude(end, status, content, call.timeout);
+    judge(&mut out, status, policy, ctx, &created);
+    out
+}
+
+/// Creates the output pipe and starts the command, recording its group.
+fn start(call: &Call, ctx: &ToolCtx, policy: &Policy) -> Result<Running, String> {
+    let (reader, writer) = std::io::pipe().map_err(|e| format!("could not create a pipe: {e}"))?;
+    let writer2 = writer
+        .try_clone()
+        .map_err(|e| format!("could not create a pipe: {e}"))?;
     let tag = supervisor::new_tag();
-    let (mut child, mut control) = match spawn(call, ctx, &tag, writer, writer2) {
-        Ok(spawned) => spawned,
-        Err(e) => return ToolOutput::failed(format!("could not start bash: {e}")),
-    };
-    let Some(pid) = child.id() else {
-        return ToolOutput::failed("could not start bash: no process id");
-    };
+    let (child, control) = spawn::spawn(&call.command, ctx, policy, &tag, writer, writer2)
+        .map_err(|e| format!("could not start bash: {e}"))?;
+    let pid = child.id().ok_or("could not start bash: no process id")?;
     let group = GroupGuard(pid as libc::pid_t);
     // Recorded only under a supervisor: a bare shell's group cannot be recognised later.
     if control.is_some() {
@@ -163,59 +238,78 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
             tag,
         }));
     }
-    let mut rx = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
-        Ok(r) => r,
-        Err(e) => return ToolOutput::failed(format!("could not read the command's output: {e}")),
-    };
+    let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+        .map_err(|e| format!("could not read the command's output: {e}"))?;
+    Ok(Running {
+        child,
+        control,
+        group,
+        rx,
+        reaped: false,
+        eof: false,
+    })
+}
 
-    let mut sink = Sink::new(ctx, ctx.output_limit());
-    let mut live = super::live::Feed::new(&ctx.secrets);
+/// Reads output until the shell exits and its output ends, or the call times out or is
+/// cancelled.
+async fn collect(
+    run: &mut Running,
+    timeout: Duration,
+    cancel: &CancellationToken,
+    sink: &mut Sink<'_>,
+    live: &mut super::live::Feed<'_>,
+) -> End {
     let mut buf = vec![0u8; 16 * 1024];
-    let deadline = tokio::time::sleep(call.timeout);
+    let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
-    let mut eof = false;
     let mut status: Option<ExitStatus> = None;
-    let end = loop {
-        if let (Some(s), true) = (status, eof) {
-            break End::Exited(s);
+    loop {
+        if let (Some(s), true) = (status, run.eof) {
+            return End::Exited(s);
         }
         let live_due = live.due_at();
         tokio::select! {
             biased;
-            _ = cancel.cancelled() => break End::Cancelled,
-            _ = &mut deadline => break End::TimedOut,
+            _ = cancel.cancelled() => return End::Cancelled,
+            _ = &mut deadline => return End::TimedOut,
             _ = tokio::time::sleep_until(live_due.unwrap_or_else(tokio::time::Instant::now)), if live_due.is_some() => {
                 live.flush(tokio::time::Instant::now());
             }
-            r = rx.read(&mut buf), if !eof => match r {
-                Ok(0) => eof = true,
+            r = run.rx.read(&mut buf), if !run.eof => match r {
+                Ok(0) => run.eof = true,
                 Ok(n) => {
                     sink.push(&buf[..n]);
                     live.push(&buf[..n], tokio::time::Instant::now());
                 }
                 Err(e) => {
                     sink.note(&format!("\n[reading output failed: {e}]\n"));
-                    eof = true;
+                    run.eof = true;
                 }
             },
-            w = child.wait(), if status.is_none() => match w {
+            w = run.child.wait(), if status.is_none() => match w {
                 // The shell is done; anything left in its group is a background job that
-                // must not outlive the call. Kill it below, then drain what was written.
+                // must not outlive the call. It is killed next, then what was written drained.
                 Ok(s) => {
+                    run.reaped = true;
                     status = Some(s);
-                    if !eof {
-                        break End::Exited(s);
+                    if !run.eof {
+                        return End::Exited(s);
                     }
                 }
-                Err(e) => break End::WaitFailed(e),
+                Err(e) => return End::WaitFailed(e),
             },
         }
-    };
-    group.kill();
-    if !eof {
+    }
+}
+
+/// Kills the group, drains what is left of the output and reaps the shell.
+async fn wind_down(run: &mut Running, sink: &mut Sink<'_>, live: &mut super::live::Feed<'_>) {
+    run.group.kill();
+    if !run.eof {
+        let mut buf = vec![0u8; 16 * 1024];
         let drain = async {
             loop {
-                match rx.read(&mut buf).await {
+                match run.rx.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         sink.push(&buf[..n]);
@@ -226,32 +320,27 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
         };
         let _ = tokio::time::timeout(DRAIN_GRACE, drain).await;
     }
-    if status.is_none() {
+    if !run.reaped {
         // Reap the killed shell; SIGKILL makes this quick, the grace only guards odd cases.
-        let _ = tokio::time::timeout(DRAIN_GRACE, child.wait()).await;
+        let _ = tokio::time::timeout(DRAIN_GRACE, run.child.wait()).await;
     }
-    super::running::report(None);
-    live.finish();
-    // What the model reads shows a `\r` progress bar's last state only (the saved full
-    // output keeps every byte).
-    let mut content = crate::sanitize::collapse_rewrites(&sink.finish(&ctx.workspace)).into_owned();
-    if !content.is_empty() && !content.ends_with('\n') {
-        content.push('\n');
-    }
-    let secs = call.timeout.as_secs();
+}
+
+/// The output for the model: the text and how the call ended.
+fn conclude(
+    end: End,
+    status: Option<ExitStatus>,
+    mut content: String,
+    timeout: Duration,
+) -> ToolOutput {
+    let secs = timeout.as_secs();
     match end {
         End::Exited(s) => {
-            // Under a supervisor, bash's own status is what it reported; its own exit (a
-            // SIGKILL of its group) says nothing.
-            let s = match control.as_mut() {
-                Some(c) => supervisor::reported_status(c).map_or(s, ExitStatus::from_raw),
-                None => s,
-            };
-            let line = describe(s);
+            let s = status.unwrap_or(s);
             if content.is_empty() {
                 content.push_str("(no output)\n");
             }
-            content.push_str(&format!("[{line}]"));
+            content.push_str(&format!("[{}]", describe(s)));
             if s.success() {
                 ToolOutput::ok(content)
             } else {
@@ -277,193 +366,62 @@ async fn execute(call: &Call, ctx: &ToolCtx, cancel: &CancellationToken) -> Tool
     }
 }
 
-/// Starts the command: under the supervisor when there is one (then also returns minicode's
-/// end of its socket pair, which must stay open while the command runs), else `bash`
-/// directly. stdout and stderr are the two write ends of the output pipe.
-fn spawn(
-    call: &Call,
+/// Whether the sandbox stopped the call: a protected path it created (removed now), or a
+/// denial its failure shows. Either is said to the model and recorded in the report.
+fn judge(
+    out: &mut ToolOutput,
+    status: Option<ExitStatus>,
+    policy: &Policy,
     ctx: &ToolCtx,
-    tag: &str,
-    writer: std::io::PipeWriter,
-    writer2: std::io::PipeWriter,
-) -> std::io::Result<(tokio::process::Child, Option<UnixStream>)> {
-    let (mut cmd, ends) = match &ctx.supervisor {
-        Some(program) => {
-            let (ours, theirs) = UnixStream::pair()?;
-            // Above the standard streams, so setting those up in the child cannot clobber it.
-            let theirs = OwnedFd::from(theirs);
-            let theirs = if theirs.as_raw_fd() <= 2 {
-                // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor (at 10 or above) that only we
-                // own; a failure is reported, never wrapped.
-                #[allow(unsafe_code)]
-                unsafe {
-                    let fd = libc::fcntl(theirs.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10);
-                    if fd == -1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    std::os::fd::FromRawFd::from_raw_fd(fd)
-                }
-            } else {
-                theirs
-            };
-            let death = child::Death::Watched {
-                control: theirs.as_raw_fd(),
-            };
-            let mut cmd = child::command(program, &ctx.scrub_env, death);
-            // Named as what it is in `ps` (the program path may be `/proc/self/exe`).
-            cmd.arg0("minicode").arg(supervisor::ARG).arg(tag);
-            (cmd, Some((ours, theirs)))
-        }
-        None => {
-            let mut cmd = child::command("bash", &ctx.scrub_env, child::Death::Signal);
-            cmd.arg("-c");
-            (cmd, None)
-        }
-    };
-    cmd.arg(&call.command)
-        .current_dir(&ctx.workspace)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer2));
-    let spawned = cmd.spawn();
-    // The command holds our copies of the pipe's write end (and the supervisor's end of the
-    // socket pair): drop them now, or EOF never comes.
-    drop(cmd);
-    let (ours, theirs) = ends.unzip();
-    drop(theirs);
-    Ok((spawned?, ours))
+    created: &[std::path::PathBuf],
+) {
+    let mut report = Report::ran(policy);
+    if !created.is_empty() {
+        let names: Vec<String> = created
+            .iter()
+            .map(|p| crate::sandbox::guard::shown(policy, p))
+            .collect();
+        let what = format!("creating {} (removed after the call)", names.join(", "));
+        report.blocked = Some(Blocked::Denied { what: Some(what) });
+        out.status = crate::chat::ToolStatus::Failed;
+    } else if let Some(status) = status {
+        report.blocked =
+            crate::sandbox::denial::detect(policy, &ctx.workspace, status, &out.content);
+    }
+    if let Some(Blocked::Denied { what }) = &report.blocked {
+        let what = what.as_deref().unwrap_or("an operation");
+        out.content.push_str(&format!(
+            "\n[blocked by the sandbox ({:?} profile): {what}]",
+            policy.mode
+        ));
+    }
+    out.sandbox = Some(report);
+}
+
+/// The output of a call that could not be confined: nothing ran.
+fn not_confined(policy: &Policy, unavailable: Unavailable) -> ToolOutput {
+    let mut out = ToolOutput::failed(format!("not run: {unavailable}"));
+    let mut report = Report::ran(policy);
+    report.blocked = Some(Blocked::Unavailable(unavailable));
+    out.sandbox = Some(report);
+    out
+}
+
+fn unavailable(policy: &Policy, layer: Layer, reason: &str) -> ToolOutput {
+    not_confined(
+        policy,
+        Unavailable {
+            layer,
+            reason: reason.to_string(),
+            fix: crate::sandbox::probe::fix(layer),
+        },
+    )
 }
 
 fn describe(status: ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit code {code}"),
         (None, Some(sig)) => format!("killed by signal {sig}"),
         (None, None) => "exit status unknown".to_string(),
-    }
-}
-
-/// Collects output with bounded memory: the first half of the cap, a ring of the last half,
-/// and — once the total passes the cap — the whole stream saved to a file as it comes
-/// (redacted, and itself capped: see [`outputs`]). Each half keeps a margin of the longest
-/// secret's length beyond its cut, so a secret across a cut is seen whole and redacted rather
-/// than half shown.
-pub struct Sink<'a> {
-    /// Bytes of output the model gets: `head_cap` from the start, the rest from the end.
-    cap: usize,
-    head_cap: usize,
-    margin: usize,
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    total: u64,
-    secrets: &'a Secrets,
-    /// The workspace, under whose `.minicode/outputs` the full output is kept.
-    workspace: PathBuf,
-    limits: outputs::Limits,
-    log: Option<Result<outputs::Saved<'a>, String>>,
-    notes: String,
-}
-
-impl<'a> Sink<'a> {
-    pub fn new(ctx: &'a ToolCtx, cap: usize) -> Self {
-        Self {
-            cap,
-            head_cap: cap / 2,
-            margin: ctx.secrets.longest(),
-            head: Vec::new(),
-            tail: std::collections::VecDeque::new(),
-            total: 0,
-            secrets: &ctx.secrets,
-            workspace: ctx.workspace.clone(),
-            limits: ctx.outputs,
-            log: None,
-            notes: String::new(),
-        }
-    }
-
-    pub fn push(&mut self, mut data: &[u8]) {
-        self.total += data.len() as u64;
-        if self.total > self.cap as u64 && self.log.is_none() {
-            // First time over the cap: everything so far is still in head + tail (together
-            // they hold more than the cap), so the saved file starts complete.
-            self.log = Some(self.open_log());
-        }
-        if let Some(Ok(saved)) = &mut self.log {
-            saved.write(data);
-        }
-        let head_keep = self.head_cap + self.margin;
-        let tail_keep = self.cap - self.head_cap + self.margin;
-        let room = head_keep.saturating_sub(self.head.len()).min(data.len());
-        self.head.extend_from_slice(&data[..room]);
-        data = &data[room..];
-        if data.len() >= tail_keep {
-            self.tail.clear();
-            self.tail.extend(&data[data.len() - tail_keep..]);
-        } else {
-            let overflow = (self.tail.len() + data.len()).saturating_sub(tail_keep);
-            self.tail.drain(..overflow);
-            self.tail.extend(data);
-        }
-    }
-
-    fn open_log(&self) -> Result<outputs::Saved<'a>, String> {
-        let mut saved =
-            outputs::Saved::create(&self.workspace, self.secrets, self.limits.max_file_bytes)?;
-        let (a, b) = self.tail.as_slices();
-        for part in [&self.head[..], a, b] {
-            saved.write(part);
-        }
-        Ok(saved)
-    }
-
-    /// A note from us (not the command), shown after the output.
-    fn note(&mut self, text: &str) {
-        self.notes.push_str(text);
-    }
-
-    /// The text for the model: everything, or head + marker + tail when over the cap, with
-    /// secrets redacted after the cuts were moved off them.
-    pub(crate) fn finish(self, workspace: &Path) -> String {
-        let tail: Vec<u8> = self.tail.into();
-        let head = self.head;
-        let tail_cap = self.cap - self.head_cap;
-        let secrets = self.secrets;
-        let text =
-            |bytes: &[u8]| String::from_utf8_lossy(&secrets.redact_bytes(bytes)).into_owned();
-        let retained_all = self.total == (head.len() + tail.len()) as u64;
-        let all;
-        let (first, last, cut) = if self.total <= self.cap as u64 {
-            (&head[..], &tail[..], 0)
-        } else if retained_all {
-            all = [head.as_slice(), tail.as_slice()].concat();
-            let end = secrets.head_cut(&all, self.head_cap);
-            let start = secrets.tail_cut(&all, all.len() - tail_cap).max(end);
-            (&all[..end], &all[start..], (start - end) as u64)
-        } else {
-            let end = secrets.head_cut(&head, self.head_cap);
-            let start = secrets.tail_cut(&tail, tail.len().saturating_sub(tail_cap));
-            let cut = self.total - (end + tail.len() - start) as u64;
-            (&head[..end], &tail[start..], cut)
-        };
-        let saved = match self.log {
-            Some(Ok(saved)) => {
-                let (path, note) = saved.finish(workspace);
-                outputs::prune(&self.workspace, &self.limits, Some(&path));
-                note
-            }
-            Some(Err(e)) => format!("full output not saved: {e}"),
-            None => "full output not saved".to_string(),
-        };
-        let mut out = text(first);
-        // (Over the cap by less than two secrets' length, nothing may be cut at all.)
-        if cut > 0 {
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
-            out.push_str(&format!("[... {cut} bytes cut; {saved} ...]\n"));
-        }
-        out.push_str(&text(last));
-        out.push_str(&self.notes);
-        out
     }
 }

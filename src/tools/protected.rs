@@ -3,7 +3,8 @@
 //! They are every path with a `.git` component at any depth (a repository's history, config
 //! and hooks, nested repositories included: a hook or `core.fsmonitor` runs code on the next
 //! git command), the hooks folder git is configured to use (`core.hooksPath`, e.g. `.husky/`),
-//! `.minicode/**` except `.minicode/memory/` (minicode's own sessions, logs and outputs), the
+//! `.minicode/**` except `.minicode/memory/` and `.minicode/plans/` (plan mode's plan files)
+//! (minicode's own sessions, logs and outputs), the
 //! skill and command roots (`.minicode/skills/`, `.agents/skills/`, `.minicode/commands/`:
 //! instructions the model follows), `.mcp.json` (programs to start) and the workspace's
 //! `config/config.toml` (it can choose the server and the key once trusted).
@@ -33,8 +34,12 @@ pub fn reason(workspace: &Path, path: &Path) -> Option<&'static str> {
             continue;
         }
         if *root == ".minicode"
-            && let Ok(memory) = lexical.join("memory").canonicalize()
-            && path.starts_with(memory)
+            && ["memory", "plans"].iter().any(|open| {
+                lexical
+                    .join(open)
+                    .canonicalize()
+                    .is_ok_and(|dir| path.starts_with(dir))
+            })
         {
             return None;
         }
@@ -78,7 +83,7 @@ fn by_name(rel: &Path) -> Option<&'static str> {
         if is(1, "skills") || is(1, "commands") {
             return Some(SKILLS);
         }
-        return (!is(1, "memory")).then_some(DATA);
+        return (!is(1, "memory") && !is(1, "plans")).then_some(DATA);
     }
     if is(0, ".agents") && is(1, "skills") {
         return Some(SKILLS);

@@ -131,10 +131,7 @@ impl Tool for Read {
                 limit,
             } = call;
             if let Some(rule) = ctx.read_denied(&path) {
-                return ToolOutput {
-                    status: crate::chat::ToolStatus::Denied,
-                    content: format!("not shown: {display} is {rule}"),
-                };
+                return ToolOutput::denied(format!("not shown: {display} is {rule}"));
             }
             let remembered = path.clone();
             let detail = memory::is_detail_file(&ctx.workspace, &path);

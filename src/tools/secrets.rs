@@ -79,6 +79,12 @@ impl Secrets {
                 tool,
                 arguments: self.redact(arguments),
             },
+            ApprovalRequest::OutsideSandbox { command, reason } => {
+                ApprovalRequest::OutsideSandbox {
+                    command: self.redact(command),
+                    reason: self.redact(reason),
+                }
+            }
         }
     }
 

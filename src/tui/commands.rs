@@ -45,6 +45,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/fork",
         "continue in a copy of this session (the original stays)",
     ),
+    (
+        "/plan",
+        "plan mode on or off: read and plan, no changes but the plan file; /plan off leaves it; /plan approve leaves it and carries the plan out",
+    ),
+    ("/status", "the session, the model and the sandbox profile"),
 ];
 
 impl State {
@@ -236,6 +241,59 @@ impl State {
                     (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
                     _ => "no session yet".to_string(),
                 };
+                self.notice(Level::Info, text);
+            }
+            "/plan" => {
+                let plan_file = self.sandbox.as_ref().and_then(|p| p.plan_file.clone());
+                let on = match arg {
+                    "" => plan_file.is_none(),
+                    "on" => true,
+                    "off" => false,
+                    // Approving the plan: back to the normal profile, then the model carries
+                    // it out (the core takes the two ops in this order).
+                    "approve" => match plan_file {
+                        Some(_) if self.busy => {
+                            self.notice(Level::Warning, "/plan approve waits for an idle session");
+                            return Vec::new();
+                        }
+                        Some(file) => {
+                            let mut effects = vec![Effect::Op(Op::SetPlan { on: false })];
+                            effects.extend(
+                                self.submit(format!(
+                                    "The plan in {file} is approved: carry it out."
+                                )),
+                            );
+                            return effects;
+                        }
+                        None => {
+                            self.notice(Level::Warning, "plan mode is off: nothing to approve");
+                            return Vec::new();
+                        }
+                    },
+                    _ => {
+                        self.notice(
+                            Level::Warning,
+                            "usage: /plan, /plan on, /plan off, /plan approve",
+                        );
+                        return Vec::new();
+                    }
+                };
+                return vec![Effect::Op(Op::SetPlan { on })];
+            }
+            "/status" => {
+                let session = self.session_id.as_deref().unwrap_or("none yet");
+                let sandbox = self
+                    .sandbox
+                    .as_ref()
+                    .map_or("unknown".to_string(), |p| p.describe());
+                let plan = match self.sandbox.as_ref().and_then(|p| p.plan_file.as_deref()) {
+                    Some(file) => format!("on (plan file {file})"),
+                    None => "off".to_string(),
+                };
+                let text = format!(
+                    "session {session}\nmodel {}\nsandbox {sandbox}\nplan mode {plan}",
+                    self.model
+                );
                 self.notice(Level::Info, text);
             }
             "/copy" => return self.copy(arg),

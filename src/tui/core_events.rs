@@ -53,6 +53,19 @@ impl State {
             | Event::ContextUsage { .. }
             | Event::MemoryLoaded { .. }
             | Event::HistoryRestored { .. }) => self.session_event(e),
+            Event::SandboxChanged { profile } => {
+                let was_plan = self.sandbox.as_ref().is_some_and(|p| p.plan_file.is_some());
+                match (&profile.plan_file, was_plan) {
+                    (Some(file), false) => self.notice(
+                        Level::Info,
+                        format!("plan mode on: no changes but the plan file {file} (/plan off)"),
+                    ),
+                    (None, true) => self.notice(Level::Info, "plan mode off"),
+                    _ => {}
+                }
+                self.sandbox = Some(profile);
+                self.refresh_header();
+            }
             e @ (Event::TurnStarted { .. }
             | Event::ModelRequestStarted { .. }
             | Event::ReasoningDelta { .. }

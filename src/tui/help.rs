@@ -131,8 +131,12 @@ pub(crate) fn header(state: &State, w: &Welcome) -> Panel {
         ),
         None => panel,
     };
+    let panel = panel.row("workspace", &w.workspace);
+    let panel = match &state.sandbox {
+        Some(profile) => panel.row("sandbox", profile.describe()),
+        None => panel,
+    };
     panel
-        .row("workspace", &w.workspace)
         .row("context", window_text(state))
         .row("memory", memory)
         .footer("/help keys and commands · Shift+Enter new line · F2 mouse on/off")

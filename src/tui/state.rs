@@ -100,6 +100,8 @@ pub struct State {
     /// Where the window came from, once the core said.
     pub context_window_source: Option<WindowSource>,
     pub context_tokens: Option<u64>,
+    /// The sandbox profile of `bash` calls and plan mode, once the core said.
+    pub sandbox: Option<crate::protocol::Profile>,
     /// Tokens (None when unavailable) and wall time of the last turn.
     pub last_turn: Option<(Option<u64>, Duration)>,
     pub(crate) activity: Activity,
@@ -161,6 +163,7 @@ impl State {
             session_path: None,
             context_window,
             context_window_source: None,
+            sandbox: None,
             context_tokens: None,
             last_turn: None,
             activity: Activity::Idle,

@@ -627,6 +627,17 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
                     lines.extend(wrap::wrap_hard(l, width, indent(), indent(), Style::new()));
                 }
             }
+            ApprovalRequest::OutsideSandbox { command, reason } => {
+                let runs = [Run::new(
+                    sanitize(&format!("run outside the sandbox? {reason}")),
+                    Style::new().fg(Color::Yellow),
+                )];
+                lines.extend(wrap::wrap(&runs, width, &indent(), &indent()));
+                let mut first = indent();
+                first.push(Span::styled("$ ", Style::new().fg(Color::Cyan)));
+                let runs = [Run::new(sanitize(command), Style::new())];
+                lines.extend(wrap::wrap(&runs, width, &first, &indent()));
+            }
         }
     }
     if let Some(d) = &t.decision {

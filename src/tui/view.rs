@@ -330,6 +330,9 @@ fn status(state: &State, area: Rect, buf: &mut Buffer) {
     if let Some(goal) = &state.goal {
         parts.push(goal.status());
     }
+    if let Some(profile) = &state.sandbox {
+        parts.push(profile.describe());
+    }
     parts.push(wrap::sanitize(&state.model));
     if let Some(id) = &state.session_id {
         parts.push(id.chars().take(8).collect());

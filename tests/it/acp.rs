@@ -18,8 +18,8 @@ use agent_client_protocol::v1::schema::{
     NewSessionRequest, PermissionOptionKind, PlanEntryStatus, PromptRequest, ReadTextFileRequest,
     ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolKind, WriteTextFileRequest,
-    WriteTextFileResponse,
+    SetSessionModeRequest, StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolKind,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -929,4 +929,138 @@ async fn cancel_during_a_goal_round_stops_the_goal_run() {
         last.and_then(|e| e.first().map(|e| e.status.clone())),
         Some(PlanEntryStatus::Pending)
     );
+}
+
+#[tokio::test]
+async fn plan_is_a_session_mode_and_in_it_writes_are_refused() {
+    let (_tmp, dir, server) = workspace_with(vec![
+        tool_calls_reply(
+            &[("call_1", "write", r#"{"path":"out.txt","content":"no\n"}"#)],
+            7,
+        ),
+        text_reply("A plan.", 4),
+    ]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let cwd = dir.clone();
+    let ((modes, stop, updates), _seen, output) = drive(&dir, harness, async move |cx, mut rx| {
+        let response = cx
+            .send_request(NewSessionRequest::new(&cwd))
+            .block_task()
+            .await
+            .unwrap();
+        let id = response.session_id.0.to_string();
+        cx.send_request(SetSessionModeRequest::new(id.clone(), "plan"))
+            .block_task()
+            .await
+            .unwrap();
+        let prompt = cx
+            .send_request(PromptRequest::new(id, text("plan it")))
+            .block_task()
+            .await
+            .unwrap();
+        (response.modes, prompt.stop_reason, drain(&mut rx))
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    let modes = modes.expect("the session offers modes");
+    assert_eq!(modes.current_mode_id.0.as_ref(), "default");
+    assert!(
+        modes
+            .available_modes
+            .iter()
+            .any(|m| m.id.0.as_ref() == "plan")
+    );
+    assert!(
+        updates.iter().any(|u| matches!(
+            u,
+            SessionUpdate::CurrentModeUpdate(m) if m.current_mode_id.0.as_ref() == "plan"
+        )),
+        "{updates:?}"
+    );
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(!dir.join("out.txt").exists());
+    assert!(server.requests()[1].raw_body.contains("plan mode is on"));
+}
+
+#[tokio::test]
+async fn a_call_the_sandbox_cannot_confine_is_asked_about_and_runs_outside_once_allowed() {
+    let (_tmp, dir, server) = workspace_with(vec![
+        tool_calls_reply(
+            &[("call_1", "bash", r#"{"command":"echo hi > made.txt"}"#)],
+            7,
+        ),
+        text_reply("Done.", 4),
+    ]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: vec![("MINICODE_TEST_SANDBOX_MISSING", "landlock".to_string())],
+        buffers: None,
+    };
+    let ((stop, _, _), seen, output) = prompt_in_new_session(&dir, harness, "make it").await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.permissions.len(),
+        2,
+        "the call, then running it outside"
+    );
+    let outside = format!("{:?}", seen.permissions[1].tool_call);
+    assert!(outside.contains("outside the sandbox"), "{outside}");
+    assert!(
+        outside.contains("Landlock"),
+        "the reason is shown: {outside}"
+    );
+    assert!(dir.join("made.txt").exists(), "it ran once allowed");
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("ran outside the sandbox"), "{second}");
+}
+
+#[tokio::test]
+async fn a_write_the_sandbox_denied_is_offered_again_outside_it_and_runs_once_allowed() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().canonicalize().unwrap().join("escaped.txt");
+    let command = serde_json::json!({ "command": format!("echo hi > {}", target.display()) });
+    let (_tmp, dir, server) = workspace_with(vec![
+        tool_calls_reply(&[("call_1", "bash", &command.to_string())], 7),
+        text_reply("Done.", 4),
+    ]);
+    let probe = binary::command(&dir)
+        .args(["sandbox", "--", "true"])
+        .output()
+        .unwrap();
+    if !probe.status.success() {
+        eprintln!(
+            "skipped: the sandbox cannot be enforced here: {}",
+            String::from_utf8_lossy(&probe.stderr)
+        );
+        return;
+    }
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let ((stop, _, _), seen, output) = prompt_in_new_session(&dir, harness, "write it").await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.permissions.len(),
+        2,
+        "the call, then retrying it outside"
+    );
+    let retry = format!("{:?}", seen.permissions[1].tool_call);
+    assert!(retry.contains("outside the sandbox"), "{retry}");
+    assert!(
+        retry.contains("escaped.txt"),
+        "what was denied is shown: {retry}"
+    );
+    assert!(target.exists(), "it ran outside once allowed");
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("ran outside the sandbox"), "{second}");
 }

@@ -56,18 +56,24 @@ const RULES: &[Rule] = &[
               the file tools apply them",
     },
     Rule {
+        module: "sandbox",
+        may_use: Some(&["fsutil"]),
+        why: "the sandbox policy and its enforcement in the helper sit below the tools, the \
+              supervisor, the agent and the CLI; it makes .minicode through fsutil",
+    },
+    Rule {
         module: "memory",
         may_use: Some(&["chat", "fsutil", "sanitize"]),
         why: "memory rules sit below tools and the agent",
     },
     Rule {
         module: "session",
-        may_use: Some(&["chat", "fsutil", "sanitize"]),
+        may_use: Some(&["chat", "fsutil", "sanitize", "sandbox"]),
         why: "the session store keeps data; it knows no provider, tool, protocol or frontend",
     },
     Rule {
         module: "protocol",
-        may_use: Some(&["chat", "sanitize"]),
+        may_use: Some(&["chat", "sanitize", "sandbox"]),
         why: "the contract between frontends and core depends only on the data model",
     },
     Rule {
@@ -85,6 +91,7 @@ const RULES: &[Rule] = &[
             "memory",
             "permissions",
             "process",
+            "sandbox",
             "sanitize",
         ]),
         why: "tools never reach the agent, the protocol, providers or sessions; they start \
@@ -92,7 +99,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "config",
-        may_use: Some(&["defaults", "fsutil", "permissions", "sanitize"]),
+        may_use: Some(&["defaults", "fsutil", "permissions", "sanitize", "sandbox"]),
         why: "configuration is read once by the CLI and handed down as plain values",
     },
     Rule {
@@ -102,9 +109,9 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "process",
-        may_use: Some(&["defaults"]),
+        may_use: Some(&["defaults", "sandbox"]),
         why: "hardening of the process itself, and how every child is started: a leaf the \
-              CLI and the tools call",
+              CLI and the tools call; the bash supervisor confines itself with the sandbox",
     },
     Rule {
         module: "agent",
@@ -118,6 +125,7 @@ const RULES: &[Rule] = &[
             "memory",
             "fsutil",
             "permissions",
+            "sandbox",
             "process",
             "sanitize",
         ]),

@@ -245,3 +245,60 @@ fn the_demo_model_has_no_server_to_check_and_exits_2() {
         text(&out)
     );
 }
+
+#[test]
+fn the_sandbox_section_names_the_landlock_abi_and_what_is_enforced() {
+    let server = MockServer::start_in_thread(healthy_script());
+    healthy(&server);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let out = doctor(&ws, &[]);
+    let table = text(&out);
+    assert!(table.contains("sandbox (bash commands):"), "{table}");
+    for name in ["landlock", "seccomp", "user namespaces", "sandbox"] {
+        row(&table, name);
+    }
+    match minicode::sandbox::probe::landlock_abi() {
+        Ok(abi) => assert!(
+            row(&table, "landlock").contains(&format!("ABI {abi}")),
+            "{table}"
+        ),
+        Err(e) => eprintln!("the kernel has no Landlock ({e}): only the rows are checked"),
+    }
+    if row(&table, "sandbox").trim_start().starts_with("ok") {
+        assert!(row(&table, "sandbox").contains("network off"), "{table}");
+    }
+}
+
+#[test]
+fn a_missing_sandbox_layer_is_shown_with_its_fix_without_failing_the_server_check() {
+    let server = MockServer::start_in_thread(healthy_script());
+    healthy(&server);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let out = command(&ws)
+        .arg("doctor")
+        .args(["--output-format", "json"])
+        .env("MINICODE_API_KEY", KEY)
+        .env(minicode::sandbox::TEST_MISSING_ENV, "landlock")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let trial = json["sandbox"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "sandbox")
+        .unwrap()
+        .clone();
+    assert_eq!(trial["status"], "fail", "{trial}");
+    assert!(
+        trial["detail"].as_str().unwrap().contains("Landlock"),
+        "{trial}"
+    );
+    assert!(
+        trial["fix"].as_str().unwrap().contains("--sandbox off"),
+        "{trial}"
+    );
+}

@@ -581,3 +581,42 @@ async fn stopping_the_manager_ends_every_server_and_what_it_started() {
         all.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
     );
 }
+
+#[tokio::test]
+async fn in_plan_mode_every_mcp_call_is_asked_even_under_yes() {
+    let h = Harness::one(&[]).started().await;
+    let fake = Fake::new(vec![
+        tool_reply(&[("c1", "mcp_t__echo", r#"{"text":"hi"}"#)]),
+        text_reply("ok"),
+    ]);
+    let mut handle = agent::spawn(Setup {
+        provider: Arc::new(fake),
+        registry: h.registry.clone(),
+        tool_ctx: h.ctx.clone(),
+        session: Session::create(&h.ws).unwrap(),
+        options: Options {
+            auto_approve: true,
+            plan: true,
+            ..Options::default()
+        },
+        mcp: Some(h.manager.clone()),
+    });
+    let mut asked = Vec::new();
+    let (events, _, _) = run_turn(&mut handle, "echo", |tool| {
+        asked.push(tool.to_string());
+        Some(Decision::Deny { reason: None })
+    })
+    .await;
+    assert_eq!(asked, ["mcp_t__echo"], "asked although --yes was given");
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::Warning { message } if message.contains("plan mode is on")
+        )),
+        "{events:?}"
+    );
+    assert_eq!(ended_call(&events).0, ToolStatus::Denied);
+    assert!(h.calls().is_empty(), "nothing reached the server");
+    shutdown(&mut handle).await;
+    h.manager.shutdown().await;
+}

@@ -687,3 +687,35 @@ fn telemetry_export_failures_never_reach_the_screen() {
         assert!(!raw.contains(word), "{word:?} reached the terminal");
     }
 }
+
+#[test]
+fn without_any_sandbox_on_the_platform_a_command_is_asked_about_even_under_yes() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[("call_1", "bash", r#"{"command":"echo pty-$((40+2))"}"#)],
+            8,
+        ),
+        text_reply("all done", 2),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
+    cmd.args(["--base-url", &server.base_url(), "--model", "m", "--yes"]);
+    cmd.cwd(dir.path());
+    crate::support::binary::isolate_pty(&mut cmd, dir.path());
+    cmd.env("XDG_CONFIG_HOME", dir.path().join("config"));
+    cmd.env("MINICODE_API_KEY", "test-key");
+    // The documented test switch: the helper reports that this platform has no sandbox.
+    cmd.env("MINICODE_TEST_SANDBOX_MISSING", "platform");
+    let mut pty = Pty::start(cmd, dir);
+    pty.wait_for("ask anything");
+    pty.send(b"run the command\r");
+    pty.wait_for("outside the sandbox");
+    pty.wait_for("y yes");
+    pty.send(b"y");
+    pty.wait_for("pty-42");
+    pty.wait_for("all done");
+    pty.wait_for("idle");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+}

@@ -490,6 +490,7 @@ fn version_2_results_get_a_status_inferred_once_from_their_wording() {
             Some(&ResultInfo {
                 status: Some(*status),
                 summary: None,
+                ..ResultInfo::default()
             }),
             "{call}"
         );
@@ -587,6 +588,7 @@ fn recorded_status_and_summary_round_trip_and_stay_out_of_the_messages() {
         Some(&ResultInfo {
             status: Some(ToolStatus::Failed),
             summary: Some("ls".into()),
+            ..ResultInfo::default()
         })
     );
     assert_eq!(s.result_info(3), None, "pushed as a plain message: unknown");

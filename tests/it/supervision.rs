@@ -77,9 +77,15 @@ fn fake_supervisor(
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
     let fd = theirs.as_raw_fd();
     let mut cmd = command(ws);
-    cmd.args([minicode::cli::SUPERVISOR_ARG, tag, script])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+    let launch = serde_json::json!({ "policy": minicode::sandbox::Policy::unconfined() });
+    cmd.args([
+        minicode::cli::SUPERVISOR_ARG,
+        tag,
+        &launch.to_string(),
+        script,
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
     // SAFETY: dup2 is async-signal-safe and only affects the child.
     unsafe {
         cmd.pre_exec(move || {

@@ -42,6 +42,8 @@ pub(super) struct Pump {
     calls: HashMap<String, Call>,
     /// An event taken while joining deltas, handled next.
     held: Option<Event>,
+    /// Plan mode is on (the session's mode), as the core last said.
+    plan: bool,
 }
 
 impl Pump {
@@ -62,6 +64,7 @@ impl Pump {
             notes,
             calls: HashMap::new(),
             held: None,
+            plan: false,
         }
     }
 
@@ -94,6 +97,13 @@ impl Pump {
             }
             // The last event of the set-up: the session is ready for prompts.
             Event::ContextWindowSet { .. } => self.ready(),
+            Event::SandboxChanged { profile } => {
+                let plan = profile.plan_file.is_some();
+                if plan != self.plan && self.ready.is_none() {
+                    self.notify(convert::current_mode(plan));
+                }
+                self.plan = plan;
+            }
             Event::TextDelta { text } => {
                 let text = join_deltas(text, &mut self.events, &mut self.held, false).await;
                 self.notify(convert::message(&text));
@@ -155,7 +165,7 @@ impl Pump {
         let Some(ready) = self.ready.take() else {
             return;
         };
-        if let Err(e) = ready.succeed(&self.id) {
+        if let Err(e) = ready.succeed(&self.id, self.plan) {
             tracing::warn!(error = %e, "could not answer the session request");
         }
         self.notify(convert::available_commands());

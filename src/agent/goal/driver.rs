@@ -107,6 +107,11 @@ impl Driver {
         }
     }
 
+    /// Whether goal rounds run unattended now (a blocked call is then never offered outside).
+    pub(crate) fn armed(&self) -> bool {
+        self.goals.armed()
+    }
+
     /// Whether an armed, active goal wants its next round.
     pub(crate) fn wants_round(&self) -> bool {
         self.goals.wants_round()

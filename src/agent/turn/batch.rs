@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::agent::Core;
 use crate::agent::approvals::{Approvals, approve};
-use crate::agent::{delegate, history, spans};
+use crate::agent::{delegate, history, sandboxing, spans};
 use crate::chat::{ToolCall, ToolKind, ToolStatus};
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::tools::{Tool, ToolOutput};
@@ -80,6 +80,9 @@ pub(in crate::agent) async fn run_batch(
         core.store
             .session
             .push_result(call.id.clone(), output.content, output.status, summary);
+        if let Some(report) = output.sandbox {
+            core.store.session.note_sandbox(report);
+        }
         // A host that journals calls learns the call is over only once its result is on
         // disk: until then, a crash leaves it "started", never to be run again.
         let journal = core.store.journal.clone();
@@ -135,19 +138,65 @@ async fn prepare_and_run(
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
     stats: &mut TurnStats,
 ) -> (Option<String>, ToolOutput) {
-    let (tool, args) = match core.registry.resolve(&call.name, &call.arguments) {
+    let (tool, args) = match resolve(core, call) {
         Ok(found) => found,
-        Err(message) => {
+        Err(refused) => return refused,
+    };
+    let (summary, prepared) = match announce(core, call, &tool, &args) {
+        Ok(ready) => ready,
+        Err(refused) => return refused,
+    };
+    if let Some(refused) = gate(
+        core,
+        call,
+        (&tool, &args),
+        prepared,
+        &summary,
+        cancel,
+        decisions,
+    )
+    .await
+    {
+        return (summary, refused);
+    }
+    // Only a command can come back stopped by the sandbox and be run again outside it.
+    let again = (tool.kind() == ToolKind::Execute).then(|| args.clone());
+    let output = execute(core, call, &tool, args, cancel, stats).await;
+    let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
+    output.content = core.tool_ctx.secrets.redact(output.content);
+    (summary, output)
+}
+
+/// What a stage answers when the call goes no further: the summary and the output.
+type Refused = (Option<String>, ToolOutput);
+
+/// Finds the tool the call names and checks its arguments against the tool's schema; an
+/// unknown tool is still announced, under its (redacted) name.
+fn resolve(
+    core: &mut Core,
+    call: &ToolCall,
+) -> Result<(Arc<dyn Tool>, serde_json::Value), Refused> {
+    core.registry
+        .resolve(&call.name, &call.arguments)
+        .map_err(|message| {
             let name = core.tool_ctx.secrets.redact(call.name.clone());
             core.emit(began(call, None, name.clone(), serde_json::Value::Null));
-            return (Some(name), rejected(core.tool_ctx.secrets.redact(message)));
-        }
-    };
-    let prepared = tool.prepare(&args, &core.tool_ctx);
+            (Some(name), rejected(core.tool_ctx.secrets.redact(message)))
+        })
+}
+
+/// Lets the tool prepare the call and announces it (`ToolCallBegan`), refused or not.
+fn announce(
+    core: &mut Core,
+    call: &ToolCall,
+    tool: &Arc<dyn Tool>,
+    args: &serde_json::Value,
+) -> Result<(Option<String>, crate::tools::Prepared), Refused> {
+    let prepared = tool.prepare(args, &core.tool_ctx);
     // A refused call still names its target, so the user sees what was attempted.
     let summary = match &prepared {
         Ok(p) => p.summary.clone(),
-        Err(_) => history::summary_from_arguments(&args).unwrap_or_default(),
+        Err(_) => history::summary_from_arguments(args).unwrap_or_default(),
     };
     // What frontends see of the call is redacted like its result: they may print it, and
     // stream-json, the session and the exit transcript keep it.
@@ -155,104 +204,132 @@ async fn prepare_and_run(
     let summary = secrets.redact(summary);
     let mut shown_args = args.clone();
     secrets.redact_json(&mut shown_args);
-    core.emit(began(call, Some(&*tool), summary.clone(), shown_args));
+    core.emit(began(call, Some(&**tool), summary.clone(), shown_args));
     let summary = Some(summary);
-    let prepared = match prepared {
-        Ok(p) => p,
-        Err(message) => return (summary, rejected(core.tool_ctx.secrets.redact(message))),
-    };
-    let ruling = Approvals::ruling(&core.tool_ctx, &call.name, &*tool, &args);
+    match prepared {
+        Ok(p) => Ok((summary, p)),
+        Err(message) => Err((summary, rejected(core.tool_ctx.secrets.redact(message)))),
+    }
+}
+
+/// Plan mode's refusal, then the call's approval when the tool wants one; `Some` is the
+/// output of a call that must not run (refused, denied, nobody to ask, or interrupted).
+async fn gate(
+    core: &mut Core,
+    call: &ToolCall,
+    (tool, args): (&Arc<dyn Tool>, &serde_json::Value),
+    prepared: crate::tools::Prepared,
+    summary: &Option<String>,
+    cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
+) -> Option<ToolOutput> {
+    let session = core.store.session.id().to_string();
+    if let Some(text) = core.plan.refusal(&**tool, args, &core.tool_ctx, &session) {
+        return Some(ToolOutput::denied(text));
+    }
+    let ruling = Approvals::ruling(&core.tool_ctx, &call.name, &**tool, args);
     if let Some(output) = ruling.refusal(&call.name) {
-        return (summary, output);
+        return Some(output);
     }
-    if let Some(request) = prepared.approval {
-        // The redacted summary: the warning it goes into reaches frontends too.
-        let protected = prepared
-            .protected
-            .map(|reason| (summary.as_deref().unwrap_or_default(), reason));
-        match approve(core, call, request, protected, &ruling, cancel, decisions).await {
-            Some(Decision::Deny { reason }) => {
-                let mut text = "the user denied this call; it did not run".to_string();
-                if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
-                    text.push_str(&format!(". Reason: {reason}"));
-                }
-                let output = ToolOutput {
-                    status: ToolStatus::Denied,
-                    content: text,
-                };
-                return (summary, output);
+    let request = prepared.approval?;
+    // The redacted summary: the warning it goes into reaches frontends too. Plan mode asks
+    // for every MCP call, as for a protected path.
+    let plan_asks = core
+        .plan
+        .must_ask(&**tool)
+        .then_some("plan mode is on: MCP tools are always asked");
+    let protected = prepared
+        .protected
+        .or(plan_asks)
+        .map(|reason| (summary.as_deref().unwrap_or_default(), reason));
+    match approve(core, call, request, protected, &ruling, cancel, decisions).await {
+        Some(Decision::Deny { reason }) => {
+            let mut text = "the user denied this call; it did not run".to_string();
+            if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
+                text.push_str(&format!(". Reason: {reason}"));
             }
-            Some(Decision::NoTerminal) => {
-                core.goal.note_unasked();
-                let output = ToolOutput {
-                    status: ToolStatus::Denied,
-                    content: crate::protocol::NO_TERMINAL_REFUSAL.to_string(),
-                };
-                return (summary, output);
-            }
-            Some(_) => {}
-            None => {
-                let output = ToolOutput::interrupted("not run: the user interrupted the turn");
-                return (summary, output);
-            }
+            Some(ToolOutput::denied(text))
         }
+        Some(Decision::NoTerminal) => {
+            core.goal.note_unasked();
+            Some(ToolOutput::denied(
+                crate::protocol::NO_TERMINAL_REFUSAL.to_string(),
+            ))
+        }
+        Some(_) => None,
+        None => Some(ToolOutput::interrupted(
+            "not run: the user interrupted the turn",
+        )),
     }
-    if let Some(which) = core.goal.which(&tool) {
+}
+
+/// Runs an approved call: a goal tool, the core's own `delegate`, or the tool itself with its
+/// live output and process group reported as it runs.
+async fn execute(
+    core: &mut Core,
+    call: &ToolCall,
+    tool: &Arc<dyn Tool>,
+    args: serde_json::Value,
+    cancel: &CancellationToken,
+    stats: &mut TurnStats,
+) -> ToolOutput {
+    if let Some(which) = core.goal.which(tool) {
         let messages = core.store.session.messages();
-        return (summary, core.goal.tool(which, &args, messages));
+        return core.goal.tool(which, &args, messages);
     }
     if let Some(journal) = &core.store.journal
         && let Err(e) = journal.starting(&call.id)
     {
-        let output = ToolOutput {
+        return ToolOutput {
             status: ToolStatus::Failed,
             content: format!("not run: could not record that the call starts: {e}"),
+            sandbox: None,
         };
-        return (summary, output);
     }
     let subagents = core.options.subagents.clone();
-    let ours = core.delegate.owns(&tool);
-    let mut output = match subagents.filter(|_| ours) {
+    let ours = core.delegate.owns(tool);
+    if let Some(subagents) = subagents.filter(|_| ours) {
         // The core's own `delegate`: its children need the core, not just a tool context.
-        Some(subagents) => {
-            let (output, tally) =
-                delegate::run(core, &subagents, &call.id, &args, cancel.child_token()).await;
-            stats.subagents += tally.children;
-            stats.subagent_calls += tally.model_calls;
-            stats.subagent_tokens.merge(&tally.tokens);
-            output
+        let (output, tally) =
+            delegate::run(core, &subagents, &call.id, &args, cancel.child_token()).await;
+        stats.subagents += tally.children;
+        stats.subagent_calls += tally.model_calls;
+        stats.subagent_tokens.merge(&tally.tokens);
+        return output;
+    }
+    let run = tool.run(args, &core.tool_ctx, cancel.child_token());
+    observed(core, call, run).await
+}
+
+/// Runs a tool's future so that what it prints reaches frontends as it comes and the process
+/// group it starts is recorded beside the session while it runs.
+pub(in crate::agent) async fn observed<F: std::future::Future>(
+    core: &Core,
+    call: &ToolCall,
+    run: F,
+) -> F::Output {
+    let events = core.events.clone();
+    let id = call.id.clone();
+    let sink: crate::tools::live::Sink = Arc::new(move |text| {
+        let _ = events.send(Event::ToolOutputDelta {
+            call: id.clone(),
+            text,
+        });
+    });
+    let workspace = core.tool_ctx.workspace.clone();
+    let (session, id) = (core.store.session.id().to_string(), call.id.clone());
+    let watcher: crate::tools::running::Watcher = Arc::new(move |group| {
+        let group = group.map(|g| crate::session::running::Group {
+            pgid: g.pgid,
+            tag: g.tag.clone(),
+        });
+        let recorded = crate::session::running::record(&workspace, &session, &id, group.as_ref());
+        if let Err(e) = recorded {
+            tracing::warn!(error = %e, "could not record a running process group");
         }
-        None => {
-            // What the tool prints while it runs reaches frontends as it comes.
-            let events = core.events.clone();
-            let id = call.id.clone();
-            let sink: crate::tools::live::Sink = Arc::new(move |text| {
-                let _ = events.send(Event::ToolOutputDelta {
-                    call: id.clone(),
-                    text,
-                });
-            });
-            // The group a command starts is recorded beside the session while it runs.
-            let workspace = core.tool_ctx.workspace.clone();
-            let (session, id) = (core.store.session.id().to_string(), call.id.clone());
-            let watcher: crate::tools::running::Watcher = Arc::new(move |group| {
-                let group = group.map(|g| crate::session::running::Group {
-                    pgid: g.pgid,
-                    tag: g.tag.clone(),
-                });
-                let recorded =
-                    crate::session::running::record(&workspace, &session, &id, group.as_ref());
-                if let Err(e) = recorded {
-                    tracing::warn!(error = %e, "could not record a running process group");
-                }
-            });
-            let run = tool.run(args, &core.tool_ctx, cancel.child_token());
-            let run = crate::tools::live::scope(sink, run);
-            crate::tools::running::scope(watcher, run).await
-        }
-    };
-    output.content = core.tool_ctx.secrets.redact(output.content);
-    (summary, output)
+    });
+    let run = crate::tools::live::scope(sink, run);
+    crate::tools::running::scope(watcher, run).await
 }
 
 fn began(
@@ -275,5 +352,6 @@ fn rejected(message: String) -> ToolOutput {
     ToolOutput {
         status: ToolStatus::Rejected,
         content: message,
+        sandbox: None,
     }
 }

@@ -19,6 +19,7 @@ struct Json<'a> {
     latency_ms: Option<u64>,
     tokens_per_second: Option<f64>,
     checks: &'a [Check],
+    sandbox: &'a [Check],
 }
 
 #[derive(Serialize)]
@@ -43,6 +44,7 @@ pub(super) fn print(f: &Findings, format: OutputFormat) {
                 latency_ms: f.first_token.map(|d| d.as_millis() as u64),
                 tokens_per_second: f.tokens_per_second.map(|t| (t * 10.0).round() / 10.0),
                 checks: &f.checks,
+                sandbox: &f.sandbox,
             };
             if let Ok(line) = serde_json::to_string(&json) {
                 let line = if std::io::stdout().is_terminal() {
@@ -68,9 +70,30 @@ fn mark(status: Status) -> &'static str {
 
 /// The table: one row per check, a `fix:` line under each row that has one, a verdict.
 fn table(f: &Findings) -> String {
-    let width = f.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    let width = f
+        .checks
+        .iter()
+        .chain(&f.sandbox)
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0);
     let mut text = format!("minicode doctor: {} · model {}\n\n", f.server, f.model);
-    for c in &f.checks {
+    rows(&mut text, &f.checks, width);
+    if !f.sandbox.is_empty() {
+        text.push_str("\nsandbox (bash commands):\n");
+        rows(&mut text, &f.sandbox, width);
+    }
+    text.push('\n');
+    text.push_str(if f.usable() {
+        "usable: this server can run the agent\n"
+    } else {
+        "not usable: fix the FAIL rows above\n"
+    });
+    sanitize(&text)
+}
+
+fn rows(text: &mut String, checks: &[Check], width: usize) {
+    for c in checks {
         text.push_str(&format!(
             "  {:<4}  {:<width$}  {}\n",
             mark(c.status),
@@ -81,11 +104,4 @@ fn table(f: &Findings) -> String {
             text.push_str(&format!("  {:<4}  {:<width$}  fix: {fix}\n", "", ""));
         }
     }
-    text.push('\n');
-    text.push_str(if f.usable() {
-        "usable: this server can run the agent\n"
-    } else {
-        "not usable: fix the FAIL rows above\n"
-    });
-    sanitize(&text)
 }

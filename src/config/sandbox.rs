@@ -1,0 +1,192 @@
+//! `[sandbox]`: which profile `bash` calls run under, whether they reach the network, and
+//! which extra folders they may write. The user's file (or the one `--config` names) sets it;
+//! a trusted workspace's file may only narrow it (a stricter mode, network off, fewer roots):
+//! a value that would widen it is ignored with a notice naming it, because a repository must
+//! never loosen the confinement of the commands its own content may prompt. Flags
+//! (`--sandbox`, `--network`) come last and may do either. Nothing here confines anything:
+//! [`Sandbox::policy`] hands the choice to `sandbox::Policy`, which the helper enforces.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use crate::sandbox::{Mode, Policy};
+
+/// `[sandbox]` as one file writes it.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SandboxTable {
+    pub mode: Option<Mode>,
+    pub network: Option<bool>,
+    pub writable_roots: Option<Vec<PathBuf>>,
+}
+
+/// The sandbox the session's `bash` calls run under (see docs/configuration.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    pub mode: Mode,
+    /// IPv4/IPv6 sockets allowed in the confined profiles.
+    pub network: bool,
+    /// Folders besides the workspace a command may write (absolute).
+    pub writable_roots: Vec<PathBuf>,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self {
+            mode: Mode::WorkspaceWrite,
+            network: false,
+            writable_roots: Vec::new(),
+        }
+    }
+}
+
+impl Sandbox {
+    /// The policy of a session of `workspace`: this profile, with the session's private
+    /// temporary folder. The one place a session assembly turns configuration into a policy.
+    pub(crate) fn policy(&self, workspace: &Path, session_id: &str) -> Policy {
+        Policy::for_workspace(
+            self.mode,
+            self.network,
+            workspace,
+            &self.writable_roots,
+            crate::sandbox::tmpdir::for_session(session_id),
+        )
+    }
+}
+
+/// The profile's short name as users write it (`workspace-write`, `read-only`, `off`).
+pub fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::WorkspaceWrite => "workspace-write",
+        Mode::ReadOnly => "read-only",
+        Mode::Off => "off",
+    }
+}
+
+/// Parses a profile name as `--sandbox` and the config take it.
+pub fn parse_mode(text: &str) -> Result<Mode, String> {
+    match text {
+        "workspace-write" => Ok(Mode::WorkspaceWrite),
+        "read-only" => Ok(Mode::ReadOnly),
+        "off" => Ok(Mode::Off),
+        other => Err(format!(
+            "unknown sandbox mode `{}` (expected workspace-write, read-only or off)",
+            crate::sanitize::visible(other)
+        )),
+    }
+}
+
+/// How much a mode confines: a higher rank is stricter.
+fn rank(mode: Mode) -> u8 {
+    match mode {
+        Mode::Off => 0,
+        Mode::WorkspaceWrite => 1,
+        Mode::ReadOnly => 2,
+    }
+}
+
+/// The `[sandbox]` tables read, in order: the user's (or `--config`'s) first, then the
+/// workspace's with whether the workspace is trusted.
+pub(super) struct Tables {
+    pub user: Option<(SandboxTable, PathBuf)>,
+    pub workspace: Option<(SandboxTable, PathBuf, bool)>,
+}
+
+/// The flags that choose the sandbox.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Flags {
+    pub mode: Option<Mode>,
+    pub network: bool,
+}
+
+/// Resolves the sandbox: the user's table, narrowed by a trusted workspace's, then the flags.
+/// A relative root is an error (in any file); a widening workspace value is a notice.
+pub(super) fn resolve(
+    tables: Tables,
+    flags: Flags,
+    notices: &mut Vec<String>,
+) -> Result<Sandbox, ConfigError> {
+    let mut sandbox = Sandbox::default();
+    if let Some((table, path)) = &tables.user {
+        check_roots(table, path)?;
+        sandbox.mode = table.mode.unwrap_or(sandbox.mode);
+        sandbox.network = table.network.unwrap_or(sandbox.network);
+        sandbox.writable_roots = table.writable_roots.clone().unwrap_or_default();
+    }
+    if let Some((table, path, trusted)) = &tables.workspace {
+        check_roots(table, path)?;
+        if *trusted {
+            narrow(&mut sandbox, table, path, notices);
+        } else if table.mode.is_some() || table.network.is_some() || table.writable_roots.is_some()
+        {
+            notices.push(format!(
+                "config file {}: [sandbox] is ignored: this workspace is not trusted (run \
+                 `minicode trust` to let it narrow the sandbox)",
+                path.display()
+            ));
+        }
+    }
+    if let Some(mode) = flags.mode {
+        sandbox.mode = mode;
+    }
+    if flags.network {
+        sandbox.network = true;
+    }
+    Ok(sandbox)
+}
+
+/// Lays a workspace's table over the user's choice, keeping only what makes it stricter.
+fn narrow(sandbox: &mut Sandbox, table: &SandboxTable, path: &Path, notices: &mut Vec<String>) {
+    let ignored = |field: &str, value: &str| {
+        format!(
+            "config file {}: sandbox.{field} = {value} is ignored: a workspace's config may \
+             narrow the sandbox but not widen it (your user config or a flag may)",
+            path.display()
+        )
+    };
+    if let Some(mode) = table.mode {
+        if rank(mode) >= rank(sandbox.mode) {
+            sandbox.mode = mode;
+        } else {
+            notices.push(ignored("mode", &format!("\"{}\"", mode_name(mode))));
+        }
+    }
+    match table.network {
+        Some(false) => sandbox.network = false,
+        Some(true) if !sandbox.network => notices.push(ignored("network", "true")),
+        _ => {}
+    }
+    if let Some(roots) = &table.writable_roots {
+        let mut kept = Vec::new();
+        for root in roots {
+            if sandbox.writable_roots.contains(root) {
+                kept.push(root.clone());
+            } else {
+                let shown = format!("\"{}\"", crate::sanitize::visible(&root.to_string_lossy()));
+                notices.push(ignored("writable_roots", &shown));
+            }
+        }
+        sandbox.writable_roots = kept;
+    }
+}
+
+fn check_roots(table: &SandboxTable, path: &Path) -> Result<(), ConfigError> {
+    let relative = table
+        .writable_roots
+        .iter()
+        .flatten()
+        .find(|root| !root.is_absolute());
+    match relative {
+        Some(root) => Err(ConfigError::Invalid {
+            origin: format!("config file {}", path.display()),
+            field: "sandbox.writable_roots",
+            reason: format!(
+                "`{}` is relative; every writable root must be an absolute path",
+                crate::sanitize::visible(&root.to_string_lossy())
+            ),
+        }),
+        None => Ok(()),
+    }
+}

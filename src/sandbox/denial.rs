@@ -1,0 +1,128 @@
+//! Telling a command the sandbox stopped from one that failed on its own, from what it left:
+//! death by SIGSYS (a seccomp kill), a refused socket while the network is off, or EPERM,
+//! EACCES or EROFS on a path the policy does not let it write. What was denied is named when
+//! the output shows it. A guess from text, kept narrow: an ordinary "Permission denied" on a
+//! path the policy allows, or on one minicode itself could not write either, is the command's
+//! own failure.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+use super::{Blocked, Policy};
+
+const REFUSALS: &[&str] = &[
+    "operation not permitted",
+    "permission denied",
+    "read-only file system",
+    "errno 1]",
+    "errno 13]",
+    "errno 30]",
+    "eperm",
+    "eacces",
+    "erofs",
+];
+
+/// Whether the sandbox denied something to a call under `policy` that ended with `status` and
+/// printed `output` (run in the workspace `cwd`).
+pub(crate) fn detect(
+    policy: &Policy,
+    cwd: &Path,
+    status: ExitStatus,
+    output: &str,
+) -> Option<Blocked> {
+    if !policy.is_confined() {
+        return None;
+    }
+    if status.signal() == Some(libc::SIGSYS) {
+        return Some(Blocked::Denied {
+            what: Some("a system call the sandbox forbids (killed by SIGSYS)".to_string()),
+        });
+    }
+    if status.success() {
+        return None;
+    }
+    for line in output.lines() {
+        let lower = line.to_ascii_lowercase();
+        if !REFUSALS.iter().any(|r| lower.contains(r)) {
+            continue;
+        }
+        if !policy.network
+            && ["socket", "connect", "network"]
+                .iter()
+                .any(|w| lower.contains(w))
+        {
+            return Some(Blocked::Denied {
+                what: Some("an IPv4/IPv6 socket (the network is off)".to_string()),
+            });
+        }
+        if let Some(path) = paths(line, cwd).find(|p| !policy.allows_write(p) && writable_by_us(p))
+        {
+            return Some(Blocked::Denied {
+                what: Some(format!("write to {}", path.display())),
+            });
+        }
+    }
+    None
+}
+
+/// Whether minicode itself (unconfined) could write `path`, or create it in its nearest
+/// existing folder: if it could not either, the refusal is the system's (file modes, a
+/// read-only file system), not the sandbox's.
+fn writable_by_us(path: &Path) -> bool {
+    let mut at = Some(path);
+    while let Some(p) = at {
+        if std::fs::symlink_metadata(p).is_ok() {
+            use std::os::unix::ffi::OsStrExt;
+            let Ok(c_path) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+                return false;
+            };
+            // SAFETY: a valid C string; access only checks the caller's rights.
+            #[allow(unsafe_code)]
+            return unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } == 0;
+        }
+        at = p.parent();
+    }
+    false
+}
+
+/// The paths a line of output names: words with a `/`, trimmed of quotes and punctuation,
+/// made absolute against `cwd`.
+fn paths<'a>(line: &'a str, cwd: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
+    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '(' | ')' | ','))
+        .map(|w| w.trim_end_matches([':', '.', ';']))
+        .filter(|w| w.contains('/') && !w.contains("://"))
+        .map(move |w| {
+            let p = Path::new(w);
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                cwd.join(p)
+            }
+        })
+        .map(|p| normalize(&p))
+}
+
+/// `p` with `.` and `..` folded lexically, and through a symbolic link where its parent
+/// exists (so a planted link is judged by where it leads).
+fn normalize(p: &Path) -> PathBuf {
+    if let Ok(real) = p.canonicalize() {
+        return real;
+    }
+    if let (Some(parent), Some(name)) = (p.parent(), p.file_name())
+        && let Ok(real) = parent.canonicalize()
+    {
+        return real.join(name);
+    }
+    let mut out = PathBuf::new();
+    for part in p.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}

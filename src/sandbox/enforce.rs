@@ -1,0 +1,117 @@
+//! Confining the helper process (Linux), in the order that makes each layer possible:
+//! `no_new_privs`; a private user and mount namespace with the read-only paths bound
+//! read-only over themselves (only when some lie inside a writable root: Landlock can only add
+//! rights, never take some back below a folder it opened); Landlock for the file system (and
+//! TCP when the network is off); seccomp last, for sockets and the always-denied calls. Every
+//! layer must apply or the whole call fails with an [`Unavailable`] naming it. Runs in the
+//! single-threaded helper only: a user namespace cannot be entered by a threaded process.
+
+mod filter;
+mod namespace;
+
+use std::path::Path;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+
+use super::{Layer, Policy, Unavailable, probe};
+
+/// Applies every layer of `policy` to the calling process.
+pub(crate) fn apply(policy: &Policy) -> Result<(), Unavailable> {
+    no_new_privs()?;
+    if policy
+        .read_only
+        .iter()
+        .any(|r| policy.writable.iter().any(|w| r.starts_with(w)))
+    {
+        namespace::isolate(&policy.read_only)?;
+    }
+    landlock(policy)?;
+    filter::install(policy.network)
+}
+
+/// The error for `layer`, with the kernel's reason and the layer's fix.
+pub(crate) fn unavailable(layer: Layer, reason: impl std::fmt::Display) -> Unavailable {
+    Unavailable {
+        layer,
+        reason: reason.to_string(),
+        fix: probe::fix(layer),
+    }
+}
+
+fn no_new_privs() -> Result<(), Unavailable> {
+    // SAFETY: prctl with integer arguments only; it changes a flag of this process.
+    #[allow(unsafe_code)]
+    let done = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    if done != 0 {
+        return Err(unavailable(
+            Layer::NoNewPrivs,
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Landlock: read and execute anywhere; every right below the writable roots and the
+/// temporary folder; read, write and device ioctls on `/dev/null`. Every right of the
+/// kernel's ABI is handled (so denied unless granted), signals and abstract Unix sockets are
+/// scoped to the sandbox (ABI 6+), and TCP bind/connect is denied when the network is off
+/// (ABI 4+, besides seccomp's socket filter).
+fn landlock(policy: &Policy) -> Result<(), Unavailable> {
+    let fail = |e: &dyn std::fmt::Display| unavailable(Layer::Landlock, e);
+    let version = probe::landlock_abi().map_err(|e| fail(&e))?;
+    if version < probe::MIN_LANDLOCK_ABI {
+        return Err(fail(&format!(
+            "the kernel's Landlock ABI is {version}, older than {}",
+            probe::MIN_LANDLOCK_ABI
+        )));
+    }
+    // The kernel's own ABI (capped at the newest the crate knows): every right it has is
+    // handled, as a hard requirement, so nothing is silently left unenforced.
+    let abi = ABI::from(version);
+    let all = AccessFs::from_all(abi);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(all)
+        .map_err(|e| fail(&e))?;
+    if version >= 4 && !policy.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(|e| fail(&e))?;
+    }
+    if version >= 6 {
+        ruleset = ruleset
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)
+            .map_err(|e| fail(&e))?;
+    }
+    let mut created = ruleset.create().map_err(|e| fail(&e))?;
+    let rule = |path: &Path, access| {
+        PathFd::new(path)
+            .map(|fd| PathBeneath::new(fd, access))
+            .map_err(|e| fail(&format!("{}: {e}", path.display())))
+    };
+    created = created
+        .add_rule(rule(Path::new("/"), AccessFs::from_read(abi))?)
+        .map_err(|e| fail(&e))?;
+    let null = AccessFs::from_file(abi) & !AccessFs::Execute;
+    created = created
+        .add_rule(rule(Path::new("/dev/null"), null)?)
+        .map_err(|e| fail(&e))?;
+    let roots = policy
+        .writable
+        .iter()
+        .chain(std::iter::once(&policy.tmpdir));
+    for root in roots.filter(|r| r.is_dir()) {
+        created = created.add_rule(rule(root, all)?).map_err(|e| fail(&e))?;
+    }
+    let status = created.restrict_self().map_err(|e| fail(&e))?;
+    if status.ruleset != RulesetStatus::FullyEnforced {
+        return Err(fail(&format!(
+            "the kernel enforced the rules only partly ({:?})",
+            status.ruleset
+        )));
+    }
+    Ok(())
+}

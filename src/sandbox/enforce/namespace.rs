@@ -1,0 +1,106 @@
+//! The private user and mount namespace that keeps paths inside a writable root read-only:
+//! the helper maps its own user and group to themselves (no new rights), makes every mount
+//! private (nothing leaks back to the real system) and binds each existing read-only path
+//! over itself, read-only. A bind mount cannot be renamed or removed from inside, so a
+//! command cannot move `.git` away and put its own in place; a symbolic link planted earlier
+//! that leads into one reaches the read-only mount. Paths that do not exist are not handled
+//! here (a mount needs a target): see `sandbox::guard`.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::unavailable;
+use crate::sandbox::{Layer, Unavailable};
+
+pub(super) fn isolate(read_only: &[PathBuf]) -> Result<(), Unavailable> {
+    let userns = |e: &dyn std::fmt::Display| unavailable(Layer::UserNamespace, e);
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    // SAFETY: unshare takes flags only; the helper is single-threaded here, as a new user
+    // namespace requires.
+    #[allow(unsafe_code)]
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+        let err = std::io::Error::last_os_error();
+        return Err(userns(&format!("a user namespace was refused: {err}")));
+    }
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| userns(&format!("{file}: {e}")))
+    };
+    write("/proc/self/setgroups", "deny".to_string())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    mount(None, Path::new("/"), libc::MS_REC | libc::MS_PRIVATE)
+        .map_err(|e| userns(&format!("making the mounts private: {e}")))?;
+    for path in read_only {
+        // Not followed if it is a link: a link is only a name, the guard handles names.
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if !meta.file_type().is_symlink() => {}
+            _ => continue,
+        }
+        read_only_bind(path)
+            .map_err(|e| userns(&format!("binding {} read-only: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Binds `path` over itself, then remounts that bind read-only, keeping the flags the kernel
+/// locks in a user namespace (nosuid, nodev, noexec, atime) or the remount is refused.
+fn read_only_bind(path: &Path) -> std::io::Result<()> {
+    mount(Some(path), path, libc::MS_BIND | libc::MS_REC)?;
+    let stat = nix_statvfs(path)?;
+    let keep = [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ]
+    .iter()
+    .filter(|(st, _)| stat & st != 0)
+    .fold(0, |flags, (_, ms)| flags | ms);
+    mount(
+        None,
+        path,
+        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep,
+    )
+}
+
+fn nix_statvfs(path: &Path) -> std::io::Result<libc::c_ulong> {
+    let c_path = c_string(path)?;
+    // SAFETY: `stat` is a plain C struct the call fills; `c_path` is a valid C string.
+    #[allow(unsafe_code)]
+    unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c_path.as_ptr(), &mut stat) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(stat.f_flag)
+    }
+}
+
+fn mount(source: Option<&Path>, target: &Path, flags: libc::c_ulong) -> std::io::Result<()> {
+    let source = source.map(c_string).transpose()?;
+    let target = c_string(target)?;
+    // SAFETY: valid C strings (or null) for source and target, no file system type or data.
+    #[allow(unsafe_code)]
+    let done = unsafe {
+        libc::mount(
+            source.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            target.as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    if done != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn c_string(path: &Path) -> std::io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
+}

@@ -1,0 +1,76 @@
+//! What minicode hands the helper process for one call (the [`Policy`], and the test switch),
+//! and the helper's side of applying it. The helper is the `bash` supervisor: minicode
+//! re-executed, still single-threaded when it confines itself, so nothing is done between
+//! `fork` and `exec` of the async runtime.
+
+use std::ffi::OsStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Layer, Policy, Unavailable};
+
+/// The documented test switch: `MINICODE_TEST_SANDBOX_MISSING=landlock|seccomp|no-new-privs|
+/// user-namespace|platform` makes the helper report that layer unavailable (and run
+/// nothing), so the fail-closed path can be tested on a kernel that has every layer. It is
+/// read by minicode (children never see `MINICODE_*` variables) and passed on.
+pub const TEST_MISSING_ENV: &str = "MINICODE_TEST_SANDBOX_MISSING";
+
+/// The helper's instructions for one call, passed as one JSON argument.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Launch {
+    pub(crate) policy: Policy,
+    /// The layer the test switch says is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) missing: Option<Layer>,
+}
+
+impl Launch {
+    /// The launch of a call under `policy`, with the test switch read from this process.
+    pub(crate) fn new(policy: &Policy) -> Launch {
+        let missing = std::env::var(TEST_MISSING_ENV)
+            .ok()
+            .and_then(|v| serde_json::from_value(serde_json::Value::String(v)).ok());
+        Launch {
+            policy: policy.clone(),
+            missing,
+        }
+    }
+
+    pub(crate) fn to_arg(&self) -> String {
+        // Serialising plain data cannot fail; an empty policy would be refused by the helper.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub(crate) fn from_arg(arg: &OsStr) -> Result<Launch, Unavailable> {
+        let text = arg.to_str().unwrap_or_default();
+        serde_json::from_str(text).map_err(|e| Unavailable {
+            layer: Layer::Platform,
+            reason: format!("the helper could not read its policy: {e}"),
+            fix: "reinstall minicode (the helper is the same binary)".to_string(),
+        })
+    }
+}
+
+/// Confines the calling process (the helper, single-threaded) as `launch` says: nothing for
+/// [`super::Mode::Off`]; otherwise every layer or an [`Unavailable`] naming the first that
+/// could not be applied (the caller then runs nothing).
+pub(crate) fn confine(launch: &Launch) -> Result<(), Unavailable> {
+    if !launch.policy.is_confined() {
+        return Ok(());
+    }
+    if let Some(layer) = launch.missing {
+        return Err(Unavailable {
+            layer,
+            reason: format!("reported missing by the test switch {TEST_MISSING_ENV}"),
+            fix: super::probe::fix(layer),
+        });
+    }
+    #[cfg(target_os = "linux")]
+    {
+        super::enforce::apply(&launch.policy)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(super::probe::platform())
+    }
+}

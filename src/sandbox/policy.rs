@@ -1,0 +1,122 @@
+//! Building the [`Policy`] of a workspace: which folders a confined command may write and which
+//! paths inside them stay read-only. Pure path work: nothing here confines anything (the
+//! helper process does, see `sandbox::enforce`), and nothing is created but what the caller
+//! asks for.
+
+use std::path::{Path, PathBuf};
+
+use super::{Mode, Policy};
+
+/// Names below the workspace root that stay read-only inside a writable root: minicode's own
+/// data (sessions, logs, skills, commands), the repository, and the files the trust rule
+/// protects (see `tools::protected`): programs to start and the workspace's config.
+const PROTECTED: &[&str] = &[
+    ".git",
+    ".minicode",
+    ".agents/skills",
+    ".mcp.json",
+    "config/config.toml",
+];
+
+impl Policy {
+    /// The policy of `mode` for `workspace` (canonical): the workspace and `extra_writable`
+    /// are the writable roots (none under [`Mode::ReadOnly`]), `tmpdir` the private temporary
+    /// folder (see `sandbox::tmpdir`). Roots that do not exist are left out, paths are made
+    /// canonical where they exist.
+    pub fn for_workspace(
+        mode: Mode,
+        network: bool,
+        workspace: &Path,
+        extra_writable: &[PathBuf],
+        tmpdir: PathBuf,
+    ) -> Policy {
+        let writable: Vec<PathBuf> = match mode {
+            Mode::WorkspaceWrite => std::iter::once(workspace)
+                .chain(extra_writable.iter().map(PathBuf::as_path))
+                .filter_map(|p| p.canonicalize().ok())
+                .fold(Vec::new(), |mut roots, p| {
+                    if !roots.contains(&p) {
+                        roots.push(p);
+                    }
+                    roots
+                }),
+            Mode::ReadOnly | Mode::Off => Vec::new(),
+        };
+        let mut read_only = Vec::new();
+        if !writable.is_empty() {
+            let root = writable.first().cloned().unwrap_or_default();
+            for name in PROTECTED {
+                push_unique(&mut read_only, root.join(name));
+            }
+            if let Some(gitdir) = git_dir_named_by_file(&root)
+                && writable.iter().any(|w| gitdir.starts_with(w))
+            {
+                push_unique(&mut read_only, gitdir);
+            }
+        }
+        Policy {
+            mode,
+            network: network || mode == Mode::Off,
+            writable,
+            tmpdir,
+            read_only,
+        }
+    }
+
+    /// No confinement: what library users and tests get unless they choose a profile.
+    pub fn unconfined() -> Policy {
+        Policy {
+            mode: Mode::Off,
+            network: true,
+            writable: Vec::new(),
+            tmpdir: PathBuf::new(),
+            read_only: Vec::new(),
+        }
+    }
+
+    /// Whether calls under this policy are confined at all.
+    pub fn is_confined(&self) -> bool {
+        self.mode != Mode::Off
+    }
+
+    /// Whether `path` (absolute) may be written under this policy: below a writable root or
+    /// the temporary folder, and not below a read-only path.
+    pub fn allows_write(&self, path: &Path) -> bool {
+        if !self.is_confined() {
+            return true;
+        }
+        if path == Path::new("/dev/null") {
+            return true;
+        }
+        if self.read_only.iter().any(|r| path.starts_with(r)) {
+            return false;
+        }
+        (!self.tmpdir.as_os_str().is_empty() && path.starts_with(&self.tmpdir))
+            || self.writable.iter().any(|w| path.starts_with(w))
+    }
+}
+
+fn push_unique(list: &mut Vec<PathBuf>, path: PathBuf) {
+    let path = path.canonicalize().unwrap_or(path);
+    if !list.contains(&path) {
+        list.push(path);
+    }
+}
+
+/// The real git directory a `.git` file (a work tree or submodule) points to, canonical.
+fn git_dir_named_by_file(root: &Path) -> Option<PathBuf> {
+    let dot_git = root.join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+    if !meta.is_file() || meta.len() > 4096 {
+        return None;
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let named = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let path = Path::new(named);
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        root.join(path)
+    };
+    path.canonicalize().ok()
+}

@@ -1,0 +1,422 @@
+//! The `bash` sandbox (issue 22) for real: `minicode sandbox -- …` runs a command through the
+//! same helper as a `bash` call, so these prove what a confined call can and cannot do on this
+//! kernel — writes outside the roots and to protected paths (also through a link planted by an
+//! earlier call, and creating them when missing), loopback TCP with the network off and on,
+//! `no_new_privs`, `ptrace` and `io_uring_setup` — and that a missing layer fails closed and a
+//! denial is reported as one. Every test first checks the kernel has what the sandbox needs
+//! and otherwise says why it is skipped.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use crate::support::binary::command;
+use crate::support::workspace;
+use minicode::sandbox::{Blocked, Layer, Mode, Policy};
+use minicode::tools::{Registry, ToolCtx};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// Whether this kernel can run the sandbox; prints why not (the test is then skipped).
+fn supported(test: &str) -> bool {
+    let why = match minicode::sandbox::probe::landlock_abi() {
+        Err(e) => Some(format!("no Landlock: {e}")),
+        Ok(abi) if abi < minicode::sandbox::probe::MIN_LANDLOCK_ABI => {
+            Some(format!("Landlock ABI {abi} is too old"))
+        }
+        Ok(_) => minicode::sandbox::probe::userns_restriction()
+            .map(|s| format!("unprivileged user namespaces are off ({s})")),
+    };
+    if let Some(why) = &why {
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    why.is_none()
+}
+
+/// `minicode sandbox <flags> -- bash -c <script>` in `ws`.
+fn sandboxed(ws: &Path, flags: &[&str], script: &str) -> Output {
+    command(ws)
+        .arg("sandbox")
+        .args(flags)
+        .args(["--", "bash", "-c", script])
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn git_repo(ws: &Path) {
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+}
+
+#[test]
+fn a_write_outside_the_roots_fails_and_one_inside_succeeds() {
+    if !supported("a_write_outside_the_roots_fails_and_one_inside_succeeds") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let (_other, outside) = workspace();
+    let script = format!(
+        "echo in > inside.txt && echo out > {}/outside.txt",
+        outside.display()
+    );
+    let out = sandboxed(&ws, &[], &script);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("Permission denied"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("inside.txt")).unwrap(),
+        "in\n"
+    );
+    assert!(!outside.join("outside.txt").exists());
+}
+
+#[test]
+fn read_only_profile_refuses_writes_in_the_workspace_but_not_in_tmpdir() {
+    if !supported("read_only_profile_refuses_writes_in_the_workspace_but_not_in_tmpdir") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let out = sandboxed(
+        &ws,
+        &["--mode", "read-only"],
+        "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && stat -c %a \"$TMPDIR\" && echo x > f",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("t\n700\n"),
+        "{}",
+        text(&out)
+    );
+    assert!(!ws.join("f").exists());
+}
+
+#[test]
+fn git_hooks_and_minicode_cannot_be_written_or_created() {
+    if !supported("git_hooks_and_minicode_cannot_be_written_or_created") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    git_repo(&ws);
+    for script in [
+        "echo x > .git/hooks/x",
+        "echo x > .git/HEAD",
+        "mv .git .git-away",
+        "mkdir .minicode/x",
+        "rm -rf .minicode",
+    ] {
+        let out = sandboxed(&ws, &[], script);
+        assert_ne!(out.status.code(), Some(0), "{script}: {}", text(&out));
+    }
+    assert!(!ws.join(".git/hooks/x").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/HEAD")).unwrap(),
+        "ref: refs/heads/main\n"
+    );
+    assert!(ws.join(".git").is_dir() && !ws.join(".git-away").exists());
+    assert!(ws.join(".minicode").is_dir() && !ws.join(".minicode/x").exists());
+}
+
+#[test]
+fn missing_protected_names_cannot_be_created() {
+    if !supported("missing_protected_names_cannot_be_created") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let out = sandboxed(
+        &ws,
+        &[],
+        "mkdir -p .git/hooks && echo x > .git/hooks/pre-commit && echo '{}' > .mcp.json && echo ok",
+    );
+    let all = text(&out);
+    assert!(all.contains("blocked by the sandbox"), "{all}");
+    assert!(all.contains(".git") && all.contains(".mcp.json"), "{all}");
+    assert!(!ws.join(".git").exists(), "{all}");
+    assert!(!ws.join(".mcp.json").exists(), "{all}");
+}
+
+#[test]
+fn a_link_planted_by_an_earlier_call_does_not_reach_protected_paths() {
+    if !supported("a_link_planted_by_an_earlier_call_does_not_reach_protected_paths") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    git_repo(&ws);
+    let plant = sandboxed(&ws, &[], "ln -s .git/hooks hooks && ln -s .minicode data");
+    assert!(plant.status.success(), "{}", text(&plant));
+    let out = sandboxed(&ws, &[], "echo x > hooks/x");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let out = sandboxed(&ws, &[], "echo x > data/x");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!ws.join(".git/hooks/x").exists() && !ws.join(".minicode/x").exists());
+
+    // Outside a repository, a link to the missing `.git` creates it when written through.
+    let (_tmp2, plain) = workspace();
+    let plant = sandboxed(&plain, &[], "ln -s .git g");
+    assert!(plant.status.success(), "{}", text(&plant));
+    let out = sandboxed(&plain, &[], "echo x > g");
+    assert!(
+        text(&out).contains("blocked by the sandbox"),
+        "{}",
+        text(&out)
+    );
+    assert!(std::fs::symlink_metadata(plain.join(".git")).is_err());
+}
+
+#[test]
+fn loopback_tcp_is_refused_with_the_network_off_and_allowed_with_it_on() {
+    if !supported("loopback_tcp_is_refused_with_the_network_off_and_allowed_with_it_on") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let off = sandboxed(&ws, &[], &script);
+    assert_eq!(off.status.code(), Some(1), "{}", text(&off));
+    assert!(
+        text(&off).contains("Operation not permitted"),
+        "{}",
+        text(&off)
+    );
+    let on = sandboxed(&ws, &["--network"], &script);
+    assert!(on.status.success(), "{}", text(&on));
+    assert!(text(&on).contains("connected"));
+    // Unix-domain sockets keep working with the network off.
+    let unix = sandboxed(
+        &ws,
+        &[],
+        "perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die \"$!\\n\"; print \"unix\\n\"'",
+    );
+    assert!(text(&unix).contains("unix"), "{}", text(&unix));
+}
+
+#[test]
+fn confined_commands_run_with_no_new_privs() {
+    if !supported("confined_commands_run_with_no_new_privs") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let out = sandboxed(&ws, &[], "cat /proc/self/status");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("NoNewPrivs:\t1"), "{}", text(&out));
+}
+
+#[test]
+fn ptrace_and_io_uring_setup_are_refused() {
+    if !supported("ptrace_and_io_uring_setup_are_refused") {
+        return;
+    }
+    let (ptrace, io_uring_setup) = match std::env::consts::ARCH {
+        "x86_64" => (101, 425),
+        "aarch64" | "riscv64" => (117, 425),
+        other => {
+            eprintln!(
+                "SKIPPED ptrace_and_io_uring_setup_are_refused: no syscall numbers for {other}"
+            );
+            return;
+        }
+    };
+    if std::process::Command::new("perl")
+        .arg("-v")
+        .output()
+        .is_err()
+    {
+        eprintln!(
+            "SKIPPED ptrace_and_io_uring_setup_are_refused: perl cannot be found to issue the calls"
+        );
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    // PTRACE_TRACEME (0) and io_uring_setup(1, NULL) succeed or fail with EFAULT unconfined.
+    let script = format!(
+        "perl -e '$!=0; syscall({ptrace}, 0, 0, 0, 0); print \"ptrace: \", $!+0, \"\\n\"; \
+         $!=0; syscall({io_uring_setup}, 1, 0); print \"io_uring: \", $!+0, \"\\n\"'"
+    );
+    let eperm = libc::EPERM;
+    let out = sandboxed(&ws, &[], &script);
+    assert!(
+        text(&out).contains(&format!("ptrace: {eperm}\n")),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains(&format!("io_uring: {eperm}\n")),
+        "{}",
+        text(&out)
+    );
+    let off = sandboxed(&ws, &["--mode", "off"], &script);
+    assert!(
+        !text(&off).contains(&format!("ptrace: {eperm}\n")),
+        "{}",
+        text(&off)
+    );
+}
+
+#[test]
+fn a_missing_layer_fails_closed_naming_it_and_its_fix() {
+    let (_tmp, ws) = workspace();
+    for (layer, named) in [
+        ("landlock", "Landlock"),
+        ("seccomp", "Seccomp"),
+        ("user-namespace", "UserNamespace"),
+    ] {
+        let out = command(&ws)
+            .env(minicode::sandbox::TEST_MISSING_ENV, layer)
+            .args(["sandbox", "--", "touch", "ran"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(named) && err.contains("--sandbox off"),
+            "{err}"
+        );
+        assert!(
+            !ws.join("ran").exists(),
+            "{layer}: the command ran unconfined"
+        );
+    }
+    // `off` is the user's choice: nothing to enforce, so the switch changes nothing.
+    let out = command(&ws)
+        .env(minicode::sandbox::TEST_MISSING_ENV, "landlock")
+        .args(["sandbox", "--mode", "off", "--", "touch", "ran"])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && ws.join("ran").exists());
+}
+
+#[test]
+fn sandbox_usage_errors_exit_2() {
+    let (_tmp, ws) = workspace();
+    let missing = command(&ws).arg("sandbox").output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    let bad = command(&ws)
+        .args(["sandbox", "--mode", "sideways", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("workspace-write"));
+}
+
+#[test]
+fn the_command_exit_status_is_passed_on() {
+    if !supported("the_command_exit_status_is_passed_on") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let out = sandboxed(&ws, &[], "exit 7");
+    assert_eq!(out.status.code(), Some(7));
+}
+
+/// A tool context whose `bash` runs under the built binary's helper with `mode`.
+fn confined_ctx(ws: &Path, tmp: &Path, mode: Mode) -> ToolCtx {
+    let mut ctx = ToolCtx::new(ws.to_path_buf(), Duration::from_secs(60), Vec::new());
+    ctx.supervisor = Some(env!("CARGO_BIN_EXE_minicode").into());
+    ctx.set_sandbox(Policy::for_workspace(mode, false, ws, &[], tmp.join("t")));
+    ctx
+}
+
+async fn bash(ctx: &ToolCtx, command: &str) -> minicode::tools::ToolOutput {
+    let registry = Registry::builtin();
+    let args = json!({ "command": command }).to_string();
+    let (tool, value) = registry.resolve("bash", &args).unwrap();
+    tool.run(value, ctx, CancellationToken::new()).await
+}
+
+#[tokio::test]
+async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
+    if !supported("the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let (_other, outside) = workspace();
+    let ctx = confined_ctx(&ws, &outside, Mode::WorkspaceWrite);
+    let target = outside.join("x");
+    let out = bash(&ctx, &format!("echo x > {}", target.display())).await;
+    let report = out.sandbox.clone().expect("a sandbox report");
+    assert_eq!(report.mode, Mode::WorkspaceWrite);
+    match report.blocked {
+        Some(Blocked::Denied { what: Some(what) }) => {
+            assert!(what.contains(&target.display().to_string()), "{what}")
+        }
+        other => panic!("not reported as denied: {other:?}: {}", out.content),
+    }
+    assert!(
+        out.content.contains("blocked by the sandbox"),
+        "{}",
+        out.content
+    );
+
+    let ok = bash(&ctx, "echo fine > here && cat here").await;
+    assert_eq!(ok.sandbox.unwrap().blocked, None, "{}", ok.content);
+    let refused = bash(&ctx, "echo x > .minicode/x").await;
+    assert!(
+        matches!(
+            refused.sandbox.unwrap().blocked,
+            Some(Blocked::Denied { .. })
+        ),
+        "{}",
+        refused.content
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let socket = bash(&ctx, &format!("exec 3<>/dev/tcp/127.0.0.1/{port}")).await;
+    match socket.sandbox.unwrap().blocked {
+        Some(Blocked::Denied { what: Some(what) }) => assert!(what.contains("socket"), "{what}"),
+        other => panic!("not reported as denied: {other:?}: {}", socket.content),
+    }
+    // An ordinary failure inside the roots is the command's own.
+    let own = bash(&ctx, "ls does-not-exist").await;
+    assert_eq!(own.sandbox.unwrap().blocked, None, "{}", own.content);
+}
+
+#[tokio::test]
+async fn without_a_helper_a_confined_call_is_unavailable_and_does_not_run() {
+    let (_tmp, ws) = workspace();
+    let mut ctx = confined_ctx(&ws, &ws, Mode::WorkspaceWrite);
+    ctx.supervisor = None;
+    let out = bash(&ctx, "touch ran").await;
+    match out.sandbox.unwrap().blocked {
+        Some(Blocked::Unavailable(u)) => assert_eq!(u.layer, Layer::Platform),
+        other => panic!("not unavailable: {other:?}"),
+    }
+    assert!(!ws.join("ran").exists());
+    // The default context is unconfined and says so.
+    let plain = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
+    let out = bash(&plain, "true").await;
+    assert_eq!(out.sandbox.unwrap().mode, Mode::Off);
+}
+
+#[test]
+fn the_git_dir_a_git_file_names_is_read_only_when_inside_the_workspace() {
+    let (_tmp, ws) = workspace();
+    std::fs::create_dir_all(ws.join("store/repo.git/hooks")).unwrap();
+    std::fs::write(ws.join(".git"), "gitdir: store/repo.git\n").unwrap();
+    let policy = Policy::for_workspace(Mode::WorkspaceWrite, false, &ws, &[], ws.join("t"));
+    assert_eq!(policy.writable, vec![ws.clone()]);
+    assert!(
+        policy.read_only.contains(&ws.join("store/repo.git")),
+        "{policy:?}"
+    );
+    assert!(
+        policy.read_only.contains(&ws.join(".minicode")),
+        "{policy:?}"
+    );
+    let read_only = Policy::for_workspace(Mode::ReadOnly, false, &ws, &[], ws.join("t"));
+    assert!(read_only.writable.is_empty() && !read_only.network);
+    if !supported("the_git_dir_a_git_file_names_is_read_only_when_inside_the_workspace") {
+        return;
+    }
+    let out = sandboxed(&ws, &[], "echo x > store/repo.git/hooks/post-checkout");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!ws.join("store/repo.git/hooks/post-checkout").exists());
+    let out = sandboxed(&ws, &[], "echo 'gitdir: elsewhere' > .git");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+}
