@@ -372,6 +372,26 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
         Some(Blocked::Denied { what: Some(what) }) => assert!(what.contains("socket"), "{what}"),
         other => panic!("not reported as denied: {other:?}: {}", socket.content),
     }
+    let python = "python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:9/\")'";
+    for (program, command) in [
+        ("curl", "curl -sS http://127.0.0.1:9/".to_string()),
+        ("python3", python.to_string()),
+    ] {
+        if std::process::Command::new(program)
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("{program} is not installed: its network refusal is not checked");
+            continue;
+        }
+        let out = bash(&ctx, &command).await;
+        assert!(
+            matches!(out.sandbox.unwrap().blocked, Some(Blocked::Denied { .. })),
+            "{program}: {}",
+            out.content
+        );
+    }
     // An ordinary failure inside the roots is the command's own.
     let own = bash(&ctx, "ls does-not-exist").await;
     assert_eq!(own.sandbox.unwrap().blocked, None, "{}", own.content);
