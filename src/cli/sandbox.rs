@@ -110,18 +110,19 @@ fn supervised(
         .arg(supervisor::new_tag())
         .arg(Launch::new(policy).to_arg())
         .arg(shell_words(command))
-        .current_dir(workspace)
-        // Its own group, which it kills when done (never ours).
-        .process_group(0);
+        .current_dir(workspace);
     if std::io::stdin().is_terminal() {
-        // A background group reading the terminal would only be stopped.
+        // The terminal is not the command's to read: it would compete with the shell.
         cmd.stdin(Stdio::null());
     }
-    // SAFETY: dup2 is async-signal-safe and touches only the child's descriptors.
+    // SAFETY: setsid and dup2 are async-signal-safe and touch only the child.
     #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
-            if libc::dup2(fd, supervisor::CONTROL_FD) == -1 {
+            // A session of its own, as for a `bash` call: its own group (which it kills when
+            // done, never ours) and no controlling terminal, so the command cannot push
+            // input into the user's shell (TIOCSTI) or read its keys.
+            if libc::setsid() == -1 || libc::dup2(fd, supervisor::CONTROL_FD) == -1 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

@@ -23,6 +23,26 @@ const REFUSALS: &[&str] = &[
     "erofs",
 ];
 
+/// How tools say a connection or a name lookup failed (curl, git, wget, pip, Python, Node).
+const NETWORK_FAILURES: &[&str] = &[
+    "failed to connect to",
+    "couldn't connect to server",
+    "could not resolve host",
+    "couldn't resolve host",
+    "temporary failure in name resolution",
+    "network is unreachable",
+    "getaddrinfo",
+];
+
+/// Words that make a refusal a socket's.
+const NETWORK_WORDS: &[&str] = &["socket", "connect", "network", "urlopen", "http", "resolve"];
+
+fn network() -> Blocked {
+    Blocked::Denied {
+        what: Some("an IPv4/IPv6 socket (the network is off)".to_string()),
+    }
+}
+
 /// Whether the sandbox denied something to a call under `policy` that ended with `status` and
 /// printed `output` (run in the workspace `cwd`).
 pub(crate) fn detect(
@@ -44,17 +64,16 @@ pub(crate) fn detect(
     }
     for line in output.lines() {
         let lower = line.to_ascii_lowercase();
+        // With the network off no IPv4/IPv6 socket can even be made, so a failed connection
+        // or name lookup is the sandbox's doing whatever words the tool uses for it.
+        if !policy.network && NETWORK_FAILURES.iter().any(|w| lower.contains(w)) {
+            return Some(network());
+        }
         if !REFUSALS.iter().any(|r| lower.contains(r)) {
             continue;
         }
-        if !policy.network
-            && ["socket", "connect", "network"]
-                .iter()
-                .any(|w| lower.contains(w))
-        {
-            return Some(Blocked::Denied {
-                what: Some("an IPv4/IPv6 socket (the network is off)".to_string()),
-            });
+        if !policy.network && NETWORK_WORDS.iter().any(|w| lower.contains(w)) {
+            return Some(network());
         }
         if let Some(path) = paths(line, cwd).find(|p| !policy.allows_write(p) && writable_by_us(p))
         {

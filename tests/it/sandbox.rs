@@ -209,8 +209,8 @@ fn confined_commands_run_with_no_new_privs() {
 }
 
 #[test]
-fn ptrace_and_io_uring_setup_are_refused() {
-    if !supported("ptrace_and_io_uring_setup_are_refused") {
+fn ptrace_io_uring_setup_and_terminal_typing_are_refused() {
+    if !supported("ptrace_io_uring_setup_and_terminal_typing_are_refused") {
         return;
     }
     let (ptrace, io_uring_setup) = match std::env::consts::ARCH {
@@ -218,7 +218,7 @@ fn ptrace_and_io_uring_setup_are_refused() {
         "aarch64" | "riscv64" => (117, 425),
         other => {
             eprintln!(
-                "SKIPPED ptrace_and_io_uring_setup_are_refused: no syscall numbers for {other}"
+                "SKIPPED ptrace_io_uring_setup_and_terminal_typing_are_refused: no syscall numbers for {other}"
             );
             return;
         }
@@ -229,15 +229,17 @@ fn ptrace_and_io_uring_setup_are_refused() {
         .is_err()
     {
         eprintln!(
-            "SKIPPED ptrace_and_io_uring_setup_are_refused: perl cannot be found to issue the calls"
+            "SKIPPED ptrace_io_uring_setup_and_terminal_typing_are_refused: perl cannot be found to issue the calls"
         );
         return;
     }
     let (_tmp, ws) = workspace();
-    // PTRACE_TRACEME (0) and io_uring_setup(1, NULL) succeed or fail with EFAULT unconfined.
+    // PTRACE_TRACEME (0) and io_uring_setup(1, NULL) succeed or fail with EFAULT unconfined;
+    // TIOCSTI on /dev/null fails with ENOTTY.
     let script = format!(
         "perl -e '$!=0; syscall({ptrace}, 0, 0, 0, 0); print \"ptrace: \", $!+0, \"\\n\"; \
-         $!=0; syscall({io_uring_setup}, 1, 0); print \"io_uring: \", $!+0, \"\\n\"'"
+         $!=0; syscall({io_uring_setup}, 1, 0); print \"io_uring: \", $!+0, \"\\n\"; \
+         $!=0; my $c = \"x\"; ioctl(STDIN, 0x5412, $c); print \"tiocsti: \", $!+0, \"\\n\"'"
     );
     let eperm = libc::EPERM;
     let out = sandboxed(&ws, &[], &script);
@@ -251,9 +253,19 @@ fn ptrace_and_io_uring_setup_are_refused() {
         "{}",
         text(&out)
     );
+    assert!(
+        text(&out).contains(&format!("tiocsti: {eperm}\n")),
+        "{}",
+        text(&out)
+    );
     let off = sandboxed(&ws, &["--mode", "off"], &script);
     assert!(
         !text(&off).contains(&format!("ptrace: {eperm}\n")),
+        "{}",
+        text(&off)
+    );
+    assert!(
+        !text(&off).contains(&format!("tiocsti: {eperm}\n")),
         "{}",
         text(&off)
     );
@@ -371,6 +383,26 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
     match socket.sandbox.unwrap().blocked {
         Some(Blocked::Denied { what: Some(what) }) => assert!(what.contains("socket"), "{what}"),
         other => panic!("not reported as denied: {other:?}: {}", socket.content),
+    }
+    let python = "python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:9/\")'";
+    for (program, command) in [
+        ("curl", "curl -sS http://127.0.0.1:9/".to_string()),
+        ("python3", python.to_string()),
+    ] {
+        if std::process::Command::new(program)
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("{program} is not installed: its network refusal is not checked");
+            continue;
+        }
+        let out = bash(&ctx, &command).await;
+        assert!(
+            matches!(out.sandbox.unwrap().blocked, Some(Blocked::Denied { .. })),
+            "{program}: {}",
+            out.content
+        );
     }
     // An ordinary failure inside the roots is the command's own.
     let own = bash(&ctx, "ls does-not-exist").await;

@@ -1,6 +1,7 @@
 //! The seccomp filter (through `seccompiler`): `ptrace`, `process_vm_readv`/`writev` and the
 //! `io_uring` calls always fail with EPERM (they reach other processes' memory or perform
-//! file and socket operations out of the filter's sight); with the network off, `socket` for
+//! file and socket operations out of the filter's sight), and so do the `ioctl`s that type
+//! into a terminal (TIOCSTI, TIOCLINUX); with the network off, `socket` for
 //! any family but Unix-domain and netlink fails with EPERM, so no IPv4/IPv6 (loopback
 //! included), packet or vsock socket is ever made. Installed last: after it, the helper only
 //! starts `bash`.
@@ -42,6 +43,19 @@ pub(super) fn install(network: bool) -> Result<(), Unavailable> {
             rules.insert(X32 | call, Vec::new());
         }
     }
+    // Typing into a terminal (TIOCSTI) or its console (TIOCLINUX) would run commands in the
+    // user's shell after the call, unconfined. The kernel reads the request as 32 bits.
+    let request = |value: u64| {
+        SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
+            .and_then(|c| SeccompRule::new(vec![c]))
+    };
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            request(libc::TIOCSTI).map_err(|e| fail(&e))?,
+            request(libc::TIOCLINUX).map_err(|e| fail(&e))?,
+        ],
+    );
     if !network {
         let not = |family: i32| {
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
