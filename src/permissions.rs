@@ -161,7 +161,7 @@ impl Rules {
         self.rules.is_empty()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Rule> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Rule> {
         self.rules.iter()
     }
 

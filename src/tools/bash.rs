@@ -135,7 +135,7 @@ impl Tool for Bash {
 
 /// Runs one `bash` call under `policy`: what [`Tool::run`] does with the session's policy
 /// ([`ToolCtx::sandbox`]); "retry outside the sandbox" passes [`Policy::unconfined`].
-pub async fn run_with_policy(
+pub(crate) async fn run_with_policy(
     args: serde_json::Value,
     ctx: &ToolCtx,
     policy: &Policy,
