@@ -9,6 +9,7 @@ mod support;
 
 mod acp;
 mod agent_loop;
+mod agents_md;
 mod architecture;
 mod bash_outputs;
 mod cli_binary;
