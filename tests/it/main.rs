@@ -23,6 +23,7 @@ mod context_compact;
 mod context_live;
 mod context_manual;
 mod context_validate;
+mod custom_commands;
 mod daemon;
 mod daemon_assembly;
 mod daemon_docs;
