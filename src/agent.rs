@@ -79,6 +79,9 @@ pub struct Options {
     /// A `bash` call the sandbox stopped may be offered to run outside it (the full-screen
     /// session and ACP, where someone answers); otherwise it fails with the way out.
     pub ask_outside_sandbox: bool,
+    /// The user's own `AGENTS.md` (beside the user config file), read with the project's
+    /// instruction files; `None` reads none.
+    pub user_memory: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -98,6 +101,7 @@ impl Default for Options {
             goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
             plan: false,
             ask_outside_sandbox: false,
+            user_memory: None,
         }
     }
 }

@@ -62,16 +62,28 @@ pub(super) struct Live {
     /// `session/prompt` requests waiting for their turn (or goal run) to end, oldest first
     /// (the core runs prompts and goal commands in the order they came).
     prompts: Mutex<VecDeque<Pending>>,
+    /// The custom commands it offers, besides the built-in ones.
+    commands: Vec<crate::protocol::CustomCommand>,
 }
 
 impl Live {
-    pub(super) fn new(id: String, ops: OpSender, cwd: PathBuf) -> Self {
+    pub(super) fn new(
+        id: String,
+        ops: OpSender,
+        cwd: PathBuf,
+        commands: Vec<crate::protocol::CustomCommand>,
+    ) -> Self {
         Self {
             id,
             ops,
             cwd,
+            commands,
             prompts: Mutex::new(VecDeque::new()),
         }
+    }
+
+    pub(super) fn commands(&self) -> &[crate::protocol::CustomCommand] {
+        &self.commands
     }
 
     /// Sends a prompt (or slash command) to the core; the answer goes out when its turn ends,

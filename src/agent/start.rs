@@ -53,6 +53,7 @@ impl Core {
             window_source: options.context_window_source,
             reserve: options.reserve_tokens,
             keep: options.keep_recent_tokens,
+            user_memory: options.user_memory.clone(),
         };
         let (upkeep, checkpoint_problem) = context_upkeep::Upkeep::new(
             start,
@@ -187,6 +188,11 @@ fn main_prompt(setup: &Setup) -> (String, Vec<String>) {
         prompt::system_prompt(&setup.tool_ctx.workspace),
         crate::memory::PROMPT_RULES
     );
+    let nested = crate::memory::nested(&setup.tool_ctx.workspace);
+    if let Some(section) = crate::memory::nested_section(&nested) {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(&section);
+    }
     let catalog = &setup.options.skills;
     let mut refused = Vec::new();
     if let Some(section) = prompt::skills_section(catalog) {

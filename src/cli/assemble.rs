@@ -162,6 +162,8 @@ impl Prepared<'_> {
                 ask_outside_sandbox: inputs.ask_outside_sandbox,
                 trace_content: inputs.trace_content,
                 subagents: inputs.subagents,
+                user_memory: crate::config::user_config_path(inputs.env)
+                    .and_then(|c| Some(c.parent()?.join(crate::memory::AGENTS_FILE))),
                 ..agent_options(config, Arc::new(skills))
             },
         };
@@ -220,6 +222,7 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         goal_max_rounds: config.goal_max_rounds,
         plan: config.plan,
         ask_outside_sandbox: false,
+        user_memory: None,
     }
 }
 

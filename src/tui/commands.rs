@@ -34,6 +34,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/skills", "list the skills and which are loaded"),
     (
+        "/memory",
+        "the instruction files in use (MiniCode.md, AGENTS.md) and their size",
+    ),
+    (
         "/permissions",
         "the permission rules and their files; /permissions save keeps the last \"always\" as a rule",
     ),
@@ -115,16 +119,36 @@ pub(crate) struct TabCycle {
     pub next: usize,
 }
 
-/// Commands whose name starts with `prefix`, in list order.
-pub(crate) fn matching(prefix: &str) -> Vec<&'static str> {
-    COMMANDS
-        .iter()
-        .map(|(c, _)| *c)
-        .filter(|c| c.starts_with(prefix))
-        .collect()
+impl State {
+    /// Every command with its description: the built-ins, then the user's custom commands.
+    pub(crate) fn command_list(&self) -> Vec<(String, String)> {
+        let builtin = COMMANDS.iter().map(|(c, d)| (c.to_string(), d.to_string()));
+        let custom = self.custom.iter().map(|c| {
+            let hint = c
+                .argument_hint
+                .as_deref()
+                .map_or(String::new(), |h| format!(" {h}"));
+            let what = if c.description.is_empty() {
+                format!("custom command ({})", c.source)
+            } else {
+                c.description.clone()
+            };
+            (c.slash(), format!("{what}{hint}"))
+        });
+        builtin.chain(custom).collect()
+    }
+
+    /// Commands whose name starts with `prefix`, in list order.
+    fn matching(&self, prefix: &str) -> Vec<String> {
+        self.command_list()
+            .into_iter()
+            .map(|(c, _)| c)
+            .filter(|c| c.starts_with(prefix))
+            .collect()
+    }
 }
 
-fn common_prefix(words: &[&str]) -> String {
+fn common_prefix(words: &[String]) -> String {
     let Some(first) = words.first() else {
         return String::new();
     };
@@ -151,15 +175,15 @@ impl State {
 
     /// Slash commands matching the draft, for the completion hint (while Tab cycles, every
     /// match of what was typed, so the hint keeps showing the choices).
-    pub fn completions(&self) -> Vec<&'static str> {
+    pub fn completions(&self) -> Vec<String> {
         if let Some(c) = self.active_cycle() {
-            return matching(&c.prefix);
+            return self.matching(&c.prefix);
         }
         let text = self.draft.text();
         if !text.starts_with('/') || text.contains([' ', '\n']) {
             return Vec::new();
         }
-        matching(&text)
+        self.matching(&text)
     }
 
     /// The command Tab has put in the draft, to highlight it in the hint.
@@ -173,11 +197,11 @@ impl State {
     /// common prefix, and each further Tab puts the next match in the draft.
     pub(crate) fn tab(&mut self) {
         if let Some(c) = self.active_cycle().cloned() {
-            let matches = matching(&c.prefix);
+            let matches = self.matching(&c.prefix);
             if matches.is_empty() {
                 return;
             }
-            let pick = matches[c.next % matches.len()];
+            let pick = &matches[c.next % matches.len()];
             self.draft.set_text(pick);
             self.tab_cycle = Some(TabCycle {
                 prefix: c.prefix,
@@ -213,7 +237,10 @@ impl State {
         self.tab_cycle = None;
         match cmd {
             "/exit" | "/quit" => return vec![Effect::Exit],
-            "/help" => self.transcript.push(Kind::Panel(super::help::help())),
+            "/help" => {
+                let panel = super::help::help(&self.custom);
+                self.transcript.push(Kind::Panel(panel));
+            }
             "/model" => self.transcript.push(Kind::Panel(super::help::model(self))),
             "/clear" => {
                 if self.busy {
@@ -322,6 +349,12 @@ impl State {
                 _ => self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>"),
             },
             "/skills" => return vec![Effect::Op(Op::ListSkills)],
+            "/memory" => {
+                let none = "no instruction file in use (MiniCode.md or AGENTS.md at the \
+                            workspace root, AGENTS.md up to the git root or in your config folder)";
+                let text = super::help::memory_text(self, none).replace(", ", "\n");
+                self.notice(Level::Info, text);
+            }
             "/permissions" => self.permissions_command(arg),
             "/goal" => return self.goal_command(arg),
             "/fork" => {
@@ -331,10 +364,16 @@ impl State {
                 }
                 return vec![Effect::Op(Op::Fork)];
             }
-            other => self.notice(
-                Level::Warning,
-                format!("unknown command {other} (try /help)"),
-            ),
+            other => {
+                if let Some((custom, args)) = crate::protocol::find_custom(&self.custom, line) {
+                    let prompt = custom.expand(args);
+                    return self.submit(prompt);
+                }
+                self.notice(
+                    Level::Warning,
+                    format!("unknown command {other} (try /help)"),
+                )
+            }
         }
         Vec::new()
     }

@@ -1064,3 +1064,33 @@ async fn a_write_the_sandbox_denied_is_offered_again_outside_it_and_runs_once_al
     let second = &server.requests()[1].raw_body;
     assert!(second.contains("ran outside the sandbox"), "{second}");
 }
+
+/// A trusted workspace's custom command is offered among the available commands and a prompt
+/// naming it reaches the model expanded.
+#[tokio::test]
+async fn a_custom_command_is_offered_and_sent_expanded() {
+    let (_tmp, dir, server) = workspace_with(vec![text_reply("Reviewed.", 5)]);
+    std::fs::create_dir_all(dir.join(".minicode/commands")).unwrap();
+    std::fs::write(
+        dir.join(".minicode/commands/review.md"),
+        "---\ndescription: Review a file\nargument-hint: <file>\n---\nReview $1 carefully.\n",
+    )
+    .unwrap();
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let ((stop, updates, _id), _seen, output) =
+        prompt_in_new_session(&dir, harness, "/review src/lib.rs").await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(
+        updates.iter().any(|u| matches!(u,
+        SessionUpdate::AvailableCommandsUpdate(c) if c.available_commands.iter().any(|c| c.name == "review" && c.description == "Review a file"))),
+        "{updates:?}"
+    );
+    let body = &server.requests()[0].body;
+    let last = body["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["content"], "Review src/lib.rs carefully.");
+}

@@ -9,6 +9,7 @@ mod support;
 
 mod acp;
 mod agent_loop;
+mod agents_md;
 mod architecture;
 mod bash_outputs;
 mod cli_binary;
@@ -22,6 +23,7 @@ mod context_compact;
 mod context_live;
 mod context_manual;
 mod context_validate;
+mod custom_commands;
 mod daemon;
 mod daemon_assembly;
 mod daemon_docs;

@@ -168,7 +168,7 @@ impl Pump {
         if let Err(e) = ready.succeed(&self.id, self.plan) {
             tracing::warn!(error = %e, "could not answer the session request");
         }
-        self.notify(convert::available_commands());
+        self.notify(convert::available_commands(self.live.commands()));
         for note in &self.notes {
             self.notify(convert::message(&format!("minicode: {note}\n")));
         }
