@@ -13,6 +13,7 @@ mod context_upkeep;
 pub mod delegate;
 pub mod goal;
 mod history;
+mod hooks;
 mod mcp;
 mod plan;
 pub(crate) mod prompt;
@@ -79,6 +80,9 @@ pub struct Options {
     /// A `bash` call the sandbox stopped may be offered to run outside it (the full-screen
     /// session and ACP, where someone answers); otherwise it fails with the way out.
     pub ask_outside_sandbox: bool,
+    /// The hooks this session runs (the CLI left out a workspace's unapproved ones); a
+    /// sub-agent's core runs none.
+    pub hooks: Arc<Vec<crate::hooks::Hook>>,
 }
 
 impl Default for Options {
@@ -98,6 +102,7 @@ impl Default for Options {
             goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
             plan: false,
             ask_outside_sandbox: false,
+            hooks: Arc::default(),
         }
     }
 }
@@ -186,6 +191,8 @@ pub(crate) struct Core {
     delegate: delegate::Offer,
     /// Plan mode: on or off, and what it replaced while on.
     plan: plan::Plan,
+    /// The user's hooks.
+    hooks: hooks::Hooks,
 }
 
 impl Core {
@@ -257,6 +264,7 @@ impl Core {
         ops: &mut mpsc::UnboundedReceiver<Op>,
         queue: &mut VecDeque<Op>,
     ) -> bool {
+        self.pre_compact_hooks(instructions.as_deref()).await;
         let turn = self.store.start_turn();
         let cancel = CancellationToken::new();
         let running = self
@@ -409,6 +417,13 @@ async fn run_core(
 ) {
     let (mut core, startup) = Core::assemble(setup, events, system_prompt, hooks.journal);
     let recovery = core.start_up(startup, hooks.recovery);
+    let source = if core.store.session.messages().is_empty() {
+        "startup"
+    } else {
+        "resume"
+    };
+    let site = core.hook_site();
+    core.hooks.session_start(source, &site).await;
     core.serve(&mut ops, recovery).await;
     core.shut_down();
 }

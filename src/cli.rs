@@ -8,6 +8,7 @@ mod acp;
 mod assemble;
 mod doctor;
 mod goal;
+mod hooks;
 mod host;
 mod mcp;
 mod provider;
