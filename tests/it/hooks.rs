@@ -188,6 +188,24 @@ fn user_prompt_submit_stdout_is_added_as_context() {
 }
 
 #[test]
+fn session_start_stdout_reaches_the_first_prompt_as_context() {
+    let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
+    let hooks = "[[hooks.SessionStart]]\ncommand = \"bash hooks/start.sh\"\n";
+    let script = "cat > start-input.json\necho 'on-call this week: Ada'\n";
+    let dir = setup(&server, hooks, &[("start.sh", script)]);
+    if !sandbox_works(dir.path(), "session_start_stdout") {
+        return;
+    }
+    let out = run(dir.path(), &["who is on call"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let input = read_json(&dir.path().join("start-input.json"));
+    assert_eq!(input["hook_event_name"], "SessionStart");
+    assert_eq!(input["source"], "startup");
+    let first = &server.requests()[0].raw_body;
+    assert!(first.contains("on-call this week: Ada"), "{first}");
+}
+
+#[test]
 fn stop_exit_2_makes_the_model_continue_once() {
     let server = MockServer::start_in_thread(vec![
         text_reply("done", 4),
