@@ -13,6 +13,7 @@ mod context_upkeep;
 pub mod delegate;
 pub mod goal;
 mod history;
+mod hooks;
 mod mcp;
 mod plan;
 pub(crate) mod prompt;
@@ -82,6 +83,9 @@ pub struct Options {
     /// The user's own `AGENTS.md` (beside the user config file), read with the project's
     /// instruction files; `None` reads none.
     pub user_memory: Option<std::path::PathBuf>,
+    /// The hooks this session runs (the CLI left out a workspace's unapproved ones); a
+    /// sub-agent's core runs none.
+    pub hooks: Arc<Vec<crate::hooks::Hook>>,
 }
 
 impl Default for Options {
@@ -102,6 +106,7 @@ impl Default for Options {
             plan: false,
             ask_outside_sandbox: false,
             user_memory: None,
+            hooks: Arc::default(),
         }
     }
 }
@@ -190,6 +195,8 @@ pub(crate) struct Core {
     delegate: delegate::Offer,
     /// Plan mode: on or off, and what it replaced while on.
     plan: plan::Plan,
+    /// The user's hooks.
+    hooks: hooks::Hooks,
 }
 
 impl Core {
@@ -261,6 +268,7 @@ impl Core {
         ops: &mut mpsc::UnboundedReceiver<Op>,
         queue: &mut VecDeque<Op>,
     ) -> bool {
+        self.pre_compact_hooks(instructions.as_deref()).await;
         let turn = self.store.start_turn();
         let cancel = CancellationToken::new();
         let running = self
@@ -413,6 +421,13 @@ async fn run_core(
 ) {
     let (mut core, startup) = Core::assemble(setup, events, system_prompt, hooks.journal);
     let recovery = core.start_up(startup, hooks.recovery);
+    let source = if core.store.session.messages().is_empty() {
+        "startup"
+    } else {
+        "resume"
+    };
+    let site = core.hook_site();
+    core.hooks.session_start(source, &site).await;
     core.serve(&mut ops, recovery).await;
     core.shut_down();
 }

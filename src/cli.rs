@@ -9,6 +9,7 @@ mod assemble;
 mod commands;
 mod doctor;
 mod goal;
+mod hooks;
 mod host;
 mod mcp;
 mod provider;
