@@ -29,6 +29,7 @@ mod daemon_hostile;
 mod daemon_stream;
 mod doctor;
 mod durability;
+mod find;
 mod full_disk;
 mod goal_agent;
 mod goal_binary;
