@@ -338,7 +338,12 @@ fn format_hit(rank: usize, hit: &Hit<'_>, lines: &[String], secrets: &Secrets) -
             !c.symbol.is_empty() && t.contains(c.symbol.as_str())
         })
         .unwrap_or(first);
-    let shown = lines.iter().enumerate().take(last).skip(head).take(PREVIEW_LINES);
+    let shown = lines
+        .iter()
+        .enumerate()
+        .take(last)
+        .skip(head)
+        .take(PREVIEW_LINES);
     for (i, line) in shown {
         let line = secrets.redact(line.clone());
         let cut: String = line.chars().take(PREVIEW_CHARS).collect();

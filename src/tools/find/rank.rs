@@ -3,7 +3,7 @@
 //! `configuration` meet `config` and `parsing` meet `parser` without a model. Pure functions
 //! over the index's term counts: nothing here reads files.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::index::{Chunk, Stored};
 
@@ -213,7 +213,7 @@ impl Corpus {
             let path_terms = terms(path);
             for chunk in &file.chunks {
                 chunks += 1.0;
-                let mut seen: Vec<&str> = Vec::new();
+                let mut seen: HashSet<&str> = HashSet::new();
                 for t in chunk
                     .symbol_terms
                     .keys()
@@ -222,8 +222,7 @@ impl Corpus {
                     .map(String::as_str)
                     .chain(path_terms.iter().map(String::as_str))
                 {
-                    if !seen.contains(&t) {
-                        seen.push(t);
+                    if seen.insert(t) {
                         *df.entry(t.to_string()).or_insert(0) += 1;
                     }
                 }
