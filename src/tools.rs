@@ -403,7 +403,7 @@ impl Registry {
             Box::new(edit::Edit),
             Box::new(list::List),
             Box::new(search::Search),
-            Box::new(find::Find),
+            Box::new(find::Find::default()),
         ])
     }
 

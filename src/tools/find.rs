@@ -38,15 +38,44 @@ const PREVIEW_CHARS: usize = 160;
 const MAX_QUERY_BYTES: usize = 1000;
 /// How long one call may spend reading files into the index; the rest waits for the next call.
 const BUILD_BUDGET: Duration = Duration::from_secs(10);
-/// A chunk that matches no query word must be at least this close in trigram space to be shown.
-const MIN_VECTOR_ONLY: f64 = 0.35 * rank::W_VECTOR;
 
 const DESCRIPTION: &str = "Find code by meaning: ranks functions, types and other chunks of the \
 workspace against a description in words (e.g. \"where the config file is parsed\"). Use it \
 when you know the concept but not the identifier; use `search` for an exact string or regex. \
 No approval needed.";
 
-pub(crate) struct Find;
+/// The tool, holding the index and its statistics from the last call of this process, so a
+/// query on an unchanged tree neither parses the index file nor recounts the corpus.
+#[derive(Default)]
+pub(crate) struct Find {
+    cache: std::sync::Mutex<Option<Ready>>,
+}
+
+/// An index brought up to date and the corpus statistics ranking needs.
+struct Ready {
+    stored: index::Stored,
+    corpus: rank::Corpus,
+}
+
+impl Ready {
+    fn refresh(
+        cached: Option<Ready>,
+        workspace: &Path,
+        rules: Option<&crate::permissions::Rules>,
+        cancel: &CancellationToken,
+    ) -> Result<(Ready, index::Refresh), String> {
+        let (previous, corpus) = match cached {
+            Some(r) => (Some(r.stored), Some(r.corpus)),
+            None => (None, None),
+        };
+        let (stored, report) = index::refresh(workspace, rules, BUILD_BUDGET, cancel, previous)?;
+        let corpus = match corpus {
+            Some(c) if !report.changed => c,
+            _ => rank::Corpus::of(&stored),
+        };
+        Ok((Ready { stored, corpus }, report))
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -162,18 +191,20 @@ impl Tool for Find {
             let secrets = ctx.secrets.clone();
             let rules = ctx.permissions.clone();
             let stop = cancel.clone();
+            let cached = crate::sync::lock(&self.cache).take();
             let job = tokio::task::spawn_blocking(move || {
-                let (stored, report) =
-                    index::refresh(&workspace, rules.as_deref(), BUILD_BUDGET, &stop)?;
-                Ok::<_, String>(answer(
-                    &workspace, &call, &stored, &report, &secrets, max_bytes,
-                ))
+                let (ready, report) = Ready::refresh(cached, &workspace, rules.as_deref(), &stop)?;
+                let text = answer(&workspace, &call, &ready, &report, &secrets, max_bytes);
+                Ok::<_, String>((text, ready))
             });
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => ToolOutput::interrupted("interrupted by the user"),
                 done = job => match done {
-                    Ok(Ok(text)) => ToolOutput::ok(text),
+                    Ok(Ok((text, ready))) => {
+                        *crate::sync::lock(&self.cache) = Some(ready);
+                        ToolOutput::ok(text)
+                    }
                     Ok(Err(e)) => ToolOutput::failed(e),
                     Err(e) => ToolOutput::failed(format!("find failed: {e}")),
                 },
@@ -190,8 +221,8 @@ struct Hit<'s> {
 }
 
 /// The chunks in the call's scope, best first, at most `limit`; and how many matched at all.
-fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
-    let corpus = rank::Corpus::of(stored);
+fn ranked<'s>(call: &Call, ready: &'s Ready) -> (Vec<Hit<'s>>, usize) {
+    let (stored, corpus) = (&ready.stored, &ready.corpus);
     let query = rank::expand(&call.query, corpus.vocabulary());
     let own = rank::counts(rank::terms(&call.query));
     let query_vector = rank::vector(own.iter().map(|(t, n)| (t.as_str(), *n)));
@@ -208,8 +239,7 @@ fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
                 continue;
             }
             let score = corpus.score(&query, &query_vector, &path_terms, chunk);
-            let exact = score.total() - score.vector;
-            if exact > 0.0 || score.vector >= MIN_VECTOR_ONLY {
+            if score.total() > 0.0 {
                 hits.push(Hit { path, chunk, score });
             }
         }
@@ -229,12 +259,12 @@ fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
 fn answer(
     workspace: &Path,
     call: &Call,
-    stored: &index::Stored,
+    ready: &Ready,
     report: &index::Refresh,
     secrets: &Secrets,
     max_bytes: usize,
 ) -> String {
-    let (hits, matched) = ranked(call, stored);
+    let (hits, matched) = ranked(call, ready);
     let mut out = String::new();
     let mut shown = 0;
     let mut texts: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -263,7 +293,7 @@ fn answer(
             hits.len()
         );
     }
-    notes(&mut out, stored, report);
+    notes(&mut out, &ready.stored, report);
     out
 }
 

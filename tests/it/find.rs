@@ -424,3 +424,34 @@ async fn a_scripted_model_finds_code_and_reads_the_result() {
         "the prompt tells when to use find"
     );
 }
+
+#[tokio::test]
+async fn one_registry_keeps_its_index_in_memory_and_still_sees_each_change() {
+    let (_d, ws, ctx) = setup();
+    project(&ws);
+    let registry = Registry::builtin();
+    let ctx = &ctx;
+    let registry = &registry;
+    let run = |q: &'static str| async move {
+        let (tool, value) = registry
+            .resolve("find", &json!({"query": q}).to_string())
+            .unwrap();
+        tool.run(value, ctx, CancellationToken::new()).await.content
+    };
+    assert!(first(&run("settings file").await).contains("load_settings_file"));
+    put(
+        &ws,
+        "src/extra.rs",
+        "/// Tallies the votes.\npub fn tally_ballots() {}\n",
+    );
+    let out = run("count the votes").await;
+    assert_eq!(
+        first(&out),
+        "src/extra.rs:1-2 tally_ballots (function)",
+        "{out}"
+    );
+    std::fs::remove_file(ws.join("src/extra.rs")).unwrap();
+    let out = run("count the votes").await;
+    assert!(!out.contains("tally_ballots"), "{out}");
+    assert!(out.contains("[index: 8 files,"), "{out}");
+}

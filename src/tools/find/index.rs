@@ -93,6 +93,8 @@ pub(crate) struct Refresh {
     /// Why the index could not be saved (the answer still uses it).
     pub unsaved: Option<String>,
     pub skipped_notes: Vec<String>,
+    /// Anything was re-read or dropped: statistics over the index must be recounted.
+    pub changed: bool,
 }
 
 fn index_path(workspace: &Path) -> Result<PathBuf, String> {
@@ -113,19 +115,22 @@ fn load(path: &Path) -> (Stored, bool) {
     }
 }
 
-/// Loads the index, brings it up to date within `budget` and saves it when it changed.
+/// Loads the index (or takes `previous`, this process's copy from its last call), brings it up
+/// to date within `budget` and saves it when it changed.
 pub(crate) fn refresh(
     workspace: &Path,
     rules: Option<&crate::permissions::Rules>,
     budget: Duration,
     cancel: &CancellationToken,
+    previous: Option<Stored>,
 ) -> Result<(Stored, Refresh), String> {
     let began = Instant::now();
     let mut report = Refresh::default();
     let path = index_path(workspace);
-    let (mut stored, rebuilt) = match &path {
-        Ok(p) => load(p),
-        Err(_) => (Stored::default(), false),
+    let (mut stored, rebuilt) = match (previous, &path) {
+        (Some(s), _) => (s, false),
+        (None, Ok(p)) => load(p),
+        (None, Err(_)) => (Stored::default(), false),
     };
     report.rebuilt = rebuilt;
     stored.version = VERSION;
@@ -158,6 +163,7 @@ pub(crate) fn refresh(
             },
         );
     }
+    report.changed = changed;
     if changed {
         let saved = path.and_then(|p| {
             let json = serde_json::to_vec(&stored).map_err(|e| e.to_string())?;

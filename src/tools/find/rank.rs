@@ -17,8 +17,9 @@ pub(crate) const W_PATH: f64 = 1.2;
 pub(crate) const W_DOC: f64 = 1.0;
 /// Code text is the widest and noisiest field: every identifier a body merely uses.
 pub(crate) const W_TEXT: f64 = 0.6;
-/// The trigram vector catches near-synonyms and other word forms the exact fields miss; kept
-/// below the exact fields so it orders near ties rather than overriding a named match.
+/// The trigram vector catches near-synonyms and other word forms the exact fields miss; it is
+/// added only to chunks some query word (or a related one) reached, so it orders candidates
+/// rather than pulling in unrelated code.
 pub(crate) const W_VECTOR: f64 = 4.0;
 /// A query word only related to an indexed term (a prefix, a synonym) counts this much of an
 /// exact match.
@@ -272,6 +273,18 @@ impl Corpus {
         path_terms: &BTreeMap<String, u32>,
         chunk: &Chunk,
     ) -> Score {
+        let mut score = Score {
+            symbol: W_SYMBOL * self.bm25(query, &chunk.symbol_terms, 0),
+            path: W_PATH * self.bm25(query, path_terms, 1),
+            doc: W_DOC * self.bm25(query, &chunk.doc_terms, 2),
+            text: W_TEXT * self.bm25(query, &chunk.text_terms, 3),
+            vector: 0.0,
+        };
+        // The vector orders chunks some query word reached; computing it for every chunk would
+        // cost most of a query's time for chunks that are not shown anyway.
+        if score.total() <= 0.0 {
+            return score;
+        }
         let chunk_vector = vector(
             chunk
                 .symbol_terms
@@ -285,13 +298,8 @@ impl Corpus {
             .zip(&chunk_vector)
             .map(|(a, b)| a * b)
             .sum();
-        Score {
-            symbol: W_SYMBOL * self.bm25(query, &chunk.symbol_terms, 0),
-            path: W_PATH * self.bm25(query, path_terms, 1),
-            doc: W_DOC * self.bm25(query, &chunk.doc_terms, 2),
-            text: W_TEXT * self.bm25(query, &chunk.text_terms, 3),
-            vector: W_VECTOR * f64::from(cosine.max(0.0)),
-        }
+        score.vector = W_VECTOR * f64::from(cosine.max(0.0));
+        score
     }
 }
 
