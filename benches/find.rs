@@ -192,8 +192,13 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-fn query(rt: &tokio::runtime::Runtime, ctx: &ToolCtx, text: &str) -> (String, Duration) {
-    let registry = Registry::builtin();
+/// One registry for the whole run, as one session has: the tool keeps its index in memory.
+fn query(
+    rt: &tokio::runtime::Runtime,
+    registry: &Registry,
+    ctx: &ToolCtx,
+    text: &str,
+) -> (String, Duration) {
     let args = json!({"query": text, "limit": LIMIT}).to_string();
     let (tool, value) = registry.resolve("find", &args).unwrap();
     let started = Instant::now();
@@ -238,7 +243,8 @@ fn main() {
         .build()
         .unwrap();
     let ctx = ToolCtx::new(root.clone(), Duration::from_secs(60), Vec::new());
-    let (first, build) = query(&rt, &ctx, "warm up the index");
+    let registry = Registry::builtin();
+    let (first, build) = query(&rt, &registry, &ctx, "warm up the index");
     let summary = first
         .lines()
         .find(|l| l.starts_with("[index: "))
@@ -247,7 +253,7 @@ fn main() {
     let (mut hits1, mut hits5, mut rr) = (0usize, 0usize, 0f64);
     let mut latencies = Vec::new();
     for (text, path, symbol) in CASES {
-        let (out, took) = query(&rt, &ctx, text);
+        let (out, took) = query(&rt, &registry, &ctx, text);
         latencies.push(took);
         match rank_of(&out, path, symbol) {
             Some(r) => {
@@ -268,7 +274,7 @@ fn main() {
     );
     let mut warm = Vec::new();
     for _ in 0..RUNS {
-        warm.push(query(&rt, &ctx, CASES[0].0).1);
+        warm.push(query(&rt, &registry, &ctx, CASES[0].0).1);
     }
     println!(
         "query latency: median {:.1} ms over the questions, {:.1} ms repeated",
@@ -281,7 +287,7 @@ fn main() {
         let mut text = std::fs::read_to_string(&file).unwrap();
         text.push_str(&format!("\n// touched {i}\n"));
         std::fs::write(&file, text).unwrap();
-        reindex.push(query(&rt, &ctx, CASES[5].0).1);
+        reindex.push(query(&rt, &registry, &ctx, CASES[5].0).1);
     }
     println!(
         "re-index after one file changed + query: median {:.1} ms",
