@@ -455,3 +455,17 @@ async fn one_registry_keeps_its_index_in_memory_and_still_sees_each_change() {
     assert!(!out.contains("tally_ballots"), "{out}");
     assert!(out.contains("[index: 8 files,"), "{out}");
 }
+
+#[tokio::test]
+async fn an_index_folder_linked_out_of_the_workspace_is_never_written_through() {
+    let (d, ws, ctx) = setup();
+    project(&ws);
+    let outside = d.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::create_dir(ws.join(".minicode")).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.join(".minicode/index")).unwrap();
+    let out = ok(&ctx, json!({"query": "settings file"})).await;
+    assert!(first(&out).contains("load_settings_file"), "{out}");
+    assert!(out.contains("[index not saved: "), "{out}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
