@@ -1,8 +1,8 @@
 //! The `find` tool's ranking quality and speed on this repository's own `src/` (issue 26): a
 //! fixed set of questions in words, each with the file and symbol a developer would want,
 //! gives Recall@1, Recall@5 and MRR@5, beside a regex baseline through `search`; the same run
-//! times the first index build, a query on
-//! the built index, and the re-index after one file changes.
+//! times the first index build, a query on the built index, and the re-index after one file
+//! changes.
 //!
 //! `src/` is copied into a temp folder first, so the bench never writes an index into the
 //! checkout. `cargo bench --bench find`; `cargo test --benches` runs it once as a check.
