@@ -7,6 +7,7 @@
 pub mod bash;
 pub(crate) mod diff;
 pub mod edit;
+pub(crate) mod find;
 pub mod list;
 pub mod live;
 pub mod mcp;
@@ -392,8 +393,8 @@ impl Registry {
         }
     }
 
-    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list` and
-    /// `search`.
+    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list`,
+    /// `search` and `find`.
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(bash::Bash),
@@ -402,6 +403,7 @@ impl Registry {
             Box::new(edit::Edit),
             Box::new(list::List),
             Box::new(search::Search),
+            Box::new(find::Find::default()),
         ])
     }
 

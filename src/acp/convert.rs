@@ -145,6 +145,7 @@ fn title(tool: &str, summary: &str) -> String {
         "edit" => format!("Edit {summary}"),
         "list" => format!("List {summary}"),
         "search" => format!("Search {summary}"),
+        "find" => format!("Find {summary}"),
         _ if summary.is_empty() => tool.to_string(),
         _ => format!("{tool}: {summary}"),
     }
