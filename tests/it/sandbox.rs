@@ -410,6 +410,48 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
 }
 
 #[tokio::test]
+async fn a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocked() {
+    if !supported("a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocked") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let (_other, tmp) = workspace();
+    let ctx = confined_ctx(&ws, &tmp, Mode::ReadOnly);
+    // Each names the refused file without a `/`: bash's redirect, coreutils' quotes.
+    for (command, name) in [
+        ("echo x > f", "f"),
+        ("touch g", "g"),
+        ("mkdir d", "d"),
+        ("cp /dev/null h", "h"),
+    ] {
+        let out = bash(&ctx, command).await;
+        let report = out.sandbox.clone().expect("a sandbox report");
+        assert_eq!(report.mode, Mode::ReadOnly);
+        match report.blocked {
+            Some(Blocked::Denied { what: Some(what) }) => {
+                assert_eq!(what, format!("write to {}", ws.join(name).display()))
+            }
+            other => panic!(
+                "{command}: not reported as denied: {other:?}: {}",
+                out.content
+            ),
+        }
+        assert!(
+            out.content.contains("blocked by the sandbox"),
+            "{command}: {}",
+            out.content
+        );
+        assert!(!ws.join(name).exists(), "{command}");
+    }
+    // Writing the private temporary folder works, and a missing file is the command's own
+    // failure, not the sandbox's.
+    let ok = bash(&ctx, "echo x > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"").await;
+    assert_eq!(ok.sandbox.unwrap().blocked, None, "{}", ok.content);
+    let own = bash(&ctx, "cat missing").await;
+    assert_eq!(own.sandbox.unwrap().blocked, None, "{}", own.content);
+}
+
+#[tokio::test]
 async fn without_a_helper_a_confined_call_is_unavailable_and_does_not_run() {
     let (_tmp, ws) = workspace();
     let mut ctx = confined_ctx(&ws, &ws, Mode::WorkspaceWrite);
