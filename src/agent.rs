@@ -394,10 +394,14 @@ impl Core {
         false
     }
 
-    /// Saves and releases the session (and its lock) before saying the core is done.
+    /// Saves and releases the session (and its lock) before saying the core is done. The
+    /// sandbox's private temporary folder of the session goes with it: every host (one-shot,
+    /// full-screen, ACP, the daemon) ends a session here, after its last `bash` call.
     fn shut_down(self) {
         let events = self.events.clone();
+        let tmpdir = self.tool_ctx.sandbox().tmpdir.clone();
         self.store.close();
+        crate::sandbox::tmpdir::remove(&tmpdir);
         let _ = events.send(Event::ShutdownComplete);
     }
 }

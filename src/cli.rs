@@ -287,7 +287,9 @@ fn subcommand(
         Command::Attach(attach_args) => serve::attach(attach_args, launch),
         Command::Completions { shell } => shell::completions(*shell),
         Command::Man => shell::man(),
-        Command::Sandbox(sandbox_args) => sandbox::run(sandbox_args, launch),
+        Command::Sandbox(sandbox_args) => {
+            sandbox::run(sandbox_args, env, launch, args.server.config.as_deref())
+        }
     }
 }
 

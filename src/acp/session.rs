@@ -3,6 +3,7 @@
 //! into `session/request_permission` requests and turn ends into the answers of
 //! `session/prompt`. It only forwards: what happens is decided by the core.
 
+mod plan_approval;
 mod pump;
 
 use std::collections::VecDeque;
@@ -105,6 +106,14 @@ impl Live {
 
     pub(super) fn cancel(&self) {
         self.ops.send(Op::Interrupt);
+    }
+
+    /// Puts a prompt back in front, to be answered by the next turn's end.
+    fn resume_prompt(&self, responder: Responder<PromptResponse>) {
+        lock(&self.prompts).push_front(Pending {
+            responder,
+            goal: None,
+        });
     }
 
     fn next_prompt(&self) -> Option<Responder<PromptResponse>> {

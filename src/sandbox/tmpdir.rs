@@ -70,7 +70,10 @@ fn private(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Removes the folder and what commands left in it (at the end of a session).
+/// Removes the folder and what commands left in it (at the end of a session). Only a
+/// session's own folder below minicode's is ever removed: an unconfined policy has none.
 pub(crate) fn remove(dir: &Path) {
-    let _ = std::fs::remove_dir_all(dir);
+    if dir.parent() == Some(base().as_path()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -242,27 +242,7 @@ impl State {
                 self.transcript.push(Kind::Panel(panel));
             }
             "/model" => self.transcript.push(Kind::Panel(super::help::model(self))),
-            "/clear" => {
-                if self.busy {
-                    self.notice(
-                        Level::Warning,
-                        "/clear waits for an idle session (Esc interrupts the turn)",
-                    );
-                    return Vec::new();
-                }
-                self.transcript.clear();
-                self.header_live = false;
-                self.selected = None;
-                self.selection = None;
-                self.search = None;
-                self.queue.clear();
-                // The window stays as SessionConfigured reported it; usage comes with the
-                // next ContextUsage of the fresh session.
-                self.context_tokens = None;
-                self.goal = None;
-                self.goal_error = None;
-                return vec![Effect::Op(Op::NewSession)];
-            }
+            "/clear" => return self.clear(),
             "/session" => {
                 let text = match (&self.session_id, &self.session_path) {
                     (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
@@ -270,59 +250,8 @@ impl State {
                 };
                 self.notice(Level::Info, text);
             }
-            "/plan" => {
-                let plan_file = self.sandbox.as_ref().and_then(|p| p.plan_file.clone());
-                let on = match arg {
-                    "" => plan_file.is_none(),
-                    "on" => true,
-                    "off" => false,
-                    // Approving the plan: back to the normal profile, then the model carries
-                    // it out (the core takes the two ops in this order).
-                    "approve" => match plan_file {
-                        Some(_) if self.busy => {
-                            self.notice(Level::Warning, "/plan approve waits for an idle session");
-                            return Vec::new();
-                        }
-                        Some(file) => {
-                            let mut effects = vec![Effect::Op(Op::SetPlan { on: false })];
-                            effects.extend(
-                                self.submit(format!(
-                                    "The plan in {file} is approved: carry it out."
-                                )),
-                            );
-                            return effects;
-                        }
-                        None => {
-                            self.notice(Level::Warning, "plan mode is off: nothing to approve");
-                            return Vec::new();
-                        }
-                    },
-                    _ => {
-                        self.notice(
-                            Level::Warning,
-                            "usage: /plan, /plan on, /plan off, /plan approve",
-                        );
-                        return Vec::new();
-                    }
-                };
-                return vec![Effect::Op(Op::SetPlan { on })];
-            }
-            "/status" => {
-                let session = self.session_id.as_deref().unwrap_or("none yet");
-                let sandbox = self
-                    .sandbox
-                    .as_ref()
-                    .map_or("unknown".to_string(), |p| p.describe());
-                let plan = match self.sandbox.as_ref().and_then(|p| p.plan_file.as_deref()) {
-                    Some(file) => format!("on (plan file {file})"),
-                    None => "off".to_string(),
-                };
-                let text = format!(
-                    "session {session}\nmodel {}\nsandbox {sandbox}\nplan mode {plan}",
-                    self.model
-                );
-                self.notice(Level::Info, text);
-            }
+            "/plan" => return self.plan(arg),
+            "/status" => self.status(),
             "/copy" => return self.copy(arg),
             "/find" => self.find(arg),
             "/compact" => {
@@ -376,5 +305,83 @@ impl State {
             }
         }
         Vec::new()
+    }
+
+    /// `/clear`: a fresh session and an empty transcript, once idle.
+    fn clear(&mut self) -> Vec<Effect> {
+        if self.busy {
+            self.notice(
+                Level::Warning,
+                "/clear waits for an idle session (Esc interrupts the turn)",
+            );
+            return Vec::new();
+        }
+        self.transcript.clear();
+        self.header_live = false;
+        self.selected = None;
+        self.selection = None;
+        self.search = None;
+        self.queue.clear();
+        // The window stays as SessionConfigured reported it; usage comes with the
+        // next ContextUsage of the fresh session.
+        self.context_tokens = None;
+        self.goal = None;
+        self.goal_error = None;
+        vec![Effect::Op(Op::NewSession)]
+    }
+
+    /// `/plan`, `/plan on`, `/plan off` and `/plan approve`.
+    fn plan(&mut self, arg: &str) -> Vec<Effect> {
+        let plan_file = self.sandbox.as_ref().and_then(|p| p.plan_file.clone());
+        let on = match arg {
+            "" => plan_file.is_none(),
+            "on" => true,
+            "off" => false,
+            // Approving the plan: back to the normal profile, then the model carries
+            // it out (the core takes the two ops in this order).
+            "approve" => match plan_file {
+                Some(_) if self.busy => {
+                    self.notice(Level::Warning, "/plan approve waits for an idle session");
+                    return Vec::new();
+                }
+                Some(file) => {
+                    let mut effects = vec![Effect::Op(Op::SetPlan { on: false })];
+                    effects.extend(
+                        self.submit(format!("The plan in {file} is approved: carry it out.")),
+                    );
+                    return effects;
+                }
+                None => {
+                    self.notice(Level::Warning, "plan mode is off: nothing to approve");
+                    return Vec::new();
+                }
+            },
+            _ => {
+                self.notice(
+                    Level::Warning,
+                    "usage: /plan, /plan on, /plan off, /plan approve",
+                );
+                return Vec::new();
+            }
+        };
+        vec![Effect::Op(Op::SetPlan { on })]
+    }
+
+    /// `/status`: the session, the model, the sandbox profile and plan mode.
+    fn status(&mut self) {
+        let session = self.session_id.as_deref().unwrap_or("none yet");
+        let sandbox = self
+            .sandbox
+            .as_ref()
+            .map_or("unknown".to_string(), |p| p.describe());
+        let plan = match self.sandbox.as_ref().and_then(|p| p.plan_file.as_deref()) {
+            Some(file) => format!("on (plan file {file})"),
+            None => "off".to_string(),
+        };
+        let text = format!(
+            "session {session}\nmodel {}\nsandbox {sandbox}\nplan mode {plan}",
+            self.model
+        );
+        self.notice(Level::Info, text);
     }
 }
