@@ -5,6 +5,7 @@
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
 mod acp;
+mod ask;
 mod assemble;
 mod commands;
 mod doctor;

@@ -5,13 +5,11 @@
 //! saying how to approve it; `--yes` approves tool calls, never programs a repository wants
 //! to run.
 
-use std::io::{BufRead, Write};
 use std::path::Path;
 
 use super::mcp::Ask;
 use crate::config::{self, Config};
 use crate::hooks::Hook;
-use crate::sanitize::sanitize;
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -70,12 +68,6 @@ pub(super) fn chosen(
 /// is no terminal. Typed-ahead input is discarded first, so only an answer to this question
 /// counts.
 fn ask_tty(hook: &Hook) -> Option<bool> {
-    let tty = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-        .ok()?;
-    let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
     let question = format!(
         "\nThis workspace's config ({}) wants minicode to run a hook (a command that runs \
          confined like bash, at every {} event):\n  {}\n  timeout {} s",
@@ -84,14 +76,5 @@ fn ask_tty(hook: &Hook) -> Option<bool> {
         hook.command,
         hook.timeout.as_secs()
     );
-    let mut writer = tty.try_clone().ok()?;
-    let _ = write!(
-        writer,
-        "{}\nRun it? [y]es (remembered until its definition changes) / [n]o: ",
-        sanitize(&question)
-    );
-    let _ = writer.flush();
-    let mut line = String::new();
-    std::io::BufReader::new(tty).read_line(&mut line).ok()?;
-    Some(matches!(line.trim().to_lowercase().as_str(), "y" | "yes"))
+    super::ask::remembered_yes(&question, "Run it")
 }
