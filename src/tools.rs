@@ -103,6 +103,37 @@ pub struct Prepared {
     pub protected: Option<&'static str>,
 }
 
+/// Runs `job` off the runtime (it blocks on the file system) and answers "interrupted" as
+/// soon as `cancel` fires (the job watches `cancel` too, and stops). `tool` names a job that
+/// panicked.
+pub(crate) async fn off_runtime<T: Send + 'static>(
+    cancel: &CancellationToken,
+    tool: &str,
+    job: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, ToolOutput> {
+    let job = tokio::task::spawn_blocking(job);
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(ToolOutput::interrupted("interrupted by the user")),
+        done = job => match done {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(ToolOutput::failed(e)),
+            Err(e) => Err(ToolOutput::failed(format!("{tool} failed: {e}"))),
+        },
+    }
+}
+
+impl Prepared {
+    /// A call that runs without asking (a read, a search): only its summary to show.
+    pub(crate) fn unasked(summary: String) -> Self {
+        Self {
+            summary,
+            approval: None,
+            protected: None,
+        }
+    }
+}
+
 /// The result of a call, as the model will read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {

@@ -192,11 +192,7 @@ impl Tool for Delegate {
             1 => format!("1 task: {}", ids[0]),
             n => format!("{n} tasks: {}", ids.join(", ")),
         };
-        Ok(Prepared {
-            summary,
-            approval: None,
-            protected: None,
-        })
+        Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(

@@ -168,11 +168,7 @@ impl Tool for Find {
         if let Some(k) = call.kind {
             summary.push_str(&format!(" ({})", k.name()));
         }
-        Ok(Prepared {
-            summary,
-            approval: None,
-            protected: None,
-        })
+        Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(
@@ -192,22 +188,17 @@ impl Tool for Find {
             let rules = ctx.permissions.clone();
             let stop = cancel.clone();
             let cached = crate::sync::lock(&self.cache).take();
-            let job = tokio::task::spawn_blocking(move || {
+            let job = move || {
                 let (ready, report) = Ready::refresh(cached, &workspace, rules.as_deref(), &stop)?;
                 let text = answer(&workspace, &call, &ready, &report, &secrets, max_bytes);
                 Ok::<_, String>((text, ready))
-            });
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => ToolOutput::interrupted("interrupted by the user"),
-                done = job => match done {
-                    Ok(Ok((text, ready))) => {
-                        *crate::sync::lock(&self.cache) = Some(ready);
-                        ToolOutput::ok(text)
-                    }
-                    Ok(Err(e)) => ToolOutput::failed(e),
-                    Err(e) => ToolOutput::failed(format!("find failed: {e}")),
-                },
+            };
+            match crate::tools::off_runtime(&cancel, "find", job).await {
+                Ok((text, ready)) => {
+                    *crate::sync::lock(&self.cache) = Some(ready);
+                    ToolOutput::ok(text)
+                }
+                Err(refused) => refused,
             }
         })
     }
