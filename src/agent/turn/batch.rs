@@ -305,6 +305,7 @@ async fn execute(
             status: ToolStatus::Failed,
             content: format!("not run: could not record that the call starts: {e}"),
             sandbox: None,
+            matched: None,
         };
     }
     let subagents = core.options.subagents.clone();
@@ -374,5 +375,6 @@ fn rejected(message: String) -> ToolOutput {
         status: ToolStatus::Rejected,
         content: message,
         sandbox: None,
+        matched: None,
     }
 }
