@@ -24,6 +24,7 @@ mod skills;
 mod spans;
 mod start;
 mod store;
+mod tally;
 pub(crate) mod turn;
 pub mod validate;
 
