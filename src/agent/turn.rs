@@ -7,6 +7,7 @@
 //! result, in call order, even when the turn is interrupted halfway through a batch.
 
 mod batch;
+mod fallback;
 
 use batch::not_run;
 pub(super) use batch::{observed, run_batch, settle};
@@ -228,7 +229,12 @@ async fn request(
         }
         outcome = stream_reply(core, cancel, stats, extra).await;
     }
-    let reply = answered(core, outcome)?;
+    let mut reply = answered(core, outcome)?;
+    // Tool calls are only offered (and run) without `extra`: broken arguments there are
+    // asked for again before any of them runs.
+    if extra.is_none() {
+        reply = fallback::checked(core, cancel, stats, reply).await?;
+    }
     Ok((reply, sent))
 }
 
