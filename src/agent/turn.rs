@@ -208,6 +208,7 @@ async fn request(
     }
     let mut outcome = stream_reply(core, cancel, stats, extra).await;
     if let StreamOutcome::Failed(ProviderError::ContextLength { window, message }) = &outcome {
+        core.pre_compact_hooks("auto", None).await;
         let session = &mut core.store.session;
         match core
             .upkeep
@@ -266,6 +267,11 @@ async fn make_room(
     // file as it is now, and an invalid one fails the turn.
     if let Err(error) = core.upkeep.refresh_memory() {
         return Err(TurnEnd::Failed { error });
+    }
+    if core.hooks.has(crate::hooks::HookEvent::PreCompact)
+        && core.upkeep.will_compact(&core.store.session)
+    {
+        core.pre_compact_hooks("auto", None).await;
     }
     let budget = core
         .upkeep
