@@ -24,6 +24,7 @@ mod skills;
 mod spans;
 mod start;
 mod store;
+mod tally;
 pub(crate) mod turn;
 pub mod validate;
 
@@ -268,7 +269,8 @@ impl Core {
         ops: &mut mpsc::UnboundedReceiver<Op>,
         queue: &mut VecDeque<Op>,
     ) -> bool {
-        self.pre_compact_hooks(instructions.as_deref()).await;
+        self.pre_compact_hooks("manual", instructions.as_deref())
+            .await;
         let turn = self.store.start_turn();
         let cancel = CancellationToken::new();
         let running = self

@@ -337,7 +337,7 @@ fn run_session(
     assemble::check(&config).map_err(usage)?;
     let provider = build_provider(&config, env)?;
     // Asked before the session opens: a `.mcp.json` server the user has not approved yet.
-    let prepared = assemble::prepare(Inputs {
+    let mut prepared = assemble::prepare(Inputs {
         config: &config,
         env,
         workspace: launch,
@@ -364,6 +364,7 @@ fn run_session(
     // or an empty session file would be left behind.
     let runtime = runtime()?;
     let session = open_session(launch, &args)?;
+    let hooks = std::mem::take(&mut prepared.hook_listing);
     let resume_flags = resume_flags(&args);
     let task = goal_task.or(prompt.map(print::Task::Prompt));
     let (format, show_reasoning) = (args.output_format, args.show_reasoning);
@@ -379,6 +380,7 @@ fn run_session(
                     resume_flags: &resume_flags,
                     workspace: launch,
                     commands,
+                    hooks,
                 };
                 full_screen(started.handle, screen).await
             }
@@ -525,6 +527,8 @@ struct Screen<'a> {
     resume_flags: &'a str,
     workspace: &'a Path,
     commands: commands::Found,
+    /// Every configured hook and whether it runs, for `/hooks`.
+    hooks: Vec<String>,
 }
 
 /// The full-screen session; on exit the terminal is already restored and the transcript printed.
@@ -534,6 +538,7 @@ async fn full_screen(handle: crate::protocol::AgentHandle, screen: Screen<'_>) -
         resume_flags,
         workspace,
         commands,
+        hooks,
     } = screen;
     let options = crate::tui::Options {
         model: config.model.clone(),
@@ -551,6 +556,7 @@ async fn full_screen(handle: crate::protocol::AgentHandle, screen: Screen<'_>) -
         rulebook: Some(rulebook(config)),
         commands: commands.commands,
         command_warnings: commands.warnings,
+        hooks,
     };
     match crate::tui::run(handle, options).await {
         Ok(outcome) => {

@@ -277,6 +277,35 @@ impl WindowSource {
     }
 }
 
+/// How one hook run ended, as its transcript line and `hook` event say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookOutcome {
+    /// Exit 0: go on (with any context or decision it gave).
+    Ok,
+    /// Exit 2, or a JSON `block`/`deny`/`continue: false`.
+    Blocked,
+    /// Another exit status, a signal, or it could not start: shown, otherwise ignored.
+    Failed,
+    /// Killed at its timeout with its process group.
+    TimedOut,
+    /// The turn was interrupted while it ran.
+    Cancelled,
+}
+
+impl HookOutcome {
+    /// The word shown in the transcript and in JSON.
+    pub fn as_str(self) -> &'static str {
+        crate::chat::serde_name(&self)
+    }
+}
+
+/// The line a frontend shows for a `Hook`: `PreToolUse (bash) hook `./check.sh`: ok in 12
+/// ms`.
+pub fn hook_line(hook: &str, outcome: HookOutcome, ms: u64) -> String {
+    format!("{hook}: {} in {ms} ms", outcome.as_str().replace('_', " "))
+}
+
 /// Something that happened in the core.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -393,6 +422,14 @@ pub enum Event {
     /// Something worth telling the user that does not end the turn.
     Warning {
         message: String,
+    },
+    /// A hook ran (docs/hooks.md): at which event (Claude Code's name), which hook (event,
+    /// matcher and command, sanitised), how it ended and how long it took.
+    Hook {
+        event: String,
+        hook: String,
+        outcome: HookOutcome,
+        ms: u64,
     },
     /// The context was compacted.
     Compacted {

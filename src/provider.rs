@@ -9,6 +9,7 @@ pub mod openai;
 pub mod probe;
 pub mod retry;
 pub mod sse;
+pub mod tally;
 
 use std::pin::Pin;
 
@@ -164,6 +165,9 @@ pub trait Provider: Send + Sync {
     fn server(&self) -> Option<(&str, u16)> {
         None
     }
+    /// Counts something this model did that is worth knowing across runs (see [`tally`]);
+    /// a provider without a server cache forgets it.
+    fn count(&self, _what: tally::Count) {}
 }
 
 /// Every way a model call can fail. Messages are lowercase and never contain the API key.

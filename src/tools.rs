@@ -142,14 +142,23 @@ pub struct ToolOutput {
     /// For `bash`: the sandbox profile the call ran under and whether the sandbox stopped it
     /// (see [`crate::sandbox::Report`]); `None` for the other tools.
     pub sandbox: Option<crate::sandbox::Report>,
+    /// For `edit`: the tier that found `old_string` (see [`edit::Tier`]), counted per model.
+    pub matched: Option<edit::Tier>,
 }
 
 impl ToolOutput {
+    /// The same output, noting which edit tier matched.
+    pub(crate) fn matched(mut self, tier: edit::Tier) -> Self {
+        self.matched = Some(tier);
+        self
+    }
+
     pub fn ok(content: impl Into<String>) -> Self {
         Self {
             status: ToolStatus::Succeeded,
             content: content.into(),
             sandbox: None,
+            matched: None,
         }
     }
 
@@ -158,6 +167,7 @@ impl ToolOutput {
             status: ToolStatus::Failed,
             content: content.into(),
             sandbox: None,
+            matched: None,
         }
     }
 
@@ -166,6 +176,7 @@ impl ToolOutput {
             status: ToolStatus::Interrupted,
             content: content.into(),
             sandbox: None,
+            matched: None,
         }
     }
 
@@ -175,6 +186,7 @@ impl ToolOutput {
             status: ToolStatus::Denied,
             content: content.into(),
             sandbox: None,
+            matched: None,
         }
     }
 }

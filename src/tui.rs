@@ -69,6 +69,8 @@ pub struct Options {
     /// The custom commands the CLI found, with the warnings of their discovery.
     pub commands: Vec<crate::protocol::CustomCommand>,
     pub command_warnings: Vec<String>,
+    /// Every configured hook and whether it runs, one line each, for `/hooks`.
+    pub hooks: Vec<String>,
 }
 
 /// What the caller needs after the session.
@@ -87,6 +89,7 @@ pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Out
     let mut state = State::new(&options.model, options.context_window);
     state.set_welcome(options.welcome);
     state.custom = options.commands;
+    state.hooks = options.hooks;
     for warning in options.command_warnings {
         state.notice(transcript::Level::Warning, warning);
     }

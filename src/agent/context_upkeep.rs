@@ -205,6 +205,13 @@ impl Upkeep {
         Ok(messages)
     }
 
+    /// Whether [`Self::ensure_budget`] is about to compact (estimates brought up to date):
+    /// `PreCompact` hooks run first.
+    pub(crate) fn will_compact(&mut self, session: &Session) -> bool {
+        self.context.sync(session.messages());
+        self.context.needs_compaction(&self.budget)
+    }
+
     /// Before a main request: brings estimates up to date and compacts when less than the
     /// reserve would remain. Returns the estimate of the request about to be sent (for
     /// calibration). A failed automatic compaction is reported and the request still goes

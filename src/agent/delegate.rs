@@ -329,6 +329,7 @@ fn report(outcomes: &[Outcome], ctx: &ToolCtx, interrupted: bool) -> ToolOutput 
         status,
         content: out,
         sandbox: None,
+        matched: None,
     }
 }
 

@@ -20,8 +20,9 @@ use tracing::Instrument;
 
 use super::Emitter;
 use crate::hooks::{Hook, HookEvent};
-use crate::protocol::Event;
+use crate::protocol::{Event, HookOutcome};
 use crate::tools::ToolCtx;
+use crate::tools::bash::Piped;
 
 /// The hooks a session runs, and context a `SessionStart` hook gave for the next prompt.
 pub(crate) struct Hooks {
@@ -83,8 +84,14 @@ impl Hooks {
             input.extend(fields.clone());
             let mut input = Value::Object(input);
             site.ctx.secrets.redact_json(&mut input);
-            let span = tracing::info_span!("hook", event = event.as_str());
+            let span = tracing::info_span!(
+                "hook",
+                event = event.as_str(),
+                hook.matcher = hook.matcher.as_deref().unwrap_or("*"),
+                hook.outcome = tracing::field::Empty,
+            );
             let policy = site.ctx.sandbox();
+            let started = std::time::Instant::now();
             let piped = crate::tools::bash::run_piped(
                 &hook.command,
                 input.to_string().into_bytes(),
@@ -93,10 +100,22 @@ impl Hooks {
                 hook.timeout,
                 cancel,
             )
-            .instrument(span)
+            .instrument(span.clone())
             .await;
             tracing::debug!(hook = %name, result = ?piped, "hook ran");
+            let ended = ended(&piped);
             let said = verdict::read(event, &name, piped);
+            let ended = match ended {
+                HookOutcome::Ok if said.blocks() => HookOutcome::Blocked,
+                other => other,
+            };
+            span.record("hook.outcome", ended.as_str());
+            self.emitter.emit(Event::Hook {
+                event: event.as_str().to_string(),
+                hook: site.ctx.secrets.redact(name.clone()),
+                outcome: ended,
+                ms: started.elapsed().as_millis() as u64,
+            });
             if let Some(notice) = said.notice {
                 self.emitter.emit(Event::Warning { message: notice });
             }
@@ -161,6 +180,17 @@ impl Hooks {
     /// Whether any hook is configured for `event`: with none, nothing is built or run.
     pub(crate) fn has(&self, event: HookEvent) -> bool {
         self.list.iter().any(|h| h.event == event)
+    }
+}
+
+/// How a run ended, before what it said is read.
+fn ended(piped: &Piped) -> HookOutcome {
+    match piped {
+        Piped::Exited { code: Some(0), .. } => HookOutcome::Ok,
+        Piped::Exited { code: Some(2), .. } => HookOutcome::Blocked,
+        Piped::Exited { .. } | Piped::NotRun(_) => HookOutcome::Failed,
+        Piped::TimedOut => HookOutcome::TimedOut,
+        Piped::Cancelled => HookOutcome::Cancelled,
     }
 }
 
@@ -291,13 +321,15 @@ impl super::Core {
         outcome.block
     }
 
-    /// `PreCompact` (`trigger`: `manual`); what it says is only shown.
-    pub(crate) async fn pre_compact_hooks(&self, instructions: Option<&str>) {
+    /// `PreCompact` (`trigger`: `manual` for `/compact`, `auto` before an automatic
+    /// compaction or one after the server said the context is too long); what it says is
+    /// only shown.
+    pub(crate) async fn pre_compact_hooks(&self, trigger: &str, instructions: Option<&str>) {
         if !self.hooks.has(HookEvent::PreCompact) {
             return;
         }
         let input = fields([
-            ("trigger", json!("manual")),
+            ("trigger", json!(trigger)),
             (
                 "custom_instructions",
                 json!(instructions.unwrap_or_default()),

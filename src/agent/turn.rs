@@ -7,6 +7,7 @@
 //! result, in call order, even when the turn is interrupted halfway through a batch.
 
 mod batch;
+mod fallback;
 
 use batch::not_run;
 pub(super) use batch::{observed, run_batch, settle};
@@ -207,6 +208,7 @@ async fn request(
     }
     let mut outcome = stream_reply(core, cancel, stats, extra).await;
     if let StreamOutcome::Failed(ProviderError::ContextLength { window, message }) = &outcome {
+        core.pre_compact_hooks("auto", None).await;
         let session = &mut core.store.session;
         match core
             .upkeep
@@ -228,7 +230,12 @@ async fn request(
         }
         outcome = stream_reply(core, cancel, stats, extra).await;
     }
-    let reply = answered(core, outcome)?;
+    let mut reply = answered(core, outcome)?;
+    // Tool calls are only offered (and run) without `extra`: broken arguments there are
+    // asked for again before any of them runs.
+    if extra.is_none() {
+        reply = fallback::checked(core, cancel, stats, reply).await?;
+    }
     Ok((reply, sent))
 }
 
@@ -260,6 +267,11 @@ async fn make_room(
     // file as it is now, and an invalid one fails the turn.
     if let Err(error) = core.upkeep.refresh_memory() {
         return Err(TurnEnd::Failed { error });
+    }
+    if core.hooks.has(crate::hooks::HookEvent::PreCompact)
+        && core.upkeep.will_compact(&core.store.session)
+    {
+        core.pre_compact_hooks("auto", None).await;
     }
     let budget = core
         .upkeep

@@ -64,6 +64,8 @@ pub(super) struct Prepared<'a> {
     skills: Skills,
     /// The hooks the session runs (a workspace's only once approved).
     hooks: Vec<crate::hooks::Hook>,
+    /// Every configured hook and whether it runs, for `/hooks`.
+    pub hook_listing: Vec<String>,
     /// Notes for the user about the MCP servers and hooks (a `.mcp.json` not read, servers left out). A
     /// frontend that shows them itself takes them; those left are the core's warnings.
     pub notes: Vec<String>,
@@ -98,6 +100,7 @@ pub(super) fn prepare(mut inputs: Inputs<'_>) -> Prepared<'_> {
         inputs.trust,
         inputs.ask,
     );
+    let hook_listing = super::hooks::listing(inputs.config, &hooks, inputs.trust);
     if !inputs.tools {
         inputs.subagents = None;
         return Prepared {
@@ -105,6 +108,7 @@ pub(super) fn prepare(mut inputs: Inputs<'_>) -> Prepared<'_> {
             servers: Vec::new(),
             skills: Skills::default(),
             hooks,
+            hook_listing,
             notes: hook_notes,
         };
     }
@@ -116,6 +120,7 @@ pub(super) fn prepare(mut inputs: Inputs<'_>) -> Prepared<'_> {
         servers,
         skills,
         hooks,
+        hook_listing,
         notes,
     }
 }
@@ -153,6 +158,7 @@ impl Prepared<'_> {
             skills,
             hooks,
             notes,
+            ..
         } = self;
         let config = inputs.config;
         let mut tool_ctx = tool_ctx(config, inputs.workspace);

@@ -12,6 +12,7 @@
 
 mod report;
 mod sandbox;
+mod tally;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -79,6 +80,8 @@ pub(super) struct Findings {
     pub tokens_per_second: Option<f64>,
     /// The sandbox section (it does not change the verdict, which is about the server).
     pub sandbox: Vec<Check>,
+    /// What earlier runs counted for this model (see `doctor/tally.rs`).
+    pub tally: Option<crate::provider::tally::Tally>,
 }
 
 impl Findings {
@@ -213,6 +216,7 @@ async fn examine(provider: &OpenAi, config: &Config) -> Findings {
             format!("adapted: {}", quirks.join(", ")),
         );
     }
+    tally::check(provider, &mut f);
     match f.first_token {
         Some(t) => f.add(
             "latency",

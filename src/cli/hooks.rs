@@ -78,3 +78,43 @@ fn ask_tty(hook: &Hook) -> Option<bool> {
     );
     super::ask::remembered_yes(&question, "Run it")
 }
+
+/// `/hooks` in the full-screen session: every configured hook, one line each: its event,
+/// matcher and command, its timeout, the file that defines it and whether it runs (a
+/// workspace's only once approved, and never in an untrusted workspace).
+pub(super) fn listing(config: &Config, running: &[Hook], trust: config::Trust) -> Vec<String> {
+    config
+        .hooks
+        .iter()
+        .map(|hook| {
+            let source = if hook.from_workspace {
+                "workspace"
+            } else {
+                "user"
+            };
+            let state = if running.contains(hook) {
+                if hook.from_workspace {
+                    "approved, runs"
+                } else {
+                    "runs"
+                }
+            } else if !trust.is_trusted() {
+                "not run: the workspace is not trusted"
+            } else {
+                "not approved: skipped"
+            };
+            let matcher = hook
+                .matcher
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            format!(
+                "{}{matcher} `{}` · timeout {} s · {source}: {} · {state}",
+                hook.event.as_str(),
+                crate::sanitize::visible(&hook.command),
+                hook.timeout.as_secs(),
+                hook.origin.display()
+            )
+        })
+        .collect()
+}

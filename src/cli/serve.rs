@@ -267,6 +267,7 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
             },
             // The daemon's rules are not this client's to list or change.
             rulebook: None,
+            hooks: Vec::new(),
             commands: Vec::new(),
             command_warnings: Vec::new(),
         };

@@ -34,6 +34,9 @@ fn line(event: &Event) -> Option<String> {
             *delay_ms as f64 / 1000.0
         ),
         Event::Warning { message } => format!("warning: {message}"),
+        Event::Hook {
+            hook, outcome, ms, ..
+        } => crate::protocol::hook_line(hook, *outcome, *ms),
         Event::Error { message } => format!("error: {message}"),
         Event::Compacted {
             tokens_before,

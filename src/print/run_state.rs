@@ -127,6 +127,7 @@ impl RunState {
             | Event::SubagentEnded { .. }
             | Event::Retrying { .. }
             | Event::Warning { .. }
+            | Event::Hook { .. }
             | Event::Error { .. }
             | Event::Compacted { .. }
             | Event::MemoryLoaded { .. }

@@ -221,6 +221,11 @@ impl OpenAi {
         *lock(&self.quirks)
     }
 
+    /// What this model's runs have counted (edit tiers, failures, stream fallbacks).
+    pub fn tally(&self) -> super::tally::Tally {
+        self.cache.tally()
+    }
+
     fn target(&self) -> Target {
         Target {
             client: self.client.clone(),
@@ -481,6 +486,10 @@ impl Provider for OpenAi {
             }
             info
         })
+    }
+
+    fn count(&self, what: super::tally::Count) {
+        self.cache.count(what);
     }
 }
 

@@ -16,6 +16,10 @@ use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing};
 use crate::memory;
 
+mod tiers;
+use tiers::Found;
+pub use tiers::Tier;
+
 /// Largest file `edit` (and `write`'s approval diff) will load whole.
 pub(crate) const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
 /// The approval diff is cut beyond this, so the prompt stays usable.
@@ -46,6 +50,7 @@ struct Plan {
     display: String,
     old: String,
     new: String,
+    tier: Tier,
     replacements: usize,
 }
 
@@ -134,23 +139,21 @@ fn replace(
     }
     let old = String::from_utf8(bytes)
         .map_err(|_| format!("cannot edit {display}: it is not valid UTF-8 text"))?;
-    let matches = old.matches(args.old_string.as_str()).count();
-    let (new, replacements) = match matches {
-        0 => {
-            return Err(format!(
-                "old_string not found in {display} (0 matches); read the file again and copy \
-                 the text exactly, including whitespace"
-            ));
-        }
-        1 => (old.replacen(&args.old_string, &args.new_string, 1), 1),
-        n if args.replace_all => (old.replace(&args.old_string, &args.new_string), n),
-        n => {
-            return Err(format!(
-                "found {n} matches of old_string in {display}; add context to make it unique, \
-                 or set replace_all to replace all {n}"
-            ));
-        }
-    };
+    let (new, tier, replacements) =
+        match tiers::replace(&old, &args.old_string, &args.new_string, args.replace_all) {
+            Found::Replaced {
+                text,
+                tier,
+                replacements,
+            } => (text, tier, replacements),
+            Found::Missing => {
+                return Err(format!(
+                    "old_string not found in {display} (0 matches, also ignoring whitespace and \
+                 punctuation differences); read the file again and copy the text exactly"
+                ));
+            }
+            Found::Ambiguous { tier, lines } => return Err(ambiguous(&display, tier, &lines)),
+        };
     // A memory file must stay loadable: refuse an edit that takes it over its limits.
     memory::check_new_content(&ctx.workspace, &path, &display, new.as_bytes())
         .map_err(|e| format!("cannot edit {display}: {e}; nothing was changed"))?;
@@ -159,8 +162,28 @@ fn replace(
         display,
         old,
         new,
+        tier,
         replacements,
     })
+}
+
+/// Several matches: where they are, so the model can add the context that tells them apart.
+fn ambiguous(display: &str, tier: Tier, lines: &[usize]) -> String {
+    const SHOWN: usize = 10;
+    let n = lines.len();
+    let mut at: Vec<String> = lines.iter().take(SHOWN).map(usize::to_string).collect();
+    if n > SHOWN {
+        at.push(format!("and {} more", n - SHOWN));
+    }
+    let how = match tier {
+        Tier::Exact => String::new(),
+        other => format!(" ({})", other.describe()),
+    };
+    format!(
+        "found {n} matches of old_string in {display}{how}, starting on lines {}; add context \
+         to make it unique, or set replace_all to replace all {n}",
+        at.join(", ")
+    )
 }
 
 /// Compares what matters for "changed since read": the content. A `touch` that only moves the
@@ -248,11 +271,11 @@ impl Tool for Edit {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::failed(e),
             };
-            tracing::debug!(path = %plan.display, replacements = plan.replacements, "edit");
+            tracing::debug!(path = %plan.display, replacements = plan.replacements, tier = ?plan.tier, "edit");
             match apply(&plan, &ctx.workspace) {
                 Ok(fp) => {
                     ctx.remember(&plan.path, fp);
-                    ToolOutput::ok(edited(&plan, ctx))
+                    ToolOutput::ok(edited(&plan, ctx)).matched(plan.tier)
                 }
                 Err(e) => ToolOutput::failed(format!("cannot edit {}: {e}", plan.display)),
             }
@@ -270,8 +293,9 @@ fn edited(plan: &Plan, ctx: &ToolCtx) -> String {
         n => format!("{n} replacements"),
     };
     format!(
-        "edited {} ({what})\n{}",
+        "edited {} ({what}, {})\n{}",
         plan.display,
+        plan.tier.describe(),
         diff::cap(&full, RESULT_DIFF_LINES, RESULT_DIFF_BYTES)
     )
 }
@@ -310,7 +334,7 @@ async fn edit_through(
         Ok(()) => {
             ctx.remember(&plan.path, Fingerprint::of_text(plan.new.as_bytes()));
             ctx.remember_text(&plan.path, &plan.new);
-            ToolOutput::ok(edited(&plan, ctx))
+            ToolOutput::ok(edited(&plan, ctx)).matched(plan.tier)
         }
         Err(e) => ToolOutput::failed(format!("cannot edit {display}: {e}")),
     }

@@ -21,7 +21,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/copy",
-        "copy the last reply; /copy N the Nth from last; /copy code the last code block",
+        "copy the last reply; /copy N: Nth from last; /copy code: last code block",
     ),
     (
         "/find",
@@ -33,6 +33,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "MCP servers and their tools; /mcp restart <id> restarts one",
     ),
     ("/skills", "list the skills and which are loaded"),
+    (
+        "/hooks",
+        "configured hooks: event, matcher, command, file, runs or not",
+    ),
     (
         "/memory",
         "the instruction files in use (MiniCode.md, AGENTS.md) and their size",
@@ -285,6 +289,15 @@ impl State {
                 self.notice(Level::Info, text);
             }
             "/permissions" => self.permissions_command(arg),
+            "/hooks" => {
+                let text = if self.hooks.is_empty() {
+                    "no hooks configured ([[hooks.<Event>]] in the config; see docs/hooks.md)"
+                        .to_string()
+                } else {
+                    format!("hooks:\n{}", self.hooks.join("\n"))
+                };
+                self.notice(Level::Info, text);
+            }
             "/goal" => return self.goal_command(arg),
             "/fork" => {
                 if self.busy {

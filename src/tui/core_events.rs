@@ -82,6 +82,7 @@ impl State {
             | Event::SubagentEnded { .. }) => self.subagent_event(e),
             e @ (Event::Retrying { .. }
             | Event::Warning { .. }
+            | Event::Hook { .. }
             | Event::Error { .. }
             | Event::McpServers { .. }
             | Event::Compacted { .. }
@@ -366,6 +367,10 @@ impl State {
                 self.notice(Level::Warning, text);
             }
             Event::Warning { message } => self.notice(Level::Warning, message),
+            // A dim line per run, so what hooks do is never hidden.
+            Event::Hook {
+                hook, outcome, ms, ..
+            } => self.notice(Level::Info, crate::protocol::hook_line(&hook, outcome, ms)),
             Event::Error { message } => self.notice(Level::Error, message),
             Event::McpServers { servers } => {
                 self.notice(Level::Info, super::mcp::listing(&servers))

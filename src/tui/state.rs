@@ -138,6 +138,8 @@ pub struct State {
     pub memory: Vec<(String, u64)>,
     /// The user's custom commands (found by the CLI).
     pub custom: Vec<crate::protocol::CustomCommand>,
+    /// The configured hooks as `/hooks` lists them (found by the CLI).
+    pub hooks: Vec<String>,
     /// Why the model server could not be reached at session start, shown in the header.
     pub server_problem: Option<String>,
     /// What the terminal can show (`NO_COLOR`, colour depth).
@@ -189,6 +191,7 @@ impl State {
             header_live: false,
             memory: Vec::new(),
             custom: Vec::new(),
+            hooks: Vec::new(),
             server_problem: None,
             colors: super::palette::Depth::default(),
             goal: None,

@@ -349,12 +349,16 @@ async fn two_calls_in_one_reply_get_results_in_call_order() {
 #[tokio::test]
 async fn invalid_arguments_are_rejected_without_running() {
     let dir = tempfile::tempdir().unwrap();
+    let calls = [
+        ("a", "bash", r#"{"cmd":"touch nope"}"#),
+        ("b", "nosuchtool", "{}"),
+        ("c", "bash", "not json"),
+    ];
+    // Broken JSON is asked for once more without streaming (same answer here) before the
+    // calls are answered.
     let model = Fake::new(vec![
-        Ok(tool_reply(&[
-            ("a", "bash", r#"{"cmd":"touch nope"}"#),
-            ("b", "nosuchtool", "{}"),
-            ("c", "bash", "not json"),
-        ])),
+        Ok(tool_reply(&calls)),
+        Ok(tool_reply(&calls)),
         Ok(text_reply("ok")),
     ]);
     let mut handle = start(

@@ -707,3 +707,47 @@ async fn duplicate_call_ids_are_renamed_so_the_history_saves() {
         "{saved}"
     );
 }
+
+#[tokio::test]
+async fn pre_compact_hooks_run_before_an_automatic_compaction_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::new(vec![Ok(text(&"b".repeat(30_000))), Ok(text("ok"))])
+        .with_summaries(vec![text("notes 1"), text("notes 2")]);
+    let hook = minicode::hooks::Hook {
+        event: minicode::hooks::HookEvent::PreCompact,
+        matcher: None,
+        command: "cat > pre-compact.json".into(),
+        timeout: std::time::Duration::from_secs(30),
+        origin: dir.path().join("config.toml"),
+        from_workspace: false,
+    };
+    let options = Options {
+        context_window: 8192,
+        auto_approve: true,
+        hooks: std::sync::Arc::new(vec![hook]),
+        ..Options::default()
+    };
+    let mut handle = start_options(dir.path(), fake, options);
+    let (events, _, _) = turn(&mut handle, FIRST).await;
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Hook { .. })),
+        "no compaction, no hook: {events:?}"
+    );
+    let (events, end, _) = turn(&mut handle, "next").await;
+    assert_eq!(end, TurnEnd::Completed);
+    let ran = events
+        .iter()
+        .position(|e| matches!(e, Event::Hook { event, .. } if event == "PreCompact"))
+        .unwrap_or_else(|| panic!("no PreCompact run: {events:?}"));
+    let compacted = events
+        .iter()
+        .position(|e| matches!(e, Event::Compacted { .. }))
+        .unwrap();
+    assert!(ran < compacted, "the hook runs before compaction");
+    let input: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("pre-compact.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(input["hook_event_name"], "PreCompact");
+    assert_eq!(input["trigger"], "auto");
+}

@@ -302,3 +302,67 @@ fn a_missing_sandbox_layer_is_shown_with_its_fix_without_failing_the_server_chec
         "{trial}"
     );
 }
+
+/// One-shot runs count their edits per model in the server cache (under the test's own
+/// XDG cache folder), and doctor shows the counts, in the table and in JSON.
+#[test]
+fn doctor_shows_the_edit_tiers_and_failures_earlier_runs_counted() {
+    let edit = |old: &str, new: &str| {
+        json!({ "path": "f.py", "old_string": old, "new_string": new }).to_string()
+    };
+    let read = json!({ "path": "f.py" }).to_string();
+    let trailing = edit("def f():\n    return 1", "def f():\n    return 2");
+    let missing = edit("def g():", "def h():");
+    let curly = edit("msg = 'hi'", "msg = 'bye'");
+    let mut script = vec![
+        tool_calls_reply(&[("c1", "read", &read)], 7),
+        tool_calls_reply(&[("c2", "edit", &trailing)], 7),
+        tool_calls_reply(&[("c3", "edit", &missing)], 7),
+        tool_calls_reply(&[("c4", "edit", &curly)], 7),
+        text_reply("done", 2),
+    ];
+    script.extend(healthy_script());
+    let server = MockServer::start_in_thread(script);
+    healthy(&server);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    std::fs::write(
+        ws.join("f.py"),
+        "def f():  \n    return 1\nmsg = \u{2018}hi\u{2019}\n",
+    )
+    .unwrap();
+    let run = command(&ws)
+        .args(["--yes", "fix f.py"])
+        .env("MINICODE_API_KEY", KEY)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("f.py")).unwrap(),
+        "def f():\n    return 2\nmsg = 'bye'\n"
+    );
+    // Kept under the isolated XDG cache, never the real one.
+    let servers = ws.join("home/.cache/minicode/servers");
+    assert!(servers.is_dir(), "no server cache in {}", servers.display());
+
+    let out = doctor(&ws, &["--output-format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let edits = &v["edits"];
+    assert_eq!(edits["edits_exact"], 0, "{v}");
+    assert_eq!(edits["edits_trailing_whitespace"], 1, "{v}");
+    assert_eq!(edits["edits_punctuation"], 1, "{v}");
+    assert_eq!(edits["edit_failures"], 1, "{v}");
+    assert_eq!(edits["stream_fallbacks"], 0, "{v}");
+    let row = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "edits")
+        .unwrap_or_else(|| panic!("no edits check in {v}"));
+    let detail = row["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("2 edits landed") && detail.contains("1 failed"),
+        "{detail}"
+    );
+}

@@ -395,3 +395,85 @@ fn hooks_config_checks_events_matchers_and_timeouts() {
     let err = load("[[hooks.Stop]]\ncommand = \"true\"\ntimeout = 0\n").unwrap_err();
     assert!(err.to_string().contains("hooks.timeout"), "{err}");
 }
+
+#[test]
+fn each_hook_run_is_a_hook_event_in_stream_json_a_line_on_stderr_and_a_traced_span() {
+    let receiver =
+        crate::support::otlp_receiver::Receiver::start(crate::support::otlp_receiver::Mode::Answer);
+    let script = vec![
+        tool_calls_reply(&[("c1", "bash", &bash_call("touch made.txt"))], 7),
+        text_reply("ok", 4),
+    ];
+    let server = MockServer::start_in_thread(script);
+    let hooks = "[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"bash hooks/pre.sh\"\n\
+        [[hooks.Stop]]\ncommand = \"true\"\n";
+    let pre = "cat > /dev/null\necho 'no files today' >&2\nexit 2\n";
+    let dir = setup(&server, hooks, &[("pre.sh", pre)]);
+    if !sandbox_works(dir.path(), "each_hook_run_is_a_hook_event") {
+        return;
+    }
+    let config = dir.path().join("config/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "[telemetry]\notlp_endpoint = \"{}\"\n",
+        receiver.endpoint()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let out = run(
+        dir.path(),
+        &["--yes", "--output-format", "stream-json", "make a file"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "hook")
+        .collect();
+    assert_eq!(events.len(), 2, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(events[0]["event"], "PreToolUse");
+    assert_eq!(events[0]["outcome"], "blocked");
+    assert!(
+        events[0]["hook"]
+            .as_str()
+            .unwrap()
+            .contains("bash hooks/pre.sh"),
+        "{}",
+        events[0]
+    );
+    assert!(events[0]["ms"].as_u64().is_some());
+    assert_eq!(events[1]["event"], "Stop");
+    assert_eq!(events[1]["outcome"], "ok");
+
+    // Text mode: one line per run on stderr.
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", &bash_call("touch made.txt"))], 7),
+        text_reply("ok", 4),
+    ]);
+    crate::support::binary::write_config(dir.path(), &server);
+    user_config::write_trusting(&dir.path().join("home"), dir.path(), hooks);
+    let out = run(dir.path(), &["--yes", "make a file"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("PreToolUse (bash) hook `bash hooks/pre.sh`: blocked in "),
+        "{err}"
+    );
+
+    // The first run's hooks were traced as `hook` spans with their event and outcome.
+    assert!(
+        wait_until_blocking(Duration::from_secs(30), || receiver
+            .spans()
+            .iter()
+            .filter(|s| s.name == "hook")
+            .count()
+            >= 2),
+        "no hook spans: {:#?}",
+        receiver.spans()
+    );
+    let spans = receiver.spans();
+    let pre = spans
+        .iter()
+        .find(|s| s.name == "hook" && s.attr("event") == Some("PreToolUse"))
+        .unwrap();
+    assert_eq!(pre.attr("hook.outcome"), Some("blocked"));
+    assert_eq!(pre.attr("hook.matcher"), Some("bash"));
+}

@@ -37,7 +37,11 @@ fn size(rows: u16, cols: u16) -> PtySize {
 
 impl Pty {
     fn spawn(server: &MockServer) -> Pty {
-        let dir = tempfile::tempdir().unwrap();
+        Self::spawn_in(server, tempfile::tempdir().unwrap())
+    }
+
+    /// [`Pty::spawn`] in `dir`, prepared by the test (its user config under `config/`).
+    fn spawn_in(server: &MockServer, dir: tempfile::TempDir) -> Pty {
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
         cmd.args(["--base-url", &server.base_url(), "--model", "m"]);
         cmd.cwd(dir.path());
@@ -715,6 +719,29 @@ fn without_any_sandbox_on_the_platform_a_command_is_asked_about_even_under_yes()
     pty.wait_for("pty-42");
     pty.wait_for("all done");
     pty.wait_for("idle");
+    pty.send(b"\x04");
+    pty.wait_exit();
+    pty.assert_restored();
+}
+
+#[test]
+fn hooks_command_lists_the_users_hooks_with_their_file_and_that_they_run() {
+    let server = MockServer::start_in_thread(vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config/minicode");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"./check.sh\"\ntimeout = 5\n",
+    )
+    .unwrap();
+    let mut pty = Pty::spawn_in(&server, dir);
+    pty.wait_for("ask anything");
+    pty.send(b"/hooks\r");
+    pty.wait_for("PreToolUse (bash) `./check.sh` · timeout 5 s · user:");
+    // The file's path may wrap the line; what follows it says the hook runs.
+    pty.wait_for("runs");
+    assert!(!pty.contents().contains("not approved"));
     pty.send(b"\x04");
     pty.wait_exit();
     pty.assert_restored();

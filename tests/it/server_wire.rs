@@ -272,3 +272,138 @@ async fn object_arguments_through_the_provider_stream() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A streamed tool call whose arguments are not valid JSON once the stream ended (vLLM's Hermes
+/// parser with a 1.5B model cuts or garbles them).
+fn broken_stream(id: &str, args: &str) -> MockReply {
+    MockReply::sse(sse_events(&[
+        chunk_tool_start(0, id, "bash"),
+        chunk_tool_args(0, args),
+        chunk_finish("tool_calls"),
+    ]))
+}
+
+/// The same call as one whole completion (no streaming).
+fn whole_completion(id: &str, args: &str) -> MockReply {
+    MockReply::json(
+        200,
+        &json!({"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "bash", "arguments": args}}]}}]}),
+    )
+}
+
+fn approve_all(_tool: &str) -> Option<minicode::protocol::Decision> {
+    Some(minicode::protocol::Decision::Approve)
+}
+
+#[tokio::test]
+async fn broken_streamed_arguments_are_asked_again_without_streaming_before_anything_runs() {
+    let (_dir, ws) = crate::support::workspace();
+    let good = json!({"command": "echo ran >> log.txt"}).to_string();
+    let server = MockServer::start(vec![
+        broken_stream("call_b", r#"{"command": "echo ran >> log.txt"#),
+        whole_completion("call_b", &good),
+        text_reply("done", 3),
+    ])
+    .await;
+    let cache = tempfile::tempdir().unwrap();
+    let counted = || {
+        OpenAi::new(OpenAiOptions {
+            base_url: server.base_url(),
+            model: "mock-model".into(),
+            cache_dir: Some(cache.path().to_path_buf()),
+            ..OpenAiOptions::default()
+        })
+        .unwrap()
+    };
+    let mut handle = spawn(&ws, counted(), Options::default());
+    let (events, end, stats) = run_turn(&mut handle, "log it", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    // The fallback is announced before any call begins, and the call runs once.
+    let notice = events
+        .iter()
+        .position(
+            |e| matches!(e, Event::Warning { message } if message.contains("without streaming")),
+        )
+        .unwrap_or_else(|| panic!("no fallback notice in {events:?}"));
+    let began: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Event::ToolCallBegan { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(began.len(), 1, "{events:?}");
+    assert!(notice < began[0], "announced before the call: {events:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("log.txt")).unwrap(),
+        "ran\n",
+        "the call ran once, with the good arguments"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].body["stream"], true);
+    assert_eq!(requests[1].body["stream"], false);
+    // The same conversation both times: the broken reply never entered history.
+    assert_eq!(requests[0].body["messages"], requests[1].body["messages"]);
+    assert_eq!(stats.model_calls, 3);
+    let history = requests[2].body["messages"].as_array().unwrap().clone();
+    let asked = &history[history.len() - 2];
+    assert_eq!(asked["tool_calls"][0]["function"]["arguments"], good);
+    // Counted for this model beside its quirks.
+    assert_eq!(counted().tally().stream_fallbacks, 1);
+}
+
+#[tokio::test]
+async fn broken_arguments_again_without_streaming_are_refused_with_a_clear_error() {
+    let (_dir, ws) = crate::support::workspace();
+    let server = MockServer::start(vec![
+        broken_stream("call_b", r#"{"command": "echo ran >> log.txt"#),
+        whole_completion("call_b", r#"{"command": "echo ran >> log.txt""#),
+        text_reply("sorry", 3),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), Options::default());
+    let (events, end, _) = run_turn(&mut handle, "log it", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Warning { message }
+            if message.contains("not valid JSON without streaming either"))),
+        "{events:?}"
+    );
+    assert!(!ws.join("log.txt").exists(), "nothing ran");
+    // Asked once without streaming, never more; the model reads the parse error.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].body["stream"], true);
+    let history = requests[2].body["messages"].as_array().unwrap().clone();
+    let result = history.last().unwrap();
+    assert_eq!(result["role"], "tool");
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.contains("invalid arguments: not valid JSON"),
+        "{content}"
+    );
+}
+
+#[tokio::test]
+async fn good_streamed_arguments_are_never_asked_again() {
+    let (_dir, ws) = crate::support::workspace();
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "bash", r#"{"command":"echo ran >> log.txt"}"#)], 5),
+        // An empty argument string reads as `{}`: not broken either.
+        tool_calls_reply(&[("c2", "list", "")], 5),
+        text_reply("done", 3),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), Options::default());
+    let (events, end, _) = run_turn(&mut handle, "log it", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::Warning { message } if message.contains("streaming"))),
+        "{events:?}"
+    );
+    assert!(server.requests().iter().all(|r| r.body["stream"] == true));
+}

@@ -1237,3 +1237,57 @@ fn memory_command_lists_every_instruction_file() {
         "{screen}"
     );
 }
+
+#[test]
+fn each_hook_run_is_a_dim_line_in_the_transcript() {
+    let mut s = state(100, 20);
+    ev(
+        &mut s,
+        Event::Hook {
+            event: "PreToolUse".into(),
+            hook: "PreToolUse (bash) hook `./check.sh`".into(),
+            outcome: minicode::protocol::HookOutcome::Blocked,
+            ms: 12,
+        },
+    );
+    let mut term = Terminal::new(TestBackend::new(100, 20)).unwrap();
+    term.draw(|f| view::render(&s, f)).unwrap();
+    let buf = term.backend().buffer().clone();
+    let y = (0..20)
+        .find(|&y| {
+            let row: String = (0..100).map(|x| buf[(x, y)].symbol()).collect();
+            row.contains("PreToolUse (bash) hook `./check.sh`: blocked in 12 ms")
+        })
+        .unwrap_or_else(|| panic!("no hook line:\n{}", rows(&s).join("\n")));
+    let text_start = (0..100).find(|&x| buf[(x, y)].symbol() == "P").unwrap();
+    assert_eq!(
+        buf[(text_start, y)].fg,
+        ratatui::style::Color::DarkGray,
+        "the line is dim"
+    );
+}
+
+#[test]
+fn hooks_command_lists_the_configured_hooks_and_whether_each_runs() {
+    let mut s = state(140, 30);
+    type_text(&mut s, "/hooks");
+    key(&mut s, KeyCode::Enter);
+    assert!(
+        rows(&s).join("\n").contains("no hooks configured"),
+        "{}",
+        rows(&s).join("\n")
+    );
+    s.hooks = vec![
+        "PreToolUse (bash) `./check.sh` · timeout 60 s · user: /h/config.toml · runs".into(),
+        "Stop `./ws.sh` · timeout 5 s · workspace: /w/config.toml · not approved: skipped".into(),
+    ];
+    type_text(&mut s, "/hooks");
+    key(&mut s, KeyCode::Enter);
+    let screen = rows(&s).join("\n");
+    assert!(
+        screen.contains(
+            "PreToolUse (bash) `./check.sh` · timeout 60 s · user: /h/config.toml · runs"
+        ) && screen.contains("not approved: skipped"),
+        "{screen}"
+    );
+}

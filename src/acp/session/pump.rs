@@ -133,6 +133,7 @@ impl Pump {
             | Event::Warning { .. }
             | Event::Compacted { .. }
             | Event::SkillLoaded { .. }
+            | Event::Hook { .. }
             | Event::GoalRoundStarted { .. } => {
                 if let Some(update) = remark(&event) {
                     self.notify(update);
@@ -396,6 +397,12 @@ fn remark(event: &Event) -> Option<SessionUpdate> {
              {tokens_before} → {tokens_after} tokens.\n"
         )),
         Event::SkillLoaded { name, .. } => convert::thought(&format!("\n(skill {name} loaded)\n")),
+        Event::Hook {
+            hook, outcome, ms, ..
+        } => convert::thought(&format!(
+            "\n({})\n",
+            crate::protocol::hook_line(hook, *outcome, *ms)
+        )),
         Event::GoalRoundStarted {
             round, max_rounds, ..
         } => convert::thought(&format!("\n(goal round {round} of {max_rounds})\n")),

@@ -33,6 +33,13 @@ pub(super) struct Verdict {
     pub notice: Option<String>,
 }
 
+impl Verdict {
+    /// Whether the run stopped something: a block, a halt or a denied call.
+    pub(super) fn blocks(&self) -> bool {
+        self.block.is_some() || self.halt || matches!(self.permission, Some(Permission::Deny(_)))
+    }
+}
+
 /// Reads `piped`, a run of a hook for `event`; `name` says which hook in notices.
 pub(super) fn read(event: HookEvent, name: &str, piped: Piped) -> Verdict {
     let (code, stdout, stderr) = match piped {

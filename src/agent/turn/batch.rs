@@ -79,6 +79,7 @@ pub(in crate::agent) async fn run_batch(
             output: output.content.clone(),
         });
         core.skills.note_call(call, &output);
+        crate::agent::tally::edit_result(&*core.provider, call, &output);
         core.store
             .session
             .push_result(call.id.clone(), output.content, output.status, summary);
@@ -305,6 +306,7 @@ async fn execute(
             status: ToolStatus::Failed,
             content: format!("not run: could not record that the call starts: {e}"),
             sandbox: None,
+            matched: None,
         };
     }
     let subagents = core.options.subagents.clone();
@@ -374,5 +376,6 @@ fn rejected(message: String) -> ToolOutput {
         status: ToolStatus::Rejected,
         content: message,
         sandbox: None,
+        matched: None,
     }
 }

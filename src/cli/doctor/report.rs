@@ -20,6 +20,9 @@ struct Json<'a> {
     tokens_per_second: Option<f64>,
     checks: &'a [Check],
     sandbox: &'a [Check],
+    /// Per-model counters of earlier runs: edit tiers, failed edits, stream fallbacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edits: Option<&'a crate::provider::tally::Tally>,
 }
 
 #[derive(Serialize)]
@@ -45,6 +48,7 @@ pub(super) fn print(f: &Findings, format: OutputFormat) {
                 tokens_per_second: f.tokens_per_second.map(|t| (t * 10.0).round() / 10.0),
                 checks: &f.checks,
                 sandbox: &f.sandbox,
+                edits: f.tally.as_ref(),
             };
             if let Ok(line) = serde_json::to_string(&json) {
                 let line = if std::io::stdout().is_terminal() {

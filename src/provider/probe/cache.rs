@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::provider::compat::Quirks;
+use crate::provider::tally::{Count, Tally};
 
 /// How long a probed context window is trusted: a server restarted with another `-c` should
 /// be noticed within the hour.
@@ -53,6 +54,9 @@ struct Entry {
     window: Option<CachedWindow>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     quirks: Option<CachedQuirks>,
+    /// Counted, never expired: the longer the record, the better it describes the model.
+    #[serde(default, skip_serializing_if = "Tally::is_empty")]
+    tally: Tally,
 }
 
 /// The cache entry of one server and model. Without a folder it remembers nothing.
@@ -96,6 +100,17 @@ impl Cache {
                 at: now(),
             });
         });
+    }
+
+    /// What this model's runs have counted so far (nothing without a cache).
+    pub fn tally(&self) -> Tally {
+        self.read().map(|e| e.tally).unwrap_or_default()
+    }
+
+    /// Adds one to a counter. Two runs counting at the same moment may lose one count: the
+    /// numbers are a guide, not a ledger.
+    pub(crate) fn count(&self, what: Count) {
+        self.update(|e| e.tally.add(what));
     }
 
     pub(crate) fn store_quirks(&self, quirks: Quirks) {

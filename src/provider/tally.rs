@@ -1,0 +1,83 @@
+//! How one model has fared with what small models most often get wrong, counted across runs:
+//! which `edit` tier its edits needed, how many of its edits failed, how many streamed replies
+//! came with broken tool-call arguments and had to be asked for again. The agent counts
+//! ([`super::Provider::count`]), the server cache keeps the numbers beside the learned quirks
+//! (`probe/cache.rs`), and `minicode doctor` shows them. Nothing here decides anything.
+
+use serde::{Deserialize, Serialize};
+
+/// One thing worth counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// An edit that landed, with the tier that found its text.
+    EditExact,
+    EditTrailingWhitespace,
+    EditIndentation,
+    EditPunctuation,
+    /// An edit that failed (its text not found or not unique, or refused otherwise).
+    EditFailed,
+    /// A streamed reply whose tool-call arguments were not valid JSON, asked again without
+    /// streaming.
+    StreamFallback,
+}
+
+/// The running totals for one server and model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tally {
+    pub edits_exact: u64,
+    pub edits_trailing_whitespace: u64,
+    pub edits_indentation: u64,
+    pub edits_punctuation: u64,
+    pub edit_failures: u64,
+    pub stream_fallbacks: u64,
+}
+
+impl Tally {
+    pub(crate) fn add(&mut self, what: Count) {
+        let field = match what {
+            Count::EditExact => &mut self.edits_exact,
+            Count::EditTrailingWhitespace => &mut self.edits_trailing_whitespace,
+            Count::EditIndentation => &mut self.edits_indentation,
+            Count::EditPunctuation => &mut self.edits_punctuation,
+            Count::EditFailed => &mut self.edit_failures,
+            Count::StreamFallback => &mut self.stream_fallbacks,
+        };
+        *field = field.saturating_add(1);
+    }
+
+    /// Edits that landed, at any tier.
+    pub fn edits_landed(&self) -> u64 {
+        self.edits_exact
+            + self.edits_trailing_whitespace
+            + self.edits_indentation
+            + self.edits_punctuation
+    }
+
+    /// One line for a person: `12 edits: 9 exact, 2 trailing whitespace, 1 indentation, 0
+    /// punctuation; 3 failed; 1 stream fallback`.
+    pub fn describe(&self) -> String {
+        let landed = self.edits_landed();
+        format!(
+            "{landed} edit{} landed: {} exact, {} ignoring trailing whitespace, {} ignoring \
+             indentation, {} with punctuation normalised; {} failed; {} streamed repl{} with \
+             broken tool arguments asked again",
+            if landed == 1 { "" } else { "s" },
+            self.edits_exact,
+            self.edits_trailing_whitespace,
+            self.edits_indentation,
+            self.edits_punctuation,
+            self.edit_failures,
+            self.stream_fallbacks,
+            if self.stream_fallbacks == 1 {
+                "y"
+            } else {
+                "ies"
+            },
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Tally::default()
+    }
+}
