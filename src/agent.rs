@@ -15,6 +15,7 @@ pub mod goal;
 mod history;
 mod hooks;
 mod mcp;
+mod notice;
 mod plan;
 pub(crate) mod prompt;
 pub(crate) mod recovery;

@@ -46,6 +46,7 @@ mod mcp_binary;
 mod memory;
 mod permissions;
 mod plan_mode;
+mod prompt_cache;
 mod protected_paths;
 mod provider_errors;
 mod provider_stream;

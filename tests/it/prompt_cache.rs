@@ -1,0 +1,149 @@
+//! The prompt cache: every request of a session extends the one before it byte for byte (the
+//! `messages` array only grows at its end, the `tools` array stays the same), through tool
+//! rounds, an instruction file edited mid-session and plan mode switched on and off; only a
+//! compaction starts a new prefix. Local servers reuse their cache only then.
+
+use crate::support::events::{next, turn};
+use crate::support::mock_openai::{MockReply, MockServer, Recorded, text_reply, tool_calls_reply};
+use minicode::agent::Options;
+use minicode::protocol::{Event, Op, TurnEnd};
+use minicode::provider::openai::{OpenAi, OpenAiOptions};
+use serde_json::{Value, json};
+
+/// The raw JSON text of `field`'s value in a request body, exactly as it was sent.
+fn raw_field<'a>(body: &'a str, field: &str) -> Option<&'a str> {
+    let key = format!("\"{field}\":");
+    let start = body.find(&key)? + key.len();
+    let mut values = serde_json::Deserializer::from_str(&body[start..]).into_iter::<Value>();
+    values.next()?.ok()?;
+    Some(&body[start..start + values.byte_offset()])
+}
+
+/// Answers a summary request with a summary, a prompt with a `read` call, a tool result with
+/// text.
+fn respond(request: &Recorded) -> Option<MockReply> {
+    if request.body["stream"] == json!(false) {
+        let reply = json!({
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "the summary"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+        });
+        return Some(MockReply::json(200, &reply));
+    }
+    let messages = request.body["messages"].as_array()?;
+    let last = messages.last()?;
+    if last["role"] == "tool" {
+        return Some(text_reply("read it", 4));
+    }
+    let id = format!("call{}", messages.len());
+    Some(tool_calls_reply(
+        &[(id.as_str(), "read", r#"{"path":"notes.txt"}"#)],
+        5,
+    ))
+}
+
+pub(crate) fn provider(server: &MockServer, model: &str) -> OpenAi {
+    OpenAi::new(OpenAiOptions {
+        base_url: server.base_url(),
+        model: model.into(),
+        max_attempts: 1,
+        ..OpenAiOptions::default()
+    })
+    .unwrap()
+}
+
+/// Waits for the profile event that follows a plan switch.
+async fn switched(handle: &mut minicode::protocol::AgentHandle) {
+    while !matches!(next(handle).await, Event::SandboxChanged { .. }) {}
+}
+
+#[tokio::test]
+async fn every_request_extends_the_previous_one_byte_for_byte_except_after_compaction() {
+    let (_tmp, ws) = crate::support::workspace();
+    std::fs::write(ws.join("notes.txt"), "some notes\n").unwrap();
+    std::fs::write(ws.join("MiniCode.md"), "# Memory\nuse spaces\n").unwrap();
+    let server = MockServer::start(Vec::new()).await;
+    server.respond_with(respond);
+    let options = Options {
+        auto_approve: true,
+        context_window: 200_000,
+        ..Options::default()
+    };
+    let mut handle = crate::support::agent::spawn(&ws, provider(&server, "m1"), options);
+    // The first main request after the compaction starts a new prefix.
+    let mut fresh_prefix = Vec::new();
+    for round in 0..20 {
+        match round {
+            5 => std::fs::write(ws.join("MiniCode.md"), "# Memory\nuse tabs, always\n").unwrap(),
+            8 => {
+                handle.send(Op::SetPlan { on: true });
+                switched(&mut handle).await;
+            }
+            10 => {
+                handle.send(Op::SetPlan { on: false });
+                switched(&mut handle).await;
+            }
+            14 => {
+                handle.send(Op::Compact(None));
+                loop {
+                    if let Event::TurnEnded { end, .. } = next(&mut handle).await {
+                        assert_eq!(end, TurnEnd::Completed);
+                        break;
+                    }
+                }
+                fresh_prefix.push(main_requests(&server).len());
+            }
+            _ => {}
+        }
+        let (events, end, _) = turn(&mut handle, &format!("task {round}")).await;
+        assert_eq!(end, TurnEnd::Completed, "{events:?}");
+    }
+    let requests = main_requests(&server);
+    assert_eq!(requests.len(), 40);
+    for (i, pair) in requests.windows(2).enumerate() {
+        if fresh_prefix.contains(&(i + 1)) {
+            continue;
+        }
+        let (before, after) = (&pair[0].raw_body, &pair[1].raw_body);
+        let old = raw_field(before, "messages").unwrap();
+        let new = raw_field(after, "messages").unwrap();
+        assert!(
+            new.starts_with(&old[..old.len() - 1]) && new.len() > old.len(),
+            "request {} does not extend request {i}:\n{old}\n---\n{new}",
+            i + 1
+        );
+        assert_eq!(
+            raw_field(before, "tools"),
+            raw_field(after, "tools"),
+            "request {}",
+            i + 1
+        );
+        assert_eq!(pair[0].body["model"], pair[1].body["model"]);
+    }
+    // The edit and the switches were told, after everything sent before them.
+    let edited = &requests[10].raw_body;
+    assert!(edited.contains("use tabs, always") && edited.contains("use spaces"));
+    assert!(!requests[9].raw_body.contains("use tabs, always"));
+    let first = &requests[0].raw_body;
+    let system = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(!system.contains("Plan mode"), "{system}");
+    assert!(first.contains("use spaces"));
+    let plan_on = requests[16].body["messages"].to_string();
+    assert!(plan_on.contains("Plan mode is on"), "{plan_on}");
+    let plan_off = requests[20].body["messages"].to_string();
+    assert!(plan_off.contains("Plan mode is off"), "{plan_off}");
+    // After the compaction the memory message carries the file as it is now.
+    let compacted = requests[28].body["messages"][1]["content"]
+        .as_str()
+        .unwrap();
+    assert!(compacted.contains("use tabs, always") && !compacted.contains("use spaces"));
+}
+
+/// The streamed (main) requests, in order.
+fn main_requests(server: &MockServer) -> Vec<Recorded> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["stream"] == json!(true))
+        .collect()
+}
