@@ -178,8 +178,12 @@ pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
         "tokens unavailable".to_string()
     } else {
         let partial = if t.partial() { " (partial)" } else { "" };
+        let cache = t
+            .cached_percent
+            .map(|pct| format!(" ({pct}% of the prompt from the cache)"))
+            .unwrap_or_default();
         format!(
-            "tokens in {} / out {} / total {}{partial}",
+            "tokens in {} / out {} / total {}{partial}{cache}",
             t.input_tokens, t.output_tokens, t.total_tokens
         )
     };

@@ -429,6 +429,7 @@ impl State {
         if stats.model_calls > 0 || stats.summary_calls > 0 || stats.tool_calls > 0 {
             let tokens = (!stats.tokens.unavailable()).then_some(stats.tokens.total_tokens);
             self.last_turn = Some((tokens, stats.wall));
+            self.last_cache = stats.tokens.cached_percent;
             self.transcript.push(Kind::Stats(stats_line(&stats)));
         }
         // Only a completed turn sends the next queued prompt by itself; after an interrupt or
@@ -478,6 +479,9 @@ pub(crate) fn stats_line(s: &TurnStats) -> String {
             "{} tokens (in {} / out {}{partial})",
             t.total_tokens, t.input_tokens, t.output_tokens
         ));
+    }
+    if let Some(pct) = t.cached_percent {
+        parts.push(format!("{pct}% of the prompt from the cache"));
     }
     if s.summary_calls > 0 {
         let tokens = if s.summary_tokens.unavailable() {

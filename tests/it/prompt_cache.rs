@@ -147,3 +147,78 @@ fn main_requests(server: &MockServer) -> Vec<Recorded> {
         .filter(|r| r.body["stream"] == json!(true))
         .collect()
 }
+
+/// A streamed text reply whose last chunk carries `extra` fields (usage shapes).
+fn reply_with(extra: Value) -> MockReply {
+    use crate::support::mock_openai::{chunk_finish, chunk_text, sse_events};
+    let mut last = json!({
+        "id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": "mock",
+        "choices": []
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        last[key] = value.clone();
+    }
+    MockReply::sse(sse_events(&[
+        chunk_text("hello"),
+        chunk_finish("stop"),
+        last,
+    ]))
+}
+
+/// Runs one prompt in one-shot mode with `--output-format json`; the parsed result and stderr.
+fn one_shot(reply: MockReply) -> (Value, String) {
+    let server = MockServer::start_in_thread(vec![reply]);
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::binary::write_config(dir.path(), &server);
+    let out = crate::support::binary::command(dir.path())
+        .args(["--output-format", "json", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let json = serde_json::from_slice(&out.stdout).unwrap();
+    (json, stderr)
+}
+
+#[test]
+fn the_cached_share_comes_from_openai_style_prompt_tokens_details() {
+    let (json, stderr) = one_shot(reply_with(json!({"usage": {
+        "prompt_tokens": 1000, "completion_tokens": 10, "total_tokens": 1010,
+        "prompt_tokens_details": {"cached_tokens": 800}
+    }})));
+    let tokens = &json["stats"]["tokens"];
+    assert_eq!(tokens["cached_tokens"], 800, "{json}");
+    assert_eq!(tokens["cached_percent"], 80, "{json}");
+    assert!(
+        stderr.contains("80% of the prompt from the cache"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_cached_share_comes_from_llama_cpp_timings() {
+    let (json, stderr) = one_shot(reply_with(json!({
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 10, "total_tokens": 1010},
+        "timings": {"cache_n": 900, "prompt_n": 100, "predicted_n": 10}
+    })));
+    let tokens = &json["stats"]["tokens"];
+    assert_eq!(tokens["cached_tokens"], 900, "{json}");
+    assert_eq!(tokens["cached_percent"], 90, "{json}");
+    assert!(
+        stderr.contains("90% of the prompt from the cache"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_cached_share_is_made_up_when_the_server_says_nothing() {
+    let (json, stderr) = one_shot(reply_with(json!({"usage": {
+        "prompt_tokens": 1000, "completion_tokens": 10, "total_tokens": 1010
+    }})));
+    assert_eq!(
+        json["stats"]["tokens"]["cached_percent"],
+        Value::Null,
+        "{json}"
+    );
+    assert!(!stderr.contains("from the cache"), "{stderr}");
+}
