@@ -93,6 +93,10 @@ pub enum Op {
     Fork,
     /// Turn plan mode on or off (answered by `SandboxChanged`; queued while a turn runs).
     SetPlan { on: bool },
+    /// `/model`: without a name, list the models the server offers (`ModelsListed`); with one,
+    /// use it for the rest of the session (`ModelSwitched`, then `ContextWindowSet` once the
+    /// window is probed again). Queued while a turn runs.
+    Model { name: Option<String> },
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -454,6 +458,18 @@ pub enum Event {
     /// The answer to `Op::ListSkills`, in the order the skills are searched.
     SkillsListed {
         skills: Vec<SkillEntry>,
+    },
+    /// The answer to `Op::Model { name: None }`: the models the server lists (`GET /models`)
+    /// and the one in use.
+    ModelsListed {
+        current: String,
+        models: Vec<String>,
+    },
+    /// The session uses `model` from now on (`Op::Model`); the switch is recorded in the
+    /// session's history.
+    ModelSwitched {
+        previous: String,
+        model: String,
     },
     /// A goal change was recorded in the session (`goal` is `None` after `cleared`). `armed`
     /// is the live activation after it: create and resume arm; pause, complete, block and

@@ -13,7 +13,7 @@ const OPEN: &str = "<session-notice>";
 const CLOSE: &str = "</session-notice>";
 
 /// One notice message holding every change found before a request.
-fn message(parts: &[String]) -> Message {
+pub(crate) fn message(parts: &[String]) -> Message {
     Message::user(format!(
         "{OPEN}\nminicode reports a change since the messages above (this is not the user \
          speaking):\n\n{}\n{CLOSE}",

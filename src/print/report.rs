@@ -56,6 +56,9 @@ fn line(event: &Event) -> Option<String> {
             parent_id,
             session_id,
         } => format!("forked session {parent_id} into {session_id}"),
+        Event::ModelSwitched { previous, model } => {
+            format!("model switched to {model} (was {previous})")
+        }
         Event::SessionConfigured { .. }
         | Event::SandboxChanged { .. }
         | Event::HistoryRestored { .. }
@@ -73,6 +76,7 @@ fn line(event: &Event) -> Option<String> {
         | Event::SubagentProgress { .. }
         | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }
+        | Event::ModelsListed { .. }
         | Event::TurnEnded { .. }
         | Event::GoalRunEnded { .. }
         | Event::ShutdownComplete => return None,

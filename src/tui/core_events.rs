@@ -86,7 +86,14 @@ impl State {
             | Event::McpServers { .. }
             | Event::Compacted { .. }
             | Event::SkillLoaded { .. }
+            | Event::ModelsListed { .. }
             | Event::SkillsListed { .. }) => self.notice_event(e),
+            Event::ModelSwitched { previous, model } => {
+                let text = format!("model switched to {model} (was {previous})");
+                self.notice(Level::Info, super::wrap::sanitize(&text));
+                self.model = model;
+                self.refresh_header();
+            }
             e @ (Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }
@@ -392,6 +399,9 @@ impl State {
                 self.notice(Level::Info, text);
             }
             Event::SkillsListed { skills } => self.notice(Level::Info, skills_text(&skills)),
+            Event::ModelsListed { current, models } => {
+                self.notice(Level::Info, models_text(&current, &models));
+            }
             _ => {}
         }
     }
@@ -515,4 +525,23 @@ fn plural(n: u64, what: &str) -> String {
     } else {
         format!("{n} {what}s")
     }
+}
+
+/// `/model`'s list of the server's models, the one in use marked.
+fn models_text(current: &str, models: &[String]) -> String {
+    if models.is_empty() {
+        return "the server lists no models".to_string();
+    }
+    let mut text = String::from("models on the server (/model NAME switches):");
+    for model in models {
+        let mark = if model == current { "*" } else { " " };
+        text.push_str(&format!("\n{mark} {}", super::wrap::sanitize(model)));
+    }
+    if !models.iter().any(|m| m == current) {
+        text.push_str(&format!(
+            "\n(in use: {}, not listed)",
+            super::wrap::sanitize(current)
+        ));
+    }
+    text
 }

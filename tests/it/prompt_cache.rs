@@ -1,12 +1,13 @@
 //! The prompt cache: every request of a session extends the one before it byte for byte (the
 //! `messages` array only grows at its end, the `tools` array stays the same), through tool
-//! rounds, an instruction file edited mid-session and plan mode switched on and off; only a
-//! compaction starts a new prefix. Local servers reuse their cache only then.
+//! rounds, an instruction file edited mid-session, plan mode switched on and off and a
+//! `/model` switch; only a compaction starts a new prefix. Local servers reuse their cache
+//! only then. Also the cached share the server reports, in the stats, and `/model` itself.
 
-use crate::support::events::{next, turn};
+use crate::support::events::{next, shutdown, turn};
 use crate::support::mock_openai::{MockReply, MockServer, Recorded, text_reply, tool_calls_reply};
 use minicode::agent::Options;
-use minicode::protocol::{Event, Op, TurnEnd};
+use minicode::protocol::{Event, Op, TurnEnd, WindowSource};
 use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use serde_json::{Value, json};
 
@@ -64,6 +65,7 @@ async fn every_request_extends_the_previous_one_byte_for_byte_except_after_compa
     std::fs::write(ws.join("MiniCode.md"), "# Memory\nuse spaces\n").unwrap();
     let server = MockServer::start(Vec::new()).await;
     server.respond_with(respond);
+    server.route("/v1/models", models_reply());
     let options = Options {
         auto_approve: true,
         context_window: 200_000,
@@ -93,6 +95,12 @@ async fn every_request_extends_the_previous_one_byte_for_byte_except_after_compa
                 }
                 fresh_prefix.push(main_requests(&server).len());
             }
+            17 => {
+                handle.send(Op::Model {
+                    name: Some("m2".into()),
+                });
+                while !matches!(next(&mut handle).await, Event::ModelSwitched { .. }) {}
+            }
             _ => {}
         }
         let (events, end, _) = turn(&mut handle, &format!("task {round}")).await;
@@ -118,8 +126,14 @@ async fn every_request_extends_the_previous_one_byte_for_byte_except_after_compa
             "request {}",
             i + 1
         );
-        assert_eq!(pair[0].body["model"], pair[1].body["model"]);
+        let model = if i + 1 >= 34 { "m2" } else { "m1" };
+        assert_eq!(pair[1].body["model"], model, "request {}", i + 1);
     }
+    assert!(
+        requests[34]
+            .raw_body
+            .contains("The model answering from here on is m2")
+    );
     // The edit and the switches were told, after everything sent before them.
     let edited = &requests[10].raw_body;
     assert!(edited.contains("use tabs, always") && edited.contains("use spaces"));
@@ -221,4 +235,111 @@ fn no_cached_share_is_made_up_when_the_server_says_nothing() {
         "{json}"
     );
     assert!(!stderr.contains("from the cache"), "{stderr}");
+}
+
+/// `GET /v1/models` of a server with two models, each stating its window (vLLM's shape).
+fn models_reply() -> MockReply {
+    MockReply::json(
+        200,
+        &json!({"object": "list", "data": [
+            {"id": "m1", "object": "model", "max_model_len": 16384},
+            {"id": "m2", "object": "model", "max_model_len": 32768}
+        ]}),
+    )
+}
+
+/// Events until `pred` matches one; returns it.
+async fn until(
+    handle: &mut minicode::protocol::AgentHandle,
+    pred: impl Fn(&Event) -> bool,
+) -> Event {
+    loop {
+        let event = next(handle).await;
+        if pred(&event) {
+            return event;
+        }
+    }
+}
+
+#[tokio::test]
+async fn model_without_a_name_lists_the_servers_models_and_the_one_in_use() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start(Vec::new()).await;
+    server.route("/v1/models", models_reply());
+    let mut handle = crate::support::agent::spawn(&ws, provider(&server, "m1"), Options::default());
+    handle.send(Op::Model { name: None });
+    match until(&mut handle, |e| matches!(e, Event::ModelsListed { .. })).await {
+        Event::ModelsListed { current, models } => {
+            assert_eq!(current, "m1");
+            assert_eq!(models, ["m1", "m2"]);
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test]
+async fn model_switch_probes_the_window_again_and_is_recorded_in_the_session() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start(vec![text_reply("from m2", 4)]).await;
+    server.route("/v1/models", models_reply());
+    let mut handle = crate::support::agent::spawn(&ws, provider(&server, "m1"), Options::default());
+    let first = until(
+        &mut handle,
+        |e| matches!(e, Event::ContextWindowSet { source, .. } if *source == WindowSource::Probe),
+    )
+    .await;
+    assert!(
+        matches!(first, Event::ContextWindowSet { tokens: 16384, .. }),
+        "{first:?}"
+    );
+    handle.send(Op::Model {
+        name: Some("m2".into()),
+    });
+    let switched = until(&mut handle, |e| matches!(e, Event::ModelSwitched { .. })).await;
+    assert!(
+        matches!(&switched, Event::ModelSwitched { previous, model } if previous == "m1" && model == "m2"),
+        "{switched:?}"
+    );
+    let (events, end, _) = turn(&mut handle, "hello").await;
+    assert_eq!(end, TurnEnd::Completed, "{events:?}");
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::ContextWindowSet {
+                tokens: 32768,
+                source: WindowSource::Probe
+            }
+        )),
+        "{events:?}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.last().unwrap().body["model"], "m2");
+    shutdown(&mut handle).await;
+    let saved = std::fs::read_dir(ws.join(".minicode/sessions"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        saved.contains("The model answering from here on is m2 (it was m1)"),
+        "{saved}"
+    );
+}
+
+#[tokio::test]
+async fn model_switch_to_a_model_the_server_does_not_offer_is_refused() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start(vec![text_reply("still m1", 4)]).await;
+    server.route("/v1/models", models_reply());
+    let mut handle = crate::support::agent::spawn(&ws, provider(&server, "m1"), Options::default());
+    handle.send(Op::Model {
+        name: Some("nope".into()),
+    });
+    match until(&mut handle, |e| matches!(e, Event::Error { .. })).await {
+        Event::Error { message } => assert!(message.contains("nope"), "{message}"),
+        _ => unreachable!(),
+    }
+    let (_, end, _) = turn(&mut handle, "hello").await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(server.requests()[0].body["model"], "m1");
 }
