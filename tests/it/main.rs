@@ -44,6 +44,7 @@ mod key_env;
 mod mcp;
 mod mcp_binary;
 mod memory;
+mod output_schema;
 mod permissions;
 mod plan_mode;
 mod prompt_cache;

@@ -209,9 +209,9 @@ fn model_lists_the_servers_models_and_model_name_switches_in_the_status_bar() {
     assert!(text.contains("  other-model"), "{text}");
     let effects = command(&mut s, "/model other-model");
     assert!(
-        effects.iter().any(
-            |e| matches!(e, Effect::Op(Op::Model { name: Some(n) }) if n == "other-model")
-        ),
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Op(Op::Model { name: Some(n) }) if n == "other-model")),
         "{effects:?}"
     );
     s.update(Msg::Agent(Event::ModelSwitched {
