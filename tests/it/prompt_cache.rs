@@ -324,6 +324,34 @@ async fn model_switch_probes_the_window_again_and_is_recorded_in_the_session() {
         saved.contains("The model answering from here on is m2 (it was m1)"),
         "{saved}"
     );
+    // A resumed transcript does not show minicode's notices as the user's words.
+    let id = saved_id(&ws);
+    let session = minicode::session::Session::open(&ws, &id).unwrap();
+    let mut handle =
+        crate::support::agent::spawn_session(session, provider(&server, "m1"), Options::default());
+    match until(&mut handle, |e| matches!(e, Event::HistoryRestored { .. })).await {
+        Event::HistoryRestored { entries } => {
+            let shown = format!("{entries:?}");
+            assert!(
+                shown.contains("hello") && !shown.contains("session-notice"),
+                "{shown}"
+            );
+        }
+        _ => unreachable!(),
+    }
+}
+
+/// The id of the one session saved in `ws`.
+fn saved_id(ws: &std::path::Path) -> String {
+    std::fs::read_dir(ws.join(".minicode/sessions"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.strip_suffix(".json").map(str::to_string)
+        })
+        .next()
+        .unwrap()
 }
 
 #[tokio::test]
