@@ -15,6 +15,8 @@ pub mod goal;
 mod history;
 mod hooks;
 mod mcp;
+mod model_switch;
+mod notice;
 mod plan;
 pub(crate) mod prompt;
 pub(crate) mod recovery;
@@ -382,6 +384,7 @@ impl Core {
             Op::Goal(command) => self.goal.command(command, &mut self.store),
             Op::Fork => self.fork(),
             Op::SetPlan { on } => self.set_plan(on),
+            Op::Model { name } => self.model(name).await,
             Op::Decide { call, .. } => self.emit(Event::Error {
                 message: format!("no approval is pending for call {call:?}"),
             }),

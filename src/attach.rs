@@ -327,6 +327,7 @@ async fn forward_ops(
             | Op::McpServers
             | Op::McpRestart { .. }
             | Op::ListSkills
+            | Op::Model { .. }
             | Op::SetPlan { .. } => {
                 let _ = events.send(Event::Error {
                     message: "not available while attached to a daemon: use a local session".into(),

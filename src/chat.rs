@@ -197,6 +197,10 @@ pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub total_tokens: u64,
+    /// Prompt tokens the server served from its prompt cache, when it says
+    /// (`usage.prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -207,6 +211,7 @@ impl Usage {
             input_tokens: input,
             output_tokens: output,
             total_tokens: total,
+            cached_tokens: None,
         }
     }
 }

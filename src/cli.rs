@@ -90,6 +90,10 @@ pub struct Args {
     /// original stays as it is). A goal comes along, disarmed.
     #[arg(long)]
     pub fork: bool,
+    /// One-shot: the final answer must be JSON valid against the JSON Schema in FILE (one
+    /// second try with the errors; still invalid exits 1, a bad schema file exits 2).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["goal", "goal_resume"])]
+    pub output_schema: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
 }
@@ -327,6 +331,15 @@ fn run_session(
             None => p,
         },
     );
+    let schema = match (&args.output_schema, &prompt) {
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(usage(
+                "--output-schema checks the answer of a one-shot run: give a prompt",
+            ));
+        }
+        (Some(path), Some(_)) => Some(print::OutputSchema::load(path).map_err(usage)?),
+    };
     if prompt.is_some() {
         for warning in &commands.warnings {
             note(warning);
@@ -372,7 +385,13 @@ fn run_session(
         let started = prepared.start(session);
         let code = match task {
             Some(task) => {
-                print::run(started.handle, task, format, &resume_flags, show_reasoning).await
+                let output = print::Options {
+                    format,
+                    resume_flags: &resume_flags,
+                    show_reasoning,
+                    schema,
+                };
+                print::run(started.handle, task, output).await
             }
             None => {
                 let screen = Screen {

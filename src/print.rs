@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 mod report;
 mod run_state;
+mod schema;
 
 use crate::chat::ApprovalRequest;
 use crate::protocol::WindowSource;
@@ -25,6 +26,7 @@ use crate::protocol::{Decision, Goal, GoalOp, GoalPhase, Op, TurnEnd, TurnStats}
 use crate::sanitize::{self, sanitize};
 pub(crate) use report::describe_end;
 use run_state::RunState;
+pub(crate) use schema::OutputSchema;
 
 /// What a one-shot run does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +75,9 @@ struct JsonResult<'a> {
     /// The sandbox profile `bash` calls ran under (and the plan file in plan mode).
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<&'a crate::protocol::Profile>,
+    /// With `--output-schema`: the answer, parsed, once it matched the schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_output: Option<&'a serde_json::Value>,
 }
 
 /// Where a goal run stands, from the events seen so far.
@@ -118,22 +123,34 @@ fn status_word(end: &TurnEnd) -> &'static str {
 /// The exit code for a refused goal command (a usage/input error).
 const EXIT_REFUSED: u8 = 2;
 
-/// Runs `prompt` as one turn and prints the outcome.
-/// `resume_flags` are the flags that chose the model (e.g. `--demo`), repeated in the resume
-/// hint so resuming talks to the same model. `show_reasoning` streams the model's reasoning to
-/// stderr (it is never part of the answer on stdout).
-pub(crate) async fn run(
-    handle: AgentHandle,
-    task: Task,
-    format: OutputFormat,
-    resume_flags: &str,
-    show_reasoning: bool,
-) -> ExitCode {
+/// How a one-shot run prints and checks its outcome.
+pub(crate) struct Options<'a> {
+    pub(crate) format: OutputFormat,
+    /// The flags that chose the model (e.g. `--demo`), repeated in the resume hint so resuming
+    /// talks to the same model.
+    pub(crate) resume_flags: &'a str,
+    /// Stream the model's reasoning to stderr (it is never part of the answer on stdout).
+    pub(crate) show_reasoning: bool,
+    /// `--output-schema`: the answer must be JSON valid against it.
+    pub(crate) schema: Option<OutputSchema>,
+}
+
+/// Runs `task` (one prompt, or a goal) and prints the outcome.
+pub(crate) async fn run(handle: AgentHandle, task: Task, options: Options<'_>) -> ExitCode {
     let (ops, mut events) = handle.split();
     let interrupted_by = spawn_signal_watch(ops.clone());
     let goal_mode = !matches!(task, Task::Prompt(_));
+    let Options {
+        format,
+        resume_flags,
+        show_reasoning,
+        schema,
+    } = options;
     ops.send(match task {
-        Task::Prompt(prompt) => Op::Submit(prompt),
+        Task::Prompt(prompt) => Op::Submit(match &schema {
+            Some(schema) => schema.instruct(&prompt),
+            None => prompt,
+        }),
         Task::Goal {
             objective,
             max_rounds,
@@ -147,6 +164,7 @@ pub(crate) async fn run(
         }),
     });
     let mut state = RunState::new(ops, format, goal_mode, show_reasoning);
+    state.schema = schema;
     while let Some(event) = events.recv().await {
         if !state.handle(event) {
             break;
@@ -223,6 +241,7 @@ fn finish_goal(
                 context_window: o.window,
                 goal: run.goal.as_ref(),
                 sandbox: o.sandbox,
+                structured_output: None,
             };
             if let Ok(line) = serde_json::to_string(&result) {
                 let line = if o.stdout_tty {

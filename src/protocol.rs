@@ -93,6 +93,10 @@ pub enum Op {
     Fork,
     /// Turn plan mode on or off (answered by `SandboxChanged`; queued while a turn runs).
     SetPlan { on: bool },
+    /// `/model`: without a name, list the models the server offers (`ModelsListed`); with one,
+    /// use it for the rest of the session (`ModelSwitched`, then `ContextWindowSet` once the
+    /// window is probed again). Queued while a turn runs.
+    Model { name: Option<String> },
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -159,6 +163,16 @@ pub struct TokenStats {
     pub replies_with_usage: u32,
     /// Replies that did not.
     pub replies_without_usage: u32,
+    /// Prompt tokens the server served from its prompt cache, over the replies that said.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// The prompt tokens of those replies.
+    #[serde(default)]
+    pub cache_known_input_tokens: u64,
+    /// `cached_tokens` as a share of `cache_known_input_tokens`, in whole percent; `None` when
+    /// no reply said (most hosted APIs without caching, older servers).
+    #[serde(default)]
+    pub cached_percent: Option<u32>,
 }
 
 impl TokenStats {
@@ -169,6 +183,11 @@ impl TokenStats {
                 self.output_tokens += u.output_tokens;
                 self.total_tokens += u.total_tokens;
                 self.replies_with_usage += 1;
+                if let Some(cached) = u.cached_tokens {
+                    self.cached_tokens += cached;
+                    self.cache_known_input_tokens += u.input_tokens.max(cached);
+                    self.cached_percent = self.share();
+                }
             }
             None => self.replies_without_usage += 1,
         }
@@ -181,6 +200,15 @@ impl TokenStats {
         self.total_tokens += other.total_tokens;
         self.replies_with_usage += other.replies_with_usage;
         self.replies_without_usage += other.replies_without_usage;
+        self.cached_tokens += other.cached_tokens;
+        self.cache_known_input_tokens += other.cache_known_input_tokens;
+        self.cached_percent = self.share().or(self.cached_percent);
+    }
+
+    /// The share of prompt tokens served from the cache, when a reply said.
+    fn share(&self) -> Option<u32> {
+        (self.cache_known_input_tokens > 0)
+            .then(|| (self.cached_tokens * 100 / self.cache_known_input_tokens) as u32)
     }
 
     /// No reply carried usage.
@@ -467,6 +495,18 @@ pub enum Event {
     /// The answer to `Op::ListSkills`, in the order the skills are searched.
     SkillsListed {
         skills: Vec<SkillEntry>,
+    },
+    /// The answer to `Op::Model { name: None }`: the models the server lists (`GET /models`)
+    /// and the one in use.
+    ModelsListed {
+        current: String,
+        models: Vec<String>,
+    },
+    /// The session uses `model` from now on (`Op::Model`); the switch is recorded in the
+    /// session's history.
+    ModelSwitched {
+        previous: String,
+        model: String,
     },
     /// A goal change was recorded in the session (`goal` is `None` after `cleared`). `armed`
     /// is the live activation after it: create and resume arm; pause, complete, block and

@@ -128,6 +128,10 @@ pub type ReplyFuture =
     Pin<Box<dyn std::future::Future<Output = Result<Reply, ProviderError>> + Send>>;
 pub(crate) type ProbeFuture = Pin<Box<dyn std::future::Future<Output = Option<ServerInfo>> + Send>>;
 
+/// The model ids a server lists, or why it could not say.
+pub(crate) type ModelsFuture =
+    Pin<Box<dyn std::future::Future<Output = Result<Vec<String>, ProviderError>> + Send>>;
+
 /// What a server said about itself when asked at session start (see `probe`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerInfo {
@@ -168,6 +172,17 @@ pub trait Provider: Send + Sync {
     /// Counts something this model did that is worth knowing across runs (see [`tally`]);
     /// a provider without a server cache forgets it.
     fn count(&self, _what: tally::Count) {}
+    /// The same server with `model` instead, for the rest of a session (`/model NAME`); `None`
+    /// when this provider cannot switch.
+    fn with_model(&self, _model: &str) -> Option<std::sync::Arc<dyn Provider>> {
+        None
+    }
+    /// The model ids the server lists (`GET /models`), asked now.
+    fn models(&self) -> ModelsFuture {
+        Box::pin(std::future::ready(Err(ProviderError::Protocol(
+            "this provider lists no models".to_string(),
+        ))))
+    }
 }
 
 /// Every way a model call can fail. Messages are lowercase and never contain the API key.

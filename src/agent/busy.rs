@@ -57,7 +57,9 @@ pub(super) async fn serve_ops<T>(
                         });
                     }
                 },
-                Some(op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. })) => {
+                Some(
+                    op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. } | Op::Model { .. }),
+                ) => {
                     queue.push_back(op)
                 }
                 // Reading or restarting a server does not touch the conversation.

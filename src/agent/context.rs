@@ -11,7 +11,7 @@
 mod ledger;
 
 use super::budget::{Budget, Tracker};
-use super::goal;
+use super::{goal, notice};
 use crate::chat::{Message, Role, ToolSpec, Usage, estimate_message, estimate_tools};
 use crate::memory::Memory;
 use crate::session::Checkpoint;
@@ -100,9 +100,6 @@ pub struct Context {
     checkpoint: Option<Checkpoint>,
     /// The ledger + summary text of the checkpoint.
     ledger: Option<String>,
-    /// Whether the ledger quotes the latest user message (no user message is kept verbatim);
-    /// the first user message appended to the kept part drops that quote.
-    ledger_quotes_latest: bool,
     /// The one user message sent after the system prompt: memory and ledger merged, because
     /// strict chat templates refuse two user messages in a row.
     lead: Option<Message>,
@@ -113,8 +110,9 @@ pub struct Context {
     prefix: Vec<u64>,
     /// Whether each synced message is a user message (to account for fillers at the cut).
     is_user: Vec<bool>,
-    /// Whether each synced message is a goal record (the user message after one gets the
-    /// [`ACKNOWLEDGED`] filler instead of [`NO_REPLY`]: the record was not an unanswered turn).
+    /// Whether each synced message is a goal record or a notice (the user message after one
+    /// gets the [`ACKNOWLEDGED`] filler instead of [`NO_REPLY`]: it was not an unanswered turn;
+    /// so does a notice after a user message).
     is_record: Vec<bool>,
     tracker: Tracker,
 }
@@ -131,7 +129,6 @@ impl Context {
             memory: None,
             checkpoint: None,
             ledger: None,
-            ledger_quotes_latest: false,
             lead: None,
             lead_tokens: 0,
             prefix: vec![0],
@@ -139,17 +136,6 @@ impl Context {
             is_record: Vec::new(),
             tracker: Tracker::default(),
         }
-    }
-
-    /// The system prompt in use.
-    pub(crate) fn system_prompt(&self) -> &str {
-        self.system.text()
-    }
-
-    /// Replaces the system prompt (plan mode adds its note and takes it away again).
-    pub(crate) fn set_system_prompt(&mut self, text: String) {
-        self.system = Message::system(text);
-        self.system_tokens = estimate_message(&self.system);
     }
 
     /// Re-counts the tool declarations after the set of tools changed (an MCP server's tools
@@ -185,10 +171,9 @@ impl Context {
     /// Rebuilds the ledger from the checkpoint and the history (see [`ledger::Ledger::of`]).
     fn rebuild_ledger(&mut self, messages: &[Message]) {
         let ledger = self.checkpoint.as_ref().map(|c| {
-            let (before, kept) = messages.split_at(c.first_kept_index.min(messages.len()));
-            ledger::Ledger::of(&c.summary, before, kept)
+            let before = &messages[..c.first_kept_index.min(messages.len())];
+            ledger::Ledger::of(&c.summary, before)
         });
-        self.ledger_quotes_latest = ledger.as_ref().is_some_and(|l| l.quotes_latest);
         self.ledger = ledger.map(|l| l.text);
         self.rebuild_lead();
     }
@@ -207,8 +192,7 @@ impl Context {
     }
 
     /// Installs a checkpoint (on resume, or after compaction) and rebuilds the ledger from the
-    /// history: the first user message and, if no user message is among the kept ones, the
-    /// latest user message. The ledger is a function of the checkpoint and the history, so a
+    /// history: the first user message and the last one of the compacted part. The ledger is a function of the checkpoint and the history, so a
     /// resumed session sends what the live one did. The calibration is dropped: the context
     /// changed.
     pub fn set_checkpoint(
@@ -284,21 +268,17 @@ impl Context {
         self.is_user.reserve(messages.len() - synced);
         self.is_record.reserve(messages.len() - synced);
         let mut total = self.prefix[synced];
-        let mut new_user = false;
         for m in &messages[synced..] {
             let user = m.role == Role::User;
             total += estimate_message(m);
             if user && self.is_user.last() == Some(&true) {
-                total += estimate_message(filler(self.is_record.last() == Some(&true)));
+                let acknowledge = self.is_record.last() == Some(&true) || notice::is_notice(m);
+                total += estimate_message(filler(acknowledge));
             }
             self.prefix.push(total);
             self.is_user.push(user);
-            self.is_record.push(goal::record::is_record(m));
-            new_user |= user && !goal::record::is_goal_message(m);
-        }
-        if new_user && self.ledger_quotes_latest {
-            // A newer user message is now kept verbatim; the quoted one is no longer the latest.
-            self.rebuild_ledger(messages);
+            self.is_record
+                .push(goal::record::is_record(m) || notice::is_notice(m));
         }
     }
 
@@ -320,7 +300,8 @@ impl Context {
                     .lead
                     .as_ref()
                     .is_some_and(|l| std::ptr::eq(*previous, l));
-                out.push(filler(lead || goal::record::is_record(previous)));
+                let notices = notice::is_notice(previous) || notice::is_notice(message);
+                out.push(filler(lead || notices || goal::record::is_record(previous)));
             }
             out.push(message);
         }

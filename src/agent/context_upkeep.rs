@@ -6,6 +6,7 @@
 //! It is the glue between the pure pieces (`budget`, `context`, `compact`, `memory`,
 //! `validate`) and the loop; it never streams, runs tools or touches approvals.
 
+mod instructions;
 mod window;
 
 use std::sync::Arc;
@@ -39,6 +40,9 @@ pub(crate) struct Upkeep {
     /// The stamps of the instruction files at their last load and that load's outcome, so the
     /// check before each request re-reads them only when one was touched.
     memory_seen: Option<(Vec<memory::Stamp>, Result<(), String>)>,
+    /// The memory text the model was last given (in the memory message sent after the system
+    /// prompt, or in a later notice); `None`: none.
+    memory_known: Option<String>,
     /// What the last request declared, and the registry generation it was taken at.
     tool_specs: (u64, Arc<[ToolSpec]>),
     provider: Arc<dyn Provider>,
@@ -89,6 +93,7 @@ impl Upkeep {
             probe: None,
             memory_sources: memory::Sources::new(&tool_ctx.workspace, start.user_memory.as_deref()),
             memory_seen: None,
+            memory_known: None,
             tool_specs: (generation, specs),
             provider,
             registry,
@@ -118,11 +123,6 @@ impl Upkeep {
     }
 
     /// The tools the next main request declares.
-    /// The model context itself, for a part that changes the system prompt (plan mode).
-    pub(crate) fn context_mut(&mut self) -> &mut context::Context {
-        &mut self.context
-    }
-
     pub(crate) fn tool_specs(&self) -> Arc<[ToolSpec]> {
         self.tool_specs.1.clone()
     }
@@ -140,53 +140,6 @@ impl Upkeep {
     /// What a reply may ask for beside `input` tokens, within `max_tokens`.
     pub(crate) fn reply_tokens(&self, input: u64, max_tokens: u32) -> u32 {
         self.budget.reply_tokens(input, max_tokens)
-    }
-
-    /// Reads the instruction files again, whatever their stamps. An error clears the memory
-    /// (never stale content) and is returned for the caller to fail the turn with. Announces
-    /// each file of a changed memory. The outcome is remembered with the files' stamps for
-    /// [`Upkeep::refresh_memory`].
-    pub(crate) fn reload_memory(&mut self) -> Result<(), String> {
-        // Stat before reading: a change racing the read leaves a stale stamp, so the next
-        // refresh reads again rather than missing it.
-        let stamps = self.memory_sources.stamps();
-        let outcome = match self.memory_sources.load() {
-            Ok(loaded) => {
-                let message = loaded.message();
-                if self.context.memory_message().map(Message::text)
-                    != message.as_ref().map(Message::text)
-                {
-                    self.context.set_memory_message(message);
-                    for file in &loaded.files {
-                        self.events.emit(Event::MemoryLoaded {
-                            path: file.path.display().to_string(),
-                            tokens: file.tokens,
-                        });
-                    }
-                }
-                Ok(())
-            }
-            Err(e) => {
-                self.context.set_memory(None);
-                Err(e.to_string())
-            }
-        };
-        self.memory_seen = Some((stamps, outcome.clone()));
-        outcome
-    }
-
-    /// Before every main request: re-reads the instruction files only if a stat shows one
-    /// touched since the last load (by a tool, a bash command or the user), so memory written
-    /// mid-turn is in the very next request. An untouched file that was invalid is still an
-    /// error.
-    pub(crate) fn refresh_memory(&mut self) -> Result<(), String> {
-        if let Some((seen, outcome)) = &self.memory_seen {
-            let now = self.memory_sources.stamps();
-            if now.len() == seen.len() && now.iter().zip(seen).all(|(a, b)| a.unchanged_since(b)) {
-                return outcome.clone();
-            }
-        }
-        self.reload_memory()
     }
 
     /// The messages of the next main request, validated. `extra` is a transient instruction
@@ -302,6 +255,11 @@ impl Upkeep {
             stats,
         )
         .await?;
+        // A compaction rebuilds the start of the request anyway: the instruction files are
+        // read into it again (`/compact` read them before it began).
+        if !manual {
+            let _ = self.reload_memory();
+        }
         let messages = session.messages();
         let adopted = self
             .context

@@ -28,7 +28,9 @@ pub(crate) fn entries(
     let mut open: Vec<(&str, usize)> = Vec::new();
     for (index, m) in messages.iter().enumerate() {
         match m.role {
+            // Notices are minicode's words to the model; the user saw each change as it came.
             Role::System => {}
+            Role::User if super::notice::is_notice(m) => {}
             Role::User => match super::goal::record::describe(m) {
                 Some(text) => entries.push(HistoryEntry::Goal { text }),
                 None => entries.push(HistoryEntry::User {

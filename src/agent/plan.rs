@@ -1,9 +1,10 @@
 //! Plan mode, a part of the core: while it is on, `bash` runs under the `read-only` profile with
 //! the network off, `write`/`edit` are refused by the runtime except to the session's plan file
-//! (`.minicode/plans/<session-id>.md`), and MCP tools are always asked. The system prompt
-//! carries a note saying so, but the refusal is enforced here, never left to the prompt.
-//! Turning it off restores the profile and the prompt it replaced. It owns no frontend state:
-//! frontends learn of it through `Event::SandboxChanged`.
+//! (`.minicode/plans/<session-id>.md`), and MCP tools are always asked. A notice appended to
+//! history tells the model when it turns on or off (the system prompt never changes, see
+//! `agent::notice`), but the refusal is enforced here, never left to the prompt. Turning it
+//! off restores the profile it replaced. It owns no frontend state: frontends learn of it
+//! through `Event::SandboxChanged`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,16 +13,17 @@ use crate::chat::ToolKind;
 use crate::sandbox::{Mode, Policy};
 use crate::tools::{Tool, ToolCtx};
 
-use super::context::Context;
-
 /// The folder below the workspace that holds plan files.
 const PLANS: &str = ".minicode/plans";
 
-/// Plan mode's state: whether it is on, and what it replaced while it is.
+/// Plan mode's state: whether it is on, what it replaced while it is, and what the model was
+/// last told.
 #[derive(Default)]
 pub(crate) struct Plan {
-    /// The policy and the system prompt in force before plan mode, while it is on.
-    saved: Option<(Arc<Policy>, String)>,
+    /// The policy in force before plan mode, while it is on.
+    saved: Option<Arc<Policy>>,
+    /// Whether the last plan notice in the history said "on" (with this session's file).
+    announced: bool,
 }
 
 impl Plan {
@@ -35,15 +37,9 @@ impl Plan {
     }
 
     /// Turns plan mode on or off; false when it already was so. On: `bash` gets the read-only
-    /// profile without network (keeping the session's temporary folder) and the prompt its
-    /// note. Off: both are restored.
-    pub(crate) fn set(
-        &mut self,
-        on: bool,
-        ctx: &ToolCtx,
-        context: &mut Context,
-        session: &str,
-    ) -> bool {
+    /// profile without network (keeping the session's temporary folder). Off: it is restored.
+    /// The model is told with the next request ([`Plan::notice`]).
+    pub(crate) fn set(&mut self, on: bool, ctx: &ToolCtx) -> bool {
         match (on, self.saved.take()) {
             (true, None) => {
                 let normal = ctx.sandbox();
@@ -55,14 +51,11 @@ impl Plan {
                     normal.tmpdir.clone(),
                 );
                 ctx.set_sandbox(read_only);
-                let prompt = context.system_prompt().to_string();
-                context.set_system_prompt(format!("{prompt}\n\n{}", note(session)));
-                self.saved = Some((normal, prompt));
+                self.saved = Some(normal);
                 true
             }
-            (false, Some((policy, prompt))) => {
+            (false, Some(policy)) => {
                 ctx.set_sandbox((*policy).clone());
-                context.set_system_prompt(prompt);
                 true
             }
             (_, saved) => {
@@ -70,6 +63,33 @@ impl Plan {
                 false
             }
         }
+    }
+
+    /// Reads what the model was told from a history (start-up, a new or forked session): the
+    /// last plan notice of `session`'s file. A fork's history names its parent's file, so it
+    /// counts as not told.
+    pub(crate) fn restore(&mut self, messages: &[crate::chat::Message], session: &str) {
+        let on = note(session);
+        self.announced = super::notice::notices(messages)
+            .rev()
+            .find(|text| text.contains(NOTE_TITLE))
+            .is_some_and(|text| text.contains(&on));
+    }
+
+    /// The notice text when plan mode changed since the model was last told, if it did.
+    pub(crate) fn notice(&mut self, session: &str) -> Option<String> {
+        if self.is_on() == self.announced {
+            return None;
+        }
+        self.announced = self.is_on();
+        Some(if self.announced {
+            note(session)
+        } else {
+            format!(
+                "{NOTE_TITLE}\nPlan mode is off: the earlier plan-mode note no longer applies. \
+                 You may change files and run commands again, as the user approves."
+            )
+        })
     }
 
     /// Why plan mode refuses this call, if it does: a `write` or `edit` anywhere but the plan
@@ -107,10 +127,13 @@ impl Plan {
     }
 }
 
-/// What the system prompt says while plan mode is on.
+/// The heading of every plan notice.
+const NOTE_TITLE: &str = "# Plan mode";
+
+/// What the model is told when plan mode turns on.
 fn note(session: &str) -> String {
     format!(
-        "# Plan mode\nPlan mode is on: investigate and plan, do not change anything. You may \
+        "{NOTE_TITLE}\nPlan mode is on: investigate and plan, do not change anything. You may \
          read, list, search, delegate and run read-only `bash` commands (no writes, no \
          network). `write` and `edit` are refused except to the plan file {}: write your plan \
          there. The user leaves plan mode to let you carry it out.",

@@ -31,23 +31,18 @@ impl Core {
         }
     }
 
-    /// Turns plan mode on or off (`Op::SetPlan`, `--plan`) and tells the frontends.
+    /// Turns plan mode on or off (`Op::SetPlan`, `--plan`) and tells the frontends (the model
+    /// is told in a notice before the next request).
     pub(super) fn set_plan(&mut self, on: bool) {
-        let id = self.store.session.id().to_string();
-        self.plan
-            .set(on, &self.tool_ctx, self.upkeep.context_mut(), &id);
+        self.plan.set(on, &self.tool_ctx);
         self.emit(self.sandbox_changed());
     }
 
-    /// After the session changed (new, fork): plan mode follows with the new plan file.
+    /// After the session changed (new, fork): the model is told of plan mode again, with the
+    /// new session's plan file, unless its history already says so.
     pub(super) fn session_changed_plan(&mut self) {
-        if self.plan.is_on() {
-            let id = self.store.session.id().to_string();
-            self.plan
-                .set(false, &self.tool_ctx, self.upkeep.context_mut(), &id);
-            self.plan
-                .set(true, &self.tool_ctx, self.upkeep.context_mut(), &id);
-        }
+        let session = &self.store.session;
+        self.plan.restore(session.messages(), session.id());
         self.emit(self.sandbox_changed());
     }
 

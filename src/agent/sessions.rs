@@ -20,6 +20,9 @@ impl Core {
                 }
                 // A fresh history: drop the old checkpoint and cached estimates.
                 let _ = self.upkeep.reset(&self.store.session);
+                // A fresh start of the request: the instruction files are read into it again
+                // (an invalid one fails the next turn).
+                let _ = self.upkeep.reload_memory();
                 self.approvals.forget();
                 self.skills.restore(self.store.session.messages());
                 self.tool_ctx.forget_seen();

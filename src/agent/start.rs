@@ -144,6 +144,8 @@ impl Core {
         self.report_context();
         self.mcp.notices();
         // Last of the start-up events: the profile, with plan mode when the session starts in it.
+        let session = &self.store.session;
+        self.plan.restore(session.messages(), session.id());
         self.set_plan(self.options.plan && !startup.child);
         recovery
     }

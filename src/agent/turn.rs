@@ -63,13 +63,6 @@ pub(crate) async fn run(
 ) -> (TurnEnd, TurnStats) {
     let started = Instant::now();
     let mut stats = TurnStats::default();
-    // Memory is read fresh before every user turn; a bad file fails the turn before the prompt
-    // enters history, so no unanswered user message is left behind (the frontend still shows
-    // the prompt, and the user can send it again once the file is fixed).
-    if let Err(error) = core.upkeep.reload_memory() {
-        stats.wall = started.elapsed();
-        return (TurnEnd::Failed { error }, stats);
-    }
     let (input, triggered) = match input {
         // A prompt that looks like a goal message is the user's text, not a record: it is
         // kept apart from them by a leading space.
@@ -95,6 +88,14 @@ pub(crate) async fn run(
     let content = core.content(&ctx);
     if let Some(content) = content {
         content.turn_text(&span, Role::User, &input);
+    }
+    // An edited instruction file or a plan-mode switch is told in a notice before the prompt;
+    // a bad file fails the turn before the prompt enters history, so no unanswered user
+    // message is left behind (the frontend still shows the prompt, and the user can send it
+    // again once the file is fixed).
+    if let Err(error) = core.announce_changes() {
+        stats.wall = started.elapsed();
+        return (TurnEnd::Failed { error }, stats);
     }
     core.store.session.push(Message::user(input));
     // A goal round counts from here on.
@@ -263,9 +264,10 @@ async fn make_room(
     if cancel.is_cancelled() {
         return Err(TurnEnd::Interrupted);
     }
-    // A tool (or a bash command) may have rewritten MiniCode.md: the request carries the
-    // file as it is now, and an invalid one fails the turn.
-    if let Err(error) = core.upkeep.refresh_memory() {
+    // A tool (or a bash command) may have rewritten MiniCode.md: a notice after the newest
+    // message carries the file as it is now (nothing sent before changes), and an invalid
+    // one fails the turn.
+    if let Err(error) = core.announce_changes() {
         return Err(TurnEnd::Failed { error });
     }
     if core.hooks.has(crate::hooks::HookEvent::PreCompact)

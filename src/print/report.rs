@@ -59,6 +59,9 @@ fn line(event: &Event) -> Option<String> {
             parent_id,
             session_id,
         } => format!("forked session {parent_id} into {session_id}"),
+        Event::ModelSwitched { previous, model } => {
+            format!("model switched to {model} (was {previous})")
+        }
         Event::SessionConfigured { .. }
         | Event::SandboxChanged { .. }
         | Event::HistoryRestored { .. }
@@ -76,6 +79,7 @@ fn line(event: &Event) -> Option<String> {
         | Event::SubagentProgress { .. }
         | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }
+        | Event::ModelsListed { .. }
         | Event::TurnEnded { .. }
         | Event::GoalRunEnded { .. }
         | Event::ShutdownComplete => return None,
@@ -181,8 +185,12 @@ pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
         "tokens unavailable".to_string()
     } else {
         let partial = if t.partial() { " (partial)" } else { "" };
+        let cache = t
+            .cached_percent
+            .map(|pct| format!(" ({pct}% of the prompt from the cache)"))
+            .unwrap_or_default();
         format!(
-            "tokens in {} / out {} / total {}{partial}",
+            "tokens in {} / out {} / total {}{partial}{cache}",
             t.input_tokens, t.output_tokens, t.total_tokens
         )
     };

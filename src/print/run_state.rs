@@ -45,6 +45,12 @@ pub(super) struct RunState {
     out: io::StdoutLock<'static>,
     err: io::StderrLock<'static>,
     ended: Option<(TurnEnd, TurnStats)>,
+    /// `--output-schema`, and what checking the answer found: the parsed answer, or why it
+    /// failed after the second try; `retried` once the second try was asked for.
+    pub(super) schema: Option<super::OutputSchema>,
+    structured: Option<serde_json::Value>,
+    schema_error: Option<String>,
+    retried: bool,
 }
 
 impl RunState {
@@ -80,6 +86,10 @@ impl RunState {
             out: io::stdout().lock(),
             err: io::stderr().lock(),
             ended: None,
+            schema: None,
+            structured: None,
+            schema_error: None,
+            retried: false,
         }
     }
 
@@ -145,6 +155,8 @@ impl RunState {
             | Event::SubagentProgress { .. }
             | Event::ToolOutputDelta { .. }
             | Event::ContextUsage { .. }
+            | Event::ModelsListed { .. }
+            | Event::ModelSwitched { .. }
             | Event::SkillsListed { .. } => {}
         }
         if self.goal_mode && !self.stopping && self.run.over() {
@@ -245,6 +257,24 @@ impl RunState {
 
     fn turn_ended(&mut self, end: TurnEnd, stats: TurnStats) {
         self.run.stats.merge(&stats);
+        if !self.goal_mode
+            && end == TurnEnd::Completed
+            && let Some(schema) = &self.schema
+        {
+            match schema.check(&self.last_text) {
+                Ok(value) => self.structured = Some(value),
+                Err(errors) if !self.retried => {
+                    // One second try, with the errors; its turn ends the run.
+                    self.retried = true;
+                    let note = format!("minicode: {errors}; asking the model once more");
+                    let _ = writeln!(self.err, "{}", sanitize(&note));
+                    self.ops.send(Op::Submit(schema.retry(&errors)));
+                    self.last_text.clear();
+                    return;
+                }
+                Err(errors) => self.schema_error = Some(errors),
+            }
+        }
         self.ended = Some((end, stats));
         if !self.goal_mode {
             self.ops.send(Op::Shutdown);
@@ -312,10 +342,17 @@ impl RunState {
             };
             return finish_goal(&self.run, ended, output, *interrupted_by.borrow());
         }
-        let Some((end, stats)) = self.ended.take() else {
+        let Some((mut end, mut stats)) = self.ended.take() else {
             let _ = writeln!(self.err, "minicode: the agent stopped unexpectedly");
             return ExitCode::FAILURE;
         };
+        if self.retried {
+            // Both tries count.
+            stats = self.run.stats;
+        }
+        if let Some(error) = self.schema_error.take() {
+            end = TurnEnd::Failed { error };
+        }
         let _ = writeln!(self.err, "{}", sanitize(&describe_end(&end, &stats)));
         // A session that never got a message was removed on shutdown: name no file that is gone.
         let kept = std::path::Path::new(&self.session_path).exists();
@@ -362,6 +399,7 @@ impl RunState {
                     context_window: self.window,
                     goal: self.run.goal.as_ref(),
                     sandbox: self.sandbox.as_ref(),
+                    structured_output: self.structured.as_ref(),
                 };
                 if let Ok(line) = serde_json::to_string(&result) {
                     let line = self.json_line(line);

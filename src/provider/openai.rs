@@ -28,11 +28,12 @@ use reqwest::header::{
 use super::compat::{self, Quirks};
 use super::http_error::{clean, error_from_response, redact_prefix, retry_after_ms, scrub};
 use super::probe::cache::Cache;
-use super::probe::{PROBE_TIMEOUT, Target};
+use super::probe::{self, PROBE_TIMEOUT, Target};
 use super::retry::{self, ByteStream, Opened, Policy, StreamLimits};
 use super::sse::{Decoder, ReplyLimits, reply_too_large};
 use super::{
-    ChatRequest, EventStream, ProbeFuture, Provider, ProviderError, ReplyFuture, ServerInfo,
+    ChatRequest, EventStream, ModelsFuture, ProbeFuture, Provider, ProviderError, ReplyFuture,
+    ServerInfo,
 };
 use crate::defaults;
 use crate::sync::lock;
@@ -466,6 +467,32 @@ impl Provider for OpenAi {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn with_model(&self, model: &str) -> Option<Arc<dyn Provider>> {
+        let mut next = self.clone();
+        next.model = model.to_string();
+        let cache = self.cache.for_model(&self.base, model);
+        next.quirks = Arc::new(Mutex::new(cache.quirks().unwrap_or_default()));
+        next.cache = Arc::new(cache);
+        next.encoded = Arc::default();
+        Some(Arc::new(next))
+    }
+
+    fn models(&self) -> ModelsFuture {
+        let this = self.clone();
+        Box::pin(async move {
+            let (status, body) = this.get("/models", PROBE_TIMEOUT * 4).await?;
+            if status != 200 {
+                return Err(ProviderError::Request {
+                    status,
+                    message: "the server did not list its models".to_string(),
+                });
+            }
+            let listed: serde_json::Value = serde_json::from_slice(&body)
+                .map_err(|e| ProviderError::Protocol(format!("the model list is not json: {e}")))?;
+            Ok(probe::parse::listed_ids(&listed, probe::MAX_LISTED))
+        })
     }
 
     fn probe(&self) -> ProbeFuture {

@@ -16,7 +16,7 @@ mod think;
 
 use std::sync::Arc;
 
-pub use assembler::{ArgsText, WireUsage, check_calls, reply_too_large};
+pub use assembler::{ArgsText, WireTimings, WireUsage, check_calls, reply_too_large};
 pub use assembler::{
     Assembler, CALL_OVERHEAD_BYTES, MAX_CALL_FIELD_BYTES, MAX_REPLY_BYTES, MAX_TOOL_CALLS,
     ReplyLimits,

@@ -17,7 +17,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/session", "show the session id and file"),
     (
         "/model",
-        "the model, server and context window, and where each came from",
+        "the model and server, the models offered; /model NAME switches",
     ),
     (
         "/copy",
@@ -245,7 +245,15 @@ impl State {
                 let panel = super::help::help(&self.custom);
                 self.transcript.push(Kind::Panel(panel));
             }
-            "/model" => self.transcript.push(Kind::Panel(super::help::model(self))),
+            "/model" if arg.is_empty() => {
+                self.transcript.push(Kind::Panel(super::help::model(self)));
+                return vec![Effect::Op(Op::Model { name: None })];
+            }
+            "/model" => {
+                return vec![Effect::Op(Op::Model {
+                    name: Some(arg.to_string()),
+                })];
+            }
             "/clear" => return self.clear(),
             "/session" => {
                 let text = match (&self.session_id, &self.session_path) {

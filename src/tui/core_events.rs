@@ -87,7 +87,14 @@ impl State {
             | Event::McpServers { .. }
             | Event::Compacted { .. }
             | Event::SkillLoaded { .. }
+            | Event::ModelsListed { .. }
             | Event::SkillsListed { .. }) => self.notice_event(e),
+            Event::ModelSwitched { previous, model } => {
+                let text = format!("model switched to {model} (was {previous})");
+                self.notice(Level::Info, super::wrap::sanitize(&text));
+                self.model = model;
+                self.refresh_header();
+            }
             e @ (Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }
@@ -397,6 +404,9 @@ impl State {
                 self.notice(Level::Info, text);
             }
             Event::SkillsListed { skills } => self.notice(Level::Info, skills_text(&skills)),
+            Event::ModelsListed { current, models } => {
+                self.notice(Level::Info, models_text(&current, &models));
+            }
             _ => {}
         }
     }
@@ -434,6 +444,7 @@ impl State {
         if stats.model_calls > 0 || stats.summary_calls > 0 || stats.tool_calls > 0 {
             let tokens = (!stats.tokens.unavailable()).then_some(stats.tokens.total_tokens);
             self.last_turn = Some((tokens, stats.wall));
+            self.last_cache = stats.tokens.cached_percent;
             self.transcript.push(Kind::Stats(stats_line(&stats)));
         }
         // Only a completed turn sends the next queued prompt by itself; after an interrupt or
@@ -484,6 +495,9 @@ pub(crate) fn stats_line(s: &TurnStats) -> String {
             t.total_tokens, t.input_tokens, t.output_tokens
         ));
     }
+    if let Some(pct) = t.cached_percent {
+        parts.push(format!("{pct}% of the prompt from the cache"));
+    }
     if s.summary_calls > 0 {
         let tokens = if s.summary_tokens.unavailable() {
             "tokens unavailable".to_string()
@@ -516,4 +530,23 @@ fn plural(n: u64, what: &str) -> String {
     } else {
         format!("{n} {what}s")
     }
+}
+
+/// `/model`'s list of the server's models, the one in use marked.
+fn models_text(current: &str, models: &[String]) -> String {
+    if models.is_empty() {
+        return "the server lists no models".to_string();
+    }
+    let mut text = String::from("models on the server (/model NAME switches):");
+    for model in models {
+        let mark = if model == current { "*" } else { " " };
+        text.push_str(&format!("\n{mark} {}", super::wrap::sanitize(model)));
+    }
+    if !models.iter().any(|m| m == current) {
+        text.push_str(&format!(
+            "\n(in use: {}, not listed)",
+            super::wrap::sanitize(current)
+        ));
+    }
+    text
 }

@@ -104,6 +104,9 @@ pub struct State {
     pub sandbox: Option<crate::protocol::Profile>,
     /// Tokens (None when unavailable) and wall time of the last turn.
     pub last_turn: Option<(Option<u64>, Duration)>,
+    /// The share of the last turn's prompt tokens the server served from its prompt cache, in
+    /// percent, when it said.
+    pub last_cache: Option<u32>,
     pub(crate) activity: Activity,
     pub busy: bool,
     pub queue: VecDeque<String>,
@@ -170,6 +173,7 @@ impl State {
             sandbox: None,
             context_tokens: None,
             last_turn: None,
+            last_cache: None,
             activity: Activity::Idle,
             busy: false,
             queue: VecDeque::new(),

@@ -353,6 +353,9 @@ fn status(state: &State, area: Rect, buf: &mut Buffer) {
     if let Some((t, wall)) = state.last_turn {
         let t = t.map_or("n/a".to_string(), tokens);
         parts.push(format!("last {t} tok {:.1}s", wall.as_secs_f64()));
+        if let Some(pct) = state.last_cache {
+            parts.push(format!("cache {pct}%"));
+        }
     }
     parts.push(format!(
         "mouse {} (F2)",

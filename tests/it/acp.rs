@@ -990,7 +990,7 @@ async fn plan_is_a_session_mode_and_in_it_writes_are_refused() {
     assert!(server.requests()[1].raw_body.contains("plan mode is on"));
 }
 
-/// The mock model of a plan-mode session: writes the plan file its system prompt names, then
+/// The mock model of a plan-mode session: writes the plan file plan mode's notice names, then
 /// says so; once the plan is approved, carries it out.
 fn planning_model(r: &crate::support::mock_openai::Recorded) -> Option<MockReply> {
     let messages = r.body["messages"].as_array()?;
@@ -1001,10 +1001,14 @@ fn planning_model(r: &crate::support::mock_openai::Recorded) -> Option<MockReply
     if last["role"] == "tool" {
         return Some(text_reply("A plan.", 4));
     }
-    let system = messages[0]["content"].as_str()?;
-    let start = system.find(".minicode/plans/")?;
-    let end = start + system[start..].find(".md")? + 3;
-    let args = serde_json::json!({"path": &system[start..end], "content": "1. do it\n"});
+    // Plan mode's notice names the file.
+    let notice = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .find(|t| t.contains("Plan mode is on"))?;
+    let start = notice.find(".minicode/plans/")?;
+    let end = start + notice[start..].find(".md")? + 3;
+    let args = serde_json::json!({"path": &notice[start..end], "content": "1. do it\n"});
     Some(tool_calls_reply(
         &[("call_1", "write", &args.to_string())],
         7,
@@ -1080,7 +1084,7 @@ async fn a_written_plan_is_offered_for_approval_and_approving_it_leaves_plan_mod
         "the plan is carried out in the same prompt"
     );
     assert!(requests[2].raw_body.contains("is approved: carry it out"));
-    assert!(!requests[2].raw_body.contains("Plan mode is on"));
+    assert!(requests[2].raw_body.contains("Plan mode is off"));
 }
 
 #[tokio::test]

@@ -180,9 +180,12 @@ async fn an_edited_agents_md_is_in_the_next_request() {
     assert_eq!(end, TurnEnd::Completed, "{events:?}");
     let seen = fake.main_messages();
     assert!(seen[0][1].text().contains("rule: old"));
+    // Told in a notice after the tool result; the memory message sent first stays as it was.
+    assert_eq!(seen[1][1], seen[0][1]);
+    let notice = seen[1].last().unwrap().text();
     assert!(
-        seen[1][1].text().contains("rule: new"),
-        "the request after the write must carry the new file"
+        notice.starts_with("<session-notice>") && notice.contains("rule: new"),
+        "the request after the write must carry the new file: {notice}"
     );
 }
 

@@ -269,9 +269,13 @@ async fn memory_is_injected_after_the_system_prompt_and_reloaded_after_a_write()
         seen[0][1].text().starts_with("<project-memory")
             && seen[0][1].text().contains("rule: spaces")
     );
+    assert_eq!(
+        seen[1][1], seen[0][1],
+        "the memory message sent first stays"
+    );
     assert!(
-        seen[1][1].text().contains("rule: tabs"),
-        "the request after the write must carry the new memory"
+        seen[1].last().unwrap().text().contains("rule: tabs"),
+        "the request after the write must carry the new memory in a notice"
     );
 }
 
@@ -484,9 +488,17 @@ async fn memory_rewritten_by_bash_is_sent_with_the_next_request() {
     assert!(tool_ended < reloaded);
     let seen = fake.main_messages();
     assert!(seen[0][1].text().contains("rule: spaces"));
+    assert_eq!(
+        seen[1][1], seen[0][1],
+        "the memory message sent first stays"
+    );
     assert!(
-        seen[1][1].text().contains("rule: tabs, always"),
-        "the request after the bash call must carry the new memory"
+        seen[1]
+            .last()
+            .unwrap()
+            .text()
+            .contains("rule: tabs, always"),
+        "the request after the bash call must carry the new memory in a notice"
     );
 }
 
@@ -521,7 +533,11 @@ async fn memory_made_invalid_by_bash_fails_the_turn_before_the_next_request() {
     let (_, end, _) = turn(&mut handle, "go on").await;
     assert_eq!(end, TurnEnd::Completed);
     let last = fake.main_messages().pop().unwrap();
-    assert!(!last.iter().any(|m| m.text().starts_with("<project-memory")));
+    let notice = last[last.len() - 3].text();
+    assert!(
+        notice.starts_with("<session-notice>") && notice.contains("no longer applies"),
+        "{notice}"
+    );
 }
 
 #[tokio::test]

@@ -270,8 +270,11 @@ fn context_builds_system_memory_ledger_then_kept_messages() {
     assert!(lead.find("</project-memory>") < lead.find("<task-ledger>"));
     assert!(lead.contains(messages[0].text()), "first request verbatim");
     assert!(
-        !lead.contains("<latest-user-message>"),
-        "a user message is kept verbatim, so none is quoted as the latest"
+        lead.contains(&format!(
+            "<last-compacted-user-message>\n{}\n</last-compacted-user-message>",
+            messages[4].text()
+        )),
+        "the last user message of the compacted part is quoted"
     );
     assert!(lead.contains("<summary>\nnotes\n</summary>"));
     assert_eq!(
@@ -284,7 +287,7 @@ fn context_builds_system_memory_ledger_then_kept_messages() {
 }
 
 #[test]
-fn ledger_quotes_the_latest_user_message_only_while_none_is_kept() {
+fn ledger_stays_the_same_when_messages_are_appended_after_a_compaction() {
     // The kept part (from 9) is the tail of exchange 2: no user message in it.
     let mut messages = exchange(3, 10);
     let cp = Checkpoint {
@@ -295,23 +298,19 @@ fn ledger_quotes_the_latest_user_message_only_while_none_is_kept() {
     ctx.set_checkpoint(Some(cp.clone()), &messages).unwrap();
     let ledger = ctx.build(&messages)[1].text().to_string();
     assert!(ledger.contains(&format!(
-        "<latest-user-message>\n{}\n</latest-user-message>",
+        "<last-compacted-user-message>\n{}\n</last-compacted-user-message>",
         messages[8].text()
     )));
     assert!(!ledger.contains(messages[4].text()), "only the latest");
-    // A newer user message is kept verbatim: the quote would mislabel an older one.
+    // A newer user message joins the kept part: the ledger sent before it stays byte for byte
+    // (a local server's prompt cache keeps serving it).
     messages.push(Message::user("a new instruction"));
     ctx.sync(&messages);
     let built = ctx.build(&messages);
-    assert!(!built[1].text().contains("<latest-user-message>"));
-    assert!(built[1].text().contains(messages[0].text()));
+    assert_eq!(built[1].text(), ledger);
     assert_eq!(built.last().unwrap().text(), "a new instruction");
     let sum: u64 = built.iter().map(|m| estimate_message(m)).sum();
-    assert_eq!(
-        ctx.estimated_tokens(),
-        sum,
-        "estimate follows the shorter ledger"
-    );
+    assert_eq!(ctx.estimated_tokens(), sum);
     // A resume from the same history builds the same context.
     let mut resumed = Context::new("sys", &[]);
     resumed.set_checkpoint(Some(cp), &messages).unwrap();

@@ -105,10 +105,13 @@ async fn plan_mode_refuses_write_and_edit_but_writes_the_plan_file_and_off_resto
         std::fs::read_to_string(ws.join(&plan_file)).unwrap(),
         "# Plan\n1. do it\n"
     );
-    // The system prompt says so, and each refusal reaches the model.
+    // A notice before the prompt says so (the system prompt never changes), and each refusal
+    // reaches the model.
     let requests = model.main_messages();
-    assert!(requests[0][0].text().contains("Plan mode is on"));
-    assert!(requests[0][0].text().contains(&plan_file));
+    assert!(!requests[0][0].text().contains("Plan mode"));
+    let notice = requests[0][requests[0].len() - 3].text();
+    assert!(notice.contains("Plan mode is on"), "{notice}");
+    assert!(notice.contains(&plan_file));
     let refusals = requests[1]
         .iter()
         .filter(|m| m.text().contains("plan mode is on"))
@@ -127,7 +130,9 @@ async fn plan_mode_refuses_write_and_edit_but_writes_the_plan_file_and_off_resto
     assert_eq!(results_status(&events), vec![ToolStatus::Succeeded]);
     assert!(ws.join("new.txt").exists());
     let after = model.main_messages();
-    assert!(!after[2][0].text().contains("Plan mode is on"));
+    assert_eq!(after[2][0], requests[0][0], "the system prompt stays");
+    let notice = after[2][after[2].len() - 3].text();
+    assert!(notice.contains("Plan mode is off"), "{notice}");
 }
 
 fn results_status(events: &[Event]) -> Vec<ToolStatus> {

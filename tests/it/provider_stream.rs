@@ -186,7 +186,8 @@ async fn usage_sent_after_finish_reason_is_kept() {
         Some(Usage {
             input_tokens: 100,
             output_tokens: 20,
-            total_tokens: 120
+            total_tokens: 120,
+            cached_tokens: None
         })
     );
 }
@@ -481,7 +482,8 @@ async fn chat_returns_a_whole_reply_without_streaming() {
         Some(Usage {
             input_tokens: 5,
             output_tokens: 3,
-            total_tokens: 8
+            total_tokens: 8,
+            cached_tokens: None
         })
     );
     let r = &server.requests()[0];

@@ -176,3 +176,29 @@ fn real_one_shot_without_tools_answers_with_the_probed_window() {
     assert_eq!(v["context_window"]["source"], "probe", "{v}");
     assert!(v["stats"]["tokens"]["output_tokens"].as_u64().unwrap() > 0);
 }
+
+#[tokio::test]
+#[ignore = "needs a real llama.cpp server (realserver.sh serve 18080 8192): run with --ignored"]
+async fn real_server_evaluates_only_the_new_tokens_of_the_second_turn() {
+    use crate::support::events::turn;
+    use minicode::protocol::TurnEnd;
+    let (url, model) = target();
+    let (_tmp, ws) = crate::support::workspace();
+    let options = minicode::agent::Options {
+        max_tokens: 16,
+        ..minicode::agent::Options::default()
+    };
+    let mut handle = crate::support::agent::spawn(&ws, provider(&url, &model), options);
+    let (_, end, first) = turn(&mut handle, "Say hello.").await;
+    assert_eq!(end, TurnEnd::Completed);
+    let (_, end, second) = turn(&mut handle, "Say goodbye.").await;
+    assert_eq!(end, TurnEnd::Completed);
+    let (first, second) = (first.tokens, second.tokens);
+    // The second request starts with every byte of the first: llama.cpp serves that part from
+    // its cache (`timings.cache_n`) and evaluates only what was added (`timings.prompt_n`).
+    assert!(second.cached_percent.is_some(), "{second:?}");
+    assert!(
+        second.cached_tokens + 16 >= first.input_tokens,
+        "first {first:?}, second {second:?}"
+    );
+}

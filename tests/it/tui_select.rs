@@ -188,3 +188,41 @@ fn find_highlights_matches_and_ctrl_f_jumps_between_them() {
     command(&mut s, "/find nothing-like-this");
     assert!(screen_text(&s).contains("no match for “nothing-like-this”"));
 }
+
+#[test]
+fn model_lists_the_servers_models_and_model_name_switches_in_the_status_bar() {
+    use minicode::protocol::Op;
+    let mut s = state(120, 30);
+    let effects = command(&mut s, "/model");
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Op(Op::Model { name: None }))),
+        "{effects:?}"
+    );
+    s.update(Msg::Agent(Event::ModelsListed {
+        current: "test-model".into(),
+        models: vec!["other-model".into(), "test-model".into()],
+    }));
+    let text = screen_text(&s);
+    assert!(text.contains("* test-model"), "{text}");
+    assert!(text.contains("  other-model"), "{text}");
+    let effects = command(&mut s, "/model other-model");
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Op(Op::Model { name: Some(n) }) if n == "other-model")),
+        "{effects:?}"
+    );
+    s.update(Msg::Agent(Event::ModelSwitched {
+        previous: "test-model".into(),
+        model: "other-model".into(),
+    }));
+    let text = screen_text(&s);
+    assert!(
+        text.contains("model switched to other-model (was test-model)"),
+        "{text}"
+    );
+    let status = text.lines().last().unwrap_or_default().to_string();
+    assert!(status.contains("other-model"), "{status}");
+}

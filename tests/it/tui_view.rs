@@ -85,6 +85,7 @@ fn stats() -> TurnStats {
             total_tokens: 1234,
             replies_with_usage: 2,
             replies_without_usage: 0,
+            ..TokenStats::default()
         },
         ..TurnStats::default()
     }
@@ -621,6 +622,30 @@ fn status_bar_shows_context_and_last_turn() {
 }
 
 #[test]
+fn status_bar_and_stats_line_show_the_share_served_from_the_prompt_cache() {
+    let mut s = state(140, 12);
+    start_turn(&mut s, "hi");
+    let mut stats = stats();
+    stats.tokens.cached_percent = Some(87);
+    ev(
+        &mut s,
+        Event::TurnEnded {
+            turn: 1,
+            end: TurnEnd::Completed,
+            stats: Box::new(stats),
+        },
+    );
+    let rows = rows(&s);
+    let status = rows.last().cloned().unwrap();
+    assert!(status.contains("cache 87%"), "{status}");
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("87% of the prompt from the cache")),
+        "{rows:?}"
+    );
+}
+
+#[test]
 fn resumed_history_rebuilds_the_transcript() {
     let entries = vec![
         HistoryEntry::User {
@@ -903,6 +928,7 @@ fn stats_show_summary_calls_and_a_noop_compact_keeps_the_last_turn() {
         total_tokens: 1000,
         replies_with_usage: 2,
         replies_without_usage: 0,
+        ..TokenStats::default()
     };
     ev(
         &mut s,

@@ -151,6 +151,8 @@ impl Pump {
             | Event::MemoryLoaded { .. }
             | Event::ContextUsage { .. }
             | Event::SkillsListed { .. }
+            | Event::ModelsListed { .. }
+            | Event::ModelSwitched { .. }
             | Event::McpServers { .. }
             | Event::ServerUnreachable { .. }
             | Event::SessionForked { .. } => {}

@@ -5,31 +5,29 @@
 use crate::agent::goal;
 use crate::chat::{Message, Role};
 
-/// The ledger + summary text of a checkpoint, and whether it quotes the latest user message.
+/// The ledger + summary text of a checkpoint.
 pub(super) struct Ledger {
     pub(super) text: String,
-    /// No user message is among the kept ones, so the latest lies before them and is quoted;
-    /// a user message appended to the kept part makes the quote stale.
-    pub(super) quotes_latest: bool,
 }
 
 impl Ledger {
-    /// The ledger for a checkpoint with this `summary` that compacted `before` and keeps
-    /// `kept`: the first user message and, when no user message is among the kept ones, the
-    /// latest one. A function of the checkpoint and the history, so a resumed session sends
-    /// what the live one did.
-    pub(super) fn of(summary: &str, before: &[Message], kept: &[Message]) -> Self {
-        // The user's own words: goal records and goal rounds' instructions are not.
-        let words = |m: &Message| m.role == Role::User && !goal::record::is_goal_message(m);
-        let first = before.iter().position(words);
-        let latest = if kept.iter().any(words) {
-            None
-        } else {
-            before
-                .iter()
-                .rposition(words)
-                .filter(|at| Some(*at) != first)
+    /// The ledger for a checkpoint with this `summary` that compacted `before`: the first user
+    /// message and the last one of the compacted part. It depends on the compacted part only,
+    /// never on what is kept or appended later, so it stays byte for byte the same until the
+    /// next compaction (a local server's prompt cache keeps serving it) and a resumed session
+    /// sends what the live one did.
+    pub(super) fn of(summary: &str, before: &[Message]) -> Self {
+        // The user's own words: goal records, goal rounds' instructions and notices are not.
+        let words = |m: &Message| {
+            m.role == Role::User
+                && !goal::record::is_goal_message(m)
+                && !crate::agent::notice::is_notice(m)
         };
+        let first = before.iter().position(words);
+        let latest = before
+            .iter()
+            .rposition(words)
+            .filter(|at| Some(*at) != first);
         let goal_state = before
             .iter()
             .rev()
@@ -45,7 +43,6 @@ impl Ledger {
                 &skills,
                 goal_state,
             ),
-            quotes_latest: latest.is_some(),
         }
     }
 }
@@ -77,9 +74,9 @@ fn ledger_text(
         text.push_str("\n</first-request>\n");
     }
     if let Some(latest) = latest_request {
-        text.push_str("<latest-user-message>\n");
+        text.push_str("<last-compacted-user-message>\n");
         text.push_str(latest);
-        text.push_str("\n</latest-user-message>\n");
+        text.push_str("\n</last-compacted-user-message>\n");
     }
     if let Some(goal) = goal_state {
         text.push_str(

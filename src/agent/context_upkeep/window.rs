@@ -23,6 +23,17 @@ impl Upkeep {
         }
     }
 
+    /// Another model answers from now on: its window is probed again (a configured window
+    /// stays; until the probe lands the last window holds).
+    pub(crate) fn set_provider(&mut self, provider: std::sync::Arc<dyn crate::provider::Provider>) {
+        self.provider = provider;
+        self.probe = None;
+        if self.window_source != WindowSource::Config {
+            self.window_source = WindowSource::Default;
+            self.start_probe();
+        }
+    }
+
     /// Waits for the probe still in flight (the provider bounds it), unless the turn is
     /// cancelled meanwhile; then it is dropped.
     pub(crate) async fn await_probe(&mut self, cancel: &CancellationToken, messages: &[Message]) {

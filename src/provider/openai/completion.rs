@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::chat::ToolCall;
 use crate::provider::http_error::error_from_payload;
-use crate::provider::sse::{ArgsText, ReplyLimits, WireUsage, check_calls};
+use crate::provider::sse::{ArgsText, ReplyLimits, WireTimings, WireUsage, check_calls};
 use crate::provider::{FinishReason, ProviderError, ReasoningFormat, Reply};
 
 #[derive(Deserialize)]
@@ -16,6 +16,8 @@ struct Completion<'a> {
     choices: Vec<CompletionChoice<'a>>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    #[serde(default)]
+    timings: Option<WireTimings>,
     #[serde(default)]
     error: Option<Value>,
     /// `"error"` marks vLLM's flat error body.
@@ -86,7 +88,7 @@ pub(super) fn parse_completion(
     let Some(message) = choice.message else {
         return Ok(Reply {
             finish_reason: choice.finish_reason,
-            usage: c.usage.map(|u| u.to_usage()),
+            usage: c.usage.map(|u| u.to_usage(c.timings)),
             ..Reply::default()
         });
     };
@@ -123,7 +125,7 @@ pub(super) fn parse_completion(
         text: message.content.unwrap_or_default(),
         tool_calls,
         finish_reason: choice.finish_reason,
-        usage: c.usage.map(|u| u.to_usage()),
+        usage: c.usage.map(|u| u.to_usage(c.timings)),
         reasoning,
         reasoning_format,
     })

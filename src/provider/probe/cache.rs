@@ -74,6 +74,17 @@ impl Cache {
         Cache { path, key }
     }
 
+    /// The entry of another model on the same server, in the same folder.
+    pub(crate) fn for_model(&self, base_url: &str, model: &str) -> Cache {
+        let key = key(base_url, model);
+        let path = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .map(|d| d.join(format!("{key}.json")));
+        Cache { path, key }
+    }
+
     /// The file, when there is a cache.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()

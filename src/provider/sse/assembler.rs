@@ -87,6 +87,8 @@ struct Chunk<'a> {
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
+    timings: Option<WireTimings>,
+    #[serde(default)]
     error: Option<serde_json::Value>,
     /// `"error"` marks vLLM's flat error body (`message`, `type`, `code` at the top level).
     #[serde(default, borrow)]
@@ -191,16 +193,49 @@ pub struct WireUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     total_tokens: Option<u64>,
+    /// OpenAI's (and vLLM's, newer llama.cpp's) count of prompt tokens served from the cache.
+    #[serde(default)]
+    prompt_tokens_details: Option<WirePromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct WirePromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+/// llama.cpp's `timings`: `cache_n` prompt tokens reused from its cache, `prompt_n` evaluated.
+#[derive(Debug, Deserialize, Clone, Copy)]
+pub struct WireTimings {
+    #[serde(default)]
+    cache_n: Option<u64>,
+    #[serde(default)]
+    prompt_n: Option<u64>,
 }
 
 impl WireUsage {
-    pub(crate) fn to_usage(&self) -> Usage {
+    /// The usage, with the cached share from the details or else from llama.cpp's timings.
+    pub(crate) fn to_usage(&self, timings: Option<WireTimings>) -> Usage {
         let n = |v: Option<u64>| v.unwrap_or(0);
-        Usage::new(
+        let mut usage = Usage::new(
             n(self.prompt_tokens),
             n(self.completion_tokens),
             n(self.total_tokens),
-        )
+        );
+        usage.cached_tokens = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .or_else(|| timings.and_then(|t| t.cache_n));
+        if let Some(WireTimings {
+            cache_n: Some(cached),
+            prompt_n: Some(evaluated),
+        }) = timings
+            && usage.input_tokens == 0
+        {
+            usage.input_tokens = cached + evaluated;
+        }
+        usage
     }
 }
 
@@ -228,6 +263,8 @@ pub struct Assembler {
     calls: Vec<PartialCall>,
     finish_reason: Option<FinishReason>,
     usage: Option<Usage>,
+    /// llama.cpp's timings, which may come in another chunk than the usage.
+    timings: Option<WireTimings>,
     done: bool,
 }
 
@@ -296,8 +333,15 @@ impl Assembler {
                 .map_err(|e| ProviderError::Protocol(format!("malformed chunk json: {e}")))?;
             return Err(self.server_error(&v));
         }
+        if chunk.timings.is_some() {
+            self.timings = chunk.timings;
+        }
         if let Some(u) = &chunk.usage {
-            self.usage = Some(u.to_usage());
+            self.usage = Some(u.to_usage(self.timings));
+        } else if let (Some(t), Some(usage)) = (chunk.timings, self.usage.as_mut())
+            && usage.cached_tokens.is_none()
+        {
+            usage.cached_tokens = t.cache_n;
         }
         for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
             if let Some(delta) = &choice.delta {
