@@ -229,7 +229,16 @@ fn ranked<'s>(call: &Call, ready: &'s Ready) -> (Vec<Hit<'s>>, usize) {
             if call.kind.is_some_and(|k| k != chunk.kind) {
                 continue;
             }
-            let score = corpus.score(&query, &query_vector, &path_terms, chunk);
+            let mut score = corpus.score(&query, &query_vector, &path_terms, chunk);
+            if rank::is_test(path, &chunk.symbol, chunk.parent.as_deref()) {
+                score.factor *= rank::TEST_FACTOR;
+            }
+            if matches!(
+                chunk.kind,
+                Kind::Type | Kind::Constant | Kind::Impl | Kind::Module
+            ) {
+                score.factor *= rank::NOUN_FACTOR;
+            }
             if score.total() > 0.0 {
                 hits.push(Hit { path, chunk, score });
             }
@@ -340,7 +349,7 @@ fn format_hit(rank: usize, hit: &Hit<'_>, lines: &[String], secrets: &Secrets) -
         }
         out.push(')');
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
         " score {:.2} = symbol {:.2} + path {:.2} + doc {:.2} + text {:.2} + vector {:.2}",
         s.total(),
@@ -350,6 +359,10 @@ fn format_hit(rank: usize, hit: &Hit<'_>, lines: &[String], secrets: &Secrets) -
         s.text,
         s.vector
     );
+    if s.factor < 1.0 {
+        let _ = write!(out, " × {:.2}", s.factor);
+    }
+    out.push('\n');
     // The preview starts at the definition's head, past the comments above it.
     let first = (c.start as usize).saturating_sub(1);
     let last = (c.end as usize).min(lines.len());

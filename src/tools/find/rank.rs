@@ -9,28 +9,41 @@ use super::index::{Chunk, Stored};
 
 /// A match in a chunk's symbol name (or its parent's) is the strongest evidence: a developer's
 /// description usually names what the definition does, and the name says it in a few words.
-pub(crate) const W_SYMBOL: f64 = 3.0;
+pub(crate) const W_SYMBOL: f64 = 4.0;
 /// Path segments (`tools/find/rank.rs`) place a chunk in an area; weaker than the name, since a
 /// whole file's chunks share them.
 pub(crate) const W_PATH: f64 = 1.2;
 /// Comments explain intent in the words a question uses, but also talk about neighbours.
 pub(crate) const W_DOC: f64 = 1.0;
 /// Code text is the widest and noisiest field: every identifier a body merely uses.
-pub(crate) const W_TEXT: f64 = 0.6;
+pub(crate) const W_TEXT: f64 = 0.4;
 /// The trigram vector catches near-synonyms and other word forms the exact fields miss; it is
 /// added only to chunks some query word (or a related one) reached, so it orders candidates
 /// rather than pulling in unrelated code.
 pub(crate) const W_VECTOR: f64 = 4.0;
+/// Test code (a file under `tests/`, a `*_test` file, a function named `test_…`, a `mod tests`)
+/// is scaled by this: it names and exercises exactly what a question describes, but a developer
+/// asking where something is done wants the code that does it. Tests still rank when nothing
+/// else matches.
+pub(crate) const TEST_FACTOR: f64 = 0.5;
+/// Types, constants, impl headers and modules are scaled by this: a question in words mostly
+/// describes behaviour, which functions hold, while a type's name is a noun the question shares
+/// with all the code that uses it.
+pub(crate) const NOUN_FACTOR: f64 = 0.5;
 /// A query word only related to an indexed term (a prefix, a synonym) counts this much of an
 /// exact match.
 const RELATED: f64 = 0.5;
 /// BM25's saturation and length normalisation, at their usual values.
 const K1: f64 = 1.2;
-const B: f64 = 0.75;
+/// Length normalisation per field (symbol, path, doc, text). Names are short and a longer name
+/// that says more of the question is no worse for it, so names are barely normalised.
+const B: [f64; 4] = [0.3, 0.75, 0.75, 0.75];
 /// Buckets of the hashed trigram vector.
 const DIMENSIONS: usize = 512;
 /// The shortest word a prefix may relate to another (`conf` → `config`).
 const MIN_PREFIX: usize = 4;
+/// The shortest indexed word taken as an abbreviation of a longer query word.
+const MIN_ABBREVIATION: usize = 3;
 
 /// Words that carry no meaning in a question about code.
 const STOPWORDS: &[&str] = &[
@@ -171,9 +184,13 @@ pub(crate) fn expand(query: &str, vocabulary: &HashMap<String, u32>) -> Vec<(Str
             continue;
         }
         for v in vocabulary.keys() {
+            // A short indexed word may be an abbreviation of a longer query word (`mod` for
+            // `modular`, `len` for `length`), never the reverse.
+            let abbreviation = v.len() >= MIN_ABBREVIATION && t.starts_with(v.as_str());
             if v != t
-                && v.len() >= MIN_PREFIX
-                && (v.starts_with(t.as_str()) || t.starts_with(v.as_str()))
+                && (abbreviation
+                    || v.len() >= MIN_PREFIX
+                        && (v.starts_with(t.as_str()) || t.starts_with(v.as_str())))
             {
                 add(v.clone(), RELATED);
             }
@@ -190,12 +207,37 @@ pub(crate) struct Score {
     pub doc: f64,
     pub text: f64,
     pub vector: f64,
+    /// 1, or [`TEST_FACTOR`] for test code.
+    pub factor: f64,
 }
 
 impl Score {
     pub(crate) fn total(&self) -> f64 {
-        self.symbol + self.path + self.doc + self.text + self.vector
+        (self.symbol + self.path + self.doc + self.text + self.vector) * self.factor
     }
+}
+
+/// Whether a chunk is test code, from its file's path, its name and its parent's.
+pub(crate) fn is_test(path: &str, symbol: &str, parent: Option<&str>) -> bool {
+    let mut segments: Vec<&str> = path.split('/').collect();
+    let file = segments.pop().unwrap_or("");
+    let stem = file.split('.').next().unwrap_or(file).to_lowercase();
+    let dir_test = segments.iter().any(|s| {
+        matches!(
+            s.to_ascii_lowercase().as_str(),
+            "test" | "tests" | "testdata" | "__tests__" | "spec" | "testing"
+        )
+    });
+    let file_test = stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || stem.ends_with("_spec")
+        || file.contains(".test.")
+        || file.contains(".spec.");
+    let symbol = symbol.to_ascii_lowercase();
+    let symbol_test = symbol.starts_with("test") || symbol.ends_with("_test");
+    let parent_test = parent.is_some_and(|p| p == "tests" || p == "test");
+    dir_test || file_test || symbol_test || parent_test
 }
 
 /// Corpus statistics BM25 needs: chunk count, document frequencies, average field lengths.
@@ -258,7 +300,8 @@ impl Corpus {
             .iter()
             .filter_map(|(t, w)| field.get(t).map(|&tf| (t, w, f64::from(tf))))
             .map(|(t, w, tf)| {
-                let norm = K1 * (1.0 - B + B * length / self.avg[which]);
+                let b = B[which];
+                let norm = K1 * (1.0 - b + b * length / self.avg[which]);
                 w * self.idf(t) * tf * (K1 + 1.0) / (tf + norm)
             })
             .sum()
@@ -279,6 +322,7 @@ impl Corpus {
             doc: W_DOC * self.bm25(query, &chunk.doc_terms, 2),
             text: W_TEXT * self.bm25(query, &chunk.text_terms, 3),
             vector: 0.0,
+            factor: 1.0,
         };
         // The vector orders chunks some query word reached; computing it for every chunk would
         // cost most of a query's time for chunks that are not shown anyway.
