@@ -124,7 +124,28 @@ impl Bench {
             if !out.contains("[index incomplete") {
                 return (out, started.elapsed());
             }
+            std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Bytes of the text files the index covers (binary files are walked but not indexed).
+    fn text_bytes(&self) -> u64 {
+        fn walk(dir: &Path, total: &mut u64) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let kind = entry.file_type().unwrap();
+                if kind.is_dir() && entry.file_name() != ".minicode" {
+                    walk(&entry.path(), total);
+                } else if kind.is_file() {
+                    let bytes = std::fs::read(entry.path()).unwrap();
+                    if !bytes.iter().take(8192).any(|b| *b == 0) {
+                        *total += bytes.len() as u64;
+                    }
+                }
+            }
+        }
+        let mut total = 0;
+        walk(&self.root, &mut total);
+        total
     }
 
     /// Bytes of everything under `.minicode/index/`.
@@ -224,6 +245,13 @@ fn ranking(name: &str, source: &Path, set: &str) -> (Bench, tempfile::TempDir) {
         .find(|l| l.starts_with("[index: "))
         .unwrap_or("");
     println!("== {name}: index build {} {summary}", ms(build));
+    let (index, text) = (bench.index_bytes(), bench.text_bytes());
+    println!(
+        "index size: {:.1} KiB for {:.1} KiB of text ({:.0}%)",
+        index as f64 / 1024.0,
+        text as f64 / 1024.0,
+        100.0 * index as f64 / text as f64
+    );
     let cases = cases(set);
     let mut ranks = Vec::new();
     let mut latencies = Vec::new();
@@ -251,6 +279,7 @@ fn ranking(name: &str, source: &Path, set: &str) -> (Bench, tempfile::TempDir) {
         figures(&base)
     );
     println!("query latency: median {}", ms(median(latencies)));
+
     (bench, dir)
 }
 
@@ -272,9 +301,5 @@ fn main() {
     println!(
         "re-index after one file changed + query: median {}",
         ms(median(reindex))
-    );
-    println!(
-        "index files: {:.1} KiB",
-        bench.index_bytes() as f64 / 1024.0
     );
 }
