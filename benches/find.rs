@@ -7,7 +7,8 @@
 //!
 //! Every corpus is copied into a temp folder first, so the bench never writes an index into a
 //! checkout or the registry. `cargo bench --bench find`; `cargo test --benches` runs it once as
-//! a check.
+//! a check. The latency part generates trees of `FIND_BENCH_FILES` (10,000) and, when set,
+//! `FIND_BENCH_BIG_FILES` files of `FIND_BENCH_FILE_BYTES` (10,000) bytes each.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -283,7 +284,179 @@ fn ranking(name: &str, source: &Path, set: &str) -> (Bench, tempfile::TempDir) {
     (bench, dir)
 }
 
-fn main() {
+/// Words generated code is made of, so generated files share a realistic vocabulary.
+const WORDS: &[&str] = &[
+    "config",
+    "parse",
+    "request",
+    "retry",
+    "buffer",
+    "session",
+    "token",
+    "cache",
+    "index",
+    "stream",
+    "render",
+    "queue",
+    "socket",
+    "header",
+    "payload",
+    "schema",
+    "record",
+    "batch",
+    "window",
+    "cursor",
+    "digest",
+    "signal",
+    "worker",
+    "budget",
+    "ledger",
+    "invoice",
+    "tenant",
+    "widget",
+    "filter",
+    "report",
+    "upload",
+    "thumbnail",
+    "locale",
+    "currency",
+    "shipment",
+    "coupon",
+    "profile",
+    "avatar",
+    "metric",
+    "alert",
+    "channel",
+    "message",
+    "archive",
+    "quota",
+];
+
+/// Writes `files` generated Rust files of about `bytes_each` bytes under `root/gen/`, 100 to a
+/// folder, deterministic for a seed. Returns the bytes written.
+fn generate(root: &Path, files: usize, bytes_each: usize) -> u64 {
+    let mut rng = fastrand::Rng::with_seed(26);
+    let mut total = 0u64;
+    for i in 0..files {
+        let dir = root.join(format!("gen/m{:04}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        let mut text = String::with_capacity(bytes_each + 512);
+        let mut n = 0;
+        while text.len() < bytes_each {
+            let a = WORDS[rng.usize(..WORDS.len())];
+            let b = WORDS[rng.usize(..WORDS.len())];
+            let c = WORDS[rng.usize(..WORDS.len())];
+            text.push_str(&format!(
+                "/// Updates the {a} of a {b} when the {c} changes.\n\
+                 pub fn {a}_{b}_{n}(input: &{c}::Input) -> Result<usize, Error> {{\n    \
+                 let {c} = input.{a}()?;\n    if {c}.is_empty() {{\n        \
+                 return Err(Error::{b}({c}.len()));\n    }}\n    \
+                 Ok({c}.len() * {n})\n}}\n\n"
+            ));
+            n += 1;
+        }
+        total += text.len() as u64;
+        std::fs::write(dir.join(format!("f{i}.rs")), text).unwrap();
+    }
+    total
+}
+
+/// The baseline for a build: what listing the files (with the `ignore` crate, as `rg --files`
+/// does) and reading each once costs.
+fn walk_and_read(root: &Path) -> (Duration, u64) {
+    let started = Instant::now();
+    let mut bytes = 0u64;
+    for entry in ignore::WalkBuilder::new(root).build().flatten() {
+        if entry.file_type().is_some_and(|t| t.is_file()) {
+            bytes += std::fs::read(entry.path()).map_or(0, |b| b.len() as u64);
+        }
+    }
+    (started.elapsed(), bytes)
+}
+
+/// `rg --files` plus reading the files, when `rg` is installed.
+fn rg_files_and_read(root: &Path) -> Option<Duration> {
+    let started = Instant::now();
+    let out = std::process::Command::new("rg")
+        .arg("--files")
+        .current_dir(root)
+        .output()
+        .ok()?;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let _ = std::fs::read(root.join(line));
+    }
+    Some(started.elapsed())
+}
+
+/// Build, query and re-index figures on a generated tree of `files` files.
+fn latency(files: usize, bytes_each: usize) {
+    let dir = tempfile::Builder::new()
+        .prefix("minicode-find-gen-")
+        .tempdir()
+        .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let written = generate(&root, files, bytes_each);
+    println!(
+        "== generated tree: {files} files, {:.1} MiB",
+        written as f64 / (1 << 20) as f64
+    );
+    walk_and_read(&root);
+    let (baseline, _) = walk_and_read(&root);
+    match rg_files_and_read(&root) {
+        Some(rg) => println!("rg --files + read: {}", ms(rg)),
+        None => println!("rg is not installed: baseline is the ignore-crate walk + read"),
+    }
+    println!("walk (ignore crate) + read: {}", ms(baseline));
+    let bench = Bench::new(&root);
+    let (out, build) = bench.build();
+    let summary = out
+        .lines()
+        .find(|l| l.starts_with("[index: "))
+        .unwrap_or("");
+    println!(
+        "index build: {} ({:.1}x the walk + read) {summary}",
+        ms(build),
+        build.as_secs_f64() / baseline.as_secs_f64()
+    );
+    let text = written as f64;
+    println!(
+        "index size: {:.1} MiB ({:.0}% of the text)",
+        bench.index_bytes() as f64 / (1 << 20) as f64,
+        100.0 * bench.index_bytes() as f64 / text
+    );
+    let questions = [
+        "update the invoice of a tenant",
+        "retry a request when the socket changes",
+        "render a thumbnail for an avatar",
+        "parse the config schema",
+    ];
+    let mut queries = Vec::new();
+    for _ in 0..RUNS {
+        for q in questions {
+            queries.push(bench.find(q).1);
+        }
+    }
+    println!("query: median {}", ms(median(queries)));
+    let mut reindex = Vec::new();
+    for i in 0..RUNS {
+        let file = root.join("gen/m0000/f0.rs");
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str(&format!("\npub fn touched_{i}() {{}}\n"));
+        std::fs::write(&file, text).unwrap();
+        let (out, took) = bench.find(&format!("touched {i}"));
+        assert!(out.contains(&format!("touched_{i}")), "{out}");
+        reindex.push(took);
+    }
+    println!(
+        "re-index after one file changed + query: median {}",
+        ms(median(reindex))
+    );
+}
+
+/// Both labelled sets, and a re-index on this repository's own tree.
+fn ranking_figures() {
     let ring = ring_source();
     ranking("ring (Rust and C)", &ring, include_str!("find/ring.txt"));
     let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -302,4 +475,29 @@ fn main() {
         "re-index after one file changed + query: median {}",
         ms(median(reindex))
     );
+}
+
+/// A count from the environment, or `default`.
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    if std::env::var_os("FIND_BENCH_LATENCY_ONLY").is_none() {
+        ranking_figures();
+    }
+    // The issue's figures: a query and a re-index on 10,000 files, and a build on 100,000 files
+    // of 1 GiB (FIND_BENCH_BIG_FILES, FIND_BENCH_FILE_BYTES; smaller by default, as the bench
+    // must also run on a laptop: scale the figure and say so).
+    latency(
+        env_count("FIND_BENCH_FILES", 10_000),
+        env_count("FIND_BENCH_FILE_BYTES", 10_000),
+    );
+    let big = env_count("FIND_BENCH_BIG_FILES", 0);
+    if big > 0 {
+        latency(big, env_count("FIND_BENCH_FILE_BYTES", 10_000));
+    }
 }

@@ -32,6 +32,7 @@ mod daemon_stream;
 mod doctor;
 mod durability;
 mod find;
+mod find_build;
 mod full_disk;
 mod goal_agent;
 mod goal_binary;

@@ -1,7 +1,8 @@
 //! Keeps the `find` index current, shared by every call of one tool instance. A query loads
 //! the stored index once, then brings it up to date from file metadata: vanished files are
 //! dropped, changed and new ones re-read, and the statistics move with each file (never
-//! recounted). Reading that does not fit a short inline budget goes on in a background thread;
+//! recounted). Reading that does not fit a short inline budget (time or file count) goes on in a
+//! background thread;
 //! queries meanwhile answer from what is indexed so far and say so.
 //!
 //! Saving replaces `.minicode/index/find.idx` atomically (temp file + rename), so a concurrent
@@ -9,7 +10,7 @@
 //! codec's checksum catches anything else, and an unreadable index is rebuilt.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -23,8 +24,13 @@ const DIR: &str = "index";
 const FILE: &str = "find.idx";
 /// The first version's file, removed when a new index is saved.
 const OLD_FILE: &str = "find.json";
-/// How long a query reads changed files itself before handing the rest to the background.
+/// How long, and how many changed files, a query reads itself before handing the rest to the
+/// background.
 const INLINE_BUDGET: Duration = Duration::from_millis(500);
+const INLINE_FILES: usize = 256;
+/// How often the background build saves its progress, so a short-lived process still leaves
+/// an index the next one continues from.
+const SAVE_EVERY: Duration = Duration::from_secs(5);
 /// Files the background thread reads between two takes of the lock.
 const BATCH: usize = 32;
 
@@ -160,7 +166,7 @@ impl Index {
             }
             read_into(&self.shared, &rel, &abs, stamp);
             report.reread += 1;
-            if began.elapsed() > INLINE_BUDGET {
+            if began.elapsed() > INLINE_BUDGET || report.reread >= INLINE_FILES {
                 break;
             }
         }
@@ -169,11 +175,11 @@ impl Index {
             let total = report.reread + rest.len();
             crate::sync::lock(&self.shared).building = Some((report.reread, total));
             report.building = Some((report.reread, total));
-            let weak = Arc::downgrade(&self.shared);
+            let shared = Arc::clone(&self.shared);
             let workspace = workspace.to_path_buf();
             std::thread::Builder::new()
                 .name("find-index".to_string())
-                .spawn(move || background(&weak, &workspace, rest))
+                .spawn(move || background(&shared, &workspace, rest))
                 .map_err(|e| format!("cannot start the index build: {e}"))?;
         } else if report.reread + report.dropped > 0 || report.rebuilt {
             report.unsaved = save(&self.shared, workspace);
@@ -191,13 +197,12 @@ fn read_into(shared: &Mutex<State>, rel: &str, abs: &Path, stamp: Stamp) {
         .insert_pieces(rel, stamp, pieces);
 }
 
-/// The background build: reads `files` into the index in batches, then saves it. Stops early
-/// when the tool that started it is gone.
-fn background(shared: &Weak<Mutex<State>>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
+/// The background build: reads `files` into the index in batches, saving now and then and at
+/// the end. It runs to the end even when the tool that started it is dropped, so what it read
+/// is saved for the next session; it dies with the process.
+fn background(shared: &Mutex<State>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
+    let mut saved = Instant::now();
     for batch in files.chunks(BATCH) {
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
         let read: Vec<_> = batch
             .iter()
             .map(|(rel, abs, stamp)| {
@@ -208,19 +213,21 @@ fn background(shared: &Weak<Mutex<State>>, workspace: &Path, files: Vec<(String,
                 )
             })
             .collect();
-        let mut state = crate::sync::lock(&shared);
+        let mut state = crate::sync::lock(shared);
         for (rel, stamp, pieces) in read {
             state.stored.insert_pieces(rel, stamp, pieces);
         }
         if let Some((done, _)) = &mut state.building {
             *done += batch.len();
         }
+        drop(state);
+        if saved.elapsed() > SAVE_EVERY {
+            save(shared, workspace);
+            saved = Instant::now();
+        }
     }
-    let Some(shared) = shared.upgrade() else {
-        return;
-    };
-    let unsaved = save(&shared, workspace);
-    let mut state = crate::sync::lock(&shared);
+    let unsaved = save(shared, workspace);
+    let mut state = crate::sync::lock(shared);
     state.building = None;
     state.unsaved = unsaved;
 }
