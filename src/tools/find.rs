@@ -198,7 +198,7 @@ fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
             if call.kind.is_some_and(|k| k != chunk.kind) {
                 continue;
             }
-            let mut score = rank::score(stored, &query, &query_vector, &file.path_terms, chunk);
+            let mut score = rank::score(stored, &query, &file.path_terms, chunk);
             if score.total() <= 0.0 {
                 continue;
             }
@@ -215,6 +215,20 @@ fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
         }
     }
     let matched = hits.len();
+    // The vector part is at most W_VECTOR (times the factor): only chunks it could lift past
+    // the `limit`-th best score without it get it computed.
+    let mut lower: Vec<f64> = hits.iter().map(|h| h.score.total()).collect();
+    let threshold = if lower.len() > call.limit {
+        let at = call.limit - 1;
+        *lower.select_nth_unstable_by(at, |a, b| b.total_cmp(a)).1
+    } else {
+        0.0
+    };
+    for hit in &mut hits {
+        if (hit.score.total() / hit.score.factor + rank::W_VECTOR) * hit.score.factor >= threshold {
+            hit.score.vector = rank::vector_part(stored, &query_vector, hit.chunk);
+        }
+    }
     hits.sort_by(|a, b| {
         b.score
             .total()

@@ -31,6 +31,11 @@ const INLINE_FILES: usize = 256;
 /// How often the background build saves its progress, so a short-lived process still leaves
 /// an index the next one continues from.
 const SAVE_EVERY: Duration = Duration::from_secs(5);
+/// An index of more chunks than this is saved in the background after a change of at most
+/// [`BACKGROUND_SAVE_FILES`] files, so re-indexing one edit costs the walk and the read, not the
+/// rewrite of the whole file.
+const BACKGROUND_SAVE_CHUNKS: u64 = 20_000;
+const BACKGROUND_SAVE_FILES: usize = 8;
 /// Files the background thread reads between two takes of the lock.
 const BATCH: usize = 32;
 
@@ -182,7 +187,22 @@ impl Index {
                 .spawn(move || background(&shared, &workspace, rest))
                 .map_err(|e| format!("cannot start the index build: {e}"))?;
         } else if report.reread + report.dropped > 0 || report.rebuilt {
-            report.unsaved = save(&self.shared, workspace);
+            let large =
+                crate::sync::lock(&self.shared).stored.chunk_count() > BACKGROUND_SAVE_CHUNKS;
+            if large && report.reread + report.dropped <= BACKGROUND_SAVE_FILES {
+                // A small change to a large index: the query need not wait for the rewrite;
+                // a failure is reported by the next query.
+                let shared = Arc::clone(&self.shared);
+                let workspace = workspace.to_path_buf();
+                let _ = std::thread::Builder::new()
+                    .name("find-save".to_string())
+                    .spawn(move || {
+                        let unsaved = save(&shared, &workspace);
+                        crate::sync::lock(&shared).unsaved = unsaved;
+                    });
+            } else {
+                report.unsaved = save(&self.shared, workspace);
+            }
         }
         Ok(report)
     }

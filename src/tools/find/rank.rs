@@ -270,28 +270,28 @@ fn bm25(stored: &Stored, query: &[(u32, f64)], field: &Postings, which: usize) -
     total
 }
 
-/// The weighted score of `chunk` (in the file with `path_terms`) for the expanded query and
-/// the query's trigram vector.
+/// The weighted BM25 parts of the score of `chunk` (in the file with `path_terms`) for the
+/// expanded query; the vector part is [`vector_part`].
 pub(crate) fn score(
     stored: &Stored,
     query: &[(u32, f64)],
-    query_vector: &[f32],
     path_terms: &Postings,
     chunk: &Chunk,
 ) -> Score {
-    let mut score = Score {
+    Score {
         symbol: W_SYMBOL * bm25(stored, query, &chunk.fields[SYMBOL], SYMBOL),
         path: W_PATH * bm25(stored, query, path_terms, PATH),
         doc: W_DOC * bm25(stored, query, &chunk.fields[DOC], DOC),
         text: W_TEXT * bm25(stored, query, &chunk.fields[TEXT], TEXT),
         vector: 0.0,
         factor: 1.0,
-    };
-    // The vector orders chunks some query word reached; computing it for every chunk would
-    // cost most of a query's time for chunks that are not shown anyway.
-    if score.total() <= 0.0 {
-        return score;
     }
+}
+
+/// The weighted vector part of a chunk's score: the cosine of its trigram vector with the
+/// query's. Worth computing only for chunks some query word reached, and among those only for
+/// the ones it could lift into the results (it is at most [`W_VECTOR`]).
+pub(crate) fn vector_part(stored: &Stored, query_vector: &[f32], chunk: &Chunk) -> f64 {
     let terms = &stored.terms;
     let weighted = |f: usize, k: u32| {
         chunk.fields[f]
@@ -308,8 +308,7 @@ pub(crate) fn score(
         .zip(&chunk_vector)
         .map(|(a, b)| a * b)
         .sum();
-    score.vector = W_VECTOR * f64::from(cosine.max(0.0));
-    score
+    W_VECTOR * f64::from(cosine.max(0.0))
 }
 
 /// Term counts of `terms`.
