@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use super::chunk::Piece;
 use super::codec;
 use super::index::{self, Stamp, Stored};
 use crate::fsutil;
@@ -37,7 +38,7 @@ const SAVE_EVERY: Duration = Duration::from_secs(5);
 const BACKGROUND_SAVE_CHUNKS: u64 = 20_000;
 const BACKGROUND_SAVE_FILES: usize = 8;
 /// Files the background thread reads between two takes of the lock.
-const BATCH: usize = 32;
+const BATCH: usize = 256;
 
 /// The index of one tool instance.
 #[derive(Default)]
@@ -223,16 +224,7 @@ fn read_into(shared: &Mutex<State>, rel: &str, abs: &Path, stamp: Stamp) {
 fn background(shared: &Mutex<State>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
     let mut saved = Instant::now();
     for batch in files.chunks(BATCH) {
-        let read: Vec<_> = batch
-            .iter()
-            .map(|(rel, abs, stamp)| {
-                (
-                    rel,
-                    *stamp,
-                    index::read_pieces(abs, rel).unwrap_or_default(),
-                )
-            })
-            .collect();
+        let read = read_parallel(batch);
         let mut state = crate::sync::lock(shared);
         for (rel, stamp, pieces) in read {
             state.stored.insert_pieces(rel, stamp, pieces);
@@ -250,4 +242,29 @@ fn background(shared: &Mutex<State>, workspace: &Path, files: Vec<(String, PathB
     let mut state = crate::sync::lock(shared);
     state.building = None;
     state.unsaved = unsaved;
+}
+
+/// Reads and chunks `files` on every core (the lock is not held), in their order.
+fn read_parallel(files: &[(String, PathBuf, Stamp)]) -> Vec<(&String, Stamp, Vec<Piece>)> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let part = files.len().div_ceil(workers).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(part)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(rel, abs, stamp)| {
+                            let pieces = index::read_pieces(abs, rel).unwrap_or_default();
+                            (rel, *stamp, pieces)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
 }
