@@ -1,15 +1,18 @@
-//! The `find` tool's ranking quality and speed on this repository's own `src/` (issue 26): a
-//! fixed set of questions in words, each with the file and symbol a developer would want,
-//! gives Recall@1, Recall@5 and MRR@5, beside a regex baseline through `search`; the same run
-//! times the first index build, a query on the built index, and the re-index after one file
-//! changes.
+//! The `find` tool's ranking quality and speed (issue 26). Two labelled sets of questions in
+//! words, each with the file and symbol a developer would want: `find/ring.txt` over the source
+//! of `ring` (a pinned dependency, Rust and C, found through `cargo metadata` in the cargo
+//! registry, so any machine that built the project has it) and `find/own.txt` over this
+//! repository's `src/`. Each gives Recall@1, Recall@5 and MRR@5 for `find` and for a regex
+//! baseline through `search`; the run also times the index build, queries and re-indexing.
 //!
-//! `src/` is copied into a temp folder first, so the bench never writes an index into the
-//! checkout. `cargo bench --bench find`; `cargo test --benches` runs it once as a check.
+//! Every corpus is copied into a temp folder first, so the bench never writes an index into a
+//! checkout or the registry. `cargo bench --bench find`; `cargo test --benches` runs it once as
+//! a check. The latency part generates trees of `FIND_BENCH_FILES` (10,000) and, when set,
+//! `FIND_BENCH_BIG_FILES` files of `FIND_BENCH_FILE_BYTES` (10,000) bytes each.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use minicode::chat::ToolStatus;
@@ -17,168 +20,30 @@ use minicode::tools::{Registry, ToolCtx};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-/// Question, expected file, expected symbol.
-const CASES: &[(&str, &str, &str)] = &[
-    (
-        "resolve a path argument so it stays inside the workspace",
-        "src/fsutil.rs",
-        "resolve_in_workspace",
-    ),
-    (
-        "do these bytes look like a binary file",
-        "src/fsutil.rs",
-        "looks_binary",
-    ),
-    (
-        "make the private data folder with mode 0700",
-        "src/fsutil.rs",
-        "private_dir",
-    ),
-    (
-        "replace a file atomically so a crash leaves old or new content",
-        "src/fsutil/atomic.rs",
-        "write_atomic",
-    ),
-    (
-        "remove leftover temporary files at start-up",
-        "src/fsutil/atomic.rs",
-        "sweep_temp_files",
-    ),
-    (
-        "split identifiers at camel case boundaries",
-        "src/tools/find/rank.rs",
-        "camel_pieces",
-    ),
-    (
-        "where a definition ends by counting braces",
-        "src/tools/find/symbols.rs",
-        "brace_end",
-    ),
-    (
-        "end of a python block from its indentation",
-        "src/tools/find/symbols.rs",
-        "indent_end",
-    ),
-    (
-        "strip word suffixes so word forms meet",
-        "src/tools/find/rank.rs",
-        "stem",
-    ),
-    (
-        "hash character trigrams into a unit vector",
-        "src/tools/find/rank.rs",
-        "vector",
-    ),
-    (
-        "system prompt given to a delegated sub-agent",
-        "src/agent/prompt.rs",
-        "subagent_prompt",
-    ),
-    (
-        "cut a long matching line around the match",
-        "src/tools/search.rs",
-        "shown_line",
-    ),
-    (
-        "ignore files must be regular files inside the workspace",
-        "src/tools/walk.rs",
-        "ignore_files_usable",
-    ),
-    (
-        "deserialize tool call arguments into a typed struct",
-        "src/tools.rs",
-        "parse_args",
-    ),
-    (
-        "closing note about files hidden by permission rules",
-        "src/tools.rs",
-        "withheld_note",
-    ),
-    (
-        "whether a permission rule applies to a tool",
-        "src/permissions.rs",
-        "covers_tool",
-    ),
-    (
-        "title shown to the ACP client for a tool call",
-        "src/acp/convert.rs",
-        "title",
-    ),
-    (
-        "parse the Retry-After header value",
-        "src/provider/http_error.rs",
-        "parse_retry_after",
-    ),
-    (
-        "milliseconds to wait from the retry headers",
-        "src/provider/http_error.rs",
-        "retry_after_ms",
-    ),
-    (
-        "detect that the prompt overflowed the context window",
-        "src/provider/http_error.rs",
-        "is_context_overflow",
-    ),
-    (
-        "error for a model call past its deadline",
-        "src/provider/retry.rs",
-        "deadline_error",
-    ),
-    (
-        "check a session id is a valid uuid",
-        "src/session.rs",
-        "is_valid_id",
-    ),
-    (
-        "folder where a workspace's sessions are stored",
-        "src/session.rs",
-        "sessions_dir",
-    ),
-    (
-        "accept the compaction summary only when complete",
-        "src/agent/compact.rs",
-        "accept",
-    ),
-    (
-        "render the conversation as a transcript for summarising",
-        "src/agent/compact.rs",
-        "transcript",
-    ),
-    (
-        "fingerprint of content just written",
-        "src/tools/edit.rs",
-        "fingerprint_written",
-    ),
-    (
-        "short diff shown to the model after an edit",
-        "src/tools/edit.rs",
-        "edited",
-    ),
-    (
-        "count the lines of a file",
-        "src/tools/read.rs",
-        "count_lines",
-    ),
-    (
-        "format one numbered line of a file",
-        "src/tools/read.rs",
-        "format_line",
-    ),
-    (
-        "combine the prompt with text piped on stdin",
-        "src/cli.rs",
-        "with_piped_text",
-    ),
-    (
-        "flags to resume this session later",
-        "src/cli.rs",
-        "resume_flags",
-    ),
-    ("build the tokio runtime", "src/cli.rs", "runtime"),
-];
-
 const LIMIT: usize = 5;
 const RUNS: usize = 5;
+
+/// One labelled question: the words, the wanted file, and the symbols any of which counts.
+struct Case {
+    text: String,
+    path: String,
+    symbols: Vec<String>,
+}
+
+fn cases(set: &str) -> Vec<Case> {
+    set.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let parts: Vec<&str> = l.split(" => ").collect();
+            assert_eq!(parts.len(), 3, "bad case line: {l}");
+            Case {
+                text: parts[0].to_string(),
+                path: parts[1].to_string(),
+                symbols: parts[2].split_whitespace().map(str::to_string).collect(),
+            }
+        })
+        .collect()
+}
 
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -193,24 +58,113 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// One registry for the whole run, as one session has: the tool keeps its index in memory.
-fn query(
-    rt: &tokio::runtime::Runtime,
-    registry: &Registry,
-    ctx: &ToolCtx,
-    text: &str,
-) -> (String, Duration) {
-    let args = json!({"query": text, "limit": LIMIT}).to_string();
-    let (tool, value) = registry.resolve("find", &args).unwrap();
-    let started = Instant::now();
-    let out = rt.block_on(tool.run(value, ctx, CancellationToken::new()));
-    let took = started.elapsed();
-    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
-    (out.content, took)
+/// The source folder of the pinned `ring` package, from `cargo metadata` (offline: the
+/// registry copy a build of this project unpacked).
+fn ring_source() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata failed");
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ring = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "ring")
+        .expect("ring is in the dependency tree");
+    let manifest = PathBuf::from(ring["manifest_path"].as_str().unwrap());
+    manifest.parent().unwrap().to_path_buf()
 }
 
-/// The 1-based rank of the wanted file and symbol among the results, if shown.
-fn rank_of(out: &str, path: &str, symbol: &str) -> Option<usize> {
+/// A tool session over one copied tree: one registry, as one session has, so the tool keeps
+/// its index in memory between calls.
+struct Bench {
+    rt: tokio::runtime::Runtime,
+    registry: Registry,
+    ctx: ToolCtx,
+    root: PathBuf,
+}
+
+impl Bench {
+    fn new(root: &Path) -> Bench {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        Bench {
+            rt,
+            registry: Registry::builtin(),
+            ctx: ToolCtx::new(root.to_path_buf(), Duration::from_secs(60), Vec::new()),
+            root: root.to_path_buf(),
+        }
+    }
+
+    fn tool(&self, name: &str, args: serde_json::Value) -> (String, Duration) {
+        let (tool, value) = self.registry.resolve(name, &args.to_string()).unwrap();
+        let started = Instant::now();
+        let out = self
+            .rt
+            .block_on(tool.run(value, &self.ctx, CancellationToken::new()));
+        let took = started.elapsed();
+        assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+        (out.content, took)
+    }
+
+    fn find(&self, text: &str) -> (String, Duration) {
+        self.tool("find", json!({"query": text, "limit": LIMIT}))
+    }
+
+    /// Queries until the index reports no build under way; the first call's time is the build's.
+    fn build(&self) -> (String, Duration) {
+        let started = Instant::now();
+        loop {
+            let (out, _) = self.find("warm up the index");
+            if !out.contains("[index incomplete") {
+                return (out, started.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Bytes of the text files the index covers (binary files are walked but not indexed).
+    fn text_bytes(&self) -> u64 {
+        fn walk(dir: &Path, total: &mut u64) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let kind = entry.file_type().unwrap();
+                if kind.is_dir() && entry.file_name() != ".minicode" {
+                    walk(&entry.path(), total);
+                } else if kind.is_file() {
+                    let bytes = std::fs::read(entry.path()).unwrap();
+                    if !bytes.iter().take(8192).any(|b| *b == 0) {
+                        *total += bytes.len() as u64;
+                    }
+                }
+            }
+        }
+        let mut total = 0;
+        walk(&self.root, &mut total);
+        total
+    }
+
+    /// Bytes of everything under `.minicode/index/`.
+    fn index_bytes(&self) -> u64 {
+        let dir = self.root.join(".minicode/index");
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// The 1-based rank of the wanted file and one of the wanted symbols among the results.
+fn rank_of(out: &str, case: &Case) -> Option<usize> {
     let heads = out.lines().filter(|l| {
         l.split_once(". ")
             .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
@@ -220,21 +174,16 @@ fn rank_of(out: &str, path: &str, symbol: &str) -> Option<usize> {
         let (place, after) = rest.split_once(' ')?;
         let found_path = place.rsplit_once(':')?.0;
         let found_symbol = after.split(' ').next()?;
-        (found_path == path && found_symbol == symbol).then_some(i + 1)
+        (found_path == case.path && case.symbols.iter().any(|s| s == found_symbol)).then_some(i + 1)
     })
 }
 
-/// The regex baseline: the query's longer words as one case-insensitive alternation for
-/// `search`, files ranked by how many lines match. Judged on the file alone (no symbol), which
-/// favours the baseline.
-fn baseline_rank(
-    rt: &tokio::runtime::Runtime,
-    registry: &Registry,
-    ctx: &ToolCtx,
-    text: &str,
-    path: &str,
-) -> Option<usize> {
-    let words: Vec<String> = text
+/// The regex baseline a script derives from the words: the query's words of four letters or
+/// more as one case-insensitive alternation for `search`, files ranked by how many lines
+/// match. Judged on the file alone (no symbol), which favours the baseline.
+fn baseline_rank(bench: &Bench, case: &Case) -> Option<usize> {
+    let words: Vec<String> = case
+        .text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.len() >= 4)
         .map(str::to_lowercase)
@@ -243,10 +192,9 @@ fn baseline_rank(
         return None;
     }
     let args = json!({"pattern": words.join("|"), "case_sensitive": false, "limit": 1000});
-    let (tool, value) = registry.resolve("search", &args.to_string()).unwrap();
-    let out = rt.block_on(tool.run(value, ctx, CancellationToken::new()));
+    let (out, _) = bench.tool("search", args);
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
-    for line in out.content.lines() {
+    for line in out.lines() {
         if let Some((file, _)) = line.split_once(':') {
             *counts.entry(file).or_insert(0) += 1;
         }
@@ -256,8 +204,22 @@ fn baseline_rank(
     files
         .iter()
         .take(LIMIT)
-        .position(|(f, _)| *f == path)
+        .position(|(f, _)| *f == case.path)
         .map(|i| i + 1)
+}
+
+/// Recall@1, Recall@5 and MRR@5 over ranks.
+fn figures(ranks: &[Option<usize>]) -> String {
+    let n = ranks.len() as f64;
+    let at1 = ranks.iter().filter(|r| **r == Some(1)).count() as f64;
+    let at5 = ranks.iter().filter(|r| r.is_some()).count() as f64;
+    let rr: f64 = ranks.iter().flatten().map(|r| 1.0 / *r as f64).sum();
+    format!(
+        "Recall@1 {:.2}, Recall@5 {:.2}, MRR@5 {:.2}",
+        at1 / n,
+        at5 / n,
+        rr / n
+    )
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -265,87 +227,277 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn main() {
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Ranking figures on one corpus; returns the bench for the latency figures.
+fn ranking(name: &str, source: &Path, set: &str) -> (Bench, tempfile::TempDir) {
     let dir = tempfile::Builder::new()
         .prefix("minicode-find-bench-")
         .tempdir()
         .unwrap();
     let root = dir.path().canonicalize().unwrap();
-    copy_tree(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &root.join("src"),
-    );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ctx = ToolCtx::new(root.clone(), Duration::from_secs(60), Vec::new());
-    let registry = Registry::builtin();
-    let (first, build) = query(&rt, &registry, &ctx, "warm up the index");
+    copy_tree(source, &root);
+    let bench = Bench::new(&root);
+    let (first, build) = bench.build();
     let summary = first
         .lines()
         .find(|l| l.starts_with("[index: "))
         .unwrap_or("");
-    println!("index build: {:.1} ms {summary}", build.as_secs_f64() * 1e3);
-    let (mut hits1, mut hits5, mut rr) = (0usize, 0usize, 0f64);
+    println!("== {name}: index build {} {summary}", ms(build));
+    let (index, text) = (bench.index_bytes(), bench.text_bytes());
+    println!(
+        "index size: {:.1} KiB for {:.1} KiB of text ({:.0}%)",
+        index as f64 / 1024.0,
+        text as f64 / 1024.0,
+        100.0 * index as f64 / text as f64
+    );
+    let cases = cases(set);
+    let mut ranks = Vec::new();
     let mut latencies = Vec::new();
-    for (text, path, symbol) in CASES {
-        let (out, took) = query(&rt, &registry, &ctx, text);
+    for case in &cases {
+        let (out, took) = bench.find(&case.text);
         latencies.push(took);
-        match rank_of(&out, path, symbol) {
-            Some(r) => {
-                hits1 += usize::from(r == 1);
-                hits5 += 1;
-                rr += 1.0 / r as f64;
-            }
-            None => println!("miss: {text:?} (wanted {path} {symbol})"),
+        let rank = rank_of(&out, case);
+        if rank != Some(1) && std::env::var_os("FIND_BENCH_VERBOSE").is_some() {
+            let top = out.lines().next().unwrap_or("");
+            println!(
+                "  {rank:?}: {:?} wanted {} {:?}; top {top}",
+                case.text, case.path, case.symbols
+            );
+        }
+        ranks.push(rank);
+    }
+    println!("{} queries, find: {}", cases.len(), figures(&ranks));
+    if std::env::var_os("FIND_BENCH_QUICK").is_some() {
+        return (bench, dir);
+    }
+    let base: Vec<Option<usize>> = cases.iter().map(|c| baseline_rank(&bench, c)).collect();
+    println!(
+        "{} queries, regex baseline (files only): {}",
+        cases.len(),
+        figures(&base)
+    );
+    println!("query latency: median {}", ms(median(latencies)));
+
+    (bench, dir)
+}
+
+/// Words generated code is made of, so generated files share a realistic vocabulary.
+const WORDS: &[&str] = &[
+    "config",
+    "parse",
+    "request",
+    "retry",
+    "buffer",
+    "session",
+    "token",
+    "cache",
+    "index",
+    "stream",
+    "render",
+    "queue",
+    "socket",
+    "header",
+    "payload",
+    "schema",
+    "record",
+    "batch",
+    "window",
+    "cursor",
+    "digest",
+    "signal",
+    "worker",
+    "budget",
+    "ledger",
+    "invoice",
+    "tenant",
+    "widget",
+    "filter",
+    "report",
+    "upload",
+    "thumbnail",
+    "locale",
+    "currency",
+    "shipment",
+    "coupon",
+    "profile",
+    "avatar",
+    "metric",
+    "alert",
+    "channel",
+    "message",
+    "archive",
+    "quota",
+];
+
+/// Writes `files` generated Rust files of about `bytes_each` bytes under `root/gen/`, 100 to a
+/// folder, deterministic for a seed. Returns the bytes written.
+fn generate(root: &Path, files: usize, bytes_each: usize) -> u64 {
+    let mut rng = fastrand::Rng::with_seed(26);
+    let mut total = 0u64;
+    for i in 0..files {
+        let dir = root.join(format!("gen/m{:04}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        let mut text = String::with_capacity(bytes_each + 512);
+        let mut n = 0;
+        while text.len() < bytes_each {
+            let a = WORDS[rng.usize(..WORDS.len())];
+            let b = WORDS[rng.usize(..WORDS.len())];
+            let c = WORDS[rng.usize(..WORDS.len())];
+            text.push_str(&format!(
+                "/// Updates the {a} of a {b} when the {c} changes.\n\
+                 pub fn {a}_{b}_{n}(input: &{c}::Input) -> Result<usize, Error> {{\n    \
+                 let {c} = input.{a}()?;\n    if {c}.is_empty() {{\n        \
+                 return Err(Error::{b}({c}.len()));\n    }}\n    \
+                 Ok({c}.len() * {n})\n}}\n\n"
+            ));
+            n += 1;
+        }
+        total += text.len() as u64;
+        std::fs::write(dir.join(format!("f{i}.rs")), text).unwrap();
+    }
+    total
+}
+
+/// The baseline for a build: what listing the files (with the `ignore` crate, as `rg --files`
+/// does) and reading each once costs.
+fn walk_and_read(root: &Path) -> (Duration, u64) {
+    let started = Instant::now();
+    let mut bytes = 0u64;
+    for entry in ignore::WalkBuilder::new(root).build().flatten() {
+        if entry.file_type().is_some_and(|t| t.is_file()) {
+            bytes += std::fs::read(entry.path()).map_or(0, |b| b.len() as u64);
         }
     }
-    let n = CASES.len() as f64;
-    let (mut base1, mut base5, mut base_rr) = (0usize, 0usize, 0f64);
-    for (text, path, _) in CASES {
-        if let Some(r) = baseline_rank(&rt, &registry, &ctx, text, path) {
-            base1 += usize::from(r == 1);
-            base5 += 1;
-            base_rr += 1.0 / r as f64;
-        }
+    (started.elapsed(), bytes)
+}
+
+/// `rg --files` plus reading the files, when `rg` is installed.
+fn rg_files_and_read(root: &Path) -> Option<Duration> {
+    let started = Instant::now();
+    let out = std::process::Command::new("rg")
+        .arg("--files")
+        .current_dir(root)
+        .output()
+        .ok()?;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let _ = std::fs::read(root.join(line));
     }
+    Some(started.elapsed())
+}
+
+/// Build, query and re-index figures on a generated tree of `files` files.
+fn latency(files: usize, bytes_each: usize) {
+    let dir = tempfile::Builder::new()
+        .prefix("minicode-find-gen-")
+        .tempdir()
+        .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let written = generate(&root, files, bytes_each);
     println!(
-        "regex baseline (files only): Recall@1 {:.2}, Recall@5 {:.2}, MRR@5 {:.2}",
-        base1 as f64 / n,
-        base5 as f64 / n,
-        base_rr / n
+        "== generated tree: {files} files, {:.1} MiB",
+        written as f64 / (1 << 20) as f64
     );
+    walk_and_read(&root);
+    let (baseline, _) = walk_and_read(&root);
+    match rg_files_and_read(&root) {
+        Some(rg) => println!("rg --files + read: {}", ms(rg)),
+        None => println!("rg is not installed: baseline is the ignore-crate walk + read"),
+    }
+    println!("walk (ignore crate) + read: {}", ms(baseline));
+    let bench = Bench::new(&root);
+    let (out, build) = bench.build();
+    let summary = out
+        .lines()
+        .find(|l| l.starts_with("[index: "))
+        .unwrap_or("");
     println!(
-        "{} queries: Recall@1 {:.2}, Recall@5 {:.2}, MRR@5 {:.2}",
-        CASES.len(),
-        hits1 as f64 / n,
-        hits5 as f64 / n,
-        rr / n
+        "index build: {} ({:.1}x the walk + read) {summary}",
+        ms(build),
+        build.as_secs_f64() / baseline.as_secs_f64()
     );
-    let mut warm = Vec::new();
+    let text = written as f64;
+    println!(
+        "index size: {:.1} MiB ({:.0}% of the text)",
+        bench.index_bytes() as f64 / (1 << 20) as f64,
+        100.0 * bench.index_bytes() as f64 / text
+    );
+    let questions = [
+        "update the invoice of a tenant",
+        "retry a request when the socket changes",
+        "render a thumbnail for an avatar",
+        "parse the config schema",
+    ];
+    let mut queries = Vec::new();
     for _ in 0..RUNS {
-        warm.push(query(&rt, &registry, &ctx, CASES[0].0).1);
+        for q in questions {
+            queries.push(bench.find(q).1);
+        }
     }
-    println!(
-        "query latency: median {:.1} ms over the questions, {:.1} ms repeated",
-        median(latencies).as_secs_f64() * 1e3,
-        median(warm).as_secs_f64() * 1e3
-    );
+    println!("query: median {}", ms(median(queries)));
     let mut reindex = Vec::new();
     for i in 0..RUNS {
-        let file = root.join("src/tools/find/rank.rs");
+        let file = root.join("gen/m0000/f0.rs");
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str(&format!("\npub fn touched_{i}() {{}}\n"));
+        std::fs::write(&file, text).unwrap();
+        let (out, took) = bench.find(&format!("touched {i}"));
+        assert!(out.contains(&format!("touched_{i}")), "{out}");
+        reindex.push(took);
+    }
+    println!(
+        "re-index after one file changed + query: median {}",
+        ms(median(reindex))
+    );
+}
+
+/// Both labelled sets, and a re-index on this repository's own tree.
+fn ranking_figures() {
+    let ring = ring_source();
+    ranking("ring (Rust and C)", &ring, include_str!("find/ring.txt"));
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&own, &dir.path().join("src"));
+    let (bench, _tree) = ranking("own src/", dir.path(), include_str!("find/own.txt"));
+    let mut reindex = Vec::new();
+    for i in 0..RUNS {
+        let file = bench.root.join("src/tools/find/rank.rs");
         let mut text = std::fs::read_to_string(&file).unwrap();
         text.push_str(&format!("\n// touched {i}\n"));
         std::fs::write(&file, text).unwrap();
-        reindex.push(query(&rt, &registry, &ctx, CASES[5].0).1);
+        reindex.push(bench.find("split identifiers at camel case boundaries").1);
     }
     println!(
-        "re-index after one file changed + query: median {:.1} ms",
-        median(reindex).as_secs_f64() * 1e3
+        "re-index after one file changed + query: median {}",
+        ms(median(reindex))
     );
-    let index = std::fs::metadata(root.join(".minicode/index/find.json"))
-        .unwrap()
-        .len();
-    println!("index file: {:.1} KiB", index as f64 / 1024.0);
+}
+
+/// A count from the environment, or `default`.
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    if std::env::var_os("FIND_BENCH_LATENCY_ONLY").is_none() {
+        ranking_figures();
+    }
+    // The issue's figures: a query and a re-index on 10,000 files, and a build on 100,000 files
+    // of 1 GiB (FIND_BENCH_BIG_FILES, FIND_BENCH_FILE_BYTES; smaller by default, as the bench
+    // must also run on a laptop: scale the figure and say so).
+    latency(
+        env_count("FIND_BENCH_FILES", 10_000),
+        env_count("FIND_BENCH_FILE_BYTES", 10_000),
+    );
+    let big = env_count("FIND_BENCH_BIG_FILES", 0);
+    if big > 0 {
+        latency(big, env_count("FIND_BENCH_FILE_BYTES", 10_000));
+    }
 }

@@ -8,7 +8,9 @@
 //! confinement), never a file a `read(…)` rule denies, and writes nothing but its own index
 //! under `.minicode/index/`.
 
+mod build;
 mod chunk;
+mod codec;
 mod index;
 mod rank;
 mod symbols;
@@ -17,7 +19,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
-use std::time::Duration;
 
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -36,45 +37,17 @@ pub(crate) const MAX_LIMIT: usize = 20;
 const PREVIEW_LINES: usize = 4;
 const PREVIEW_CHARS: usize = 160;
 const MAX_QUERY_BYTES: usize = 1000;
-/// How long one call may spend reading files into the index; the rest waits for the next call.
-const BUILD_BUDGET: Duration = Duration::from_secs(10);
 
 const DESCRIPTION: &str = "Find code by meaning: ranks functions, types and other chunks of the \
 workspace against a description in words (e.g. \"where the config file is parsed\"). Use it \
 when you know the concept but not the identifier; use `search` for an exact string or regex. \
 No approval needed.";
 
-/// The tool, holding the index and its statistics from the last call of this process, so a
-/// query on an unchanged tree neither parses the index file nor recounts the corpus.
+/// The tool, holding the index shared by its calls (and its background build), so a query on
+/// an unchanged tree neither parses the index file nor recounts the corpus.
 #[derive(Default)]
 pub(crate) struct Find {
-    cache: std::sync::Mutex<Option<Ready>>,
-}
-
-/// An index brought up to date and the corpus statistics ranking needs.
-struct Ready {
-    stored: index::Stored,
-    corpus: rank::Corpus,
-}
-
-impl Ready {
-    fn refresh(
-        cached: Option<Ready>,
-        workspace: &Path,
-        rules: Option<&crate::permissions::Rules>,
-        cancel: &CancellationToken,
-    ) -> Result<(Ready, index::Refresh), String> {
-        let (previous, corpus) = match cached {
-            Some(r) => (Some(r.stored), Some(r.corpus)),
-            None => (None, None),
-        };
-        let (stored, report) = index::refresh(workspace, rules, BUILD_BUDGET, cancel, previous)?;
-        let corpus = match corpus {
-            Some(c) if !report.changed => c,
-            _ => rank::Corpus::of(&stored),
-        };
-        Ok((Ready { stored, corpus }, report))
-    }
+    index: std::sync::Arc<build::Index>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -187,17 +160,15 @@ impl Tool for Find {
             let secrets = ctx.secrets.clone();
             let rules = ctx.permissions.clone();
             let stop = cancel.clone();
-            let cached = crate::sync::lock(&self.cache).take();
+            let index = self.index.clone();
             let job = move || {
-                let (ready, report) = Ready::refresh(cached, &workspace, rules.as_deref(), &stop)?;
-                let text = answer(&workspace, &call, &ready, &report, &secrets, max_bytes);
-                Ok::<_, String>((text, ready))
+                let report = index.refresh(&workspace, rules.as_deref(), &stop)?;
+                let text = index
+                    .with(|stored| answer(&workspace, &call, stored, &report, &secrets, max_bytes));
+                Ok::<_, String>(text)
             };
             match crate::tools::off_runtime(&cancel, "find", job).await {
-                Ok((text, ready)) => {
-                    *crate::sync::lock(&self.cache) = Some(ready);
-                    ToolOutput::ok(text)
-                }
+                Ok(text) => ToolOutput::ok(text),
                 Err(refused) => refused,
             }
         })
@@ -212,9 +183,8 @@ struct Hit<'s> {
 }
 
 /// The chunks in the call's scope, best first, at most `limit`; and how many matched at all.
-fn ranked<'s>(call: &Call, ready: &'s Ready) -> (Vec<Hit<'s>>, usize) {
-    let (stored, corpus) = (&ready.stored, &ready.corpus);
-    let query = rank::expand(&call.query, corpus.vocabulary());
+fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
+    let query = rank::expand(&call.query, stored);
     let own = rank::counts(rank::terms(&call.query));
     let query_vector = rank::vector(own.iter().map(|(t, n)| (t.as_str(), *n)));
     let scope = &call.start.display;
@@ -224,18 +194,41 @@ fn ranked<'s>(call: &Call, ready: &'s Ready) -> (Vec<Hit<'s>>, usize) {
         if !inside {
             continue;
         }
-        let path_terms = rank::counts(rank::terms(path));
         for chunk in &file.chunks {
             if call.kind.is_some_and(|k| k != chunk.kind) {
                 continue;
             }
-            let score = corpus.score(&query, &query_vector, &path_terms, chunk);
-            if score.total() > 0.0 {
-                hits.push(Hit { path, chunk, score });
+            let mut score = rank::score(stored, &query, &file.path_terms, chunk);
+            if score.total() <= 0.0 {
+                continue;
             }
+            if rank::is_test(path, &chunk.symbol, chunk.parent.as_deref()) {
+                score.factor *= rank::TEST_FACTOR;
+            }
+            if matches!(
+                chunk.kind,
+                Kind::Type | Kind::Constant | Kind::Impl | Kind::Module
+            ) {
+                score.factor *= rank::NOUN_FACTOR;
+            }
+            hits.push(Hit { path, chunk, score });
         }
     }
     let matched = hits.len();
+    // The vector part is at most W_VECTOR (times the factor): only chunks it could lift past
+    // the `limit`-th best score without it get it computed.
+    let mut lower: Vec<f64> = hits.iter().map(|h| h.score.total()).collect();
+    let threshold = if lower.len() > call.limit {
+        let at = call.limit - 1;
+        *lower.select_nth_unstable_by(at, |a, b| b.total_cmp(a)).1
+    } else {
+        0.0
+    };
+    for hit in &mut hits {
+        if (hit.score.total() / hit.score.factor + rank::W_VECTOR) * hit.score.factor >= threshold {
+            hit.score.vector = rank::vector_part(stored, &query_vector, hit.chunk);
+        }
+    }
     hits.sort_by(|a, b| {
         b.score
             .total()
@@ -250,12 +243,12 @@ fn ranked<'s>(call: &Call, ready: &'s Ready) -> (Vec<Hit<'s>>, usize) {
 fn answer(
     workspace: &Path,
     call: &Call,
-    ready: &Ready,
-    report: &index::Refresh,
+    stored: &index::Stored,
+    report: &build::Report,
     secrets: &Secrets,
     max_bytes: usize,
 ) -> String {
-    let (hits, matched) = ranked(call, ready);
+    let (hits, matched) = ranked(call, stored);
     let mut out = String::new();
     let mut shown = 0;
     let mut texts: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -284,23 +277,22 @@ fn answer(
             hits.len()
         );
     }
-    notes(&mut out, &ready.stored, report);
+    notes(&mut out, stored, report);
     out
 }
 
-fn notes(out: &mut String, stored: &index::Stored, report: &index::Refresh) {
-    let chunks: usize = stored.files.values().map(|f| f.chunks.len()).sum();
+fn notes(out: &mut String, stored: &index::Stored, report: &build::Report) {
     let _ = writeln!(
         out,
-        "[index: {} files, {chunks} chunks]",
-        stored.files.len()
+        "[index: {} files, {} chunks]",
+        stored.files.len(),
+        stored.chunk_count()
     );
-    if report.pending > 0 {
+    if let Some((done, total)) = report.building {
         let _ = writeln!(
             out,
-            "[index incomplete: {} files not indexed yet (time budget); these results come from \
-             what is indexed so far, and the next find continues the build]",
-            report.pending
+            "[index incomplete: building in the background, {done} of {total} files read; these \
+             results come from what is indexed so far]"
         );
     }
     if report.rebuilt {
@@ -340,7 +332,7 @@ fn format_hit(rank: usize, hit: &Hit<'_>, lines: &[String], secrets: &Secrets) -
         }
         out.push(')');
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
         " score {:.2} = symbol {:.2} + path {:.2} + doc {:.2} + text {:.2} + vector {:.2}",
         s.total(),
@@ -350,6 +342,10 @@ fn format_hit(rank: usize, hit: &Hit<'_>, lines: &[String], secrets: &Secrets) -
         s.text,
         s.vector
     );
+    if s.factor < 1.0 {
+        let _ = write!(out, " × {:.2}", s.factor);
+    }
+    out.push('\n');
     // The preview starts at the definition's head, past the comments above it.
     let first = (c.start as usize).saturating_sub(1);
     let last = (c.end as usize).min(lines.len());

@@ -279,7 +279,8 @@ async fn find_never_indexes_ignored_private_linked_big_binary_or_denied_files() 
     );
     assert!(out.contains("[1 files over 1024 KiB not indexed]"), "{out}");
     assert!(out.contains("1 file withheld"), "{out}");
-    let index = std::fs::read_to_string(ws.join(".minicode/index/find.json")).unwrap();
+    let index = std::fs::read(ws.join(".minicode/index/find.idx")).unwrap();
+    let index = String::from_utf8_lossy(&index);
     for name in ["ignored", "private", "linked", "big_", "binary", "denied"] {
         assert!(
             !index.contains(&format!("{name}quokka")) && !index.contains(&format!("{name}_quokka")),
@@ -294,7 +295,7 @@ async fn find_keeps_its_index_private() {
     project(&ws);
     ok(&ctx, json!({"query": "settings"})).await;
     let dir = std::fs::metadata(ws.join(".minicode/index")).unwrap();
-    let file = std::fs::metadata(ws.join(".minicode/index/find.json")).unwrap();
+    let file = std::fs::metadata(ws.join(".minicode/index/find.idx")).unwrap();
     assert_eq!(dir.permissions().mode() & 0o777, 0o700);
     assert_eq!(file.permissions().mode() & 0o777, 0o600);
 }
@@ -337,22 +338,34 @@ async fn find_rebuilds_a_corrupt_or_foreign_index_instead_of_failing() {
     let (_d, ws, ctx) = setup();
     project(&ws);
     ok(&ctx, json!({"query": "settings"})).await;
-    let index = ws.join(".minicode/index/find.json");
-    std::fs::write(
-        &index,
-        b"{\"version\": 1, \"files\": {\"src/x.rs\": [garbage",
-    )
-    .unwrap();
-    let out = ok(&ctx, json!({"query": "settings file"})).await;
-    assert!(out.contains("rebuilt"), "{out}");
-    assert!(first(&out).contains("load_settings_file"), "{out}");
-    let text = std::fs::read_to_string(&index).unwrap();
-    assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok());
-    std::fs::write(&index, b"{\"version\": 999, \"files\": {}}").unwrap();
+    let index = ws.join(".minicode/index/find.idx");
+    let good = std::fs::read(&index).unwrap();
+    // Cut short, then one byte flipped in the middle: both are caught and rebuilt.
+    for bad in [good[..good.len() / 2].to_vec(), {
+        let mut b = good.clone();
+        let at = b.len() / 2;
+        b[at] ^= 0x55;
+        b
+    }] {
+        std::fs::write(&index, &bad).unwrap();
+        let out = ok(&ctx, json!({"query": "settings file"})).await;
+        assert!(out.contains("rebuilt"), "{out}");
+        assert!(first(&out).contains("load_settings_file"), "{out}");
+        assert_eq!(std::fs::read(&index).unwrap().len(), good.len());
+    }
+    // Another version's index (the version follows the 8-byte magic) is not trusted either.
+    let mut foreign = good.clone();
+    foreign[8..12].copy_from_slice(&999u32.to_le_bytes());
+    std::fs::write(&index, &foreign).unwrap();
     let out = ok(&ctx, json!({"query": "settings file"})).await;
     assert!(
         out.contains("rebuilt") && first(&out).contains("load_settings_file"),
         "{out}"
+    );
+    let out = ok(&ctx, json!({"query": "settings file"})).await;
+    assert!(
+        !out.contains("rebuilt"),
+        "the rebuilt index is trusted: {out}"
     );
 }
 

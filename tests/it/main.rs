@@ -33,6 +33,7 @@ mod doctor;
 mod durability;
 mod edit_tiers;
 mod find;
+mod find_build;
 mod full_disk;
 mod goal_agent;
 mod goal_binary;

@@ -3,15 +3,29 @@
 //! definitions and for files in languages without a scanner. Chunks never overlap, so a line
 //! is scored once. Pure: gets the text, reads nothing.
 
-use super::index::Chunk;
+use std::collections::BTreeMap;
+
 use super::rank::{counts, terms};
 use super::symbols::{self, Kind, Lang};
+
+/// One chunk as cut from the text, its terms by field (symbol, doc, text) still as words; the
+/// index turns them into term ids.
+#[derive(Debug, Clone)]
+pub(crate) struct Piece {
+    /// First and last line, 1-based.
+    pub start: u32,
+    pub end: u32,
+    pub symbol: String,
+    pub kind: Kind,
+    pub parent: Option<String>,
+    pub fields: [BTreeMap<String, u32>; 3],
+}
 
 /// Lines in a window chunk: about a screen, so a hit is still a place to look at.
 const WINDOW: usize = 40;
 
 /// The chunks of the file at `path` (relative, for its language) holding `text`.
-pub(crate) fn chunks(path: &str, text: &str) -> Vec<Chunk> {
+pub(crate) fn chunks(path: &str, text: &str) -> Vec<Piece> {
     let lines: Vec<&str> = text.lines().collect();
     let lang = Lang::of(path);
     let defs = lang.map_or_else(Vec::new, |l| symbols::scan(l, &lines));
@@ -57,7 +71,7 @@ pub(crate) fn chunks(path: &str, text: &str) -> Vec<Chunk> {
 }
 
 /// Window chunks over lines `from..to` (those not inside a definition), skipping blank ones.
-fn windows(lang: Option<Lang>, lines: &[&str], from: usize, to: usize, out: &mut Vec<Chunk>) {
+fn windows(lang: Option<Lang>, lines: &[&str], from: usize, to: usize, out: &mut Vec<Piece>) {
     let mut s = from;
     while s < to {
         let e = (s + WINDOW).min(to);
@@ -76,7 +90,7 @@ fn make(
     kind: Kind,
     parent: Option<String>,
     symbol_text: &str,
-) -> Chunk {
+) -> Piece {
     let mut doc = Vec::new();
     let mut text = Vec::new();
     let mut in_docstring = false;
@@ -96,14 +110,12 @@ fn make(
             text.extend(terms(t));
         }
     }
-    Chunk {
+    Piece {
         start: start as u32 + 1,
         end: end as u32 + 1,
         symbol: symbol.to_string(),
         kind,
         parent,
-        symbol_terms: counts(terms(symbol_text)),
-        doc_terms: counts(doc),
-        text_terms: counts(text),
+        fields: [counts(terms(symbol_text)), counts(doc), counts(text)],
     }
 }

@@ -1,39 +1,75 @@
-//! The `find` index: every indexed file's metadata and chunks, kept in
-//! `.minicode/index/find.json` (0700 folder, 0600 file). Brought up to date before each query
-//! from file metadata only: unchanged files are kept, changed ones re-read, vanished ones
-//! dropped. The walk is `search`'s (ignore files, no links, never `.git` or `.minicode`); files
-//! over [`MAX_FILE_BYTES`], binary files and files a `read(…)` rule denies are never indexed.
-//!
-//! Reading is bounded by a time budget: a first query on a large tree indexes what it can,
-//! saves it, and answers from that, saying how much is left. The file is replaced atomically,
-//! so a concurrent process reads the old or the new index, never a mix; an unreadable or
-//! foreign-version file is rebuilt, never trusted.
+//! The `find` index in memory: every indexed file's metadata and chunks, their terms as ids
+//! into one term table, and the corpus statistics BM25 needs, kept up to date on every insert
+//! and removal so a change never recounts the whole corpus. What is indexed is decided here:
+//! the walk is `search`'s (ignore files, no links, never `.git` or `.minicode`); files over
+//! [`MAX_FILE_BYTES`], binary files and files a `read(…)` rule denies are never indexed.
+//! Storing it on disk is `codec.rs`'s; keeping it current is `build.rs`'s.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
-
+use super::chunk::Piece;
+use super::rank;
 use super::symbols::Kind;
 use crate::fsutil;
 use crate::tools::walk;
 
-/// Bumped whenever chunking or the stored form changes: an index of another version is
-/// rebuilt.
-const VERSION: u32 = 1;
 /// Files larger than this are left out: generated code, data and bundles rank badly and cost
 /// the most to read.
 pub(crate) const MAX_FILE_BYTES: u64 = 1024 * 1024;
-/// The index folder under `.minicode/`.
-const DIR: &str = "index";
-const FILE: &str = "find.json";
 
-/// One chunk's place, name and terms by field.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The fields a chunk's terms are counted in, in this order in [`Chunk::fields`]; the path is
+/// the fourth field BM25 scores, kept per file.
+pub(crate) const SYMBOL: usize = 0;
+pub(crate) const DOC: usize = 1;
+pub(crate) const TEXT: usize = 2;
+pub(crate) const PATH: usize = 3;
+
+/// Term counts of one field: (term id, count), sorted by id.
+pub(crate) type Postings = Vec<(u32, u32)>;
+
+/// Every term the index has seen, once. Ids are never reused while the process runs; the codec
+/// writes only the terms still in use.
+#[derive(Debug, Default)]
+pub(crate) struct Terms {
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Terms {
+    pub(crate) fn id(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(term.to_string());
+        self.ids.insert(term.to_string(), id);
+        id
+    }
+
+    pub(crate) fn get(&self, term: &str) -> Option<u32> {
+        self.ids.get(term).copied()
+    }
+
+    pub(crate) fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", String::as_str)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    fn postings(&mut self, counts: &BTreeMap<String, u32>) -> Postings {
+        let mut out: Postings = counts.iter().map(|(t, n)| (self.id(t), *n)).collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// One chunk's place, name and term counts by field.
+#[derive(Debug, Clone)]
 pub(crate) struct Chunk {
     /// First and last line, 1-based.
     pub start: u32,
@@ -41,18 +77,16 @@ pub(crate) struct Chunk {
     pub symbol: String,
     pub kind: Kind,
     pub parent: Option<String>,
-    pub symbol_terms: BTreeMap<String, u32>,
-    pub doc_terms: BTreeMap<String, u32>,
-    pub text_terms: BTreeMap<String, u32>,
+    pub fields: [Postings; 3],
 }
 
 /// What says a file changed: its size, modification and change times, and inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Stamp {
-    size: u64,
-    mtime_ns: i64,
-    ctime_ns: i64,
-    inode: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub inode: u64,
 }
 
 impl Stamp {
@@ -66,130 +100,147 @@ impl Stamp {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub(crate) struct FileEntry {
     pub stamp: Stamp,
     pub chunks: Vec<Chunk>,
+    /// The path's own terms (not stored: derived from the path on insert).
+    pub path_terms: Postings,
+}
+
+/// Corpus statistics: chunk count, document frequency per term id, summed field lengths.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub chunks: u64,
+    pub df: Vec<u32>,
+    pub sums: [u64; 4],
 }
 
 /// The whole index, by path relative to the workspace.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default)]
 pub(crate) struct Stored {
-    pub version: u32,
+    pub terms: Terms,
     pub files: BTreeMap<String, FileEntry>,
+    pub stats: Stats,
 }
 
-/// What a refresh did, for the result's closing notes.
+fn field_len(p: &Postings) -> u64 {
+    p.iter().map(|(_, n)| u64::from(*n)).sum()
+}
+
+impl Stored {
+    /// Adds (or replaces) the file at `rel`, its chunks cut by the chunker.
+    pub(crate) fn insert_pieces(&mut self, rel: &str, stamp: Stamp, pieces: Vec<Piece>) {
+        let chunks = pieces
+            .into_iter()
+            .map(|p| Chunk {
+                start: p.start,
+                end: p.end,
+                fields: [
+                    self.terms.postings(&p.fields[0]),
+                    self.terms.postings(&p.fields[1]),
+                    self.terms.postings(&p.fields[2]),
+                ],
+                symbol: p.symbol,
+                kind: p.kind,
+                parent: p.parent,
+            })
+            .collect();
+        self.insert(rel, stamp, chunks);
+    }
+
+    /// Adds (or replaces) the file at `rel` with chunks already in term ids.
+    pub(crate) fn insert(&mut self, rel: &str, stamp: Stamp, chunks: Vec<Chunk>) {
+        self.remove(rel);
+        let path_terms = self.terms.postings(&rank::counts(rank::terms(rel)));
+        let entry = FileEntry {
+            stamp,
+            chunks,
+            path_terms,
+        };
+        self.count(&entry, true);
+        self.files.insert(rel.to_string(), entry);
+    }
+
+    /// Drops the file at `rel`, if indexed; whether it was.
+    pub(crate) fn remove(&mut self, rel: &str) -> bool {
+        match self.files.remove(rel) {
+            Some(old) => {
+                self.count(&old, false);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds or subtracts one file's share of the statistics.
+    fn count(&mut self, entry: &FileEntry, add: bool) {
+        let stats = &mut self.stats;
+        if stats.df.len() < self.terms.len() {
+            stats.df.resize(self.terms.len(), 0);
+        }
+        let mut seen: Vec<u32> = Vec::new();
+        for chunk in &entry.chunks {
+            seen.clear();
+            for field in chunk.fields.iter().chain([&entry.path_terms]) {
+                seen.extend(field.iter().map(|(t, _)| *t));
+            }
+            seen.sort_unstable();
+            seen.dedup();
+            let lens = [
+                field_len(&chunk.fields[SYMBOL]),
+                field_len(&chunk.fields[DOC]),
+                field_len(&chunk.fields[TEXT]),
+                field_len(&entry.path_terms),
+            ];
+            for &t in &seen {
+                let df = &mut stats.df[t as usize];
+                *df = if add { *df + 1 } else { df.saturating_sub(1) };
+            }
+            for (sum, len) in stats.sums.iter_mut().zip(lens) {
+                *sum = if add {
+                    *sum + len
+                } else {
+                    sum.saturating_sub(len)
+                };
+            }
+            stats.chunks = if add {
+                stats.chunks + 1
+            } else {
+                stats.chunks.saturating_sub(1)
+            };
+        }
+    }
+
+    pub(crate) fn chunk_count(&self) -> u64 {
+        self.stats.chunks
+    }
+}
+
+/// What the walk found and left out.
 #[derive(Debug, Default)]
-pub(crate) struct Refresh {
-    /// Files still to read when the time budget ran out.
-    pub pending: usize,
-    pub reread: usize,
-    pub dropped: usize,
+pub(crate) struct Found {
+    pub files: BTreeMap<String, (PathBuf, Stamp)>,
     pub too_big: usize,
     pub withheld: usize,
-    /// The stored index was unreadable or of another version and was started over.
-    pub rebuilt: bool,
-    /// Why the index could not be saved (the answer still uses it).
-    pub unsaved: Option<String>,
     pub skipped_notes: Vec<String>,
-    /// Anything was re-read or dropped: statistics over the index must be recounted.
-    pub changed: bool,
 }
 
-fn index_path(workspace: &Path) -> Result<PathBuf, String> {
-    fsutil::private_dir(workspace, DIR)
-        .map(|d| d.join(FILE))
-        .map_err(|e| format!("the index folder is unusable: {e}"))
-}
-
-/// The stored index, or an empty one (and `true`) when it is missing, unreadable, corrupt or
-/// of another version.
-fn load(path: &Path) -> (Stored, bool) {
-    let Ok(bytes) = std::fs::read(path) else {
-        return (Stored::default(), false);
-    };
-    match serde_json::from_slice::<Stored>(&bytes) {
-        Ok(s) if s.version == VERSION => (s, false),
-        _ => (Stored::default(), true),
-    }
-}
-
-/// Loads the index (or takes `previous`, this process's copy from its last call), brings it up
-/// to date within `budget` and saves it when it changed.
-pub(crate) fn refresh(
+/// Every regular file the walk yields that may be indexed, by relative path, with its stamp.
+pub(crate) fn walk_files(
     workspace: &Path,
     rules: Option<&crate::permissions::Rules>,
-    budget: Duration,
-    cancel: &CancellationToken,
-    previous: Option<Stored>,
-) -> Result<(Stored, Refresh), String> {
-    let began = Instant::now();
-    let mut report = Refresh::default();
-    let path = index_path(workspace);
-    let (mut stored, rebuilt) = match (previous, &path) {
-        (Some(s), _) => (s, false),
-        (None, Ok(p)) => load(p),
-        (None, Err(_)) => (Stored::default(), false),
-    };
-    report.rebuilt = rebuilt;
-    stored.version = VERSION;
-    let found = walk_files(workspace, rules, &mut report)?;
-    let before = stored.files.len();
-    stored.files.retain(|p, _| found.contains_key(p));
-    report.dropped = before - stored.files.len();
-    let mut changed = report.dropped > 0 || rebuilt;
-    for (rel, (abs, stamp)) in &found {
-        if stored.files.get(rel).is_some_and(|f| f.stamp == *stamp) {
-            continue;
-        }
-        if cancel.is_cancelled() {
-            return Err("interrupted by the user".to_string());
-        }
-        if began.elapsed() > budget {
-            report.pending += 1;
-            continue;
-        }
-        changed = true;
-        // A binary or unreadable file is kept with no chunks, so it is not read again until
-        // it changes.
-        let chunks = read_chunks(abs, rel).unwrap_or_default();
-        report.reread += 1;
-        stored.files.insert(
-            rel.clone(),
-            FileEntry {
-                stamp: *stamp,
-                chunks,
-            },
-        );
-    }
-    report.changed = changed;
-    if changed {
-        let saved = path.and_then(|p| {
-            let json = serde_json::to_vec(&stored).map_err(|e| e.to_string())?;
-            fsutil::write_atomic(&p, &json, Some(0o600)).map_err(|e| e.to_string())
-        });
-        report.unsaved = saved.err();
-    }
-    Ok((stored, report))
-}
-
-/// Every regular file the walk yields that may be indexed, by relative path.
-fn walk_files(
-    workspace: &Path,
-    rules: Option<&crate::permissions::Rules>,
-    report: &mut Refresh,
-) -> Result<BTreeMap<String, (PathBuf, Stamp)>, String> {
+) -> Result<Found, String> {
     let start = walk::start(workspace, None)?;
     let walk = walk::build(workspace, &start, None)?;
-    let mut found = BTreeMap::new();
+    let mut found = Found::default();
     for entry in walk.builder.build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
         let abs = entry.path();
         if crate::tools::withheld(rules, workspace, abs) {
-            report.withheld += 1;
+            found.withheld += 1;
             continue;
         }
         let Ok(meta) = std::fs::symlink_metadata(abs) else {
@@ -199,21 +250,21 @@ fn walk_files(
             continue;
         }
         if meta.len() > MAX_FILE_BYTES {
-            report.too_big += 1;
+            found.too_big += 1;
             continue;
         }
-        found.insert(
+        found.files.insert(
             walk::shown(workspace, abs),
             (abs.to_path_buf(), Stamp::of(&meta)),
         );
     }
-    report.skipped_notes = crate::sync::lock(&walk.skipped).notes();
+    found.skipped_notes = crate::sync::lock(&walk.skipped).notes();
     Ok(found)
 }
 
 /// The chunks of one file, or `None` when it cannot be opened, grew past the limit, or is
 /// binary. Opened without following a link, as `search` opens files.
-fn read_chunks(abs: &Path, rel: &str) -> Option<Vec<super::index::Chunk>> {
+pub(crate) fn read_pieces(abs: &Path, rel: &str) -> Option<Vec<Piece>> {
     let file = fsutil::open_walked(abs).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).ok()?;

@@ -3,34 +3,47 @@
 //! `configuration` meet `config` and `parsing` meet `parser` without a model. Pure functions
 //! over the index's term counts: nothing here reads files.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
-use super::index::{Chunk, Stored};
+use super::index::{Chunk, DOC, PATH, Postings, SYMBOL, Stored, TEXT};
 
 /// A match in a chunk's symbol name (or its parent's) is the strongest evidence: a developer's
 /// description usually names what the definition does, and the name says it in a few words.
-pub(crate) const W_SYMBOL: f64 = 3.0;
+pub(crate) const W_SYMBOL: f64 = 4.0;
 /// Path segments (`tools/find/rank.rs`) place a chunk in an area; weaker than the name, since a
 /// whole file's chunks share them.
 pub(crate) const W_PATH: f64 = 1.2;
 /// Comments explain intent in the words a question uses, but also talk about neighbours.
 pub(crate) const W_DOC: f64 = 1.0;
 /// Code text is the widest and noisiest field: every identifier a body merely uses.
-pub(crate) const W_TEXT: f64 = 0.6;
+pub(crate) const W_TEXT: f64 = 0.4;
 /// The trigram vector catches near-synonyms and other word forms the exact fields miss; it is
 /// added only to chunks some query word (or a related one) reached, so it orders candidates
 /// rather than pulling in unrelated code.
 pub(crate) const W_VECTOR: f64 = 4.0;
+/// Test code (a file under `tests/`, a `*_test` file, a function named `test_…`, a `mod tests`)
+/// is scaled by this: it names and exercises exactly what a question describes, but a developer
+/// asking where something is done wants the code that does it. Tests still rank when nothing
+/// else matches.
+pub(crate) const TEST_FACTOR: f64 = 0.5;
+/// Types, constants, impl headers and modules are scaled by this: a question in words mostly
+/// describes behaviour, which functions hold, while a type's name is a noun the question shares
+/// with all the code that uses it.
+pub(crate) const NOUN_FACTOR: f64 = 0.5;
 /// A query word only related to an indexed term (a prefix, a synonym) counts this much of an
 /// exact match.
 const RELATED: f64 = 0.5;
 /// BM25's saturation and length normalisation, at their usual values.
 const K1: f64 = 1.2;
-const B: f64 = 0.75;
+/// Length normalisation per field (symbol, doc, text, path: the index's field order). Names are short and a longer name
+/// that says more of the question is no worse for it, so names are barely normalised.
+const B: [f64; 4] = [0.3, 0.75, 0.75, 0.75];
 /// Buckets of the hashed trigram vector.
 const DIMENSIONS: usize = 512;
 /// The shortest word a prefix may relate to another (`conf` → `config`).
 const MIN_PREFIX: usize = 4;
+/// The shortest indexed word taken as an abbreviation of a longer query word.
+const MIN_ABBREVIATION: usize = 3;
 
 /// Words that carry no meaning in a question about code.
 const STOPWORDS: &[&str] = &[
@@ -145,7 +158,7 @@ pub(crate) fn stem(word: &str) -> String {
 
 /// A query's weighted terms: its own (weight 1) and the indexed terms they relate to through a
 /// synonym or a shared prefix (weight [`RELATED`]).
-pub(crate) fn expand(query: &str, vocabulary: &HashMap<String, u32>) -> Vec<(String, f64)> {
+pub(crate) fn expand(query: &str, stored: &Stored) -> Vec<(u32, f64)> {
     let mut weights: BTreeMap<String, f64> = BTreeMap::new();
     let own = terms(query);
     for t in &own {
@@ -170,16 +183,29 @@ pub(crate) fn expand(query: &str, vocabulary: &HashMap<String, u32>) -> Vec<(Str
         if t.len() < MIN_PREFIX {
             continue;
         }
-        for v in vocabulary.keys() {
-            if v != t
-                && v.len() >= MIN_PREFIX
-                && (v.starts_with(t.as_str()) || t.starts_with(v.as_str()))
+        for v in vocabulary(stored) {
+            // A short indexed word may be an abbreviation of a longer query word (`mod` for
+            // `modular`, `len` for `length`), never the reverse.
+            let abbreviation = v.len() >= MIN_ABBREVIATION && t.starts_with(v);
+            if v != t.as_str()
+                && (abbreviation
+                    || v.len() >= MIN_PREFIX && (v.starts_with(t.as_str()) || t.starts_with(v)))
             {
-                add(v.clone(), RELATED);
+                add(v.to_string(), RELATED);
             }
         }
     }
-    weights.into_iter().collect()
+    weights
+        .into_iter()
+        .filter_map(|(t, w)| stored.terms.get(&t).map(|id| (id, w)))
+        .collect()
+}
+
+/// The indexed terms some chunk still uses.
+fn vocabulary(stored: &Stored) -> impl Iterator<Item = &str> {
+    (0..stored.terms.len() as u32)
+        .filter(|id| stored.stats.df.get(*id as usize).is_some_and(|df| *df > 0))
+        .map(|id| stored.terms.name(id))
 }
 
 /// A chunk's score and the parts it is made of (each already weighted).
@@ -190,121 +216,99 @@ pub(crate) struct Score {
     pub doc: f64,
     pub text: f64,
     pub vector: f64,
+    /// 1, or [`TEST_FACTOR`] for test code.
+    pub factor: f64,
 }
 
 impl Score {
     pub(crate) fn total(&self) -> f64 {
-        self.symbol + self.path + self.doc + self.text + self.vector
+        (self.symbol + self.path + self.doc + self.text + self.vector) * self.factor
     }
 }
 
-/// Corpus statistics BM25 needs: chunk count, document frequencies, average field lengths.
-pub(crate) struct Corpus {
-    chunks: f64,
-    df: HashMap<String, u32>,
-    avg: [f64; 4],
+/// Whether a chunk is test code, from its file's path, its name and its parent's.
+pub(crate) fn is_test(path: &str, symbol: &str, parent: Option<&str>) -> bool {
+    let mut segments: Vec<&str> = path.split('/').collect();
+    let file = segments.pop().unwrap_or("");
+    let stem = file.split('.').next().unwrap_or(file).to_lowercase();
+    let dir_test = segments.iter().any(|s| {
+        matches!(
+            s.to_ascii_lowercase().as_str(),
+            "test" | "tests" | "testdata" | "__tests__" | "spec" | "testing"
+        )
+    });
+    let file_test = stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || stem.ends_with("_spec")
+        || file.contains(".test.")
+        || file.contains(".spec.");
+    let symbol = symbol.to_ascii_lowercase();
+    let symbol_test = symbol.starts_with("test") || symbol.ends_with("_test");
+    let parent_test = parent.is_some_and(|p| p == "tests" || p == "test");
+    dir_test || file_test || symbol_test || parent_test
 }
 
-impl Corpus {
-    pub(crate) fn of(stored: &Stored) -> Corpus {
-        let mut df: HashMap<String, u32> = HashMap::new();
-        let mut sums = [0f64; 4];
-        let mut chunks = 0f64;
-        for (path, file) in &stored.files {
-            let path_terms = terms(path);
-            for chunk in &file.chunks {
-                chunks += 1.0;
-                let mut seen: HashSet<&str> = HashSet::new();
-                for t in chunk
-                    .symbol_terms
-                    .keys()
-                    .chain(chunk.doc_terms.keys())
-                    .chain(chunk.text_terms.keys())
-                    .map(String::as_str)
-                    .chain(path_terms.iter().map(String::as_str))
-                {
-                    if seen.insert(t) {
-                        *df.entry(t.to_string()).or_insert(0) += 1;
-                    }
-                }
-                sums[0] += len(&chunk.symbol_terms);
-                sums[1] += path_terms.len() as f64;
-                sums[2] += len(&chunk.doc_terms);
-                sums[3] += len(&chunk.text_terms);
-            }
-        }
-        let avg = sums.map(|s| {
-            if chunks > 0.0 {
-                (s / chunks).max(1.0)
-            } else {
-                1.0
-            }
-        });
-        Corpus { chunks, df, avg }
-    }
-
-    pub(crate) fn vocabulary(&self) -> &HashMap<String, u32> {
-        &self.df
-    }
-
-    fn idf(&self, term: &str) -> f64 {
-        let df = f64::from(self.df.get(term).copied().unwrap_or(0));
-        (1.0 + (self.chunks - df + 0.5) / (df + 0.5)).ln()
-    }
-
-    fn bm25(&self, query: &[(String, f64)], field: &BTreeMap<String, u32>, which: usize) -> f64 {
-        let length = len(field);
-        query
-            .iter()
-            .filter_map(|(t, w)| field.get(t).map(|&tf| (t, w, f64::from(tf))))
-            .map(|(t, w, tf)| {
-                let norm = K1 * (1.0 - B + B * length / self.avg[which]);
-                w * self.idf(t) * tf * (K1 + 1.0) / (tf + norm)
-            })
-            .sum()
-    }
-
-    /// The weighted score of `chunk` (in the file at `path_terms`) for the expanded query and
-    /// the query's trigram vector.
-    pub(crate) fn score(
-        &self,
-        query: &[(String, f64)],
-        query_vector: &[f32],
-        path_terms: &BTreeMap<String, u32>,
-        chunk: &Chunk,
-    ) -> Score {
-        let mut score = Score {
-            symbol: W_SYMBOL * self.bm25(query, &chunk.symbol_terms, 0),
-            path: W_PATH * self.bm25(query, path_terms, 1),
-            doc: W_DOC * self.bm25(query, &chunk.doc_terms, 2),
-            text: W_TEXT * self.bm25(query, &chunk.text_terms, 3),
-            vector: 0.0,
+/// BM25 of one field's postings for the query's weighted term ids.
+fn bm25(stored: &Stored, query: &[(u32, f64)], field: &Postings, which: usize) -> f64 {
+    let stats = &stored.stats;
+    let chunks = stats.chunks.max(1) as f64;
+    let avg = (stats.sums[which] as f64 / chunks).max(1.0);
+    let length: f64 = field.iter().map(|(_, n)| f64::from(*n)).sum();
+    let b = B[which];
+    let norm = K1 * (1.0 - b + b * length / avg);
+    let mut total = 0.0;
+    for (t, w) in query {
+        let Ok(at) = field.binary_search_by_key(t, |(id, _)| *id) else {
+            continue;
         };
-        // The vector orders chunks some query word reached; computing it for every chunk would
-        // cost most of a query's time for chunks that are not shown anyway.
-        if score.total() <= 0.0 {
-            return score;
-        }
-        let chunk_vector = vector(
-            chunk
-                .symbol_terms
-                .iter()
-                .map(|(t, n)| (t.as_str(), 2 * n))
-                .chain(chunk.doc_terms.iter().map(|(t, n)| (t.as_str(), *n)))
-                .chain(chunk.text_terms.iter().map(|(t, n)| (t.as_str(), *n))),
-        );
-        let cosine: f32 = query_vector
-            .iter()
-            .zip(&chunk_vector)
-            .map(|(a, b)| a * b)
-            .sum();
-        score.vector = W_VECTOR * f64::from(cosine.max(0.0));
-        score
+        let tf = f64::from(field[at].1);
+        let df = f64::from(stats.df.get(*t as usize).copied().unwrap_or(0));
+        let idf = (1.0 + (stats.chunks as f64 - df + 0.5) / (df + 0.5)).ln();
+        total += w * idf * tf * (K1 + 1.0) / (tf + norm);
+    }
+    total
+}
+
+/// The weighted BM25 parts of the score of `chunk` (in the file with `path_terms`) for the
+/// expanded query; the vector part is [`vector_part`].
+pub(crate) fn score(
+    stored: &Stored,
+    query: &[(u32, f64)],
+    path_terms: &Postings,
+    chunk: &Chunk,
+) -> Score {
+    Score {
+        symbol: W_SYMBOL * bm25(stored, query, &chunk.fields[SYMBOL], SYMBOL),
+        path: W_PATH * bm25(stored, query, path_terms, PATH),
+        doc: W_DOC * bm25(stored, query, &chunk.fields[DOC], DOC),
+        text: W_TEXT * bm25(stored, query, &chunk.fields[TEXT], TEXT),
+        vector: 0.0,
+        factor: 1.0,
     }
 }
 
-fn len(field: &BTreeMap<String, u32>) -> f64 {
-    f64::from(field.values().sum::<u32>())
+/// The weighted vector part of a chunk's score: the cosine of its trigram vector with the
+/// query's. Worth computing only for chunks some query word reached, and among those only for
+/// the ones it could lift into the results (it is at most [`W_VECTOR`]).
+pub(crate) fn vector_part(stored: &Stored, query_vector: &[f32], chunk: &Chunk) -> f64 {
+    let terms = &stored.terms;
+    let weighted = |f: usize, k: u32| {
+        chunk.fields[f]
+            .iter()
+            .map(move |(t, n)| (terms.name(*t), k * n))
+    };
+    let chunk_vector = vector(
+        weighted(SYMBOL, 2)
+            .chain(weighted(DOC, 1))
+            .chain(weighted(TEXT, 1)),
+    );
+    let cosine: f32 = query_vector
+        .iter()
+        .zip(&chunk_vector)
+        .map(|(a, b)| a * b)
+        .sum();
+    W_VECTOR * f64::from(cosine.max(0.0))
 }
 
 /// Term counts of `terms`.

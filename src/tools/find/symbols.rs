@@ -134,6 +134,17 @@ pub(crate) fn scan(lang: Lang, lines: &[&str]) -> Vec<Def> {
             Lang::Python => indent_end(lines, i),
             _ => brace_end(lines, i),
         };
+        // A C prototype or a Rust signature without a body (a trait's, an `extern` block's)
+        // declares what another place defines: its lines stay in a window chunk, so the
+        // definition ranks first.
+        let declaration = matches!(lang, Lang::C | Lang::Rust)
+            && kind == Kind::Function
+            && !lines[i..=end.min(lines.len() - 1)]
+                .iter()
+                .any(|l| l.contains('{'));
+        if declaration {
+            continue;
+        }
         defs.push(Def {
             line: i,
             end,

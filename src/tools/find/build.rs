@@ -1,0 +1,270 @@
+//! Keeps the `find` index current, shared by every call of one tool instance. A query loads
+//! the stored index once, then brings it up to date from file metadata: vanished files are
+//! dropped, changed and new ones re-read, and the statistics move with each file (never
+//! recounted). Reading that does not fit a short inline budget (time or file count) goes on in a
+//! background thread;
+//! queries meanwhile answer from what is indexed so far and say so.
+//!
+//! Saving replaces `.minicode/index/find.idx` atomically (temp file + rename), so a concurrent
+//! minicode process in the same workspace reads the old or the new index, never a mix; the
+//! codec's checksum catches anything else, and an unreadable index is rebuilt.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::chunk::Piece;
+use super::codec;
+use super::index::{self, Stamp, Stored};
+use crate::fsutil;
+
+/// The index folder under `.minicode/` and its file.
+const DIR: &str = "index";
+const FILE: &str = "find.idx";
+/// The first version's file, removed when a new index is saved.
+const OLD_FILE: &str = "find.json";
+/// How long, and how many changed files, a query reads itself before handing the rest to the
+/// background.
+const INLINE_BUDGET: Duration = Duration::from_millis(500);
+const INLINE_FILES: usize = 256;
+/// How often the background build saves its progress, so a short-lived process still leaves
+/// an index the next one continues from.
+const SAVE_EVERY: Duration = Duration::from_secs(5);
+/// An index of more chunks than this is saved in the background after a change of at most
+/// [`BACKGROUND_SAVE_FILES`] files, so re-indexing one edit costs the walk and the read, not the
+/// rewrite of the whole file.
+const BACKGROUND_SAVE_CHUNKS: u64 = 20_000;
+const BACKGROUND_SAVE_FILES: usize = 8;
+/// Files the background thread reads between two takes of the lock.
+const BATCH: usize = 256;
+
+/// The index of one tool instance.
+#[derive(Default)]
+pub(crate) struct Index {
+    shared: Arc<Mutex<State>>,
+}
+
+#[derive(Default)]
+struct State {
+    workspace: Option<PathBuf>,
+    stored: Stored,
+    loaded: bool,
+    /// A background build under way: files read so far and in all.
+    building: Option<(usize, usize)>,
+    /// The stored index was rejected at load; reported by the next query.
+    rebuilt: bool,
+    /// Why the last save failed, reported by the next query.
+    unsaved: Option<String>,
+}
+
+/// What bringing the index up to date did, for the result's closing notes.
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    /// A background build: files read so far and in all.
+    pub building: Option<(usize, usize)>,
+    pub reread: usize,
+    pub dropped: usize,
+    pub too_big: usize,
+    pub withheld: usize,
+    pub rebuilt: bool,
+    pub unsaved: Option<String>,
+    pub skipped_notes: Vec<String>,
+}
+
+fn index_path(workspace: &Path) -> Result<PathBuf, String> {
+    fsutil::private_dir(workspace, DIR)
+        .map(|d| d.join(FILE))
+        .map_err(|e| format!("the index folder is unusable: {e}"))
+}
+
+/// The stored index of `workspace`, empty when there is none, and whether one was rejected.
+fn load(workspace: &Path) -> (Stored, bool) {
+    let Ok(Some(dir)) = fsutil::existing_private_dir(workspace, DIR) else {
+        return (Stored::default(), false);
+    };
+    let Ok(bytes) = std::fs::read(dir.join(FILE)) else {
+        return (Stored::default(), false);
+    };
+    match codec::decode(&bytes) {
+        Ok(stored) => (stored, false),
+        Err(_) => (Stored::default(), true),
+    }
+}
+
+/// Writes the index (encoded under the lock, written outside it); why not, on failure.
+fn save(shared: &Mutex<State>, workspace: &Path) -> Option<String> {
+    let bytes = codec::encode(&crate::sync::lock(shared).stored);
+    let saved = index_path(workspace).and_then(|p| {
+        fsutil::write_atomic(&p, &bytes, Some(0o600)).map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(p.with_file_name(OLD_FILE));
+        Ok(())
+    });
+    saved.err()
+}
+
+impl Index {
+    /// Runs `f` on the index as it is now.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Stored) -> R) -> R {
+        f(&crate::sync::lock(&self.shared).stored)
+    }
+
+    /// Brings the index of `workspace` up to date as far as a query should wait for.
+    pub(crate) fn refresh(
+        &self,
+        workspace: &Path,
+        rules: Option<&crate::permissions::Rules>,
+        cancel: &CancellationToken,
+    ) -> Result<Report, String> {
+        let mut report = Report::default();
+        {
+            let mut state = crate::sync::lock(&self.shared);
+            if state.workspace.as_deref() != Some(workspace) {
+                *state = State {
+                    workspace: Some(workspace.to_path_buf()),
+                    ..State::default()
+                };
+            }
+            if !state.loaded {
+                let (stored, rejected) = load(workspace);
+                state.stored = stored;
+                state.rebuilt = rejected;
+                state.loaded = true;
+            }
+            report.rebuilt = std::mem::take(&mut state.rebuilt);
+            report.unsaved = state.unsaved.take();
+            if state.building.is_some() {
+                report.building = state.building;
+                return Ok(report);
+            }
+        }
+        let found = index::walk_files(workspace, rules)?;
+        report.too_big = found.too_big;
+        report.withheld = found.withheld;
+        report.skipped_notes = found.skipped_notes;
+        let todo = {
+            let mut state = crate::sync::lock(&self.shared);
+            let gone: Vec<String> = state
+                .stored
+                .files
+                .keys()
+                .filter(|p| !found.files.contains_key(*p))
+                .cloned()
+                .collect();
+            for path in &gone {
+                state.stored.remove(path);
+            }
+            report.dropped = gone.len();
+            let stored = &state.stored;
+            found
+                .files
+                .into_iter()
+                .filter(|(rel, (_, stamp))| stored.files.get(rel).is_none_or(|f| f.stamp != *stamp))
+                .map(|(rel, (abs, stamp))| (rel, abs, stamp))
+                .collect::<Vec<_>>()
+        };
+        let began = Instant::now();
+        let mut rest = todo.into_iter();
+        for (rel, abs, stamp) in rest.by_ref() {
+            if cancel.is_cancelled() {
+                return Err("interrupted by the user".to_string());
+            }
+            read_into(&self.shared, &rel, &abs, stamp);
+            report.reread += 1;
+            if began.elapsed() > INLINE_BUDGET || report.reread >= INLINE_FILES {
+                break;
+            }
+        }
+        let rest: Vec<(String, PathBuf, Stamp)> = rest.collect();
+        if !rest.is_empty() {
+            let total = report.reread + rest.len();
+            crate::sync::lock(&self.shared).building = Some((report.reread, total));
+            report.building = Some((report.reread, total));
+            let shared = Arc::clone(&self.shared);
+            let workspace = workspace.to_path_buf();
+            std::thread::Builder::new()
+                .name("find-index".to_string())
+                .spawn(move || background(&shared, &workspace, rest))
+                .map_err(|e| format!("cannot start the index build: {e}"))?;
+        } else if report.reread + report.dropped > 0 || report.rebuilt {
+            let large =
+                crate::sync::lock(&self.shared).stored.chunk_count() > BACKGROUND_SAVE_CHUNKS;
+            if large && report.reread + report.dropped <= BACKGROUND_SAVE_FILES {
+                // A small change to a large index: the query need not wait for the rewrite;
+                // a failure is reported by the next query.
+                let shared = Arc::clone(&self.shared);
+                let workspace = workspace.to_path_buf();
+                let _ = std::thread::Builder::new()
+                    .name("find-save".to_string())
+                    .spawn(move || {
+                        let unsaved = save(&shared, &workspace);
+                        crate::sync::lock(&shared).unsaved = unsaved;
+                    });
+            } else {
+                report.unsaved = save(&self.shared, workspace);
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Reads one file and puts its chunks in the index (a binary or unreadable file is kept with no
+/// chunks, so it is not read again until it changes).
+fn read_into(shared: &Mutex<State>, rel: &str, abs: &Path, stamp: Stamp) {
+    let pieces = index::read_pieces(abs, rel).unwrap_or_default();
+    crate::sync::lock(shared)
+        .stored
+        .insert_pieces(rel, stamp, pieces);
+}
+
+/// The background build: reads `files` into the index in batches, saving now and then and at
+/// the end. It runs to the end even when the tool that started it is dropped, so what it read
+/// is saved for the next session; it dies with the process.
+fn background(shared: &Mutex<State>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
+    let mut saved = Instant::now();
+    for batch in files.chunks(BATCH) {
+        let read = read_parallel(batch);
+        let mut state = crate::sync::lock(shared);
+        for (rel, stamp, pieces) in read {
+            state.stored.insert_pieces(rel, stamp, pieces);
+        }
+        if let Some((done, _)) = &mut state.building {
+            *done += batch.len();
+        }
+        drop(state);
+        if saved.elapsed() > SAVE_EVERY {
+            save(shared, workspace);
+            saved = Instant::now();
+        }
+    }
+    let unsaved = save(shared, workspace);
+    let mut state = crate::sync::lock(shared);
+    state.building = None;
+    state.unsaved = unsaved;
+}
+
+/// Reads and chunks `files` on every core (the lock is not held), in their order.
+fn read_parallel(files: &[(String, PathBuf, Stamp)]) -> Vec<(&String, Stamp, Vec<Piece>)> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let part = files.len().div_ceil(workers).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(part)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(rel, abs, stamp)| {
+                            let pieces = index::read_pieces(abs, rel).unwrap_or_default();
+                            (rel, *stamp, pieces)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
