@@ -9,6 +9,7 @@ mod ask;
 mod assemble;
 mod commands;
 mod doctor;
+mod eval;
 mod goal;
 mod hooks;
 mod host;
@@ -90,6 +91,10 @@ pub struct Args {
     /// original stays as it is). A goal comes along, disarmed.
     #[arg(long)]
     pub fork: bool,
+    /// One-shot: answer approvals of TOOL without a terminal (`approve` or `deny`; `*` for
+    /// every other tool). Repeatable. The question is still recorded (see docs/headless.md).
+    #[arg(long = "approval-answer", value_name = "TOOL=ANSWER")]
+    pub(crate) approval_answers: Vec<print::ScriptedAnswer>,
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
 }
@@ -199,6 +204,9 @@ pub(crate) enum Command {
     },
     /// Print the man page (roff) on stdout: `minicode man | man -l -`.
     Man,
+    /// Run task suites against a model and report how often each task's runs met every
+    /// expectation (see docs/eval.md). Exit 0 when every task met its pass rate, 1 otherwise.
+    Eval(eval::EvalArgs),
     /// Run one command confined as a `bash` call would be (profile, network), in the current
     /// folder as the workspace, and exit with its status: `minicode sandbox -- cargo build`.
     Sandbox(sandbox::SandboxArgs),
@@ -288,6 +296,7 @@ fn subcommand(
         Command::Attach(attach_args) => serve::attach(attach_args, launch),
         Command::Completions { shell } => shell::completions(*shell),
         Command::Man => shell::man(),
+        Command::Eval(eval_args) => eval::run(eval_args, env),
         Command::Sandbox(sandbox_args) => {
             sandbox::run(sandbox_args, env, launch, args.server.config.as_deref())
         }
@@ -367,11 +376,13 @@ fn run_session(
     let resume_flags = resume_flags(&args);
     let task = goal_task.or(prompt.map(print::Task::Prompt));
     let (format, show_reasoning) = (args.output_format, args.show_reasoning);
+    let answers = print::Answers::new(args.approval_answers.clone());
     let code = runtime.block_on(async {
         let started = prepared.start(session);
         let code = match task {
             Some(task) => {
-                print::run(started.handle, task, format, &resume_flags, show_reasoning).await
+                let flags = &resume_flags;
+                print::run(started.handle, task, format, flags, show_reasoning, answers).await
             }
             None => {
                 let screen = Screen {

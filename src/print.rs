@@ -7,6 +7,7 @@
 //! stdout, JSON lines on a terminal stdout (as `\u` escapes, the same JSON value), and every
 //! line on stderr. stdout that is not a terminal gets the model's bytes exactly, for scripts.
 
+mod answers;
 mod live;
 
 use std::io::{self, BufRead, Write};
@@ -23,6 +24,7 @@ use crate::protocol::WindowSource;
 use crate::protocol::{AgentHandle, OpSender};
 use crate::protocol::{Decision, Goal, GoalOp, GoalPhase, Op, TurnEnd, TurnStats};
 use crate::sanitize::{self, sanitize};
+pub(crate) use answers::{Answers, ScriptedAnswer};
 pub(crate) use report::describe_end;
 use run_state::RunState;
 
@@ -121,13 +123,15 @@ const EXIT_REFUSED: u8 = 2;
 /// Runs `prompt` as one turn and prints the outcome.
 /// `resume_flags` are the flags that chose the model (e.g. `--demo`), repeated in the resume
 /// hint so resuming talks to the same model. `show_reasoning` streams the model's reasoning to
-/// stderr (it is never part of the answer on stdout).
+/// stderr (it is never part of the answer on stdout). `answers` answers approvals for the
+/// tools it names instead of the terminal (`--approval-answer`).
 pub(crate) async fn run(
     handle: AgentHandle,
     task: Task,
     format: OutputFormat,
     resume_flags: &str,
     show_reasoning: bool,
+    answers: Answers,
 ) -> ExitCode {
     let (ops, mut events) = handle.split();
     let interrupted_by = spawn_signal_watch(ops.clone());
@@ -146,7 +150,7 @@ pub(crate) async fn run(
             max_rounds,
         }),
     });
-    let mut state = RunState::new(ops, format, goal_mode, show_reasoning);
+    let mut state = RunState::new(ops, format, goal_mode, show_reasoning, answers);
     while let Some(event) = events.recv().await {
         if !state.handle(event) {
             break;

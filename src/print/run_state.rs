@@ -45,6 +45,8 @@ pub(super) struct RunState {
     out: io::StdoutLock<'static>,
     err: io::StderrLock<'static>,
     ended: Option<(TurnEnd, TurnStats)>,
+    /// Approvals a script answers (`--approval-answer`).
+    answers: super::Answers,
 }
 
 impl RunState {
@@ -53,6 +55,7 @@ impl RunState {
         format: OutputFormat,
         goal_mode: bool,
         show_reasoning: bool,
+        answers: super::Answers,
     ) -> Self {
         let stdout_tty = io::stdout().is_terminal();
         RunState {
@@ -80,6 +83,7 @@ impl RunState {
             out: io::stdout().lock(),
             err: io::stderr().lock(),
             ended: None,
+            answers,
         }
     }
 
@@ -227,6 +231,10 @@ impl RunState {
     /// ended meanwhile simply never gets this answer.
     fn approval(&mut self, call: String, tool: String, request: ApprovalRequest) {
         let ops = self.ops.clone();
+        if let Some(decision) = self.answers.decide(&tool) {
+            ops.send(Op::Decide { call, decision });
+            return;
+        }
         tokio::spawn(async move {
             let decision = ask(&tool, &request).await;
             ops.send(Op::Decide { call, decision });

@@ -31,6 +31,7 @@ mod daemon_hostile;
 mod daemon_stream;
 mod doctor;
 mod durability;
+mod eval;
 mod find;
 mod full_disk;
 mod goal_agent;
