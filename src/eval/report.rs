@@ -83,13 +83,20 @@ impl Report {
     /// The text form: one block per task, then the runs' figures.
     pub(crate) fn text(&self) -> String {
         let mut s = String::new();
+        let w = self
+            .tasks
+            .iter()
+            .map(|t| t.name.chars().count() + 4)
+            .max()
+            .unwrap_or(0)
+            .max(12);
         s.push_str(&format!(
-            "{:<32} {:>7} {:>6}  {:<13} {:>5}\n",
+            "{:<w$} {:>7} {:>6}  {:<13} {:>5}\n",
             "task", "passes", "rate", "95% interval", "min"
         ));
         for t in &self.tasks {
             s.push_str(&format!(
-                "{:<32} {:>3}/{:<3} {:>5.0}%  [{:>3.0}%, {:>3.0}%]  {:>4.0}% {}\n",
+                "{:<w$} {:>3}/{:<3} {:>5.0}%  [{:>3.0}%, {:>3.0}%]  {:>4.0}% {}\n",
                 t.name,
                 t.passes,
                 t.runs,
@@ -106,7 +113,7 @@ impl Report {
             }
         }
         s.push_str(&format!(
-            "\n{:<32} {:>3} {:<11} {:>8} {:>7} {:>5} {:>5} {:>7} {:>8} {:>7}\n",
+            "\n{:<w$} {:>3} {:<11} {:>8} {:>7} {:>5} {:>5} {:>7} {:>8} {:>7}\n",
             "run",
             "ok",
             "status",
@@ -121,7 +128,7 @@ impl Report {
         for t in &self.tasks {
             for r in &t.results {
                 s.push_str(&format!(
-                    "{:<32} {:>3} {:<11} {:>8} {:>7.1} {:>5} {:>5} {:>7} {:>8} {:>7}\n",
+                    "{:<w$} {:>3} {:<11} {:>8} {:>7.1} {:>5} {:>5} {:>7} {:>8} {:>7}\n",
                     format!("{}#{}", t.name, r.run),
                     if r.passed { "yes" } else { "no" },
                     r.status.as_deref().unwrap_or("-"),

@@ -324,3 +324,30 @@ fn parallel_runs_share_no_workspace_and_no_session() {
     dirs.dedup();
     assert_eq!((sessions.len(), dirs.len()), (4, 4), "{report:#}");
 }
+
+#[test]
+fn the_basics_suite_loads_and_every_task_runs_to_its_checks() {
+    let (_tmp, dir) = workspace();
+    let server = MockServer::start_in_thread(Vec::new());
+    server.respond_with(|_| Some(text_reply("I am not sure.", 4)));
+    let basics = repo().join("evals/basics");
+    let (code, report, stderr) = eval(
+        &dir,
+        &[
+            basics.to_str().unwrap(),
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ],
+    );
+    assert_eq!(code, 1, "a model that does nothing fails: {stderr}");
+    let tasks = report["tasks"].as_array().unwrap();
+    assert!(tasks.len() >= 10, "{report:#}");
+    for task in tasks {
+        let run = &task["results"][0];
+        // Every run reached the model: setup worked and the agent started.
+        assert_eq!(run["status"], "completed", "{task:#}");
+        assert_eq!(run["model_calls"], 1, "{task:#}");
+    }
+}
