@@ -10,6 +10,7 @@ mod assemble;
 mod commands;
 mod doctor;
 mod eval;
+mod export;
 mod goal;
 mod hooks;
 mod host;
@@ -207,6 +208,9 @@ pub(crate) enum Command {
     /// Run task suites against a model and report how often each task's runs met every
     /// expectation (see docs/eval.md). Exit 0 when every task met its pass rate, 1 otherwise.
     Eval(eval::EvalArgs),
+    /// Write a session to stdout as an ATIF trajectory (Harbor's Agent Trajectory Interchange
+    /// Format) or as minicode's own events (jsonl); see docs/eval.md.
+    Export(export::ExportArgs),
     /// Run one command confined as a `bash` call would be (profile, network), in the current
     /// folder as the workspace, and exit with its status: `minicode sandbox -- cargo build`.
     Sandbox(sandbox::SandboxArgs),
@@ -297,6 +301,7 @@ fn subcommand(
         Command::Completions { shell } => shell::completions(*shell),
         Command::Man => shell::man(),
         Command::Eval(eval_args) => eval::run(eval_args, env),
+        Command::Export(export_args) => export::run(export_args, launch),
         Command::Sandbox(sandbox_args) => {
             sandbox::run(sandbox_args, env, launch, args.server.config.as_deref())
         }

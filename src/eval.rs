@@ -4,6 +4,7 @@
 //! library never prints: the CLI prints the report this returns.
 
 mod expect;
+pub(crate) mod export;
 mod report;
 mod runner;
 mod task;

@@ -100,7 +100,12 @@ fn steps(plan: &Plan, task: &Task, ws: &Path, result: &mut RunResult) -> Result<
     result.trajectory = Trajectory::from_events(&events);
     if let Some(session) = &result.trajectory.session_path {
         // Kept for inspection beside the transcript; the scratch workspace goes.
+        // The journal holds what was saved since the snapshot; `minicode export` reads both.
         let _ = std::fs::copy(session, dir.join("session.json"));
+        let journal = Path::new(session).with_extension("journal");
+        if journal.is_file() {
+            let _ = std::fs::copy(journal, dir.join("session.journal"));
+        }
     }
     if outcome == Outcome::TimedOut {
         result.failures.push(format!(

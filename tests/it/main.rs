@@ -32,6 +32,7 @@ mod daemon_stream;
 mod doctor;
 mod durability;
 mod eval;
+mod export;
 mod find;
 mod full_disk;
 mod goal_agent;
