@@ -40,6 +40,7 @@ mod goal_binary;
 mod goal_demo;
 mod goal_domain;
 mod goal_tui;
+mod harbor;
 mod hooks;
 mod hostile_server;
 mod key_env;
