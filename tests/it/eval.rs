@@ -351,3 +351,52 @@ fn the_basics_suite_loads_and_every_task_runs_to_its_checks() {
         assert_eq!(run["model_calls"], 1, "{task:#}");
     }
 }
+
+#[test]
+fn approval_answers_decide_scripted_tools_and_keep_the_question_recorded() {
+    let (_tmp, dir) = workspace();
+    std::fs::write(dir.join("notes.txt"), "release day is Friday\n").unwrap();
+    let output = command(&dir)
+        .args(["--demo", "--output-format", "stream-json"])
+        .args([
+            "--approval-answer",
+            "edit=deny",
+            "--approval-answer",
+            "*=approve",
+        ])
+        .arg("fix notes.txt")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let events: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == kind).collect() };
+    let asked: Vec<&str> = of("approval_requested")
+        .iter()
+        .map(|e| e["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ["bash", "edit"]);
+    let decided = of("approval_decided");
+    assert_eq!(decided[0]["decision"]["decision"], "approve");
+    assert_eq!(decided[1]["decision"]["decision"], "deny");
+    assert!(
+        decided[1]["decision"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("approval script")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "release day is Friday\n"
+    );
+
+    let bad = command(&dir)
+        .args(["--demo", "--approval-answer", "edit=maybe", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("neither approve nor deny"));
+}
