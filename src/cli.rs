@@ -9,6 +9,8 @@ mod ask;
 mod assemble;
 mod commands;
 mod doctor;
+mod eval;
+mod export;
 mod goal;
 mod hooks;
 mod host;
@@ -94,6 +96,10 @@ pub struct Args {
     /// second try with the errors; still invalid exits 1, a bad schema file exits 2).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["goal", "goal_resume"])]
     pub output_schema: Option<std::path::PathBuf>,
+    /// One-shot: answer approvals of TOOL without a terminal (`approve` or `deny`; `*` for
+    /// every other tool). Repeatable. The question is still recorded (see docs/headless.md).
+    #[arg(long = "approval-answer", value_name = "TOOL=ANSWER")]
+    pub(crate) approval_answers: Vec<print::ScriptedAnswer>,
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
 }
@@ -203,6 +209,12 @@ pub(crate) enum Command {
     },
     /// Print the man page (roff) on stdout: `minicode man | man -l -`.
     Man,
+    /// Run task suites against a model and report how often each task's runs met every
+    /// expectation (see docs/eval.md). Exit 0 when every task met its pass rate, 1 otherwise.
+    Eval(eval::EvalArgs),
+    /// Write a session to stdout as an ATIF trajectory (Harbor's Agent Trajectory Interchange
+    /// Format) or as minicode's own events (jsonl); see docs/eval.md.
+    Export(export::ExportArgs),
     /// Run one command confined as a `bash` call would be (profile, network), in the current
     /// folder as the workspace, and exit with its status: `minicode sandbox -- cargo build`.
     Sandbox(sandbox::SandboxArgs),
@@ -292,6 +304,8 @@ fn subcommand(
         Command::Attach(attach_args) => serve::attach(attach_args, launch),
         Command::Completions { shell } => shell::completions(*shell),
         Command::Man => shell::man(),
+        Command::Eval(eval_args) => eval::run(eval_args, env),
+        Command::Export(export_args) => export::run(export_args, launch),
         Command::Sandbox(sandbox_args) => {
             sandbox::run(sandbox_args, env, launch, args.server.config.as_deref())
         }
@@ -381,6 +395,7 @@ fn run_session(
     let resume_flags = resume_flags(&args);
     let task = goal_task.or(prompt.map(print::Task::Prompt));
     let (format, show_reasoning) = (args.output_format, args.show_reasoning);
+    let answers = print::Answers::new(args.approval_answers.clone());
     let code = runtime.block_on(async {
         let started = prepared.start(session);
         let code = match task {
@@ -390,6 +405,7 @@ fn run_session(
                     resume_flags: &resume_flags,
                     show_reasoning,
                     schema,
+                    answers,
                 };
                 print::run(started.handle, task, output).await
             }

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod config;
 pub(crate) mod daemon;
 pub mod defaults;
+pub(crate) mod eval;
 pub mod fsutil;
 pub mod hooks;
 pub mod logging;

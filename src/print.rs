@@ -7,6 +7,7 @@
 //! stdout, JSON lines on a terminal stdout (as `\u` escapes, the same JSON value), and every
 //! line on stderr. stdout that is not a terminal gets the model's bytes exactly, for scripts.
 
+mod answers;
 mod live;
 
 use std::io::{self, BufRead, Write};
@@ -24,6 +25,7 @@ use crate::protocol::WindowSource;
 use crate::protocol::{AgentHandle, OpSender};
 use crate::protocol::{Decision, Goal, GoalOp, GoalPhase, Op, TurnEnd, TurnStats};
 use crate::sanitize::{self, sanitize};
+pub(crate) use answers::{Answers, ScriptedAnswer};
 pub(crate) use report::describe_end;
 use run_state::RunState;
 pub(crate) use schema::OutputSchema;
@@ -133,6 +135,8 @@ pub(crate) struct Options<'a> {
     pub(crate) show_reasoning: bool,
     /// `--output-schema`: the answer must be JSON valid against it.
     pub(crate) schema: Option<OutputSchema>,
+    /// `--approval-answer`: approvals a program answers instead of the terminal.
+    pub(crate) answers: Answers,
 }
 
 /// Runs `task` (one prompt, or a goal) and prints the outcome.
@@ -145,6 +149,7 @@ pub(crate) async fn run(handle: AgentHandle, task: Task, options: Options<'_>) -
         resume_flags,
         show_reasoning,
         schema,
+        answers,
     } = options;
     ops.send(match task {
         Task::Prompt(prompt) => Op::Submit(match &schema {
@@ -163,7 +168,7 @@ pub(crate) async fn run(handle: AgentHandle, task: Task, options: Options<'_>) -
             max_rounds,
         }),
     });
-    let mut state = RunState::new(ops, format, goal_mode, show_reasoning);
+    let mut state = RunState::new(ops, format, goal_mode, show_reasoning, answers);
     state.schema = schema;
     while let Some(event) = events.recv().await {
         if !state.handle(event) {

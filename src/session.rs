@@ -25,6 +25,7 @@ use crate::chat::{Message, ToolStatus};
 use crate::fsutil;
 
 use load::load;
+pub use load::saved_json;
 pub use save::ENV_FAIL_SAVES;
 pub use snapshot::{INTERRUPTED_RESULT, Parent};
 

@@ -51,6 +51,8 @@ pub(super) struct RunState {
     structured: Option<serde_json::Value>,
     schema_error: Option<String>,
     retried: bool,
+    /// Approvals a script answers (`--approval-answer`).
+    answers: super::Answers,
 }
 
 impl RunState {
@@ -59,6 +61,7 @@ impl RunState {
         format: OutputFormat,
         goal_mode: bool,
         show_reasoning: bool,
+        answers: super::Answers,
     ) -> Self {
         let stdout_tty = io::stdout().is_terminal();
         RunState {
@@ -90,6 +93,7 @@ impl RunState {
             structured: None,
             schema_error: None,
             retried: false,
+            answers,
         }
     }
 
@@ -240,6 +244,10 @@ impl RunState {
     /// ended meanwhile simply never gets this answer.
     fn approval(&mut self, call: String, tool: String, request: ApprovalRequest) {
         let ops = self.ops.clone();
+        if let Some(decision) = self.answers.decide(&tool) {
+            ops.send(Op::Decide { call, decision });
+            return;
+        }
         tokio::spawn(async move {
             let decision = ask(&tool, &request).await;
             ops.send(Op::Decide { call, decision });

@@ -142,3 +142,61 @@ fn keep_backup(path: &Path, version: u32, bytes: &[u8]) -> Result<(), SessionErr
         Err(e) => Err(io_error(&backup)(e)),
     }
 }
+
+/// The whole saved history of the session file at `path`, its journal applied, as JSON in the
+/// file's own shape (each tool result with its `status` and `summary`), for `minicode export`.
+/// Read without the session's lock and never modified; not checked against a workspace, so a
+/// file copied elsewhere (an eval run keeps `<id>.json` and `<id>.journal`) exports too. Only
+/// regular files are read: a link is refused.
+pub fn saved_json(path: &Path) -> Result<serde_json::Value, SessionError> {
+    let read = |p: &Path| -> std::io::Result<Option<Vec<u8>>> {
+        match std::fs::symlink_metadata(p) {
+            Ok(meta) if meta.file_type().is_file() => std::fs::read(p).map(Some),
+            Ok(_) => Err(std::io::Error::other("not a regular file")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    };
+    let corrupt = |reason: String| SessionError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = read(path)
+        .map_err(io_error(path))?
+        .ok_or_else(|| io_error(path)(std::io::ErrorKind::NotFound.into()))?;
+    let Parsed { mut snapshot, .. } = snapshot::parse(&bytes).map_err(|e| match e {
+        LoadError::TooNew(version) => SessionError::TooNew {
+            path: path.to_path_buf(),
+            version,
+        },
+        LoadError::Corrupt(reason) => corrupt(reason),
+    })?;
+    let journal = journal::path_of(path);
+    if let Some(lines) = read(&journal).map_err(io_error(&journal))? {
+        journal::replay(&mut snapshot, &lines).map_err(corrupt)?;
+    }
+    let stored::History { messages, results } = snapshot.messages;
+    let messages: Vec<serde_json::Value> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mut v = serde_json::to_value(m).unwrap_or_default();
+            if let Some((_, info)) = results.iter().find(|(at, _)| *at == i) {
+                v["status"] = serde_json::to_value(info.status).unwrap_or_default();
+                v["summary"] = serde_json::to_value(&info.summary).unwrap_or_default();
+            }
+            v
+        })
+        .collect();
+    Ok(serde_json::json!({
+        "id": snapshot.id,
+        "workspace": snapshot.workspace,
+        "created": snapshot.created,
+        "updated": snapshot.updated,
+        "messages": messages,
+        "totals": snapshot.totals,
+        "checkpoint": snapshot.checkpoint,
+        "parent": snapshot.parent,
+        "forked_from": snapshot.forked_from,
+    }))
+}

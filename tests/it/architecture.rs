@@ -174,6 +174,12 @@ const RULES: &[Rule] = &[
         why: "a client of the daemon hands the full-screen UI a protocol handle, nothing more",
     },
     Rule {
+        module: "eval",
+        may_use: Some(&[]),
+        why: "the evaluator runs this binary as a process and reads its stream-json output: \
+              what it measures is what users run, so it names nothing of the core",
+    },
+    Rule {
         module: "cli",
         may_use: None,
         why: "the CLI wires everything",

@@ -1,0 +1,98 @@
+//! `minicode eval SUITE…`: the command line of the evaluator (`src/eval.rs` does the work)
+//! and the report on stdout, text or JSON. Exit 0 when every task met its pass rate, 1
+//! otherwise, 2 for usage errors and malformed task files.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{Failure, usage};
+use crate::print::OutputFormat;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvalArgs {
+    /// Suite folders (every *.toml task file in them) or single task files.
+    #[arg(required = true, value_name = "SUITE")]
+    suites: Vec<PathBuf>,
+    /// Runs of each task.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Runs at once (default: the number of cores, at most 4).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    parallel: Option<u32>,
+    /// Model name for every run.
+    #[arg(long)]
+    model: Option<String>,
+    /// Server base URL for every run.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The config file every run reads (default: your user config, if there is one).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Use the built-in offline demo model.
+    #[arg(long)]
+    demo: bool,
+    /// text (tables) or json (one object).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output_format: OutputFormat,
+    /// Where every run's transcript, session file and stderr are kept (default: a new folder
+    /// under the system's temporary folder, named in the report).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+pub(super) fn run(
+    args: &EvalArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ExitCode, Failure> {
+    if args.output_format == OutputFormat::StreamJson {
+        return Err(usage("eval reports as text or json"));
+    }
+    let mut model_args: Vec<OsString> = Vec::new();
+    if args.demo {
+        model_args.push("--demo".into());
+    }
+    if let Some(model) = &args.model {
+        model_args.extend(["--model".into(), model.into()]);
+    }
+    if let Some(url) = &args.base_url {
+        model_args.extend(["--base-url".into(), url.into()]);
+    }
+    // Each run has a HOME of its own, so the user's config is named to it explicitly.
+    let config = args
+        .config
+        .clone()
+        .or_else(|| crate::config::user_config_path(env).filter(|p| p.is_file()));
+    if let Some(path) = config {
+        let path = path
+            .canonicalize()
+            .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+        model_args.extend(["--config".into(), path.into()]);
+    }
+    let options = crate::eval::Options {
+        suites: args.suites.clone(),
+        runs: args.runs,
+        parallel: args
+            .parallel
+            .map_or_else(crate::eval::default_parallel, |p| p as usize),
+        model_args,
+        out: args.out.clone(),
+    };
+    let report = crate::eval::run(&options).map_err(|e| match e {
+        crate::eval::Error::Usage(message) => usage(message),
+        crate::eval::Error::Io(message) => Failure { code: 1, message },
+    })?;
+    let text = match args.output_format {
+        OutputFormat::Json => serde_json::to_string(&report).unwrap_or_default() + "\n",
+        _ => crate::sanitize::sanitize(&report.text()),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Ok(if report.all_met {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,402 @@
+//! `minicode eval` as a process: the shipped smoke suite with the demo model, each kind of
+//! expectation failing against a scripted mock model with its reason in the report, malformed
+//! task files (exit 2 naming the field), and `--parallel` runs that share nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::binary::command;
+use crate::support::mock_openai::{
+    Gate, MockServer, error_reply, text_reply, tool_calls_reply, wait_until_blocking,
+};
+use crate::support::workspace;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `minicode eval ARGS --output-format json --out <dir>/out` in `dir`.
+fn eval(dir: &Path, args: &[&str]) -> (i32, Value, String) {
+    let out = dir.join("out");
+    let output = command(dir)
+        .arg("eval")
+        .args(args)
+        .args(["--output-format", "json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let report = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (output.status.code().unwrap_or(-1), report, stderr)
+}
+
+/// A suite of one task `t.toml` with `body`, and a fixture holding `notes.txt`.
+fn suite(dir: &Path, body: &str) -> PathBuf {
+    let suite = dir.join("suite");
+    std::fs::create_dir_all(suite.join("fixture")).unwrap();
+    std::fs::write(suite.join("fixture/notes.txt"), "release day is Friday\n").unwrap();
+    std::fs::write(suite.join("t.toml"), body).unwrap();
+    suite
+}
+
+/// The mock model reads `notes.txt`, then answers "done".
+fn read_then_done() -> MockServer {
+    MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("call_1", "read", r#"{"path":"notes.txt"}"#)], 8),
+        text_reply("done reading", 5),
+    ])
+}
+
+/// Runs the one-task suite against `server` and returns the report's failures of run 1.
+fn failures_of(body: &str, server: &MockServer) -> (i32, Vec<String>) {
+    let (_tmp, dir) = workspace();
+    let suite = suite(
+        &dir,
+        &format!(
+            "prompt = \"what is in notes.txt?\"\nworkspace = \"fixture\"\ntimeout = 60\n{body}"
+        ),
+    );
+    let url = server.base_url();
+    let (code, report, stderr) = eval(
+        &dir,
+        &[
+            suite.to_str().unwrap(),
+            "--base-url",
+            &url,
+            "--model",
+            "mock-model",
+            "--parallel",
+            "1",
+        ],
+    );
+    let failures = report["tasks"][0]["results"][0]["failures"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no report: {stderr}"))
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    (code, failures)
+}
+
+fn assert_one_failure(failures: &[String], starts: &str, contains: &str) {
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert!(
+        failures[0].starts_with(starts) && failures[0].contains(contains),
+        "{failures:#?}"
+    );
+}
+
+#[test]
+fn smoke_suite_passes_with_the_demo_model() {
+    let (_tmp, dir) = workspace();
+    let smoke = repo().join("evals/smoke");
+    let (code, report, stderr) = eval(&dir, &[smoke.to_str().unwrap(), "--demo"]);
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    assert_eq!(report["all_met"], true);
+    let tasks = report["tasks"].as_array().unwrap();
+    assert!(tasks.len() >= 5, "{report:#}");
+    for task in tasks {
+        assert_eq!(task["passes"], 1, "{task:#}");
+        let run = &task["results"][0];
+        let folder = PathBuf::from(run["dir"].as_str().unwrap());
+        assert!(folder.join("events.jsonl").is_file(), "{run:#}");
+        let session: Value =
+            serde_json::from_str(&std::fs::read_to_string(folder.join("session.json")).unwrap())
+                .unwrap();
+        assert!(session.is_object());
+        assert!(run["model_calls"].as_u64().unwrap() >= 2);
+        assert!(run["tokens"]["total"].as_u64().unwrap() > 0);
+    }
+    assert!(dir.join("out/report.json").is_file());
+}
+
+#[test]
+fn the_text_report_names_each_failing_runs_reason() {
+    let (_tmp, dir) = workspace();
+    let suite = suite(
+        &dir,
+        "prompt = \"Summarise notes.txt\"\nworkspace = \"fixture\"\nfinal_contains = \"zebra\"\n",
+    );
+    let output = command(&dir)
+        .args([
+            "eval",
+            suite.to_str().unwrap(),
+            "--demo",
+            "--runs",
+            "2",
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("0/2"), "{text}");
+    assert!(
+        text.contains("[  0%,  66%]"),
+        "the Wilson interval of 0 of 2: {text}"
+    );
+    assert!(
+        text.contains("run 2: final_contains: the answer does not contain \"zebra\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn eval_reports_tools_called_in_the_wrong_order() {
+    let server = read_then_done();
+    let (code, failures) = failures_of("tools_in_order = [\"find\", \"read\"]\n", &server);
+    assert_eq!(code, 1);
+    assert_one_failure(&failures, "tools_in_order:", "calls were: read");
+}
+
+#[test]
+fn eval_reports_a_forbidden_tool() {
+    let server = read_then_done();
+    let (code, failures) = failures_of("forbidden_tools = [\"read\"]\n", &server);
+    assert_eq!(code, 1);
+    assert_one_failure(&failures, "forbidden_tools:", "`read` was called 1 time");
+}
+
+#[test]
+fn eval_reports_a_run_over_its_tool_call_budget() {
+    let server = read_then_done();
+    let (code, failures) = failures_of("max_tool_calls = 0\n", &server);
+    assert_eq!(code, 1);
+    assert_one_failure(
+        &failures,
+        "max_tool_calls:",
+        "1 tool calls, over the budget of 0",
+    );
+}
+
+#[test]
+fn eval_reports_a_run_over_its_round_budget() {
+    let server = read_then_done();
+    let (code, failures) = failures_of("max_rounds = 1\n", &server);
+    assert_eq!(code, 1);
+    assert_one_failure(&failures, "max_rounds:", "2 model rounds");
+}
+
+#[test]
+fn eval_reports_a_missing_approval() {
+    let server = read_then_done();
+    let body = "[[expect_approval]]\ntool = \"bash\"\nanswer = \"approve\"\n";
+    let (code, failures) = failures_of(body, &server);
+    assert_eq!(code, 1);
+    assert_one_failure(
+        &failures,
+        "expect_approval:",
+        "no approval was asked for `bash`",
+    );
+}
+
+#[test]
+fn eval_reports_a_final_answer_without_the_expected_text() {
+    let server = read_then_done();
+    let (code, failures) = failures_of(
+        "final_contains = \"Friday\"\nfinal_matches = '^done'\n",
+        &server,
+    );
+    assert_eq!(code, 1);
+    assert_one_failure(&failures, "final_contains:", "\"done reading\"");
+}
+
+#[test]
+fn eval_reports_a_run_that_ended_with_the_wrong_status() {
+    let server = MockServer::start_in_thread(vec![error_reply(400, "model not loaded")]);
+    let (code, failures) = failures_of("", &server);
+    assert_eq!(code, 1);
+    assert_one_failure(
+        &failures,
+        "expect_status: expected completed",
+        "ended failed",
+    );
+}
+
+#[test]
+fn eval_reports_a_failing_check_command() {
+    let server = read_then_done();
+    let body = "checks = [\"test -f notes.txt\", \"echo missing answer >&2; exit 3\"]\n";
+    let (code, failures) = failures_of(body, &server);
+    assert_eq!(code, 1);
+    assert_one_failure(&failures, "check `echo missing", "(exit 3): missing answer");
+}
+
+#[test]
+fn a_task_that_meets_every_expectation_passes_against_the_mock() {
+    let server = read_then_done();
+    let body = "tools_in_order = [\"read\"]\nforbidden_tools = [\"bash\"]\nmax_tool_calls = 1\n\
+                final_matches = '^done'\nchecks = [\"grep -q Friday notes.txt\"]\n";
+    let (code, failures) = failures_of(body, &server);
+    assert_eq!((code, failures), (0, Vec::<String>::new()));
+}
+
+#[test]
+fn a_malformed_task_file_exits_2_naming_the_file_and_the_field() {
+    let cases = [
+        (
+            "prompt = \"x\"\nmax_tool_calls = \"ten\"\n",
+            "field `max_tool_calls`",
+        ),
+        (
+            "prompt = \"x\"\nforbiden_tools = [\"bash\"]\n",
+            "unknown field `forbiden_tools`",
+        ),
+        (
+            "prompt = \"x\"\n[[expect_approval]]\ntool = \"bash\"\nanswer = \"maybe\"\n",
+            "field `answer`",
+        ),
+        ("prompt = \"x\"\nmin_pass_rate = 2.0\n", "min_pass_rate"),
+        ("prompt = \"x\"\nworkspace = \"nowhere\"\n", "workspace"),
+        ("description = \"no prompt\"\n", "missing field `prompt`"),
+    ];
+    for (body, field) in cases {
+        let (_tmp, dir) = workspace();
+        let suite = suite(&dir, body);
+        let (code, _, stderr) = eval(&dir, &[suite.to_str().unwrap(), "--demo"]);
+        assert_eq!(code, 2, "{body}: {stderr}");
+        assert!(
+            stderr.contains("t.toml") && stderr.contains(field),
+            "{body}: {stderr}"
+        );
+        assert!(!dir.join("out").exists(), "nothing ran: {body}");
+    }
+}
+
+#[test]
+fn parallel_runs_share_no_workspace_and_no_session() {
+    let (_tmp, dir) = workspace();
+    // Setup fails if another run's marker is already there: a shared workspace would show.
+    let suite = suite(
+        &dir,
+        "prompt = \"hello\"\nworkspace = \"fixture\"\ntimeout = 120\n\
+         setup = [\"test ! -e marker && echo $$ > marker\"]\nchecks = [\"test -f marker\"]\n",
+    );
+    let server = MockServer::start_in_thread(Vec::new());
+    let gate = Gate::new();
+    let held = gate.clone();
+    server.respond_with(move |_| Some(text_reply("hi", 2).after(&held)));
+    let mut child = command(&dir)
+        .args([
+            "eval",
+            suite.to_str().unwrap(),
+            "--runs",
+            "4",
+            "--parallel",
+            "4",
+        ])
+        .args([
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "mock-model",
+            "--output-format",
+            "json",
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let all_waiting = wait_until_blocking(Duration::from_secs(120), || server.in_flight() == 4);
+    for _ in 0..4 {
+        gate.open();
+    }
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    assert!(child.wait().unwrap().success(), "{stdout}");
+    assert!(all_waiting, "the four runs were never in flight at once");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let runs = report["tasks"][0]["results"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let mut sessions: Vec<&str> = runs
+        .iter()
+        .map(|r| r["session_id"].as_str().unwrap())
+        .collect();
+    let mut dirs: Vec<&str> = runs.iter().map(|r| r["dir"].as_str().unwrap()).collect();
+    sessions.sort();
+    sessions.dedup();
+    dirs.sort();
+    dirs.dedup();
+    assert_eq!((sessions.len(), dirs.len()), (4, 4), "{report:#}");
+}
+
+#[test]
+fn the_basics_suite_loads_and_every_task_runs_to_its_checks() {
+    let (_tmp, dir) = workspace();
+    let server = MockServer::start_in_thread(Vec::new());
+    server.respond_with(|_| Some(text_reply("I am not sure.", 4)));
+    let basics = repo().join("evals/basics");
+    let (code, report, stderr) = eval(
+        &dir,
+        &[
+            basics.to_str().unwrap(),
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ],
+    );
+    assert_eq!(code, 1, "a model that does nothing fails: {stderr}");
+    let tasks = report["tasks"].as_array().unwrap();
+    assert!(tasks.len() >= 10, "{report:#}");
+    for task in tasks {
+        let run = &task["results"][0];
+        // Every run reached the model: setup worked and the agent started.
+        assert_eq!(run["status"], "completed", "{task:#}");
+        assert_eq!(run["model_calls"], 1, "{task:#}");
+    }
+}
+
+#[test]
+fn approval_answers_decide_scripted_tools_and_keep_the_question_recorded() {
+    let (_tmp, dir) = workspace();
+    std::fs::write(dir.join("notes.txt"), "release day is Friday\n").unwrap();
+    let output = command(&dir)
+        .args(["--demo", "--output-format", "stream-json"])
+        .args([
+            "--approval-answer",
+            "edit=deny",
+            "--approval-answer",
+            "*=approve",
+        ])
+        .arg("fix notes.txt")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let events: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == kind).collect() };
+    let asked: Vec<&str> = of("approval_requested")
+        .iter()
+        .map(|e| e["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ["bash", "edit"]);
+    let decided = of("approval_decided");
+    assert_eq!(decided[0]["decision"]["decision"], "approve");
+    assert_eq!(decided[1]["decision"]["decision"], "deny");
+    assert!(
+        decided[1]["decision"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("approval script")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "release day is Friday\n"
+    );
+
+    let bad = command(&dir)
+        .args(["--demo", "--approval-answer", "edit=maybe", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("neither approve nor deny"));
+}
