@@ -7,6 +7,7 @@
 mod approvals;
 pub mod budget;
 mod busy;
+mod checkpoints;
 pub mod compact;
 pub mod context;
 mod context_upkeep;
@@ -79,6 +80,8 @@ pub struct Options {
     /// A `bash` call the sandbox stopped may be offered to run outside it (the full-screen
     /// session and ACP, where someone answers); otherwise it fails with the way out.
     pub ask_outside_sandbox: bool,
+    /// `[checkpoints]`: the undo record of tool calls.
+    pub checkpoints: crate::checkpoints::Settings,
 }
 
 impl Default for Options {
@@ -98,6 +101,7 @@ impl Default for Options {
             goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
             plan: false,
             ask_outside_sandbox: false,
+            checkpoints: crate::checkpoints::Settings::default(),
         }
     }
 }
@@ -186,6 +190,8 @@ pub(crate) struct Core {
     delegate: delegate::Offer,
     /// Plan mode: on or off, and what it replaced while on.
     plan: plan::Plan,
+    /// The undo record of tool calls, and rewinds.
+    checkpoints: checkpoints::Checkpoints,
 }
 
 impl Core {
@@ -368,6 +374,8 @@ impl Core {
             Op::Goal(command) => self.goal.command(command, &mut self.store),
             Op::Fork => self.fork(),
             Op::SetPlan { on } => self.set_plan(on),
+            Op::ListRewind => self.list_rewind(),
+            Op::Rewind { turn, scope } => self.rewind(turn, scope),
             Op::Decide { call, .. } => self.emit(Event::Error {
                 message: format!("no approval is pending for call {call:?}"),
             }),

@@ -14,10 +14,12 @@ use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
 mod goal;
 mod goal_command;
 mod open;
+mod rewind;
 mod run;
 
 pub use goal::{BlockCode, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef};
 pub(crate) use open::{EditorFiles, Hosted, Listed, McpServerSpec, OpenRequest, Opened, Opener};
+pub use rewind::{FileChangeKind, RewindScope, RewindTurn};
 pub use run::RunMarker;
 
 pub use crate::sandbox::Mode as SandboxMode;
@@ -91,6 +93,13 @@ pub enum Op {
     Fork,
     /// Turn plan mode on or off (answered by `SandboxChanged`; queued while a turn runs).
     SetPlan { on: bool },
+    /// List the user turns a rewind can go back before (answered by `RewindList`).
+    ListRewind,
+    /// Go back to before user turn `turn` (1 is the first): restore the files its calls and
+    /// later ones changed (conflicts left alone), fork the conversation before it, or both.
+    /// Answered by `Rewound` (after `SessionForked` and a fresh `SessionConfigured` when the
+    /// conversation is rewound). Queued while a turn runs.
+    Rewind { turn: u32, scope: RewindScope },
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -467,6 +476,23 @@ pub enum Event {
     /// A goal command was refused; nothing was recorded and nothing was sent to the model.
     GoalRefused {
         message: String,
+    },
+    /// The session's user turns that changed files, newest first (`Op::ListRewind`), and
+    /// whether checkpoints are recorded at all.
+    RewindList {
+        turns: Vec<RewindTurn>,
+        enabled: bool,
+    },
+    /// `Op::Rewind` is done: the files restored, the conflicts left as they are (changed since
+    /// the agent last wrote them), the files too large to have been recorded, and the turn's
+    /// prompt (for the input box). `error` says why nothing could be done.
+    Rewound {
+        turn: u32,
+        restored: Vec<String>,
+        conflicts: Vec<String>,
+        skipped: Vec<String>,
+        prompt: Option<String>,
+        error: Option<String>,
     },
     /// `Op::Fork` made a copy of the session; `SessionConfigured` for the copy follows.
     SessionForked {

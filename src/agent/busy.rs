@@ -57,7 +57,7 @@ pub(super) async fn serve_ops<T>(
                         });
                     }
                 },
-                Some(op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. })) => {
+                Some(op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. } | Op::Rewind { .. })) => {
                     queue.push_back(op)
                 }
                 // Reading or restarting a server does not touch the conversation.
@@ -70,7 +70,10 @@ pub(super) async fn serve_ops<T>(
                 Some(Op::ListSkills) => {
                     let _ = events.send(skills.listed());
                 }
-                Some(Op::Compact(_)) | Some(Op::NewSession) | Some(Op::Fork) => {
+                Some(Op::Compact(_))
+                | Some(Op::NewSession)
+                | Some(Op::Fork)
+                | Some(Op::ListRewind) => {
                     let _ = events.send(Event::Error {
                         message: "busy: wait for the turn to end or interrupt it".into(),
                     });

@@ -15,6 +15,7 @@ impl Core {
             Ok(session) => {
                 self.store.save();
                 let old = self.store.replace(session);
+                self.checkpoints.follow(&self.store.session);
                 if let Err(e) = old.discard_if_empty() {
                     tracing::warn!(error = %e, "could not remove an empty session");
                 }
@@ -38,7 +39,13 @@ impl Core {
     pub(crate) fn fork(&mut self) {
         // The copy is taken from memory; the original's file is not written again (the core
         // saved it when its last turn ended), so forking leaves it exactly as it was.
-        let copy = match self.store.session.fork() {
+        self.fork_with(self.store.session.fork());
+    }
+
+    /// Continues in `copy`, a copy of the session (all of it, or the part before a rewound
+    /// turn).
+    pub(crate) fn fork_with(&mut self, copy: Result<Session, crate::session::SessionError>) {
+        let copy = match copy {
             Ok(copy) => copy,
             Err(e) => {
                 self.emit(Event::Error {
@@ -48,6 +55,7 @@ impl Core {
             }
         };
         let parent = self.store.replace(copy);
+        self.checkpoints.follow(&self.store.session);
         let parent_id = parent.id().to_string();
         // Dropping the original releases its lock.
         drop(parent);

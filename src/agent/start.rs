@@ -62,6 +62,11 @@ impl Core {
             setup.tool_ctx.clone(),
             emitter.clone(),
         );
+        let checkpoints = super::checkpoints::Checkpoints::new(
+            &setup.session,
+            options.checkpoints.clone(),
+            emitter.clone(),
+        );
         let core = Core {
             goal: goal::driver::Driver::new(
                 setup.registry.clone(),
@@ -75,6 +80,7 @@ impl Core {
             delegate,
             approvals: super::approvals::Approvals::default(),
             plan: super::plan::Plan::default(),
+            checkpoints,
             provider: setup.provider,
             registry: setup.registry,
             tool_ctx: setup.tool_ctx,

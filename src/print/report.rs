@@ -73,6 +73,8 @@ fn line(event: &Event) -> Option<String> {
         | Event::SubagentProgress { .. }
         | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }
+        | Event::RewindList { .. }
+        | Event::Rewound { .. }
         | Event::TurnEnded { .. }
         | Event::GoalRunEnded { .. }
         | Event::ShutdownComplete => return None,

@@ -144,6 +144,8 @@ impl RunState {
             | Event::SubagentProgress { .. }
             | Event::ToolOutputDelta { .. }
             | Event::ContextUsage { .. }
+            | Event::RewindList { .. }
+            | Event::Rewound { .. }
             | Event::SkillsListed { .. } => {}
         }
         if self.goal_mode && !self.stopping && self.run.over() {

@@ -46,6 +46,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "continue in a copy of this session (the original stays)",
     ),
     (
+        "/rewind",
+        "list turns that changed files; /rewind <turn> [code|conversation|both] goes back before it",
+    ),
+    (
         "/plan",
         "plan mode on or off: read and plan, no changes but the plan file; /plan off leaves it; /plan approve leaves it and carries the plan out",
     ),
@@ -324,6 +328,7 @@ impl State {
             "/skills" => return vec![Effect::Op(Op::ListSkills)],
             "/permissions" => self.permissions_command(arg),
             "/goal" => return self.goal_command(arg),
+            "/rewind" => return self.rewind_command(arg),
             "/fork" => {
                 if self.busy {
                     self.notice(Level::Warning, "/fork waits for an idle session");

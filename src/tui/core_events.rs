@@ -87,6 +87,7 @@ impl State {
             | Event::Compacted { .. }
             | Event::SkillLoaded { .. }
             | Event::SkillsListed { .. }) => self.notice_event(e),
+            e @ (Event::RewindList { .. } | Event::Rewound { .. }) => self.rewind_event(e),
             e @ (Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }

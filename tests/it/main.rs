@@ -11,6 +11,7 @@ mod acp;
 mod agent_loop;
 mod architecture;
 mod bash_outputs;
+mod checkpoints;
 mod cli_binary;
 mod cli_help;
 mod cli_stdin;

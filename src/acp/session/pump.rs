@@ -146,6 +146,8 @@ impl Pump {
             | Event::SkillsListed { .. }
             | Event::McpServers { .. }
             | Event::ServerUnreachable { .. }
+            | Event::RewindList { .. }
+            | Event::Rewound { .. }
             | Event::SessionForked { .. } => {}
             Event::ShutdownComplete => return false,
         }

@@ -1,0 +1,428 @@
+//! One session's checkpoint journal, `.minicode/checkpoints/sessions/<id>.jsonl` (0600): a
+//! `base` line with the recorded tree (the stat cache: every tracked file's metadata and
+//! blob), then one JSON line per event, appended and never rewritten. Replaying the lines
+//! gives the tree as last recorded and the calls with what each changed. A call's `begin`
+//! without its `end` (the process died during the call) is completed on load from a scan
+//! against the tree recorded before it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{self, BufRead, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::blobs::Blobs;
+use super::rewind::{self, Outcome, TurnChanges};
+use super::{Change, FileState, Position, Settings, Tree, scan};
+
+/// The journal format's version (in the base line).
+const VERSION: u32 = 1;
+
+/// One line of the journal.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Line {
+    /// The tree when the session's first checkpoint was taken.
+    Base { version: u32, files: Tree },
+    /// Changes seen between calls (the user's edits, a rewind): the tree moves on, no call
+    /// owns them.
+    Drift {
+        files: BTreeMap<String, Option<FileState>>,
+    },
+    /// A call starts; the tree as replayed so far is the state before it.
+    Begin {
+        seq: u64,
+        turn: u32,
+        call: String,
+        tool: String,
+    },
+    /// What the call `seq` changed. `recovered`: completed on a later load after a crash.
+    End {
+        seq: u64,
+        changes: BTreeMap<String, Change>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
+    },
+    /// The code was rewound to before `turn`: the calls recorded so far from that turn on are
+    /// undone and take no part in later rewinds.
+    Rewound { turn: u32 },
+    /// The checkpoints of turns up to `through` were pruned to keep the store under its cap.
+    Pruned { through: u32 },
+}
+
+/// A recorded call.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub turn: u32,
+    pub seq: u64,
+    pub changes: BTreeMap<String, Change>,
+    pub skipped: Vec<String>,
+    /// Undone by a rewind.
+    pub undone: bool,
+    /// Its `end` is not written yet.
+    pub pending: bool,
+}
+
+/// A loaded journal: the tree as last recorded and the calls.
+pub(crate) struct Journal {
+    pub workspace: PathBuf,
+    path: PathBuf,
+    pub blobs: Blobs,
+    pub tree: Tree,
+    pub calls: Vec<Call>,
+    max_file_bytes: u64,
+    next_seq: u64,
+    /// Turns up to this one can no longer be undone (0: none pruned).
+    pub pruned_through: u32,
+    /// Whether the base line is written.
+    based: bool,
+    /// The blob store's size, once measured.
+    store_bytes: Option<u64>,
+}
+
+/// The journals' folder.
+fn sessions_dir(workspace: &Path, create: bool) -> io::Result<Option<PathBuf>> {
+    let sub = format!("{}/sessions", super::SUBDIR);
+    if create {
+        crate::fsutil::private_dir(workspace, &sub).map(Some)
+    } else {
+        crate::fsutil::existing_private_dir(workspace, &sub)
+    }
+}
+
+fn file_name(session: &str) -> io::Result<String> {
+    let usable = !session.is_empty()
+        && session
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !usable {
+        return Err(io::Error::other(format!("invalid session id {session:?}")));
+    }
+    Ok(format!("{session}.jsonl"))
+}
+
+impl Journal {
+    pub(crate) fn exists(workspace: &Path, session: &str) -> bool {
+        let Ok(name) = file_name(session) else {
+            return false;
+        };
+        matches!(sessions_dir(workspace, false), Ok(Some(dir)) if dir.join(name).is_file())
+    }
+
+    /// Loads the session's journal (an empty one if it has none yet) and completes the
+    /// record of a call a crash left open.
+    pub(crate) fn open(workspace: &Path, session: &str, settings: &Settings) -> io::Result<Self> {
+        let dir = sessions_dir(workspace, true)?.unwrap_or_default();
+        let mut journal = Journal {
+            workspace: workspace.to_path_buf(),
+            path: dir.join(file_name(session)?),
+            blobs: Blobs::open(workspace)?,
+            tree: Tree::new(),
+            calls: Vec::new(),
+            max_file_bytes: settings.max_file_bytes,
+            next_seq: 1,
+            pruned_through: 0,
+            based: false,
+            store_bytes: None,
+        };
+        match std::fs::File::open(&journal.path) {
+            Ok(file) => journal.replay(io::BufReader::new(file))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        if let Some(seq) = journal.calls.iter().find(|c| c.pending).map(|c| c.seq) {
+            journal.end(seq, true)?;
+        }
+        Ok(journal)
+    }
+
+    fn replay(&mut self, reader: impl BufRead) -> io::Result<()> {
+        for line in reader.lines() {
+            let line = line?;
+            // A torn last line (the process died while appending) is dropped.
+            let Ok(line) = serde_json::from_str::<Line>(&line) else {
+                continue;
+            };
+            self.apply(line);
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, line: Line) {
+        match line {
+            Line::Base { files, .. } => {
+                self.tree = files;
+                self.based = true;
+            }
+            Line::Drift { files } => {
+                for (path, state) in files {
+                    set(&mut self.tree, path, state);
+                }
+            }
+            Line::Begin { seq, turn, .. } => {
+                self.next_seq = self.next_seq.max(seq + 1);
+                self.calls.push(Call {
+                    turn,
+                    seq,
+                    changes: BTreeMap::new(),
+                    skipped: Vec::new(),
+                    undone: false,
+                    pending: true,
+                });
+            }
+            Line::End {
+                seq,
+                changes,
+                skipped,
+                ..
+            } => {
+                for (path, change) in &changes {
+                    set(&mut self.tree, path.clone(), change.after.clone());
+                }
+                if let Some(call) = self.calls.iter_mut().find(|c| c.seq == seq) {
+                    call.changes = changes;
+                    call.skipped = skipped;
+                    call.pending = false;
+                }
+            }
+            Line::Rewound { turn } => self.mark_undone(turn),
+            Line::Pruned { through } => {
+                self.calls.retain(|c| c.turn > through);
+                self.pruned_through = self.pruned_through.max(through);
+            }
+        }
+    }
+
+    pub(crate) fn mark_undone(&mut self, turn: u32) {
+        for call in self.calls.iter_mut().filter(|c| c.turn >= turn) {
+            call.undone = true;
+        }
+    }
+
+    fn append(&mut self, line: &Line) -> io::Result<()> {
+        let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
+        text.push('\n');
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&self.path)?;
+        file.write_all(text.as_bytes())
+    }
+
+    /// Brings the recorded tree up to date with the workspace: the first time, the base (every
+    /// tracked file read once); then the drift since the last record (only changed files read).
+    pub(crate) fn catch_up(&mut self) -> io::Result<()> {
+        let found = scan::scan(
+            &self.workspace,
+            &self.tree,
+            &mut self.blobs,
+            self.max_file_bytes,
+        )?;
+        self.grew(found.grown);
+        let files: BTreeMap<String, Option<FileState>> = found
+            .changes
+            .into_iter()
+            .map(|(path, change)| (path, change.after))
+            .collect();
+        for (path, state) in &files {
+            set(&mut self.tree, path.clone(), state.clone());
+        }
+        if !self.based {
+            self.based = true;
+            let base = Line::Base {
+                version: VERSION,
+                files: self.tree.clone(),
+            };
+            let mut text = serde_json::to_string(&base).map_err(io::Error::other)?;
+            text.push('\n');
+            return crate::fsutil::write_atomic(&self.path, text.as_bytes(), Some(0o600));
+        }
+        if files.is_empty() {
+            return Ok(());
+        }
+        self.append(&Line::Drift { files })
+    }
+
+    /// Records that a call starts; returns its sequence number.
+    pub(crate) fn begin(&mut self, position: &Position) -> io::Result<u64> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.append(&Line::Begin {
+            seq,
+            turn: position.turn,
+            call: position.call.clone(),
+            tool: position.tool.clone(),
+        })?;
+        self.calls.push(Call {
+            turn: position.turn,
+            seq,
+            changes: BTreeMap::new(),
+            skipped: Vec::new(),
+            undone: false,
+            pending: true,
+        });
+        Ok(seq)
+    }
+
+    /// Records what call `seq` changed (a scan against the tree recorded before it). Returns
+    /// the paths skipped for size.
+    pub(crate) fn end(&mut self, seq: u64, recovered: bool) -> io::Result<Vec<String>> {
+        let found = scan::scan(
+            &self.workspace,
+            &self.tree,
+            &mut self.blobs,
+            self.max_file_bytes,
+        )?;
+        self.grew(found.grown);
+        for (path, change) in &found.changes {
+            set(&mut self.tree, path.clone(), change.after.clone());
+        }
+        self.append(&Line::End {
+            seq,
+            changes: found.changes.clone(),
+            skipped: found.skipped.clone(),
+            recovered,
+        })?;
+        if let Some(call) = self.calls.iter_mut().find(|c| c.seq == seq) {
+            call.changes = found.changes;
+            call.skipped = found.skipped.clone();
+            call.pending = false;
+        }
+        Ok(found.skipped)
+    }
+
+    fn grew(&mut self, by: u64) {
+        if let Some(total) = self.store_bytes.as_mut() {
+            *total += by;
+        }
+    }
+
+    /// Keeps the blob store under `max_bytes`: while over it, the oldest turn's checkpoints
+    /// are dropped (a `pruned` line) and the blobs no journal of the workspace names any
+    /// more are deleted. The current tree's blobs always stay.
+    pub(crate) fn enforce_cap(&mut self, max_bytes: u64) -> io::Result<()> {
+        let total = match self.store_bytes {
+            Some(total) => total,
+            None => {
+                let total = self.blobs.all()?.iter().map(|(_, size)| size).sum();
+                self.store_bytes = Some(total);
+                total
+            }
+        };
+        if total <= max_bytes {
+            return Ok(());
+        }
+        while self.store_bytes.unwrap_or(0) > max_bytes {
+            let Some(oldest) = self
+                .calls
+                .iter()
+                .filter(|c| !c.pending)
+                .map(|c| c.turn)
+                .min()
+            else {
+                break;
+            };
+            self.append(&Line::Pruned { through: oldest })?;
+            self.apply(Line::Pruned { through: oldest });
+            self.collect_garbage()?;
+        }
+        Ok(())
+    }
+
+    /// Deletes every blob no journal of the workspace names; measures the store again.
+    fn collect_garbage(&mut self) -> io::Result<()> {
+        let mut live: HashSet<String> = HashSet::new();
+        live.extend(self.tree.values().map(|s| s.hash.clone()));
+        for call in &self.calls {
+            for change in call.changes.values() {
+                live.extend(
+                    change
+                        .before
+                        .iter()
+                        .chain(&change.after)
+                        .map(|s| s.hash.clone()),
+                );
+            }
+        }
+        if let Some(dir) = sessions_dir(&self.workspace, false)? {
+            for entry in std::fs::read_dir(dir)? {
+                let path = entry?.path();
+                if path != self.path {
+                    named_hashes(&path, &mut live)?;
+                }
+            }
+        }
+        let mut total = 0;
+        for (hash, size) in self.blobs.all()? {
+            if live.contains(&hash) {
+                total += size;
+            } else {
+                self.blobs.remove(&hash)?;
+            }
+        }
+        self.store_bytes = Some(total);
+        Ok(())
+    }
+
+    /// The turns that changed files, newest first.
+    pub(crate) fn list(&self) -> Vec<TurnChanges> {
+        rewind::list(&self.calls)
+    }
+
+    /// Restores the code to before `turn` (see `rewind::restore`), then records the result:
+    /// the tree as it now is (drift) and the `rewound` line.
+    pub(crate) fn rewind(&mut self, turn: u32, dry_run: bool) -> io::Result<Outcome> {
+        if !self.based {
+            return Ok(Outcome::default());
+        }
+        let outcome = rewind::restore(self, turn, dry_run)?;
+        if !dry_run && !outcome.pruned {
+            self.catch_up()?;
+            self.append(&Line::Rewound { turn })?;
+            self.mark_undone(turn);
+        }
+        Ok(outcome)
+    }
+}
+
+fn set(tree: &mut Tree, path: String, state: Option<FileState>) {
+    match state {
+        Some(state) => {
+            tree.insert(path, state);
+        }
+        None => {
+            tree.remove(&path);
+        }
+    }
+}
+
+/// Adds every blob name (`"h"` field) another session's journal holds.
+fn named_hashes(path: &Path, live: &mut HashSet<String>) -> io::Result<()> {
+    fn walk(value: &serde_json::Value, live: &mut HashSet<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    match value {
+                        serde_json::Value::String(s) if key == "h" => {
+                            live.insert(s.clone());
+                        }
+                        other => walk(other, live),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, live)),
+            _ => {}
+        }
+    }
+    let file = std::fs::File::open(path)?;
+    for line in io::BufReader::new(file).lines() {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line?) {
+            walk(&value, live);
+        }
+    }
+    Ok(())
+}
