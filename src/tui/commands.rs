@@ -47,7 +47,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/rewind",
-        "list turns that changed files; /rewind <turn> [code|conversation|both] goes back before it",
+        "undo: /rewind lists turns, /rewind <n> [code|conversation]",
     ),
     (
         "/plan",
