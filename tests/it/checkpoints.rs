@@ -407,3 +407,36 @@ fn the_store_is_private() {
         }
     }
 }
+
+/// The one-shot binary with `[checkpoints]` from the workspace's config: a `bash` call under
+/// `--yes`, then whether the session's journal exists.
+fn oneshot_records(extra_config: &str) -> bool {
+    use crate::support::mock_openai::{MockServer, text_reply as sse_text, tool_calls_reply};
+    let args = serde_json::json!({ "command": "echo x > made.txt" }).to_string();
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", &args)], 16),
+        sse_text("done", 8),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::binary::write_config(dir.path(), &server);
+    let file = dir.path().join("config/config.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{}\n{extra_config}", text.trim_end())).unwrap();
+    let out = crate::support::binary::command(dir.path())
+        .args(["--yes", "make a file"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.path().join(".minicode/checkpoints/sessions").is_dir()
+}
+
+#[test]
+fn the_binary_records_checkpoints_unless_the_config_turns_them_off() {
+    assert!(oneshot_records(""));
+    assert!(!oneshot_records("[checkpoints]\nenabled = false\n"));
+}
