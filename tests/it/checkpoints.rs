@@ -440,3 +440,73 @@ fn the_binary_records_checkpoints_unless_the_config_turns_them_off() {
     assert!(oneshot_records(""));
     assert!(!oneshot_records("[checkpoints]\nenabled = false\n"));
 }
+
+mod tui {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use minicode::protocol::{Event, FileChangeKind, Op, RewindScope, RewindTurn};
+    use minicode::tui::state::{Effect, Msg, State};
+    use minicode::tui::view;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn state() -> State {
+        let mut s = State::new("m", 32_768);
+        s.update(Msg::Resize(100, 30));
+        s
+    }
+
+    fn command(s: &mut State, text: &str) -> Vec<Effect> {
+        s.update(Msg::Paste(text.into()));
+        s.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)))
+    }
+
+    fn screen(s: &State) -> String {
+        let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+        term.draw(|f| view::render(s, f)).unwrap();
+        term.backend().to_string()
+    }
+
+    #[test]
+    fn slash_rewind_lists_turns_and_asks_for_the_chosen_one() {
+        let mut s = state();
+        let effects = command(&mut s, "/rewind");
+        assert!(matches!(effects.as_slice(), [Effect::Op(Op::ListRewind)]));
+        let effects = command(&mut s, "/rewind 2 code");
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Op(Op::Rewind {
+                turn: 2,
+                scope: RewindScope::Code
+            })]
+        ));
+        s.update(Msg::Agent(Event::RewindList {
+            turns: vec![RewindTurn {
+                turn: 2,
+                prompt: "add the parser".into(),
+                files: vec![("src/parse.rs".into(), FileChangeKind::Created)],
+                skipped: vec![],
+                undone: false,
+            }],
+            enabled: true,
+        }));
+        let text = screen(&s);
+        assert!(text.contains("2. add the parser"), "{text}");
+        assert!(text.contains("+ src/parse.rs"), "{text}");
+    }
+
+    #[test]
+    fn a_rewind_puts_the_prompt_back_and_names_conflicts() {
+        let mut s = state();
+        s.update(Msg::Agent(Event::Rewound {
+            turn: 2,
+            restored: vec!["a.rs".into()],
+            conflicts: vec!["b.rs".into()],
+            skipped: vec![],
+            prompt: Some("add the parser".into()),
+            error: None,
+        }));
+        assert_eq!(s.draft.text(), "add the parser");
+        let text = screen(&s);
+        assert!(text.contains("b.rs"), "{text}");
+    }
+}
