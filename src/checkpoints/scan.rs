@@ -7,11 +7,13 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
+use std::sync::Mutex;
 
-use ignore::WalkBuilder;
+use ignore::{WalkBuilder, WalkState};
 
 use super::blobs::Blobs;
 use super::{Change, FileState, Stat, Tree};
+use crate::sync::lock;
 
 /// Folders never recorded, at any depth: git's database and minicode's own data.
 const NEVER: [&str; 2] = [".git", crate::fsutil::DATA_DIR];
@@ -49,27 +51,29 @@ fn walk(workspace: &Path) -> Vec<(String, std::fs::Metadata)> {
             }
             !entry.file_type().is_some_and(|t| t.is_dir()) || ignore_files_usable(entry.path())
         });
-    // One thread: on a 10,000-file tree the parallel walker's threads cost more CPU than
-    // they save wall time, and the scan runs beside the agent's own work.
-    let mut found = Vec::new();
-    for entry in builder.build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let Some(rel) = entry
-            .path()
-            .strip_prefix(workspace)
-            .ok()
-            .and_then(|r| r.to_str())
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        if let Ok(meta) = entry.metadata() {
-            found.push((rel, meta));
-        }
-    }
-    found
+    let found: Mutex<Vec<(String, std::fs::Metadata)>> = Mutex::new(Vec::new());
+    builder.build_parallel().run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(workspace) else {
+                return WalkState::Continue;
+            };
+            let Some(rel) = rel.to_str().map(str::to_string) else {
+                return WalkState::Continue;
+            };
+            if let Ok(meta) = entry.path().symlink_metadata() {
+                lock(found).push((rel, meta));
+            }
+            WalkState::Continue
+        })
+    });
+    found.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 fn ignore_files_usable(dir: &Path) -> bool {
