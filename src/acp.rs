@@ -28,7 +28,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::protocol::{EditorFiles, GoalOp, Listed, Op, OpenRequest, Opener};
+use crate::protocol::{CustomCommand, EditorFiles, GoalOp, Listed, Op, OpenRequest, Opener};
 use crate::sync::lock;
 
 type Connection = agent_client_protocol::v1::ConnectionTo<Client>;
@@ -103,7 +103,12 @@ impl Shared {
         }
         notes.extend(opened.notes);
         let (ops, events) = opened.handle.split();
-        let live = Arc::new(session::Live::new(opened.session_id.clone(), ops, cwd));
+        let live = Arc::new(session::Live::new(
+            opened.session_id.clone(),
+            ops,
+            cwd,
+            opened.commands,
+        ));
         lock(&self.sessions).insert(opened.session_id.clone(), live.clone());
         let pump = tokio::spawn(session::pump(
             live.clone(),
@@ -139,7 +144,7 @@ impl Shared {
         if text.trim().is_empty() {
             return responder.respond_with_error(invalid_params("the prompt is empty"));
         }
-        match prompt_op(text) {
+        match prompt_op(text, live.commands()) {
             Ok(op) => live.prompt(op, responder),
             Err(usage) => return responder.respond_with_error(invalid_params(usage)),
         }
@@ -170,7 +175,7 @@ fn invalid_params(message: impl Into<String>) -> Error {
 
 /// The text a prompt sends to the core, or the slash command it names; the error is a usage
 /// message for the client.
-fn prompt_op(text: String) -> Result<Op, String> {
+fn prompt_op(text: String, commands: &[CustomCommand]) -> Result<Op, String> {
     let trimmed = text.trim_start();
     let command = |name: &str| {
         trimmed
@@ -183,6 +188,9 @@ fn prompt_op(text: String) -> Result<Op, String> {
     }
     if let Some(arg) = command("/goal") {
         return GoalOp::parse_command(arg).map(Op::Goal);
+    }
+    if let Some((command, args)) = crate::protocol::find_custom(commands, &text) {
+        return Ok(Op::Submit(command.expand(args)));
     }
     Ok(Op::Submit(text))
 }

@@ -14,6 +14,7 @@ mod context_upkeep;
 pub mod delegate;
 pub mod goal;
 mod history;
+mod hooks;
 mod mcp;
 mod plan;
 pub(crate) mod prompt;
@@ -82,6 +83,12 @@ pub struct Options {
     pub ask_outside_sandbox: bool,
     /// `[checkpoints]`: the undo record of tool calls.
     pub checkpoints: crate::checkpoints::Settings,
+    /// The user's own `AGENTS.md` (beside the user config file), read with the project's
+    /// instruction files; `None` reads none.
+    pub user_memory: Option<std::path::PathBuf>,
+    /// The hooks this session runs (the CLI left out a workspace's unapproved ones); a
+    /// sub-agent's core runs none.
+    pub hooks: Arc<Vec<crate::hooks::Hook>>,
 }
 
 impl Default for Options {
@@ -102,6 +109,8 @@ impl Default for Options {
             plan: false,
             ask_outside_sandbox: false,
             checkpoints: crate::checkpoints::Settings::default(),
+            user_memory: None,
+            hooks: Arc::default(),
         }
     }
 }
@@ -192,6 +201,8 @@ pub(crate) struct Core {
     plan: plan::Plan,
     /// The undo record of tool calls, and rewinds.
     checkpoints: checkpoints::Checkpoints,
+    /// The user's hooks.
+    hooks: hooks::Hooks,
 }
 
 impl Core {
@@ -263,6 +274,7 @@ impl Core {
         ops: &mut mpsc::UnboundedReceiver<Op>,
         queue: &mut VecDeque<Op>,
     ) -> bool {
+        self.pre_compact_hooks(instructions.as_deref()).await;
         let turn = self.store.start_turn();
         let cancel = CancellationToken::new();
         let running = self
@@ -390,10 +402,14 @@ impl Core {
         false
     }
 
-    /// Saves and releases the session (and its lock) before saying the core is done.
+    /// Saves and releases the session (and its lock) before saying the core is done. The
+    /// sandbox's private temporary folder of the session goes with it: every host (one-shot,
+    /// full-screen, ACP, the daemon) ends a session here, after its last `bash` call.
     fn shut_down(self) {
         let events = self.events.clone();
+        let tmpdir = self.tool_ctx.sandbox().tmpdir.clone();
         self.store.close();
+        crate::sandbox::tmpdir::remove(&tmpdir);
         let _ = events.send(Event::ShutdownComplete);
     }
 }
@@ -417,6 +433,13 @@ async fn run_core(
 ) {
     let (mut core, startup) = Core::assemble(setup, events, system_prompt, hooks.journal);
     let recovery = core.start_up(startup, hooks.recovery);
+    let source = if core.store.session.messages().is_empty() {
+        "startup"
+    } else {
+        "resume"
+    };
+    let site = core.hook_site();
+    core.hooks.session_start(source, &site).await;
     core.serve(&mut ops, recovery).await;
     core.shut_down();
 }

@@ -5,9 +5,12 @@
 //! trust (`trust`/`untrust`, the question before a full-screen session) is in `cli/trust.rs`.
 
 mod acp;
+mod ask;
 mod assemble;
+mod commands;
 mod doctor;
 mod goal;
+mod hooks;
 mod host;
 mod mcp;
 mod provider;
@@ -175,6 +178,9 @@ pub(crate) enum Command {
     /// List the skills a session here offers the model: name, state, source, description
     /// (the workspace's own .minicode/skills and .agents/skills only when it is trusted).
     Skills,
+    /// List the custom slash commands a session here offers: name, source file, description
+    /// (the workspace's own .minicode/commands only when it is trusted).
+    Commands,
     /// MCP servers.
     Mcp {
         #[command(subcommand)]
@@ -277,11 +283,14 @@ fn subcommand(
             server,
         } => doctor::run(env, launch, server, *output_format),
         Command::Skills => skills::list(env, launch),
+        Command::Commands => commands::list(env, launch),
         Command::Serve(serve_args) => serve::serve(serve_args, launch),
         Command::Attach(attach_args) => serve::attach(attach_args, launch),
         Command::Completions { shell } => shell::completions(*shell),
         Command::Man => shell::man(),
-        Command::Sandbox(sandbox_args) => sandbox::run(sandbox_args, launch),
+        Command::Sandbox(sandbox_args) => {
+            sandbox::run(sandbox_args, env, launch, args.server.config.as_deref())
+        }
     }
 }
 
@@ -310,6 +319,19 @@ fn run_session(
         Some(_) => None,
         None => prompt(&args, interactive)?,
     };
+    let commands = commands::discover(env, launch, config.trust.is_trusted());
+    // `minicode /name args` runs a custom command's prompt.
+    let prompt = prompt.map(
+        |p| match crate::protocol::find_custom(&commands.commands, &p) {
+            Some((command, args)) => command.expand(args),
+            None => p,
+        },
+    );
+    if prompt.is_some() {
+        for warning in &commands.warnings {
+            note(warning);
+        }
+    }
     let _log = start_logging(&config, launch, interactive)?;
     // Everything that can fail with a usage error comes before the session file is created.
     assemble::check(&config).map_err(usage)?;
@@ -351,7 +373,15 @@ fn run_session(
             Some(task) => {
                 print::run(started.handle, task, format, &resume_flags, show_reasoning).await
             }
-            None => full_screen(started.handle, &config, &resume_flags, launch).await,
+            None => {
+                let screen = Screen {
+                    config: &config,
+                    resume_flags: &resume_flags,
+                    workspace: launch,
+                    commands,
+                };
+                full_screen(started.handle, screen).await
+            }
         };
         started.mcp.shutdown().await;
         code
@@ -489,13 +519,22 @@ pub(crate) unsafe fn forget_key(config: Option<&Config>) {
     unsafe { crate::process::forget_variables(names) };
 }
 
+/// What the full-screen session is started with besides its core.
+struct Screen<'a> {
+    config: &'a Config,
+    resume_flags: &'a str,
+    workspace: &'a Path,
+    commands: commands::Found,
+}
+
 /// The full-screen session; on exit the terminal is already restored and the transcript printed.
-async fn full_screen(
-    handle: crate::protocol::AgentHandle,
-    config: &Config,
-    resume_flags: &str,
-    workspace: &Path,
-) -> ExitCode {
+async fn full_screen(handle: crate::protocol::AgentHandle, screen: Screen<'_>) -> ExitCode {
+    let Screen {
+        config,
+        resume_flags,
+        workspace,
+        commands,
+    } = screen;
     let options = crate::tui::Options {
         model: config.model.clone(),
         context_window: config.context_window,
@@ -510,6 +549,8 @@ async fn full_screen(
             window_origin: config.origins.context_window.clone(),
         },
         rulebook: Some(rulebook(config)),
+        commands: commands.commands,
+        command_warnings: commands.warnings,
     };
     match crate::tui::run(handle, options).await {
         Ok(outcome) => {

@@ -11,6 +11,7 @@
 //! reads and edits the user's list of trusted workspaces.
 
 mod file;
+mod hooks;
 mod layers;
 mod mcp;
 mod permissions;
@@ -21,6 +22,9 @@ mod trust;
 mod trust_record;
 mod user_file;
 
+use crate::hooks::Hook;
+pub use hooks::HookApproval;
+pub(crate) use hooks::{approve_hook, is_approved as is_hook_approved};
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
 pub use permissions::save_allow_rule;
@@ -192,6 +196,11 @@ pub struct Config {
     pub telemetry: Option<Telemetry>,
     /// `[permissions]` of the user's file and a trusted workspace's, each rule with its file.
     pub permissions: crate::permissions::Rules,
+    /// `[[hooks.<Event>]]` of the user's file and a trusted workspace's (those run only once
+    /// approved, see [`Hook::from_workspace`]).
+    pub hooks: Vec<Hook>,
+    /// The user's approvals of workspaces' hooks.
+    pub hook_approvals: Vec<HookApproval>,
     /// The sandbox `bash` calls run under (`[sandbox]`, `--sandbox`, `--network`).
     pub sandbox: Sandbox,
     /// Sessions start in plan mode (`--plan`).
@@ -315,8 +324,9 @@ pub enum ConfigError {
     /// `approved_mcp_servers` in a workspace's file: a repository must not approve its own
     /// servers.
     #[error(
-        "config file {}: `approved_mcp_servers` is read only from your user config; remove it \
-         from this file (minicode records your approvals there when you allow a server)",
+        "config file {}: `approved_mcp_servers` and `approved_hooks` are read only from your \
+         user config; remove them from this file (minicode records your approvals there when \
+         you allow a server or a hook)",
         .path.display()
     )]
     MisplacedApprovals { path: PathBuf },

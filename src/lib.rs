@@ -19,6 +19,7 @@ pub mod config;
 pub(crate) mod daemon;
 pub mod defaults;
 pub mod fsutil;
+pub mod hooks;
 pub mod logging;
 pub mod memory;
 pub mod permissions;

@@ -1,5 +1,6 @@
-//! Project memory: `MiniCode.md` at the workspace root (always in context) and the detail
-//! files under `.minicode/memory/` (read on demand with the `read` tool).
+//! Project memory: `MiniCode.md` at the workspace root and the `AGENTS.md` files (always in
+//! context, see `files`) and the detail files under `.minicode/memory/` (read on demand with
+//! the `read` tool).
 //!
 //! This module reads and checks those files and wraps the root file as the one message that is
 //! injected after the system prompt. It never writes memory (the model does, through the
@@ -8,8 +9,12 @@
 //! none. It never caches either: every load reads the file again, so stale rules cannot leak
 //! (the agent skips a load only when [`stamp`] shows the file untouched since the last one).
 
+mod files;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+pub use files::{AGENTS_FILE, Loaded, Sources, nested, nested_section};
 
 use crate::chat::Message;
 use crate::chat::{estimate_message, estimate_text};
@@ -179,8 +184,13 @@ impl Stamp {
 
 /// Stats `<workspace>/MiniCode.md` (following a symlink, as [`load`] does).
 pub fn stamp(workspace: &Path) -> Stamp {
+    stamp_path(&workspace.join(FILE_NAME))
+}
+
+/// Stats one memory file (following a symlink).
+fn stamp_path(path: &Path) -> Stamp {
     use std::os::unix::fs::MetadataExt;
-    match std::fs::metadata(workspace.join(FILE_NAME)) {
+    match std::fs::metadata(path) {
         Ok(m) => Stamp::Present {
             dev: m.dev(),
             ino: m.ino(),
@@ -216,7 +226,11 @@ pub(crate) fn check_new_content(
 /// Whether `path` is the root memory file of `workspace`, so the agent knows to reload it
 /// after a successful write or edit. Compares canonical paths when they exist.
 pub fn is_root_file(workspace: &Path, path: &Path) -> bool {
-    let root = workspace.join(FILE_NAME);
+    is_root_named(workspace, path, FILE_NAME) || is_root_named(workspace, path, AGENTS_FILE)
+}
+
+fn is_root_named(workspace: &Path, path: &Path, name: &str) -> bool {
+    let root = workspace.join(name);
     if root == path {
         return true;
     }

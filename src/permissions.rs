@@ -114,7 +114,7 @@ impl Rule {
     /// Whether the rule speaks about calls of `tool` at all.
     fn covers_tool(&self, tool: &str) -> bool {
         match self.tool.as_str() {
-            "read" => matches!(tool, "read" | "list" | "search"),
+            "read" => matches!(tool, "read" | "list" | "search" | "find"),
             "write" => matches!(tool, "write" | "edit"),
             name => glob::text(name, tool),
         }
@@ -161,7 +161,7 @@ impl Rules {
         self.rules.is_empty()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Rule> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Rule> {
         self.rules.iter()
     }
 

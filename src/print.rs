@@ -318,22 +318,10 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
 /// discarded first: a "y" meant for something else (typed ahead while the model was still
 /// working) must not answer a question the user has not seen.
 fn ask_tty(prompt: &str) -> Option<Decision> {
-    let tty = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-        .ok()?;
-    // A failure (not a terminal after all) leaves nothing to discard.
-    let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
-    let mut writer = tty.try_clone().ok()?;
-    let _ = write!(
-        writer,
+    let line = ask_line(&format!(
         "{}Allow? [y]es / [a]lways for this tool / [n]o (optionally: n <reason>): ",
         sanitize(prompt)
-    );
-    let _ = writer.flush();
-    let mut line = String::new();
-    io::BufReader::new(tty).read_line(&mut line).ok()?;
+    ))?;
     let answer = line.trim();
     let (word, reason) = answer
         .split_once(char::is_whitespace)
@@ -345,4 +333,23 @@ fn ask_tty(prompt: &str) -> Option<Decision> {
             reason: (!reason.trim().is_empty()).then(|| reason.trim().to_string()),
         },
     })
+}
+
+/// Writes `question` (already sanitised) on the controlling terminal and reads one line of
+/// answer; `None` without a terminal. Input typed before the question appears is discarded
+/// first, so only an answer to this very question counts.
+pub(crate) fn ask_line(question: &str) -> Option<String> {
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()?;
+    // A failure (not a terminal after all) leaves nothing to discard.
+    let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
+    let mut writer = tty.try_clone().ok()?;
+    let _ = write!(writer, "{question}");
+    let _ = writer.flush();
+    let mut line = String::new();
+    io::BufReader::new(tty).read_line(&mut line).ok()?;
+    Some(line)
 }

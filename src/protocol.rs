@@ -11,12 +11,14 @@ use tokio::sync::mpsc;
 
 use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
 
+mod commands;
 mod goal;
 mod goal_command;
 mod open;
 mod rewind;
 mod run;
 
+pub use commands::{CustomCommand, find_custom};
 pub use goal::{BlockCode, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef};
 pub(crate) use open::{EditorFiles, Hosted, Listed, McpServerSpec, OpenRequest, Opened, Opener};
 pub use rewind::{FileChangeKind, RewindScope, RewindTurn};

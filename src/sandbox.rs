@@ -16,7 +16,7 @@ pub(crate) mod launch;
 mod policy;
 pub mod probe;
 mod report;
-pub mod tmpdir;
+pub(crate) mod tmpdir;
 
 pub use launch::TEST_MISSING_ENV;
 pub use report::{Blocked, Report};

@@ -7,6 +7,7 @@
 pub mod bash;
 pub(crate) mod diff;
 pub mod edit;
+pub(crate) mod find;
 pub mod list;
 pub mod live;
 pub mod mcp;
@@ -100,6 +101,37 @@ pub struct Prepared {
     /// Why the call touches a protected path (see [`protected`]), when it does: then it is
     /// asked every time, even after "always" for the tool.
     pub protected: Option<&'static str>,
+}
+
+/// Runs `job` off the runtime (it blocks on the file system) and answers "interrupted" as
+/// soon as `cancel` fires (the job watches `cancel` too, and stops). `tool` names a job that
+/// panicked.
+pub(crate) async fn off_runtime<T: Send + 'static>(
+    cancel: &CancellationToken,
+    tool: &str,
+    job: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, ToolOutput> {
+    let job = tokio::task::spawn_blocking(job);
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(ToolOutput::interrupted("interrupted by the user")),
+        done = job => match done {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(ToolOutput::failed(e)),
+            Err(e) => Err(ToolOutput::failed(format!("{tool} failed: {e}"))),
+        },
+    }
+}
+
+impl Prepared {
+    /// A call that runs without asking (a read, a search): only its summary to show.
+    pub(crate) fn unasked(summary: String) -> Self {
+        Self {
+            summary,
+            approval: None,
+            protected: None,
+        }
+    }
 }
 
 /// The result of a call, as the model will read it.
@@ -392,8 +424,8 @@ impl Registry {
         }
     }
 
-    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list` and
-    /// `search`.
+    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list`,
+    /// `search` and `find`.
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(bash::Bash),
@@ -402,6 +434,7 @@ impl Registry {
             Box::new(edit::Edit),
             Box::new(list::List),
             Box::new(search::Search),
+            Box::new(find::Find::default()),
         ])
     }
 

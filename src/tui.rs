@@ -67,6 +67,9 @@ pub struct Options {
     pub highlight: bool,
     /// The permission rules for `/permissions`, and how an "always" is saved as one.
     pub rulebook: Option<permissions::Rulebook>,
+    /// The custom commands the CLI found, with the warnings of their discovery.
+    pub commands: Vec<crate::protocol::CustomCommand>,
+    pub command_warnings: Vec<String>,
 }
 
 /// What the caller needs after the session.
@@ -84,6 +87,10 @@ pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Out
     let (ops, mut events) = handle.split();
     let mut state = State::new(&options.model, options.context_window);
     state.set_welcome(options.welcome);
+    state.custom = options.commands;
+    for warning in options.command_warnings {
+        state.notice(transcript::Level::Warning, warning);
+    }
     if let Some(book) = options.rulebook {
         state.permissions = permissions::Permissions::new(book);
     }

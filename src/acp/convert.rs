@@ -84,14 +84,29 @@ pub(super) fn thought(text: &str) -> SessionUpdate {
 }
 
 /// The slash commands the session offers.
-pub(super) fn available_commands() -> SessionUpdate {
-    let commands = COMMANDS
-        .iter()
+pub(super) fn available_commands(custom: &[crate::protocol::CustomCommand]) -> SessionUpdate {
+    let builtin = COMMANDS.iter().map(|(name, description, hint)| {
+        (
+            name.to_string(),
+            description.to_string(),
+            hint.map(String::from),
+        )
+    });
+    let custom = custom.iter().map(|c| {
+        let description = if c.description.is_empty() {
+            format!("Custom command ({})", c.source)
+        } else {
+            c.description.clone()
+        };
+        (c.name.clone(), description, c.argument_hint.clone())
+    });
+    let commands = builtin
+        .chain(custom)
         .map(|(name, description, hint)| {
-            let command = AvailableCommand::new(*name, *description);
+            let command = AvailableCommand::new(name, description);
             match hint {
                 Some(hint) => command.input(AvailableCommandInput::Unstructured(
-                    UnstructuredCommandInput::new(*hint),
+                    UnstructuredCommandInput::new(hint),
                 )),
                 None => command,
             }
@@ -130,6 +145,7 @@ fn title(tool: &str, summary: &str) -> String {
         "edit" => format!("Edit {summary}"),
         "list" => format!("List {summary}"),
         "search" => format!("Search {summary}"),
+        "find" => format!("Find {summary}"),
         _ if summary.is_empty() => tool.to_string(),
         _ => format!("{tool}: {summary}"),
     }

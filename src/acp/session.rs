@@ -3,6 +3,7 @@
 //! into `session/request_permission` requests and turn ends into the answers of
 //! `session/prompt`. It only forwards: what happens is decided by the core.
 
+mod plan_approval;
 mod pump;
 
 use std::collections::VecDeque;
@@ -62,16 +63,28 @@ pub(super) struct Live {
     /// `session/prompt` requests waiting for their turn (or goal run) to end, oldest first
     /// (the core runs prompts and goal commands in the order they came).
     prompts: Mutex<VecDeque<Pending>>,
+    /// The custom commands it offers, besides the built-in ones.
+    commands: Vec<crate::protocol::CustomCommand>,
 }
 
 impl Live {
-    pub(super) fn new(id: String, ops: OpSender, cwd: PathBuf) -> Self {
+    pub(super) fn new(
+        id: String,
+        ops: OpSender,
+        cwd: PathBuf,
+        commands: Vec<crate::protocol::CustomCommand>,
+    ) -> Self {
         Self {
             id,
             ops,
             cwd,
+            commands,
             prompts: Mutex::new(VecDeque::new()),
         }
+    }
+
+    pub(super) fn commands(&self) -> &[crate::protocol::CustomCommand] {
+        &self.commands
     }
 
     /// Sends a prompt (or slash command) to the core; the answer goes out when its turn ends,
@@ -93,6 +106,14 @@ impl Live {
 
     pub(super) fn cancel(&self) {
         self.ops.send(Op::Interrupt);
+    }
+
+    /// Puts a prompt back in front, to be answered by the next turn's end.
+    fn resume_prompt(&self, responder: Responder<PromptResponse>) {
+        lock(&self.prompts).push_front(Pending {
+            responder,
+            goal: None,
+        });
     }
 
     fn next_prompt(&self) -> Option<Responder<PromptResponse>> {

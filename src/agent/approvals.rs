@@ -30,7 +30,7 @@ pub(crate) enum Ruling {
     Usual,
     /// Allowed by the rules: runs without asking unless the path is protected.
     Allowed,
-    /// Asked every time; the rule and its file, for the warning.
+    /// Asked every time; who asks (the rule and its file, or a hook), for the warning.
     Ask(String),
     /// Refused; the rule and its file, for the model.
     Deny(String),
@@ -89,7 +89,7 @@ impl Approvals {
         match rules.check(name, target, &protected_write) {
             Verdict::None => Ruling::Usual,
             Verdict::Allow => Ruling::Allowed,
-            Verdict::Ask(rule) => Ruling::Ask(shown(rule)),
+            Verdict::Ask(rule) => Ruling::Ask(format!("the permission rule {}", shown(rule))),
             Verdict::Deny(rule) => Ruling::Deny(shown(rule)),
         }
     }
@@ -109,7 +109,7 @@ fn forced(
             "{summary} is protected ({reason}); {} is never allowed there without an answer",
             call.name
         ),
-        (None, Ruling::Ask(rule)) => format!("the permission rule {rule} asks for every such call"),
+        (None, Ruling::Ask(who)) => format!("{who} asks for every such call"),
         _ => return None,
     };
     let message = if core.options.auto_approve {

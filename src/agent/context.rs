@@ -160,7 +160,12 @@ impl Context {
 
     /// Replaces the project memory message (a fresh load, or `None` for no memory).
     pub fn set_memory(&mut self, memory: Option<&Memory>) {
-        self.memory = memory.map(Memory::message);
+        self.set_memory_message(memory.map(Memory::message));
+    }
+
+    /// Replaces the memory message with one built from several files (`memory::Loaded`).
+    pub(crate) fn set_memory_message(&mut self, message: Option<Message>) {
+        self.memory = message;
         self.rebuild_lead();
     }
 

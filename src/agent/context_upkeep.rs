@@ -34,9 +34,11 @@ pub(crate) struct Upkeep {
     window_source: WindowSource,
     /// The probe of the server started with the session, until it lands.
     probe: window::PendingProbe,
-    /// The stamp of MiniCode.md at its last load and that load's outcome, so the check before
-    /// each request re-reads the file only when it was touched.
-    memory_seen: Option<(memory::Stamp, Result<(), String>)>,
+    /// Where the instruction files (MiniCode.md, AGENTS.md) are looked for.
+    memory_sources: memory::Sources,
+    /// The stamps of the instruction files at their last load and that load's outcome, so the
+    /// check before each request re-reads them only when one was touched.
+    memory_seen: Option<(Vec<memory::Stamp>, Result<(), String>)>,
     /// What the last request declared, and the registry generation it was taken at.
     tool_specs: (u64, Arc<[ToolSpec]>),
     provider: Arc<dyn Provider>,
@@ -53,6 +55,8 @@ pub(crate) struct Start {
     pub window_source: WindowSource,
     pub reserve: Option<u64>,
     pub keep: Option<u64>,
+    /// The user's own `AGENTS.md` (beside the user config file), if the CLI named one.
+    pub user_memory: Option<std::path::PathBuf>,
 }
 
 impl Upkeep {
@@ -83,6 +87,7 @@ impl Upkeep {
             budget,
             window_source: start.window_source,
             probe: None,
+            memory_sources: memory::Sources::new(&tool_ctx.workspace, start.user_memory.as_deref()),
             memory_seen: None,
             tool_specs: (generation, specs),
             provider,
@@ -137,29 +142,28 @@ impl Upkeep {
         self.budget.reply_tokens(input, max_tokens)
     }
 
-    /// Reads `MiniCode.md` again, whatever its stamp. An error clears the memory (never stale
-    /// content) and is returned for the caller to fail the turn with. Announces a (changed)
-    /// memory. The outcome is remembered with the file's stamp for [`Upkeep::refresh_memory`].
+    /// Reads the instruction files again, whatever their stamps. An error clears the memory
+    /// (never stale content) and is returned for the caller to fail the turn with. Announces
+    /// each file of a changed memory. The outcome is remembered with the files' stamps for
+    /// [`Upkeep::refresh_memory`].
     pub(crate) fn reload_memory(&mut self) -> Result<(), String> {
         // Stat before reading: a change racing the read leaves a stale stamp, so the next
         // refresh reads again rather than missing it.
-        let stamp = memory::stamp(&self.tool_ctx.workspace);
-        let outcome = match memory::load(&self.tool_ctx.workspace) {
-            Ok(Some(m)) => {
-                let changed =
-                    self.context.memory_message().map(Message::text) != Some(m.message().text());
-                if changed {
-                    self.context.set_memory(Some(&m));
-                    let path = crate::fsutil::display_path(&self.tool_ctx.workspace, &m.path);
-                    self.events.emit(Event::MemoryLoaded {
-                        path,
-                        tokens: m.tokens,
-                    });
+        let stamps = self.memory_sources.stamps();
+        let outcome = match self.memory_sources.load() {
+            Ok(loaded) => {
+                let message = loaded.message();
+                if self.context.memory_message().map(Message::text)
+                    != message.as_ref().map(Message::text)
+                {
+                    self.context.set_memory_message(message);
+                    for file in &loaded.files {
+                        self.events.emit(Event::MemoryLoaded {
+                            path: file.path.display().to_string(),
+                            tokens: file.tokens,
+                        });
+                    }
                 }
-                Ok(())
-            }
-            Ok(None) => {
-                self.context.set_memory(None);
                 Ok(())
             }
             Err(e) => {
@@ -167,18 +171,20 @@ impl Upkeep {
                 Err(e.to_string())
             }
         };
-        self.memory_seen = Some((stamp, outcome.clone()));
+        self.memory_seen = Some((stamps, outcome.clone()));
         outcome
     }
 
-    /// Before every main request: re-reads `MiniCode.md` only if a stat shows it touched since
-    /// the last load (by a tool, a bash command or the user), so memory written mid-turn is in
-    /// the very next request. An untouched file that was invalid is still an error.
+    /// Before every main request: re-reads the instruction files only if a stat shows one
+    /// touched since the last load (by a tool, a bash command or the user), so memory written
+    /// mid-turn is in the very next request. An untouched file that was invalid is still an
+    /// error.
     pub(crate) fn refresh_memory(&mut self) -> Result<(), String> {
-        if let Some((seen, outcome)) = &self.memory_seen
-            && memory::stamp(&self.tool_ctx.workspace).unchanged_since(seen)
-        {
-            return outcome.clone();
+        if let Some((seen, outcome)) = &self.memory_seen {
+            let now = self.memory_sources.stamps();
+            if now.len() == seen.len() && now.iter().zip(seen).all(|(a, b)| a.unchanged_since(b)) {
+                return outcome.clone();
+            }
         }
         self.reload_memory()
     }

@@ -33,7 +33,7 @@ pub(crate) const NAME: &str = "delegate";
 pub(crate) const GROUP: &str = "subagents";
 /// The only tools a child may call: nothing that writes, runs commands, reaches MCP servers
 /// or delegates again.
-pub(crate) const CHILD_TOOLS: [&str; 3] = ["read", "list", "search"];
+pub(crate) const CHILD_TOOLS: [&str; 4] = ["read", "list", "search", "find"];
 /// Tasks one call may hand out.
 pub(crate) const MAX_TASKS: usize = 4;
 
@@ -192,11 +192,7 @@ impl Tool for Delegate {
             1 => format!("1 task: {}", ids[0]),
             n => format!("{n} tasks: {}", ids.join(", ")),
         };
-        Ok(Prepared {
-            summary,
-            approval: None,
-            protected: None,
-        })
+        Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(

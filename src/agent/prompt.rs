@@ -17,6 +17,8 @@ pub(crate) fn system_prompt(workspace: &Path) -> String {
          How to work:\n\
          - Explore with `list` and `search`, `read` before you change a file, `edit` small \
          changes, `write` new files. Paths are relative to the workspace root.\n\
+         - To locate code by what it does when you do not know its name, use `find` with a \
+         description in words; use `search` for an exact string or identifier.\n\
          - `bash` builds, tests and runs git; each call is a fresh shell in the root, so use \
          `cd dir && cmd`.\n\
          - The user approves commands and file changes. When a call is denied, follow the \
@@ -39,7 +41,8 @@ pub(crate) fn subagent_prompt(workspace: &Path) -> String {
          Platform: {os}\n\
          \n\
          How to work:\n\
-         - You can only read: `list` and `search` to find files and code, `read` to look at \
+         - You can only read: `list` and `search` to find files and code (`find` to locate \
+         code by a description in words when you do not know its name), `read` to look at \
          them. Paths are relative to the workspace root. You cannot change files, run \
          commands or ask anyone anything.\n\
          - Investigate until you can answer, then reply with a final answer that stands on \

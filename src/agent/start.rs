@@ -53,6 +53,7 @@ impl Core {
             window_source: options.context_window_source,
             reserve: options.reserve_tokens,
             keep: options.keep_recent_tokens,
+            user_memory: options.user_memory.clone(),
         };
         let (upkeep, checkpoint_problem) = context_upkeep::Upkeep::new(
             start,
@@ -75,12 +76,13 @@ impl Core {
             ),
             skills: skills::View::new(options.skills.clone(), emitter.clone()),
             mcp: mcp::Servers::new(setup.mcp, emitter.clone()),
-            store: store::Store::new(setup.session, journal, emitter),
+            store: store::Store::new(setup.session, journal, emitter.clone()),
             upkeep,
             delegate,
             approvals: super::approvals::Approvals::default(),
             plan: super::plan::Plan::default(),
             checkpoints,
+            hooks: super::hooks::Hooks::new(options.hooks.clone(), emitter.clone()),
             provider: setup.provider,
             registry: setup.registry,
             tool_ctx: setup.tool_ctx,
@@ -193,6 +195,11 @@ fn main_prompt(setup: &Setup) -> (String, Vec<String>) {
         prompt::system_prompt(&setup.tool_ctx.workspace),
         crate::memory::PROMPT_RULES
     );
+    let nested = crate::memory::nested(&setup.tool_ctx.workspace);
+    if let Some(section) = crate::memory::nested_section(&nested) {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(&section);
+    }
     let catalog = &setup.options.skills;
     let mut refused = Vec::new();
     if let Some(section) = prompt::skills_section(catalog) {

@@ -75,7 +75,16 @@ pub(crate) async fn run(
         Input::User(text) => {
             let text = super::goal::record::escape_user_text(text);
             let triggered = core.skills.triggered(&text);
-            (text, triggered)
+            // `UserPromptSubmit` hooks see the prompt before the model: one may refuse it
+            // (nothing enters history) or add context to it.
+            let site = core.hook_site();
+            match core.hooks.prompt(text, &site, &cancel).await {
+                Ok(text) => (text, triggered),
+                Err(error) => {
+                    stats.wall = started.elapsed();
+                    return (TurnEnd::Failed { error }, stats);
+                }
+            }
         }
         Input::GoalRound(text) => (text, Vec::new()),
     };
@@ -129,6 +138,7 @@ pub(super) async fn rounds(
     stats: &mut TurnStats,
     mut round: u32,
 ) -> TurnEnd {
+    let mut stop_active = false;
     loop {
         if round >= core.options.max_rounds {
             return final_summary(core, cancel, stats, round).await;
@@ -149,7 +159,20 @@ pub(super) async fn rounds(
         core.upkeep
             .report_usage(core.store.session.messages(), sent, reply.usage);
         if reply.tool_calls.is_empty() {
-            return TurnEnd::Completed;
+            // A `Stop` hook may send the model back to work, with its reason.
+            match core.stop_hooks(stop_active, cancel).await {
+                Some(reason) => {
+                    stop_active = true;
+                    core.emit(Event::Warning {
+                        message: format!("a Stop hook asks the model to go on: {reason}"),
+                    });
+                    core.store.session.push(Message::user(format!(
+                        "[A Stop hook did not let the turn end yet. It says:]\n{reason}"
+                    )));
+                    continue;
+                }
+                None => return TurnEnd::Completed,
+            }
         }
         // Persist the calls before running them: after a crash the resumed session marks
         // the call in flight as interrupted instead of losing (and re-running) the round. A

@@ -62,7 +62,9 @@ pub(super) struct Prepared<'a> {
     inputs: Inputs<'a>,
     servers: Vec<ServerConfig>,
     skills: Skills,
-    /// Notes for the user about the MCP servers (a `.mcp.json` not read, servers left out). A
+    /// The hooks the session runs (a workspace's only once approved).
+    hooks: Vec<crate::hooks::Hook>,
+    /// Notes for the user about the MCP servers and hooks (a `.mcp.json` not read, servers left out). A
     /// frontend that shows them itself takes them; those left are the core's warnings.
     pub notes: Vec<String>,
 }
@@ -89,21 +91,31 @@ pub(super) fn check(config: &Config) -> Result<(), String> {
 /// (asking on the terminal when `inputs.ask` says so) and discovers the skills.
 pub(super) fn prepare(mut inputs: Inputs<'_>) -> Prepared<'_> {
     crate::fsutil::sweep_temp_files(inputs.workspace, &[crate::session::SESSIONS]);
+    let (hooks, hook_notes) = super::hooks::chosen(
+        inputs.config,
+        inputs.workspace,
+        inputs.env,
+        inputs.trust,
+        inputs.ask,
+    );
     if !inputs.tools {
         inputs.subagents = None;
         return Prepared {
             inputs,
             servers: Vec::new(),
             skills: Skills::default(),
-            notes: Vec::new(),
+            hooks,
+            notes: hook_notes,
         };
     }
-    let (servers, notes) = mcp_servers(&mut inputs);
+    let (servers, mut notes) = mcp_servers(&mut inputs);
+    notes.extend(hook_notes);
     let skills = skills::discover(inputs.env, inputs.workspace, inputs.trust.is_trusted());
     Prepared {
         inputs,
         servers,
         skills,
+        hooks,
         notes,
     }
 }
@@ -139,6 +151,7 @@ impl Prepared<'_> {
             inputs,
             servers,
             skills,
+            hooks,
             notes,
         } = self;
         let config = inputs.config;
@@ -162,6 +175,9 @@ impl Prepared<'_> {
                 ask_outside_sandbox: inputs.ask_outside_sandbox,
                 trace_content: inputs.trace_content,
                 subagents: inputs.subagents,
+                user_memory: crate::config::user_config_path(inputs.env)
+                    .and_then(|c| Some(c.parent()?.join(crate::memory::AGENTS_FILE))),
+                hooks: Arc::new(hooks),
                 ..agent_options(config, Arc::new(skills))
             },
         };
@@ -225,6 +241,8 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
             max_file_bytes: config.checkpoints_max_file_bytes,
             max_bytes: config.checkpoints_max_bytes,
         },
+        user_memory: None,
+        hooks: Arc::default(),
     }
 }
 

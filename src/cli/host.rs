@@ -188,7 +188,11 @@ impl Opener for Host {
         let session_id = session.id().to_string();
         let started = prepared.start(session);
         let mcp = started.mcp;
+        let found = super::commands::discover(&env, &workspace, trust.is_trusted());
+        let mut notes = notes;
+        notes.extend(found.warnings);
         Ok(Opened {
+            commands: found.commands,
             handle: started.handle,
             session_id,
             closing: Box::pin(async move { mcp.shutdown().await }),

@@ -6,7 +6,7 @@
 //! config. Without a terminal it is not started, and `--yes` does not approve it: `--yes`
 //! approves tool calls, not programs a repository wants to run.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -147,13 +147,6 @@ fn to_server_config(s: &McpServer, workspace: &Path, held: Option<String>) -> Se
 /// there is no terminal. Typed-ahead input is discarded first, so only an answer to this
 /// question counts.
 fn ask_tty(server: &McpServer) -> Option<bool> {
-    let tty = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-        .ok()?;
-    // A failure (not a terminal after all) leaves nothing to discard.
-    let _ = nix::sys::termios::tcflush(&tty, nix::sys::termios::FlushArg::TCIFLUSH);
     let mut question = format!(
         "\nThis workspace's {} wants minicode to start an MCP server (a program that runs with \
          your permissions):\n  {}: {}",
@@ -170,16 +163,7 @@ fn ask_tty(server: &McpServer) -> Option<bool> {
     if let Some(cwd) = &server.cwd {
         question.push_str(&format!("\n  in {cwd}"));
     }
-    let mut writer = tty.try_clone().ok()?;
-    let _ = write!(
-        writer,
-        "{}\nStart it? [y]es (remembered until its definition changes) / [n]o: ",
-        sanitize(&question)
-    );
-    let _ = writer.flush();
-    let mut line = String::new();
-    std::io::BufReader::new(tty).read_line(&mut line).ok()?;
-    Some(matches!(line.trim().to_lowercase().as_str(), "y" | "yes"))
+    super::ask::remembered_yes(&question, "Start it")
 }
 
 /// `minicode mcp list`: starts every server that may start, waits until each is ready or

@@ -1,8 +1,9 @@
 //! `minicode sandbox [--mode M] [--network] -- CMD ARGS…`: runs one command under the same
 //! helper and rules as a `bash` call, in the current folder as the workspace, and exits with
 //! its status — for users to try what their build needs. A layer that cannot be enforced is
-//! named with its fix (exit 1); nothing then runs. It reads no configuration: the profile is
-//! the flag's (default `workspace-write`).
+//! named with its fix (exit 1); nothing then runs. The profile is resolved as a session's is
+//! (the user's `[sandbox]`, narrowed by a trusted workspace's, then this command's flags), so
+//! what works here works in a session of this folder.
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -11,16 +12,20 @@ use std::path::Path;
 use std::process::{ExitCode, Stdio};
 
 use super::Failure;
+use crate::config::{self, ConfigError, Overrides};
 use crate::process::supervisor::{self, Reported};
 use crate::sandbox::guard::{self, Guard};
 use crate::sandbox::launch::Launch;
 use crate::sandbox::{Mode, Policy, tmpdir};
+use crate::sanitize::sanitize;
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct SandboxArgs {
-    /// The profile: workspace-write, read-only or off.
-    #[arg(long, value_parser = parse_mode, default_value = "workspace-write")]
-    mode: Mode,
+    /// The profile: workspace-write, read-only or off (default: the configured one).
+    #[arg(long, value_parser = parse_mode)]
+    mode: Option<Mode>,
     /// Allow IPv4/IPv6 sockets.
     #[arg(long)]
     network: bool,
@@ -34,16 +39,16 @@ fn parse_mode(text: &str) -> Result<Mode, String> {
         .map_err(|_| "expected workspace-write, read-only or off".to_string())
 }
 
-pub(super) fn run(args: &SandboxArgs, workspace: &Path) -> Result<ExitCode, Failure> {
+pub(super) fn run(
+    args: &SandboxArgs,
+    env: Env<'_>,
+    workspace: &Path,
+    config_path: Option<&Path>,
+) -> Result<ExitCode, Failure> {
     let fail = |message: String| Failure { code: 1, message };
+    let sandbox = configured(args, env, workspace, config_path)?;
     let session = format!("sandbox-{}", uuid::Uuid::new_v4().simple());
-    let policy = Policy::for_workspace(
-        args.mode,
-        args.network,
-        workspace,
-        &[],
-        tmpdir::for_session(&session),
-    );
+    let policy = sandbox.policy(workspace, &session);
     let guard =
         Guard::before(&policy).map_err(|e| fail(format!("cannot prepare the sandbox: {e}")))?;
     let outcome = supervised(&args.command, workspace, &policy);
@@ -74,6 +79,55 @@ pub(super) fn run(args: &SandboxArgs, workspace: &Path) -> Result<ExitCode, Fail
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
     }
+}
+
+/// The sandbox a session of `workspace` would run under, with this command's flags laid over
+/// it. A workspace file that cannot be used as it is (untrusted but redirecting the model,
+/// or changed since it was trusted) is left out with a notice: its `[sandbox]` could only
+/// narrow the user's, and would not be applied untrusted either.
+fn configured(
+    args: &SandboxArgs,
+    env: Env<'_>,
+    workspace: &Path,
+    config_path: Option<&Path>,
+) -> Result<crate::config::Sandbox, Failure> {
+    // No model is needed: load as the demo does, so no server or key is required.
+    let overrides = Overrides {
+        config_path: config_path.map(Path::to_path_buf),
+        demo: true,
+        sandbox: args.mode,
+        network: args.network,
+        ..Overrides::default()
+    };
+    let mut err = std::io::stderr().lock();
+    let config = match config::load(workspace, env, &overrides) {
+        Err(e @ (ConfigError::UntrustedWorkspace { .. } | ConfigError::TrustChanged { .. })) => {
+            let _ = writeln!(
+                err,
+                "minicode: the workspace's config file is not used: {}",
+                sanitize(&e.to_string())
+            );
+            let without = Overrides {
+                skip_workspace_file: true,
+                ..overrides
+            };
+            config::load(workspace, env, &without)
+        }
+        other => other,
+    }
+    .map_err(|e| Failure {
+        code: super::EXIT_USAGE,
+        message: e.to_string(),
+    })?;
+    for notice in &config.notices {
+        let _ = writeln!(err, "minicode: {}", sanitize(notice));
+    }
+    // SAFETY: still single-threaded: only argument parsing and config loading ran.
+    #[allow(unsafe_code)]
+    unsafe {
+        super::forget_key(Some(&config))
+    };
+    Ok(config.sandbox)
 }
 
 /// Runs `true` confined by `policy` in `workspace` (the doctor's trial): whether every layer

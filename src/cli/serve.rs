@@ -267,6 +267,8 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
             },
             // The daemon's rules are not this client's to list or change.
             rulebook: None,
+            commands: Vec::new(),
+            command_warnings: Vec::new(),
         };
         let outcome = crate::tui::run(attached.handle, options)
             .await

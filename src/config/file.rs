@@ -48,6 +48,10 @@ pub(super) struct FileConfig {
     pub approved_mcp_servers: Option<Vec<ApprovedMcpServer>>,
     /// Permission rules (see `config/permissions.rs`).
     pub permissions: Option<super::permissions::PermissionsTable>,
+    /// `[[hooks.<Event>]]` (see `config/hooks.rs`).
+    pub hooks: Option<super::hooks::HooksTable>,
+    /// A workspace's hooks the user approved; honoured only in the user's file.
+    pub approved_hooks: Option<Vec<super::hooks::ApprovedHook>>,
 }
 
 /// One entry of `trusted_workspaces`: a canonical path, as older versions wrote it, or the

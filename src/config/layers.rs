@@ -34,6 +34,10 @@ pub(super) struct Layers {
     pub notices: Vec<String>,
     /// The `[sandbox]` tables, kept apart: a workspace's may only narrow the user's.
     pub sandbox: super::sandbox::Tables,
+    /// Each file's `[hooks]`, with the file and whether it is the workspace's own.
+    pub hooks: Vec<(super::hooks::HooksTable, PathBuf, bool)>,
+    /// The user's approvals of workspaces' hooks.
+    pub hook_approvals: Vec<super::hooks::ApprovedHook>,
 }
 
 impl Layers {
@@ -70,6 +74,8 @@ impl Layers {
                 user: None,
                 workspace: None,
             },
+            hooks: Vec::new(),
+            hook_approvals: Vec::new(),
         }
     }
 }
@@ -128,6 +134,7 @@ pub(super) fn gather(
         let parsed = file::read(&path)?;
         let mut layers = Layers::empty(trust::lookup_lenient(user_path.as_deref(), launch_dir));
         layers.approvals = trust::approvals_lenient(user_path.as_deref());
+        layers.hook_approvals = trust::hook_approvals_lenient(user_path.as_deref());
         layers.add(parsed, path);
         return Ok(layers);
     }
@@ -162,7 +169,7 @@ pub(super) fn gather(
             path: workspace_path,
         });
     }
-    if parsed.approved_mcp_servers.is_some() {
+    if parsed.approved_mcp_servers.is_some() || parsed.approved_hooks.is_some() {
         return Err(ConfigError::MisplacedApprovals {
             path: workspace_path,
         });
@@ -180,6 +187,17 @@ pub(super) fn gather(
     if let Some(table) = parsed.sandbox.take() {
         let trusted = trust.is_trusted();
         layers.sandbox.workspace = Some((table, workspace_path.clone(), trusted));
+    }
+    // A workspace's hooks are its own: they run only in a trusted workspace, and there only
+    // once the user approved each (see `config/hooks.rs`).
+    if let Some(hooks) = parsed.hooks.take() {
+        if trust.is_trusted() {
+            layers.hooks.push((hooks, workspace_path.clone(), true));
+        } else {
+            layers
+                .notices
+                .push(super::hooks::untrusted_notice(&workspace_path));
+        }
     }
     if !trust.is_trusted() {
         layers.notices.extend(super::permissions::drop_untrusted(
@@ -292,6 +310,14 @@ impl Layers {
         if let Some(approvals) = over.approved_mcp_servers.take() {
             self.approvals.extend(approvals);
         }
+        // Only the user's file (or `--config`'s) arrives here with `[hooks]`: the workspace's
+        // were taken out first (see `gather`).
+        if let Some(hooks) = over.hooks.take() {
+            self.hooks.push((hooks, path.clone(), false));
+        }
+        if let Some(approvals) = over.approved_hooks.take() {
+            self.hook_approvals.extend(approvals);
+        }
         // Only the user's file (or `--config`'s) arrives here with `[sandbox]`: the workspace's
         // table was taken out first (see `gather`).
         if let Some(table) = over.sandbox.take() {
@@ -350,6 +376,8 @@ impl Layers {
             mcp_servers: _,
             approved_mcp_servers: _,
             permissions: _,
+            hooks: _,
+            approved_hooks: _,
             subagents:
                 SubagentsTable {
                     max_concurrent: _,

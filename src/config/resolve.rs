@@ -30,6 +30,8 @@ pub(super) fn resolve(
     let mut layers = layers;
     let (mcp_servers, mcp_approvals) = mcp(&mut layers)?;
     let permissions = super::permissions::rules(&layers.permissions)?;
+    let hooks = super::hooks::from_tables(std::mem::take(&mut layers.hooks))?;
+    let hook_approvals = super::hooks::approvals(std::mem::take(&mut layers.hook_approvals));
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
     let flags = super::sandbox::Flags {
@@ -88,6 +90,8 @@ pub(super) fn resolve(
         mcp_approvals,
         telemetry,
         permissions,
+        hooks,
+        hook_approvals,
         sandbox,
         plan: overrides.plan,
         notices,

@@ -123,6 +123,15 @@ pub(super) fn approvals_lenient(user_file: Option<&Path>) -> Vec<super::file::Ap
         .unwrap_or_default()
 }
 
+/// The user's approvals of workspaces' hooks, read leniently like [`approvals_lenient`].
+pub(super) fn hook_approvals_lenient(user_file: Option<&Path>) -> Vec<super::hooks::ApprovedHook> {
+    user_file
+        .filter(|f| f.exists())
+        .and_then(|file| super::file::read(file).ok())
+        .and_then(|parsed| parsed.approved_hooks)
+        .unwrap_or_default()
+}
+
 /// Whether the user trusts `launch_dir`, for commands that need no model (`minicode skills`):
 /// read from the user's file alone, and any problem reading it means untrusted.
 pub fn workspace_trust(env: &dyn Fn(&str) -> Option<String>, launch_dir: &Path) -> Trust {

@@ -65,6 +65,8 @@ pub(crate) struct Opened {
     /// Problems to show the user in the session (e.g. client MCP servers left out); empty when
     /// the core reports them itself as warnings.
     pub notes: Vec<String>,
+    /// The custom slash commands this session offers (the workspace's own only when trusted).
+    pub commands: Vec<super::CustomCommand>,
 }
 
 /// One stored session, as a session list shows it.

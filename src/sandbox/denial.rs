@@ -1,9 +1,9 @@
 //! Telling a command the sandbox stopped from one that failed on its own, from what it left:
 //! death by SIGSYS (a seccomp kill), a refused socket while the network is off, or EPERM,
-//! EACCES or EROFS on a path the policy does not let it write. What was denied is named when
-//! the output shows it. A guess from text, kept narrow: an ordinary "Permission denied" on a
-//! path the policy allows, or on one minicode itself could not write either, is the command's
-//! own failure.
+//! EACCES or EROFS on a path the policy does not let it write (named absolute, or relative to
+//! the folder the call ran in). What was denied is named when the output shows it. A guess
+//! from text, kept narrow: an ordinary "Permission denied" on a path the policy allows, or on
+//! one minicode itself could not write either, is the command's own failure.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -105,12 +105,21 @@ fn writable_by_us(path: &Path) -> bool {
     false
 }
 
-/// The paths a line of output names: words with a `/`, trimmed of quotes and punctuation,
-/// made absolute against `cwd`.
+/// The paths a line of output names, made absolute against `cwd` (the folder the call ran
+/// in): the name a shell or tool puts just before the refusal (`bash: line 1: f: Permission
+/// denied`, `touch: cannot touch 'f': …`), quoted names (Python's `…: 'f'`), and any word
+/// with a `/`. A relative name has no `/` of its own, so the first two are how a denial in the
+/// working folder itself is recognised.
 fn paths<'a>(line: &'a str, cwd: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
-    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '(' | ')' | ','))
+    let slashed = line
+        .split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '(' | ')' | ','))
         .map(|w| w.trim_end_matches([':', '.', ';']))
-        .filter(|w| w.contains('/') && !w.contains("://"))
+        .filter(|w| w.contains('/') && !w.contains("://"));
+    before_refusal(line)
+        .into_iter()
+        .chain(quoted(line))
+        .chain(slashed)
+        .filter(|w| !w.is_empty() && !w.contains(['[', ']']))
         .map(move |w| {
             let p = Path::new(w);
             if p.is_absolute() {
@@ -120,6 +129,37 @@ fn paths<'a>(line: &'a str, cwd: &'a Path) -> impl Iterator<Item = PathBuf> + 'a
             }
         })
         .map(|p| normalize(&p))
+}
+
+/// What the line holds between a pair of quotes, ASCII or typographic.
+fn quoted(line: &str) -> impl Iterator<Item = &str> {
+    const PAIRS: &[(char, char)] = &[
+        ('\'', '\''),
+        ('"', '"'),
+        ('‘', '’'),
+        ('`', '\''),
+        ('“', '”'),
+    ];
+    PAIRS.iter().flat_map(move |&(open, close)| {
+        let mut rest = line;
+        std::iter::from_fn(move || {
+            let start = rest.find(open)? + open.len_utf8();
+            let end = start + rest[start..].find(close)?;
+            let inner = &rest[start..end];
+            rest = &rest[end + close.len_utf8()..];
+            Some(inner)
+        })
+    })
+}
+
+/// The last word of the colon-separated field just before the first refusal in `line`.
+fn before_refusal(line: &str) -> Option<&str> {
+    let lower = line.to_ascii_lowercase();
+    let at = REFUSALS.iter().filter_map(|r| lower.find(r)).min()?;
+    let head = line[..at].trim_end().strip_suffix(':')?;
+    let field = head.rsplit(": ").next()?;
+    let word = field.split_whitespace().last()?;
+    Some(word.trim_matches(['\'', '"', '`', '‘', '’', '“', '”']))
 }
 
 /// `p` with `.` and `..` folded lexically, and through a symbolic link where its parent

@@ -75,13 +75,13 @@ impl Policy {
     }
 
     /// Whether calls under this policy are confined at all.
-    pub fn is_confined(&self) -> bool {
+    pub(crate) fn is_confined(&self) -> bool {
         self.mode != Mode::Off
     }
 
     /// Whether `path` (absolute) may be written under this policy: below a writable root or
     /// the temporary folder, and not below a read-only path.
-    pub fn allows_write(&self, path: &Path) -> bool {
+    pub(crate) fn allows_write(&self, path: &Path) -> bool {
         if !self.is_confined() {
             return true;
         }

@@ -2,7 +2,7 @@
 //! for the errors): the Landlock ABI, seccomp, unprivileged user namespaces, and for each
 //! layer the exact way out when it is missing.
 
-use super::{Layer, Unavailable};
+use super::Layer;
 
 /// The oldest Landlock ABI the sandbox accepts: 3 (Linux 6.2) is the first that can refuse
 /// `truncate`, without which a confined command could empty any file it can open.
@@ -40,7 +40,7 @@ pub fn landlock_abi() -> Result<i32, String> {
 }
 
 /// Whether the kernel offers seccomp filters (it lists the actions it supports).
-pub fn seccomp_available() -> bool {
+pub(crate) fn seccomp_available() -> bool {
     std::path::Path::new("/proc/sys/kernel/seccomp/actions_avail").exists()
 }
 
@@ -65,7 +65,7 @@ pub fn userns_restriction() -> Option<&'static str> {
 
 /// The way out when `layer` is missing: the setting to change, and `--sandbox off` (the
 /// user's explicit choice to run unconfined).
-pub fn fix(layer: Layer) -> String {
+pub(crate) fn fix(layer: Layer) -> String {
     match layer {
         Layer::Landlock => format!(
             "use a kernel with Landlock ABI {MIN_LANDLOCK_ABI} or newer (Linux 6.2+, with \
@@ -93,7 +93,8 @@ pub fn fix(layer: Layer) -> String {
 }
 
 /// The error of a platform where nothing can be enforced.
-pub fn platform() -> Unavailable {
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn platform() -> Unavailable {
     Unavailable {
         layer: Layer::Platform,
         reason: format!("no sandbox on {}", std::env::consts::OS),

@@ -28,7 +28,7 @@ pub enum Blocked {
 
 impl Report {
     /// The report of a call that ran under `policy` and was not stopped.
-    pub fn ran(policy: &super::Policy) -> Report {
+    pub(crate) fn ran(policy: &super::Policy) -> Report {
         Report {
             mode: policy.mode,
             network: policy.network,

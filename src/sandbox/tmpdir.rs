@@ -9,7 +9,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Where the temporary folder of session `session` is (not created: see [`ensure`]).
-pub fn for_session(session: &str) -> PathBuf {
+pub(crate) fn for_session(session: &str) -> PathBuf {
     let name: String = session
         .chars()
         .map(|c| {
@@ -41,7 +41,7 @@ fn base() -> PathBuf {
 /// Creates `dir` (and missing parents, 0700) when missing. It, and each level of minicode's
 /// own folder above it, must be a real folder owned by us and closed to others: a level that
 /// is not ours is refused, one open to others is closed.
-pub fn ensure(dir: &Path) -> io::Result<()> {
+pub(crate) fn ensure(dir: &Path) -> io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -70,7 +70,10 @@ fn private(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Removes the folder and what commands left in it (at the end of a session).
-pub fn remove(dir: &Path) {
-    let _ = std::fs::remove_dir_all(dir);
+/// Removes the folder and what commands left in it (at the end of a session). Only a
+/// session's own folder below minicode's is ever removed: an unconfined policy has none.
+pub(crate) fn remove(dir: &Path) {
+    if dir.parent() == Some(base().as_path()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -18,8 +18,11 @@
 //! the call must not create are watched (`sandbox::guard`); after it, a denial its failure
 //! shows is told apart (`sandbox::denial`). Each output carries the call's `sandbox::Report`.
 
+mod piped;
 mod sink;
 mod spawn;
+
+pub(crate) use piped::{Piped, run_piped};
 
 pub(crate) use sink::Sink;
 
@@ -135,7 +138,7 @@ impl Tool for Bash {
 
 /// Runs one `bash` call under `policy`: what [`Tool::run`] does with the session's policy
 /// ([`ToolCtx::sandbox`]); "retry outside the sandbox" passes [`Policy::unconfined`].
-pub async fn run_with_policy(
+pub(crate) async fn run_with_policy(
     args: serde_json::Value,
     ctx: &ToolCtx,
     policy: &Policy,
@@ -227,7 +230,12 @@ fn start(call: &Call, ctx: &ToolCtx, policy: &Policy) -> Result<Running, String>
         .try_clone()
         .map_err(|e| format!("could not create a pipe: {e}"))?;
     let tag = supervisor::new_tag();
-    let (child, control) = spawn::spawn(&call.command, ctx, policy, &tag, writer, writer2)
+    let streams = spawn::Streams {
+        stdin: std::process::Stdio::null(),
+        stdout: writer.into(),
+        stderr: writer2.into(),
+    };
+    let (child, control) = spawn::spawn(&call.command, ctx, policy, &tag, streams)
         .map_err(|e| format!("could not start bash: {e}"))?;
     let pid = child.id().ok_or("could not start bash: no process id")?;
     let group = GroupGuard(pid as libc::pid_t);

@@ -94,11 +94,7 @@ impl Tool for List {
             Some(p) => format!("{} ({p})", call.start.display),
             None => call.start.display,
         };
-        Ok(Prepared {
-            summary,
-            approval: None,
-            protected: None,
-        })
+        Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(
@@ -118,19 +114,13 @@ impl Tool for List {
             let rules = ctx.permissions.clone();
             let stop = cancel.clone();
             // The walk blocks on the file system: off the runtime, and it stops on cancel.
-            let job = tokio::task::spawn_blocking(move || {
+            let job = move || {
                 list(&workspace, &call, rules.as_deref(), max_bytes, &stop)
                     .map(|text| secrets.redact(text))
-            });
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => ToolOutput::interrupted("interrupted by the user"),
-                done = job => match done {
-                    Ok(Ok(text)) => ToolOutput::ok(text),
-                    Ok(Err(e)) => ToolOutput::failed(e),
-                    Err(e) => ToolOutput::failed(format!("list failed: {e}")),
-                },
-            }
+            };
+            crate::tools::off_runtime(&cancel, "list", job)
+                .await
+                .map_or_else(|refused| refused, ToolOutput::ok)
         })
     }
 }

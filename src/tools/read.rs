@@ -102,11 +102,7 @@ impl Tool for Read {
             (o, MAX_LINES) => format!("{} (from line {o})", call.display),
             (o, l) => format!("{}:{o}-{}", call.display, o.saturating_add(l - 1)),
         };
-        Ok(Prepared {
-            summary,
-            approval: None,
-            protected: None,
-        })
+        Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(

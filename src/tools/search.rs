@@ -139,11 +139,7 @@ impl Tool for Search {
         if let Some(g) = &call.glob {
             summary.push_str(&format!(" ({g})"));
         }
-        Ok(Prepared {
-            summary,
-            approval: None,
-            protected: None,
-        })
+        Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(
@@ -162,7 +158,7 @@ impl Tool for Search {
             let secrets = ctx.secrets.clone();
             let rules = ctx.permissions.clone();
             let stop = cancel.clone();
-            let job = tokio::task::spawn_blocking(move || {
+            let job = move || {
                 search(
                     &workspace,
                     &call,
@@ -171,16 +167,10 @@ impl Tool for Search {
                     max_bytes,
                     &stop,
                 )
-            });
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => ToolOutput::interrupted("interrupted by the user"),
-                done = job => match done {
-                    Ok(Ok(text)) => ToolOutput::ok(text),
-                    Ok(Err(e)) => ToolOutput::failed(e),
-                    Err(e) => ToolOutput::failed(format!("search failed: {e}")),
-                },
-            }
+            };
+            crate::tools::off_runtime(&cancel, "search", job)
+                .await
+                .map_or_else(|refused| refused, ToolOutput::ok)
         })
     }
 }

@@ -246,11 +246,7 @@ impl Tool for SkillTool {
             Some(file) => format!("{} · {file}", skill.name),
             None => skill.name.clone(),
         };
-        Ok(Prepared {
-            summary,
-            approval: None,
-            protected: None,
-        })
+        Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(

@@ -21,7 +21,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/copy",
-        "copy the last reply; /copy N the Nth from last; /copy code the last code block",
+        "copy the last reply; /copy N the Nth last; /copy code last code block",
     ),
     (
         "/find",
@@ -33,6 +33,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "MCP servers and their tools; /mcp restart <id> restarts one",
     ),
     ("/skills", "list the skills and which are loaded"),
+    (
+        "/memory",
+        "the instruction files in use (MiniCode.md, AGENTS.md) and their size",
+    ),
     (
         "/permissions",
         "the permission rules and their files; /permissions save keeps the last \"always\" as a rule",
@@ -119,16 +123,36 @@ pub(crate) struct TabCycle {
     pub next: usize,
 }
 
-/// Commands whose name starts with `prefix`, in list order.
-pub(crate) fn matching(prefix: &str) -> Vec<&'static str> {
-    COMMANDS
-        .iter()
-        .map(|(c, _)| *c)
-        .filter(|c| c.starts_with(prefix))
-        .collect()
+impl State {
+    /// Every command with its description: the built-ins, then the user's custom commands.
+    pub(crate) fn command_list(&self) -> Vec<(String, String)> {
+        let builtin = COMMANDS.iter().map(|(c, d)| (c.to_string(), d.to_string()));
+        let custom = self.custom.iter().map(|c| {
+            let hint = c
+                .argument_hint
+                .as_deref()
+                .map_or(String::new(), |h| format!(" {h}"));
+            let what = if c.description.is_empty() {
+                format!("custom command ({})", c.source)
+            } else {
+                c.description.clone()
+            };
+            (c.slash(), format!("{what}{hint}"))
+        });
+        builtin.chain(custom).collect()
+    }
+
+    /// Commands whose name starts with `prefix`, in list order.
+    fn matching(&self, prefix: &str) -> Vec<String> {
+        self.command_list()
+            .into_iter()
+            .map(|(c, _)| c)
+            .filter(|c| c.starts_with(prefix))
+            .collect()
+    }
 }
 
-fn common_prefix(words: &[&str]) -> String {
+fn common_prefix(words: &[String]) -> String {
     let Some(first) = words.first() else {
         return String::new();
     };
@@ -155,15 +179,15 @@ impl State {
 
     /// Slash commands matching the draft, for the completion hint (while Tab cycles, every
     /// match of what was typed, so the hint keeps showing the choices).
-    pub fn completions(&self) -> Vec<&'static str> {
+    pub fn completions(&self) -> Vec<String> {
         if let Some(c) = self.active_cycle() {
-            return matching(&c.prefix);
+            return self.matching(&c.prefix);
         }
         let text = self.draft.text();
         if !text.starts_with('/') || text.contains([' ', '\n']) {
             return Vec::new();
         }
-        matching(&text)
+        self.matching(&text)
     }
 
     /// The command Tab has put in the draft, to highlight it in the hint.
@@ -177,11 +201,11 @@ impl State {
     /// common prefix, and each further Tab puts the next match in the draft.
     pub(crate) fn tab(&mut self) {
         if let Some(c) = self.active_cycle().cloned() {
-            let matches = matching(&c.prefix);
+            let matches = self.matching(&c.prefix);
             if matches.is_empty() {
                 return;
             }
-            let pick = matches[c.next % matches.len()];
+            let pick = &matches[c.next % matches.len()];
             self.draft.set_text(pick);
             self.tab_cycle = Some(TabCycle {
                 prefix: c.prefix,
@@ -217,29 +241,12 @@ impl State {
         self.tab_cycle = None;
         match cmd {
             "/exit" | "/quit" => return vec![Effect::Exit],
-            "/help" => self.transcript.push(Kind::Panel(super::help::help())),
-            "/model" => self.transcript.push(Kind::Panel(super::help::model(self))),
-            "/clear" => {
-                if self.busy {
-                    self.notice(
-                        Level::Warning,
-                        "/clear waits for an idle session (Esc interrupts the turn)",
-                    );
-                    return Vec::new();
-                }
-                self.transcript.clear();
-                self.header_live = false;
-                self.selected = None;
-                self.selection = None;
-                self.search = None;
-                self.queue.clear();
-                // The window stays as SessionConfigured reported it; usage comes with the
-                // next ContextUsage of the fresh session.
-                self.context_tokens = None;
-                self.goal = None;
-                self.goal_error = None;
-                return vec![Effect::Op(Op::NewSession)];
+            "/help" => {
+                let panel = super::help::help(&self.custom);
+                self.transcript.push(Kind::Panel(panel));
             }
+            "/model" => self.transcript.push(Kind::Panel(super::help::model(self))),
+            "/clear" => return self.clear(),
             "/session" => {
                 let text = match (&self.session_id, &self.session_path) {
                     (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
@@ -247,59 +254,8 @@ impl State {
                 };
                 self.notice(Level::Info, text);
             }
-            "/plan" => {
-                let plan_file = self.sandbox.as_ref().and_then(|p| p.plan_file.clone());
-                let on = match arg {
-                    "" => plan_file.is_none(),
-                    "on" => true,
-                    "off" => false,
-                    // Approving the plan: back to the normal profile, then the model carries
-                    // it out (the core takes the two ops in this order).
-                    "approve" => match plan_file {
-                        Some(_) if self.busy => {
-                            self.notice(Level::Warning, "/plan approve waits for an idle session");
-                            return Vec::new();
-                        }
-                        Some(file) => {
-                            let mut effects = vec![Effect::Op(Op::SetPlan { on: false })];
-                            effects.extend(
-                                self.submit(format!(
-                                    "The plan in {file} is approved: carry it out."
-                                )),
-                            );
-                            return effects;
-                        }
-                        None => {
-                            self.notice(Level::Warning, "plan mode is off: nothing to approve");
-                            return Vec::new();
-                        }
-                    },
-                    _ => {
-                        self.notice(
-                            Level::Warning,
-                            "usage: /plan, /plan on, /plan off, /plan approve",
-                        );
-                        return Vec::new();
-                    }
-                };
-                return vec![Effect::Op(Op::SetPlan { on })];
-            }
-            "/status" => {
-                let session = self.session_id.as_deref().unwrap_or("none yet");
-                let sandbox = self
-                    .sandbox
-                    .as_ref()
-                    .map_or("unknown".to_string(), |p| p.describe());
-                let plan = match self.sandbox.as_ref().and_then(|p| p.plan_file.as_deref()) {
-                    Some(file) => format!("on (plan file {file})"),
-                    None => "off".to_string(),
-                };
-                let text = format!(
-                    "session {session}\nmodel {}\nsandbox {sandbox}\nplan mode {plan}",
-                    self.model
-                );
-                self.notice(Level::Info, text);
-            }
+            "/plan" => return self.plan(arg),
+            "/status" => self.status(),
             "/copy" => return self.copy(arg),
             "/find" => self.find(arg),
             "/compact" => {
@@ -326,6 +282,12 @@ impl State {
                 _ => self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>"),
             },
             "/skills" => return vec![Effect::Op(Op::ListSkills)],
+            "/memory" => {
+                let none = "no instruction file in use (MiniCode.md or AGENTS.md at the \
+                            workspace root, AGENTS.md up to the git root or in your config folder)";
+                let text = super::help::memory_text(self, none).replace(", ", "\n");
+                self.notice(Level::Info, text);
+            }
             "/permissions" => self.permissions_command(arg),
             "/goal" => return self.goal_command(arg),
             "/rewind" => return self.rewind_command(arg),
@@ -336,11 +298,95 @@ impl State {
                 }
                 return vec![Effect::Op(Op::Fork)];
             }
-            other => self.notice(
-                Level::Warning,
-                format!("unknown command {other} (try /help)"),
-            ),
+            other => {
+                if let Some((custom, args)) = crate::protocol::find_custom(&self.custom, line) {
+                    let prompt = custom.expand(args);
+                    return self.submit(prompt);
+                }
+                self.notice(
+                    Level::Warning,
+                    format!("unknown command {other} (try /help)"),
+                )
+            }
         }
         Vec::new()
+    }
+
+    /// `/clear`: a fresh session and an empty transcript, once idle.
+    fn clear(&mut self) -> Vec<Effect> {
+        if self.busy {
+            self.notice(
+                Level::Warning,
+                "/clear waits for an idle session (Esc interrupts the turn)",
+            );
+            return Vec::new();
+        }
+        self.transcript.clear();
+        self.header_live = false;
+        self.selected = None;
+        self.selection = None;
+        self.search = None;
+        self.queue.clear();
+        // The window stays as SessionConfigured reported it; usage comes with the
+        // next ContextUsage of the fresh session.
+        self.context_tokens = None;
+        self.goal = None;
+        self.goal_error = None;
+        vec![Effect::Op(Op::NewSession)]
+    }
+
+    /// `/plan`, `/plan on`, `/plan off` and `/plan approve`.
+    fn plan(&mut self, arg: &str) -> Vec<Effect> {
+        let plan_file = self.sandbox.as_ref().and_then(|p| p.plan_file.clone());
+        let on = match arg {
+            "" => plan_file.is_none(),
+            "on" => true,
+            "off" => false,
+            // Approving the plan: back to the normal profile, then the model carries
+            // it out (the core takes the two ops in this order).
+            "approve" => match plan_file {
+                Some(_) if self.busy => {
+                    self.notice(Level::Warning, "/plan approve waits for an idle session");
+                    return Vec::new();
+                }
+                Some(file) => {
+                    let mut effects = vec![Effect::Op(Op::SetPlan { on: false })];
+                    effects.extend(
+                        self.submit(format!("The plan in {file} is approved: carry it out.")),
+                    );
+                    return effects;
+                }
+                None => {
+                    self.notice(Level::Warning, "plan mode is off: nothing to approve");
+                    return Vec::new();
+                }
+            },
+            _ => {
+                self.notice(
+                    Level::Warning,
+                    "usage: /plan, /plan on, /plan off, /plan approve",
+                );
+                return Vec::new();
+            }
+        };
+        vec![Effect::Op(Op::SetPlan { on })]
+    }
+
+    /// `/status`: the session, the model, the sandbox profile and plan mode.
+    fn status(&mut self) {
+        let session = self.session_id.as_deref().unwrap_or("none yet");
+        let sandbox = self
+            .sandbox
+            .as_ref()
+            .map_or("unknown".to_string(), |p| p.describe());
+        let plan = match self.sandbox.as_ref().and_then(|p| p.plan_file.as_deref()) {
+            Some(file) => format!("on (plan file {file})"),
+            None => "off".to_string(),
+        };
+        let text = format!(
+            "session {session}\nmodel {}\nsandbox {sandbox}\nplan mode {plan}",
+            self.model
+        );
+        self.notice(Level::Info, text);
     }
 }

@@ -136,7 +136,10 @@ impl State {
                 }
             }
             Event::MemoryLoaded { path, tokens } => {
-                self.memory = Some((path.clone(), tokens));
+                match self.memory.iter_mut().find(|(p, _)| *p == path) {
+                    Some(entry) => entry.1 = tokens,
+                    None => self.memory.push((path.clone(), tokens)),
+                }
                 if self.header_live {
                     self.refresh_header();
                 } else {

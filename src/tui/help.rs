@@ -59,7 +59,7 @@ pub const KEYS: &[(&str, &[(&str, &str)])] = &[
 ];
 
 /// Everything `/help` shows.
-pub(crate) fn help() -> Panel {
+pub(crate) fn help(custom: &[crate::protocol::CustomCommand]) -> Panel {
     let mut p = Panel::new("Keys and commands");
     for (group, keys) in KEYS {
         p = p.section(*group);
@@ -70,6 +70,19 @@ pub(crate) fn help() -> Panel {
     p = p.section("Commands");
     for (c, d) in super::commands::COMMANDS {
         p = p.row(*c, *d);
+    }
+    if !custom.is_empty() {
+        p = p.section("Custom commands");
+        for c in custom {
+            let hint = c
+                .argument_hint
+                .as_deref()
+                .map_or(String::new(), |h| format!(" {h}"));
+            p = p.row(
+                format!("{}{hint}", c.slash()),
+                format!("{} ({})", c.description, c.source),
+            );
+        }
     }
     p.footer("docs/tui.md has the details")
 }
@@ -118,10 +131,7 @@ pub(crate) fn header(state: &State, w: &Welcome) -> Panel {
     } else {
         format!(" · {}", w.server)
     };
-    let memory = match &state.memory {
-        Some((path, tokens)) => format!("{path} loaded ({} tokens)", group(*tokens)),
-        None => "none (MiniCode.md)".to_string(),
-    };
+    let memory = memory_text(state, "none (MiniCode.md)");
     let panel = Panel::new(format!("minicode {}", w.version))
         .row("model", format!("{}{server}", state.model));
     let panel = match &state.server_problem {
@@ -140,6 +150,19 @@ pub(crate) fn header(state: &State, w: &Welcome) -> Panel {
         .row("context", window_text(state))
         .row("memory", memory)
         .footer("/help keys and commands · Shift+Enter new line · F2 mouse on/off")
+}
+
+/// The instruction files in use, each with its cost per request, or `none`.
+pub(crate) fn memory_text(state: &State, none: &str) -> String {
+    if state.memory.is_empty() {
+        return none.to_string();
+    }
+    let files: Vec<String> = state
+        .memory
+        .iter()
+        .map(|(path, tokens)| format!("{path} loaded ({} tokens)", group(*tokens)))
+        .collect();
+    files.join(", ")
 }
 
 /// `/model`: the values in use and where each came from.

@@ -13,7 +13,7 @@ use super::transcript::{Kind, Level};
 use crate::chat::ApprovalRequest;
 
 /// How a rule is saved: the file written, or why not.
-pub type SaveRule = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
+pub(crate) type SaveRule = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
 
 /// What the CLI gives the session about permission rules.
 pub struct Rulebook {

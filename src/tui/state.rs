@@ -134,8 +134,10 @@ pub struct State {
     /// The welcome header's facts; the header is entry 0 while `header_live`.
     pub welcome: Option<super::help::Welcome>,
     pub(crate) header_live: bool,
-    /// Project memory the core reported loaded (path, tokens).
-    pub memory: Option<(String, u64)>,
+    /// The instruction files the core reported loaded (path, tokens), in load order.
+    pub memory: Vec<(String, u64)>,
+    /// The user's custom commands (found by the CLI).
+    pub custom: Vec<crate::protocol::CustomCommand>,
     /// Why the model server could not be reached at session start, shown in the header.
     pub server_problem: Option<String>,
     /// What the terminal can show (`NO_COLOR`, colour depth).
@@ -185,7 +187,8 @@ impl State {
             tab_cycle: None,
             welcome: None,
             header_live: false,
-            memory: None,
+            memory: Vec::new(),
+            custom: Vec::new(),
             server_problem: None,
             colors: super::palette::Depth::default(),
             goal: None,

@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::state::{COMMANDS, State};
+use super::state::State;
 use super::transcript::Scroll;
 use super::wrap;
 
@@ -241,10 +241,11 @@ fn completion_line(state: &State, width: usize) -> Line<'static> {
     let matches = state.completions();
     let style = Style::new().fg(Color::Cyan);
     let selected = state.completion_selected();
-    let items: Vec<(&str, &str)> = COMMANDS
+    let listed = state.command_list();
+    let items: Vec<(&str, &str)> = listed
         .iter()
         .filter(|(c, _)| matches.contains(c))
-        .map(|(c, d)| (*c, *d))
+        .map(|(c, d)| (c.as_str(), d.as_str()))
         .collect();
     let full: usize = items
         .iter()
@@ -258,7 +259,7 @@ fn completion_line(state: &State, width: usize) -> Line<'static> {
             } else {
                 format!("{c} ")
             };
-            let s = if selected == Some(*c) {
+            let s = if selected == Some(c) {
                 style.add_modifier(Modifier::REVERSED)
             } else {
                 style

@@ -1,8 +1,8 @@
 //! `minicode acp` driven by a real ACP client built here with the `agent-client-protocol`
 //! crate's client side, over the built binary's stdin/stdout, against the mock model server:
 //! the permission round trip and streamed updates, cancel, loading a one-shot session (and
-//! resuming the ACP turn in the terminal), the editor's file access, rejection, and malformed
-//! input.
+//! resuming the ACP turn in the terminal), the editor's file access, rejection, plan mode and
+//! approving a written plan, and malformed input.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +36,8 @@ const DEADLINE: Duration = Duration::from_secs(60);
 enum Answer {
     Allow,
     Reject,
+    /// Allow every call, but decline to approve a plan.
+    KeepPlanning,
 }
 
 /// What the client saw: every update, every permission request, the editor's file traffic.
@@ -123,8 +125,10 @@ where
             )
             .on_receive_request(
                 async move |request: RequestPermissionRequest, responder, _cx| {
+                    let plan = format!("{:?}", request.tool_call).contains("Approve the plan");
                     let kind = match answer {
-                        Answer::Allow => PermissionOptionKind::AllowOnce,
+                        Answer::KeepPlanning if plan => PermissionOptionKind::RejectOnce,
+                        Answer::Allow | Answer::KeepPlanning => PermissionOptionKind::AllowOnce,
                         Answer::Reject => PermissionOptionKind::RejectOnce,
                     };
                     let option = request
@@ -986,6 +990,111 @@ async fn plan_is_a_session_mode_and_in_it_writes_are_refused() {
     assert!(server.requests()[1].raw_body.contains("plan mode is on"));
 }
 
+/// The mock model of a plan-mode session: writes the plan file its system prompt names, then
+/// says so; once the plan is approved, carries it out.
+fn planning_model(r: &crate::support::mock_openai::Recorded) -> Option<MockReply> {
+    let messages = r.body["messages"].as_array()?;
+    let last = messages.last()?;
+    if last["role"] == "user" && last["content"].as_str()?.contains("is approved") {
+        return Some(text_reply("Carried out.", 4));
+    }
+    if last["role"] == "tool" {
+        return Some(text_reply("A plan.", 4));
+    }
+    let system = messages[0]["content"].as_str()?;
+    let start = system.find(".minicode/plans/")?;
+    let end = start + system[start..].find(".md")? + 3;
+    let args = serde_json::json!({"path": &system[start..end], "content": "1. do it\n"});
+    Some(tool_calls_reply(
+        &[("call_1", "write", &args.to_string())],
+        7,
+    ))
+}
+
+async fn plan_turn(answer: Answer) -> (StopReason, Vec<SessionUpdate>, Vec<String>, MockServer) {
+    let (_tmp, dir) = crate::support::workspace();
+    let server = MockServer::start_in_thread(Vec::new());
+    server.respond_with(planning_model);
+    binary::write_config(&dir, &server);
+    let harness = Harness {
+        answer,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let cwd = dir.clone();
+    let ((stop, updates), seen, output) = drive(&dir, harness, async move |cx, mut rx| {
+        let id = new_session(&cx, &cwd).await;
+        cx.send_request(SetSessionModeRequest::new(id.clone(), "plan"))
+            .block_task()
+            .await
+            .unwrap();
+        let prompt = cx
+            .send_request(PromptRequest::new(id, text("plan it")))
+            .block_task()
+            .await
+            .unwrap();
+        (prompt.stop_reason, drain(&mut rx))
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    let plans = std::fs::read_dir(dir.join(".minicode/plans"))
+        .unwrap()
+        .count();
+    assert_eq!(plans, 1, "the plan file is written");
+    let asked = seen
+        .lock()
+        .unwrap()
+        .permissions
+        .iter()
+        .map(|p| format!("{:?}", p.tool_call))
+        .collect();
+    (stop, updates, asked, server)
+}
+
+fn mode_updates(updates: &[SessionUpdate]) -> Vec<String> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::CurrentModeUpdate(m) => Some(m.current_mode_id.0.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_written_plan_is_offered_for_approval_and_approving_it_leaves_plan_mode_and_carries_it_out()
+ {
+    let (stop, updates, asked, server) = plan_turn(Answer::Allow).await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(
+        asked
+            .iter()
+            .any(|a| a.contains("Approve the plan in .minicode/plans/")),
+        "{asked:?}"
+    );
+    assert_eq!(mode_updates(&updates), ["plan", "default"]);
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the plan is carried out in the same prompt"
+    );
+    assert!(requests[2].raw_body.contains("is approved: carry it out"));
+    assert!(!requests[2].raw_body.contains("Plan mode is on"));
+}
+
+#[tokio::test]
+async fn a_declined_plan_keeps_plan_mode_and_answers_the_prompt() {
+    let (stop, updates, asked, server) = plan_turn(Answer::KeepPlanning).await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(
+        asked.iter().any(|a| a.contains("Approve the plan")),
+        "{asked:?}"
+    );
+    assert_eq!(mode_updates(&updates), ["plan"]);
+    assert_eq!(server.requests().len(), 2);
+}
+
 #[tokio::test]
 async fn a_call_the_sandbox_cannot_confine_is_asked_about_and_runs_outside_once_allowed() {
     let (_tmp, dir, server) = workspace_with(vec![
@@ -1063,4 +1172,34 @@ async fn a_write_the_sandbox_denied_is_offered_again_outside_it_and_runs_once_al
     assert!(target.exists(), "it ran outside once allowed");
     let second = &server.requests()[1].raw_body;
     assert!(second.contains("ran outside the sandbox"), "{second}");
+}
+
+/// A trusted workspace's custom command is offered among the available commands and a prompt
+/// naming it reaches the model expanded.
+#[tokio::test]
+async fn a_custom_command_is_offered_and_sent_expanded() {
+    let (_tmp, dir, server) = workspace_with(vec![text_reply("Reviewed.", 5)]);
+    std::fs::create_dir_all(dir.join(".minicode/commands")).unwrap();
+    std::fs::write(
+        dir.join(".minicode/commands/review.md"),
+        "---\ndescription: Review a file\nargument-hint: <file>\n---\nReview $1 carefully.\n",
+    )
+    .unwrap();
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let ((stop, updates, _id), _seen, output) =
+        prompt_in_new_session(&dir, harness, "/review src/lib.rs").await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(
+        updates.iter().any(|u| matches!(u,
+        SessionUpdate::AvailableCommandsUpdate(c) if c.available_commands.iter().any(|c| c.name == "review" && c.description == "Review a file"))),
+        "{updates:?}"
+    );
+    let body = &server.requests()[0].body;
+    let last = body["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["content"], "Review src/lib.rs carefully.");
 }

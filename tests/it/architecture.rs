@@ -56,6 +56,12 @@ const RULES: &[Rule] = &[
               the file tools apply them",
     },
     Rule {
+        module: "hooks",
+        may_use: Some(&["sanitize"]),
+        why: "hooks as data (events, a checked hook, its digest): config builds them, the \
+              agent runs them",
+    },
+    Rule {
         module: "sandbox",
         may_use: Some(&["fsutil"]),
         why: "the sandbox policy and its enforcement in the helper sit below the tools, the \
@@ -105,7 +111,14 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "config",
-        may_use: Some(&["defaults", "fsutil", "permissions", "sanitize", "sandbox"]),
+        may_use: Some(&[
+            "defaults",
+            "fsutil",
+            "hooks",
+            "permissions",
+            "sanitize",
+            "sandbox",
+        ]),
         why: "configuration is read once by the CLI and handed down as plain values",
     },
     Rule {
@@ -131,6 +144,7 @@ const RULES: &[Rule] = &[
             "session",
             "memory",
             "fsutil",
+            "hooks",
             "permissions",
             "sandbox",
             "process",

@@ -234,11 +234,12 @@ fn plan_mode_bash_runs_read_only_so_a_redirect_changes_nothing_and_the_model_is_
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!dir.path().join("f").exists(), "{stderr}");
     let second = &server.requests()[1].raw_body;
-    // The refusal reaches the model: the kernel's answer to the write, with what the
-    // sandbox reports about it when it recognises the denial.
+    // The refusal reaches the model: the kernel's answer to the write, and that the sandbox
+    // blocked it (the relative `f` is resolved against the workspace).
+    assert!(second.contains("Permission denied"), "{second}");
     assert!(
-        second.contains("Permission denied") || second.contains("denied"),
-        "the model reads why: {second}"
+        second.contains("blocked by the sandbox (ReadOnly profile): write to"),
+        "the model is told the sandbox blocked it: {second}"
     );
 }
 

@@ -327,6 +327,61 @@ fn the_command_exit_status_is_passed_on() {
     assert_eq!(out.status.code(), Some(7));
 }
 
+#[test]
+fn minicode_sandbox_honours_the_configured_sandbox_as_a_session_would() {
+    if !supported("minicode_sandbox_honours_the_configured_sandbox_as_a_session_would") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let (_root, root) = workspace();
+    let (_home, home) = workspace();
+    let run = |flags: &[&str], script: &str| {
+        crate::support::binary::command_with_home(&ws, &home)
+            .arg("sandbox")
+            .args(flags)
+            .args(["--", "bash", "-c", script])
+            .output()
+            .unwrap()
+    };
+    let outside = format!("echo x > {}/x", root.display());
+    // Without configuration the extra folder is outside the roots.
+    let out = run(&[], &outside);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!root.join("x").exists());
+
+    // The user's writable root is honoured, and the user's mode is the default.
+    let user = format!(
+        "[sandbox]\nmode = \"read-only\"\nwritable_roots = [{:?}]\n",
+        root.to_str().unwrap()
+    );
+    crate::support::user_config::write_trusting(&home, &ws, &user);
+    let out = run(&["--mode", "workspace-write"], &outside);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(root.join("x").exists());
+    let out = run(&[], "echo x > in-workspace");
+    assert_ne!(out.status.code(), Some(0), "read-only: {}", text(&out));
+    assert!(!ws.join("in-workspace").exists());
+    let out = run(&["--mode", "workspace-write"], "echo x > in-workspace");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the flag comes last: {}",
+        text(&out)
+    );
+
+    // A trusted workspace may narrow it: without the root the write is refused again.
+    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::write(
+        ws.join("config/config.toml"),
+        "[sandbox]\nwritable_roots = []\n",
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("x")).unwrap();
+    let out = run(&["--mode", "workspace-write"], &outside);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!root.join("x").exists());
+}
+
 /// A tool context whose `bash` runs under the built binary's helper with `mode`.
 fn confined_ctx(ws: &Path, tmp: &Path, mode: Mode) -> ToolCtx {
     let mut ctx = ToolCtx::new(ws.to_path_buf(), Duration::from_secs(60), Vec::new());
@@ -406,6 +461,48 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
     }
     // An ordinary failure inside the roots is the command's own.
     let own = bash(&ctx, "ls does-not-exist").await;
+    assert_eq!(own.sandbox.unwrap().blocked, None, "{}", own.content);
+}
+
+#[tokio::test]
+async fn a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocked() {
+    if !supported("a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocked") {
+        return;
+    }
+    let (_tmp, ws) = workspace();
+    let (_other, tmp) = workspace();
+    let ctx = confined_ctx(&ws, &tmp, Mode::ReadOnly);
+    // Each names the refused file without a `/`: bash's redirect, coreutils' quotes.
+    for (command, name) in [
+        ("echo x > f", "f"),
+        ("touch g", "g"),
+        ("mkdir d", "d"),
+        ("cp /dev/null h", "h"),
+    ] {
+        let out = bash(&ctx, command).await;
+        let report = out.sandbox.clone().expect("a sandbox report");
+        assert_eq!(report.mode, Mode::ReadOnly);
+        match report.blocked {
+            Some(Blocked::Denied { what: Some(what) }) => {
+                assert_eq!(what, format!("write to {}", ws.join(name).display()))
+            }
+            other => panic!(
+                "{command}: not reported as denied: {other:?}: {}",
+                out.content
+            ),
+        }
+        assert!(
+            out.content.contains("blocked by the sandbox"),
+            "{command}: {}",
+            out.content
+        );
+        assert!(!ws.join(name).exists(), "{command}");
+    }
+    // Writing the private temporary folder works, and a missing file is the command's own
+    // failure, not the sandbox's.
+    let ok = bash(&ctx, "echo x > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"").await;
+    assert_eq!(ok.sandbox.unwrap().blocked, None, "{}", ok.content);
+    let own = bash(&ctx, "cat missing").await;
     assert_eq!(own.sandbox.unwrap().blocked, None, "{}", own.content);
 }
 

@@ -367,3 +367,38 @@ fn yes_never_runs_a_command_the_sandbox_denied_outside_it() {
     assert!(second.contains("the sandbox denied write to"), "{second}");
     assert!(second.contains("--sandbox off"), "the way out: {second}");
 }
+
+#[test]
+fn one_shot_removes_the_sessions_temporary_folder_when_it_ends() {
+    let server = MockServer::start_in_thread(vec![
+        crate::support::mock_openai::tool_calls_reply(
+            &[(
+                "c1",
+                "bash",
+                r#"{"command":"touch \"$TMPDIR/left\" && echo \"tmp=$TMPDIR=\""}"#,
+            )],
+            5,
+        ),
+        text_reply("done", 4),
+    ]);
+    let dir = workspace_with_server(&server, "");
+    let out = run(dir.path(), &["--yes", "use the temporary folder"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let second = &server.requests()[1].raw_body;
+    // The command's output (its text, `tmp=$TMPDIR=`, names no absolute path).
+    let Some(start) = second.find("tmp=/") else {
+        eprintln!("skipped: the sandbox cannot be enforced here: {second}");
+        return;
+    };
+    let rest = &second[start + 4..];
+    let tmpdir = Path::new(&rest[..rest.find('=').unwrap()]).to_path_buf();
+    let runtime = dir.path().join("home/.run/minicode/tmp");
+    assert!(tmpdir.starts_with(&runtime), "{}", tmpdir.display());
+    assert!(runtime.is_dir(), "minicode's own folder stays");
+    assert!(
+        !tmpdir.exists(),
+        "{} is left after the session",
+        tmpdir.display()
+    );
+}

@@ -75,13 +75,15 @@ fn a_group_is_replaced_whole_and_keeps_its_place() {
     assert_eq!(
         names(&registry),
         [
-            "bash", "read", "write", "edit", "list", "search", "a_three", "b_one"
+            "bash", "read", "write", "edit", "list", "search", "find", "a_three", "b_one"
         ]
     );
     registry.set_group("mcp:a", Vec::new());
     assert_eq!(
         names(&registry),
-        ["bash", "read", "write", "edit", "list", "search", "b_one"]
+        [
+            "bash", "read", "write", "edit", "list", "search", "find", "b_one"
+        ]
     );
 }
 
@@ -95,7 +97,9 @@ fn a_name_taken_by_another_group_is_refused_not_shadowed() {
     assert_eq!(refused, ["bash"]);
     assert_eq!(
         names(&registry),
-        ["bash", "read", "write", "edit", "list", "search", "ok"]
+        [
+            "bash", "read", "write", "edit", "list", "search", "find", "ok"
+        ]
     );
     // The built-in bash is still the one that resolves.
     let Ok((tool, _)) = registry.resolve("bash", r#"{"command": "true"}"#) else {

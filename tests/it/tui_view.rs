@@ -1184,3 +1184,56 @@ fn an_mcp_call_approval_shows_the_server_the_tool_and_the_arguments() {
         })]
     );
 }
+
+#[test]
+fn custom_commands_are_listed_completed_and_sent_expanded() {
+    let mut s = state(100, 30);
+    s.custom = vec![minicode::protocol::CustomCommand {
+        name: "review".into(),
+        description: "review a file".into(),
+        argument_hint: Some("<file>".into()),
+        source: ".minicode/commands/review.md".into(),
+        body: "Review $1 for bugs.".into(),
+    }];
+    type_text(&mut s, "/rev");
+    assert_eq!(s.completions(), vec!["/review"]);
+    assert!(rows(&s).join("\n").contains("review a file <file>"));
+    s.draft.clear();
+    type_text(&mut s, "/help");
+    key(&mut s, KeyCode::Enter);
+    let screen = rows(&s).join("\n");
+    assert!(
+        screen.contains("/review <file>") && screen.contains(".minicode/commands/review.md"),
+        "{screen}"
+    );
+    type_text(&mut s, "/review src/lib.rs");
+    assert_eq!(
+        key(&mut s, KeyCode::Enter),
+        vec![Effect::Op(Op::Submit("Review src/lib.rs for bugs.".into()))]
+    );
+}
+
+#[test]
+fn memory_command_lists_every_instruction_file() {
+    let mut s = state(100, 30);
+    type_text(&mut s, "/memory");
+    key(&mut s, KeyCode::Enter);
+    assert!(rows(&s).join("\n").contains("no instruction file in use"));
+    for (path, tokens) in [("AGENTS.md", 12), ("MiniCode.md", 30)] {
+        ev(
+            &mut s,
+            Event::MemoryLoaded {
+                path: path.into(),
+                tokens,
+            },
+        );
+    }
+    type_text(&mut s, "/memory");
+    key(&mut s, KeyCode::Enter);
+    let screen = rows(&s).join("\n");
+    assert!(
+        screen.contains("AGENTS.md loaded (12 tokens)")
+            && screen.contains("MiniCode.md loaded (30 tokens)"),
+        "{screen}"
+    );
+}

@@ -13,8 +13,8 @@ use agent_client_protocol::v1::schema::{
 use tokio::sync::mpsc;
 
 use super::super::{Connection, convert, goal};
-use super::{Live, Ready};
-use crate::chat::{ApprovalRequest, ToolKind};
+use super::{Live, Ready, plan_approval};
+use crate::chat::{ApprovalRequest, ToolKind, ToolStatus};
 use crate::protocol::{Decision, Event, Op, TurnEnd};
 
 /// A tool call of the running turn, as the pump knows it.
@@ -44,6 +44,9 @@ pub(super) struct Pump {
     held: Option<Event>,
     /// Plan mode is on (the session's mode), as the core last said.
     plan: bool,
+    /// The plan file while plan mode is on, and whether the running turn wrote it.
+    plan_file: Option<String>,
+    plan_written: bool,
 }
 
 impl Pump {
@@ -65,6 +68,8 @@ impl Pump {
             calls: HashMap::new(),
             held: None,
             plan: false,
+            plan_file: None,
+            plan_written: false,
         }
     }
 
@@ -103,6 +108,7 @@ impl Pump {
                     self.notify(convert::current_mode(plan));
                 }
                 self.plan = plan;
+                self.plan_file = profile.plan_file;
             }
             Event::TextDelta { text } => {
                 let text = join_deltas(text, &mut self.events, &mut self.held, false).await;
@@ -170,7 +176,7 @@ impl Pump {
         if let Err(e) = ready.succeed(&self.id, self.plan) {
             tracing::warn!(error = %e, "could not answer the session request");
         }
-        self.notify(convert::available_commands());
+        self.notify(convert::available_commands(self.live.commands()));
         for note in &self.notes {
             self.notify(convert::message(&format!("minicode: {note}\n")));
         }
@@ -219,7 +225,10 @@ impl Pump {
                 status,
                 output,
             } => {
-                let shown_diff = self.calls.remove(&call).is_some_and(|c| c.shown_diff);
+                let known = self.calls.remove(&call);
+                self.plan_written |= status == ToolStatus::Succeeded
+                    && known.as_ref().is_some_and(|c| self.writes_plan(c));
+                let shown_diff = known.is_some_and(|c| c.shown_diff);
                 self.notify(convert::tool_ended(&call, status, &output, shown_diff));
             }
             _ => {}
@@ -254,6 +263,18 @@ impl Pump {
         ask_permission(&self.live, &self.cx, call, tool, fields);
     }
 
+    /// Whether `call` changed the plan file (a file change naming it).
+    fn writes_plan(&self, call: &Call) -> bool {
+        let Some(file) = &self.plan_file else {
+            return false;
+        };
+        call.kind == ToolKind::Edit
+            && call
+                .paths
+                .iter()
+                .any(|p| p == file || self.live.cwd.join(p) == self.live.cwd.join(file))
+    }
+
     /// A turn started or ended: a plain prompt is answered at its turn's end, a goal command
     /// when its run is over.
     fn turn(&mut self, event: Event) {
@@ -265,10 +286,15 @@ impl Pump {
             }
             Event::TurnEnded { end, .. } => {
                 self.calls.clear();
+                let wrote_plan = std::mem::take(&mut self.plan_written);
                 if let Some(responder) = self.live.next_prompt() {
-                    let answer = match stop_reason(&end) {
-                        Ok(reason) => responder.respond(PromptResponse::new(reason)),
-                        Err(error) => responder.respond_with_error(error),
+                    let answer = match (stop_reason(&end), &self.plan_file) {
+                        (Ok(reason), Some(file)) if wrote_plan => {
+                            plan_approval::ask(&self.live, &self.cx, file, responder, reason);
+                            Ok(())
+                        }
+                        (Ok(reason), _) => responder.respond(PromptResponse::new(reason)),
+                        (Err(error), _) => responder.respond_with_error(error),
                     };
                     if let Err(e) = answer {
                         tracing::debug!(error = %e, "could not answer a prompt");

@@ -52,6 +52,7 @@ impl Context {
             auto_approve: false,
             subagents: None,
             skills: Arc::default(),
+            hooks: Arc::default(),
             context_window: core.upkeep.window(),
             context_window_source: crate::protocol::WindowSource::Config,
             ..core.options.clone()

@@ -133,11 +133,7 @@ impl Tool for Update {
             (UpdateStatus::Blocked, Some(code)) => format!("blocked ({code})"),
             (UpdateStatus::Blocked, None) => "blocked".to_string(),
         };
-        Ok(Prepared {
-            summary,
-            approval: None,
-            protected: None,
-        })
+        Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(

@@ -9,9 +9,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::agent::Core;
-use crate::agent::approvals::{Approvals, approve};
+use crate::agent::approvals::{Approvals, Ruling, approve};
+use crate::agent::hooks::Permission;
 use crate::agent::{delegate, history, sandboxing, spans};
 use crate::chat::{ToolCall, ToolKind, ToolStatus};
+use crate::hooks::HookEvent;
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
 use crate::tools::{Tool, ToolOutput};
 
@@ -161,6 +163,7 @@ async fn prepare_and_run(
     }
     // Only a command can come back stopped by the sandbox and be run again outside it.
     let again = (tool.kind() == ToolKind::Execute).then(|| args.clone());
+    let seen = core.hooks.has(HookEvent::PostToolUse).then(|| args.clone());
     // The checkpoint spans the call and its run outside the sandbox, if the user allows one.
     let recorded = core.goal.which(&tool).is_none()
         && core
@@ -172,6 +175,9 @@ async fn prepare_and_run(
         core.checkpoints.after();
     }
     output.content = core.tool_ctx.secrets.redact(output.content);
+    if let Some(args) = seen {
+        core.post_tool_hooks(call, &args, &mut output, cancel).await;
+    }
     (summary, output)
 }
 
@@ -235,9 +241,24 @@ async fn gate(
     if let Some(text) = core.plan.refusal(&**tool, args, &core.tool_ctx, &session) {
         return Some(ToolOutput::denied(text));
     }
-    let ruling = Approvals::ruling(&core.tool_ctx, &call.name, &**tool, args);
+    let mut ruling = Approvals::ruling(&core.tool_ctx, &call.name, &**tool, args);
     if let Some(output) = ruling.refusal(&call.name) {
         return Some(output);
+    }
+    // A `PreToolUse` hook may refuse the call, ask for it, or allow it; its allow never
+    // covers what a rule asks for or a protected path (those stay asked), and the sandbox
+    // still confines what runs.
+    match core.pre_tool_hooks(call, args, cancel).await {
+        Some(Permission::Deny(reason)) => {
+            return Some(ToolOutput::denied(format!(
+                "not run: a PreToolUse hook blocked this call: {reason}"
+            )));
+        }
+        Some(Permission::Ask(reason)) if matches!(ruling, Ruling::Usual | Ruling::Allowed) => {
+            ruling = Ruling::Ask(format!("a PreToolUse hook ({reason})"));
+        }
+        Some(Permission::Allow) if ruling == Ruling::Usual => ruling = Ruling::Allowed,
+        _ => {}
     }
     let request = prepared.approval?;
     // The redacted summary: the warning it goes into reaches frontends too. Plan mode asks

@@ -11,16 +11,22 @@ use crate::sandbox::Policy;
 use crate::sandbox::launch::Launch;
 use crate::tools::ToolCtx;
 
+/// The standard streams of a started command.
+pub(super) struct Streams {
+    pub stdin: Stdio,
+    pub stdout: Stdio,
+    pub stderr: Stdio,
+}
+
 /// Starts `command` under `policy`; also returns minicode's end of the supervisor's socket
-/// pair, which must stay open while the command runs. stdout and stderr are the two write
-/// ends of the output pipe.
+/// pair, which must stay open while the command runs. A `bash` call's stdin is /dev/null and
+/// its stdout and stderr the two write ends of one output pipe; a hook's are three pipes.
 pub(super) fn spawn(
     command: &str,
     ctx: &ToolCtx,
     policy: &Policy,
     tag: &str,
-    writer: std::io::PipeWriter,
-    writer2: std::io::PipeWriter,
+    streams: Streams,
 ) -> std::io::Result<(tokio::process::Child, Option<UnixStream>)> {
     let (mut cmd, ends) = match &ctx.supervisor {
         Some(program) => {
@@ -45,9 +51,9 @@ pub(super) fn spawn(
     };
     cmd.arg(command)
         .current_dir(&ctx.workspace)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer2));
+        .stdin(streams.stdin)
+        .stdout(streams.stdout)
+        .stderr(streams.stderr);
     let spawned = cmd.spawn();
     // The command holds our copies of the pipe's write end (and the supervisor's end of the
     // socket pair): drop them now, or EOF never comes.

@@ -1,0 +1,394 @@
+//! The `find` tool: code retrieval by meaning. A question in words ("where are retries
+//! decided") is matched against chunks of the workspace's code (a function, a type, an impl
+//! block, or a window of lines) ranked by BM25 over symbol names, path segments, comments and
+//! code, plus a hashed trigram vector for near-synonyms (see `find/rank.rs`). Each result gives
+//! the place, the enclosing symbol, the score with its parts and a short preview.
+//!
+//! Read-only: no approval. It sees exactly the files `search` sees (same walk, same
+//! confinement), never a file a `read(…)` rule denies, and writes nothing but its own index
+//! under `.minicode/index/`.
+
+mod chunk;
+mod index;
+mod rank;
+mod symbols;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::walk;
+use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use crate::chat::{ToolKind, ToolSpec};
+use crate::fsutil;
+use symbols::Kind;
+
+/// Results shown when the call names no limit.
+pub(crate) const DEFAULT_LIMIT: usize = 8;
+/// The most results one call shows.
+pub(crate) const MAX_LIMIT: usize = 20;
+/// Preview lines per result, and the characters kept of each.
+const PREVIEW_LINES: usize = 4;
+const PREVIEW_CHARS: usize = 160;
+const MAX_QUERY_BYTES: usize = 1000;
+/// How long one call may spend reading files into the index; the rest waits for the next call.
+const BUILD_BUDGET: Duration = Duration::from_secs(10);
+
+const DESCRIPTION: &str = "Find code by meaning: ranks functions, types and other chunks of the \
+workspace against a description in words (e.g. \"where the config file is parsed\"). Use it \
+when you know the concept but not the identifier; use `search` for an exact string or regex. \
+No approval needed.";
+
+/// The tool, holding the index and its statistics from the last call of this process, so a
+/// query on an unchanged tree neither parses the index file nor recounts the corpus.
+#[derive(Default)]
+pub(crate) struct Find {
+    cache: std::sync::Mutex<Option<Ready>>,
+}
+
+/// An index brought up to date and the corpus statistics ranking needs.
+struct Ready {
+    stored: index::Stored,
+    corpus: rank::Corpus,
+}
+
+impl Ready {
+    fn refresh(
+        cached: Option<Ready>,
+        workspace: &Path,
+        rules: Option<&crate::permissions::Rules>,
+        cancel: &CancellationToken,
+    ) -> Result<(Ready, index::Refresh), String> {
+        let (previous, corpus) = match cached {
+            Some(r) => (Some(r.stored), Some(r.corpus)),
+            None => (None, None),
+        };
+        let (stored, report) = index::refresh(workspace, rules, BUILD_BUDGET, cancel, previous)?;
+        let corpus = match corpus {
+            Some(c) if !report.changed => c,
+            _ => rank::Corpus::of(&stored),
+        };
+        Ok((Ready { stored, corpus }, report))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    query: String,
+    path: Option<String>,
+    limit: Option<usize>,
+    kind: Option<String>,
+}
+
+struct Call {
+    query: String,
+    start: walk::Start,
+    limit: usize,
+    kind: Option<Kind>,
+}
+
+fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
+    let args: Args = parse_args(args)?;
+    let query = args.query.trim().to_string();
+    if query.is_empty() {
+        return Err("query must not be empty".to_string());
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(format!("query is longer than {MAX_QUERY_BYTES} bytes"));
+    }
+    let limit = match args.limit {
+        Some(0) => return Err("limit must be at least 1".to_string()),
+        Some(n) => n.min(MAX_LIMIT),
+        None => DEFAULT_LIMIT,
+    };
+    let kind = match args
+        .kind
+        .as_deref()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    {
+        None => None,
+        Some(k) => Some(
+            Kind::ALL
+                .into_iter()
+                .find(|c| c.name() == k)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Kind::ALL.iter().map(|c| c.name()).collect();
+                    format!("unknown kind {k:?}: use one of {}", names.join(", "))
+                })?,
+        ),
+    };
+    let start = walk::start(&ctx.workspace, args.path.as_deref())
+        .map_err(|e| format!("cannot find: {e}"))?;
+    Ok(Call {
+        query,
+        start,
+        limit,
+        kind,
+    })
+}
+
+impl Tool for Find {
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+
+    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
+        crate::tools::path_arg(args)
+    }
+
+    fn spec(&self) -> ToolSpec {
+        let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        ToolSpec {
+            name: "find".into(),
+            description: DESCRIPTION.into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What the code does, in words"},
+                    "path": {"type": "string", "description": "Folder or file (default: the workspace)"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results (default 8)"},
+                    "kind": {"type": "string", "enum": kinds, "description": "Only chunks of this kind"}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
+        let call = check(args, ctx)?;
+        let mut summary = format!("{:?} in {}", call.query, call.start.display);
+        if let Some(k) = call.kind {
+            summary.push_str(&format!(" ({})", k.name()));
+        }
+        Ok(Prepared::unasked(summary))
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: serde_json::Value,
+        ctx: &'a ToolCtx,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let call = match check(&args, ctx) {
+                Ok(c) => c,
+                Err(e) => return ToolOutput::failed(e),
+            };
+            let workspace = ctx.workspace.clone();
+            let max_bytes = ctx.output_limit();
+            let secrets = ctx.secrets.clone();
+            let rules = ctx.permissions.clone();
+            let stop = cancel.clone();
+            let cached = crate::sync::lock(&self.cache).take();
+            let job = move || {
+                let (ready, report) = Ready::refresh(cached, &workspace, rules.as_deref(), &stop)?;
+                let text = answer(&workspace, &call, &ready, &report, &secrets, max_bytes);
+                Ok::<_, String>((text, ready))
+            };
+            match crate::tools::off_runtime(&cancel, "find", job).await {
+                Ok((text, ready)) => {
+                    *crate::sync::lock(&self.cache) = Some(ready);
+                    ToolOutput::ok(text)
+                }
+                Err(refused) => refused,
+            }
+        })
+    }
+}
+
+/// One ranked chunk.
+struct Hit<'s> {
+    path: &'s str,
+    chunk: &'s index::Chunk,
+    score: rank::Score,
+}
+
+/// The chunks in the call's scope, best first, at most `limit`; and how many matched at all.
+fn ranked<'s>(call: &Call, ready: &'s Ready) -> (Vec<Hit<'s>>, usize) {
+    let (stored, corpus) = (&ready.stored, &ready.corpus);
+    let query = rank::expand(&call.query, corpus.vocabulary());
+    let own = rank::counts(rank::terms(&call.query));
+    let query_vector = rank::vector(own.iter().map(|(t, n)| (t.as_str(), *n)));
+    let scope = &call.start.display;
+    let mut hits = Vec::new();
+    for (path, file) in &stored.files {
+        let inside = scope == "." || path == scope || path.starts_with(&format!("{scope}/"));
+        if !inside {
+            continue;
+        }
+        let path_terms = rank::counts(rank::terms(path));
+        for chunk in &file.chunks {
+            if call.kind.is_some_and(|k| k != chunk.kind) {
+                continue;
+            }
+            let score = corpus.score(&query, &query_vector, &path_terms, chunk);
+            if score.total() > 0.0 {
+                hits.push(Hit { path, chunk, score });
+            }
+        }
+    }
+    let matched = hits.len();
+    hits.sort_by(|a, b| {
+        b.score
+            .total()
+            .total_cmp(&a.score.total())
+            .then_with(|| a.path.cmp(b.path))
+            .then_with(|| a.chunk.start.cmp(&b.chunk.start))
+    });
+    hits.truncate(call.limit);
+    (hits, matched)
+}
+
+fn answer(
+    workspace: &Path,
+    call: &Call,
+    ready: &Ready,
+    report: &index::Refresh,
+    secrets: &Secrets,
+    max_bytes: usize,
+) -> String {
+    let (hits, matched) = ranked(call, ready);
+    let mut out = String::new();
+    let mut shown = 0;
+    let mut texts: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (i, hit) in hits.iter().enumerate() {
+        let lines = texts
+            .entry(hit.path)
+            .or_insert_with(|| file_lines(&workspace.join(hit.path)));
+        let entry = format_hit(i + 1, hit, lines, secrets);
+        // Room is kept for the closing notes.
+        if out.len() + entry.len() + 512 > max_bytes {
+            break;
+        }
+        out.push_str(&entry);
+        shown += 1;
+    }
+    if matched == 0 {
+        let _ = writeln!(
+            out,
+            "no code matches {:?} in {} (try other words, or `search` for an exact string)",
+            call.query, call.start.display
+        );
+    } else if shown < hits.len() {
+        let _ = writeln!(
+            out,
+            "[showing {shown} of {} results: output cap; lower limit or narrow path]",
+            hits.len()
+        );
+    }
+    notes(&mut out, &ready.stored, report);
+    out
+}
+
+fn notes(out: &mut String, stored: &index::Stored, report: &index::Refresh) {
+    let chunks: usize = stored.files.values().map(|f| f.chunks.len()).sum();
+    let _ = writeln!(
+        out,
+        "[index: {} files, {chunks} chunks]",
+        stored.files.len()
+    );
+    if report.pending > 0 {
+        let _ = writeln!(
+            out,
+            "[index incomplete: {} files not indexed yet (time budget); these results come from \
+             what is indexed so far, and the next find continues the build]",
+            report.pending
+        );
+    }
+    if report.rebuilt {
+        out.push_str("[the stored index was unreadable or of another version: rebuilt]\n");
+    }
+    if let Some(why) = &report.unsaved {
+        let _ = writeln!(out, "[index not saved: {why}]");
+    }
+    if report.too_big > 0 {
+        let _ = writeln!(
+            out,
+            "[{} files over {} KiB not indexed]",
+            report.too_big,
+            index::MAX_FILE_BYTES / 1024
+        );
+    }
+    if let Some(note) = crate::tools::withheld_note(report.withheld) {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    for note in &report.skipped_notes {
+        out.push_str(note);
+        out.push('\n');
+    }
+}
+
+fn format_hit(rank: usize, hit: &Hit<'_>, lines: &[String], secrets: &Secrets) -> String {
+    let c = hit.chunk;
+    let s = &hit.score;
+    let mut out = format!("{rank}. {}:{}-{}", hit.path, c.start, c.end);
+    if c.symbol.is_empty() {
+        out.push_str(" (file)");
+    } else {
+        let _ = write!(out, " {} ({}", c.symbol, c.kind.name());
+        if let Some(p) = &c.parent {
+            let _ = write!(out, " in {p}");
+        }
+        out.push(')');
+    }
+    let _ = writeln!(
+        out,
+        " score {:.2} = symbol {:.2} + path {:.2} + doc {:.2} + text {:.2} + vector {:.2}",
+        s.total(),
+        s.symbol,
+        s.path,
+        s.doc,
+        s.text,
+        s.vector
+    );
+    // The preview starts at the definition's head, past the comments above it.
+    let first = (c.start as usize).saturating_sub(1);
+    let last = (c.end as usize).min(lines.len());
+    let head = (first..last)
+        .find(|&i| {
+            let t = lines[i].trim();
+            !c.symbol.is_empty() && t.contains(c.symbol.as_str())
+        })
+        .unwrap_or(first);
+    let shown = lines
+        .iter()
+        .enumerate()
+        .take(last)
+        .skip(head)
+        .take(PREVIEW_LINES);
+    for (i, line) in shown {
+        let line = secrets.redact(line.clone());
+        let cut: String = line.chars().take(PREVIEW_CHARS).collect();
+        let more = if cut.len() < line.len() { " …" } else { "" };
+        let _ = writeln!(out, "  {:>5} | {cut}{more}", i + 1);
+    }
+    out
+}
+
+/// The lines of an indexed file for previews (empty when it cannot be read now).
+fn file_lines(path: &Path) -> Vec<String> {
+    let Ok(file) = fsutil::open_walked(path) else {
+        return Vec::new();
+    };
+    let mut bytes = Vec::new();
+    if file
+        .take(index::MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .is_err()
+    {
+        return Vec::new();
+    }
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}

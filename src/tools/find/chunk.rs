@@ -1,0 +1,109 @@
+//! Cuts one file's text into the chunks `find` ranks: a chunk per definition the scanner finds
+//! (with the comments and attributes just above it), and plain windows for the lines between
+//! definitions and for files in languages without a scanner. Chunks never overlap, so a line
+//! is scored once. Pure: gets the text, reads nothing.
+
+use super::index::Chunk;
+use super::rank::{counts, terms};
+use super::symbols::{self, Kind, Lang};
+
+/// Lines in a window chunk: about a screen, so a hit is still a place to look at.
+const WINDOW: usize = 40;
+
+/// The chunks of the file at `path` (relative, for its language) holding `text`.
+pub(crate) fn chunks(path: &str, text: &str) -> Vec<Chunk> {
+    let lines: Vec<&str> = text.lines().collect();
+    let lang = Lang::of(path);
+    let defs = lang.map_or_else(Vec::new, |l| symbols::scan(l, &lines));
+    let mut out = Vec::new();
+    // Each definition starts at its first attribute or comment line, never before the line
+    // after the previous definition's head.
+    let mut starts = Vec::with_capacity(defs.len());
+    let mut floor = 0;
+    for d in &defs {
+        let mut s = d.line;
+        if let Some(l) = lang {
+            while s > floor {
+                let t = lines[s - 1].trim();
+                if t.is_empty() || !(l.is_comment(t) || l.is_attribute(t)) {
+                    break;
+                }
+                s -= 1;
+            }
+        }
+        starts.push(s);
+        floor = d.line + 1;
+    }
+    let mut next_free = 0;
+    for (i, d) in defs.iter().enumerate() {
+        let start = starts[i].max(next_free);
+        let next_start = starts.get(i + 1).copied().unwrap_or(lines.len());
+        let end = d.end.min(next_start.saturating_sub(1)).max(d.line);
+        windows(lang, &lines, next_free, start, &mut out);
+        let parent = d.parent.as_deref().unwrap_or("");
+        out.push(make(
+            lang,
+            &lines,
+            (start, end),
+            &d.name,
+            d.kind,
+            d.parent.clone(),
+            &format!("{} {parent}", d.name),
+        ));
+        next_free = end + 1;
+    }
+    windows(lang, &lines, next_free, lines.len(), &mut out);
+    out
+}
+
+/// Window chunks over lines `from..to` (those not inside a definition), skipping blank ones.
+fn windows(lang: Option<Lang>, lines: &[&str], from: usize, to: usize, out: &mut Vec<Chunk>) {
+    let mut s = from;
+    while s < to {
+        let e = (s + WINDOW).min(to);
+        if lines[s..e].iter().any(|l| !l.trim().is_empty()) {
+            out.push(make(lang, lines, (s, e - 1), "", Kind::File, None, ""));
+        }
+        s = e;
+    }
+}
+
+fn make(
+    lang: Option<Lang>,
+    lines: &[&str],
+    (start, end): (usize, usize),
+    symbol: &str,
+    kind: Kind,
+    parent: Option<String>,
+    symbol_text: &str,
+) -> Chunk {
+    let mut doc = Vec::new();
+    let mut text = Vec::new();
+    let mut in_docstring = false;
+    for line in &lines[start..=end.min(lines.len().saturating_sub(1))] {
+        let t = line.trim();
+        let quotes =
+            lang == Some(Lang::Python) && (t.starts_with("\"\"\"") || t.starts_with("'''"));
+        let is_doc = in_docstring || quotes || lang.is_some_and(|l| l.is_comment(t));
+        if quotes && !(t.len() > 3 && (t.ends_with("\"\"\"") || t.ends_with("'''"))) {
+            in_docstring = !in_docstring;
+        } else if in_docstring && (t.ends_with("\"\"\"") || t.ends_with("'''")) {
+            in_docstring = false;
+        }
+        if is_doc {
+            doc.extend(terms(t));
+        } else {
+            text.extend(terms(t));
+        }
+    }
+    Chunk {
+        start: start as u32 + 1,
+        end: end as u32 + 1,
+        symbol: symbol.to_string(),
+        kind,
+        parent,
+        symbol_terms: counts(terms(symbol_text)),
+        doc_terms: counts(doc),
+        text_terms: counts(text),
+    }
+}

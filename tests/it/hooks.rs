@@ -1,0 +1,397 @@
+//! Hooks (issue 24) with real scripts against a scripted model: the built binary in one-shot
+//! mode, its hooks in the test's own user config (or the workspace's file), each script
+//! written into the workspace by the test. They prove Claude Code's contract (the JSON on
+//! stdin, exit 2 blocking, the JSON decisions), that a timeout kills the hook's group, that a
+//! workspace's unapproved hook is skipped with a notice, and that hooks run confined like
+//! `bash`. Hooks run under the sandbox: without one on this kernel a test says why it skips.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use crate::support::binary::{command, write_config};
+use crate::support::mock_openai::{MockServer, text_reply, tool_calls_reply, wait_until_blocking};
+use crate::support::user_config;
+
+/// Whether the sandbox can be enforced here (hooks run under it); prints why a test skips.
+fn sandbox_works(dir: &Path, test: &str) -> bool {
+    let out = command(dir)
+        .args(["sandbox", "--", "true"])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "SKIPPED {test}: the sandbox cannot be enforced here: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out.status.success()
+}
+
+/// A workspace pointing at `server`, trusted, with `hooks` (TOML) in the user's config and
+/// each `(name, body)` script written to `hooks/<name>` in the workspace.
+fn setup(server: &MockServer, hooks: &str, scripts: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), server);
+    user_config::write_trusting(&dir.path().join("home"), dir.path(), hooks);
+    std::fs::create_dir_all(dir.path().join("hooks")).unwrap();
+    for (name, body) in scripts {
+        std::fs::write(dir.path().join("hooks").join(name), body).unwrap();
+    }
+    dir
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    command(dir).args(args).output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn bash_call(command: &str) -> String {
+    serde_json::json!({ "command": command }).to_string()
+}
+
+#[test]
+fn pre_tool_use_exit_2_blocks_the_bash_call_and_the_model_reads_the_reason() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", &bash_call("touch made.txt"))], 7),
+        text_reply("ok", 4),
+    ]);
+    let hooks = "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"bash hooks/pre.sh\"\n";
+    let script = "cat > pre-input.json\necho 'touching files is not allowed here' >&2\nexit 2\n";
+    let dir = setup(&server, hooks, &[("pre.sh", script)]);
+    if !sandbox_works(dir.path(), "pre_tool_use_exit_2_blocks") {
+        return;
+    }
+    let out = run(dir.path(), &["--yes", "make a file"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !dir.path().join("made.txt").exists(),
+        "the call was blocked"
+    );
+    let second = &server.requests()[1].raw_body;
+    assert!(
+        second.contains("touching files is not allowed here"),
+        "{second}"
+    );
+    let input = read_json(&dir.path().join("pre-input.json"));
+    assert_eq!(input["hook_event_name"], "PreToolUse");
+    assert_eq!(input["tool_name"], "bash");
+    assert_eq!(input["tool_input"]["command"], "touch made.txt");
+    assert!(input["session_id"].as_str().is_some_and(|s| !s.is_empty()));
+    assert!(input["transcript_path"].as_str().is_some());
+    let cwd = dir.path().canonicalize().unwrap();
+    assert_eq!(input["cwd"], cwd.to_str().unwrap());
+}
+
+#[test]
+fn json_permission_decisions_deny_one_call_and_allow_another_but_never_past_a_deny_rule() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[
+                ("c1", "bash", &bash_call("touch denied.txt")),
+                ("c2", "bash", &bash_call("touch allowed.txt")),
+                ("c3", "bash", &bash_call("touch ruled.txt")),
+            ],
+            9,
+        ),
+        text_reply("ok", 4),
+    ]);
+    let hooks = "[permissions]\ndeny = [\"bash(touch ruled*)\"]\n\
+        [[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"bash hooks/decide.sh\"\n";
+    let script = r#"input=$(cat)
+case "$input" in
+  *denied.txt*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"policy says no"}}' ;;
+  *) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}' ;;
+esac
+"#;
+    let dir = setup(&server, hooks, &[("decide.sh", script)]);
+    if !sandbox_works(dir.path(), "json_permission_decisions") {
+        return;
+    }
+    // No --yes and no terminal: only the hook's allow lets a call run.
+    let out = run(dir.path(), &["make files"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!dir.path().join("denied.txt").exists());
+    assert!(dir.path().join("allowed.txt").exists(), "{}", stderr(&out));
+    assert!(!dir.path().join("ruled.txt").exists(), "a deny rule wins");
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("policy says no"), "{second}");
+    assert!(second.contains("denied by the permission rule"), "{second}");
+}
+
+#[test]
+fn post_tool_use_receives_the_tool_response_and_its_exit_2_reason_reaches_the_model() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "bash", &bash_call("echo hello-from-bash"))], 7),
+        text_reply("ok", 4),
+    ]);
+    let hooks = "[[hooks.PostToolUse]]\ncommand = \"bash hooks/post.sh\"\n";
+    let script = "cat > post-input.json\necho 'remember to run the linter' >&2\nexit 2\n";
+    let dir = setup(&server, hooks, &[("post.sh", script)]);
+    if !sandbox_works(dir.path(), "post_tool_use_receives") {
+        return;
+    }
+    let out = run(dir.path(), &["--yes", "say hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let input = read_json(&dir.path().join("post-input.json"));
+    assert_eq!(input["hook_event_name"], "PostToolUse");
+    assert_eq!(input["tool_name"], "bash");
+    let response = input["tool_response"]["content"].as_str().unwrap();
+    assert!(response.contains("hello-from-bash"), "{input}");
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("remember to run the linter"), "{second}");
+}
+
+#[test]
+fn user_prompt_submit_exit_2_refuses_the_prompt_before_the_model_sees_it() {
+    let server = MockServer::start_in_thread(vec![text_reply("never", 4)]);
+    let hooks = "[[hooks.UserPromptSubmit]]\ncommand = \"bash hooks/prompt.sh\"\n";
+    let script = "grep -q secret-project && { echo 'prompts about secret-project are refused' >&2; exit 2; }\nexit 0\n";
+    let dir = setup(&server, hooks, &[("prompt.sh", script)]);
+    if !sandbox_works(dir.path(), "user_prompt_submit_exit_2") {
+        return;
+    }
+    let out = run(dir.path(), &["tell me about secret-project"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("prompts about secret-project are refused"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn user_prompt_submit_stdout_is_added_as_context() {
+    let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
+    let hooks =
+        "[[hooks.UserPromptSubmit]]\ncommand = \"echo 'the build is broken since Monday'\"\n";
+    let dir = setup(&server, hooks, &[]);
+    if !sandbox_works(dir.path(), "user_prompt_submit_stdout") {
+        return;
+    }
+    let out = run(dir.path(), &["what now"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first = &server.requests()[0].raw_body;
+    assert!(
+        first.contains("the build is broken since Monday"),
+        "{first}"
+    );
+}
+
+#[test]
+fn session_start_stdout_reaches_the_first_prompt_as_context() {
+    let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
+    let hooks = "[[hooks.SessionStart]]\ncommand = \"bash hooks/start.sh\"\n";
+    let script = "cat > start-input.json\necho 'on-call this week: Ada'\n";
+    let dir = setup(&server, hooks, &[("start.sh", script)]);
+    if !sandbox_works(dir.path(), "session_start_stdout") {
+        return;
+    }
+    let out = run(dir.path(), &["who is on call"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let input = read_json(&dir.path().join("start-input.json"));
+    assert_eq!(input["hook_event_name"], "SessionStart");
+    assert_eq!(input["source"], "startup");
+    let first = &server.requests()[0].raw_body;
+    assert!(first.contains("on-call this week: Ada"), "{first}");
+}
+
+#[test]
+fn stop_exit_2_makes_the_model_continue_once() {
+    let server = MockServer::start_in_thread(vec![
+        text_reply("done", 4),
+        text_reply("tests run, really done", 4),
+    ]);
+    let hooks = "[[hooks.Stop]]\ncommand = \"bash hooks/stop.sh\"\n";
+    let script =
+        "grep -q '\"stop_hook_active\":true' && exit 0\necho 'run the tests first' >&2\nexit 2\n";
+    let dir = setup(&server, hooks, &[("stop.sh", script)]);
+    if !sandbox_works(dir.path(), "stop_exit_2") {
+        return;
+    }
+    let out = run(dir.path(), &["finish the work"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.request_count(), 2, "{}", stderr(&out));
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("run the tests first"), "{second}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("really done"), "{stdout}");
+}
+
+#[test]
+fn a_hook_past_its_timeout_is_killed_with_its_process_group() {
+    let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
+    let hooks = "[[hooks.UserPromptSubmit]]\ncommand = \"bash hooks/slow.sh\"\ntimeout = 1\n";
+    let script = "sleep 120 &\necho $! > bg.pid\nsleep 120\n";
+    let dir = setup(&server, hooks, &[("slow.sh", script)]);
+    if !sandbox_works(dir.path(), "a_hook_past_its_timeout") {
+        return;
+    }
+    let started = Instant::now();
+    let out = run(dir.path(), &["hello"]);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("timed out"), "{}", stderr(&out));
+    // The prompt still went on: a timeout is an error shown to the user, not a block.
+    assert_eq!(server.request_count(), 1);
+    let pid = std::fs::read_to_string(dir.path().join("bg.pid")).unwrap();
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let gone = wait_until_blocking(Duration::from_secs(30), || {
+        std::fs::read_to_string(&stat)
+            .map(|s| {
+                s.split(") ")
+                    .nth(1)
+                    .is_some_and(|rest| rest.starts_with('Z'))
+            })
+            .unwrap_or(true)
+    });
+    assert!(gone, "the hook's background job survived its timeout");
+}
+
+#[test]
+fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_runs() {
+    let server = MockServer::start_in_thread(vec![text_reply("ok", 4), text_reply("ok", 4)]);
+    let dir = setup(&server, "", &[]);
+    if !sandbox_works(dir.path(), "an_unapproved_workspace_hook") {
+        return;
+    }
+    let workspace = std::fs::read_to_string(dir.path().join("config/config.toml")).unwrap();
+    let hook = "[[hooks.UserPromptSubmit]]\ncommand = \"touch ran.txt\"\n";
+    std::fs::write(
+        dir.path().join("config/config.toml"),
+        format!("{workspace}{hook}"),
+    )
+    .unwrap();
+    let out = run(dir.path(), &["hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!dir.path().join("ran.txt").exists());
+    let err = stderr(&out);
+    assert!(
+        err.contains("touch ran.txt") && err.contains("skipped"),
+        "{err}"
+    );
+    assert!(err.contains("approve"), "{err}");
+
+    // The approval minicode would record after a yes on the terminal: this exact definition.
+    let approved = minicode::hooks::Hook {
+        event: minicode::hooks::HookEvent::UserPromptSubmit,
+        matcher: None,
+        command: "touch ran.txt".into(),
+        timeout: Duration::from_secs(60),
+        origin: dir.path().join("config/config.toml"),
+        from_workspace: true,
+    };
+    let canonical = dir.path().canonicalize().unwrap();
+    let record = format!(
+        "[[approved_hooks]]\nworkspace = {:?}\nevent = \"UserPromptSubmit\"\nsha256 = \"{}\"\n",
+        canonical.to_str().unwrap(),
+        approved.definition_hash()
+    );
+    user_config::write_trusting(&dir.path().join("home"), dir.path(), &record);
+    let out = run(dir.path(), &["hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(dir.path().join("ran.txt").exists(), "{}", stderr(&out));
+}
+
+#[test]
+fn an_untrusted_workspaces_hooks_are_ignored_with_a_notice() {
+    let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/config.toml"),
+        "[[hooks.UserPromptSubmit]]\ncommand = \"touch ran.txt\"\n",
+    )
+    .unwrap();
+    let user = format!(
+        "[model]\nbase_url = \"{}\"\nname = \"mock-model\"\n",
+        server.base_url()
+    );
+    let file = user_config::path(&dir.path().join("home"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, user).unwrap();
+    let out = run(dir.path(), &["hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!dir.path().join("ran.txt").exists());
+    assert!(
+        stderr(&out).contains("[hooks] are ignored"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn hooks_run_confined_without_the_key_so_a_write_outside_the_workspace_fails() {
+    let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let hooks = format!(
+        "[[hooks.UserPromptSubmit]]\ncommand = \"env > env.txt; echo x > {}\"\n",
+        target.display()
+    );
+    let dir = setup(&server, &hooks, &[]);
+    if !sandbox_works(dir.path(), "hooks_run_confined") {
+        return;
+    }
+    let out = command(dir.path())
+        .env("MINICODE_API_KEY", "sk-hook-must-not-see")
+        .arg("hello")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!target.exists(), "the hook wrote outside the workspace");
+    // The failed write is the hook's error, shown to the user without blocking the prompt.
+    assert!(
+        stderr(&out).contains("exited with status 1"),
+        "{}",
+        stderr(&out)
+    );
+    let env = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();
+    assert!(!env.contains("sk-hook-must-not-see"), "{env}");
+    assert!(!env.contains("MINICODE_"), "{env}");
+}
+
+#[test]
+fn hooks_config_checks_events_matchers_and_timeouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let load = |text: &str| {
+        let file = user_config::path(&home);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, text).unwrap();
+        let home = home.to_str().unwrap().to_string();
+        let env = move |name: &str| (name == "HOME").then(|| home.clone());
+        minicode::config::load(
+            dir.path(),
+            &env,
+            &minicode::config::Overrides {
+                demo: true,
+                ..Default::default()
+            },
+        )
+    };
+    let ok = load("[[hooks.PreToolUse]]\nmatcher = \"Edit|Write\"\ncommand = \"true\"\n").unwrap();
+    assert_eq!(ok.hooks.len(), 1);
+    assert_eq!(ok.hooks[0].timeout, Duration::from_secs(60));
+    assert!(ok.hooks[0].matches(Some("write")));
+    assert!(!ok.hooks[0].matches(Some("bash")));
+    assert!(!ok.hooks[0].from_workspace);
+    let err = load("[[hooks.BeforeTool]]\ncommand = \"true\"\n").unwrap_err();
+    assert!(
+        err.to_string().contains("unknown event `BeforeTool`"),
+        "{err}"
+    );
+    let err = load("[[hooks.Stop]]\nmatcher = \"bash\"\ncommand = \"true\"\n").unwrap_err();
+    assert!(err.to_string().contains("take no matcher"), "{err}");
+    let err = load("[[hooks.Stop]]\ncommand = \"true\"\ntimeout = 0\n").unwrap_err();
+    assert!(err.to_string().contains("hooks.timeout"), "{err}");
+}
