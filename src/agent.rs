@@ -7,7 +7,7 @@
 mod approvals;
 pub mod budget;
 mod busy;
-mod checkpoints;
+pub(crate) mod checkpoints;
 pub mod compact;
 pub mod context;
 mod context_upkeep;
@@ -387,7 +387,7 @@ impl Core {
             Op::Fork => self.fork(),
             Op::SetPlan { on } => self.set_plan(on),
             Op::ListRewind => self.list_rewind(),
-            Op::Rewind { turn, scope } => self.rewind(turn, scope),
+            Op::Rewind { turn, scope, force } => self.rewind(turn, scope, force),
             Op::Decide { call, .. } => self.emit(Event::Error {
                 message: format!("no approval is pending for call {call:?}"),
             }),

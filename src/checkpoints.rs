@@ -21,6 +21,7 @@ mod blobs;
 mod journal;
 mod rewind;
 mod scan;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -29,6 +30,25 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use rewind::{FileChange, Outcome, TurnChanges};
+
+/// The `hash` of a folder's record (never a blob's name: those are 64 hex digits). A folder's
+/// path in the tree ends with `/`.
+pub(crate) const DIR_HASH: &str = "dir";
+
+/// The tool name a rewind's own record carries in the journal.
+pub(crate) const REWIND_TOOL: &str = "rewind";
+
+/// How to rewind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct How {
+    /// Plan only: no file is written and nothing is recorded.
+    pub dry_run: bool,
+    /// Overwrite conflicts too (their current content is recorded first, so the rewind can
+    /// be undone); a file that could not be recorded (too large, not a regular file) stays.
+    pub force: bool,
+    /// The turn the rewind's own record belongs to: the one after the session's last.
+    pub as_turn: u32,
+}
 
 /// `.minicode/<SUBDIR>`: everything checkpoints keep.
 pub(crate) const SUBDIR: &str = "checkpoints";
@@ -76,9 +96,19 @@ pub(crate) struct FileState {
 }
 
 impl FileState {
+    /// A folder's record: its mode (folders are recorded so a rewind removes the ones the
+    /// calls created and makes again the ones they removed; their times change with every
+    /// entry, so only the mode and the inode recognise one unchanged).
+    pub(crate) fn is_dir(&self) -> bool {
+        self.hash == DIR_HASH
+    }
+
     /// Whether `meta` describes the file this state was recorded from, unchanged.
     pub(crate) fn matches(&self, meta: &std::fs::Metadata) -> bool {
         let stat = Stat::of(meta);
+        if self.is_dir() {
+            return meta.is_dir() && self.mode == stat.mode && self.ino == stat.ino;
+        }
         self.size == stat.size
             && self.mtime == stat.mtime
             && self.ctime == stat.ctime
@@ -229,13 +259,12 @@ impl Recorder {
         Ok(self.journal()?.list())
     }
 
-    /// Restores the code to its state before user turn `turn` (see `rewind`). `dry_run`
-    /// plans and changes nothing.
-    pub fn rewind(&mut self, turn: u32, dry_run: bool) -> io::Result<Outcome> {
+    /// Restores the code to its state before user turn `turn` (see `rewind`).
+    pub fn rewind(&mut self, turn: u32, how: &How) -> io::Result<Outcome> {
         if !journal::Journal::exists(&self.workspace, &self.session) {
             return Ok(Outcome::default());
         }
-        self.journal()?.rewind(turn, dry_run)
+        self.journal()?.rewind(turn, how)
     }
 }
 

@@ -14,6 +14,7 @@ mod hooks;
 mod host;
 mod mcp;
 mod provider;
+mod rewind;
 pub(crate) mod sandbox;
 mod sandbox_flags;
 mod serve;
@@ -199,6 +200,10 @@ pub(crate) enum Command {
     },
     /// Print the man page (roff) on stdout: `minicode man | man -l -`.
     Man,
+    /// Undo: list a session's turns that changed files (--list, the default), or go back to the
+    /// state before one (--to N) for the code, the conversation or both. Exit 1 when conflicts
+    /// were left as they are.
+    Rewind(rewind::RewindArgs),
     /// Run one command confined as a `bash` call would be (profile, network), in the current
     /// folder as the workspace, and exit with its status: `minicode sandbox -- cargo build`.
     Sandbox(sandbox::SandboxArgs),
@@ -288,6 +293,7 @@ fn subcommand(
         Command::Attach(attach_args) => serve::attach(attach_args, launch),
         Command::Completions { shell } => shell::completions(*shell),
         Command::Man => shell::man(),
+        Command::Rewind(rewind_args) => rewind::run(rewind_args, env, launch),
         Command::Sandbox(sandbox_args) => {
             sandbox::run(sandbox_args, env, launch, args.server.config.as_deref())
         }

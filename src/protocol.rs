@@ -100,8 +100,13 @@ pub enum Op {
     /// Go back to before user turn `turn` (1 is the first): restore the files its calls and
     /// later ones changed (conflicts left alone), fork the conversation before it, or both.
     /// Answered by `Rewound` (after `SessionForked` and a fresh `SessionConfigured` when the
-    /// conversation is rewound). Queued while a turn runs.
-    Rewind { turn: u32, scope: RewindScope },
+    /// conversation is rewound). Queued while a turn runs. `force`: overwrite conflicts too,
+    /// after recording their content (the rewind is itself recorded and can be undone).
+    Rewind {
+        turn: u32,
+        scope: RewindScope,
+        force: bool,
+    },
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -492,6 +497,9 @@ pub enum Event {
         turn: u32,
         restored: Vec<String>,
         conflicts: Vec<String>,
+        /// Conflicts a forced rewind overwrote.
+        #[serde(default)]
+        overwritten: Vec<String>,
         skipped: Vec<String>,
         prompt: Option<String>,
         error: Option<String>,

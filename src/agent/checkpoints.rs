@@ -5,7 +5,7 @@
 //! record never stops a call: it is said once as a warning, and the call runs unrecorded.
 
 use crate::chat::{Role, ToolCall, ToolKind};
-use crate::checkpoints::{FileChange, Position, Recorder, Settings};
+use crate::checkpoints::{FileChange, Position, Recorder, Settings, TurnChanges};
 use crate::protocol::{Event, FileChangeKind, RewindTurn};
 use crate::session::Session;
 
@@ -34,10 +34,14 @@ impl Checkpoints {
         self.recorder = Recorder::new(session.workspace(), session.id(), settings);
     }
 
-    /// Whether calls of this kind can change files: all but reads, searches and fetches (a
-    /// sub-agent's or an MCP tool's changes are recorded around the call that made them).
+    /// Whether calls of this kind can change files: all but reads, searches, fetches and the
+    /// model's own work (sub-agents only read, skills only load text). An MCP tool's changes
+    /// are recorded around its call.
     fn records(kind: ToolKind) -> bool {
-        !matches!(kind, ToolKind::Read | ToolKind::Search | ToolKind::Fetch)
+        !matches!(
+            kind,
+            ToolKind::Read | ToolKind::Search | ToolKind::Fetch | ToolKind::Think
+        )
     }
 
     /// Before an approved call runs. Returns whether its `after` is owed.
@@ -87,23 +91,48 @@ impl Checkpoints {
                 };
             }
         };
-        let turns = turns
-            .into_iter()
-            .map(|t| RewindTurn {
-                turn: t.turn,
-                prompt: prompt(session, t.turn).unwrap_or_default(),
-                files: t.files.into_iter().map(|(p, k)| (p, kind(k))).collect(),
-                skipped: t.skipped,
-                undone: t.undone,
-            })
-            .collect();
-        Event::RewindList { turns, enabled }
+        Event::RewindList {
+            turns: described(session, turns),
+            enabled,
+        }
     }
 
-    /// Restores the code to before `turn`.
-    pub(crate) fn rewind(&mut self, turn: u32) -> std::io::Result<crate::checkpoints::Outcome> {
-        self.recorder.rewind(turn, false)
+    /// Restores the code to before `turn`; the rewind's own record goes with the turn after
+    /// the session's last.
+    pub(crate) fn rewind(
+        &mut self,
+        session: &Session,
+        turn: u32,
+        force: bool,
+    ) -> std::io::Result<crate::checkpoints::Outcome> {
+        let how = crate::checkpoints::How {
+            dry_run: false,
+            force,
+            as_turn: user_turns(session).saturating_add(1),
+        };
+        self.recorder.rewind(turn, &how)
     }
+}
+
+/// The recorded turns as a listing shows them: each with its prompt.
+pub(crate) fn described(session: &Session, turns: Vec<TurnChanges>) -> Vec<RewindTurn> {
+    turns
+        .into_iter()
+        .map(|t| RewindTurn {
+            turn: t.turn,
+            prompt: prompt(session, t.turn).unwrap_or_else(|| {
+                if t.rewind {
+                    "(a rewind: undo it to get back what it overwrote)"
+                } else {
+                    ""
+                }
+                .to_string()
+            }),
+            files: t.files.into_iter().map(|(p, k)| (p, kind(k))).collect(),
+            skipped: t.skipped,
+            undone: t.undone,
+        })
+        .collect()
 }
 
 /// The number of user messages in the session: the position of the turn now running.
@@ -150,7 +179,7 @@ impl super::Core {
 
     /// `Op::Rewind`: the code first (while the session is still the one that recorded it),
     /// then the conversation, forked before the turn's user message.
-    pub(crate) fn rewind(&mut self, turn: u32, scope: crate::protocol::RewindScope) {
+    pub(crate) fn rewind(&mut self, turn: u32, scope: crate::protocol::RewindScope, force: bool) {
         let Some((index, prompt)) = user_message(&self.store.session, turn) else {
             self.emit(rewound(
                 turn,
@@ -161,7 +190,7 @@ impl super::Core {
         };
         let mut outcome = crate::checkpoints::Outcome::default();
         if scope.code() {
-            match self.checkpoints.rewind(turn) {
+            match self.checkpoints.rewind(&self.store.session, turn, force) {
                 Ok(done) => outcome = done,
                 Err(e) => {
                     let error = format!("could not restore the code: {e}");
@@ -182,6 +211,7 @@ impl super::Core {
             turn,
             restored: outcome.restored,
             conflicts: outcome.conflicts,
+            overwritten: outcome.overwritten,
             skipped: outcome.skipped,
             prompt: Some(prompt),
             error,
@@ -194,6 +224,7 @@ fn rewound(turn: u32, prompt: Option<String>, error: Option<String>) -> Event {
         turn,
         restored: Vec::new(),
         conflicts: Vec::new(),
+        overwritten: Vec::new(),
         skipped: Vec::new(),
         prompt,
         error,

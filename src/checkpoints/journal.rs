@@ -9,11 +9,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::io::{self, BufRead, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::blobs::Blobs;
 use super::rewind::{self, Outcome, TurnChanges};
+use super::watch::Watcher;
 use super::{Change, FileState, Position, Settings, Tree, scan};
 
 /// The journal format's version (in the base line).
@@ -47,8 +49,13 @@ enum Line {
         recovered: bool,
     },
     /// The code was rewound to before `turn`: the calls recorded so far from that turn on are
-    /// undone and take no part in later rewinds.
-    Rewound { turn: u32 },
+    /// listed as undone. `record`: the call that recorded the rewind itself (it and later
+    /// calls are not). Rewinds read every call, undone or not: in order they chain.
+    Rewound {
+        turn: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<u64>,
+    },
     /// The checkpoints of turns up to `through` were pruned to keep the store under its cap.
     Pruned { through: u32 },
 }
@@ -58,6 +65,8 @@ enum Line {
 pub(crate) struct Call {
     pub turn: u32,
     pub seq: u64,
+    /// The tool that made it (`rewind` for a rewind's own record).
+    pub tool: String,
     pub changes: BTreeMap<String, Change>,
     pub skipped: Vec<String>,
     /// Undone by a rewind.
@@ -81,6 +90,11 @@ pub(crate) struct Journal {
     based: bool,
     /// The blob store's size, once measured.
     store_bytes: Option<u64>,
+    /// Watches every folder once a whole-tree walk has run with it; `None` before, and for
+    /// good where it cannot (then every record walks the tree).
+    watcher: Option<Arc<Watcher>>,
+    /// Whether the watcher was found unusable; it is not tried again.
+    unwatchable: bool,
 }
 
 /// The journals' folder.
@@ -127,6 +141,8 @@ impl Journal {
             pruned_through: 0,
             based: false,
             store_bytes: None,
+            watcher: None,
+            unwatchable: false,
         };
         match std::fs::File::open(&journal.path) {
             Ok(file) => journal.replay(io::BufReader::new(file))?,
@@ -162,11 +178,14 @@ impl Journal {
                     set(&mut self.tree, path, state);
                 }
             }
-            Line::Begin { seq, turn, .. } => {
+            Line::Begin {
+                seq, turn, tool, ..
+            } => {
                 self.next_seq = self.next_seq.max(seq + 1);
                 self.calls.push(Call {
                     turn,
                     seq,
+                    tool,
                     changes: BTreeMap::new(),
                     skipped: Vec::new(),
                     undone: false,
@@ -188,7 +207,7 @@ impl Journal {
                     call.pending = false;
                 }
             }
-            Line::Rewound { turn } => self.mark_undone(turn),
+            Line::Rewound { turn, record } => self.mark_undone(turn, record),
             Line::Pruned { through } => {
                 self.calls.retain(|c| c.turn > through);
                 self.pruned_through = self.pruned_through.max(through);
@@ -196,8 +215,13 @@ impl Journal {
         }
     }
 
-    pub(crate) fn mark_undone(&mut self, turn: u32) {
-        for call in self.calls.iter_mut().filter(|c| c.turn >= turn) {
+    pub(crate) fn mark_undone(&mut self, turn: u32, record: Option<u64>) {
+        let before = record.unwrap_or(u64::MAX);
+        for call in self
+            .calls
+            .iter_mut()
+            .filter(|c| c.turn >= turn && c.seq < before)
+        {
             call.undone = true;
         }
     }
@@ -216,12 +240,7 @@ impl Journal {
     /// Brings the recorded tree up to date with the workspace: the first time, the base (every
     /// tracked file read once); then the drift since the last record (only changed files read).
     pub(crate) fn catch_up(&mut self) -> io::Result<()> {
-        let found = scan::scan(
-            &self.workspace,
-            &self.tree,
-            &mut self.blobs,
-            self.max_file_bytes,
-        )?;
+        let found = self.scan()?;
         self.grew(found.grown);
         let files: BTreeMap<String, Option<FileState>> = found
             .changes
@@ -260,6 +279,7 @@ impl Journal {
         self.calls.push(Call {
             turn: position.turn,
             seq,
+            tool: position.tool.clone(),
             changes: BTreeMap::new(),
             skipped: Vec::new(),
             undone: false,
@@ -271,12 +291,7 @@ impl Journal {
     /// Records what call `seq` changed (a scan against the tree recorded before it). Returns
     /// the paths skipped for size.
     pub(crate) fn end(&mut self, seq: u64, recovered: bool) -> io::Result<Vec<String>> {
-        let found = scan::scan(
-            &self.workspace,
-            &self.tree,
-            &mut self.blobs,
-            self.max_file_bytes,
-        )?;
+        let found = self.scan()?;
         self.grew(found.grown);
         for (path, change) in &found.changes {
             set(&mut self.tree, path.clone(), change.after.clone());
@@ -293,6 +308,41 @@ impl Journal {
             call.pending = false;
         }
         Ok(found.skipped)
+    }
+
+    /// What changed since the tree was last recorded: in the folders the watcher names once
+    /// it watches the whole tree, else (the first time, after an overflow, without inotify)
+    /// by walking everything, which also sets the watches up.
+    fn scan(&mut self) -> io::Result<scan::Found> {
+        let scope = match &self.watcher {
+            Some(watcher) => {
+                let dirty = watcher.drain();
+                if dirty.is_empty() {
+                    return Ok(scan::Found::default());
+                }
+                scan::Scope::dirty(dirty)
+            }
+            None => {
+                if !self.unwatchable {
+                    self.watcher = Watcher::new().map(Arc::new);
+                    self.unwatchable = self.watcher.is_none();
+                }
+                scan::Scope::everything()
+            }
+        };
+        let found = scan::scan(
+            &self.workspace,
+            scope,
+            self.watcher.as_ref(),
+            &self.tree,
+            &mut self.blobs,
+            self.max_file_bytes,
+        )?;
+        if self.watcher.as_ref().is_some_and(|w| !w.healthy()) {
+            self.watcher = None;
+            self.unwatchable = true;
+        }
+        Ok(found)
     }
 
     fn grew(&mut self, by: u64) {
@@ -373,17 +423,44 @@ impl Journal {
         rewind::list(&self.calls)
     }
 
-    /// Restores the code to before `turn` (see `rewind::restore`), then records the result:
-    /// the tree as it now is (drift) and the `rewound` line.
-    pub(crate) fn rewind(&mut self, turn: u32, dry_run: bool) -> io::Result<Outcome> {
+    /// Restores the code to before `turn` (see `rewind::restore`). The tree is brought up to
+    /// date first, so every file's current content is in the store; then the rewind is
+    /// recorded as a call of its own (turn `how.as_turn`), so it can be undone like any other,
+    /// and the `rewound` line marks what it undid.
+    pub(crate) fn rewind(&mut self, turn: u32, how: &super::How) -> io::Result<Outcome> {
         if !self.based {
             return Ok(Outcome::default());
         }
-        let outcome = rewind::restore(self, turn, dry_run)?;
-        if !dry_run && !outcome.pruned {
-            self.catch_up()?;
-            self.append(&Line::Rewound { turn })?;
-            self.mark_undone(turn);
+        if turn <= self.pruned_through {
+            return Ok(Outcome {
+                pruned: true,
+                ..Outcome::default()
+            });
+        }
+        self.catch_up()?;
+        let record = if how.dry_run {
+            None
+        } else {
+            let position = Position {
+                turn: how.as_turn,
+                call: format!("rewind-to-{turn}"),
+                tool: super::REWIND_TOOL.to_string(),
+            };
+            Some(self.begin(&position)?)
+        };
+        let outcome = rewind::restore(self, turn, how)?;
+        if let Some(seq) = record {
+            self.end(seq, false)?;
+            // With conflicts left, the turn is not marked undone (the listing's word): some
+            // of it still stands.
+            if outcome.conflicts.len() > outcome.overwritten.len() {
+                return Ok(outcome);
+            }
+            self.append(&Line::Rewound {
+                turn,
+                record: Some(seq),
+            })?;
+            self.mark_undone(turn, Some(seq));
         }
         Ok(outcome)
     }

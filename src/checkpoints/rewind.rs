@@ -32,6 +32,8 @@ pub struct TurnChanges {
     pub skipped: Vec<String>,
     /// Already undone by a rewind.
     pub undone: bool,
+    /// The turn holds a rewind's own record (undoing it undoes the rewind).
+    pub rewind: bool,
 }
 
 /// What a rewind did (or, dry, would do).
@@ -39,16 +41,20 @@ pub struct TurnChanges {
 pub struct Outcome {
     /// Paths brought back to their state before the turn (removed when they did not exist).
     pub restored: Vec<String>,
-    /// Paths changed since the agent's last call touched them: left as they are.
+    /// Paths changed since the agent's last call touched them: left as they are, unless
+    /// forced.
     pub conflicts: Vec<String>,
+    /// Conflicts a forced rewind overwrote (their content before is in the rewind's record).
+    pub overwritten: Vec<String>,
     /// Files the turns' calls changed that were too large to record.
     pub skipped: Vec<String>,
     /// Set when the turn's checkpoints were pruned: nothing was restored.
     pub pruned: bool,
 }
 
-/// A turn's paths with their spans, its skipped files, and whether it was undone.
-type TurnSpans = (BTreeMap<String, Span>, Vec<String>, bool);
+/// A turn's paths with their spans, its skipped files, whether it was undone, and whether
+/// it holds a rewind.
+type TurnSpans = (BTreeMap<String, Span>, Vec<String>, bool, bool);
 
 /// The turns with their changes, newest first. Touched-but-equal files are left out.
 pub(crate) fn list(calls: &[Call]) -> Vec<TurnChanges> {
@@ -56,15 +62,18 @@ pub(crate) fn list(calls: &[Call]) -> Vec<TurnChanges> {
     for call in calls.iter().filter(|c| !c.pending) {
         let entry = turns.entry(call.turn).or_default();
         entry.2 |= call.undone;
+        entry.3 |= call.tool == super::REWIND_TOOL;
         entry.1.extend(call.skipped.iter().cloned());
         merge(&mut entry.0, call);
     }
     turns
         .into_iter()
         .rev()
-        .filter_map(|(turn, (spans, mut skipped, undone))| {
+        .filter_map(|(turn, (spans, mut skipped, undone, rewind))| {
+            // Folders are restored with their files but not listed.
             let files: Vec<_> = spans
                 .into_iter()
+                .filter(|(path, _)| !path.ends_with('/'))
                 .filter_map(|(path, span)| span.kind().map(|k| (path, k)))
                 .collect();
             skipped.sort();
@@ -74,6 +83,7 @@ pub(crate) fn list(calls: &[Call]) -> Vec<TurnChanges> {
                 files,
                 skipped,
                 undone,
+                rewind,
             })
         })
         .collect()
@@ -110,43 +120,66 @@ fn merge(spans: &mut BTreeMap<String, Span>, call: &Call) {
 }
 
 /// Restores every path the live calls of turns `turn` and later changed to its state before
-/// them, except conflicts. `dry_run` only plans.
-pub(crate) fn restore(journal: &mut Journal, turn: u32, dry_run: bool) -> io::Result<Outcome> {
+/// them. A conflict is left alone, or with `how.force` overwritten when its current content
+/// is in the store. `how.dry_run` only plans.
+pub(crate) fn restore(journal: &mut Journal, turn: u32, how: &super::How) -> io::Result<Outcome> {
     let mut outcome = Outcome::default();
-    if turn <= journal.pruned_through {
-        outcome.pruned = true;
-        return Ok(outcome);
-    }
+    // Every call from the turn on, undone ones and rewinds' own records included: in journal
+    // order they chain, so a path's first `before` is its state before the turn and its last
+    // `after` what the agent (or a rewind) last left there.
     let mut spans = BTreeMap::new();
-    for call in journal.calls.iter().filter(|c| c.turn >= turn && !c.undone) {
+    for call in journal.calls.iter().filter(|c| c.turn >= turn) {
         merge(&mut spans, call);
         outcome.skipped.extend(call.skipped.iter().cloned());
     }
     outcome.skipped.sort();
     outcome.skipped.dedup();
-    for (rel, span) in spans {
+    // What comes back is made parents first; what goes away is removed children first.
+    let (back, away): (Vec<_>, Vec<_>) = spans.into_iter().partition(|(_, s)| s.first.is_some());
+    for (rel, span) in back.into_iter().chain(away.into_iter().rev()) {
         let Some(path) = confined(&journal.workspace, &rel) else {
             outcome.conflicts.push(rel);
             continue;
         };
-        if !is_as_left(journal, &rel, &path, span.last.as_ref())? {
-            outcome.conflicts.push(rel);
-            continue;
+        let conflict = !is_as_left(journal, &rel, &path, span.last.as_ref())?;
+        if conflict {
+            outcome.conflicts.push(rel.clone());
+            if !how.force || !recorded_now(journal, &rel, &path)? {
+                continue;
+            }
+            outcome.overwritten.push(rel.clone());
         }
         let same = match (&span.first, &span.last) {
             (None, None) => true,
             (Some(a), Some(b)) => a.same_file(b),
             _ => false,
         };
-        if same {
+        if same && !conflict {
             continue;
         }
-        if !dry_run {
-            put_back(journal, &path, span.first.as_ref())?;
+        if !how.dry_run && !put_back(journal, &path, span.first.as_ref())? {
+            // A folder the calls made that holds something else now stays.
+            outcome.conflicts.push(rel);
+            continue;
         }
-        outcome.restored.push(rel);
+        if !rel.ends_with('/') {
+            outcome.restored.push(rel);
+        }
     }
+    outcome.conflicts.sort();
+    outcome.restored.sort();
     Ok(outcome)
+}
+
+/// Whether what is at `path` now can be brought back later: nothing, or a regular file the
+/// tree (just brought up to date) holds in the store.
+fn recorded_now(journal: &Journal, rel: &str, path: &Path) -> io::Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok((meta.is_file() || meta.is_dir())
+            && journal.tree.get(rel).is_some_and(|s| s.matches(&meta))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(e),
+    }
 }
 
 /// `rel` joined to the workspace, when it is a plain relative path.
@@ -173,6 +206,9 @@ fn is_as_left(
     let Some(left) = left else {
         return Ok(false);
     };
+    if left.is_dir() {
+        return Ok(meta.is_dir() && Stat::of(&meta).mode == left.mode);
+    }
     if !meta.is_file() {
         return Ok(false);
     }
@@ -186,21 +222,22 @@ fn is_as_left(
     Ok(hash == left.hash && Stat::of(&meta).mode == left.mode)
 }
 
-/// Writes `state`'s content and mode at `path`, or removes the file (and the folders left
-/// empty by that) when `state` is `None`.
-fn put_back(journal: &Journal, path: &Path, state: Option<&FileState>) -> io::Result<()> {
+/// Writes `state`'s content and mode at `path` (a folder: makes it), or removes what is there
+/// when `state` is `None`. Returns false for a folder that is not empty, left in place.
+fn put_back(journal: &Journal, path: &Path, state: Option<&FileState>) -> io::Result<bool> {
     use std::os::unix::fs::PermissionsExt;
     let workspace = &journal.workspace;
     let Some(state) = state else {
-        std::fs::remove_file(path)?;
-        let mut dir = path.parent();
-        while let Some(d) = dir.filter(|d| *d != workspace.as_path() && d.starts_with(workspace)) {
-            if std::fs::remove_dir(d).is_err() {
-                break;
-            }
-            dir = d.parent();
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(e),
+        };
+        if !meta.is_dir() {
+            std::fs::remove_file(path)?;
+            return Ok(true);
         }
-        return Ok(());
+        return Ok(std::fs::remove_dir(path).is_ok());
     };
     let parent = path.parent().unwrap_or(workspace);
     std::fs::create_dir_all(parent)?;
@@ -211,8 +248,17 @@ fn put_back(journal: &Journal, path: &Path, state: Option<&FileState>) -> io::Re
             parent.display()
         )));
     }
+    let mode = state.mode & 0o7777;
+    if state.is_dir() {
+        if !path.is_dir() {
+            std::fs::create_dir(path)?;
+        }
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+        return Ok(true);
+    }
     let bytes = journal.blobs.get(&state.hash)?;
-    let mode = state.mode & 0o777;
+    let mode = mode & 0o777;
     crate::fsutil::write_atomic_journaled(path, &bytes, Some(mode), workspace)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    Ok(true)
 }

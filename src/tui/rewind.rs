@@ -28,7 +28,13 @@ impl State {
             Some(_) => None,
         };
         match (turn.parse::<u32>(), scope) {
-            (Ok(turn), Some(scope)) if turn > 0 => vec![Effect::Op(Op::Rewind { turn, scope })],
+            (Ok(turn), Some(scope)) if turn > 0 => {
+                vec![Effect::Op(Op::Rewind {
+                    turn,
+                    scope,
+                    force: false,
+                })]
+            }
             _ => {
                 self.notice(Level::Warning, USAGE);
                 Vec::new()
@@ -45,6 +51,7 @@ impl State {
                 turn,
                 restored,
                 conflicts,
+                overwritten,
                 skipped,
                 prompt,
                 error,
@@ -57,6 +64,13 @@ impl State {
                     text.push_str(&format!(
                         "; left as they are (changed since the agent wrote them): {}",
                         conflicts.join(", ")
+                    ));
+                }
+                if !overwritten.is_empty() {
+                    text.push_str(&format!(
+                        "; overwritten anyway (their content is in the rewind's own \
+                         checkpoint): {}",
+                        overwritten.join(", ")
                     ));
                 }
                 if !skipped.is_empty() {

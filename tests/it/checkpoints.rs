@@ -68,7 +68,11 @@ fn blob_count(ws: &Path) -> usize {
 
 /// Sends `op` and waits for its `Rewound` answer.
 async fn rewind(handle: &mut AgentHandle, turn: u32, scope: RewindScope) -> Event {
-    handle.send(Op::Rewind { turn, scope });
+    handle.send(Op::Rewind {
+        turn,
+        scope,
+        force: false,
+    });
     until(handle, |e| matches!(e, Event::Rewound { .. }))
         .await
         .pop()
@@ -251,6 +255,7 @@ async fn rewinding_the_conversation_forks_before_the_turn_and_gives_back_its_pro
     handle.send(Op::Rewind {
         turn: 2,
         scope: RewindScope::Both,
+        force: false,
     });
     let events = until(&mut handle, |e| matches!(e, Event::Rewound { .. })).await;
     assert!(
@@ -363,7 +368,11 @@ fn a_call_the_process_died_during_is_undone_from_the_state_recorded_before_it() 
     std::fs::write(ws.join("new.txt"), "new\n").unwrap();
     drop(recorder);
     let mut recorder = Recorder::new(&ws, "crash-session", Settings::default());
-    let outcome = recorder.rewind(1, false).unwrap();
+    let how = minicode::checkpoints::How {
+        as_turn: 2,
+        ..Default::default()
+    };
+    let outcome = recorder.rewind(1, &how).unwrap();
     assert_eq!(outcome.restored, ["a.txt", "new.txt"]);
     assert_eq!(
         std::fs::read_to_string(ws.join("a.txt")).unwrap(),
@@ -476,7 +485,8 @@ mod tui {
             effects.as_slice(),
             [Effect::Op(Op::Rewind {
                 turn: 2,
-                scope: RewindScope::Code
+                scope: RewindScope::Code,
+                force: false,
             })]
         ));
         s.update(Msg::Agent(Event::RewindList {
@@ -501,6 +511,7 @@ mod tui {
             turn: 2,
             restored: vec!["a.rs".into()],
             conflicts: vec!["b.rs".into()],
+            overwritten: vec![],
             skipped: vec![],
             prompt: Some("add the parser".into()),
             error: None,
