@@ -15,7 +15,7 @@ mod commands;
 mod goal;
 mod goal_command;
 mod open;
-mod rewind;
+pub(crate) mod rewind;
 mod run;
 
 pub use commands::{CustomCommand, find_custom};

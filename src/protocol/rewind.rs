@@ -49,3 +49,58 @@ impl RewindScope {
         matches!(self, RewindScope::Conversation | RewindScope::Both)
     }
 }
+
+/// A listing in words, for frontends that show plain text (ACP).
+pub(crate) fn describe_list(turns: &[RewindTurn], enabled: bool) -> String {
+    if !enabled {
+        return "Checkpoints are off ([checkpoints] enabled = false): nothing to rewind.\n".into();
+    }
+    if turns.is_empty() {
+        return "No turn of this session changed files.\n".into();
+    }
+    let mut text = String::from(
+        "Turns that changed files (newest first; `/rewind N` restores the files to before turn N):\n",
+    );
+    for t in turns {
+        let first = t.prompt.lines().next().unwrap_or_default();
+        let undone = if t.undone { " (undone)" } else { "" };
+        text.push_str(&format!("{}. {first}{undone}\n", t.turn));
+        for (path, change) in &t.files {
+            let mark = match change {
+                FileChangeKind::Created => "+",
+                FileChangeKind::Modified => "~",
+                FileChangeKind::Deleted => "-",
+                FileChangeKind::ModeChanged => "m",
+            };
+            text.push_str(&format!("   {mark} {path}\n"));
+        }
+        for path in &t.skipped {
+            text.push_str(&format!("   ! {path} (too large, not recorded)\n"));
+        }
+    }
+    text
+}
+
+/// What a rewind did, in words.
+pub(crate) fn describe_rewound(
+    turn: u32,
+    restored: &[String],
+    conflicts: &[String],
+    error: Option<&str>,
+) -> String {
+    let mut text = format!("Rewound the files to before turn {turn}.");
+    if !restored.is_empty() {
+        text.push_str(&format!(" Restored: {}.", restored.join(", ")));
+    }
+    if !conflicts.is_empty() {
+        text.push_str(&format!(
+            " Conflicts (changed since the agent wrote them): {}.",
+            conflicts.join(", ")
+        ));
+    }
+    if let Some(error) = error {
+        text.push_str(&format!(" {error}."));
+    }
+    text.push('\n');
+    text
+}

@@ -230,3 +230,50 @@ fn a_call_killed_with_the_process_is_undone_by_rewind_continue() {
     ok(&run(ws, &["rewind", "--continue", "--to", "1"]));
     assert_eq!(snapshot(ws), before);
 }
+
+#[test]
+fn the_daemons_session_rewind_restores_the_code_and_says_so_on_the_stream() {
+    use crate::support::daemon::{Daemon, layout};
+    use serde_json::json;
+    let server = MockServer::start_in_thread(vec![
+        bash("call_1", "echo agent > made.txt && echo agent >> kept.txt"),
+        text_reply("Done.", 5),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path(), &server, &[]);
+    let (_, ws) = layout(dir.path());
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("kept.txt"), "mine\n").unwrap();
+    let mut client = daemon.client();
+    let session = client.open(&ws, None);
+    client.subscribe(&session, 0);
+    client.start_run(&session, "make a file");
+    client.events_until("approval_requested");
+    client.ok(
+        "approval.decide",
+        json!({"session_id": session, "call_id": "call_1", "decision": "approve"}),
+    );
+    client.events_until("run_ended");
+    assert!(ws.join("made.txt").exists());
+    client.ok("session.rewind_list", json!({"session_id": session}));
+    let listed = client.events_until("rewind_list");
+    let turns = &listed.last().unwrap()["event"]["turns"];
+    assert_eq!(turns[0]["turn"], 1, "{turns}");
+    client.ok("session.rewind", json!({"session_id": session, "turn": 1}));
+    let rewound = client.events_until("rewound");
+    let event = &rewound.last().unwrap()["event"];
+    assert_eq!(
+        event["restored"],
+        json!(["kept.txt", "made.txt"]),
+        "{event}"
+    );
+    assert!(!ws.join("made.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("kept.txt")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(
+        client.error_code("session.rewind", json!({"session_id": session, "turn": 0})),
+        -32602
+    );
+}
