@@ -268,6 +268,18 @@ impl Recorder {
     }
 }
 
+/// Starts `child`'s journal as a copy of `parent`'s (the blobs are shared by the workspace):
+/// every line, or with `before` only the calls of turns before it. Nothing when the parent
+/// has no journal.
+pub(crate) fn share(
+    workspace: &Path,
+    parent: &str,
+    child: &str,
+    before: Option<u32>,
+) -> io::Result<()> {
+    journal::Journal::share(workspace, parent, child, before)
+}
+
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

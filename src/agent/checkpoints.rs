@@ -34,6 +34,18 @@ impl Checkpoints {
         self.recorder = Recorder::new(session.workspace(), session.id(), settings);
     }
 
+    /// The core continues in a fork of `parent`: the fork starts with the parent's checkpoints
+    /// (of the turns before `before`, all without), so its rewinds reach back past the fork.
+    pub(crate) fn fork(&mut self, parent: &str, session: &Session, before: Option<u32>) {
+        if self.recorder.enabled()
+            && let Err(e) =
+                crate::checkpoints::share(session.workspace(), parent, session.id(), before)
+        {
+            tracing::warn!(error = %e, "could not share the checkpoints with the fork");
+        }
+        self.follow(session);
+    }
+
     /// Whether calls of this kind can change files: all but reads, searches, fetches and the
     /// model's own work (sub-agents only read, skills only load text). An MCP tool's changes
     /// are recorded around its call.
@@ -202,7 +214,7 @@ impl super::Core {
         if scope.conversation() {
             self.store.save();
             let copy = self.store.session.fork_before(index);
-            self.fork_with(copy);
+            self.fork_with(copy, Some(turn));
         }
         let error = outcome
             .pruned

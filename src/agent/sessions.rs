@@ -39,12 +39,17 @@ impl Core {
     pub(crate) fn fork(&mut self) {
         // The copy is taken from memory; the original's file is not written again (the core
         // saved it when its last turn ended), so forking leaves it exactly as it was.
-        self.fork_with(self.store.session.fork());
+        self.fork_with(self.store.session.fork(), None);
     }
 
     /// Continues in `copy`, a copy of the session (all of it, or the part before a rewound
     /// turn).
-    pub(crate) fn fork_with(&mut self, copy: Result<Session, crate::session::SessionError>) {
+    /// `before`: the copy holds the turns before this one only; its checkpoints too.
+    pub(crate) fn fork_with(
+        &mut self,
+        copy: Result<Session, crate::session::SessionError>,
+        before: Option<u32>,
+    ) {
         let copy = match copy {
             Ok(copy) => copy,
             Err(e) => {
@@ -55,7 +60,8 @@ impl Core {
             }
         };
         let parent = self.store.replace(copy);
-        self.checkpoints.follow(&self.store.session);
+        self.checkpoints
+            .fork(parent.id(), &self.store.session, before);
         let parent_id = parent.id().to_string();
         // Dropping the original releases its lock.
         drop(parent);

@@ -126,6 +126,46 @@ impl Journal {
         matches!(sessions_dir(workspace, false), Ok(Some(dir)) if dir.join(name).is_file())
     }
 
+    /// See `checkpoints::share`. A call of a later turn is left out with its `end`; the lines
+    /// that only move the tree along (drift) stay, and the fork's first record walks the tree
+    /// anyway.
+    pub(crate) fn share(
+        workspace: &Path,
+        parent: &str,
+        child: &str,
+        before: Option<u32>,
+    ) -> io::Result<()> {
+        let Some(dir) = sessions_dir(workspace, false)? else {
+            return Ok(());
+        };
+        let text = match std::fs::read_to_string(dir.join(file_name(parent)?)) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let limit = before.unwrap_or(u32::MAX);
+        let mut dropped = HashSet::new();
+        let mut kept = String::with_capacity(text.len());
+        for line in text.lines() {
+            let keep = match serde_json::from_str::<Line>(line) {
+                Ok(Line::Begin { seq, turn, .. }) if turn >= limit => {
+                    dropped.insert(seq);
+                    false
+                }
+                Ok(Line::End { seq, .. }) => !dropped.contains(&seq),
+                Ok(Line::Rewound { turn, .. }) => turn < limit,
+                Ok(_) => true,
+                Err(_) => false,
+            };
+            if keep {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+        }
+        let path = dir.join(file_name(child)?);
+        crate::fsutil::write_atomic(&path, kept.as_bytes(), Some(0o600))
+    }
+
     /// Loads the session's journal (an empty one if it has none yet) and completes the
     /// record of a call a crash left open.
     pub(crate) fn open(workspace: &Path, session: &str, settings: &Settings) -> io::Result<Self> {

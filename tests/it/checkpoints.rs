@@ -284,6 +284,32 @@ async fn rewinding_the_conversation_forks_before_the_turn_and_gives_back_its_pro
 }
 
 #[tokio::test]
+async fn a_fork_starts_with_the_parents_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::write(ws.join("a.txt"), "before\n").unwrap();
+    let fake = Fake::new(vec![
+        write_call("w1", "a.txt", "after\n"),
+        text_reply("done"),
+    ]);
+    let mut handle = spawn(&ws, fake, options(Settings::default()));
+    let (events, _, _) = turn(&mut handle, "change a").await;
+    ended_ok(&events);
+    handle.send(Op::Fork);
+    until(&mut handle, |e| matches!(e, Event::SessionForked { .. })).await;
+    let (restored, conflicts, error) = rewound(&rewind(&mut handle, 1, RewindScope::Code).await);
+    assert_eq!(
+        (restored, conflicts, error),
+        (vec!["a.txt".to_string()], vec![], None)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "before\n"
+    );
+    shutdown(&mut handle).await;
+}
+
+#[tokio::test]
 async fn disabled_checkpoints_record_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
