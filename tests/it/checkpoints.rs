@@ -531,6 +531,30 @@ mod tui {
     }
 
     #[test]
+    fn esc_esc_on_an_empty_input_box_asks_for_the_rewind_listing() {
+        let mut s = state();
+        let esc = || Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+        let start = std::time::Instant::now();
+        assert!(s.update_at(esc(), start).is_empty());
+        let effects = s.update_at(esc(), start + std::time::Duration::from_millis(200));
+        assert!(matches!(effects.as_slice(), [Effect::Op(Op::ListRewind)]));
+        // Two far apart, or with text in the box, do nothing.
+        let later = start + std::time::Duration::from_secs(10);
+        assert!(s.update_at(esc(), later).is_empty());
+        assert!(
+            s.update_at(esc(), later + std::time::Duration::from_secs(5))
+                .is_empty()
+        );
+        s.update(Msg::Paste("draft".into()));
+        let t = later + std::time::Duration::from_secs(6);
+        assert!(s.update_at(esc(), t).is_empty());
+        assert!(
+            s.update_at(esc(), t + std::time::Duration::from_millis(100))
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn a_rewind_puts_the_prompt_back_and_names_conflicts() {
         let mut s = state();
         s.update(Msg::Agent(Event::Rewound {
