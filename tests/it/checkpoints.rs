@@ -571,3 +571,43 @@ mod tui {
         assert!(text.contains("b.rs"), "{text}");
     }
 }
+
+/// Bytes under `dir`, recursively.
+fn bytes_under(dir: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() {
+            bytes_under(&entry.path())
+        } else {
+            meta.len()
+        };
+    }
+    total
+}
+
+#[test]
+fn a_hundred_edits_of_one_file_cost_their_contents_and_little_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let body = |n: usize| format!("{n:06}\n").repeat(100 * 1024 / 7);
+    std::fs::write(ws.join("big.txt"), body(0)).unwrap();
+    let mut recorder = Recorder::new(&ws, "edits", Settings::default());
+    let mut distinct = body(0).len() as u64;
+    for n in 1..=100 {
+        let position = Position {
+            turn: u32::try_from(n).unwrap(),
+            call: format!("c{n}"),
+            tool: "edit".into(),
+        };
+        recorder.before(&position).unwrap();
+        std::fs::write(ws.join("big.txt"), body(n)).unwrap();
+        recorder.after().unwrap();
+        distinct += body(n).len() as u64;
+    }
+    let store = bytes_under(&ws.join(".minicode/checkpoints"));
+    let overhead = store - distinct;
+    eprintln!("store {store} bytes, distinct contents {distinct}, overhead {overhead}");
+    assert!(overhead < 2 * 1024 * 1024, "overhead {overhead} bytes");
+}
