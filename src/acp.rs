@@ -45,6 +45,11 @@ pub(crate) const COMMANDS: &[(&str, &str, Option<&str>)] = &[
         "Set a goal worked on round after round until it is done; alone, show it",
         Some("objective, or pause | resume | clear | edit <new objective>"),
     ),
+    (
+        "rewind",
+        "Undo: alone, list the turns that changed files; with N, restore the files to before turn N",
+        Some("N, optionally followed by force"),
+    ),
 ];
 
 /// The connection's state: the client's capabilities and the live sessions.
@@ -186,6 +191,9 @@ fn prompt_op(text: String, commands: &[CustomCommand]) -> Result<Op, String> {
     if let Some(focus) = command("/compact") {
         return Ok(Op::Compact((!focus.is_empty()).then(|| focus.to_string())));
     }
+    if let Some(arg) = command("/rewind") {
+        return rewind_op(arg);
+    }
     if let Some(arg) = command("/goal") {
         return GoalOp::parse_command(arg).map(Op::Goal);
     }
@@ -193,6 +201,27 @@ fn prompt_op(text: String, commands: &[CustomCommand]) -> Result<Op, String> {
         return Ok(Op::Submit(command.expand(args)));
     }
     Ok(Op::Submit(text))
+}
+
+/// `/rewind` (the listing) or `/rewind N [force]` (the code before turn N; a conversation
+/// rewind forks the session, which an editor's session does not follow).
+fn rewind_op(arg: &str) -> Result<Op, String> {
+    let mut words = arg.split_whitespace();
+    let Some(turn) = words.next() else {
+        return Ok(Op::ListRewind);
+    };
+    let usage = || "usage: /rewind, or /rewind N [force] (N: the turn, 1 is the first)".to_string();
+    let turn: u32 = turn.parse().ok().filter(|t| *t > 0).ok_or_else(usage)?;
+    let force = match words.next() {
+        None => false,
+        Some("force") => true,
+        Some(_) => return Err(usage()),
+    };
+    Ok(Op::Rewind {
+        turn,
+        scope: crate::protocol::RewindScope::Code,
+        force,
+    })
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin, then shuts every session down

@@ -7,6 +7,7 @@
 mod approvals;
 pub mod budget;
 mod busy;
+pub(crate) mod checkpoints;
 pub mod compact;
 pub mod context;
 mod context_upkeep;
@@ -83,6 +84,8 @@ pub struct Options {
     /// A `bash` call the sandbox stopped may be offered to run outside it (the full-screen
     /// session and ACP, where someone answers); otherwise it fails with the way out.
     pub ask_outside_sandbox: bool,
+    /// `[checkpoints]`: the undo record of tool calls.
+    pub checkpoints: crate::checkpoints::Settings,
     /// The user's own `AGENTS.md` (beside the user config file), read with the project's
     /// instruction files; `None` reads none.
     pub user_memory: Option<std::path::PathBuf>,
@@ -108,6 +111,7 @@ impl Default for Options {
             goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
             plan: false,
             ask_outside_sandbox: false,
+            checkpoints: crate::checkpoints::Settings::default(),
             user_memory: None,
             hooks: Arc::default(),
         }
@@ -198,6 +202,8 @@ pub(crate) struct Core {
     delegate: delegate::Offer,
     /// Plan mode: on or off, and what it replaced while on.
     plan: plan::Plan,
+    /// The undo record of tool calls, and rewinds.
+    checkpoints: checkpoints::Checkpoints,
     /// The user's hooks.
     hooks: hooks::Hooks,
 }
@@ -385,6 +391,8 @@ impl Core {
             Op::Fork => self.fork(),
             Op::SetPlan { on } => self.set_plan(on),
             Op::Model { name } => self.model(name).await,
+            Op::ListRewind => self.list_rewind(),
+            Op::Rewind { turn, scope, force } => self.rewind(turn, scope, force),
             Op::Decide { call, .. } => self.emit(Event::Error {
                 message: format!("no approval is pending for call {call:?}"),
             }),

@@ -328,6 +328,8 @@ async fn forward_ops(
             | Op::McpRestart { .. }
             | Op::ListSkills
             | Op::Model { .. }
+            | Op::ListRewind
+            | Op::Rewind { .. }
             | Op::SetPlan { .. } => {
                 let _ = events.send(Event::Error {
                     message: "not available while attached to a daemon: use a local session".into(),

@@ -16,6 +16,7 @@ mod hooks;
 mod host;
 mod mcp;
 mod provider;
+mod rewind;
 pub(crate) mod sandbox;
 mod sandbox_flags;
 mod serve;
@@ -215,6 +216,10 @@ pub(crate) enum Command {
     /// Write a session to stdout as an ATIF trajectory (Harbor's Agent Trajectory Interchange
     /// Format) or as minicode's own events (jsonl); see docs/eval.md.
     Export(export::ExportArgs),
+    /// Undo: list a session's turns that changed files (--list, the default), or go back to the
+    /// state before one (--to N) for the code, the conversation or both. Exit 1 when conflicts
+    /// were left as they are.
+    Rewind(rewind::RewindArgs),
     /// Run one command confined as a `bash` call would be (profile, network), in the current
     /// folder as the workspace, and exit with its status: `minicode sandbox -- cargo build`.
     Sandbox(sandbox::SandboxArgs),
@@ -306,6 +311,7 @@ fn subcommand(
         Command::Man => shell::man(),
         Command::Eval(eval_args) => eval::run(eval_args, env),
         Command::Export(export_args) => export::run(export_args, launch),
+        Command::Rewind(rewind_args) => rewind::run(rewind_args, env, launch),
         Command::Sandbox(sandbox_args) => {
             sandbox::run(sandbox_args, env, launch, args.server.config.as_deref())
         }

@@ -169,6 +169,12 @@ pub struct Config {
     pub subagents_timeout: Duration,
     /// Goal rounds a goal may use unless `--goal-rounds` says otherwise (`[goal] max_rounds`).
     pub goal_max_rounds: u32,
+    /// `[checkpoints] enabled`: record checkpoints around mutating tool calls.
+    pub checkpoints_enabled: bool,
+    /// `[checkpoints] max_file_bytes`: larger files are not recorded.
+    pub checkpoints_max_file_bytes: u64,
+    /// `[checkpoints] max_bytes`: the store's cap, kept by pruning the oldest turns.
+    pub checkpoints_max_bytes: u64,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,

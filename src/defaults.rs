@@ -39,6 +39,12 @@ pub(crate) const OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Days a saved output is kept.
 pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 7;
 
+/// Files larger than this are not recorded by checkpoints (`[checkpoints] max_file_bytes`).
+pub(crate) const CHECKPOINT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// Bytes the checkpoint store may take before the oldest turns are pruned
+/// (`[checkpoints] max_bytes`).
+pub(crate) const CHECKPOINT_MAX_BYTES: u64 = 512 * 1024 * 1024;
+
 /// Environment variables that may hold a model key whatever the configuration says; the
 /// configured `api_key_env` joins them. They are wiped from minicode's own environment once
 /// read and never reach a child process.
@@ -75,6 +81,9 @@ pub(crate) mod bounds {
     pub(crate) const OUTPUTS_MAX_BYTES: u64 = 16 * 1024 * 1024 * 1024;
     /// Days a saved output is kept.
     pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 365;
+    /// Bytes of one file checkpoints record (4 GiB) and of the whole store (1 TiB).
+    pub(crate) const CHECKPOINT_MAX_FILE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+    pub(crate) const CHECKPOINT_MAX_BYTES: u64 = 1024 * 1024 * 1024 * 1024;
     /// Turns printed on exit.
     pub(crate) const EXIT_TRANSCRIPT_TURNS: u32 = 1_000_000;
 }

@@ -13,6 +13,7 @@ pub(crate) mod acp;
 pub mod agent;
 pub(crate) mod attach;
 pub mod chat;
+pub mod checkpoints;
 pub mod cli;
 pub mod config;
 pub(crate) mod daemon;

@@ -15,11 +15,13 @@ mod commands;
 mod goal;
 mod goal_command;
 mod open;
+pub(crate) mod rewind;
 mod run;
 
 pub use commands::{CustomCommand, find_custom};
 pub use goal::{BlockCode, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef};
 pub(crate) use open::{EditorFiles, Hosted, Listed, McpServerSpec, OpenRequest, Opened, Opener};
+pub use rewind::{FileChangeKind, RewindScope, RewindTurn};
 pub use run::RunMarker;
 
 pub use crate::sandbox::Mode as SandboxMode;
@@ -97,6 +99,18 @@ pub enum Op {
     /// use it for the rest of the session (`ModelSwitched`, then `ContextWindowSet` once the
     /// window is probed again). Queued while a turn runs.
     Model { name: Option<String> },
+    /// List the user turns a rewind can go back before (answered by `RewindList`).
+    ListRewind,
+    /// Go back to before user turn `turn` (1 is the first): restore the files its calls and
+    /// later ones changed (conflicts left alone), fork the conversation before it, or both.
+    /// Answered by `Rewound` (after `SessionForked` and a fresh `SessionConfigured` when the
+    /// conversation is rewound). Queued while a turn runs. `force`: overwrite conflicts too,
+    /// after recording their content (the rewind is itself recorded and can be undone).
+    Rewind {
+        turn: u32,
+        scope: RewindScope,
+        force: bool,
+    },
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -546,6 +560,26 @@ pub enum Event {
     /// A goal command was refused; nothing was recorded and nothing was sent to the model.
     GoalRefused {
         message: String,
+    },
+    /// The session's user turns that changed files, newest first (`Op::ListRewind`), and
+    /// whether checkpoints are recorded at all.
+    RewindList {
+        turns: Vec<RewindTurn>,
+        enabled: bool,
+    },
+    /// `Op::Rewind` is done: the files restored, the conflicts left as they are (changed since
+    /// the agent last wrote them), the files too large to have been recorded, and the turn's
+    /// prompt (for the input box). `error` says why nothing could be done.
+    Rewound {
+        turn: u32,
+        restored: Vec<String>,
+        conflicts: Vec<String>,
+        /// Conflicts a forced rewind overwrote.
+        #[serde(default)]
+        overwritten: Vec<String>,
+        skipped: Vec<String>,
+        prompt: Option<String>,
+        error: Option<String>,
     },
     /// `Op::Fork` made a copy of the session; `SessionConfigured` for the copy follows.
     SessionForked {

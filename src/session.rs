@@ -335,6 +335,32 @@ impl Session {
         Ok(copy)
     }
 
+    /// Like [`fork`](Self::fork), keeping only the first `keep` messages (a rewind of the
+    /// conversation to before a user message): their tool outcomes come along, and the
+    /// compaction checkpoint only when it covers none of what was cut.
+    pub fn fork_before(&self, keep: usize) -> Result<Session, SessionError> {
+        let keep = keep.min(self.messages.len());
+        let mut copy = Self::create_with(&self.workspace, None)?;
+        copy.messages = self.messages[..keep].to_vec();
+        copy.results = self
+            .results
+            .iter()
+            .filter(|(index, _)| *index < keep)
+            .cloned()
+            .collect();
+        copy.checkpoint = self
+            .checkpoint
+            .clone()
+            .filter(|c| c.first_kept_index <= keep);
+        copy.forked_from = Some(self.id.clone());
+        copy.disk = None;
+        if let Err(e) = copy.save() {
+            copy.remove_files();
+            return Err(e);
+        }
+        Ok(copy)
+    }
+
     pub fn id(&self) -> &str {
         &self.id
     }

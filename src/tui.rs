@@ -19,6 +19,7 @@ pub mod palette;
 pub(crate) mod panel;
 pub mod permissions;
 pub(crate) mod reasoning;
+pub(crate) mod rewind;
 mod scroll;
 pub mod segment;
 mod segment_cache;

@@ -58,7 +58,8 @@ pub(super) async fn serve_ops<T>(
                     }
                 },
                 Some(
-                    op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. } | Op::Model { .. }),
+                    op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. } | Op::Model { .. }
+                        | Op::Rewind { .. }),
                 ) => {
                     queue.push_back(op)
                 }
@@ -72,7 +73,10 @@ pub(super) async fn serve_ops<T>(
                 Some(Op::ListSkills) => {
                     let _ = events.send(skills.listed());
                 }
-                Some(Op::Compact(_)) | Some(Op::NewSession) | Some(Op::Fork) => {
+                Some(Op::Compact(_))
+                | Some(Op::NewSession)
+                | Some(Op::Fork)
+                | Some(Op::ListRewind) => {
                     let _ = events.send(Event::Error {
                         message: "busy: wait for the turn to end or interrupt it".into(),
                     });

@@ -15,6 +15,7 @@ impl Core {
             Ok(session) => {
                 self.store.save();
                 let old = self.store.replace(session);
+                self.checkpoints.follow(&self.store.session);
                 if let Err(e) = old.discard_if_empty() {
                     tracing::warn!(error = %e, "could not remove an empty session");
                 }
@@ -41,7 +42,18 @@ impl Core {
     pub(crate) fn fork(&mut self) {
         // The copy is taken from memory; the original's file is not written again (the core
         // saved it when its last turn ended), so forking leaves it exactly as it was.
-        let copy = match self.store.session.fork() {
+        self.fork_with(self.store.session.fork(), None);
+    }
+
+    /// Continues in `copy`, a copy of the session (all of it, or the part before a rewound
+    /// turn).
+    /// `before`: the copy holds the turns before this one only; its checkpoints too.
+    pub(crate) fn fork_with(
+        &mut self,
+        copy: Result<Session, crate::session::SessionError>,
+        before: Option<u32>,
+    ) {
+        let copy = match copy {
             Ok(copy) => copy,
             Err(e) => {
                 self.emit(Event::Error {
@@ -51,6 +63,8 @@ impl Core {
             }
         };
         let parent = self.store.replace(copy);
+        self.checkpoints
+            .fork(parent.id(), &self.store.session, before);
         let parent_id = parent.id().to_string();
         // Dropping the original releases its lock.
         drop(parent);

@@ -63,6 +63,11 @@ impl Core {
             setup.tool_ctx.clone(),
             emitter.clone(),
         );
+        let checkpoints = super::checkpoints::Checkpoints::new(
+            &setup.session,
+            options.checkpoints.clone(),
+            emitter.clone(),
+        );
         let core = Core {
             goal: goal::driver::Driver::new(
                 setup.registry.clone(),
@@ -76,6 +81,7 @@ impl Core {
             delegate,
             approvals: super::approvals::Approvals::default(),
             plan: super::plan::Plan::default(),
+            checkpoints,
             hooks: super::hooks::Hooks::new(options.hooks.clone(), emitter.clone()),
             provider: setup.provider,
             registry: setup.registry,

@@ -242,6 +242,11 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         goal_max_rounds: config.goal_max_rounds,
         plan: config.plan,
         ask_outside_sandbox: false,
+        checkpoints: crate::checkpoints::Settings {
+            enabled: config.checkpoints_enabled,
+            max_file_bytes: config.checkpoints_max_file_bytes,
+            max_bytes: config.checkpoints_max_bytes,
+        },
         user_memory: None,
         hooks: Arc::default(),
     }

@@ -37,6 +37,8 @@ pub(super) struct FileConfig {
     pub goal: GoalTable,
     #[serde(default)]
     pub telemetry: TelemetryTable,
+    #[serde(default)]
+    pub checkpoints: CheckpointsTable,
     /// `[sandbox]`: kept apart from the field-by-field merge (a workspace may only narrow it).
     pub sandbox: Option<super::sandbox::SandboxTable>,
     /// MCP servers by id (`[mcp_servers.<id>]`); a workspace's file may set them only once the
@@ -142,6 +144,15 @@ pub(super) struct SubagentsTable {
 #[serde(deny_unknown_fields)]
 pub(super) struct GoalTable {
     pub max_rounds: Option<u32>,
+}
+
+/// `[checkpoints]`: the undo record of tool calls.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CheckpointsTable {
+    pub enabled: Option<bool>,
+    pub max_file_bytes: Option<u64>,
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]

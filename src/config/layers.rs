@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::file::{
-    self, ApprovedMcpServer, ContextTable, FileConfig, GoalTable, McpServerTable, ModelTable,
-    SubagentsTable, TelemetryTable, ToolsTable, UiTable,
+    self, ApprovedMcpServer, CheckpointsTable, ContextTable, FileConfig, GoalTable, McpServerTable,
+    ModelTable, SubagentsTable, TelemetryTable, ToolsTable, UiTable,
 };
 use super::trust::{self, Listed, Trust};
 use super::trust_record::{self, TRUST_ONLY};
@@ -334,6 +334,7 @@ impl Layers {
             ui.exit_transcript_turns, ui.syntax_highlighting,
             subagents.max_concurrent, subagents.timeout_secs,
             goal.max_rounds,
+            checkpoints.enabled, checkpoints.max_file_bytes, checkpoints.max_bytes,
             telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
             telemetry.service_name, telemetry.include_content,
         );
@@ -383,6 +384,12 @@ impl Layers {
                     timeout_secs: _,
                 },
             goal: GoalTable { max_rounds: _ },
+            checkpoints:
+                CheckpointsTable {
+                    enabled: _,
+                    max_file_bytes: _,
+                    max_bytes: _,
+                },
             sandbox: _,
             telemetry:
                 TelemetryTable {

@@ -68,6 +68,9 @@ pub(super) fn resolve(
         subagents_max_concurrent: limits.subagents_max_concurrent,
         subagents_timeout: limits.subagents_timeout,
         goal_max_rounds: limits.goal_max_rounds,
+        checkpoints_enabled: layers.file.checkpoints.enabled.unwrap_or(true),
+        checkpoints_max_file_bytes: limits.checkpoints_max_file_bytes,
+        checkpoints_max_bytes: limits.checkpoints_max_bytes,
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,
@@ -149,6 +152,8 @@ struct Limits {
     subagents_max_concurrent: usize,
     subagents_timeout: Duration,
     goal_max_rounds: u32,
+    checkpoints_max_file_bytes: u64,
+    checkpoints_max_bytes: u64,
 }
 
 /// The numbers of `[model]`.
@@ -273,6 +278,18 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
             defaults::GOAL_MAX_ROUNDS,
             "goal.max_rounds",
             bounds::ROUNDS,
+        )?,
+        checkpoints_max_file_bytes: b.check(
+            f.checkpoints.max_file_bytes,
+            defaults::CHECKPOINT_MAX_FILE_BYTES,
+            "checkpoints.max_file_bytes",
+            bounds::CHECKPOINT_MAX_FILE_BYTES,
+        )?,
+        checkpoints_max_bytes: b.check(
+            f.checkpoints.max_bytes,
+            defaults::CHECKPOINT_MAX_BYTES,
+            "checkpoints.max_bytes",
+            bounds::CHECKPOINT_MAX_BYTES,
         )?,
     };
     relative_limits(&b, context_window)?;

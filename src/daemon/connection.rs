@@ -347,6 +347,39 @@ impl Connection {
                 hub.get(&session_id)?.goal(op)?;
                 Ok(json!({ "session_id": session_id }))
             }
+            "session.rewind" => {
+                // The code only: a conversation rewind forks the session, which a daemon
+                // session does not follow; a client forks with `minicode rewind
+                // --conversation` on the stopped session.
+                #[derive(Deserialize)]
+                struct Rewind {
+                    session_id: String,
+                    turn: u32,
+                    #[serde(default)]
+                    force: bool,
+                }
+                let p: Rewind = wire::params(params)?;
+                if p.turn == 0 {
+                    return Err(RpcError::params("turn counts from 1"));
+                }
+                hub.get(&p.session_id)?
+                    .rewind(crate::protocol::Op::Rewind {
+                        turn: p.turn,
+                        scope: crate::protocol::RewindScope::Code,
+                        force: p.force,
+                    })?;
+                Ok(json!({ "session_id": p.session_id, "turn": p.turn }))
+            }
+            "session.rewind_list" => {
+                #[derive(Deserialize)]
+                struct List {
+                    session_id: String,
+                }
+                let p: List = wire::params(params)?;
+                hub.get(&p.session_id)?
+                    .rewind(crate::protocol::Op::ListRewind)?;
+                Ok(json!({ "session_id": p.session_id }))
+            }
             "server.shutdown" => Ok(json!({ "stopping": true })),
             other => Err(RpcError::new(
                 wire::METHOD_NOT_FOUND,

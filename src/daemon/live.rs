@@ -434,6 +434,19 @@ impl Live {
         Ok(())
     }
 
+    /// `session.rewind` / `session.rewind_list`: the core answers with `rewound` /
+    /// `rewind_list` on the event stream; while a turn runs a rewind waits for its end.
+    pub(super) fn rewind(&self, op: Op) -> Result<(), RpcError> {
+        if self.is_closed() {
+            return Err(RpcError::new(
+                wire::UNKNOWN_SESSION,
+                "the session is closed",
+            ));
+        }
+        self.ops.send(op);
+        Ok(())
+    }
+
     /// Asks the core to stop (it interrupts a run, saves and says `shutdown_complete`).
     pub(super) fn shutdown(&self) {
         self.ops.send(Op::Shutdown);

@@ -80,6 +80,8 @@ fn line(event: &Event) -> Option<String> {
         | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }
         | Event::ModelsListed { .. }
+        | Event::RewindList { .. }
+        | Event::Rewound { .. }
         | Event::TurnEnded { .. }
         | Event::GoalRunEnded { .. }
         | Event::ShutdownComplete => return None,

@@ -161,6 +161,8 @@ impl RunState {
             | Event::ContextUsage { .. }
             | Event::ModelsListed { .. }
             | Event::ModelSwitched { .. }
+            | Event::RewindList { .. }
+            | Event::Rewound { .. }
             | Event::SkillsListed { .. } => {}
         }
         if self.goal_mode && !self.stopping && self.run.over() {

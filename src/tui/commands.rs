@@ -54,6 +54,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "continue in a copy of this session (the original stays)",
     ),
     (
+        "/rewind",
+        "undo: /rewind lists turns, /rewind <n> [code|conversation]",
+    ),
+    (
         "/plan",
         "plan mode on or off: read and plan, no changes but the plan file; /plan off leaves it; /plan approve leaves it and carries the plan out",
     ),
@@ -307,6 +311,7 @@ impl State {
                 self.notice(Level::Info, text);
             }
             "/goal" => return self.goal_command(arg),
+            "/rewind" => return self.rewind_command(arg),
             "/fork" => {
                 if self.busy {
                     self.notice(Level::Warning, "/fork waits for an idle session");

@@ -95,6 +95,7 @@ impl State {
                 self.model = model;
                 self.refresh_header();
             }
+            e @ (Event::RewindList { .. } | Event::Rewound { .. }) => self.rewind_event(e),
             e @ (Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }

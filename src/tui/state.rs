@@ -18,6 +18,9 @@ use super::view;
 use super::wrap;
 use crate::protocol::{Decision, Event, Op, WindowSource};
 
+/// How soon a second Esc must follow the first to open the rewind listing.
+const DOUBLE_ESC: Duration = Duration::from_millis(800);
+
 /// Rows moved by one mouse-wheel notch.
 pub(crate) const WHEEL_ROWS: usize = 3;
 /// A second Ctrl+C within this time exits.
@@ -128,6 +131,8 @@ pub struct State {
     /// rules read it instead of the clock, so tests can inject time.
     pub(crate) now: Instant,
     pub(crate) last_ctrl_c: Option<Instant>,
+    /// An Esc at idle on an empty input box: a second one soon after opens `/rewind`.
+    pub(crate) last_esc: Option<Instant>,
     pub(crate) streaming: Option<usize>,
     /// The tool entry whose call runs now (its live output and elapsed time).
     pub(crate) running_tool: Option<usize>,
@@ -186,6 +191,7 @@ impl State {
             approval_guard: APPROVAL_GUARD,
             now: Instant::now(),
             last_ctrl_c: None,
+            last_esc: None,
             streaming: None,
             running_tool: None,
             interrupted_during: None,
@@ -525,6 +531,16 @@ impl State {
             return self.interrupt();
         }
         self.hint = None;
+        // Esc Esc on an empty input box: the rewind listing, as `/rewind` shows it.
+        if self.draft.is_empty() {
+            let twice = self
+                .last_esc
+                .is_some_and(|at| self.now.saturating_duration_since(at) <= DOUBLE_ESC);
+            self.last_esc = (!twice).then_some(self.now);
+            if twice {
+                return vec![Effect::Op(Op::ListRewind)];
+            }
+        }
         Vec::new()
     }
 

@@ -78,6 +78,12 @@ const RULES: &[Rule] = &[
         why: "the session store keeps data; it knows no provider, tool, protocol or frontend",
     },
     Rule {
+        module: "checkpoints",
+        may_use: Some(&["defaults", "fsutil"]),
+        why: "the checkpoint store keeps data under .minicode; it knows no tool, provider, \
+              protocol or frontend",
+    },
+    Rule {
         module: "protocol",
         may_use: Some(&["chat", "sanitize", "sandbox"]),
         why: "the contract between frontends and core depends only on the data model",
@@ -130,6 +136,7 @@ const RULES: &[Rule] = &[
         module: "agent",
         may_use: Some(&[
             "chat",
+            "checkpoints",
             "defaults",
             "protocol",
             "provider",

@@ -12,6 +12,8 @@ mod agent_loop;
 mod agents_md;
 mod architecture;
 mod bash_outputs;
+mod checkpoints;
+mod checkpoints_cli;
 mod cli_binary;
 mod cli_help;
 mod cli_stdin;

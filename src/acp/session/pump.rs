@@ -156,6 +156,7 @@ impl Pump {
             | Event::McpServers { .. }
             | Event::ServerUnreachable { .. }
             | Event::SessionForked { .. } => {}
+            Event::RewindList { .. } | Event::Rewound { .. } => self.rewound(&event),
             Event::ShutdownComplete => return false,
         }
         true
@@ -303,6 +304,34 @@ impl Pump {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `/rewind`'s answer: said in words, and the prompt that asked is answered.
+    fn rewound(&mut self, event: &Event) {
+        let text = match event {
+            Event::RewindList { turns, enabled } => {
+                crate::protocol::rewind::describe_list(turns, *enabled)
+            }
+            Event::Rewound {
+                turn,
+                restored,
+                conflicts,
+                error,
+                ..
+            } => crate::protocol::rewind::describe_rewound(
+                *turn,
+                restored,
+                conflicts,
+                error.as_deref(),
+            ),
+            _ => return,
+        };
+        self.notify(convert::message(&text));
+        if let Some(responder) = self.live.next_prompt()
+            && let Err(e) = responder.respond(PromptResponse::new(StopReason::EndTurn))
+        {
+            tracing::debug!(error = %e, "could not answer a rewind prompt");
         }
     }
 

@@ -53,6 +53,11 @@ impl Context {
             subagents: None,
             skills: Arc::default(),
             hooks: Arc::default(),
+            // A child only reads; the parent's checkpoints span its `delegate` call.
+            checkpoints: crate::checkpoints::Settings {
+                enabled: false,
+                ..core.options.checkpoints.clone()
+            },
             context_window: core.upkeep.window(),
             context_window_source: crate::protocol::WindowSource::Config,
             ..core.options.clone()

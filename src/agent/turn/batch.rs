@@ -165,8 +165,16 @@ async fn prepare_and_run(
     // Only a command can come back stopped by the sandbox and be run again outside it.
     let again = (tool.kind() == ToolKind::Execute).then(|| args.clone());
     let seen = core.hooks.has(HookEvent::PostToolUse).then(|| args.clone());
+    // The checkpoint spans the call and its run outside the sandbox, if the user allows one.
+    let recorded = core.goal.which(&tool).is_none()
+        && core
+            .checkpoints
+            .before(&core.store.session, call, tool.kind());
     let output = execute(core, call, &tool, args, cancel, stats).await;
     let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
+    if recorded {
+        core.checkpoints.after();
+    }
     output.content = core.tool_ctx.secrets.redact(output.content);
     if let Some(args) = seen {
         core.post_tool_hooks(call, &args, &mut output, cancel).await;

@@ -1,0 +1,244 @@
+//! Checkpoints, a part of the core: before a mutating call (`write`, `edit`, `bash`, any tool
+//! of kind edit or execute) it records the workspace state the call may change, after it what
+//! the call changed (see `crate::checkpoints`), each tied to the session's user turn and the
+//! call's id; and it serves `Op::ListRewind` and the code half of `Op::Rewind`. A failure to
+//! record never stops a call: it is said once as a warning, and the call runs unrecorded.
+
+use crate::chat::{Role, ToolCall, ToolKind};
+use crate::checkpoints::{FileChange, Position, Recorder, Settings, TurnChanges};
+use crate::protocol::{Event, FileChangeKind, RewindTurn};
+use crate::session::Session;
+
+use super::Emitter;
+
+pub(crate) struct Checkpoints {
+    recorder: Recorder,
+    emitter: Emitter,
+    /// A recording failure was already said.
+    warned: bool,
+}
+
+impl Checkpoints {
+    pub(crate) fn new(session: &Session, settings: Settings, emitter: Emitter) -> Self {
+        Self {
+            recorder: Recorder::new(session.workspace(), session.id(), settings),
+            emitter,
+            warned: false,
+        }
+    }
+
+    /// The core moved to another session (`/clear`, `/fork`, a conversation rewind): its
+    /// checkpoints are recorded apart.
+    pub(crate) fn follow(&mut self, session: &Session) {
+        let settings = self.recorder.settings().clone();
+        self.recorder = Recorder::new(session.workspace(), session.id(), settings);
+    }
+
+    /// The core continues in a fork of `parent`: the fork starts with the parent's checkpoints
+    /// (of the turns before `before`, all without), so its rewinds reach back past the fork.
+    pub(crate) fn fork(&mut self, parent: &str, session: &Session, before: Option<u32>) {
+        if self.recorder.enabled()
+            && let Err(e) =
+                crate::checkpoints::share(session.workspace(), parent, session.id(), before)
+        {
+            tracing::warn!(error = %e, "could not share the checkpoints with the fork");
+        }
+        self.follow(session);
+    }
+
+    /// Whether calls of this kind can change files: all but reads, searches, fetches and the
+    /// model's own work (sub-agents only read, skills only load text). An MCP tool's changes
+    /// are recorded around its call.
+    fn records(kind: ToolKind) -> bool {
+        !matches!(
+            kind,
+            ToolKind::Read | ToolKind::Search | ToolKind::Fetch | ToolKind::Think
+        )
+    }
+
+    /// Before an approved call runs. Returns whether its `after` is owed.
+    pub(crate) fn before(&mut self, session: &Session, call: &ToolCall, kind: ToolKind) -> bool {
+        if !self.recorder.enabled() || !Self::records(kind) {
+            return false;
+        }
+        let position = Position {
+            turn: user_turns(session),
+            call: call.id.clone(),
+            tool: call.name.clone(),
+        };
+        match self.recorder.before(&position) {
+            Ok(()) => true,
+            Err(e) => {
+                self.failed(&e);
+                false
+            }
+        }
+    }
+
+    /// After the call: records what it changed.
+    pub(crate) fn after(&mut self) {
+        if let Err(e) = self.recorder.after() {
+            self.failed(&e);
+        }
+    }
+
+    fn failed(&mut self, e: &std::io::Error) {
+        tracing::warn!(error = %e, "could not record a checkpoint");
+        if !self.warned {
+            self.warned = true;
+            self.emitter.emit(Event::Warning {
+                message: format!("could not record a checkpoint; this call cannot be undone: {e}"),
+            });
+        }
+    }
+
+    /// `Op::ListRewind`'s answer.
+    pub(crate) fn listed(&mut self, session: &Session) -> Event {
+        let enabled = self.recorder.enabled();
+        let turns = match self.recorder.list() {
+            Ok(turns) => turns,
+            Err(e) => {
+                return Event::Error {
+                    message: format!("could not read the checkpoints: {e}"),
+                };
+            }
+        };
+        Event::RewindList {
+            turns: described(session, turns),
+            enabled,
+        }
+    }
+
+    /// Restores the code to before `turn`; the rewind's own record goes with the turn after
+    /// the session's last.
+    pub(crate) fn rewind(
+        &mut self,
+        session: &Session,
+        turn: u32,
+        force: bool,
+    ) -> std::io::Result<crate::checkpoints::Outcome> {
+        let how = crate::checkpoints::How {
+            dry_run: false,
+            force,
+            as_turn: user_turns(session).saturating_add(1),
+        };
+        self.recorder.rewind(turn, &how)
+    }
+}
+
+/// The recorded turns as a listing shows them: each with its prompt.
+pub(crate) fn described(session: &Session, turns: Vec<TurnChanges>) -> Vec<RewindTurn> {
+    turns
+        .into_iter()
+        .map(|t| RewindTurn {
+            turn: t.turn,
+            prompt: prompt(session, t.turn).unwrap_or_else(|| {
+                if t.rewind {
+                    "(a rewind: undo it to get back what it overwrote)"
+                } else {
+                    ""
+                }
+                .to_string()
+            }),
+            files: t.files.into_iter().map(|(p, k)| (p, kind(k))).collect(),
+            skipped: t.skipped,
+            undone: t.undone,
+        })
+        .collect()
+}
+
+/// The number of user messages in the session: the position of the turn now running.
+pub(crate) fn user_turns(session: &Session) -> u32 {
+    let count = session
+        .messages()
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .count();
+    u32::try_from(count).unwrap_or(u32::MAX)
+}
+
+/// The index of the `turn`th user message (1-based) and its text.
+pub(crate) fn user_message(session: &Session, turn: u32) -> Option<(usize, String)> {
+    let nth = usize::try_from(turn).ok()?.checked_sub(1)?;
+    session
+        .messages()
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User)
+        .nth(nth)
+        .map(|(i, m)| (i, m.content.clone().unwrap_or_default()))
+}
+
+fn prompt(session: &Session, turn: u32) -> Option<String> {
+    user_message(session, turn).map(|(_, text)| text)
+}
+
+fn kind(change: FileChange) -> FileChangeKind {
+    match change {
+        FileChange::Created => FileChangeKind::Created,
+        FileChange::Modified => FileChangeKind::Modified,
+        FileChange::Deleted => FileChangeKind::Deleted,
+        FileChange::ModeChanged => FileChangeKind::ModeChanged,
+    }
+}
+
+impl super::Core {
+    /// `Op::ListRewind`.
+    pub(crate) fn list_rewind(&mut self) {
+        let event = self.checkpoints.listed(&self.store.session);
+        self.emit(event);
+    }
+
+    /// `Op::Rewind`: the code first (while the session is still the one that recorded it),
+    /// then the conversation, forked before the turn's user message.
+    pub(crate) fn rewind(&mut self, turn: u32, scope: crate::protocol::RewindScope, force: bool) {
+        let Some((index, prompt)) = user_message(&self.store.session, turn) else {
+            self.emit(rewound(
+                turn,
+                None,
+                Some(format!("this session has no turn {turn}")),
+            ));
+            return;
+        };
+        let mut outcome = crate::checkpoints::Outcome::default();
+        if scope.code() {
+            match self.checkpoints.rewind(&self.store.session, turn, force) {
+                Ok(done) => outcome = done,
+                Err(e) => {
+                    let error = format!("could not restore the code: {e}");
+                    self.emit(rewound(turn, None, Some(error)));
+                    return;
+                }
+            }
+        }
+        if scope.conversation() {
+            self.store.save();
+            let copy = self.store.session.fork_before(index);
+            self.fork_with(copy, Some(turn));
+        }
+        let error = outcome
+            .pruned
+            .then(|| format!("the checkpoints of turn {turn} were pruned; no file was restored"));
+        self.emit(Event::Rewound {
+            turn,
+            restored: outcome.restored,
+            conflicts: outcome.conflicts,
+            overwritten: outcome.overwritten,
+            skipped: outcome.skipped,
+            prompt: Some(prompt),
+            error,
+        });
+    }
+}
+
+fn rewound(turn: u32, prompt: Option<String>, error: Option<String>) -> Event {
+    Event::Rewound {
+        turn,
+        restored: Vec::new(),
+        conflicts: Vec::new(),
+        overwritten: Vec::new(),
+        skipped: Vec::new(),
+        prompt,
+        error,
+    }
+}

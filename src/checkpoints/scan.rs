@@ -1,0 +1,299 @@
+//! The metadata scan: walks the workspace as the tools do (ignore rules applied as git would,
+//! hidden files included, `.git` and `.minicode` never entered, links never followed), takes
+//! one `lstat` per file, and reads only the files whose metadata differs from the recorded
+//! tree. A scan covers the whole tree or only the folders the watcher named. It stores what it
+//! reads in the blob store and returns what changed; it never writes anything else.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use ignore::{WalkBuilder, WalkState};
+
+use super::blobs::Blobs;
+use super::watch::{Dirty, Watcher};
+use super::{Change, FileState, Stat, Tree};
+use crate::sync::lock;
+
+/// Folders never recorded, at any depth: git's database and minicode's own data.
+pub(crate) const NEVER: [&str; 2] = [".git", crate::fsutil::DATA_DIR];
+/// Ignore files the walker reads; a folder where one is not a regular file is not entered
+/// (a FIFO would hang the walk).
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+
+/// What a scan found against the recorded tree.
+#[derive(Default)]
+pub(crate) struct Found {
+    /// Paths whose state differs, with the recorded state and the new one.
+    pub changes: BTreeMap<String, Change>,
+    /// Files over the size limit, not recorded.
+    pub skipped: Vec<String>,
+    /// Bytes the blob store grew by.
+    pub grown: u64,
+}
+
+/// The part of the tree a scan covers: everything, or the folders the watcher named.
+#[derive(Default)]
+pub(crate) struct Scope {
+    /// `None`: everything.
+    dirty: Option<Dirty>,
+    /// Every ancestor of a named folder: entered to reach it, its files not listed.
+    ancestors: HashSet<String>,
+}
+
+impl Scope {
+    pub(crate) fn everything() -> Scope {
+        Scope::default()
+    }
+
+    pub(crate) fn dirty(dirty: Dirty) -> Scope {
+        if dirty.everything {
+            return Scope::everything();
+        }
+        let mut ancestors = HashSet::new();
+        for dir in dirty.flat.iter().chain(&dirty.deep) {
+            let mut rest = dir.as_str();
+            while let Some((up, _)) = rest.rsplit_once('/') {
+                ancestors.insert(up.to_string());
+                rest = up;
+            }
+            ancestors.insert(String::new());
+        }
+        Scope {
+            dirty: Some(dirty),
+            ancestors,
+        }
+    }
+
+    fn under_deep(dirty: &Dirty, rel: &str) -> bool {
+        dirty.deep.iter().any(|d| {
+            d.is_empty()
+                || rel == d
+                || rel
+                    .strip_prefix(d.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+    }
+
+    /// Whether the walk enters the folder `rel`.
+    fn enters(&self, rel: &str) -> bool {
+        let Some(dirty) = &self.dirty else {
+            return true;
+        };
+        self.ancestors.contains(rel) || dirty.flat.contains(rel) || Self::under_deep(dirty, rel)
+    }
+
+    /// Whether the file or folder `rel` is covered: listed by the walk, and judged absent if
+    /// not.
+    fn covers(&self, rel: &str) -> bool {
+        let Some(dirty) = &self.dirty else {
+            return true;
+        };
+        let rel = rel.strip_suffix('/').unwrap_or(rel);
+        let parent = rel.rsplit_once('/').map_or("", |(p, _)| p);
+        dirty.flat.contains(parent) || Self::under_deep(dirty, rel)
+    }
+}
+
+fn relative(workspace: &Path, path: &Path) -> Option<String> {
+    path.strip_prefix(workspace)
+        .ok()?
+        .to_str()
+        .map(str::to_string)
+}
+
+/// Every regular file the walk yields in `scope`, relative to `workspace`, with its
+/// metadata. Each folder is watched before it is listed, so nothing created in it later goes
+/// unseen. A whole-tree walk runs on several threads, a scoped one on one.
+fn walk(
+    workspace: &Path,
+    scope: &Arc<Scope>,
+    watcher: Option<&Arc<Watcher>>,
+) -> Vec<(String, std::fs::Metadata)> {
+    let mut builder = WalkBuilder::new(workspace);
+    let root = workspace.to_path_buf();
+    let (in_filter, watch) = (scope.clone(), watcher.cloned());
+    if let Some(watcher) = &watch {
+        watcher.add("", workspace);
+    }
+    builder
+        .hidden(false)
+        .ignore(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
+        .require_git(false)
+        .parents(false)
+        .follow_links(false)
+        .filter_entry(move |entry| {
+            let name = entry.file_name();
+            if NEVER.iter().any(|n| name == *n) {
+                return false;
+            }
+            if !entry.file_type().is_some_and(|t| t.is_dir()) {
+                return true;
+            }
+            let Some(rel) = relative(&root, entry.path()) else {
+                return false;
+            };
+            let enter = in_filter.enters(&rel) && ignore_files_usable(entry.path());
+            if enter && let Some(watcher) = &watch {
+                watcher.add(&rel, entry.path());
+            }
+            enter
+        });
+    if scope.dirty.is_some() {
+        builder.threads(1);
+    }
+    let found: Mutex<Vec<(String, std::fs::Metadata)>> = Mutex::new(Vec::new());
+    builder.build_parallel().run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            let Some(kind) = entry.file_type() else {
+                return WalkState::Continue;
+            };
+            if !kind.is_file() && !kind.is_dir() {
+                return WalkState::Continue;
+            }
+            let Some(mut rel) = relative(workspace, entry.path()) else {
+                return WalkState::Continue;
+            };
+            if rel.is_empty() || !scope.covers(&rel) {
+                return WalkState::Continue;
+            }
+            if kind.is_dir() {
+                rel.push('/');
+            }
+            if let Ok(meta) = entry.path().symlink_metadata() {
+                lock(found).push((rel, meta));
+            }
+            WalkState::Continue
+        })
+    });
+    found.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ignore_files_usable(dir: &Path) -> bool {
+    IGNORE_FILES
+        .iter()
+        .all(|name| std::fs::symlink_metadata(dir.join(name)).map_or(true, |m| m.is_file()))
+}
+
+/// Scans the workspace against `tree`: unchanged files (same metadata) are not read; changed
+/// and new ones are read, hashed and stored; recorded files no longer there are absent.
+pub(crate) fn scan(
+    workspace: &Path,
+    scope: Scope,
+    watcher: Option<&Arc<Watcher>>,
+    tree: &Tree,
+    blobs: &mut Blobs,
+    max_file_bytes: u64,
+) -> io::Result<Found> {
+    let mut found = Found::default();
+    let scope = Arc::new(scope);
+    let mut seen = HashSet::new();
+    for (rel, meta) in walk(workspace, &scope, watcher) {
+        let known = tree.get(&rel);
+        if known.is_some_and(|state| state.matches(&meta)) {
+            seen.insert(rel);
+            continue;
+        }
+        if meta.is_dir() {
+            let state = Stat::of(&meta).with_hash(super::DIR_HASH.to_string());
+            seen.insert(rel.clone());
+            let before = known.cloned();
+            found.changes.insert(
+                rel,
+                Change {
+                    before,
+                    after: Some(state),
+                },
+            );
+            continue;
+        }
+        if meta.len() > max_file_bytes {
+            found.skipped.push(rel);
+            continue;
+        }
+        let Some(state) = read_state(&workspace.join(&rel), blobs, &mut found.grown)? else {
+            continue;
+        };
+        seen.insert(rel.clone());
+        // A file touched but left the same is a change too: its new metadata goes into the
+        // tree (the listing leaves it out).
+        found.changes.insert(
+            rel,
+            Change {
+                before: known.cloned(),
+                after: Some(state),
+            },
+        );
+    }
+    for (rel, state) in covered(tree, &scope) {
+        // A folder in a named folder that the walk did not need to enter is still there.
+        if state.is_dir()
+            && !seen.contains(rel)
+            && scope.dirty.is_some()
+            && std::fs::symlink_metadata(workspace.join(rel)).is_ok_and(|meta| state.matches(&meta))
+        {
+            continue;
+        }
+        if !seen.contains(rel) && !found.changes.contains_key(rel) {
+            found.changes.insert(
+                rel.clone(),
+                Change {
+                    before: Some(state.clone()),
+                    after: None,
+                },
+            );
+        }
+    }
+    found.skipped.sort();
+    Ok(found)
+}
+
+/// The recorded files `scope` covers: all of them, or those in the named folders (found by
+/// range, not by going through the whole tree).
+fn covered<'t>(tree: &'t Tree, scope: &Scope) -> Vec<(&'t String, &'t FileState)> {
+    let Some(dirty) = &scope.dirty else {
+        return tree.iter().collect();
+    };
+    let mut out = Vec::new();
+    for dir in dirty.flat.iter().chain(&dirty.deep) {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        for (rel, state) in tree.range(prefix.clone()..) {
+            if !rel.starts_with(&prefix) {
+                break;
+            }
+            if scope.covers(rel) {
+                out.push((rel, state));
+            }
+        }
+    }
+    out
+}
+
+/// Reads one file and stores its content; `None` when it vanished meanwhile.
+pub(crate) fn read_state(
+    path: &Path,
+    blobs: &mut Blobs,
+    grown: &mut u64,
+) -> io::Result<Option<FileState>> {
+    let Ok(mut file) = crate::fsutil::open_walked(path) else {
+        return Ok(None);
+    };
+    let meta = file.metadata()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    io::Read::read_to_end(&mut file, &mut bytes)?;
+    let hash = Blobs::hash(&bytes);
+    *grown += blobs.put(&hash, &bytes)?;
+    Ok(Some(Stat::of(&meta).with_hash(hash)))
+}

@@ -1,0 +1,106 @@
+//! The payloads of `Op::ListRewind` / `Op::Rewind` and their events: the session's user turns
+//! with the files each changed, and what a rewind did. Plain data; the checkpoint store that
+//! fills them is the core's business.
+
+use serde::{Deserialize, Serialize};
+
+/// What happened to a file over a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileChangeKind {
+    Created,
+    Modified,
+    Deleted,
+    ModeChanged,
+}
+
+/// One user turn that a rewind can go back before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewindTurn {
+    /// 1 for the session's first user message.
+    pub turn: u32,
+    /// The user's message (its first line is what a listing shows).
+    pub prompt: String,
+    /// The files the turn's calls changed.
+    pub files: Vec<(String, FileChangeKind)>,
+    /// Files the turn changed that were too large to record: a rewind cannot bring them back.
+    pub skipped: Vec<String>,
+    /// Its changes were already undone by a rewind.
+    pub undone: bool,
+}
+
+/// What `Op::Rewind` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewindScope {
+    /// Restore the files only.
+    Code,
+    /// Fork the session before the turn (the original stays).
+    Conversation,
+    Both,
+}
+
+impl RewindScope {
+    pub fn code(self) -> bool {
+        matches!(self, RewindScope::Code | RewindScope::Both)
+    }
+
+    pub fn conversation(self) -> bool {
+        matches!(self, RewindScope::Conversation | RewindScope::Both)
+    }
+}
+
+/// A listing in words, for frontends that show plain text (ACP).
+pub(crate) fn describe_list(turns: &[RewindTurn], enabled: bool) -> String {
+    if !enabled {
+        return "Checkpoints are off ([checkpoints] enabled = false): nothing to rewind.\n".into();
+    }
+    if turns.is_empty() {
+        return "No turn of this session changed files.\n".into();
+    }
+    let mut text = String::from(
+        "Turns that changed files (newest first; `/rewind N` restores the files to before turn N):\n",
+    );
+    for t in turns {
+        let first = t.prompt.lines().next().unwrap_or_default();
+        let undone = if t.undone { " (undone)" } else { "" };
+        text.push_str(&format!("{}. {first}{undone}\n", t.turn));
+        for (path, change) in &t.files {
+            let mark = match change {
+                FileChangeKind::Created => "+",
+                FileChangeKind::Modified => "~",
+                FileChangeKind::Deleted => "-",
+                FileChangeKind::ModeChanged => "m",
+            };
+            text.push_str(&format!("   {mark} {path}\n"));
+        }
+        for path in &t.skipped {
+            text.push_str(&format!("   ! {path} (too large, not recorded)\n"));
+        }
+    }
+    text
+}
+
+/// What a rewind did, in words.
+pub(crate) fn describe_rewound(
+    turn: u32,
+    restored: &[String],
+    conflicts: &[String],
+    error: Option<&str>,
+) -> String {
+    let mut text = format!("Rewound the files to before turn {turn}.");
+    if !restored.is_empty() {
+        text.push_str(&format!(" Restored: {}.", restored.join(", ")));
+    }
+    if !conflicts.is_empty() {
+        text.push_str(&format!(
+            " Conflicts (changed since the agent wrote them): {}.",
+            conflicts.join(", ")
+        ));
+    }
+    if let Some(error) = error {
+        text.push_str(&format!(" {error}."));
+    }
+    text.push('\n');
+    text
+}
