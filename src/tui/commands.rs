@@ -43,11 +43,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/permissions",
-        "the permission rules and their files; /permissions save keeps the last \"always\" as a rule",
+        "the rules and their files; /permissions save keeps the last \"always\"",
     ),
     (
         "/goal",
-        "/goal <objective> sets a goal worked on round after round; /goal shows it; pause, resume, clear, edit <text>",
+        "/goal <objective> sets one; alone shows it; pause, resume, clear, edit",
     ),
     (
         "/fork",
@@ -59,7 +59,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/plan",
-        "plan mode on or off: read and plan, no changes but the plan file; /plan off leaves it; /plan approve leaves it and carries the plan out",
+        "read and plan only; /plan off leaves it, /plan approve carries it out",
     ),
     ("/status", "the session, the model and the sandbox profile"),
 ];
