@@ -141,9 +141,24 @@ pub(crate) fn described(session: &Session, turns: Vec<TurnChanges>) -> Vec<Rewin
                 .to_string()
             }),
             files: t.files.into_iter().map(|(p, k)| (p, kind(k))).collect(),
+            caveats: caveats(&t.tools),
             skipped: t.skipped,
             undone: t.undone,
         })
+        .collect()
+}
+
+/// What a rewind of a turn made by these tools cannot undo. A command may have reached past
+/// the files: the network, other programs, databases, files outside the workspace.
+fn caveats(tools: &[String]) -> Vec<String> {
+    let shell = tools.iter().any(|t| t == "bash");
+    shell
+        .then(|| {
+            "ran commands: what they did outside the workspace (network, other programs, \
+             files elsewhere) is not undone"
+                .to_string()
+        })
+        .into_iter()
         .collect()
 }
 

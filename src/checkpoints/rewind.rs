@@ -34,6 +34,9 @@ pub struct TurnChanges {
     pub undone: bool,
     /// The turn holds a rewind's own record (undoing it undoes the rewind).
     pub rewind: bool,
+    /// The tools of the turn's recorded calls, in order (`bash` may have done more than the
+    /// files show).
+    pub tools: Vec<String>,
 }
 
 /// What a rewind did (or, dry, would do).
@@ -54,7 +57,7 @@ pub struct Outcome {
 
 /// A turn's paths with their spans, its skipped files, whether it was undone, and whether
 /// it holds a rewind.
-type TurnSpans = (BTreeMap<String, Span>, Vec<String>, bool, bool);
+type TurnSpans = (BTreeMap<String, Span>, Vec<String>, bool, bool, Vec<String>);
 
 /// The turns with their changes, newest first. Touched-but-equal files are left out.
 pub(crate) fn list(calls: &[Call]) -> Vec<TurnChanges> {
@@ -64,12 +67,13 @@ pub(crate) fn list(calls: &[Call]) -> Vec<TurnChanges> {
         entry.2 |= call.undone;
         entry.3 |= call.tool == super::REWIND_TOOL;
         entry.1.extend(call.skipped.iter().cloned());
+        entry.4.push(call.tool.clone());
         merge(&mut entry.0, call);
     }
     turns
         .into_iter()
         .rev()
-        .filter_map(|(turn, (spans, mut skipped, undone, rewind))| {
+        .filter_map(|(turn, (spans, mut skipped, undone, rewind, tools))| {
             // Folders are restored with their files but not listed.
             let files: Vec<_> = spans
                 .into_iter()
@@ -84,6 +88,7 @@ pub(crate) fn list(calls: &[Call]) -> Vec<TurnChanges> {
                 skipped,
                 undone,
                 rewind,
+                tools,
             })
         })
         .collect()

@@ -14,7 +14,8 @@ use super::{Failure, sessions, usage};
 use crate::agent::checkpoints::{described, user_message, user_turns};
 use crate::checkpoints::{How, Outcome, Recorder, Settings};
 use crate::print::OutputFormat;
-use crate::protocol::{FileChangeKind, RewindTurn};
+use crate::protocol::RewindTurn;
+use crate::protocol::rewind::turn_lines;
 use crate::sanitize::visible;
 use crate::session::Session;
 
@@ -163,24 +164,9 @@ fn print_list(format: OutputFormat, session: &Session, turns: &[RewindTurn]) {
     }
     let _ = writeln!(out, "session {}, newest turn first:", session.id());
     for t in turns {
-        let first = t.prompt.lines().next().unwrap_or_default();
-        let undone = if t.undone { " (undone)" } else { "" };
-        let _ = writeln!(out, "{:>3}. {}{undone}", t.turn, visible(first));
-        for (path, change) in &t.files {
-            let mark = match change {
-                FileChangeKind::Created => "+",
-                FileChangeKind::Modified => "~",
-                FileChangeKind::Deleted => "-",
-                FileChangeKind::ModeChanged => "m",
-            };
-            let _ = writeln!(out, "     {mark} {}", visible(path));
-        }
-        for path in &t.skipped {
-            let _ = writeln!(
-                out,
-                "     ! {} (too large: not recorded, cannot be undone)",
-                visible(path)
-            );
+        for (i, line) in turn_lines(t).iter().enumerate() {
+            let indent = if i == 0 { "  " } else { "     " };
+            let _ = writeln!(out, "{indent}{}", visible(line));
         }
     }
 }

@@ -27,6 +27,11 @@ pub struct RewindTurn {
     pub skipped: Vec<String>,
     /// Its changes were already undone by a rewind.
     pub undone: bool,
+    /// What a rewind of this turn cannot undo, in words: calls that ran unrecorded
+    /// (checkpoints off, or recording failed), commands whose effects outside the workspace
+    /// (network, other programs, files elsewhere) stay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
 }
 
 /// What `Op::Rewind` asks for.
@@ -50,6 +55,33 @@ impl RewindScope {
     }
 }
 
+/// One turn of a listing, as lines: `N. first prompt line (undone)`, then one per file
+/// (`+` created, `~` modified, `-` deleted, `m` mode changed), per file too large to record
+/// (`!`) and per caveat (`?`). Every frontend's listing is made of these.
+pub(crate) fn turn_lines(t: &RewindTurn) -> Vec<String> {
+    let first = t.prompt.lines().next().unwrap_or_default();
+    let undone = if t.undone { " (undone)" } else { "" };
+    let mut lines = vec![format!("{}. {first}{undone}", t.turn)];
+    for (path, change) in &t.files {
+        let mark = match change {
+            FileChangeKind::Created => "+",
+            FileChangeKind::Modified => "~",
+            FileChangeKind::Deleted => "-",
+            FileChangeKind::ModeChanged => "m",
+        };
+        lines.push(format!("{mark} {path}"));
+    }
+    for path in &t.skipped {
+        lines.push(format!(
+            "! {path} (too large: not recorded, cannot be undone)"
+        ));
+    }
+    for caveat in &t.caveats {
+        lines.push(format!("? {caveat}"));
+    }
+    lines
+}
+
 /// A listing in words, for frontends that show plain text (ACP).
 pub(crate) fn describe_list(turns: &[RewindTurn], enabled: bool) -> String {
     if !enabled {
@@ -62,20 +94,9 @@ pub(crate) fn describe_list(turns: &[RewindTurn], enabled: bool) -> String {
         "Turns that changed files (newest first; `/rewind N` restores the files to before turn N):\n",
     );
     for t in turns {
-        let first = t.prompt.lines().next().unwrap_or_default();
-        let undone = if t.undone { " (undone)" } else { "" };
-        text.push_str(&format!("{}. {first}{undone}\n", t.turn));
-        for (path, change) in &t.files {
-            let mark = match change {
-                FileChangeKind::Created => "+",
-                FileChangeKind::Modified => "~",
-                FileChangeKind::Deleted => "-",
-                FileChangeKind::ModeChanged => "m",
-            };
-            text.push_str(&format!("   {mark} {path}\n"));
-        }
-        for path in &t.skipped {
-            text.push_str(&format!("   ! {path} (too large, not recorded)\n"));
+        for (i, line) in turn_lines(t).iter().enumerate() {
+            let indent = if i == 0 { "" } else { "   " };
+            text.push_str(&format!("{indent}{line}\n"));
         }
     }
     text

@@ -4,7 +4,8 @@
 
 use super::state::{Effect, State};
 use super::transcript::Level;
-use crate::protocol::{Event, FileChangeKind, Op, RewindScope, RewindTurn};
+use crate::protocol::rewind::turn_lines;
+use crate::protocol::{Event, Op, RewindScope, RewindTurn};
 
 /// The usage line `/rewind` shows.
 const USAGE: &str = "usage: /rewind lists turns; /rewind <turn> [code|conversation|both] \
@@ -102,20 +103,9 @@ pub(crate) fn listing(turns: &[RewindTurn], enabled: bool) -> String {
     }
     let mut text = String::from("turns that changed files (newest first):");
     for t in turns {
-        let first = t.prompt.lines().next().unwrap_or_default();
-        let undone = if t.undone { " (undone)" } else { "" };
-        text.push_str(&format!("\n{}. {first}{undone}", t.turn));
-        for (path, change) in &t.files {
-            let mark = match change {
-                FileChangeKind::Created => "+",
-                FileChangeKind::Modified => "~",
-                FileChangeKind::Deleted => "-",
-                FileChangeKind::ModeChanged => "m",
-            };
-            text.push_str(&format!("\n   {mark} {path}"));
-        }
-        for path in &t.skipped {
-            text.push_str(&format!("\n   ! {path} (too large, not recorded)"));
+        for (i, line) in turn_lines(t).iter().enumerate() {
+            let indent = if i == 0 { "" } else { "   " };
+            text.push_str(&format!("\n{indent}{line}"));
         }
     }
     text.push_str(&format!("\n{USAGE}"));

@@ -140,6 +140,9 @@ async fn rewind_undoes_what_write_edit_and_bash_changed_and_leaves_ignored_files
     assert_eq!(turns[0].prompt, "change things");
     let paths: Vec<&str> = turns[0].files.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(paths, ["a.txt", "b.txt", "c.sh", "d/e/f.txt", "moved.txt"]);
+    // The turn ran a command: the listing says what a rewind of it cannot undo.
+    assert_eq!(turns[0].caveats.len(), 1, "{:?}", turns[0].caveats);
+    assert!(turns[0].caveats[0].contains("outside the workspace"));
 
     let (restored, conflicts, error) = rewound(&rewind(&mut handle, 1, RewindScope::Code).await);
     assert_eq!(error, None);
@@ -231,6 +234,14 @@ async fn checkpoints_survive_a_resume() {
     shutdown(&mut handle).await;
     let session = Session::open(&ws, &id).unwrap();
     let mut handle = spawn_session(session, Fake::default(), options(Settings::default()));
+    handle.send(Op::ListRewind);
+    let listed = until(&mut handle, |e| matches!(e, Event::RewindList { .. })).await;
+    let Some(Event::RewindList { turns, .. }) = listed.last() else {
+        unreachable!()
+    };
+    // A write is undone whole: no caveat.
+    assert_eq!(turns.len(), 1);
+    assert!(turns[0].caveats.is_empty(), "{:?}", turns[0].caveats);
     let (restored, conflicts, _) = rewound(&rewind(&mut handle, 1, RewindScope::Code).await);
     assert_eq!((restored, conflicts), (vec!["a.txt".to_string()], vec![]));
     assert_eq!(
@@ -522,12 +533,14 @@ mod tui {
                 files: vec![("src/parse.rs".into(), FileChangeKind::Created)],
                 skipped: vec![],
                 undone: false,
+                caveats: vec!["ran commands: not all undone".into()],
             }],
             enabled: true,
         }));
         let text = screen(&s);
         assert!(text.contains("2. add the parser"), "{text}");
         assert!(text.contains("+ src/parse.rs"), "{text}");
+        assert!(text.contains("? ran commands: not all undone"), "{text}");
     }
 
     #[test]
