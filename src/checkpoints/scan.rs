@@ -111,38 +111,29 @@ fn walk(
     scope: &Arc<Scope>,
     watcher: Option<&Arc<Watcher>>,
 ) -> Vec<(String, std::fs::Metadata)> {
-    let mut builder = WalkBuilder::new(workspace);
+    let mut builder = crate::tools::walk::with_ignore_rules(WalkBuilder::new(workspace));
     let root = workspace.to_path_buf();
     let (in_filter, watch) = (scope.clone(), watcher.cloned());
     if let Some(watcher) = &watch {
         watcher.add("", workspace);
     }
-    builder
-        .hidden(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(true)
-        .require_git(false)
-        .parents(false)
-        .follow_links(false)
-        .filter_entry(move |entry| {
-            let name = entry.file_name();
-            if NEVER.iter().any(|n| name == *n) {
-                return false;
-            }
-            if !entry.file_type().is_some_and(|t| t.is_dir()) {
-                return true;
-            }
-            let Some(rel) = relative(&root, entry.path()) else {
-                return false;
-            };
-            let enter = in_filter.enters(&rel) && ignore_files_usable(entry.path());
-            if enter && let Some(watcher) = &watch {
-                watcher.add(&rel, entry.path());
-            }
-            enter
-        });
+    builder.parents(false).filter_entry(move |entry| {
+        let name = entry.file_name();
+        if NEVER.iter().any(|n| name == *n) {
+            return false;
+        }
+        if !entry.file_type().is_some_and(|t| t.is_dir()) {
+            return true;
+        }
+        let Some(rel) = relative(&root, entry.path()) else {
+            return false;
+        };
+        let enter = in_filter.enters(&rel) && ignore_files_usable(entry.path());
+        if enter && let Some(watcher) = &watch {
+            watcher.add(&rel, entry.path());
+        }
+        enter
+    });
     if scope.dirty.is_some() {
         builder.threads(1);
     }

@@ -18,6 +18,21 @@ use ignore::{DirEntry, WalkBuilder};
 use crate::fsutil;
 use crate::sync::lock;
 
+/// `builder` set up to see what git would: every ignore file (also outside a git repository),
+/// hidden files included, links never followed. The walks of `list`, `search`, `find` and the
+/// checkpoints all start from this, so they agree on what a workspace holds.
+pub(crate) fn with_ignore_rules(mut builder: WalkBuilder) -> WalkBuilder {
+    builder
+        .hidden(false)
+        .ignore(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
+        .require_git(false)
+        .follow_links(false);
+    builder
+}
+
 /// Folders never listed or searched, at any depth: git's database and minicode's own data.
 pub(crate) const NEVER_WALKED: [&str; 2] = [".git", fsutil::DATA_DIR];
 
@@ -122,17 +137,8 @@ pub(crate) fn build(workspace: &Path, start: &Start, glob: Option<&str>) -> Resu
         }
         ancestor = dir.parent();
     }
-    let mut builder = WalkBuilder::new(&start.root);
-    builder
-        .hidden(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(true)
-        .require_git(false)
-        .parents(true)
-        .follow_links(false)
-        .current_dir(workspace);
+    let mut builder = with_ignore_rules(WalkBuilder::new(&start.root));
+    builder.parents(true).current_dir(workspace);
     if let Some(glob) = glob.filter(|g| !g.trim().is_empty()) {
         let base = if start.is_dir {
             start.root.as_path()

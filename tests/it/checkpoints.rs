@@ -2,7 +2,6 @@
 //! calls change the workspace, then `Op::Rewind`; the tree is compared with a snapshot taken
 //! by a walk independent of the implementation.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -15,33 +14,11 @@ use minicode::session::Session;
 use crate::support::agent::{spawn, spawn_session};
 use crate::support::events::{shutdown, turn, until};
 use crate::support::fake::{Fake, bash, text_reply, tool_reply};
+use crate::support::tree::{self, Tree};
 
 /// Every file under `dir` but `.minicode/`: content and permission bits.
-fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (Vec<u8>, u32)>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if rel == ".minicode" {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            if meta.is_dir() {
-                out.insert(format!("{rel}/"), (Vec::new(), 0));
-                walk(root, &path, out);
-            } else {
-                let mode = meta.permissions().mode() & 0o7777;
-                out.insert(rel, (std::fs::read(&path).unwrap(), mode));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
+fn snapshot(dir: &Path) -> Tree {
+    tree::snapshot(dir, &[".minicode"])
 }
 
 fn options(settings: Settings) -> Options {

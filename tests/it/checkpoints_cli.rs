@@ -3,7 +3,6 @@
 //! walk independent of the implementation saw before it, byte for byte and mode for mode.
 //! Conflicts, `--force` and its undo, a SIGKILL during a call, and the usage errors.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
@@ -13,34 +12,12 @@ use crate::support::binary::{command, write_config};
 use crate::support::mock_openai::{
     MockReply, MockServer, text_reply, tool_calls_reply, wait_until_blocking,
 };
+use crate::support::tree::{self, Tree};
 
 /// Every file under `dir` but minicode's data, the test's HOME and the config folder:
 /// content and permission bits; folders as entries of their own.
-fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (Vec<u8>, u32)>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if [".minicode", "home", "config"].contains(&rel.as_str()) {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            if meta.is_dir() {
-                out.insert(format!("{rel}/"), (Vec::new(), 0));
-                walk(root, &path, out);
-            } else {
-                let mode = meta.permissions().mode() & 0o7777;
-                out.insert(rel, (std::fs::read(&path).unwrap(), mode));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
+fn snapshot(dir: &Path) -> Tree {
+    tree::snapshot(dir, &[".minicode", "home", "config"])
 }
 
 /// A workspace whose config points at `server`; the test's HOME is ignored by git rules, so

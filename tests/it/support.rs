@@ -14,6 +14,7 @@ pub mod mock_openai;
 pub mod otlp_receiver;
 pub mod screen;
 pub mod stream;
+pub mod tree;
 pub mod user_config;
 
 /// A fresh temporary workspace and its canonical path (symlinks such as macOS's /tmp resolved,
