@@ -18,6 +18,10 @@ use super::rewind::{self, Outcome, TurnChanges};
 use super::watch::Watcher;
 use super::{Change, FileState, Position, Settings, Tree, scan};
 
+/// The size of a tree (files and folders recorded) from which the watcher is worth its
+/// set-up and its teardown.
+const WATCH_FROM: usize = 1_000;
+
 /// The journal format's version (in the base line).
 const VERSION: u32 = 1;
 
@@ -352,7 +356,9 @@ impl Journal {
 
     /// What changed since the tree was last recorded: in the folders the watcher names once
     /// it watches the whole tree, else (the first time, after an overflow, without inotify)
-    /// by walking everything, which also sets the watches up.
+    /// by walking everything, which also sets the watches up. A tree of fewer than
+    /// [`WATCH_FROM`] entries is walked every time instead: the walk costs a millisecond or
+    /// two, while closing an inotify instance waits for the kernel (about 20 ms at exit).
     fn scan(&mut self) -> io::Result<scan::Found> {
         let scope = match &self.watcher {
             Some(watcher) => {
@@ -363,7 +369,7 @@ impl Journal {
                 scan::Scope::dirty(dirty)
             }
             None => {
-                if !self.unwatchable {
+                if !self.unwatchable && self.tree.len() >= WATCH_FROM {
                     self.watcher = Watcher::new().map(Arc::new);
                     self.unwatchable = self.watcher.is_none();
                 }
