@@ -163,3 +163,36 @@ async fn find_ranks_a_definition_above_its_declaration_and_its_tests() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn an_index_whose_files_were_all_rewritten_twice_ranks_exactly_like_a_fresh_one() {
+    // 40 files of 130 definitions: rewriting every file twice leaves more replaced chunks than
+    // live ones, which makes the index rebuild its in-memory term lists.
+    let (_d, ws, ctx) = setup();
+    let words = ["ledger", "invoice", "tenant", "coupon", "parcel", "quota"];
+    let write_all = |round: usize| {
+        for f in 0..40 {
+            let mut text = String::new();
+            for n in 0..130 {
+                let w = words[(f + n + round) % words.len()];
+                text.push_str(&format!(
+                    "/// Settles the {w} balance, round {round}.\npub fn settle_{w}_{f}_{n}() {{}}\n\n"
+                ));
+            }
+            put(&ws, &format!("src/f{f}.rs"), &text);
+        }
+    };
+    write_all(0);
+    let registry = Registry::builtin();
+    find(&registry, &ctx, "settle the invoice balance").await;
+    for round in 1..3 {
+        write_all(round);
+        let out = find(&registry, &ctx, "settle the invoice balance").await;
+        assert!(!out.contains("[index incomplete"), "{out}");
+    }
+    let kept = find(&registry, &ctx, "settle the tenant balance").await;
+    std::fs::remove_dir_all(ws.join(".minicode/index")).unwrap();
+    let fresh = find(&Registry::builtin(), &ctx, "settle the tenant balance").await;
+    assert_eq!(ranked(&kept), ranked(&fresh), "{kept}\n---\n{fresh}");
+    assert!(kept.contains("[index: 40 files, 5200 chunks]"), "{kept}");
+}

@@ -11,6 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::chunk::Piece;
+use super::inverted::Inverted;
 use super::rank;
 use super::symbols::Kind;
 use crate::fsutil;
@@ -106,6 +107,8 @@ pub(crate) struct FileEntry {
     pub chunks: Vec<Chunk>,
     /// The path's own terms (not stored: derived from the path on insert).
     pub path_terms: Postings,
+    /// The id of the first chunk in the inverted lists; the others follow it.
+    pub first: u32,
 }
 
 /// Corpus statistics: chunk count, document frequency per term id, summed field lengths.
@@ -122,6 +125,7 @@ pub(crate) struct Stored {
     pub terms: Terms,
     pub files: BTreeMap<String, FileEntry>,
     pub stats: Stats,
+    pub inverted: Inverted,
 }
 
 fn field_len(p: &Postings) -> u64 {
@@ -153,10 +157,12 @@ impl Stored {
     pub(crate) fn insert(&mut self, rel: &str, stamp: Stamp, chunks: Vec<Chunk>) {
         self.remove(rel);
         let path_terms = self.terms.postings(&rank::counts(rank::terms(rel)));
+        let first = self.inverted.add(&chunks);
         let entry = FileEntry {
             stamp,
             chunks,
             path_terms,
+            first,
         };
         self.count(&entry, true);
         self.files.insert(rel.to_string(), entry);
@@ -167,6 +173,12 @@ impl Stored {
         match self.files.remove(rel) {
             Some(old) => {
                 self.count(&old, false);
+                if self.inverted.retire(old.chunks.len()) {
+                    self.inverted.clear();
+                    for file in self.files.values_mut() {
+                        file.first = self.inverted.add(&file.chunks);
+                    }
+                }
                 true
             }
             None => false,

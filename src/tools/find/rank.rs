@@ -226,8 +226,8 @@ impl Score {
     }
 }
 
-/// Whether a chunk is test code, from its file's path, its name and its parent's.
-pub(crate) fn is_test(path: &str, symbol: &str, parent: Option<&str>) -> bool {
+/// Whether every chunk of the file at `path` is test code (computed once per file).
+pub(crate) fn is_test_path(path: &str) -> bool {
     let mut segments: Vec<&str> = path.split('/').collect();
     let file = segments.pop().unwrap_or("");
     let stem = file.split('.').next().unwrap_or(file).to_lowercase();
@@ -243,10 +243,17 @@ pub(crate) fn is_test(path: &str, symbol: &str, parent: Option<&str>) -> bool {
         || stem.ends_with("_spec")
         || file.contains(".test.")
         || file.contains(".spec.");
-    let symbol = symbol.to_ascii_lowercase();
-    let symbol_test = symbol.starts_with("test") || symbol.ends_with("_test");
+    dir_test || file_test
+}
+
+/// Whether a chunk is test code by its name or its parent's (no allocation: asked of every
+/// candidate chunk).
+pub(crate) fn is_test_symbol(symbol: &str, parent: Option<&str>) -> bool {
+    let bytes = symbol.as_bytes();
+    let symbol_test = bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"test")
+        || bytes.len() >= 5 && bytes[bytes.len() - 5..].eq_ignore_ascii_case(b"_test");
     let parent_test = parent.is_some_and(|p| p == "tests" || p == "test");
-    dir_test || file_test || symbol_test || parent_test
+    symbol_test || parent_test
 }
 
 /// BM25 of one field's postings for the query's weighted term ids.
@@ -270,19 +277,43 @@ fn bm25(stored: &Stored, query: &[(u32, f64)], field: &Postings, which: usize) -
     total
 }
 
-/// The weighted BM25 parts of the score of `chunk` (in the file with `path_terms`) for the
-/// expanded query; the vector part is [`vector_part`].
-pub(crate) fn score(
-    stored: &Stored,
-    query: &[(u32, f64)],
-    path_terms: &Postings,
-    chunk: &Chunk,
-) -> Score {
+/// The weighted path part of the score of every chunk of a file with `path_terms`.
+pub(crate) fn path_part(stored: &Stored, query: &[(u32, f64)], path_terms: &Postings) -> f64 {
+    W_PATH * bm25(stored, query, path_terms, PATH)
+}
+
+/// The unweighted BM25 sums (symbol, doc, text) of every chunk id, read from the inverted lists
+/// of the query's terms only; a chunk no term reaches keeps zeros. Each sum adds its terms in
+/// the query's order, as [`bm25`] does, so scores are the same to the last bit.
+pub(crate) fn field_sums(stored: &Stored, query: &[(u32, f64)]) -> Vec<[f64; 3]> {
+    let stats = &stored.stats;
+    let inverted = &stored.inverted;
+    let chunks = stats.chunks.max(1) as f64;
+    let avg: [f64; 3] = std::array::from_fn(|f| (stats.sums[f] as f64 / chunks).max(1.0));
+    let mut sums = vec![[0f64; 3]; inverted.ids()];
+    for (t, w) in query {
+        let df = f64::from(stats.df.get(*t as usize).copied().unwrap_or(0));
+        let idf = (1.0 + (stats.chunks as f64 - df + 0.5) / (df + 0.5)).ln();
+        for entry in inverted.list(*t) {
+            let (id, f) = (entry.chunk(), entry.field());
+            let length = f64::from(inverted.lens(id)[f]);
+            let b = B[f];
+            let norm = K1 * (1.0 - b + b * length / avg[f]);
+            let tf = f64::from(entry.count());
+            sums[id][f] += w * idf * tf * (K1 + 1.0) / (tf + norm);
+        }
+    }
+    sums
+}
+
+/// The weighted score of a chunk from its field sums and its file's path part; the vector
+/// part is [`vector_part`].
+pub(crate) fn score(sums: [f64; 3], path: f64) -> Score {
     Score {
-        symbol: W_SYMBOL * bm25(stored, query, &chunk.fields[SYMBOL], SYMBOL),
-        path: W_PATH * bm25(stored, query, path_terms, PATH),
-        doc: W_DOC * bm25(stored, query, &chunk.fields[DOC], DOC),
-        text: W_TEXT * bm25(stored, query, &chunk.fields[TEXT], TEXT),
+        symbol: W_SYMBOL * sums[SYMBOL],
+        path,
+        doc: W_DOC * sums[DOC],
+        text: W_TEXT * sums[TEXT],
         vector: 0.0,
         factor: 1.0,
     }
