@@ -9,6 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ignore::WalkState;
 
 use super::chunk::Piece;
 use super::inverted::Inverted;
@@ -239,39 +242,66 @@ pub(crate) struct Found {
 }
 
 /// Every regular file the walk yields that may be indexed, by relative path, with its stamp.
+/// The walk runs on every core: on a large tree this metadata check is most of what a query
+/// on an unchanged index costs.
 pub(crate) fn walk_files(
     workspace: &Path,
     rules: Option<&crate::permissions::Rules>,
 ) -> Result<Found, String> {
     let start = walk::start(workspace, None)?;
     let walk = walk::build(workspace, &start, None)?;
-    let mut found = Found::default();
-    for entry in walk.builder.build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let abs = entry.path();
-        if crate::tools::withheld(rules, workspace, abs) {
-            found.withheld += 1;
-            continue;
-        }
-        let Ok(meta) = std::fs::symlink_metadata(abs) else {
-            continue;
-        };
-        if !meta.is_file() {
-            continue;
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            found.too_big += 1;
-            continue;
-        }
-        found.files.insert(
-            walk::shown(workspace, abs),
-            (abs.to_path_buf(), Stamp::of(&meta)),
-        );
-    }
+    let found = Mutex::new(Found::default());
+    walk.builder.build_parallel().run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            if let Ok(entry) = entry
+                && entry.file_type().is_some_and(|t| t.is_file())
+            {
+                let seen = look(workspace, rules, entry.path());
+                let mut found = crate::sync::lock(found);
+                match seen {
+                    Seen::Withheld => found.withheld += 1,
+                    Seen::TooBig => found.too_big += 1,
+                    Seen::File(rel, abs, stamp) => {
+                        found.files.insert(rel, (abs, stamp));
+                    }
+                    Seen::Nothing => {}
+                }
+            }
+            WalkState::Continue
+        })
+    });
+    let mut found = crate::sync::into_inner(found);
     found.skipped_notes = crate::sync::lock(&walk.skipped).notes();
     Ok(found)
+}
+
+/// What the walk makes of one regular file.
+enum Seen {
+    Withheld,
+    TooBig,
+    File(String, PathBuf, Stamp),
+    Nothing,
+}
+
+fn look(workspace: &Path, rules: Option<&crate::permissions::Rules>, abs: &Path) -> Seen {
+    if crate::tools::withheld(rules, workspace, abs) {
+        return Seen::Withheld;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(abs) else {
+        return Seen::Nothing;
+    };
+    if !meta.is_file() {
+        return Seen::Nothing;
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Seen::TooBig;
+    }
+    Seen::File(
+        walk::shown(workspace, abs),
+        abs.to_path_buf(),
+        Stamp::of(&meta),
+    )
 }
 
 /// The chunks of one file, or `None` when it cannot be opened, grew past the limit, or is
