@@ -255,10 +255,10 @@ fn save_later(shared: &Arc<RwLock<State>>, workspace: &Path) {
 /// Reads one file and puts its chunks in the index (a binary or unreadable file is kept with no
 /// chunks, so it is not read again until it changes).
 fn read_into(shared: &RwLock<State>, rel: &str, abs: &Path, stamp: Stamp) {
-    let pieces = index::read_pieces(abs, rel).unwrap_or_default();
+    let mut pieces = index::read_pieces(abs, rel).unwrap_or_default();
     crate::sync::write(shared)
         .stored
-        .insert_pieces(rel, stamp, pieces);
+        .insert_pieces(rel, stamp, &mut pieces);
 }
 
 /// The background build: reads `files` into the index in batches, saving now and then and at
@@ -267,15 +267,16 @@ fn read_into(shared: &RwLock<State>, rel: &str, abs: &Path, stamp: Stamp) {
 fn background(shared: &RwLock<State>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
     let mut saved = Instant::now();
     for batch in files.chunks(BATCH) {
-        let read = read_parallel(batch);
+        let mut read = read_parallel(batch);
         let mut state = crate::sync::write(shared);
-        for (rel, stamp, pieces) in read {
-            state.stored.insert_pieces(rel, stamp, pieces);
+        for (rel, stamp, pieces) in &mut read {
+            state.stored.insert_pieces(rel, *stamp, pieces);
         }
         if let Some((done, _)) = &mut state.building {
             *done += batch.len();
         }
         drop(state);
+        drop(read);
         if saved.elapsed() > SAVE_EVERY {
             save(shared, workspace);
             saved = Instant::now();

@@ -136,10 +136,12 @@ fn field_len(p: &Postings) -> u64 {
 }
 
 impl Stored {
-    /// Adds (or replaces) the file at `rel`, its chunks cut by the chunker.
-    pub(crate) fn insert_pieces(&mut self, rel: &str, stamp: Stamp, pieces: Vec<Piece>) {
+    /// Adds (or replaces) the file at `rel`, its chunks cut by the chunker. The pieces' names
+    /// are taken; their word counts are left to the caller to drop, after it lets go of the
+    /// lock (freeing them is a large part of an insert).
+    pub(crate) fn insert_pieces(&mut self, rel: &str, stamp: Stamp, pieces: &mut [Piece]) {
         let chunks = pieces
-            .into_iter()
+            .iter_mut()
             .map(|p| Chunk {
                 start: p.start,
                 end: p.end,
@@ -148,9 +150,9 @@ impl Stored {
                     self.terms.postings(&p.fields[1]),
                     self.terms.postings(&p.fields[2]),
                 ],
-                symbol: p.symbol,
+                symbol: std::mem::take(&mut p.symbol),
                 kind: p.kind,
-                parent: p.parent,
+                parent: p.parent.take(),
             })
             .collect();
         self.insert(rel, stamp, chunks);

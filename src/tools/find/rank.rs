@@ -100,41 +100,61 @@ const SYNONYMS: &[(&str, &[&str])] = &[
 /// dropped.
 pub(crate) fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        for piece in camel_pieces(word) {
-            let lower = piece.to_lowercase();
-            if lower.len() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
-                continue;
-            }
-            if STOPWORDS.contains(&lower.as_str()) {
-                continue;
-            }
-            out.push(stem(&lower));
-        }
-    }
+    terms_into(text, &mut out);
     out
 }
 
-/// `HTTPServerError` → `HTTP`, `Server`, `Error`; `parseV2` → `parse`, `V2`.
-fn camel_pieces(word: &str) -> Vec<&str> {
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    for i in 1..chars.len() {
-        let (at, c) = chars[i];
-        let prev = chars[i - 1].1;
-        let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
-        let boundary = (c.is_uppercase() && prev.is_lowercase())
-            || (c.is_uppercase() && prev.is_uppercase() && next_lower);
-        if boundary {
-            pieces.push(&word[start..at]);
-            start = at;
+/// [`terms`], appended to `out` (the chunker's lines share one vector).
+pub(crate) fn terms_into(text: &str, out: &mut Vec<String>) {
+    // Most code is lowercase ASCII already: lowercasing then needs no copy.
+    let mut lowered = String::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
         }
+        camel_pieces(word, |piece| {
+            let lower = if piece
+                .bytes()
+                .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+            {
+                piece
+            } else {
+                lowered = piece.to_lowercase();
+                lowered.as_str()
+            };
+            if lower.len() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
+                return;
+            }
+            if STOPWORDS.contains(&lower) {
+                return;
+            }
+            out.push(stem(lower));
+        });
+    }
+}
+
+/// Calls `each` with the camel-case pieces of `word`: `HTTPServerError` → `HTTP`, `Server`,
+/// `Error`; `parseV2` → `parse`, `V2`. Called for every word of every indexed file, so it
+/// allocates nothing.
+fn camel_pieces<'w>(word: &'w str, mut each: impl FnMut(&'w str)) {
+    let mut start = 0;
+    let mut prev: Option<char> = None;
+    let mut chars = word.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if let Some(p) = prev {
+            let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
+            let boundary = (c.is_uppercase() && p.is_lowercase())
+                || (c.is_uppercase() && p.is_uppercase() && next_lower);
+            if boundary {
+                each(&word[start..at]);
+                start = at;
+            }
+        }
+        prev = Some(c);
     }
     if start < word.len() {
-        pieces.push(&word[start..]);
+        each(&word[start..]);
     }
-    pieces
 }
 
 /// A light suffix stripper: enough for `parses`/`parsing`/`parsed`/`parse` to meet.
