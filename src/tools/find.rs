@@ -12,6 +12,7 @@ mod build;
 mod chunk;
 mod codec;
 mod index;
+mod inverted;
 mod rank;
 mod symbols;
 
@@ -180,29 +181,96 @@ struct Hit<'s> {
     path: &'s str,
     chunk: &'s index::Chunk,
     score: rank::Score,
+    /// Its place in index order, the last tie-break (as a stable sort would keep it).
+    seq: usize,
+}
+
+/// Best first: score, then path, then line, then index order.
+fn better(a: &Hit<'_>, b: &Hit<'_>) -> std::cmp::Ordering {
+    b.score
+        .total()
+        .total_cmp(&a.score.total())
+        .then_with(|| a.path.cmp(b.path))
+        .then_with(|| a.chunk.start.cmp(&b.chunk.start))
+        .then_with(|| a.seq.cmp(&b.seq))
 }
 
 /// The chunks in the call's scope, best first, at most `limit`; and how many matched at all.
+/// BM25 sums come from the inverted lists of the query's terms; the walk over the files only
+/// reads them back and adds the per-file path part. A first pass finds the `limit`-th best
+/// score without the vector part; the second keeps only the chunks the vector part (at most
+/// [`rank::W_VECTOR`] times the factor) could lift to it, so few are ever sorted.
 fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
     let query = rank::expand(&call.query, stored);
     let own = rank::counts(rank::terms(&call.query));
     let query_vector = rank::vector(own.iter().map(|(t, n)| (t.as_str(), *n)));
-    let scope = &call.start.display;
+    let sums = rank::field_sums(stored, &query);
+    let mut lower: Vec<f64> = Vec::new();
+    scored(call, stored, &query, &sums, |_, _, score| {
+        lower.push(score.total());
+    });
+    let matched = lower.len();
+    let threshold = if lower.len() > call.limit {
+        let at = call.limit - 1;
+        *lower.select_nth_unstable_by(at, |a, b| b.total_cmp(a)).1
+    } else {
+        0.0
+    };
     let mut hits = Vec::new();
+    scored(call, stored, &query, &sums, |path, chunk, mut score| {
+        if (score.total() / score.factor + rank::W_VECTOR) * score.factor >= threshold {
+            score.vector = rank::vector_part(stored, &query_vector, chunk);
+            let seq = hits.len();
+            hits.push(Hit {
+                path,
+                chunk,
+                score,
+                seq,
+            });
+        }
+    });
+    // Only the best `limit` need ordering.
+    if hits.len() > call.limit {
+        hits.select_nth_unstable_by(call.limit - 1, better);
+        hits.truncate(call.limit);
+    }
+    hits.sort_unstable_by(better);
+    (hits, matched)
+}
+
+/// Calls `each` with every chunk in the call's scope that scores above zero (vector part
+/// not yet added), in index order.
+fn scored<'s>(
+    call: &Call,
+    stored: &'s index::Stored,
+    query: &[(u32, f64)],
+    sums: &[[f64; 3]],
+    mut each: impl FnMut(&'s str, &'s index::Chunk, rank::Score),
+) {
+    let scope = &call.start.display;
+    let prefix = format!("{scope}/");
     for (path, file) in &stored.files {
-        let inside = scope == "." || path == scope || path.starts_with(&format!("{scope}/"));
+        let inside = scope == "." || path == scope || path.starts_with(&prefix);
         if !inside {
             continue;
         }
-        for chunk in &file.chunks {
+        let path_part = rank::path_part(stored, query, &file.path_terms);
+        let mut test_path = None;
+        for (i, chunk) in file.chunks.iter().enumerate() {
             if call.kind.is_some_and(|k| k != chunk.kind) {
                 continue;
             }
-            let mut score = rank::score(stored, &query, &file.path_terms, chunk);
+            let field = sums
+                .get(file.first as usize + i)
+                .copied()
+                .unwrap_or_default();
+            let mut score = rank::score(field, path_part);
             if score.total() <= 0.0 {
                 continue;
             }
-            if rank::is_test(path, &chunk.symbol, chunk.parent.as_deref()) {
+            let test = *test_path.get_or_insert_with(|| rank::is_test_path(path))
+                || rank::is_test_symbol(&chunk.symbol, chunk.parent.as_deref());
+            if test {
                 score.factor *= rank::TEST_FACTOR;
             }
             if matches!(
@@ -211,33 +279,9 @@ fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
             ) {
                 score.factor *= rank::NOUN_FACTOR;
             }
-            hits.push(Hit { path, chunk, score });
+            each(path, chunk, score);
         }
     }
-    let matched = hits.len();
-    // The vector part is at most W_VECTOR (times the factor): only chunks it could lift past
-    // the `limit`-th best score without it get it computed.
-    let mut lower: Vec<f64> = hits.iter().map(|h| h.score.total()).collect();
-    let threshold = if lower.len() > call.limit {
-        let at = call.limit - 1;
-        *lower.select_nth_unstable_by(at, |a, b| b.total_cmp(a)).1
-    } else {
-        0.0
-    };
-    for hit in &mut hits {
-        if (hit.score.total() / hit.score.factor + rank::W_VECTOR) * hit.score.factor >= threshold {
-            hit.score.vector = rank::vector_part(stored, &query_vector, hit.chunk);
-        }
-    }
-    hits.sort_by(|a, b| {
-        b.score
-            .total()
-            .total_cmp(&a.score.total())
-            .then_with(|| a.path.cmp(b.path))
-            .then_with(|| a.chunk.start.cmp(&b.chunk.start))
-    });
-    hits.truncate(call.limit);
-    (hits, matched)
 }
 
 fn answer(

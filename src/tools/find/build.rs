@@ -10,7 +10,7 @@
 //! codec's checksum catches anything else, and an unreadable index is rebuilt.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -37,13 +37,15 @@ const SAVE_EVERY: Duration = Duration::from_secs(5);
 /// rewrite of the whole file.
 const BACKGROUND_SAVE_CHUNKS: u64 = 20_000;
 const BACKGROUND_SAVE_FILES: usize = 8;
+/// How long a deferred save waits for the edits to stop.
+const SAVE_QUIET: Duration = Duration::from_secs(2);
 /// Files the background thread reads between two takes of the lock.
 const BATCH: usize = 256;
 
 /// The index of one tool instance.
 #[derive(Default)]
 pub(crate) struct Index {
-    shared: Arc<Mutex<State>>,
+    shared: Arc<RwLock<State>>,
 }
 
 #[derive(Default)]
@@ -57,6 +59,10 @@ struct State {
     rebuilt: bool,
     /// Why the last save failed, reported by the next query.
     unsaved: Option<String>,
+    /// Changes a deferred save must cover, the last one's time, and whether a saver runs.
+    changes: u64,
+    last_change: Option<Instant>,
+    saver: bool,
 }
 
 /// What bringing the index up to date did, for the result's closing notes.
@@ -93,9 +99,10 @@ fn load(workspace: &Path) -> (Stored, bool) {
     }
 }
 
-/// Writes the index (encoded under the lock, written outside it); why not, on failure.
-fn save(shared: &Mutex<State>, workspace: &Path) -> Option<String> {
-    let bytes = codec::encode(&crate::sync::lock(shared).stored);
+/// Writes the index (encoded under the read lock, so queries go on meanwhile; written outside
+/// it); why not, on failure.
+fn save(shared: &RwLock<State>, workspace: &Path) -> Option<String> {
+    let bytes = codec::encode(&crate::sync::read(shared).stored);
     let saved = index_path(workspace).and_then(|p| {
         fsutil::write_atomic(&p, &bytes, Some(0o600)).map_err(|e| e.to_string())?;
         let _ = std::fs::remove_file(p.with_file_name(OLD_FILE));
@@ -107,7 +114,7 @@ fn save(shared: &Mutex<State>, workspace: &Path) -> Option<String> {
 impl Index {
     /// Runs `f` on the index as it is now.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&Stored) -> R) -> R {
-        f(&crate::sync::lock(&self.shared).stored)
+        f(&crate::sync::read(&self.shared).stored)
     }
 
     /// Brings the index of `workspace` up to date as far as a query should wait for.
@@ -119,7 +126,7 @@ impl Index {
     ) -> Result<Report, String> {
         let mut report = Report::default();
         {
-            let mut state = crate::sync::lock(&self.shared);
+            let mut state = crate::sync::write(&self.shared);
             if state.workspace.as_deref() != Some(workspace) {
                 *state = State {
                     workspace: Some(workspace.to_path_buf()),
@@ -144,7 +151,7 @@ impl Index {
         report.withheld = found.withheld;
         report.skipped_notes = found.skipped_notes;
         let todo = {
-            let mut state = crate::sync::lock(&self.shared);
+            let mut state = crate::sync::write(&self.shared);
             let gone: Vec<String> = state
                 .stored
                 .files
@@ -179,7 +186,7 @@ impl Index {
         let rest: Vec<(String, PathBuf, Stamp)> = rest.collect();
         if !rest.is_empty() {
             let total = report.reread + rest.len();
-            crate::sync::lock(&self.shared).building = Some((report.reread, total));
+            crate::sync::write(&self.shared).building = Some((report.reread, total));
             report.building = Some((report.reread, total));
             let shared = Arc::clone(&self.shared);
             let workspace = workspace.to_path_buf();
@@ -189,18 +196,11 @@ impl Index {
                 .map_err(|e| format!("cannot start the index build: {e}"))?;
         } else if report.reread + report.dropped > 0 || report.rebuilt {
             let large =
-                crate::sync::lock(&self.shared).stored.chunk_count() > BACKGROUND_SAVE_CHUNKS;
+                crate::sync::write(&self.shared).stored.chunk_count() > BACKGROUND_SAVE_CHUNKS;
             if large && report.reread + report.dropped <= BACKGROUND_SAVE_FILES {
-                // A small change to a large index: the query need not wait for the rewrite;
-                // a failure is reported by the next query.
-                let shared = Arc::clone(&self.shared);
-                let workspace = workspace.to_path_buf();
-                let _ = std::thread::Builder::new()
-                    .name("find-save".to_string())
-                    .spawn(move || {
-                        let unsaved = save(&shared, &workspace);
-                        crate::sync::lock(&shared).unsaved = unsaved;
-                    });
+                // A small change to a large index: the query need not wait for the rewrite,
+                // which waits for a quiet moment; a failure is reported by the next query.
+                save_later(&self.shared, workspace);
             } else {
                 report.unsaved = save(&self.shared, workspace);
             }
@@ -209,37 +209,81 @@ impl Index {
     }
 }
 
+/// Saves the index in a background thread once no change has come for [`SAVE_QUIET`], so a
+/// run of edits is written once and a query that follows an edit closely does not wait for
+/// the rewrite (which holds the read lock a change needs). One saver at a time; changes made
+/// while it writes make it write again.
+fn save_later(shared: &Arc<RwLock<State>>, workspace: &Path) {
+    {
+        let mut state = crate::sync::write(shared);
+        state.changes += 1;
+        state.last_change = Some(Instant::now());
+        if state.saver {
+            return;
+        }
+        state.saver = true;
+    }
+    let mine = Arc::clone(shared);
+    let workspace = workspace.to_path_buf();
+    let started = std::thread::Builder::new()
+        .name("find-save".to_string())
+        .spawn(move || {
+            loop {
+                let (last, changes) = {
+                    let state = crate::sync::read(&mine);
+                    (state.last_change, state.changes)
+                };
+                let quiet = last.map_or(Duration::ZERO, |t| t.elapsed());
+                if quiet < SAVE_QUIET {
+                    std::thread::sleep(SAVE_QUIET - quiet);
+                    continue;
+                }
+                let unsaved = save(&mine, &workspace);
+                let mut state = crate::sync::write(&mine);
+                state.unsaved = unsaved;
+                if state.changes == changes {
+                    state.saver = false;
+                    return;
+                }
+            }
+        });
+    if started.is_err() {
+        crate::sync::write(shared).saver = false;
+    }
+}
+
 /// Reads one file and puts its chunks in the index (a binary or unreadable file is kept with no
 /// chunks, so it is not read again until it changes).
-fn read_into(shared: &Mutex<State>, rel: &str, abs: &Path, stamp: Stamp) {
-    let pieces = index::read_pieces(abs, rel).unwrap_or_default();
-    crate::sync::lock(shared)
+fn read_into(shared: &RwLock<State>, rel: &str, abs: &Path, stamp: Stamp) {
+    let mut pieces = index::read_pieces(abs, rel).unwrap_or_default();
+    crate::sync::write(shared)
         .stored
-        .insert_pieces(rel, stamp, pieces);
+        .insert_pieces(rel, stamp, &mut pieces);
 }
 
 /// The background build: reads `files` into the index in batches, saving now and then and at
 /// the end. It runs to the end even when the tool that started it is dropped, so what it read
 /// is saved for the next session; it dies with the process.
-fn background(shared: &Mutex<State>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
+fn background(shared: &RwLock<State>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
     let mut saved = Instant::now();
     for batch in files.chunks(BATCH) {
-        let read = read_parallel(batch);
-        let mut state = crate::sync::lock(shared);
-        for (rel, stamp, pieces) in read {
-            state.stored.insert_pieces(rel, stamp, pieces);
+        let mut read = read_parallel(batch);
+        let mut state = crate::sync::write(shared);
+        for (rel, stamp, pieces) in &mut read {
+            state.stored.insert_pieces(rel, *stamp, pieces);
         }
         if let Some((done, _)) = &mut state.building {
             *done += batch.len();
         }
         drop(state);
+        drop(read);
         if saved.elapsed() > SAVE_EVERY {
             save(shared, workspace);
             saved = Instant::now();
         }
     }
     let unsaved = save(shared, workspace);
-    let mut state = crate::sync::lock(shared);
+    let mut state = crate::sync::write(shared);
     state.building = None;
     state.unsaved = unsaved;
 }

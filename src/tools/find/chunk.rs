@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::rank::{counts, terms};
+use super::rank::{counts, terms, terms_into};
 use super::symbols::{self, Kind, Lang};
 
 /// One chunk as cut from the text, its terms by field (symbol, doc, text) still as words; the
@@ -104,11 +104,7 @@ fn make(
         } else if in_docstring && (t.ends_with("\"\"\"") || t.ends_with("'''")) {
             in_docstring = false;
         }
-        if is_doc {
-            doc.extend(terms(t));
-        } else {
-            text.extend(terms(t));
-        }
+        terms_into(t, if is_doc { &mut doc } else { &mut text });
     }
     Piece {
         start: start as u32 + 1,

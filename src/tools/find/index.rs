@@ -9,8 +9,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ignore::WalkState;
 
 use super::chunk::Piece;
+use super::inverted::Inverted;
 use super::rank;
 use super::symbols::Kind;
 use crate::fsutil;
@@ -106,6 +110,8 @@ pub(crate) struct FileEntry {
     pub chunks: Vec<Chunk>,
     /// The path's own terms (not stored: derived from the path on insert).
     pub path_terms: Postings,
+    /// The id of the first chunk in the inverted lists; the others follow it.
+    pub first: u32,
 }
 
 /// Corpus statistics: chunk count, document frequency per term id, summed field lengths.
@@ -122,6 +128,7 @@ pub(crate) struct Stored {
     pub terms: Terms,
     pub files: BTreeMap<String, FileEntry>,
     pub stats: Stats,
+    pub inverted: Inverted,
 }
 
 fn field_len(p: &Postings) -> u64 {
@@ -129,10 +136,12 @@ fn field_len(p: &Postings) -> u64 {
 }
 
 impl Stored {
-    /// Adds (or replaces) the file at `rel`, its chunks cut by the chunker.
-    pub(crate) fn insert_pieces(&mut self, rel: &str, stamp: Stamp, pieces: Vec<Piece>) {
+    /// Adds (or replaces) the file at `rel`, its chunks cut by the chunker. The pieces' names
+    /// are taken; their word counts are left to the caller to drop, after it lets go of the
+    /// lock (freeing them is a large part of an insert).
+    pub(crate) fn insert_pieces(&mut self, rel: &str, stamp: Stamp, pieces: &mut [Piece]) {
         let chunks = pieces
-            .into_iter()
+            .iter_mut()
             .map(|p| Chunk {
                 start: p.start,
                 end: p.end,
@@ -141,9 +150,9 @@ impl Stored {
                     self.terms.postings(&p.fields[1]),
                     self.terms.postings(&p.fields[2]),
                 ],
-                symbol: p.symbol,
+                symbol: std::mem::take(&mut p.symbol),
                 kind: p.kind,
-                parent: p.parent,
+                parent: p.parent.take(),
             })
             .collect();
         self.insert(rel, stamp, chunks);
@@ -153,10 +162,12 @@ impl Stored {
     pub(crate) fn insert(&mut self, rel: &str, stamp: Stamp, chunks: Vec<Chunk>) {
         self.remove(rel);
         let path_terms = self.terms.postings(&rank::counts(rank::terms(rel)));
+        let first = self.inverted.add(&chunks);
         let entry = FileEntry {
             stamp,
             chunks,
             path_terms,
+            first,
         };
         self.count(&entry, true);
         self.files.insert(rel.to_string(), entry);
@@ -167,6 +178,12 @@ impl Stored {
         match self.files.remove(rel) {
             Some(old) => {
                 self.count(&old, false);
+                if self.inverted.retire(old.chunks.len()) {
+                    self.inverted.clear();
+                    for file in self.files.values_mut() {
+                        file.first = self.inverted.add(&file.chunks);
+                    }
+                }
                 true
             }
             None => false,
@@ -227,39 +244,66 @@ pub(crate) struct Found {
 }
 
 /// Every regular file the walk yields that may be indexed, by relative path, with its stamp.
+/// The walk runs on every core: on a large tree this metadata check is most of what a query
+/// on an unchanged index costs.
 pub(crate) fn walk_files(
     workspace: &Path,
     rules: Option<&crate::permissions::Rules>,
 ) -> Result<Found, String> {
     let start = walk::start(workspace, None)?;
     let walk = walk::build(workspace, &start, None)?;
-    let mut found = Found::default();
-    for entry in walk.builder.build().flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let abs = entry.path();
-        if crate::tools::withheld(rules, workspace, abs) {
-            found.withheld += 1;
-            continue;
-        }
-        let Ok(meta) = std::fs::symlink_metadata(abs) else {
-            continue;
-        };
-        if !meta.is_file() {
-            continue;
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            found.too_big += 1;
-            continue;
-        }
-        found.files.insert(
-            walk::shown(workspace, abs),
-            (abs.to_path_buf(), Stamp::of(&meta)),
-        );
-    }
+    let found = Mutex::new(Found::default());
+    walk.builder.build_parallel().run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            if let Ok(entry) = entry
+                && entry.file_type().is_some_and(|t| t.is_file())
+            {
+                let seen = look(workspace, rules, entry.path());
+                let mut found = crate::sync::lock(found);
+                match seen {
+                    Seen::Withheld => found.withheld += 1,
+                    Seen::TooBig => found.too_big += 1,
+                    Seen::File(rel, abs, stamp) => {
+                        found.files.insert(rel, (abs, stamp));
+                    }
+                    Seen::Nothing => {}
+                }
+            }
+            WalkState::Continue
+        })
+    });
+    let mut found = crate::sync::into_inner(found);
     found.skipped_notes = crate::sync::lock(&walk.skipped).notes();
     Ok(found)
+}
+
+/// What the walk makes of one regular file.
+enum Seen {
+    Withheld,
+    TooBig,
+    File(String, PathBuf, Stamp),
+    Nothing,
+}
+
+fn look(workspace: &Path, rules: Option<&crate::permissions::Rules>, abs: &Path) -> Seen {
+    if crate::tools::withheld(rules, workspace, abs) {
+        return Seen::Withheld;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(abs) else {
+        return Seen::Nothing;
+    };
+    if !meta.is_file() {
+        return Seen::Nothing;
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Seen::TooBig;
+    }
+    Seen::File(
+        walk::shown(workspace, abs),
+        abs.to_path_buf(),
+        Stamp::of(&meta),
+    )
 }
 
 /// The chunks of one file, or `None` when it cannot be opened, grew past the limit, or is

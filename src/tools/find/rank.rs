@@ -100,41 +100,61 @@ const SYNONYMS: &[(&str, &[&str])] = &[
 /// dropped.
 pub(crate) fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        for piece in camel_pieces(word) {
-            let lower = piece.to_lowercase();
-            if lower.len() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
-                continue;
-            }
-            if STOPWORDS.contains(&lower.as_str()) {
-                continue;
-            }
-            out.push(stem(&lower));
-        }
-    }
+    terms_into(text, &mut out);
     out
 }
 
-/// `HTTPServerError` → `HTTP`, `Server`, `Error`; `parseV2` → `parse`, `V2`.
-fn camel_pieces(word: &str) -> Vec<&str> {
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    for i in 1..chars.len() {
-        let (at, c) = chars[i];
-        let prev = chars[i - 1].1;
-        let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
-        let boundary = (c.is_uppercase() && prev.is_lowercase())
-            || (c.is_uppercase() && prev.is_uppercase() && next_lower);
-        if boundary {
-            pieces.push(&word[start..at]);
-            start = at;
+/// [`terms`], appended to `out` (the chunker's lines share one vector).
+pub(crate) fn terms_into(text: &str, out: &mut Vec<String>) {
+    // Most code is lowercase ASCII already: lowercasing then needs no copy.
+    let mut lowered = String::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
         }
+        camel_pieces(word, |piece| {
+            let lower = if piece
+                .bytes()
+                .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+            {
+                piece
+            } else {
+                lowered = piece.to_lowercase();
+                lowered.as_str()
+            };
+            if lower.len() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
+                return;
+            }
+            if STOPWORDS.contains(&lower) {
+                return;
+            }
+            out.push(stem(lower));
+        });
+    }
+}
+
+/// Calls `each` with the camel-case pieces of `word`: `HTTPServerError` → `HTTP`, `Server`,
+/// `Error`; `parseV2` → `parse`, `V2`. Called for every word of every indexed file, so it
+/// allocates nothing.
+fn camel_pieces<'w>(word: &'w str, mut each: impl FnMut(&'w str)) {
+    let mut start = 0;
+    let mut prev: Option<char> = None;
+    let mut chars = word.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if let Some(p) = prev {
+            let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
+            let boundary = (c.is_uppercase() && p.is_lowercase())
+                || (c.is_uppercase() && p.is_uppercase() && next_lower);
+            if boundary {
+                each(&word[start..at]);
+                start = at;
+            }
+        }
+        prev = Some(c);
     }
     if start < word.len() {
-        pieces.push(&word[start..]);
+        each(&word[start..]);
     }
-    pieces
 }
 
 /// A light suffix stripper: enough for `parses`/`parsing`/`parsed`/`parse` to meet.
@@ -226,8 +246,8 @@ impl Score {
     }
 }
 
-/// Whether a chunk is test code, from its file's path, its name and its parent's.
-pub(crate) fn is_test(path: &str, symbol: &str, parent: Option<&str>) -> bool {
+/// Whether every chunk of the file at `path` is test code (computed once per file).
+pub(crate) fn is_test_path(path: &str) -> bool {
     let mut segments: Vec<&str> = path.split('/').collect();
     let file = segments.pop().unwrap_or("");
     let stem = file.split('.').next().unwrap_or(file).to_lowercase();
@@ -243,10 +263,17 @@ pub(crate) fn is_test(path: &str, symbol: &str, parent: Option<&str>) -> bool {
         || stem.ends_with("_spec")
         || file.contains(".test.")
         || file.contains(".spec.");
-    let symbol = symbol.to_ascii_lowercase();
-    let symbol_test = symbol.starts_with("test") || symbol.ends_with("_test");
+    dir_test || file_test
+}
+
+/// Whether a chunk is test code by its name or its parent's (no allocation: asked of every
+/// candidate chunk).
+pub(crate) fn is_test_symbol(symbol: &str, parent: Option<&str>) -> bool {
+    let bytes = symbol.as_bytes();
+    let symbol_test = bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"test")
+        || bytes.len() >= 5 && bytes[bytes.len() - 5..].eq_ignore_ascii_case(b"_test");
     let parent_test = parent.is_some_and(|p| p == "tests" || p == "test");
-    dir_test || file_test || symbol_test || parent_test
+    symbol_test || parent_test
 }
 
 /// BM25 of one field's postings for the query's weighted term ids.
@@ -270,19 +297,43 @@ fn bm25(stored: &Stored, query: &[(u32, f64)], field: &Postings, which: usize) -
     total
 }
 
-/// The weighted BM25 parts of the score of `chunk` (in the file with `path_terms`) for the
-/// expanded query; the vector part is [`vector_part`].
-pub(crate) fn score(
-    stored: &Stored,
-    query: &[(u32, f64)],
-    path_terms: &Postings,
-    chunk: &Chunk,
-) -> Score {
+/// The weighted path part of the score of every chunk of a file with `path_terms`.
+pub(crate) fn path_part(stored: &Stored, query: &[(u32, f64)], path_terms: &Postings) -> f64 {
+    W_PATH * bm25(stored, query, path_terms, PATH)
+}
+
+/// The unweighted BM25 sums (symbol, doc, text) of every chunk id, read from the inverted lists
+/// of the query's terms only; a chunk no term reaches keeps zeros. Each sum adds its terms in
+/// the query's order, as [`bm25`] does, so scores are the same to the last bit.
+pub(crate) fn field_sums(stored: &Stored, query: &[(u32, f64)]) -> Vec<[f64; 3]> {
+    let stats = &stored.stats;
+    let inverted = &stored.inverted;
+    let chunks = stats.chunks.max(1) as f64;
+    let avg: [f64; 3] = std::array::from_fn(|f| (stats.sums[f] as f64 / chunks).max(1.0));
+    let mut sums = vec![[0f64; 3]; inverted.ids()];
+    for (t, w) in query {
+        let df = f64::from(stats.df.get(*t as usize).copied().unwrap_or(0));
+        let idf = (1.0 + (stats.chunks as f64 - df + 0.5) / (df + 0.5)).ln();
+        for entry in inverted.list(*t) {
+            let (id, f) = (entry.chunk(), entry.field());
+            let length = f64::from(inverted.lens(id)[f]);
+            let b = B[f];
+            let norm = K1 * (1.0 - b + b * length / avg[f]);
+            let tf = f64::from(entry.count());
+            sums[id][f] += w * idf * tf * (K1 + 1.0) / (tf + norm);
+        }
+    }
+    sums
+}
+
+/// The weighted score of a chunk from its field sums and its file's path part; the vector
+/// part is [`vector_part`].
+pub(crate) fn score(sums: [f64; 3], path: f64) -> Score {
     Score {
-        symbol: W_SYMBOL * bm25(stored, query, &chunk.fields[SYMBOL], SYMBOL),
-        path: W_PATH * bm25(stored, query, path_terms, PATH),
-        doc: W_DOC * bm25(stored, query, &chunk.fields[DOC], DOC),
-        text: W_TEXT * bm25(stored, query, &chunk.fields[TEXT], TEXT),
+        symbol: W_SYMBOL * sums[SYMBOL],
+        path,
+        doc: W_DOC * sums[DOC],
+        text: W_TEXT * sums[TEXT],
         vector: 0.0,
         factor: 1.0,
     }
