@@ -111,7 +111,7 @@ fn walk(
     scope: &Arc<Scope>,
     watcher: Option<&Arc<Watcher>>,
 ) -> Vec<(String, std::fs::Metadata)> {
-    let mut builder = crate::tools::walk::with_ignore_rules(WalkBuilder::new(workspace));
+    let mut builder = crate::fsutil::with_ignore_rules(WalkBuilder::new(workspace));
     let root = workspace.to_path_buf();
     let (in_filter, watch) = (scope.clone(), watcher.cloned());
     if let Some(watcher) = &watch {

@@ -18,21 +18,6 @@ use ignore::{DirEntry, WalkBuilder};
 use crate::fsutil;
 use crate::sync::lock;
 
-/// `builder` set up to see what git would: every ignore file (also outside a git repository),
-/// hidden files included, links never followed. The walks of `list`, `search`, `find` and the
-/// checkpoints all start from this, so they agree on what a workspace holds.
-pub(crate) fn with_ignore_rules(mut builder: WalkBuilder) -> WalkBuilder {
-    builder
-        .hidden(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(true)
-        .require_git(false)
-        .follow_links(false);
-    builder
-}
-
 /// Folders never listed or searched, at any depth: git's database and minicode's own data.
 pub(crate) const NEVER_WALKED: [&str; 2] = [".git", fsutil::DATA_DIR];
 
@@ -137,7 +122,7 @@ pub(crate) fn build(workspace: &Path, start: &Start, glob: Option<&str>) -> Resu
         }
         ancestor = dir.parent();
     }
-    let mut builder = with_ignore_rules(WalkBuilder::new(&start.root));
+    let mut builder = fsutil::with_ignore_rules(WalkBuilder::new(&start.root));
     builder.parents(true).current_dir(workspace);
     if let Some(glob) = glob.filter(|g| !g.trim().is_empty()) {
         let base = if start.is_dir {
