@@ -404,9 +404,10 @@ fn ctrl_z_restores_the_terminal_and_resume_takes_it_back() {
         std::thread::sleep(Duration::from_millis(20));
     }
     pty.assert_restored();
+    // Taken before the signal: a resumed session may redraw before this thread runs again.
+    let raw_len = pty.raw.lock().unwrap().len();
     // SAFETY: kill only sends a signal to the child we started.
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
-    let raw_len = pty.raw.lock().unwrap().len();
     let end = Instant::now() + DEADLINE;
     while !contains(&pty.raw.lock().unwrap()[raw_len..], b"\x1b[?1049h") {
         assert!(
