@@ -92,4 +92,5 @@ mod tui_live;
 mod tui_render;
 mod tui_select;
 mod tui_view;
+mod walk_global_excludes;
 mod wire_names;
