@@ -170,10 +170,9 @@ fn git_root_above(workspace: &Path) -> Option<PathBuf> {
 /// skipped), relative to the root, sorted, at most [`MAX_NESTED`]: they are offered to the
 /// model by name and read when it works in their folder.
 pub fn nested(workspace: &Path) -> Vec<String> {
-    let walk = ignore::WalkBuilder::new(workspace)
+    let walk = crate::fsutil::with_ignore_rules(ignore::WalkBuilder::new(workspace))
+        .hidden(true)
         .max_depth(Some(NESTED_DEPTH))
-        .follow_links(false)
-        .require_git(false)
         .build();
     let mut found: Vec<String> = walk
         .flatten()
