@@ -58,12 +58,29 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// The target triple `rustc` builds for by default (this machine's).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let out = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names its host")
+        .to_string()
+}
+
 /// The source folder of the pinned `ring` package, from `cargo metadata` (offline: the
-/// registry copy a build of this project unpacked).
+/// registry copy a build of this project unpacked). Filtered to the host platform: a machine
+/// that only built for itself has no copy of other platforms' packages, and metadata for all
+/// platforms would fail to fetch them.
 fn ring_source() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let out = std::process::Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host_triple()])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();

@@ -205,8 +205,14 @@ fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
     let own = rank::counts(rank::terms(&call.query));
     let query_vector = rank::vector(own.iter().map(|(t, n)| (t.as_str(), *n)));
     let sums = rank::field_sums(stored, &query);
+    // Both passes need every file's path part: computed once.
+    let path_parts: Vec<f64> = stored
+        .files
+        .values()
+        .map(|file| rank::path_part(stored, &query, &file.path_terms))
+        .collect();
     let mut lower: Vec<f64> = Vec::new();
-    scored(call, stored, &query, &sums, |_, _, score| {
+    scored(call, stored, &path_parts, &sums, |_, _, score| {
         lower.push(score.total());
     });
     let matched = lower.len();
@@ -217,18 +223,24 @@ fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
         0.0
     };
     let mut hits = Vec::new();
-    scored(call, stored, &query, &sums, |path, chunk, mut score| {
-        if (score.total() / score.factor + rank::W_VECTOR) * score.factor >= threshold {
-            score.vector = rank::vector_part(stored, &query_vector, chunk);
-            let seq = hits.len();
-            hits.push(Hit {
-                path,
-                chunk,
-                score,
-                seq,
-            });
-        }
-    });
+    scored(
+        call,
+        stored,
+        &path_parts,
+        &sums,
+        |path, chunk, mut score| {
+            if (score.total() / score.factor + rank::W_VECTOR) * score.factor >= threshold {
+                score.vector = rank::vector_part(stored, &query_vector, chunk);
+                let seq = hits.len();
+                hits.push(Hit {
+                    path,
+                    chunk,
+                    score,
+                    seq,
+                });
+            }
+        },
+    );
     // Only the best `limit` need ordering.
     if hits.len() > call.limit {
         hits.select_nth_unstable_by(call.limit - 1, better);
@@ -239,44 +251,39 @@ fn ranked<'s>(call: &Call, stored: &'s index::Stored) -> (Vec<Hit<'s>>, usize) {
 }
 
 /// Calls `each` with every chunk in the call's scope that scores above zero (vector part
-/// not yet added), in index order.
+/// not yet added), in index order. `path_parts` holds each file's path part, in index order.
 fn scored<'s>(
     call: &Call,
     stored: &'s index::Stored,
-    query: &[(u32, f64)],
+    path_parts: &[f64],
     sums: &[[f64; 3]],
     mut each: impl FnMut(&'s str, &'s index::Chunk, rank::Score),
 ) {
     let scope = &call.start.display;
     let prefix = format!("{scope}/");
-    for (path, file) in &stored.files {
+    for ((path, file), &path_part) in stored.files.iter().zip(path_parts) {
         let inside = scope == "." || path == scope || path.starts_with(&prefix);
         if !inside {
             continue;
         }
-        let path_part = rank::path_part(stored, query, &file.path_terms);
         let mut test_path = None;
         for (i, chunk) in file.chunks.iter().enumerate() {
             if call.kind.is_some_and(|k| k != chunk.kind) {
                 continue;
             }
-            let field = sums
-                .get(file.first as usize + i)
-                .copied()
-                .unwrap_or_default();
+            let id = file.first as usize + i;
+            let field = sums.get(id).copied().unwrap_or_default();
             let mut score = rank::score(field, path_part);
             if score.total() <= 0.0 {
                 continue;
             }
-            let test = *test_path.get_or_insert_with(|| rank::is_test_path(path))
-                || rank::is_test_symbol(&chunk.symbol, chunk.parent.as_deref());
+            let marks = stored.inverted.marks(id);
+            let test = marks & inverted::TEST_SYMBOL != 0
+                || *test_path.get_or_insert_with(|| rank::is_test_path(path));
             if test {
                 score.factor *= rank::TEST_FACTOR;
             }
-            if matches!(
-                chunk.kind,
-                Kind::Type | Kind::Constant | Kind::Impl | Kind::Module
-            ) {
+            if marks & inverted::NOUN != 0 {
                 score.factor *= rank::NOUN_FACTOR;
             }
             each(path, chunk, score);

@@ -5,6 +5,13 @@
 //! dead ids outnumber live ones, so a change costs its own size (amortised), not the index's.
 
 use super::index::Chunk;
+use super::rank::is_test_symbol;
+use super::symbols::Kind;
+
+/// A mark of a chunk whose own name (or its parent's) says it is test code.
+pub(crate) const TEST_SYMBOL: u8 = 1;
+/// A mark of a type, constant, impl header or module (questions describe behaviour).
+pub(crate) const NOUN: u8 = 2;
 
 /// One use of a term: the chunk id, and the field (top two bits) with the count.
 #[derive(Debug, Clone, Copy)]
@@ -37,11 +44,14 @@ impl Entry {
     }
 }
 
-/// The lists, by term id, and each chunk id's field lengths (symbol, doc, text).
+/// The lists, by term id, and each chunk id's field lengths (symbol, doc, text) and marks.
+/// The marks are read for every candidate of a query: kept beside the sums, they spare a
+/// cache miss on the chunk's name per candidate (a third of a query's time on 10,000 files).
 #[derive(Debug, Default)]
 pub(crate) struct Inverted {
     lists: Vec<Vec<Entry>>,
     lens: Vec<[u32; 3]>,
+    marks: Vec<u8>,
     dead: usize,
 }
 
@@ -66,6 +76,7 @@ impl Inverted {
                 }
             }
             self.lens.push(lens);
+            self.marks.push(marks_of(chunk));
         }
         first
     }
@@ -91,8 +102,27 @@ impl Inverted {
         self.lens.get(id).copied().unwrap_or_default()
     }
 
+    /// The marks ([`TEST_SYMBOL`], [`NOUN`]) of chunk `id`.
+    pub(crate) fn marks(&self, id: usize) -> u8 {
+        self.marks.get(id).copied().unwrap_or_default()
+    }
+
     /// Ids handed out so far, live and dead.
     pub(crate) fn ids(&self) -> usize {
         self.lens.len()
     }
+}
+
+fn marks_of(chunk: &Chunk) -> u8 {
+    let mut marks = 0;
+    if is_test_symbol(&chunk.symbol, chunk.parent.as_deref()) {
+        marks |= TEST_SYMBOL;
+    }
+    if matches!(
+        chunk.kind,
+        Kind::Type | Kind::Constant | Kind::Impl | Kind::Module
+    ) {
+        marks |= NOUN;
+    }
+    marks
 }
