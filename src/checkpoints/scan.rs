@@ -7,13 +7,14 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use ignore::WalkBuilder;
+use ignore::{WalkBuilder, WalkState};
 
 use super::blobs::Blobs;
 use super::watch::{Dirty, Watcher};
 use super::{Change, FileState, Stat, Tree};
+use crate::sync::lock;
 
 /// Folders never recorded, at any depth: git's database and minicode's own data.
 pub(crate) const NEVER: [&str; 2] = [".git", crate::fsutil::DATA_DIR];
@@ -104,10 +105,10 @@ fn relative(workspace: &Path, path: &Path) -> Option<String> {
 
 /// Every regular file the walk yields in `scope`, relative to `workspace`, with its
 /// metadata. Each folder is watched before it is listed, so nothing created in it later goes
-/// unseen. The walk runs on the calling thread: the parallel walker starts threads for every
-/// walk and idles in 1 ms sleeps while they drain, which cost a small workspace's call more
-/// than the walk itself (12 threads and 3.5 ms of sleeps in a five-call one-shot run), while
-/// on a large tree reading and hashing the changed files, not listing them, is the cost.
+/// unseen. A whole-tree walk runs on the calling thread: the parallel walker starts threads for
+/// every walk and idles in 1 ms sleeps while they drain, which cost a small workspace's call
+/// more than the walk itself (12 threads and 3.5 ms of sleeps in a five-call one-shot run),
+/// while on a large tree reading and hashing the changed files, not listing them, is the cost.
 fn walk(
     workspace: &Path,
     scope: &Arc<Scope>,
@@ -136,28 +137,49 @@ fn walk(
         }
         enter
     });
-    let mut found = Vec::new();
-    for entry in builder.build().flatten() {
-        let Some(kind) = entry.file_type() else {
-            continue;
-        };
-        if !kind.is_file() && !kind.is_dir() {
-            continue;
-        }
-        let Some(mut rel) = relative(workspace, entry.path()) else {
-            continue;
-        };
-        if rel.is_empty() || !scope.covers(&rel) {
-            continue;
-        }
-        if kind.is_dir() {
-            rel.push('/');
-        }
-        if let Ok(meta) = entry.path().symlink_metadata() {
-            found.push((rel, meta));
-        }
+    if scope.dirty.is_none() {
+        return builder
+            .build()
+            .flatten()
+            .filter_map(|entry| kept(workspace, scope, &entry))
+            .collect();
     }
-    found
+    // The sequential walker lists a folder before asking the filter whether to enter it; a
+    // scoped scan skips almost every folder, so it takes the parallel walker on one thread,
+    // which asks first.
+    let found: Mutex<Vec<(String, std::fs::Metadata)>> = Mutex::new(Vec::new());
+    builder.threads(1).build_parallel().run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            if let Some(item) = entry.ok().and_then(|e| kept(workspace, scope, &e)) {
+                lock(found).push(item);
+            }
+            WalkState::Continue
+        })
+    });
+    found.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A walked entry as the scan records it: a regular file or a folder (with a trailing `/`)
+/// inside `scope`, relative to `workspace`, with its metadata.
+fn kept(
+    workspace: &Path,
+    scope: &Scope,
+    entry: &ignore::DirEntry,
+) -> Option<(String, std::fs::Metadata)> {
+    let kind = entry.file_type()?;
+    if !kind.is_file() && !kind.is_dir() {
+        return None;
+    }
+    let mut rel = relative(workspace, entry.path())?;
+    if rel.is_empty() || !scope.covers(&rel) {
+        return None;
+    }
+    if kind.is_dir() {
+        rel.push('/');
+    }
+    let meta = entry.path().symlink_metadata().ok()?;
+    Some((rel, meta))
 }
 
 fn ignore_files_usable(dir: &Path) -> bool {
