@@ -822,6 +822,68 @@ async fn the_compact_command_compacts_the_session() {
     );
 }
 
+/// `/rewind` lists the turns that changed files, `/rewind N` puts the files back as they were
+/// before turn N (the file the turn created is gone again), no model is asked for either, and a
+/// malformed `/rewind` is a JSON-RPC error with the usage.
+#[tokio::test]
+async fn the_rewind_command_lists_turns_and_restores_the_files() {
+    let (_tmp, dir, server) = workspace_with(vec![
+        tool_calls_reply(
+            &[(
+                "call_1",
+                "write",
+                r#"{"path":"notes.txt","content":"first draft\n"}"#,
+            )],
+            9,
+        ),
+        text_reply("Written.", 4),
+    ]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let notes = dir.join("notes.txt");
+    let ((listed, written, rewound, bad), _seen, output) =
+        drive(&dir, harness, async |cx, mut rx| {
+            let id = new_session(&cx, &dir).await;
+            cx.send_request(PromptRequest::new(id.clone(), text("write the notes")))
+                .block_task()
+                .await
+                .unwrap();
+            drain(&mut rx);
+            let written = std::fs::read_to_string(&notes).ok();
+            cx.send_request(PromptRequest::new(id.clone(), text("/rewind")))
+                .block_task()
+                .await
+                .unwrap();
+            let listed = message_text(&drain(&mut rx));
+            cx.send_request(PromptRequest::new(id.clone(), text("/rewind 1")))
+                .block_task()
+                .await
+                .unwrap();
+            let rewound = message_text(&drain(&mut rx));
+            let bad = cx
+                .send_request(PromptRequest::new(id, text("/rewind first")))
+                .block_task()
+                .await
+                .unwrap_err();
+            (listed, written, rewound, bad)
+        })
+        .await;
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(written.as_deref(), Some("first draft\n"));
+    assert!(listed.contains("1. write the notes"), "{listed}");
+    assert!(listed.contains("+ notes.txt"), "{listed}");
+    assert!(
+        rewound.contains("Rewound the files to before turn 1"),
+        "{rewound}"
+    );
+    assert!(!notes.exists(), "the created file is removed again");
+    assert!(bad.message.contains("usage: /rewind"), "{bad:?}");
+    assert_eq!(server.request_count(), 2, "the commands asked no model");
+}
+
 /// `/goal <objective>` runs goal rounds until the model reports the goal complete: the prompt
 /// is answered when the run stops, the goal shows as the session's plan, `/goal` reports it,
 /// and a malformed goal command is a JSON-RPC error.
