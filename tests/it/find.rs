@@ -5,29 +5,16 @@
 //! made by a scripted model through the agent loop.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{put, tool_workspace};
 use minicode::chat::ToolStatus;
 use minicode::permissions::{Action, Rule, Rules};
 use minicode::tools::{Registry, ToolCtx, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn setup() -> (tempfile::TempDir, PathBuf, ToolCtx) {
-    let (dir, root) = crate::support::workspace();
-    let ws = root.join("p");
-    std::fs::create_dir(&ws).unwrap();
-    let ctx = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
-    (dir, ws, ctx)
-}
-
-fn put(ws: &Path, rel: &str, content: &str) {
-    let path = ws.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
 
 async fn call(ctx: &ToolCtx, args: serde_json::Value) -> Result<ToolOutput, String> {
     let registry = Registry::builtin();
@@ -124,7 +111,7 @@ fn project(ws: &Path) {
 
 #[tokio::test]
 async fn find_ranks_a_definition_first_by_a_description_sharing_no_identifier() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     project(&ws);
     let cases = [
         (
@@ -169,7 +156,7 @@ async fn find_ranks_a_definition_first_by_a_description_sharing_no_identifier() 
 
 #[tokio::test]
 async fn find_shows_a_preview_of_the_definition_head() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     project(&ws);
     let out = ok(&ctx, json!({"query": "settings file", "limit": 1})).await;
     assert!(
@@ -181,7 +168,7 @@ async fn find_shows_a_preview_of_the_definition_head() {
 
 #[tokio::test]
 async fn find_filters_by_kind_and_path_and_rejects_unknown_kinds() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     project(&ws);
     let out = ok(
         &ctx,
@@ -215,7 +202,7 @@ async fn find_filters_by_kind_and_path_and_rejects_unknown_kinds() {
 
 #[tokio::test]
 async fn find_honours_limit_and_the_output_cap() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     for i in 0..40 {
         put(
             &ws,
@@ -253,7 +240,7 @@ async fn find_honours_limit_and_the_output_cap() {
 
 #[tokio::test]
 async fn find_never_indexes_ignored_private_linked_big_binary_or_denied_files() {
-    let (d, ws, mut ctx) = setup();
+    let (d, ws, mut ctx) = tool_workspace();
     put(&ws, ".gitignore", "target/\n");
     put(&ws, "src/lib.rs", "pub fn visible_quokka() {}\n");
     put(&ws, "target/gen.rs", "pub fn ignored_quokka() {}\n");
@@ -291,7 +278,7 @@ async fn find_never_indexes_ignored_private_linked_big_binary_or_denied_files() 
 
 #[tokio::test]
 async fn find_keeps_its_index_private() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     project(&ws);
     ok(&ctx, json!({"query": "settings"})).await;
     let dir = std::fs::metadata(ws.join(".minicode/index")).unwrap();
@@ -302,7 +289,7 @@ async fn find_keeps_its_index_private() {
 
 #[tokio::test]
 async fn find_updates_its_index_after_an_edit_a_delete_and_a_rename() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     project(&ws);
     let out = ok(&ctx, json!({"query": "settings file"})).await;
     assert!(first(&out).contains("load_settings_file"), "{out}");
@@ -335,7 +322,7 @@ async fn find_updates_its_index_after_an_edit_a_delete_and_a_rename() {
 
 #[tokio::test]
 async fn find_rebuilds_a_corrupt_or_foreign_index_instead_of_failing() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     project(&ws);
     ok(&ctx, json!({"query": "settings"})).await;
     let index = ws.join(".minicode/index/find.idx");
@@ -372,7 +359,7 @@ async fn find_rebuilds_a_corrupt_or_foreign_index_instead_of_failing() {
 #[tokio::test]
 async fn find_answers_two_processes_while_a_file_changes() {
     // Two contexts stand for two processes sharing the workspace's index file.
-    let (_d, ws, a) = setup();
+    let (_d, ws, a) = tool_workspace();
     let b = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
     project(&ws);
     for round in 0..6 {
@@ -440,7 +427,7 @@ async fn a_scripted_model_finds_code_and_reads_the_result() {
 
 #[tokio::test]
 async fn one_registry_keeps_its_index_in_memory_and_still_sees_each_change() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     project(&ws);
     let registry = Registry::builtin();
     let ctx = &ctx;
@@ -471,7 +458,7 @@ async fn one_registry_keeps_its_index_in_memory_and_still_sees_each_change() {
 
 #[tokio::test]
 async fn an_index_folder_linked_out_of_the_workspace_is_never_written_through() {
-    let (d, ws, ctx) = setup();
+    let (d, ws, ctx) = tool_workspace();
     project(&ws);
     let outside = d.path().join("elsewhere");
     std::fs::create_dir(&outside).unwrap();

@@ -3,27 +3,13 @@
 //! that rank exactly like a fresh build, and definitions ranked above their declarations and
 //! their tests.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::support::{put, tool_workspace};
 use minicode::chat::ToolStatus;
 use minicode::tools::{Registry, ToolCtx};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn setup() -> (tempfile::TempDir, PathBuf, ToolCtx) {
-    let (dir, root) = crate::support::workspace();
-    let ws = root.join("p");
-    std::fs::create_dir(&ws).unwrap();
-    let ctx = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
-    (dir, ws, ctx)
-}
-
-fn put(ws: &Path, rel: &str, content: &str) {
-    let path = ws.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
 
 async fn find(registry: &Registry, ctx: &ToolCtx, query: &str) -> String {
     let (tool, value) = registry
@@ -40,7 +26,7 @@ fn first(out: &str) -> &str {
 
 #[tokio::test]
 async fn find_builds_a_large_index_in_the_background_and_answers_meanwhile() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     for i in 0..600 {
         put(
             &ws,
@@ -108,7 +94,7 @@ fn ranked(out: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn an_index_updated_by_edits_deletes_and_renames_ranks_exactly_like_a_fresh_one() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let words = ["ledger", "invoice", "tenant", "coupon", "parcel", "quota"];
     for (i, w) in words.iter().enumerate() {
         put(
@@ -139,7 +125,7 @@ async fn an_index_updated_by_edits_deletes_and_renames_ranks_exactly_like_a_fres
 
 #[tokio::test]
 async fn find_ranks_a_definition_above_its_declaration_and_its_tests() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     put(
         &ws,
         "lib/hash.h",
@@ -182,7 +168,7 @@ async fn find_ranks_a_definition_above_its_declaration_and_its_tests() {
 async fn an_index_whose_files_were_all_rewritten_twice_ranks_exactly_like_a_fresh_one() {
     // 40 files of 130 definitions: rewriting every file twice leaves more replaced chunks than
     // live ones, which makes the index rebuild its in-memory term lists.
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let words = ["ledger", "invoice", "tenant", "coupon", "parcel", "quota"];
     let write_all = |round: usize| {
         for f in 0..40 {

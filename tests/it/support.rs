@@ -24,3 +24,25 @@ pub fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
     let path = dir.path().canonicalize().unwrap();
     (dir, path)
 }
+
+/// For tool tests: a temp root holding the workspace `p` (with room beside it for paths that
+/// lead out), the workspace, and a tool context confined to it.
+pub fn tool_workspace() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    minicode::tools::ToolCtx,
+) {
+    let (dir, root) = workspace();
+    let ws = root.join("p");
+    std::fs::create_dir(&ws).unwrap();
+    let ctx =
+        minicode::tools::ToolCtx::new(ws.clone(), std::time::Duration::from_secs(60), Vec::new());
+    (dir, ws, ctx)
+}
+
+/// Writes `content` to `rel` under `ws`, making its folders.
+pub fn put(ws: &std::path::Path, rel: &str, content: &str) {
+    let path = ws.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}

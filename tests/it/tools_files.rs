@@ -3,22 +3,14 @@
 //! prefixes), binary and huge files, and edit's read-before-edit and match-count rules.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
+use crate::support::tool_workspace;
 use minicode::chat::{ApprovalRequest, ToolStatus};
 use minicode::tools::{Prepared, Registry, ToolCtx, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-/// A temp root holding the workspace `p` (and room for a sibling `p-evil`).
-fn setup() -> (tempfile::TempDir, PathBuf, ToolCtx) {
-    let (dir, root) = crate::support::workspace();
-    let ws = root.join("p");
-    std::fs::create_dir(&ws).unwrap();
-    let ctx = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
-    (dir, ws, ctx)
-}
 
 fn prepare(ctx: &ToolCtx, tool: &str, args: serde_json::Value) -> Result<Prepared, String> {
     let registry = Registry::builtin();
@@ -62,7 +54,7 @@ fn numbered(n: usize) -> String {
 
 #[tokio::test]
 async fn read_shows_numbered_lines() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("a.txt"), "alpha\nbeta\r\ngamma");
     let out = read(&ctx, json!({ "path": "a.txt" })).await;
     assert_eq!(out.content, "     1\talpha\n     2\tbeta\n     3\tgamma\n");
@@ -73,7 +65,7 @@ async fn read_shows_numbered_lines() {
 
 #[tokio::test]
 async fn read_offset_and_limit_with_continuation_hint() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("n.txt"), &numbered(10));
     let out = read(&ctx, json!({ "path": "n.txt", "offset": 3, "limit": 2 })).await;
     assert!(
@@ -93,7 +85,7 @@ async fn read_offset_and_limit_with_continuation_hint() {
 
 #[tokio::test]
 async fn read_offset_past_end_is_an_error() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("n.txt"), &numbered(3));
     let out = call(&ctx, "read", json!({ "path": "n.txt", "offset": 10 }))
         .await
@@ -104,7 +96,7 @@ async fn read_offset_past_end_is_an_error() {
 
 #[tokio::test]
 async fn read_stops_at_2000_lines() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("big.txt"), &numbered(2500));
     let out = read(&ctx, json!({ "path": "big.txt" })).await;
     assert!(out.content.contains("  2000\tline 2000\n"));
@@ -118,7 +110,7 @@ async fn read_stops_at_2000_lines() {
 
 #[tokio::test]
 async fn read_stops_at_50_kb_of_output() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let line = "x".repeat(199);
     let text: String = (0..1000).map(|_| format!("{line}\n")).collect();
     write_file(&ws.join("wide.txt"), &text);
@@ -144,7 +136,7 @@ async fn read_stops_at_50_kb_of_output() {
 
 #[tokio::test]
 async fn read_cuts_long_lines() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(
         &ws.join("long.txt"),
         &format!("short\n{}\nend\n", "é".repeat(5000)),
@@ -159,7 +151,7 @@ async fn read_cuts_long_lines() {
 
 #[tokio::test]
 async fn read_refuses_binary_files() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     std::fs::write(ws.join("nul.bin"), b"abc\0def").unwrap();
     // No NUL, but mostly control bytes: not text either.
     let controls: Vec<u8> = (0..400u32)
@@ -175,7 +167,7 @@ async fn read_refuses_binary_files() {
 
 #[tokio::test]
 async fn read_shows_a_latin1_file_decoded_with_a_note_and_edit_still_refuses_it() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     std::fs::write(ws.join("latin1.txt"), b"caf\xe9 cr\xe8me\nplain line\n").unwrap();
     let out = read(&ctx, json!({ "path": "latin1.txt" })).await;
     assert!(
@@ -212,7 +204,7 @@ async fn read_shows_a_latin1_file_decoded_with_a_note_and_edit_still_refuses_it(
 
 #[tokio::test]
 async fn read_refuses_directories() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     std::fs::create_dir(ws.join("sub")).unwrap();
     let out = call(&ctx, "read", json!({ "path": "sub" })).await.unwrap();
     assert_eq!(out.status, ToolStatus::Failed);
@@ -221,7 +213,7 @@ async fn read_refuses_directories() {
 
 #[tokio::test]
 async fn read_streams_a_huge_file_window() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     // Over the whole-file limit (16 MiB), so it is streamed, not loaded.
     let line = format!("{}\n", "y".repeat(99));
     let mut text = String::with_capacity(18 * 1024 * 1024);
@@ -246,7 +238,7 @@ async fn read_streams_a_huge_file_window() {
 
 #[tokio::test]
 async fn read_rejects_bad_arguments() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("a.txt"), "a\n");
     for args in [
         json!({}),
@@ -279,7 +271,7 @@ fn refused(result: Result<ToolOutput, String>) -> String {
 
 #[tokio::test]
 async fn file_tools_refuse_paths_outside_the_workspace() {
-    let (dir, ws, ctx) = setup();
+    let (dir, ws, ctx) = tool_workspace();
     let root = dir.path().canonicalize().unwrap();
     write_file(&root.join("secret.txt"), "top secret\n");
     let evil = root.join("p-evil");
@@ -336,7 +328,7 @@ async fn file_tools_refuse_paths_outside_the_workspace() {
 
 #[tokio::test]
 async fn file_tools_refuse_empty_and_nul_paths() {
-    let (_d, _ws, ctx) = setup();
+    let (_d, _ws, ctx) = tool_workspace();
     let args = |tool: &str, path: &str| match tool {
         "read" => json!({ "path": path }),
         "write" => json!({ "path": path, "content": "x" }),
@@ -352,7 +344,7 @@ async fn file_tools_refuse_empty_and_nul_paths() {
 
 #[tokio::test]
 async fn symlinks_inside_the_workspace_and_a_symlinked_workspace_work() {
-    let (dir, ws, ctx) = setup();
+    let (dir, ws, ctx) = tool_workspace();
     write_file(&ws.join("real.txt"), "real\n");
     std::os::unix::fs::symlink(ws.join("real.txt"), ws.join("alias.txt")).unwrap();
     let out = read(&ctx, json!({ "path": "alias.txt" })).await;
@@ -373,7 +365,7 @@ async fn symlinks_inside_the_workspace_and_a_symlinked_workspace_work() {
 
 #[tokio::test]
 async fn write_creates_parents_and_shows_an_all_added_diff() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let args = json!({ "path": "deep/er/new.txt", "content": "hello\nworld\n" });
     let p = prepare(&ctx, "write", args.clone()).unwrap();
     match p.approval {
@@ -401,7 +393,7 @@ async fn write_creates_parents_and_shows_an_all_added_diff() {
 
 #[tokio::test]
 async fn write_keeps_the_mode_of_an_existing_file_and_diffs_against_it() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let path = ws.join("run.sh");
     write_file(&path, "echo old\n");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
@@ -430,7 +422,7 @@ async fn write_keeps_the_mode_of_an_existing_file_and_diffs_against_it() {
 
 #[tokio::test]
 async fn write_refuses_a_directory_and_bad_arguments() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     std::fs::create_dir(ws.join("sub")).unwrap();
     let e = prepare(&ctx, "write", json!({ "path": "sub", "content": "x" })).unwrap_err();
     assert!(e.contains("directory"), "{e}");
@@ -457,7 +449,7 @@ fn edit_args(path: &str, old: &str, new: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn edit_after_read_replaces_once_and_shows_a_diff() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(
         &ws.join("main.rs"),
         "fn main() {\n    println!(\"hi\");\n}\n",
@@ -493,7 +485,7 @@ async fn edit_after_read_replaces_once_and_shows_a_diff() {
 
 #[tokio::test]
 async fn edit_without_read_is_refused() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("a.txt"), "one\n");
     let e = prepare(&ctx, "edit", edit_args("a.txt", "one", "two")).unwrap_err();
     assert!(e.contains("read it first"), "{e}");
@@ -504,7 +496,7 @@ async fn edit_without_read_is_refused() {
 
 #[tokio::test]
 async fn edit_after_an_external_change_is_refused() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("a.txt"), "one\n");
     read(&ctx, json!({ "path": "a.txt" })).await;
     // Same length, so only the content hash can tell.
@@ -524,7 +516,7 @@ async fn edit_after_an_external_change_is_refused() {
 
 #[tokio::test]
 async fn edit_after_write_needs_no_read() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     call(&ctx, "write", json!({ "path": "w.txt", "content": "a\n" }))
         .await
         .unwrap();
@@ -537,7 +529,7 @@ async fn edit_after_write_needs_no_read() {
 
 #[tokio::test]
 async fn edit_reports_the_number_of_matches() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("a.txt"), "x = 1\ny = 1\n");
     read(&ctx, json!({ "path": "a.txt" })).await;
     let none = prepare(&ctx, "edit", edit_args("a.txt", "z = 1", "z = 2")).unwrap_err();
@@ -558,7 +550,7 @@ async fn edit_reports_the_number_of_matches() {
 
 #[tokio::test]
 async fn edit_replace_all_replaces_every_match() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("a.txt"), "x = 1\ny = 1\nz = 3\n");
     read(&ctx, json!({ "path": "a.txt" })).await;
     let args =
@@ -574,7 +566,7 @@ async fn edit_replace_all_replaces_every_match() {
 
 #[tokio::test]
 async fn edit_keeps_the_file_mode() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let path = ws.join("tool.sh");
     write_file(&path, "echo a\n");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -590,7 +582,7 @@ async fn edit_keeps_the_file_mode() {
 
 #[tokio::test]
 async fn edit_result_diff_is_capped() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("many.txt"), &"same\n".repeat(500));
     read(&ctx, json!({ "path": "many.txt" })).await;
     let args = json!({ "path": "many.txt", "old_string": "same", "new_string": "diff", "replace_all": true });
@@ -607,7 +599,7 @@ async fn edit_result_diff_is_capped() {
 
 #[tokio::test]
 async fn edit_rejects_bad_arguments_and_pointless_edits() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("a.txt"), "one\n");
     read(&ctx, json!({ "path": "a.txt" })).await;
     for args in [
@@ -630,7 +622,7 @@ async fn edit_rejects_bad_arguments_and_pointless_edits() {
 
 #[tokio::test]
 async fn read_refuses_missing_files_and_fifos_without_blocking() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let out = call(&ctx, "read", json!({ "path": "nope.txt" }))
         .await
         .unwrap();
@@ -660,7 +652,7 @@ fn mode_bits(path: &Path) -> u32 {
 
 #[tokio::test]
 async fn a_file_with_a_255_byte_name_is_written_and_edited() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let name = "n".repeat(255);
     let out = call(&ctx, "write", json!({"path": name, "content": "one\n"}))
         .await
@@ -684,7 +676,7 @@ async fn a_file_with_a_255_byte_name_is_written_and_edited() {
 
 #[tokio::test]
 async fn write_and_edit_refuse_a_read_only_file() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let path = ws.join("locked.txt");
     std::fs::write(&path, "keep me\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
@@ -729,7 +721,7 @@ async fn write_and_edit_refuse_a_read_only_file() {
 
 #[tokio::test]
 async fn a_rewritten_file_loses_setuid_setgid_and_sticky_bits() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     for (name, before) in [("suid", 0o4755), ("sgid", 0o2755), ("sticky", 0o1755)] {
         let path = ws.join(name);
         std::fs::write(&path, "#!/bin/sh\necho old\n").unwrap();
@@ -768,7 +760,7 @@ async fn a_new_file_follows_the_umask_and_an_existing_one_keeps_its_mode() {
     }
     // SAFETY: umask only changes this (child) process's file-creation mask.
     unsafe { libc::umask(0o077) };
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let out = call(
         &ctx,
         "write",

@@ -3,28 +3,14 @@
 //! files, long lines and redaction, confinement (paths out, links out, .git and .minicode),
 //! hostile entries (a FIFO as a file or as an ignore file) and cancellation.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::{put, tool_workspace};
 use minicode::chat::ToolStatus;
 use minicode::tools::{Registry, Secrets, ToolCtx, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-/// A temp root holding the workspace `p` (and room beside it for things outside).
-fn setup() -> (tempfile::TempDir, PathBuf, ToolCtx) {
-    let (dir, root) = crate::support::workspace();
-    let ws = root.join("p");
-    std::fs::create_dir(&ws).unwrap();
-    let ctx = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
-    (dir, ws, ctx)
-}
-
-fn put(ws: &Path, rel: &str, content: &str) {
-    let path = ws.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
 
 /// prepare, then run, as the agent does; a prepare error comes back as `Err`.
 async fn call_with(
@@ -86,7 +72,7 @@ fn ignored_tree(ws: &Path) {
 
 #[tokio::test]
 async fn list_honours_gitignore_ignore_files_and_git_excludes() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     ignored_tree(&ws);
     let out = ok(&ctx, "list", json!({})).await;
     assert_eq!(
@@ -107,7 +93,7 @@ async fn list_honours_gitignore_ignore_files_and_git_excludes() {
 
 #[tokio::test]
 async fn list_of_a_subfolder_applies_the_ignore_files_above_it() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     put(&ws, ".gitignore", "*.gen.rs\n");
     put(&ws, "crate/src/a.rs", "");
     put(&ws, "crate/src/a.gen.rs", "");
@@ -117,7 +103,7 @@ async fn list_of_a_subfolder_applies_the_ignore_files_above_it() {
 
 #[tokio::test]
 async fn list_filters_by_glob_anchored_or_at_any_depth() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     for f in [
         "a.rs",
         "src/b.rs",
@@ -146,7 +132,7 @@ async fn list_filters_by_glob_anchored_or_at_any_depth() {
 
 #[tokio::test]
 async fn list_is_sorted_and_capped_with_a_more_line() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     for i in (0..30).rev() {
         put(&ws, &format!("f{i:02}.txt"), "");
     }
@@ -158,7 +144,7 @@ async fn list_is_sorted_and_capped_with_a_more_line() {
     assert!(l[10].contains("20 more files (30 in all)"), "{out}");
     assert!(l[10].contains("raise limit"), "{out}");
     // The output also fits the window's share for one result.
-    let (_d2, ws2, ctx2) = setup();
+    let (_d2, ws2, ctx2) = tool_workspace();
     for i in 0..2000 {
         put(&ws2, &format!("some/long/folder/name/file-{i:05}.txt"), "");
     }
@@ -170,7 +156,7 @@ async fn list_is_sorted_and_capped_with_a_more_line() {
 
 #[tokio::test]
 async fn list_and_search_refuse_paths_outside_the_workspace() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let outside = ws.parent().unwrap().join("outside");
     put(&outside, "secret.txt", "needle outside\n");
     std::os::unix::fs::symlink(&outside, ws.join("out")).unwrap();
@@ -191,7 +177,7 @@ async fn list_and_search_refuse_paths_outside_the_workspace() {
 
 #[tokio::test]
 async fn links_are_shown_but_never_followed_out_of_the_workspace() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     let outside = ws.parent().unwrap().join("outside");
     put(&outside, "secret.txt", "needle outside\n");
     put(&ws, "real/inside.txt", "needle inside\n");
@@ -221,7 +207,7 @@ async fn links_are_shown_but_never_followed_out_of_the_workspace() {
 
 #[tokio::test]
 async fn git_and_minicode_folders_are_never_listed_or_searched() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     ignored_tree(&ws);
     put(&ws, "sub/.git/HEAD", "needle sub git\n");
     put(&ws, "sub/code.txt", "needle code\n");
@@ -235,7 +221,7 @@ async fn git_and_minicode_folders_are_never_listed_or_searched() {
 
 #[tokio::test]
 async fn search_reports_path_line_text_sorted_and_honours_ignore_rules() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     ignored_tree(&ws);
     put(
         &ws,
@@ -275,7 +261,7 @@ async fn search_reports_path_line_text_sorted_and_honours_ignore_rules() {
 
 #[tokio::test]
 async fn search_is_case_sensitive_unless_asked_otherwise() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     put(&ws, "a.txt", "Needle\nneedle\nNEEDLE\n");
     let exact = ok(&ctx, "search", json!({"pattern": "needle"})).await;
     assert_eq!(lines(&exact), ["a.txt:2: needle"]);
@@ -295,7 +281,7 @@ async fn search_is_case_sensitive_unless_asked_otherwise() {
 
 #[tokio::test]
 async fn search_skips_binary_files() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     put(&ws, "text.txt", "needle in text\n");
     let mut bin = b"needle before the nul\n".to_vec();
     bin.extend_from_slice(&[0, 1, 2, 3]);
@@ -311,7 +297,7 @@ async fn search_skips_binary_files() {
 
 #[tokio::test]
 async fn search_caps_matches_with_a_note_and_the_same_answer_every_time() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     for i in 0..50 {
         put(
             &ws,
@@ -342,7 +328,7 @@ async fn search_caps_matches_with_a_note_and_the_same_answer_every_time() {
 
 #[tokio::test]
 async fn search_cuts_long_lines_around_the_match_after_redacting() {
-    let (_d, ws, mut ctx) = setup();
+    let (_d, ws, mut ctx) = tool_workspace();
     let key = "sk-test-0123456789abcdef";
     ctx.secrets = Secrets::new([key.to_string()]);
     let line = format!("{}needle {key}{}\n", "a".repeat(5000), "b".repeat(5000));
@@ -355,7 +341,7 @@ async fn search_cuts_long_lines_around_the_match_after_redacting() {
     assert!(shown.chars().count() < 300, "{}", shown.chars().count());
     assert!(!out.contains("sk-test"), "{out}");
     // A key straddling the cut is still gone whole.
-    let (_d2, ws2, mut ctx2) = setup();
+    let (_d2, ws2, mut ctx2) = tool_workspace();
     ctx2.secrets = Secrets::new([key.to_string()]);
     put(&ws2, "k.txt", &format!("needle{}{key}\n", "c".repeat(230)));
     let out = ok(&ctx2, "search", json!({"pattern": "needle"})).await;
@@ -365,7 +351,7 @@ async fn search_cuts_long_lines_around_the_match_after_redacting() {
 
 #[tokio::test]
 async fn invalid_arguments_are_refused_before_anything_runs() {
-    let (_d, _ws, ctx) = setup();
+    let (_d, _ws, ctx) = tool_workspace();
     let err = call(&ctx, "search", json!({"pattern": "fn main("})).await;
     assert!(err.unwrap_err().contains("invalid regular expression"));
     let err = call(&ctx, "search", json!({"pattern": ""})).await;
@@ -382,7 +368,7 @@ async fn invalid_arguments_are_refused_before_anything_runs() {
 
 #[tokio::test]
 async fn a_fifo_is_never_opened_and_a_fifo_ignore_file_skips_its_folder() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     put(&ws, "a.txt", "needle a\n");
     mkfifo(&ws.join("pipe.txt"));
     put(&ws, "trap/b.txt", "needle trapped\n");
@@ -404,7 +390,7 @@ async fn a_fifo_is_never_opened_and_a_fifo_ignore_file_skips_its_folder() {
         "{listed}"
     );
     // An ignore file linking out of the workspace is not read either.
-    let (_d2, ws2, ctx2) = setup();
+    let (_d2, ws2, ctx2) = tool_workspace();
     let outside = ws2.parent().unwrap().join("rules");
     put(&outside, "ignore", "*\n");
     put(&ws2, "c/d.txt", "needle d\n");
@@ -420,7 +406,7 @@ async fn a_fifo_is_never_opened_and_a_fifo_ignore_file_skips_its_folder() {
 
 #[tokio::test]
 async fn a_cancelled_search_returns_at_once_as_interrupted() {
-    let (_d, ws, ctx) = setup();
+    let (_d, ws, ctx) = tool_workspace();
     for i in 0..2000 {
         put(&ws, &format!("d{}/f{i}.txt", i % 20), "hay\nhay\nneedle\n");
     }
