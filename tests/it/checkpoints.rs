@@ -195,18 +195,24 @@ async fn a_bash_call_touching_one_file_among_many_adds_one_blob_and_a_small_reco
     shutdown(&mut handle).await;
 }
 
-#[tokio::test]
-async fn checkpoints_survive_a_resume() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
+/// A session in `ws` whose first turn (`change a`) rewrote `a.txt` from `before` to `after`.
+async fn after_one_write(ws: &Path) -> AgentHandle {
     std::fs::write(ws.join("a.txt"), "before\n").unwrap();
     let fake = Fake::new(vec![
         write_call("w1", "a.txt", "after\n"),
         text_reply("done"),
     ]);
-    let mut handle = spawn(&ws, fake, options(Settings::default()));
+    let mut handle = spawn(ws, fake, options(Settings::default()));
     let (events, _, _) = turn(&mut handle, "change a").await;
     ended_ok(&events);
+    handle
+}
+
+#[tokio::test]
+async fn checkpoints_survive_a_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let mut handle = after_one_write(&ws).await;
     let id = Session::list(&ws).unwrap()[0].id.clone();
     shutdown(&mut handle).await;
     let session = Session::open(&ws, &id).unwrap();
@@ -275,14 +281,7 @@ async fn rewinding_the_conversation_forks_before_the_turn_and_gives_back_its_pro
 async fn a_fork_starts_with_the_parents_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
-    std::fs::write(ws.join("a.txt"), "before\n").unwrap();
-    let fake = Fake::new(vec![
-        write_call("w1", "a.txt", "after\n"),
-        text_reply("done"),
-    ]);
-    let mut handle = spawn(&ws, fake, options(Settings::default()));
-    let (events, _, _) = turn(&mut handle, "change a").await;
-    ended_ok(&events);
+    let mut handle = after_one_write(&ws).await;
     handle.send(Op::Fork);
     until(&mut handle, |e| matches!(e, Event::SessionForked { .. })).await;
     let (restored, conflicts, error) = rewound(&rewind(&mut handle, 1, RewindScope::Code).await);
