@@ -18,7 +18,7 @@ pub use atomic::{
     JOURNAL_DIR, Swept, TEMP_PREFIX, is_temp_name, sweep_temp_files, write_atomic,
     write_atomic_journaled, write_atomic_parts,
 };
-pub use walk_rules::with_ignore_rules;
+pub use walk_rules::{ignore_files_safe, with_ignore_rules};
 
 /// Why a path was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

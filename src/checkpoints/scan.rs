@@ -18,9 +18,6 @@ use crate::sync::lock;
 
 /// Folders never recorded, at any depth: git's database and minicode's own data.
 pub(crate) const NEVER: [&str; 2] = [".git", crate::fsutil::DATA_DIR];
-/// Ignore files the walker reads; a folder where one is not a regular file is not entered
-/// (a FIFO would hang the walk).
-const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 
 /// What a scan found against the recorded tree.
 #[derive(Default)]
@@ -131,7 +128,7 @@ fn walk(
         let Some(rel) = relative(&root, entry.path()) else {
             return false;
         };
-        let enter = in_filter.enters(&rel) && ignore_files_usable(entry.path());
+        let enter = in_filter.enters(&rel) && crate::fsutil::ignore_files_safe(entry.path());
         if enter && let Some(watcher) = &watch {
             watcher.add(&rel, entry.path());
         }
@@ -182,12 +179,6 @@ fn kept(
     Some((rel, meta))
 }
 
-fn ignore_files_usable(dir: &Path) -> bool {
-    IGNORE_FILES
-        .iter()
-        .all(|name| std::fs::symlink_metadata(dir.join(name)).map_or(true, |m| m.is_file()))
-}
-
 /// Scans the workspace against `tree`: unchanged files (same metadata) are not read; changed
 /// and new ones are read, hashed and stored; recorded files no longer there are absent.
 pub(crate) fn scan(
@@ -201,6 +192,12 @@ pub(crate) fn scan(
     let mut found = Found::default();
     let scope = Arc::new(scope);
     let mut seen = HashSet::new();
+    if !crate::fsutil::ignore_files_safe(workspace) {
+        return Err(io::Error::other(
+            "an ignore file at the workspace root (.gitignore, .ignore or .git/info/exclude) is \
+             not a regular file, so the workspace is not walked",
+        ));
+    }
     for (rel, meta) in walk(workspace, &scope, watcher) {
         let known = tree.get(&rel);
         if known.is_some_and(|state| state.matches(&meta)) {

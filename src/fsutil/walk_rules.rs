@@ -3,9 +3,12 @@
 //! a file the model can list is a file a checkpoint records, and an ignored one is neither.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
+
+/// The ignore files a walk with these rules reads in every folder it enters.
+const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
 
 /// Git config files larger than this are not searched here; the `ignore` crate reads them.
 const CONFIG_SCAN_LIMIT: u64 = 1 << 20;
@@ -22,6 +25,15 @@ pub fn with_ignore_rules(mut builder: WalkBuilder) -> WalkBuilder {
         .require_git(false)
         .follow_links(false);
     builder
+}
+
+/// Whether a walk may read `dir`'s ignore files: each is absent or a regular file. A repository
+/// can plant a FIFO there, which would block the walk forever, or a link or device that reads
+/// anything; a walk must neither start in nor enter a folder where one is something else.
+pub fn ignore_files_safe(dir: &Path) -> bool {
+    IGNORE_FILES
+        .iter()
+        .all(|name| std::fs::symlink_metadata(dir.join(name)).map_or(true, |m| m.is_file()))
 }
 
 /// Whether the user may have a global excludes file. The `ignore` crate finds it by compiling a

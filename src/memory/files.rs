@@ -167,12 +167,18 @@ fn git_root_above(workspace: &Path) -> Option<PathBuf> {
 }
 
 /// `AGENTS.md` files in folders below the workspace root (git-ignored and hidden folders
-/// skipped), relative to the root, sorted, at most [`MAX_NESTED`]: they are offered to the
+/// skipped, and any folder whose ignore files are not regular files), relative to the root, sorted, at most [`MAX_NESTED`]: they are offered to the
 /// model by name and read when it works in their folder.
 pub fn nested(workspace: &Path) -> Vec<String> {
+    if !crate::fsutil::ignore_files_safe(workspace) {
+        return Vec::new();
+    }
     let walk = crate::fsutil::with_ignore_rules(ignore::WalkBuilder::new(workspace))
         .hidden(true)
         .max_depth(Some(NESTED_DEPTH))
+        .filter_entry(|e| {
+            !e.file_type().is_some_and(|t| t.is_dir()) || crate::fsutil::ignore_files_safe(e.path())
+        })
         .build();
     let mut found: Vec<String> = walk
         .flatten()

@@ -254,3 +254,89 @@ fn the_daemons_session_rewind_restores_the_code_and_says_so_on_the_stream() {
         -32602
     );
 }
+
+/// Makes `path` a FIFO, as a hostile repository can: reading it would block forever.
+fn plant_fifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo only reads the NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Runs a one-shot turn and fails the test, instead of hanging, if it takes over 30 s.
+fn run_within_deadline(ws: &Path, args: &[&str]) -> Output {
+    let mut child = command(ws)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let done = wait_until_blocking(Duration::from_secs(30), || {
+        child.try_wait().unwrap().is_some()
+    });
+    if !done {
+        let _ = child.kill();
+        panic!("the run blocked");
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_fifo_planted_as_the_root_ignore_file_leaves_the_call_unrecorded_not_blocked() {
+    let server = MockServer::start_in_thread(vec![
+        call(
+            "w1",
+            "write",
+            serde_json::json!({"path": "notes.txt", "content": "hello\n"}),
+        ),
+        text_reply("done", 8),
+    ]);
+    let dir = workspace(&server);
+    let ws = dir.path();
+    plant_fifo(&ws.join(".gitignore"));
+    let out = run_within_deadline(ws, &["--yes", "write the notes"]);
+    let text = ok(&out) + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "hello\n"
+    );
+    assert!(
+        text.contains("could not record a checkpoint; this call cannot be undone"),
+        "{text}"
+    );
+    assert!(text.contains("is not a regular file"), "{text}");
+}
+
+#[test]
+fn a_folder_with_a_fifo_ignore_file_is_skipped_and_the_rest_is_recorded() {
+    let server = MockServer::start_in_thread(vec![
+        call(
+            "w1",
+            "write",
+            serde_json::json!({"path": "notes.txt", "content": "hello\n"}),
+        ),
+        text_reply("done", 8),
+    ]);
+    let dir = workspace(&server);
+    let ws = dir.path();
+    std::fs::create_dir_all(ws.join("trap")).unwrap();
+    std::fs::write(ws.join("trap/AGENTS.md"), "planted\n").unwrap();
+    plant_fifo(&ws.join("trap/.ignore"));
+    std::fs::create_dir_all(ws.join("docs")).unwrap();
+    std::fs::write(ws.join("docs/AGENTS.md"), "docs rules\n").unwrap();
+    ok(&run_within_deadline(ws, &["--yes", "write the notes"]));
+    // The nested instructions offered to the model name the safe folder only.
+    let system = server.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains("docs/AGENTS.md"), "{system}");
+    assert!(!system.contains("trap/AGENTS.md"), "{system}");
+    // The write was recorded: rewinding removes the file again.
+    ok(&run(ws, &["rewind", "--continue", "--to", "1", "--code"]));
+    assert!(!ws.join("notes.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("docs/AGENTS.md")).unwrap(),
+        "docs rules\n"
+    );
+}
