@@ -127,7 +127,17 @@ pub(crate) fn scan(lang: Lang, lines: &[&str]) -> Vec<Def> {
             continue;
         }
         let indented = line.starts_with(' ') || line.starts_with('\t');
-        let Some((name, kind)) = definition(lang, t, indented) else {
+        // A GNU-style C head starts at its type line.
+        let mut head = i;
+        let found = definition(lang, t, indented).or_else(|| {
+            let prev = (0..i).rev().find(|&p| !lines[p].trim().is_empty())?;
+            let found = (lang == Lang::C && !indented)
+                .then(|| gnu_c_head(lines[prev], t))
+                .flatten()?;
+            head = prev;
+            Some(found)
+        });
+        let Some((name, kind)) = found else {
             continue;
         };
         let end = match lang {
@@ -146,7 +156,7 @@ pub(crate) fn scan(lang: Lang, lines: &[&str]) -> Vec<Def> {
             continue;
         }
         defs.push(Def {
-            line: i,
+            line: head,
             end,
             name,
             kind,
@@ -409,6 +419,22 @@ fn java(t: &str) -> Option<(String, Kind)> {
     call_like(t, false)
 }
 
+/// A C function head in the GNU and BSD style, the name at the start of its line and the
+/// return type (or an attribute) alone on the line before: `static int\nparse_args(int argc)`.
+/// A macro invocation at the top level ends in `;` and is then dropped as a declaration.
+fn gnu_c_head(prev: &str, t: &str) -> Option<(String, Kind)> {
+    let p = prev.trim();
+    let type_line = !prev.starts_with([' ', '\t'])
+        && !p.starts_with('#')
+        && !Lang::C.is_comment(p)
+        && !p.ends_with([';', '{', '}', ',', '\\', '(', '='])
+        && (!p.contains('(') || p.starts_with("__attribute__"));
+    let open = t.find('(')?;
+    let name = ident(&t[..open])?;
+    (type_line && name.len() == open && !STATEMENTS.contains(&name.as_str()))
+        .then_some((name, Kind::Function))
+}
+
 /// A function head in C-like syntax: `type name(…` with no `=` before the parenthesis and no
 /// `.` before the name, not a statement; a line ending in `;` is a declaration unless
 /// `prototypes` keeps those.
@@ -436,10 +462,12 @@ fn call_like(t: &str, prototypes: bool) -> Option<(String, Kind)> {
 }
 
 /// The last line of a brace-delimited definition starting at `from`: where its braces balance,
-/// or where a `;` ends it before any brace opens (a declaration). Strings and line comments are
+/// or where a `;` outside brackets ends it before any brace opens (a declaration; the `;` of an
+/// array type such as `[u8; 32]` in a signature does not). Strings and line comments are
 /// skipped; a definition whose braces never balance ends at the file's end.
 fn brace_end(lines: &[&str], from: usize) -> usize {
     let mut depth = 0usize;
+    let mut brackets = 0usize;
     let mut opened = false;
     for (i, line) in lines.iter().enumerate().skip(from) {
         let mut chars = line.chars().peekable();
@@ -456,9 +484,10 @@ fn brace_end(lines: &[&str], from: usize) -> usize {
             match c {
                 '"' | '`' => quote = Some(c),
                 '\'' => {
-                    // A char literal of a brace; a lone quote (a Rust lifetime) is skipped.
+                    // A char literal of a brace or bracket; a lone quote (a Rust lifetime)
+                    // is skipped.
                     let rest: String = chars.clone().take(2).collect();
-                    if rest == "{'" || rest == "}'" {
+                    if matches!(rest.as_str(), "{'" | "}'" | "('" | ")'" | "['" | "]'") {
                         chars.next();
                         chars.next();
                     }
@@ -474,7 +503,9 @@ fn brace_end(lines: &[&str], from: usize) -> usize {
                         return i;
                     }
                 }
-                ';' if !opened => return i,
+                '(' | '[' => brackets += 1,
+                ')' | ']' => brackets = brackets.saturating_sub(1),
+                ';' if !opened && brackets == 0 => return i,
                 _ => {}
             }
         }
