@@ -14,6 +14,7 @@ mod codec;
 mod index;
 mod inverted;
 mod rank;
+mod related;
 mod symbols;
 
 use std::collections::BTreeMap;

@@ -38,6 +38,7 @@ mod eval;
 mod export;
 mod find;
 mod find_build;
+mod find_vocabulary;
 mod full_disk;
 mod goal_agent;
 mod goal_binary;

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::index::{Chunk, DOC, PATH, Postings, SYMBOL, Stored, TEXT};
+use super::related::{Relation, related};
 
 /// A match in a chunk's symbol name (or its parent's) is the strongest evidence: a developer's
 /// description usually names what the definition does, and the name says it in a few words.
@@ -30,8 +31,10 @@ pub(crate) const TEST_FACTOR: f64 = 0.5;
 /// describes behaviour, which functions hold, while a type's name is a noun the question shares
 /// with all the code that uses it.
 pub(crate) const NOUN_FACTOR: f64 = 0.5;
-/// A query word only related to an indexed term (a prefix, a synonym) counts this much of an
-/// exact match.
+/// A query word only related to an indexed term (a prefix, a synonym, an abbreviation, initials)
+/// counts this much of an exact match. Another form of the same word (`invert` for "inversion",
+/// `p256` for "P-256") counts fully, and two query words glued into one (`memcmp` for "compare
+/// memory") count as both.
 const RELATED: f64 = 0.5;
 /// BM25's saturation and length normalisation, at their usual values.
 const K1: f64 = 1.2;
@@ -51,48 +54,6 @@ const STOPWORDS: &[&str] = &[
     "that", "this", "which", "where", "what", "when", "how", "who", "it", "its", "from", "as",
     "at", "into", "code", "function", "method", "find", "does", "do", "we", "our", "there", "then",
     "than", "some", "any", "all", "one", "each", "if", "not", "no", "get", "gets",
-];
-
-/// Words a developer uses for the same thing, both ways.
-const SYNONYMS: &[(&str, &[&str])] = &[
-    (
-        "config",
-        &["configuration", "settings", "setting", "option"],
-    ),
-    ("dir", &["directory", "folder"]),
-    ("folder", &["dir", "directory"]),
-    ("arg", &["argument", "param", "parameter", "flag"]),
-    ("delete", &["remove", "drop", "erase"]),
-    ("remove", &["delete", "drop"]),
-    ("err", &["error", "fail", "failure"]),
-    ("error", &["err", "fail", "failure"]),
-    ("fail", &["error", "err"]),
-    ("msg", &["message"]),
-    ("message", &["msg"]),
-    ("start", &["begin", "launch", "spawn", "run"]),
-    ("stop", &["cancel", "abort", "kill", "interrupt"]),
-    ("cancel", &["stop", "abort", "interrupt"]),
-    ("retry", &["backoff", "attempt", "again"]),
-    ("init", &["initialize", "setup", "new"]),
-    ("create", &["new", "make", "build"]),
-    ("check", &["validate", "verify"]),
-    ("validate", &["check", "verify"]),
-    ("show", &["render", "display", "print", "view"]),
-    ("draw", &["render", "paint"]),
-    ("save", &["write", "store", "persist"]),
-    ("load", &["read", "open", "parse"]),
-    ("cmd", &["command"]),
-    ("command", &["cmd"]),
-    ("request", &["req"]),
-    ("response", &["resp", "reply", "answer"]),
-    ("key", &["token", "secret"]),
-    ("secret", &["key", "token", "redact"]),
-    ("tokenize", &["split", "token"]),
-    ("count", &["number", "num", "len"]),
-    ("size", &["len", "length", "bytes"]),
-    ("walk", &["traverse", "iterate"]),
-    ("approve", &["approval", "permission", "allow"]),
-    ("permission", &["rule", "allow", "deny", "approval"]),
 ];
 
 /// The terms of `text`: words split at non-identifier characters, `snake_case` and
@@ -176,8 +137,8 @@ pub(crate) fn stem(word: &str) -> String {
     w.to_string()
 }
 
-/// A query's weighted terms: its own (weight 1) and the indexed terms they relate to through a
-/// synonym or a shared prefix (weight [`RELATED`]).
+/// A query's weighted terms: its own (weight 1) and the indexed terms they relate to
+/// ([`related`]'s relations, and a shared prefix).
 pub(crate) fn expand(query: &str, stored: &Stored) -> Vec<(u32, f64)> {
     let mut weights: BTreeMap<String, f64> = BTreeMap::new();
     let own = terms(query);
@@ -188,16 +149,17 @@ pub(crate) fn expand(query: &str, stored: &Stored) -> Vec<(u32, f64)> {
         let e = weights.entry(term).or_insert(0.0);
         *e = e.max(w);
     };
-    for word in query.split(|c: char| !c.is_alphanumeric()) {
-        let lower = word.to_lowercase();
-        let stemmed = stem(&lower);
-        for (key, related) in SYNONYMS {
-            if *key == lower || stem(key) == stemmed {
-                for r in *related {
-                    add(stem(r), RELATED);
-                }
-            }
-        }
+    for (term, why) in related(query, vocabulary(stored)) {
+        add(
+            term,
+            match why {
+                // The same word in the form code writes it.
+                Relation::Joined | Relation::Derived => 1.0,
+                // Two of the query's words in one term: as much as both.
+                Relation::Glued => 2.0,
+                Relation::Abbreviation | Relation::Synonym | Relation::Acronym => RELATED,
+            },
+        );
     }
     for t in &own {
         if t.len() < MIN_PREFIX {

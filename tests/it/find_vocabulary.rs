@@ -1,0 +1,125 @@
+//! Black-box tests of how `find` meets code written in another vocabulary than the question:
+//! glued identifiers (`memcmp`), another form of a word (`invert` for "inversion"), a name and
+//! its number written apart (`P-256` for `p256`), initials (`fe` for "field element"), common
+//! abbreviations (`ctx`), and definitions the scanner must see through (an array type in a Rust
+//! signature, a GNU-style C head). Each question also has a decoy that shares its plain words.
+
+use crate::support::{put, tool_workspace};
+use minicode::chat::ToolStatus;
+use minicode::tools::{Registry, ToolCtx};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+async fn find(ctx: &ToolCtx, query: &str) -> String {
+    let registry = Registry::builtin();
+    let args = json!({"query": query, "limit": 3});
+    let (tool, value) = registry.resolve("find", &args.to_string()).unwrap();
+    let out = tool.run(value, ctx, CancellationToken::new()).await;
+    assert_eq!(out.status, ToolStatus::Succeeded, "{}", out.content);
+    out.content
+}
+
+/// The `path:start-end symbol` of the first result.
+fn first(out: &str) -> &str {
+    out.lines()
+        .find(|l| l.starts_with("1. "))
+        .and_then(|l| l.strip_prefix("1. "))
+        .and_then(|l| l.split(" (").next())
+        .unwrap_or_else(|| panic!("no result in\n{out}"))
+}
+
+fn project(ws: &std::path::Path) {
+    put(
+        ws,
+        "crypto/mem.c",
+        "#include <stddef.h>\n\n\
+         int util_memcmp(const void *a, const void *b, size_t len) {\n    return diff(a, b, len);\n}\n\n\
+         void copy_buffers(void *a, const void *b, size_t len) {\n    copy(a, b, len);\n}\n",
+    );
+    put(
+        ws,
+        "crypto/field.c",
+        "void fe_invert(fe *out, const fe *z) {\n    pow(out, z);\n}\n\n\
+         void fe_mul(fe *out, const fe *a, const fe *b) {\n    mul(out, a, b);\n}\n\n\
+         void record_field(int x) {\n    use(x);\n}\n",
+    );
+    put(
+        ws,
+        "src/curve.rs",
+        "pub fn p256_point_double(p: &Point) -> Point {\n    p.twice()\n}\n\n\
+         pub fn p384_point_double(p: &Point) -> Point {\n    p.twice()\n}\n",
+    );
+    put(
+        ws,
+        "src/packet.rs",
+        "pub struct Opener;\n\nimpl Opener {\n    \
+         /// Returns the decrypted packet length.\n    \
+         pub fn decrypt_packet_length(\n        &self,\n        sealed: [u8; 4],\n    ) -> [u8; 4] {\n        \
+         unseal(sealed)\n    }\n}\n\n\
+         pub const PACKET_LENGTH: usize = 4;\n",
+    );
+    put(
+        ws,
+        "lib/parse.c",
+        "static int\nparse_option_list(struct opts *o, const char *text)\n{\n    return scan(o, text);\n}\n\n\
+         OPTION_TABLE(list, parse);\n",
+    );
+    put(
+        ws,
+        "src/state.rs",
+        "pub fn new_ctx(config: &Config) -> Ctx {\n    Ctx::from(config)\n}\n\n\
+         pub fn new_state() -> State {\n    State::default()\n}\n",
+    );
+}
+
+#[tokio::test]
+async fn find_meets_glued_abbreviated_and_derived_names() {
+    let (_d, ws, ctx) = tool_workspace();
+    project(&ws);
+    let cases = [
+        (
+            "compare two memory buffers in constant time",
+            "crypto/mem.c:3-5 util_memcmp",
+        ),
+        ("field element inversion", "crypto/field.c:1-3 fe_invert"),
+        ("P-256 point doubling", "src/curve.rs:1-3 p256_point_double"),
+        ("create a new context", "src/state.rs:1-3 new_ctx"),
+    ];
+    for (query, want) in cases {
+        let out = find(&ctx, query).await;
+        assert_eq!(first(&out), want, "query {query:?}:\n{out}");
+    }
+}
+
+#[tokio::test]
+async fn find_sees_definitions_with_array_types_and_gnu_style_c_heads() {
+    let (_d, ws, ctx) = tool_workspace();
+    project(&ws);
+    let out = find(&ctx, "decrypt the packet length").await;
+    assert_eq!(
+        first(&out),
+        "src/packet.rs:4-10 decrypt_packet_length",
+        "a `;` inside `[u8; 4]` does not end the signature:\n{out}"
+    );
+    assert!(out.contains("function in Opener"), "{out}");
+    let out = find(&ctx, "parse a list of options").await;
+    assert_eq!(
+        first(&out),
+        "lib/parse.c:1-5 parse_option_list",
+        "the chunk starts at the type line:\n{out}"
+    );
+    // A top-level macro invocation is no definition.
+    let listed = find(&ctx, "option table").await;
+    assert!(!listed.contains("OPTION_TABLE ("), "{listed}");
+}
+
+#[tokio::test]
+async fn a_question_in_words_no_code_relates_to_finds_nothing() {
+    let (_d, ws, ctx) = tool_workspace();
+    project(&ws);
+    let out = find(&ctx, "zebra giraffe savanna").await;
+    assert!(
+        !out.contains("1. "),
+        "unrelated words match nothing:\n{out}"
+    );
+}
