@@ -232,7 +232,7 @@ fn figures(ranks: &[Option<usize>]) -> String {
     let at5 = ranks.iter().filter(|r| r.is_some()).count() as f64;
     let rr: f64 = ranks.iter().flatten().map(|r| 1.0 / *r as f64).sum();
     format!(
-        "Recall@1 {:.2}, Recall@5 {:.2}, MRR@5 {:.2}",
+        "Recall@1 {:.3} ({at1}/{n}), Recall@5 {:.3} ({at5}/{n}), MRR@5 {:.3}",
         at1 / n,
         at5 / n,
         rr / n
@@ -283,6 +283,11 @@ fn ranking(name: &str, source: &Path, set: &str) -> (Bench, tempfile::TempDir) {
                 "  {rank:?}: {:?} wanted {} {:?}; top {top}",
                 case.text, case.path, case.symbols
             );
+            // Where the wanted chunk is among the first 20, and its score.
+            let (wide, _) = bench.tool("find", json!({"query": case.text, "limit": 20}));
+            let at = rank_of(&wide, case);
+            let line = at.and_then(|r| wide.lines().find(|l| l.starts_with(&format!("{r}. "))));
+            println!("      wanted at {at:?}: {}", line.unwrap_or(""));
         }
         ranks.push(rank);
     }
