@@ -15,6 +15,7 @@ mod index;
 mod inverted;
 mod rank;
 mod symbols;
+mod vocab;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

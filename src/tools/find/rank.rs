@@ -104,38 +104,46 @@ pub(crate) fn terms(text: &str) -> Vec<String> {
     out
 }
 
-/// [`terms`], appended to `out` (the chunker's lines share one vector).
+/// [`terms`], appended to `out`.
 pub(crate) fn terms_into(text: &str, out: &mut Vec<String>) {
-    // Most code is lowercase ASCII already: lowercasing then needs no copy.
-    let mut lowered = String::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
-        camel_pieces(word, |piece| {
-            let lower = if piece
-                .bytes()
-                .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
-            {
-                piece
-            } else {
-                lowered = piece.to_lowercase();
-                lowered.as_str()
-            };
-            if lower.len() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
-                return;
-            }
-            if STOPWORDS.contains(&lower) {
-                return;
-            }
-            out.push(stem(lower));
-        });
+    for word in words(text) {
+        word_terms(word, |t| out.push(t));
     }
 }
 
+/// The words of `text`: runs of alphanumeric characters.
+pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
+/// Calls `each` with the terms of one word (no separators in it), in order. The indexer's
+/// vocabulary calls it once per distinct word, so it may allocate.
+pub(crate) fn word_terms(word: &str, mut each: impl FnMut(String)) {
+    // Most code is lowercase ASCII already: lowercasing then needs no copy.
+    let mut lowered = String::new();
+    camel_pieces(word, |piece| {
+        let lower = if piece
+            .bytes()
+            .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+        {
+            piece
+        } else {
+            lowered = piece.to_lowercase();
+            lowered.as_str()
+        };
+        if lower.len() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
+            return;
+        }
+        if STOPWORDS.contains(&lower) {
+            return;
+        }
+        each(stem(lower));
+    });
+}
+
 /// Calls `each` with the camel-case pieces of `word`: `HTTPServerError` → `HTTP`, `Server`,
-/// `Error`; `parseV2` → `parse`, `V2`. Called for every word of every indexed file, so it
-/// allocates nothing.
+/// `Error`; `parseV2` → `parse`, `V2`.
 fn camel_pieces<'w>(word: &'w str, mut each: impl FnMut(&'w str)) {
     let mut start = 0;
     let mut prev: Option<char> = None;
