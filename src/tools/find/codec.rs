@@ -72,16 +72,19 @@ fn kind_code(kind: Kind) -> u8 {
 /// The index as bytes. Only terms some chunk or path uses are written, renumbered in sorted
 /// order so the ids of one chunk delta-code small.
 pub(crate) fn encode(stored: &Stored) -> Vec<u8> {
-    let mut used: Vec<u32> = Vec::new();
+    let mut in_use = vec![false; stored.terms.len()];
     for file in stored.files.values() {
         for chunk in &file.chunks {
             for field in &chunk.fields {
-                used.extend(field.iter().map(|(t, _)| *t));
+                for (t, _) in field {
+                    in_use[*t as usize] = true;
+                }
             }
         }
     }
-    used.sort_unstable();
-    used.dedup();
+    let mut used: Vec<u32> = (0..stored.terms.len() as u32)
+        .filter(|t| in_use[*t as usize])
+        .collect();
     used.sort_by(|a, b| stored.terms.name(*a).cmp(stored.terms.name(*b)));
     // By old id: every posting of every chunk is renumbered, so a lookup must cost an index.
     let mut renumber = vec![0u32; stored.terms.len()];
