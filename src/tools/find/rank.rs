@@ -111,10 +111,34 @@ pub(crate) fn terms_into(text: &str, out: &mut Vec<String>) {
     }
 }
 
-/// The words of `text`: runs of alphanumeric characters.
+/// The words of `text`: runs of alphanumeric characters. Runs over every indexed byte, so ASCII
+/// is classified a byte at a time; other characters are decoded.
 pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let start = next_boundary(text, at, false)?;
+        at = next_boundary(text, start, true).unwrap_or(text.len());
+        Some(&text[start..at])
+    })
+}
+
+/// The byte offset of the first character from `at` on that is alphanumeric (`inside` false)
+/// or is not (`inside` true), if any.
+fn next_boundary(text: &str, mut at: usize, inside: bool) -> Option<usize> {
+    let bytes = text.as_bytes();
+    while let Some(&b) = bytes.get(at) {
+        let (alphanumeric, len) = if b.is_ascii() {
+            (b.is_ascii_alphanumeric(), 1)
+        } else {
+            let c = text[at..].chars().next()?;
+            (c.is_alphanumeric(), c.len_utf8())
+        };
+        if alphanumeric != inside {
+            return Some(at);
+        }
+        at += len;
+    }
+    None
 }
 
 /// Calls `each` with the terms of one word (no separators in it), in order. The indexer's
