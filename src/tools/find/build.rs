@@ -264,37 +264,53 @@ fn read_into(shared: &RwLock<State>, rel: &str, abs: &Path, stamp: Stamp) {
 }
 
 /// The background build: reads `files` into the index in batches, saving now and then and at
-/// the end. It runs to the end even when the tool that started it is dropped, so what it read
-/// is saved for the next session; it dies with the process.
+/// the end. The next batch is read while one goes into the index, so the readers keep the
+/// cores busy while the lock is held. It runs to the end even when the tool that started it
+/// is dropped, so what it read is saved for the next session; it dies with the process.
 fn background(shared: &RwLock<State>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
     let mut saved = Instant::now();
-    for batch in files.chunks(BATCH) {
-        let read = read_parallel(batch);
-        let mut state = crate::sync::write(shared);
-        let mut vocabs = Vec::with_capacity(read.len());
-        for (vocab, files) in read {
-            let mut map = Vec::new();
-            for (rel, stamp, pieces) in files {
-                state
-                    .stored
-                    .insert_pieces(rel, stamp, pieces, &vocab, &mut map);
+    std::thread::scope(|scope| {
+        let mut batches = files.chunks(BATCH);
+        let mut reading = batches
+            .next()
+            .map(|b| (b.len(), scope.spawn(move || read_parallel(b))));
+        while let Some((len, handle)) = reading.take() {
+            let read = handle.join().unwrap_or_default();
+            reading = batches
+                .next()
+                .map(|b| (b.len(), scope.spawn(move || read_parallel(b))));
+            insert_batch(shared, read, len);
+            if saved.elapsed() > SAVE_EVERY {
+                save(shared, workspace);
+                saved = Instant::now();
             }
-            vocabs.push(vocab);
         }
-        if let Some((done, _)) = &mut state.building {
-            *done += batch.len();
-        }
-        drop(state);
-        drop(vocabs);
-        if saved.elapsed() > SAVE_EVERY {
-            save(shared, workspace);
-            saved = Instant::now();
-        }
-    }
+    });
     let unsaved = save(shared, workspace);
     let mut state = crate::sync::write(shared);
     state.building = None;
     state.unsaved = unsaved;
+}
+
+/// Puts one batch of `len` files, as the readers cut them, into the index.
+fn insert_batch(shared: &RwLock<State>, read: Vec<Part<'_>>, len: usize) {
+    let mut state = crate::sync::write(shared);
+    let mut vocabs = Vec::with_capacity(read.len());
+    for (vocab, files) in read {
+        let mut map = Vec::new();
+        for (rel, stamp, pieces) in files {
+            state
+                .stored
+                .insert_pieces(rel, stamp, pieces, &vocab, &mut map);
+        }
+        vocabs.push(vocab);
+    }
+    if let Some((done, _)) = &mut state.building {
+        *done += len;
+    }
+    drop(state);
+    // Freed after the lock is let go.
+    drop(vocabs);
 }
 
 /// What one reader cut: its vocabulary, and its files' chunks in that vocabulary's ids.
