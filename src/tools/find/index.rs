@@ -362,9 +362,10 @@ pub(crate) fn read_pieces(abs: &Path, rel: &str, vocab: &mut Vocab) -> Option<Ve
     if bytes.len() as u64 > MAX_FILE_BYTES || fsutil::looks_binary(&bytes) {
         return None;
     }
-    Some(super::chunk::chunks(
-        rel,
-        &String::from_utf8_lossy(&bytes),
-        vocab,
-    ))
+    // Most files are valid UTF-8: checked in one pass, not decoded piece by piece.
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Some(super::chunk::chunks(rel, &text, vocab))
 }
