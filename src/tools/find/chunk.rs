@@ -4,7 +4,7 @@
 //! is scored once. Pure: gets the text, reads nothing.
 
 use super::symbols::{self, Kind, Lang};
-use super::vocab::{self, Counts, Vocab};
+use super::vocab::{Counts, Vocab};
 
 /// One chunk as cut from the text, its terms by field (symbol, doc, text) in the local ids of
 /// the vocabulary that cut it; the index turns them into its own term ids.
@@ -51,6 +51,7 @@ pub(crate) fn chunks(path: &str, text: &str, vocab: &mut Vocab) -> Vec<Piece> {
         lines: &lines,
         vocab,
         out: Vec::new(),
+        scratch: Default::default(),
     };
     let mut next_free = 0;
     for (i, d) in defs.iter().enumerate() {
@@ -78,6 +79,8 @@ struct Cut<'a> {
     lines: &'a [&'a str],
     vocab: &'a mut Vocab,
     out: Vec<Piece>,
+    /// The term ids of the chunk being made, by field (reused from chunk to chunk).
+    scratch: [Vec<u32>; 3],
 }
 
 impl Cut<'_> {
@@ -102,8 +105,10 @@ impl Cut<'_> {
         symbol_text: &str,
     ) {
         let lang = self.lang;
-        let mut doc = Vec::new();
-        let mut text = Vec::new();
+        let [symbol_terms, doc, text] = &mut self.scratch;
+        symbol_terms.clear();
+        doc.clear();
+        text.clear();
         let mut in_docstring = false;
         for line in &self.lines[start..=end.min(self.lines.len().saturating_sub(1))] {
             let t = line.trim();
@@ -115,11 +120,9 @@ impl Cut<'_> {
             } else if in_docstring && (t.ends_with("\"\"\"") || t.ends_with("'''")) {
                 in_docstring = false;
             }
-            self.vocab
-                .terms_into(t, if is_doc { &mut doc } else { &mut text });
+            self.vocab.terms_into(t, if is_doc { doc } else { text });
         }
-        let mut symbol_terms = Vec::new();
-        self.vocab.terms_into(symbol_text, &mut symbol_terms);
+        self.vocab.terms_into(symbol_text, symbol_terms);
         self.out.push(Piece {
             start: start as u32 + 1,
             end: end as u32 + 1,
@@ -127,9 +130,9 @@ impl Cut<'_> {
             kind,
             parent,
             fields: [
-                vocab::counts(&mut symbol_terms),
-                vocab::counts(&mut doc),
-                vocab::counts(&mut text),
+                self.vocab.counts(symbol_terms),
+                self.vocab.counts(doc),
+                self.vocab.counts(text),
             ],
         });
     }

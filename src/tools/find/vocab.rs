@@ -9,7 +9,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use super::rank;
 
-/// Term counts of one chunk field in local ids: (local id, count), sorted by id.
+/// Term counts of one chunk field in local ids: (local id, count), in the order of first use
+/// (the index sorts them once they are its own ids).
 pub(crate) type Counts = Vec<(u32, u32)>;
 
 #[derive(Default)]
@@ -20,7 +21,13 @@ pub(crate) struct Vocab {
     /// Each distinct term: its local id, and back.
     terms: HashMap<Box<str>, u32, Quick>,
     names: Vec<Box<str>>,
+    /// Scratch of [`Vocab::counts`]: each local id's place in the counts being made.
+    slots: Vec<u32>,
+    counting: Counts,
 }
+
+/// No place yet, in [`Vocab::slots`].
+const NO_SLOT: u32 = u32::MAX;
 
 impl Vocab {
     /// Appends the local term ids of `text` to `out`, in order: what `rank::terms` gives, as ids.
@@ -53,6 +60,30 @@ impl Vocab {
         range
     }
 
+    /// The counts of `ids` (local ids of this vocabulary), without sorting them: a chunk's
+    /// field uses each id a few times.
+    pub(crate) fn counts(&mut self, ids: &[u32]) -> Counts {
+        if self.slots.len() < self.names.len() {
+            self.slots.resize(self.names.len(), NO_SLOT);
+        }
+        for &id in ids {
+            let slot = &mut self.slots[id as usize];
+            if *slot == NO_SLOT {
+                *slot = self.counting.len() as u32;
+                self.counting.push((id, 1));
+            } else {
+                self.counting[*slot as usize].1 += 1;
+            }
+        }
+        for (id, _) in &self.counting {
+            self.slots[*id as usize] = NO_SLOT;
+        }
+        // Copied out at its size: the index keeps these vectors.
+        let out = self.counting.clone();
+        self.counting.clear();
+        out
+    }
+
     /// The term of local id `id`.
     pub(crate) fn name(&self, id: u32) -> &str {
         self.names.get(id as usize).map_or("", |n| n)
@@ -62,19 +93,6 @@ impl Vocab {
     pub(crate) fn len(&self) -> usize {
         self.names.len()
     }
-}
-
-/// The counts of `ids` (which it sorts).
-pub(crate) fn counts(ids: &mut [u32]) -> Counts {
-    ids.sort_unstable();
-    let mut out: Counts = Vec::new();
-    for &id in ids.iter() {
-        match out.last_mut() {
-            Some((last, n)) if *last == id => *n += 1,
-            _ => out.push((id, 1)),
-        }
-    }
-    out
 }
 
 /// A fast hash for the vocabulary's short keys (FxHash's multiply-rotate, a word at a time).
