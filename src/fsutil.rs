@@ -108,7 +108,9 @@ pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
     }
     let control = head
         .iter()
-        .filter(|&&b| (b < 0x20 && !b"\t\n\r\x0c\x1b\x08".contains(&b)) || b == 0x7f)
+        .filter(|&&b| {
+            (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b | 0x08)) || b == 0x7f
+        })
         .count();
     control * 10 > head.len()
 }

@@ -16,6 +16,7 @@ mod inverted;
 mod rank;
 mod related;
 mod symbols;
+mod vocab;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::chunk::Piece;
 use super::codec;
 use super::index::{self, Stamp, Stored};
+use super::vocab::Vocab;
 use crate::fsutil;
 
 /// The index folder under `.minicode/` and its file.
@@ -255,41 +256,69 @@ fn save_later(shared: &Arc<RwLock<State>>, workspace: &Path) {
 /// Reads one file and puts its chunks in the index (a binary or unreadable file is kept with no
 /// chunks, so it is not read again until it changes).
 fn read_into(shared: &RwLock<State>, rel: &str, abs: &Path, stamp: Stamp) {
-    let mut pieces = index::read_pieces(abs, rel).unwrap_or_default();
+    let mut vocab = Vocab::default();
+    let pieces = index::read_pieces(abs, rel, &mut vocab).unwrap_or_default();
     crate::sync::write(shared)
         .stored
-        .insert_pieces(rel, stamp, &mut pieces);
+        .insert_pieces(rel, stamp, pieces, &vocab, &mut Vec::new());
 }
 
 /// The background build: reads `files` into the index in batches, saving now and then and at
-/// the end. It runs to the end even when the tool that started it is dropped, so what it read
-/// is saved for the next session; it dies with the process.
+/// the end. The next batch is read while one goes into the index, so the readers keep the
+/// cores busy while the lock is held. It runs to the end even when the tool that started it
+/// is dropped, so what it read is saved for the next session; it dies with the process.
 fn background(shared: &RwLock<State>, workspace: &Path, files: Vec<(String, PathBuf, Stamp)>) {
     let mut saved = Instant::now();
-    for batch in files.chunks(BATCH) {
-        let mut read = read_parallel(batch);
-        let mut state = crate::sync::write(shared);
-        for (rel, stamp, pieces) in &mut read {
-            state.stored.insert_pieces(rel, *stamp, pieces);
+    std::thread::scope(|scope| {
+        let mut batches = files.chunks(BATCH);
+        let mut reading = batches
+            .next()
+            .map(|b| (b.len(), scope.spawn(move || read_parallel(b))));
+        while let Some((len, handle)) = reading.take() {
+            let read = handle.join().unwrap_or_default();
+            reading = batches
+                .next()
+                .map(|b| (b.len(), scope.spawn(move || read_parallel(b))));
+            insert_batch(shared, read, len);
+            if saved.elapsed() > SAVE_EVERY {
+                save(shared, workspace);
+                saved = Instant::now();
+            }
         }
-        if let Some((done, _)) = &mut state.building {
-            *done += batch.len();
-        }
-        drop(state);
-        drop(read);
-        if saved.elapsed() > SAVE_EVERY {
-            save(shared, workspace);
-            saved = Instant::now();
-        }
-    }
+    });
     let unsaved = save(shared, workspace);
     let mut state = crate::sync::write(shared);
     state.building = None;
     state.unsaved = unsaved;
 }
 
-/// Reads and chunks `files` on every core (the lock is not held), in their order.
-fn read_parallel(files: &[(String, PathBuf, Stamp)]) -> Vec<(&String, Stamp, Vec<Piece>)> {
+/// Puts one batch of `len` files, as the readers cut them, into the index.
+fn insert_batch(shared: &RwLock<State>, read: Vec<Part<'_>>, len: usize) {
+    let mut state = crate::sync::write(shared);
+    let mut vocabs = Vec::with_capacity(read.len());
+    for (vocab, files) in read {
+        let mut map = Vec::new();
+        for (rel, stamp, pieces) in files {
+            state
+                .stored
+                .insert_pieces(rel, stamp, pieces, &vocab, &mut map);
+        }
+        vocabs.push(vocab);
+    }
+    if let Some((done, _)) = &mut state.building {
+        *done += len;
+    }
+    drop(state);
+    // Freed after the lock is let go.
+    drop(vocabs);
+}
+
+/// What one reader cut: its vocabulary, and its files' chunks in that vocabulary's ids.
+type Part<'f> = (Vocab, Vec<(&'f String, Stamp, Vec<Piece>)>);
+
+/// Reads and chunks `files` on every core (the lock is not held), in their order: one part
+/// per reader, each with its own vocabulary.
+fn read_parallel(files: &[(String, PathBuf, Stamp)]) -> Vec<Part<'_>> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let part = files.len().div_ceil(workers).max(1);
     std::thread::scope(|scope| {
@@ -297,18 +326,19 @@ fn read_parallel(files: &[(String, PathBuf, Stamp)]) -> Vec<(&String, Stamp, Vec
             .chunks(part)
             .map(|part| {
                 scope.spawn(move || {
-                    part.iter()
+                    let mut vocab = Vocab::default();
+                    let read = part
+                        .iter()
                         .map(|(rel, abs, stamp)| {
-                            let pieces = index::read_pieces(abs, rel).unwrap_or_default();
+                            let pieces =
+                                index::read_pieces(abs, rel, &mut vocab).unwrap_or_default();
                             (rel, *stamp, pieces)
                         })
-                        .collect::<Vec<_>>()
+                        .collect::<Vec<_>>();
+                    (vocab, read)
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
     })
 }

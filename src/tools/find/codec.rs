@@ -6,8 +6,6 @@
 //! make a truncated, corrupt or foreign file fail to decode, so it is rebuilt, never trusted.
 //! Pure: bytes in, bytes out.
 
-use std::collections::HashMap;
-
 use super::index::{Chunk, Postings, Stamp, Stored};
 use super::symbols::Kind;
 
@@ -74,22 +72,25 @@ fn kind_code(kind: Kind) -> u8 {
 /// The index as bytes. Only terms some chunk or path uses are written, renumbered in sorted
 /// order so the ids of one chunk delta-code small.
 pub(crate) fn encode(stored: &Stored) -> Vec<u8> {
-    let mut used: Vec<u32> = Vec::new();
+    let mut in_use = vec![false; stored.terms.len()];
     for file in stored.files.values() {
         for chunk in &file.chunks {
             for field in &chunk.fields {
-                used.extend(field.iter().map(|(t, _)| *t));
+                for (t, _) in field {
+                    in_use[*t as usize] = true;
+                }
             }
         }
     }
-    used.sort_unstable();
-    used.dedup();
-    used.sort_by(|a, b| stored.terms.name(*a).cmp(stored.terms.name(*b)));
-    let renumber: HashMap<u32, u32> = used
-        .iter()
-        .enumerate()
-        .map(|(new, old)| (*old, new as u32))
+    let mut used: Vec<u32> = (0..stored.terms.len() as u32)
+        .filter(|t| in_use[*t as usize])
         .collect();
+    used.sort_by(|a, b| stored.terms.name(*a).cmp(stored.terms.name(*b)));
+    // By old id: every posting of every chunk is renumbered, so a lookup must cost an index.
+    let mut renumber = vec![0u32; stored.terms.len()];
+    for (new, old) in used.iter().enumerate() {
+        renumber[*old as usize] = new as u32;
+    }
     let mut out = Vec::with_capacity(1 << 16);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
@@ -124,7 +125,7 @@ pub(crate) fn encode(stored: &Stored) -> Vec<u8> {
             }
             for field in &chunk.fields {
                 ids.clear();
-                ids.extend(field.iter().map(|(t, n)| (renumber[t], *n)));
+                ids.extend(field.iter().map(|(t, n)| (renumber[*t as usize], *n)));
                 ids.sort_unstable();
                 put_postings(&mut out, &ids);
             }

@@ -17,6 +17,7 @@ use super::chunk::Piece;
 use super::inverted::Inverted;
 use super::rank;
 use super::symbols::Kind;
+use super::vocab::{Counts, Vocab};
 use crate::fsutil;
 use crate::tools::walk;
 
@@ -70,7 +71,42 @@ impl Terms {
         out.sort_unstable();
         out
     }
+
+    /// `field`'s counts in these ids, turned in place from `vocab`'s local ids; `map` holds the
+    /// id of each local id met so far ([`UNMAPPED`] for none), `fresh` is scratch. A term new
+    /// to the index gets its id in the order of its name within the field, as it did when
+    /// fields were maps by name: ids are handed out exactly as before.
+    fn postings_of(
+        &mut self,
+        mut field: Counts,
+        vocab: &Vocab,
+        map: &mut [u32],
+        fresh: &mut Vec<u32>,
+    ) -> Postings {
+        fresh.clear();
+        for &(local, _) in &field {
+            let mapped = &mut map[local as usize];
+            if *mapped == UNMAPPED {
+                match self.get(vocab.name(local)) {
+                    Some(id) => *mapped = id,
+                    None => fresh.push(local),
+                }
+            }
+        }
+        fresh.sort_unstable_by(|a, b| vocab.name(*a).cmp(vocab.name(*b)));
+        for &local in fresh.iter() {
+            map[local as usize] = self.id(vocab.name(local));
+        }
+        for (t, _) in &mut field {
+            *t = map[*t as usize];
+        }
+        field.sort_unstable();
+        field
+    }
 }
+
+/// A local id with no index id yet, in the map [`Stored::insert_pieces`] keeps.
+pub(crate) const UNMAPPED: u32 = u32::MAX;
 
 /// One chunk's place, name and term counts by field.
 #[derive(Debug, Clone)]
@@ -136,23 +172,33 @@ fn field_len(p: &Postings) -> u64 {
 }
 
 impl Stored {
-    /// Adds (or replaces) the file at `rel`, its chunks cut by the chunker. The pieces' names
-    /// are taken; their word counts are left to the caller to drop, after it lets go of the
-    /// lock (freeing them is a large part of an insert).
-    pub(crate) fn insert_pieces(&mut self, rel: &str, stamp: Stamp, pieces: &mut [Piece]) {
+    /// Adds (or replaces) the file at `rel`, its chunks cut by the chunker with `vocab`. `map`
+    /// (local id → index id, [`UNMAPPED`] at first) is shared by every file cut with the same
+    /// vocabulary, so each distinct word is looked up by name once per batch, not once per
+    /// chunk.
+    pub(crate) fn insert_pieces(
+        &mut self,
+        rel: &str,
+        stamp: Stamp,
+        pieces: Vec<Piece>,
+        vocab: &Vocab,
+        map: &mut Vec<u32>,
+    ) {
+        if map.len() < vocab.len() {
+            map.resize(vocab.len(), UNMAPPED);
+        }
+        let mut fresh = Vec::new();
         let chunks = pieces
-            .iter_mut()
+            .into_iter()
             .map(|p| Chunk {
                 start: p.start,
                 end: p.end,
-                fields: [
-                    self.terms.postings(&p.fields[0]),
-                    self.terms.postings(&p.fields[1]),
-                    self.terms.postings(&p.fields[2]),
-                ],
-                symbol: std::mem::take(&mut p.symbol),
+                fields: p
+                    .fields
+                    .map(|f| self.terms.postings_of(f, vocab, map, &mut fresh)),
+                symbol: p.symbol,
                 kind: p.kind,
-                parent: p.parent.take(),
+                parent: p.parent,
             })
             .collect();
         self.insert(rel, stamp, chunks);
@@ -306,14 +352,20 @@ fn look(workspace: &Path, rules: Option<&crate::permissions::Rules>, abs: &Path)
     )
 }
 
-/// The chunks of one file, or `None` when it cannot be opened, grew past the limit, or is
-/// binary. Opened without following a link, as `search` opens files.
-pub(crate) fn read_pieces(abs: &Path, rel: &str) -> Option<Vec<Piece>> {
+/// The chunks of one file, their terms learnt into `vocab`, or `None` when it cannot be
+/// opened, grew past the limit, or is binary. Opened without following a link, as `search`
+/// opens files.
+pub(crate) fn read_pieces(abs: &Path, rel: &str, vocab: &mut Vocab) -> Option<Vec<Piece>> {
     let file = fsutil::open_walked(abs).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).ok()?;
     if bytes.len() as u64 > MAX_FILE_BYTES || fsutil::looks_binary(&bytes) {
         return None;
     }
-    Some(super::chunk::chunks(rel, &String::from_utf8_lossy(&bytes)))
+    // Most files are valid UTF-8: checked in one pass, not decoded piece by piece.
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Some(super::chunk::chunks(rel, &text, vocab))
 }

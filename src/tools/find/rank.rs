@@ -65,38 +65,70 @@ pub(crate) fn terms(text: &str) -> Vec<String> {
     out
 }
 
-/// [`terms`], appended to `out` (the chunker's lines share one vector).
+/// [`terms`], appended to `out`.
 pub(crate) fn terms_into(text: &str, out: &mut Vec<String>) {
-    // Most code is lowercase ASCII already: lowercasing then needs no copy.
-    let mut lowered = String::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
-        camel_pieces(word, |piece| {
-            let lower = if piece
-                .bytes()
-                .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
-            {
-                piece
-            } else {
-                lowered = piece.to_lowercase();
-                lowered.as_str()
-            };
-            if lower.len() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
-                return;
-            }
-            if STOPWORDS.contains(&lower) {
-                return;
-            }
-            out.push(stem(lower));
-        });
+    for word in words(text) {
+        word_terms(word, |t| out.push(t));
     }
 }
 
+/// The words of `text`: runs of alphanumeric characters. Runs over every indexed byte, so ASCII
+/// is classified a byte at a time; other characters are decoded.
+pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let start = next_boundary(text, at, false)?;
+        at = next_boundary(text, start, true).unwrap_or(text.len());
+        Some(&text[start..at])
+    })
+}
+
+/// The byte offset of the first character from `at` on that is alphanumeric (`inside` false)
+/// or is not (`inside` true), if any.
+fn next_boundary(text: &str, mut at: usize, inside: bool) -> Option<usize> {
+    let bytes = text.as_bytes();
+    while let Some(&b) = bytes.get(at) {
+        let (alphanumeric, len) = if b.is_ascii() {
+            (b.is_ascii_alphanumeric(), 1)
+        } else {
+            let c = text[at..].chars().next()?;
+            (c.is_alphanumeric(), c.len_utf8())
+        };
+        if alphanumeric != inside {
+            return Some(at);
+        }
+        at += len;
+    }
+    None
+}
+
+/// Calls `each` with the terms of one word (no separators in it), in order. The indexer's
+/// vocabulary calls it once per distinct word, so it may allocate.
+pub(crate) fn word_terms(word: &str, mut each: impl FnMut(String)) {
+    // Most code is lowercase ASCII already: lowercasing then needs no copy.
+    let mut lowered = String::new();
+    camel_pieces(word, |piece| {
+        let lower = if piece
+            .bytes()
+            .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+        {
+            piece
+        } else {
+            lowered = piece.to_lowercase();
+            lowered.as_str()
+        };
+        if lower.len() < 2 || lower.chars().all(|c| c.is_ascii_digit()) {
+            return;
+        }
+        if STOPWORDS.contains(&lower) {
+            return;
+        }
+        each(stem(lower));
+    });
+}
+
 /// Calls `each` with the camel-case pieces of `word`: `HTTPServerError` → `HTTP`, `Server`,
-/// `Error`; `parseV2` → `parse`, `V2`. Called for every word of every indexed file, so it
-/// allocates nothing.
+/// `Error`; `parseV2` → `parse`, `V2`.
 fn camel_pieces<'w>(word: &'w str, mut each: impl FnMut(&'w str)) {
     let mut start = 0;
     let mut prev: Option<char> = None;
