@@ -1,8 +1,9 @@
-//! The `find` tool's ranking quality and speed (issue 26). Two labelled sets of questions in
+//! The `find` tool's ranking quality and speed (issue 26). Three labelled sets of questions in
 //! words, each with the file and symbol a developer would want: `find/ring.txt` over the source
 //! of `ring` (a pinned dependency, Rust and C, found through `cargo metadata` in the cargo
-//! registry, so any machine that built the project has it) and `find/own.txt` over this
-//! repository's `src/`. Each gives Recall@1, Recall@5 and MRR@5 for `find` and for a regex
+//! registry, so any machine that built the project has it), `find/pulldown.txt` over
+//! `pulldown-cmark` (held out: written blind and never used for tuning) and `find/own.txt` over
+//! this repository's `src/`. Each gives Recall@1, Recall@5 and MRR@5 for `find` and for a regex
 //! baseline through `search`; the run also times the index build, queries and re-indexing.
 //!
 //! Every corpus is copied into a temp folder first, so the bench never writes an index into a
@@ -72,11 +73,11 @@ fn host_triple() -> String {
         .to_string()
 }
 
-/// The source folder of the pinned `ring` package, from `cargo metadata` (offline: the
+/// The source folder of the pinned package `name`, from `cargo metadata` (offline: the
 /// registry copy a build of this project unpacked). Filtered to the host platform: a machine
 /// that only built for itself has no copy of other platforms' packages, and metadata for all
 /// platforms would fail to fetch them.
-fn ring_source() -> PathBuf {
+fn registry_source(name: &str) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let out = std::process::Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
@@ -86,13 +87,13 @@ fn ring_source() -> PathBuf {
         .unwrap();
     assert!(out.status.success(), "cargo metadata failed");
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ring = meta["packages"]
+    let package = meta["packages"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["name"] == "ring")
-        .expect("ring is in the dependency tree");
-    let manifest = PathBuf::from(ring["manifest_path"].as_str().unwrap());
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is in the dependency tree"));
+    let manifest = PathBuf::from(package["manifest_path"].as_str().unwrap());
     manifest.parent().unwrap().to_path_buf()
 }
 
@@ -477,10 +478,16 @@ fn latency(files: usize, bytes_each: usize) {
     );
 }
 
-/// Both labelled sets, and a re-index on this repository's own tree.
+/// The labelled sets, and a re-index on this repository's own tree.
 fn ranking_figures() {
-    let ring = ring_source();
+    let ring = registry_source("ring");
     ranking("ring (Rust and C)", &ring, include_str!("find/ring.txt"));
+    let pulldown = registry_source("pulldown-cmark");
+    ranking(
+        "pulldown-cmark (held out)",
+        &pulldown,
+        include_str!("find/pulldown.txt"),
+    );
     let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&own, &dir.path().join("src"));
