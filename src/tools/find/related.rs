@@ -192,9 +192,9 @@ pub(crate) fn related<'v>(
     for acronym in acronyms(&words) {
         add(acronym, Relation::Acronym);
     }
-    let initials: HashSet<&str> = words.iter().filter_map(|w| w.get(..1)).collect();
+    let glue = Glue::new(&pieces, &words);
     for v in vocabulary {
-        if glued(v, &pieces, &initials) {
+        if glue.joins(v) {
             add(v.to_string(), Relation::Glued);
         }
     }
@@ -288,19 +288,53 @@ fn acronyms(words: &[String]) -> Vec<String> {
     out
 }
 
-/// Whether the indexed term `v` is two pieces of the query glued together: two of its words,
-/// abbreviations or starts (`memcmp` for "compare memory", `cpuid` for "CPU identification"),
-/// or one word after another's initial (`cswap` for "conditional swap").
-fn glued(v: &str, pieces: &HashSet<String>, initials: &HashSet<&str>) -> bool {
-    if v.len() < 4 || !v.is_ascii() || pieces.contains(v) {
-        return false;
-    }
-    (1..v.len()).any(|at| {
-        let (head, tail) = v.split_at(at);
-        let whole = |p: &str| pieces.contains(p) && p.len() >= 2;
-        if head.len() == 1 {
-            return initials.contains(head) && tail.len() >= 4 && pieces.contains(tail);
+/// The pieces of a query an identifier may be glued from: its words, their abbreviations and
+/// starts (at least two letters), and the words' initials. Asked of every indexed term at each
+/// query, so a term costs a few prefix comparisons and rarely a hash.
+struct Glue<'p> {
+    set: &'p HashSet<String>,
+    /// The pieces of two letters or more, longest first.
+    heads: Vec<&'p str>,
+    initials: [bool; 256],
+}
+
+impl<'p> Glue<'p> {
+    fn new(set: &'p HashSet<String>, words: &[String]) -> Glue<'p> {
+        let mut heads: Vec<&str> = set
+            .iter()
+            .map(String::as_str)
+            .filter(|p| p.len() >= 2)
+            .collect();
+        heads.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        let mut initials = [false; 256];
+        for w in words {
+            if let Some(&b) = w.as_bytes().first() {
+                initials[usize::from(b)] = true;
+            }
         }
-        whole(head) && whole(tail) && head != tail
-    })
+        Glue {
+            set,
+            heads,
+            initials,
+        }
+    }
+
+    /// Whether the indexed term `v` is two pieces glued together: two of the query's words,
+    /// abbreviations or starts (`memcmp` for "compare memory", `cpuid` for "CPU
+    /// identification"), or one word after another's initial (`cswap` for "conditional swap").
+    fn joins(&self, v: &str) -> bool {
+        let bytes = v.as_bytes();
+        if bytes.len() < 4 || !v.is_ascii() {
+            return false;
+        }
+        let two_words = self.heads.iter().any(|head| {
+            v.len() > head.len() + 1
+                && v.starts_with(head)
+                && v[head.len()..] != **head
+                && self.set.contains(&v[head.len()..])
+        });
+        let after_initial =
+            self.initials[usize::from(bytes[0])] && bytes.len() >= 5 && self.set.contains(&v[1..]);
+        (two_words || after_initial) && !self.set.contains(v)
+    }
 }
