@@ -123,3 +123,29 @@ async fn a_question_in_words_no_code_relates_to_finds_nothing() {
         "unrelated words match nothing:\n{out}"
     );
 }
+
+#[tokio::test]
+async fn questions_in_any_script_are_answered_without_a_crash() {
+    let (_d, ws, ctx) = tool_workspace();
+    project(&ws);
+    put(
+        &ws,
+        "src/i18n.rs",
+        "/// Übersetzt die Einstellungen: é, ü, 配置.\npub fn übersetze_einstellungen() {}\n",
+    );
+    for query in [
+        "éàü déjà vu",
+        "ééé compare",
+        "配置文件解析",
+        "übersetze die einstellungen",
+        "P-2é6 ASN.é SHA-５１２ 32-bit 🙂-8",
+    ] {
+        find(&ctx, query).await;
+    }
+    let out = find(&ctx, "übersetze die Einstellungen").await;
+    assert_eq!(
+        first(&out),
+        "src/i18n.rs:1-2 übersetze_einstellungen",
+        "{out}"
+    );
+}

@@ -185,8 +185,12 @@ pub(crate) fn related<'v>(
         }
         pieces.insert(word.clone());
         pieces.insert(stemmed);
-        if word.len() > MIN_GLUED_PREFIX {
-            pieces.insert(word[..MIN_GLUED_PREFIX].to_string());
+        // Glued identifiers are ASCII; `get` also keeps a multi-byte letter whole.
+        if let Some(start) = word
+            .get(..MIN_GLUED_PREFIX)
+            .filter(|s| s.len() < word.len())
+        {
+            pieces.insert(start.to_string());
         }
     }
     for acronym in acronyms(&words) {
