@@ -149,3 +149,67 @@ async fn questions_in_any_script_are_answered_without_a_crash() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn c_heads_in_gnu_style_and_struct_returns_are_functions_and_macros_are_not() {
+    let (_d, ws, ctx) = tool_workspace();
+    put(
+        &ws,
+        "lib/str.c",
+        "static char *\nconcat (char *s1, char *s2)\n{\n    return join(s1, s2);\n}\n\n\
+         struct widget *make_widget(int size) {\n    return alloc(size);\n}\n\n\
+         struct gadget *\nbuild_gadget(int size)\n{\n    return alloc(size);\n}\n\n\
+         G_BEGIN_DECLS\nG_DECLARE_FINAL_TYPE(Foo, foo, FOO, OBJ, GObject)\n\n\
+         struct holder {\n    int a;\n};\n",
+    );
+    let out = find(&ctx, "concat strings").await;
+    assert_eq!(first(&out), "lib/str.c:1-5 concat", "{out}");
+    let out = find(&ctx, "make a widget").await;
+    assert_eq!(first(&out), "lib/str.c:7-9 make_widget", "{out}");
+    let out = find(&ctx, "build a gadget").await;
+    assert_eq!(first(&out), "lib/str.c:11-15 build_gadget", "{out}");
+    let all = find(&ctx, "widget gadget holder declare final type foo").await;
+    assert!(!all.contains("G_DECLARE_FINAL_TYPE (function"), "{all}");
+    assert!(!all.contains(" widget (type"), "{all}");
+    let out = find(&ctx, "holder").await;
+    assert!(out.contains("holder (type)"), "{out}");
+}
+
+#[tokio::test]
+async fn odd_characters_and_stray_brackets_do_not_break_the_scanner() {
+    let (_d, ws, ctx) = tool_workspace();
+    // A no-break space before a name (C and Java), a regex with a lone `(` before a class, and
+    // a double quote as a char literal.
+    put(
+        &ws,
+        "c/nbsp.c",
+        "int\u{a0}count_items(void) {\n    return 0;\n}\n",
+    );
+    put(
+        &ws,
+        "j/Nbsp.java",
+        "class Nbsp {\n    String\u{a0}labelText() {\n        return \"\";\n    }\n}\n",
+    );
+    put(
+        &ws,
+        "web/split.js",
+        "const splitter = (s) => s.split(/\\(/);\n\nclass Tokenizer {\n  tokens(text) {\n    return splitter(text);\n  }\n}\n",
+    );
+    put(
+        &ws,
+        "src/quote.rs",
+        "const QUOTE: char = '\"';\n\npub fn strip_quotes(s: &str) -> &str {\n    s.trim_matches(QUOTE)\n}\n",
+    );
+    let out = find(&ctx, "count items").await;
+    assert!(out.contains("c/nbsp.c"), "{out}");
+    let out = find(&ctx, "label text").await;
+    assert!(out.contains("j/Nbsp.java"), "{out}");
+    let out = find(&ctx, "tokenizer tokens").await;
+    assert!(
+        out.contains("web/split.js:3-7 Tokenizer")
+            || out.contains("tokens (function in Tokenizer)"),
+        "{out}"
+    );
+    let out = find(&ctx, "strip quotes").await;
+    assert_eq!(first(&out), "src/quote.rs:3-5 strip_quotes", "{out}");
+}

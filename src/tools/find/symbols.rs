@@ -380,6 +380,12 @@ fn c_family(t: &str, indented: bool) -> Option<(String, Kind)> {
         if t.ends_with(';') && !t.contains('{') {
             return None;
         }
+        // `struct foo *make_foo(…)` or `struct foo *` alone: a function's return type, not a
+        // type's definition.
+        let after = rest[name.len()..].trim_start();
+        if after.starts_with(['*', '&']) || (after.contains('(') && !after.starts_with('{')) {
+            return if indented { None } else { call_like(t, true) };
+        }
         let kind = if kw == "namespace" {
             Kind::Module
         } else {
@@ -431,7 +437,11 @@ fn gnu_c_head(prev: &str, t: &str) -> Option<(String, Kind)> {
         && (!p.contains('(') || p.starts_with("__attribute__"));
     let open = t.find('(')?;
     let name = ident(&t[..open])?;
-    (type_line && name.len() == open && !STATEMENTS.contains(&name.as_str()))
+    // `name (` with GNU's space counts; an all-capitals name after a bare macro line
+    // (`G_BEGIN_DECLS` then `G_DECLARE_TYPE(…)`) is a macro call, not a definition.
+    let named = name.len() == t[..open].trim_end().len();
+    let macro_call = !name.chars().any(|c| c.is_lowercase());
+    (type_line && named && !macro_call && !STATEMENTS.contains(&name.as_str()))
         .then_some((name, Kind::Function))
 }
 
@@ -451,9 +461,12 @@ fn call_like(t: &str, prototypes: bool) -> Option<(String, Kind)> {
     if STATEMENTS.contains(&first.as_str()) {
         return None;
     }
+    // The byte after the last character that cannot be in a name (which may be multi-byte).
     let start = head
-        .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '~'))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_' || *c == ':' || *c == '~'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let full = &head[start..];
     let name = full.rsplit("::").next()?.trim_start_matches('~');
     let name = ident(name)?;
@@ -472,6 +485,9 @@ fn brace_end(lines: &[&str], from: usize) -> usize {
     for (i, line) in lines.iter().enumerate().skip(from) {
         let mut chars = line.chars().peekable();
         let mut quote: Option<char> = None;
+        // An array type's `;` sits inside brackets on one line; counting per line keeps a
+        // stray bracket (in a regex literal, say) from hiding every later `;`.
+        brackets = 0;
         while let Some(c) = chars.next() {
             if let Some(q) = quote {
                 if c == '\\' {
@@ -484,10 +500,13 @@ fn brace_end(lines: &[&str], from: usize) -> usize {
             match c {
                 '"' | '`' => quote = Some(c),
                 '\'' => {
-                    // A char literal of a brace or bracket; a lone quote (a Rust lifetime)
-                    // is skipped.
+                    // A char literal of a brace, bracket or double quote; a lone quote (a Rust
+                    // lifetime) is skipped.
                     let rest: String = chars.clone().take(2).collect();
-                    if matches!(rest.as_str(), "{'" | "}'" | "('" | ")'" | "['" | "]'") {
+                    if matches!(
+                        rest.as_str(),
+                        "{'" | "}'" | "('" | ")'" | "['" | "]'" | "\"'"
+                    ) {
                         chars.next();
                         chars.next();
                     }
