@@ -108,6 +108,8 @@ const ABBREVIATIONS: &[(&[&str], &[&str])] = &[
     (&["utility", "utilities"], &["util"]),
     (&["hardware"], &["hw"]),
     (&["software"], &["sw"]),
+    // `no` is a stopword, never a term of its own: this only lets "without hardware" glue
+    // into `nohw`.
     (&["without"], &["no"]),
 ];
 
@@ -120,7 +122,6 @@ const DERIVATIONS: &[(&str, &[&str])] = &[
     ("sion", &["t", "d", "de"]),
     ("ition", &["", "e"]),
     ("ison", &["e"]),
-    ("ment", &[""]),
     ("ator", &["ate", "e"]),
     ("ization", &["ize"]),
     ("ness", &[""]),
