@@ -480,14 +480,13 @@ fn call_like(t: &str, prototypes: bool) -> Option<(String, Kind)> {
 /// skipped; a definition whose braces never balance ends at the file's end.
 fn brace_end(lines: &[&str], from: usize) -> usize {
     let mut depth = 0usize;
-    let mut brackets = 0usize;
     let mut opened = false;
     for (i, line) in lines.iter().enumerate().skip(from) {
         let mut chars = line.chars().peekable();
         let mut quote: Option<char> = None;
         // An array type's `;` sits inside brackets on one line; counting per line keeps a
         // stray bracket (in a regex literal, say) from hiding every later `;`.
-        brackets = 0;
+        let mut brackets = 0usize;
         while let Some(c) = chars.next() {
             if let Some(q) = quote {
                 if c == '\\' {
