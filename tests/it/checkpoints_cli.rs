@@ -281,16 +281,21 @@ fn run_within_deadline(ws: &Path, args: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-#[test]
-fn a_fifo_planted_as_the_root_ignore_file_leaves_the_call_unrecorded_not_blocked() {
-    let server = MockServer::start_in_thread(vec![
+/// A model that writes `notes.txt` once and then answers "done".
+fn notes_server() -> MockServer {
+    MockServer::start_in_thread(vec![
         call(
             "w1",
             "write",
             serde_json::json!({"path": "notes.txt", "content": "hello\n"}),
         ),
         text_reply("done", 8),
-    ]);
+    ])
+}
+
+#[test]
+fn a_fifo_planted_as_the_root_ignore_file_leaves_the_call_unrecorded_not_blocked() {
+    let server = notes_server();
     let dir = workspace(&server);
     let ws = dir.path();
     plant_fifo(&ws.join(".gitignore"));
@@ -309,14 +314,7 @@ fn a_fifo_planted_as_the_root_ignore_file_leaves_the_call_unrecorded_not_blocked
 
 #[test]
 fn a_folder_with_a_fifo_ignore_file_is_skipped_and_the_rest_is_recorded() {
-    let server = MockServer::start_in_thread(vec![
-        call(
-            "w1",
-            "write",
-            serde_json::json!({"path": "notes.txt", "content": "hello\n"}),
-        ),
-        text_reply("done", 8),
-    ]);
+    let server = notes_server();
     let dir = workspace(&server);
     let ws = dir.path();
     std::fs::create_dir_all(ws.join("trap")).unwrap();
