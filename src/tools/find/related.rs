@@ -266,7 +266,8 @@ fn abbreviations<'a>(word: &str, next: Option<&str>) -> impl Iterator<Item = &'a
         .flat_map(|(_, short)| short.iter().copied())
 }
 
-/// The words `word` may be derived from, by [`DERIVATIONS`]; the longest ending that fits.
+/// The words `word` may be derived from, by the first of [`DERIVATIONS`] that fits (a longer
+/// ending is listed before a shorter one it ends with).
 fn derived(word: &str) -> Vec<String> {
     DERIVATIONS
         .iter()
