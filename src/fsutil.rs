@@ -8,6 +8,7 @@
 //! what needs approval): that belongs to the tools and the agent.
 
 mod atomic;
+pub(crate) mod beneath;
 pub mod gitignore;
 mod walk_rules;
 

@@ -29,7 +29,7 @@ const MAX_RECORD_BYTES: u64 = 16 * 1024;
 const RECORD_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 /// A sweeper may take a temp file's name between its creation and its lock; then the writer
 /// starts over with a fresh name, a few times at most.
-const ATTEMPTS: usize = 3;
+pub(super) const ATTEMPTS: usize = 3;
 
 /// Whether `name` is one of our temp files: the prefix and exactly 32 lowercase hex digits.
 pub fn is_temp_name(name: &OsStr) -> bool {
@@ -169,7 +169,7 @@ fn create_locked(tmp: &Path, mode: u32) -> io::Result<Option<File>> {
 }
 
 /// An exclusive, non-blocking lock (`flock` on Unix): false when another open file holds it.
-fn try_lock(file: &File) -> io::Result<bool> {
+pub(super) fn try_lock(file: &File) -> io::Result<bool> {
     match file.try_lock() {
         Ok(()) => Ok(true),
         Err(std::fs::TryLockError::WouldBlock) => Ok(false),
@@ -200,10 +200,10 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 
 /// `.minicode/inflight/<id>`, holding the folder of the temp file `.minicode-tmp-<id>`
 /// relative to the workspace. Removed when dropped, i.e. once the write ended either way.
-struct Record(PathBuf);
+pub(super) struct Record(PathBuf);
 
 impl Record {
-    fn create(workspace: &Path, folder: &Path, id: &str) -> io::Result<Record> {
+    pub(super) fn create(workspace: &Path, folder: &Path, id: &str) -> io::Result<Record> {
         use std::os::unix::fs::OpenOptionsExt;
         let journal = super::private_dir(workspace, JOURNAL_DIR)?;
         let relative = match folder.strip_prefix(workspace) {
