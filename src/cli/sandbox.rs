@@ -52,7 +52,7 @@ pub(super) fn run(
     let guard =
         Guard::before(&policy).map_err(|e| fail(format!("cannot prepare the sandbox: {e}")))?;
     let outcome = supervised(&args.command, workspace, &policy);
-    let created = guard.after();
+    let created = guard.after(&policy);
     tmpdir::remove(&policy.tmpdir);
     let mut err = std::io::stderr().lock();
     for path in &created {
@@ -138,7 +138,7 @@ pub(super) fn trial(
 ) -> std::io::Result<Result<(), crate::sandbox::Unavailable>> {
     let guard = Guard::before(policy)?;
     let reported = supervised(&[OsString::from("true")], workspace, policy);
-    guard.after();
+    guard.after(policy);
     match reported? {
         Reported::Unavailable(u) => Ok(Err(u)),
         Reported::Status(0) => Ok(Ok(())),

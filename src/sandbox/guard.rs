@@ -3,11 +3,14 @@
 //! minicode (outside the sandbox) does this around each call: before it, `.minicode` is made to
 //! exist (it is then mounted read-only like any other) and the protected paths that are
 //! missing are noted; after it, any of them that now exists was made by the call (or by
-//! something it started) and is removed, and the call is reported as blocked.
+//! something it started) and is removed, and the call is reported as blocked. The removal
+//! goes through `fsutil::beneath`: a command that turned a folder on the way into a link gets
+//! its link removed, and minicode never deletes what the link points to.
 
 use std::path::{Path, PathBuf};
 
 use super::Policy;
+use crate::fsutil::beneath::Root;
 
 /// The protected paths missing when a call started.
 #[derive(Debug, Default)]
@@ -37,25 +40,51 @@ impl Guard {
         Ok(Guard { missing })
     }
 
-    /// Removes every protected path the call created; returns them.
-    pub(crate) fn after(self) -> Vec<PathBuf> {
+    /// Removes every protected path the call created; returns what was removed. The removal
+    /// never follows a link: a protected path that now exists through a link the call made
+    /// (`config` or `.agents` made a link to any folder) has the link removed, never what it
+    /// points to; a path in none of the writable roots is left alone.
+    pub(crate) fn after(self, policy: &Policy) -> Vec<PathBuf> {
         let mut removed = Vec::new();
         for path in self.missing {
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            // Following links here only tells whether the path exists again; nothing is
+            // done through this answer.
+            if std::fs::symlink_metadata(&path).is_err() {
                 continue;
-            };
-            // A link is removed as a link, never followed.
-            let gone = if meta.is_dir() {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-            if let Err(e) = gone {
-                tracing::warn!(path = %path.display(), error = %e, "could not remove a protected path a confined command created");
             }
-            removed.push(path);
+            match remove_beneath(policy, &path) {
+                Ok(Some(gone)) => removed.push(gone),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "could not remove a protected path a confined command created");
+                    removed.push(path);
+                }
+            }
         }
         removed
+    }
+}
+
+/// Removes `path` (absolute, in a writable root of `policy`) without following any link: the
+/// path itself when no link is on the way, else the first link on the way. Returns what was
+/// removed.
+fn remove_beneath(policy: &Policy, path: &Path) -> std::io::Result<Option<PathBuf>> {
+    let Some(root) = policy.writable.iter().find(|w| path.starts_with(w)) else {
+        return Ok(None);
+    };
+    let root = Root::open(root)?;
+    match root.remove_all(path) {
+        Ok(true) => Ok(Some(path.to_path_buf())),
+        Ok(false) => Ok(None),
+        Err(e) if e.is_link() => {
+            let Some(link) = root.first_link(path)? else {
+                return Err(e.into());
+            };
+            root.remove_file(&link)?;
+            tracing::warn!(link = %link.display(), "removed a link a confined command made to reach a protected path");
+            Ok(Some(root.path().join(link)))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -209,7 +209,7 @@ async fn execute(
         content.push('\n');
     }
     let reported = run.control.as_mut().and_then(supervisor::reported);
-    let created = guard.after();
+    let created = guard.after(policy);
     let status = match (&end, reported) {
         (_, Some(Reported::Unavailable(u))) => return not_confined(policy, u),
         // Under a supervisor, bash's own status is what it reported; the supervisor's own

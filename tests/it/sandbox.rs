@@ -169,6 +169,39 @@ fn a_link_planted_by_an_earlier_call_does_not_reach_protected_paths() {
     assert!(std::fs::symlink_metadata(plain.join(".git")).is_err());
 }
 
+/// A folder outside the workspace holding a `config.toml` and a `skills/` folder: what a
+/// command's link could make minicode delete.
+fn outside_config() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (tmp, outside) = workspace();
+    std::fs::write(outside.join("config.toml"), "model = \"mine\"\n").unwrap();
+    std::fs::create_dir_all(outside.join("skills/s")).unwrap();
+    std::fs::write(outside.join("skills/s/SKILL.md"), "mine\n").unwrap();
+    (tmp, outside)
+}
+
+#[test]
+fn a_protected_name_reached_through_a_link_the_call_made_removes_the_link_not_the_target() {
+    for name in ["config", ".agents"] {
+        let (_tmp, ws) = workspace();
+        let (_out, outside) = outside_config();
+        let script = format!("ln -s '{}' {name}", outside.display());
+        let out = sandboxed(&ws, &[], &script);
+        let all = text(&out);
+        assert!(all.contains("blocked by the sandbox"), "{name}: {all}");
+        assert!(all.contains(name), "{name}: {all}");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("config.toml")).unwrap(),
+            "model = \"mine\"\n",
+            "{name}: {all}"
+        );
+        assert!(outside.join("skills/s/SKILL.md").exists(), "{name}: {all}");
+        assert!(
+            std::fs::symlink_metadata(ws.join(name)).is_err(),
+            "{name}: the link stays: {all}"
+        );
+    }
+}
+
 #[test]
 fn loopback_tcp_is_refused_with_the_network_off_and_allowed_with_it_on() {
     if !supported("loopback_tcp_is_refused_with_the_network_off_and_allowed_with_it_on") {
