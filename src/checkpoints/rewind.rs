@@ -1,7 +1,9 @@
 //! Rewinding the code: what each turn changed (the listing), and the restore to the state
 //! before a turn. A file whose content or mode is not what the agent's last recorded call left
 //! there (the user edited it, another program did) is a conflict: left alone and named.
-//! Paths come from the session's own journal and are still checked to stay in the workspace.
+//! Paths come from the session's own journal and are still checked to stay in the workspace;
+//! every write, removal and new folder goes through `fsutil::beneath`, so a folder a command
+//! swapped for a link is refused (named as a conflict), never followed out of the workspace.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -11,6 +13,7 @@ use serde::Serialize;
 
 use super::journal::{Call, Journal};
 use super::{FileState, Stat};
+use crate::fsutil::beneath::{BeneathError, Root};
 
 /// What happened to one path over a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -141,12 +144,18 @@ pub(crate) fn restore(journal: &mut Journal, turn: u32, how: &super::How) -> io:
     outcome.skipped.dedup();
     // What comes back is made parents first; what goes away is removed children first.
     let (back, away): (Vec<_>, Vec<_>) = spans.into_iter().partition(|(_, s)| s.first.is_some());
+    let root = Root::open(&journal.workspace)?;
     for (rel, span) in back.into_iter().chain(away.into_iter().rev()) {
         let Some(path) = confined(&journal.workspace, &rel) else {
             outcome.conflicts.push(rel);
             continue;
         };
-        let conflict = !is_as_left(journal, &rel, &path, span.last.as_ref())?;
+        // A folder on the way swapped for a link: nothing is read or changed through it.
+        if let Err(e) = root.lstat(Path::new(&rel)) {
+            refuse(e, &rel, &mut outcome)?;
+            continue;
+        }
+        let conflict = !is_as_left(journal, &root, &rel, &path, span.last.as_ref())?;
         if conflict {
             outcome.conflicts.push(rel.clone());
             if !how.force || !recorded_now(journal, &rel, &path)? {
@@ -162,10 +171,19 @@ pub(crate) fn restore(journal: &mut Journal, turn: u32, how: &super::How) -> io:
         if same && !conflict {
             continue;
         }
-        if !how.dry_run && !put_back(journal, &path, span.first.as_ref())? {
-            // A folder the calls made that holds something else now stays.
-            outcome.conflicts.push(rel);
-            continue;
+        if !how.dry_run {
+            match put_back(journal, &root, &rel, span.first.as_ref()) {
+                Ok(true) => {}
+                // A folder the calls made that holds something else now stays.
+                Ok(false) => {
+                    outcome.conflicts.push(rel);
+                    continue;
+                }
+                Err(e) => {
+                    refuse(e, &rel, &mut outcome)?;
+                    continue;
+                }
+            }
         }
         if !rel.ends_with('/') {
             outcome.restored.push(rel);
@@ -174,6 +192,17 @@ pub(crate) fn restore(journal: &mut Journal, turn: u32, how: &super::How) -> io:
     outcome.conflicts.sort();
     outcome.restored.sort();
     Ok(outcome)
+}
+
+/// A link on the way to `rel` makes it a conflict (left alone, named); any other error ends
+/// the rewind.
+fn refuse(e: BeneathError, rel: &str, outcome: &mut Outcome) -> io::Result<()> {
+    if !e.is_link() {
+        return Err(e.into());
+    }
+    tracing::warn!(path = rel, error = %e, "rewind left a path reached through a symbolic link");
+    outcome.conflicts.push(rel.to_string());
+    Ok(())
 }
 
 /// Whether what is at `path` now can be brought back later: nothing, or a regular file the
@@ -195,14 +224,17 @@ fn confined(workspace: &Path, rel: &str) -> Option<PathBuf> {
         .then(|| workspace.join(rel))
 }
 
-/// Whether the file at `path` is what the last call left (`None`: absent). A file whose
-/// metadata still matches the recorded tree is not read.
+/// Whether the file at `path` (`rel` below `root`) is what the last call left (`None`:
+/// absent). A file whose metadata still matches the recorded tree is not read; one that is
+/// read is opened without following a link or blocking on a FIFO.
 fn is_as_left(
     journal: &Journal,
+    root: &Root,
     rel: &str,
     path: &Path,
     left: Option<&FileState>,
 ) -> io::Result<bool> {
+    use std::io::Read;
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(left.is_none()),
@@ -222,48 +254,53 @@ fn is_as_left(
     {
         return Ok(known.same_file(left));
     }
-    let bytes = std::fs::read(path)?;
+    let Some((file, meta)) = root.open_read(Path::new(rel))? else {
+        return Ok(false);
+    };
+    let mut bytes = Vec::new();
+    file.take(meta.len().saturating_add(1))
+        .read_to_end(&mut bytes)?;
     let hash = super::blobs::Blobs::hash(&bytes);
     Ok(hash == left.hash && Stat::of(&meta).mode == left.mode)
 }
 
-/// Writes `state`'s content and mode at `path` (a folder: makes it), or removes what is there
+/// Writes `state`'s content and mode at `rel` (a folder: makes it), or removes what is there
 /// when `state` is `None`. Returns false for a folder that is not empty, left in place.
-fn put_back(journal: &Journal, path: &Path, state: Option<&FileState>) -> io::Result<bool> {
-    use std::os::unix::fs::PermissionsExt;
-    let workspace = &journal.workspace;
+fn put_back(
+    journal: &Journal,
+    root: &Root,
+    rel: &str,
+    state: Option<&FileState>,
+) -> Result<bool, BeneathError> {
+    let path = Path::new(rel);
     let Some(state) = state else {
-        let meta = match std::fs::symlink_metadata(path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-            Err(e) => return Err(e),
+        return match root.lstat(path)? {
+            None => Ok(true),
+            Some(found) if !found.is_dir() => root.remove_file(path).map(|_| true),
+            Some(_) => match root.remove_dir(path) {
+                Ok(_) => Ok(true),
+                Err(e) if e.is_link() => Err(e),
+                Err(_) => Ok(false),
+            },
         };
-        if !meta.is_dir() {
-            std::fs::remove_file(path)?;
-            return Ok(true);
-        }
-        return Ok(std::fs::remove_dir(path).is_ok());
     };
-    let parent = path.parent().unwrap_or(workspace);
-    std::fs::create_dir_all(parent)?;
-    // A folder swapped for a link leading out of the workspace is not written through.
-    if !crate::fsutil::is_inside(workspace, &parent.canonicalize()?) {
-        return Err(io::Error::other(format!(
-            "{} leads outside the workspace",
-            parent.display()
-        )));
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        root.create_dir_all(parent, 0o777)?;
     }
     let mode = state.mode & 0o7777;
     if state.is_dir() {
-        if !path.is_dir() {
-            std::fs::create_dir(path)?;
-        }
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+        // Made open first, so the mode can be set on it whatever bits it gets.
+        root.create_dir(path, 0o777)?;
+        root.set_mode(path, mode)?;
         return Ok(true);
     }
-    let bytes = journal.blobs.get(&state.hash)?;
-    let mode = mode & 0o777;
-    crate::fsutil::write_atomic_journaled(path, &bytes, Some(mode), workspace)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    let bytes = journal
+        .blobs
+        .get(&state.hash)
+        .map_err(|source| BeneathError::Io {
+            path: journal.workspace.join(rel),
+            source,
+        })?;
+    root.write_atomic(path, &bytes, mode & 0o777)?;
     Ok(true)
 }
