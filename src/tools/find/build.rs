@@ -7,7 +7,8 @@
 //!
 //! Saving replaces `.minicode/index/find.idx` atomically (temp file + rename), so a concurrent
 //! minicode process in the same workspace reads the old or the new index, never a mix; the
-//! codec's checksum catches anything else, and an unreadable index is rebuilt.
+//! codec's checksum catches anything else, and an unreadable index is rebuilt. Loading opens
+//! the file as a repository-supplied one: no link followed, no blocking open, size-bounded.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -26,6 +27,9 @@ const DIR: &str = "index";
 const FILE: &str = "find.idx";
 /// The first version's file, removed when a new index is saved.
 const OLD_FILE: &str = "find.json";
+/// The largest stored index read: the index is under a quarter of the text it covers, so this
+/// is ~2 GB of indexed source, far beyond what the tool is for; a larger file is not ours.
+const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 /// How long, and how many changed files, a query reads itself before handing the rest to the
 /// background.
 const INLINE_BUDGET: Duration = Duration::from_millis(500);
@@ -87,17 +91,48 @@ fn index_path(workspace: &Path) -> Result<PathBuf, String> {
 }
 
 /// The stored index of `workspace`, empty when there is none, and whether one was rejected.
+/// A cloned repository can plant the file: it is opened without following a link and without
+/// blocking, and anything but a regular file under [`MAX_INDEX_BYTES`] (a link to `/dev/zero`,
+/// a FIFO, a link out of the workspace) is rejected, so the next save replaces it.
 fn load(workspace: &Path) -> (Stored, bool) {
     let Ok(Some(dir)) = fsutil::existing_private_dir(workspace, DIR) else {
         return (Stored::default(), false);
     };
-    let Ok(bytes) = std::fs::read(dir.join(FILE)) else {
-        return (Stored::default(), false);
-    };
-    match codec::decode(&bytes) {
-        Ok(stored) => (stored, false),
-        Err(_) => (Stored::default(), true),
+    match read_stored(&dir) {
+        Ok(None) => (Stored::default(), false),
+        Ok(Some(bytes)) => match codec::decode(&bytes) {
+            Ok(stored) => (stored, false),
+            Err(_) => (Stored::default(), true),
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "the stored find index is not a plain file; rebuilding it");
+            (Stored::default(), true)
+        }
     }
+}
+
+/// The bytes of `dir/find.idx` (`dir` is the checked index folder), `None` when it is absent.
+fn read_stored(dir: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let root = fsutil::beneath::Root::open(dir)?;
+    let Some((file, meta)) = root.open_read(Path::new(FILE))? else {
+        return Ok(None);
+    };
+    if meta.len() > MAX_INDEX_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is {} bytes, over the {MAX_INDEX_BYTES} a find index may have",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // Bounded even if the file grows while it is read.
+    file.take(MAX_INDEX_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_INDEX_BYTES {
+        return Err(std::io::Error::other(
+            "it grew past the size a find index may have",
+        ));
+    }
+    Ok(Some(bytes))
 }
 
 /// Writes the index (encoded under the read lock, so queries go on meanwhile; written outside
