@@ -187,6 +187,10 @@ pub struct Session {
     /// Something changed since the session was opened or last saved (see
     /// [`Session::has_unsaved_changes`]).
     changed: bool,
+    /// Created by this process and never written: no file exists yet, and none is written
+    /// until the history holds a message, so a kill right after creation leaves no empty
+    /// session behind (the lock file alone reserves the id).
+    unwritten: bool,
     _lock: File,
 }
 
@@ -224,8 +228,8 @@ pub fn is_valid_id(id: &str) -> bool {
 }
 
 impl Session {
-    /// Starts a new session with a fresh id and writes its file at once, so it can be
-    /// resumed even if the first turn never completes.
+    /// Starts a new session with a fresh id. Its file is first written by the save that
+    /// holds the prompt (the turn saves it before asking the model anything), never empty.
     pub fn create(workspace: &Path) -> Result<Session, SessionError> {
         Self::create_with(workspace, None)
     }
@@ -245,7 +249,7 @@ impl Session {
             .map_err(io_error(&sessions_dir(&workspace)))?;
         let id = uuid::Uuid::new_v4().hyphenated().to_string();
         let lock = lock(&dir, &id)?;
-        let mut session = Session {
+        Ok(Session {
             path: dir.join(format!("{id}.json")),
             id,
             workspace,
@@ -261,14 +265,9 @@ impl Session {
             settled: 0,
             disk: None,
             changed: true,
+            unwritten: true,
             _lock: lock,
-        };
-        if let Err(e) = session.save() {
-            // Whatever part of the file was written is not a session anyone can use.
-            session.remove_files();
-            return Err(e);
-        }
-        Ok(session)
+        })
     }
 
     /// Opens an existing session of this workspace by id (never a path).
@@ -311,6 +310,7 @@ impl Session {
             settled: 0,
             disk: None,
             changed: false,
+            unwritten: false,
             _lock: lock,
         })
     }
@@ -328,7 +328,7 @@ impl Session {
         // `forked_from` is a snapshot field, never journaled: the copy's snapshot is rewritten.
         copy.disk = None;
         if let Err(e) = copy.save() {
-            // The copy's file still holds the empty history it was created with.
+            // Whatever part of the copy's file was written is no session anyone can use.
             copy.remove_files();
             return Err(e);
         }
@@ -503,7 +503,11 @@ impl Session {
         if !self.messages.is_empty() {
             return Ok(false);
         }
-        std::fs::remove_file(&self.path).map_err(io_error(&self.path))?;
+        match std::fs::remove_file(&self.path) {
+            // Never written (see `unwritten`).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.unwritten => {}
+            other => other.map_err(io_error(&self.path))?,
+        }
         let journal = journal::path_of(&self.path);
         journal::remove(&journal).map_err(io_error(&journal))?;
         // The json is gone first, so a racing `open` fails with NotFound, never on a stale lock.
