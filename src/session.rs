@@ -228,10 +228,17 @@ pub fn is_valid_id(id: &str) -> bool {
 }
 
 impl Session {
-    /// Starts a new session with a fresh id. Its file is first written by the save that
-    /// holds the prompt (the turn saves it before asking the model anything), never empty.
+    /// Starts a new session with a fresh id and writes its file at once (tests and tools that
+    /// need a file on disk; sessions for a user go through [`Session::begin`]).
     pub fn create(workspace: &Path) -> Result<Session, SessionError> {
-        Self::create_with(workspace, None)
+        Self::create_with(workspace, None, true)
+    }
+
+    /// Starts a new session for a user: a fresh id, reserved by its lock file, whose file is
+    /// first written by the save that holds the prompt (the turn saves it before asking the
+    /// model anything). A kill before that leaves no empty session file behind.
+    pub fn begin(workspace: &Path) -> Result<Session, SessionError> {
+        Self::create_with(workspace, None, false)
     }
 
     /// Starts a sub-agent's session: like [`Session::create`], recording who started it.
@@ -240,16 +247,22 @@ impl Session {
             id: parent.session_id.clone(),
             reason,
         })?;
-        Self::create_with(workspace, Some(parent))
+        Self::create_with(workspace, Some(parent), true)
     }
 
-    fn create_with(workspace: &Path, parent: Option<Parent>) -> Result<Session, SessionError> {
+    /// A new session; `write_now`: its (empty) file is written at once, else with its first
+    /// message (see `unwritten`).
+    fn create_with(
+        workspace: &Path,
+        parent: Option<Parent>,
+        write_now: bool,
+    ) -> Result<Session, SessionError> {
         let workspace = canonical(workspace)?;
         let dir = fsutil::private_dir(&workspace, SESSIONS)
             .map_err(io_error(&sessions_dir(&workspace)))?;
         let id = uuid::Uuid::new_v4().hyphenated().to_string();
         let lock = lock(&dir, &id)?;
-        Ok(Session {
+        let mut session = Session {
             path: dir.join(format!("{id}.json")),
             id,
             workspace,
@@ -265,9 +278,15 @@ impl Session {
             settled: 0,
             disk: None,
             changed: true,
-            unwritten: true,
+            unwritten: !write_now,
             _lock: lock,
-        })
+        };
+        if write_now && let Err(e) = session.save() {
+            // Whatever part of the file was written is not a session anyone can use.
+            session.remove_files();
+            return Err(e);
+        }
+        Ok(session)
     }
 
     /// Opens an existing session of this workspace by id (never a path).
@@ -320,7 +339,7 @@ impl Session {
     /// This session and its file are left as they are. Totals start at zero: the copy has
     /// spent nothing yet.
     pub fn fork(&self) -> Result<Session, SessionError> {
-        let mut copy = Self::create_with(&self.workspace, None)?;
+        let mut copy = Self::create_with(&self.workspace, None, true)?;
         copy.messages = self.messages.clone();
         copy.results = self.results.clone();
         copy.checkpoint = self.checkpoint.clone();
@@ -328,7 +347,7 @@ impl Session {
         // `forked_from` is a snapshot field, never journaled: the copy's snapshot is rewritten.
         copy.disk = None;
         if let Err(e) = copy.save() {
-            // Whatever part of the copy's file was written is no session anyone can use.
+            // The copy's file still holds the empty history it was created with.
             copy.remove_files();
             return Err(e);
         }
@@ -340,7 +359,7 @@ impl Session {
     /// compaction checkpoint only when it covers none of what was cut.
     pub fn fork_before(&self, keep: usize) -> Result<Session, SessionError> {
         let keep = keep.min(self.messages.len());
-        let mut copy = Self::create_with(&self.workspace, None)?;
+        let mut copy = Self::create_with(&self.workspace, None, true)?;
         copy.messages = self.messages[..keep].to_vec();
         copy.results = self
             .results
