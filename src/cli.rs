@@ -524,7 +524,7 @@ fn open_session(workspace: &Path, args: &Args) -> Result<Session, Failure> {
     let session = match (&args.session, args.continue_) {
         (Some(given), _) => sessions::open(workspace, given)?,
         (None, true) => sessions::open_latest(workspace)?,
-        (None, false) => Session::create(workspace).map_err(usage)?,
+        (None, false) => Session::begin(workspace).map_err(usage)?,
     };
     if !args.fork {
         return Ok(session);

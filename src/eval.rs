@@ -7,14 +7,18 @@ mod expect;
 pub(crate) mod export;
 mod report;
 mod runner;
+mod scratch;
+mod stop;
 mod task;
 mod trajectory;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) use report::Report;
+pub(crate) use stop::Stop;
 
 /// What the command line asked for.
 #[derive(Debug, Clone)]
@@ -26,6 +30,14 @@ pub(crate) struct Options {
     pub(crate) model_args: Vec<OsString>,
     /// Where runs are kept; `None`: a new folder under the system's temporary folder.
     pub(crate) out: Option<PathBuf>,
+    /// Variables the agent runs read to reach the model (the key, `MINICODE_BASE_URL`,
+    /// `MINICODE_MODEL`, a configured key variable), handed to them by name; no other
+    /// `MINICODE_*` or secret variable reaches a run, and none reaches setup or checks.
+    pub(crate) agent_env: Vec<(OsString, OsString)>,
+    /// Configured secret variable names removed from every child's environment.
+    pub(crate) scrub: Vec<String>,
+    /// The switch the CLI throws on SIGINT or SIGTERM.
+    pub(crate) stop: Arc<Stop>,
 }
 
 /// Why no report could be made.
@@ -43,7 +55,10 @@ pub(crate) fn default_parallel() -> usize {
 }
 
 /// Loads the suites, runs every task `runs` times, `parallel` at once, and reports.
+/// An interrupted evaluation still reports the runs so far; a report that could not be
+/// written to `report.json` says so in [`Report::unsaved`].
 pub(crate) fn run(options: &Options) -> Result<Report, Error> {
+    scratch::sweep_orphans();
     let tasks = task::load_suites(&options.suites).map_err(Error::Usage)?;
     if options.runs == 0 || options.parallel == 0 {
         return Err(Error::Usage(
@@ -70,14 +85,23 @@ pub(crate) fn run(options: &Options) -> Result<Report, Error> {
         exe,
         model_args: options.model_args.clone(),
         out: out.clone(),
+        agent_env: options.agent_env.clone(),
+        scrub: options.scrub.clone(),
+        stop: options.stop.clone(),
     };
     let jobs: Vec<(usize, u32)> = (0..tasks.len())
         .flat_map(|t| (1..=options.runs).map(move |r| (t, r)))
         .collect();
     let results = run_all(&plan, &tasks, &jobs, options.parallel);
-    let report = Report::new(&tasks, &results, &out);
-    if let Ok(json) = serde_json::to_string_pretty(&report) {
-        let _ = std::fs::write(out.join("report.json"), json);
+    let mut report = Report::new(&tasks, &results, &out);
+    report.interrupted = options.stop.signal_name();
+    report.all_met &= report.interrupted.is_none();
+    let path = out.join("report.json");
+    let written = serde_json::to_string_pretty(&report)
+        .map_err(std::io::Error::other)
+        .and_then(|json| std::fs::write(&path, json));
+    if let Err(e) = written {
+        report.unsaved = Some(format!("cannot write {}: {e}", path.display()));
     }
     Ok(report)
 }
@@ -96,7 +120,9 @@ fn run_all(
             let tx = tx.clone();
             let next = &next;
             scope.spawn(move || {
-                while let Some(&(t, r)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                while plan.stop.signal().is_none()
+                    && let Some(&(t, r)) = jobs.get(next.fetch_add(1, Ordering::Relaxed))
+                {
                     let _ = tx.send(runner::run(plan, &tasks[t], t, r));
                 }
             });

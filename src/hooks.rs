@@ -57,6 +57,10 @@ impl HookEvent {
     }
 }
 
+/// How many times in a row one turn may be sent back to work by `Stop` hooks when no hook
+/// sets `max_blocks`: a hook that always blocks must not drive the model to the round limit.
+pub const DEFAULT_STOP_MAX_BLOCKS: u32 = 3;
+
 /// One hook, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hook {
@@ -71,6 +75,9 @@ pub struct Hook {
     pub origin: PathBuf,
     /// Defined by the workspace's own file: runs only once the user approved it as it is.
     pub from_workspace: bool,
+    /// `Stop` hooks: how many times in a row a turn may be sent back to work before it ends
+    /// anyway (the largest among the `Stop` hooks applies); other events ignore it.
+    pub max_blocks: u32,
 }
 
 impl Hook {
@@ -78,12 +85,16 @@ impl Hook {
     /// holds it, so any change to these asks again.
     pub fn definition_hash(&self) -> String {
         use sha2::Digest;
-        let canonical = serde_json::json!({
+        let mut canonical = serde_json::json!({
             "event": self.event.as_str(),
             "matcher": self.matcher,
             "command": self.command,
             "timeout": self.timeout.as_secs(),
         });
+        // Only when set, so approvals recorded before the setting existed still hold.
+        if self.max_blocks != DEFAULT_STOP_MAX_BLOCKS {
+            canonical["max_blocks"] = self.max_blocks.into();
+        }
         let digest = sha2::Sha256::digest(canonical.to_string().as_bytes());
         digest.iter().map(|b| format!("{b:02x}")).collect()
     }

@@ -187,6 +187,10 @@ pub struct Session {
     /// Something changed since the session was opened or last saved (see
     /// [`Session::has_unsaved_changes`]).
     changed: bool,
+    /// Created by this process and never written: no file exists yet, and none is written
+    /// until the history holds a message, so a kill right after creation leaves no empty
+    /// session behind (the lock file alone reserves the id).
+    unwritten: bool,
     _lock: File,
 }
 
@@ -224,10 +228,17 @@ pub fn is_valid_id(id: &str) -> bool {
 }
 
 impl Session {
-    /// Starts a new session with a fresh id and writes its file at once, so it can be
-    /// resumed even if the first turn never completes.
+    /// Starts a new session with a fresh id and writes its file at once (tests and tools that
+    /// need a file on disk; sessions for a user go through [`Session::begin`]).
     pub fn create(workspace: &Path) -> Result<Session, SessionError> {
-        Self::create_with(workspace, None)
+        Self::create_with(workspace, None, true)
+    }
+
+    /// Starts a new session for a user: a fresh id, reserved by its lock file, whose file is
+    /// first written by the save that holds the prompt (the turn saves it before asking the
+    /// model anything). A kill before that leaves no empty session file behind.
+    pub fn begin(workspace: &Path) -> Result<Session, SessionError> {
+        Self::create_with(workspace, None, false)
     }
 
     /// Starts a sub-agent's session: like [`Session::create`], recording who started it.
@@ -236,10 +247,16 @@ impl Session {
             id: parent.session_id.clone(),
             reason,
         })?;
-        Self::create_with(workspace, Some(parent))
+        Self::create_with(workspace, Some(parent), true)
     }
 
-    fn create_with(workspace: &Path, parent: Option<Parent>) -> Result<Session, SessionError> {
+    /// A new session; `write_now`: its (empty) file is written at once, else with its first
+    /// message (see `unwritten`).
+    fn create_with(
+        workspace: &Path,
+        parent: Option<Parent>,
+        write_now: bool,
+    ) -> Result<Session, SessionError> {
         let workspace = canonical(workspace)?;
         let dir = fsutil::private_dir(&workspace, SESSIONS)
             .map_err(io_error(&sessions_dir(&workspace)))?;
@@ -261,9 +278,10 @@ impl Session {
             settled: 0,
             disk: None,
             changed: true,
+            unwritten: !write_now,
             _lock: lock,
         };
-        if let Err(e) = session.save() {
+        if write_now && let Err(e) = session.save() {
             // Whatever part of the file was written is not a session anyone can use.
             session.remove_files();
             return Err(e);
@@ -311,6 +329,7 @@ impl Session {
             settled: 0,
             disk: None,
             changed: false,
+            unwritten: false,
             _lock: lock,
         })
     }
@@ -320,7 +339,7 @@ impl Session {
     /// This session and its file are left as they are. Totals start at zero: the copy has
     /// spent nothing yet.
     pub fn fork(&self) -> Result<Session, SessionError> {
-        let mut copy = Self::create_with(&self.workspace, None)?;
+        let mut copy = Self::create_with(&self.workspace, None, true)?;
         copy.messages = self.messages.clone();
         copy.results = self.results.clone();
         copy.checkpoint = self.checkpoint.clone();
@@ -340,7 +359,7 @@ impl Session {
     /// compaction checkpoint only when it covers none of what was cut.
     pub fn fork_before(&self, keep: usize) -> Result<Session, SessionError> {
         let keep = keep.min(self.messages.len());
-        let mut copy = Self::create_with(&self.workspace, None)?;
+        let mut copy = Self::create_with(&self.workspace, None, true)?;
         copy.messages = self.messages[..keep].to_vec();
         copy.results = self
             .results
@@ -503,7 +522,11 @@ impl Session {
         if !self.messages.is_empty() {
             return Ok(false);
         }
-        std::fs::remove_file(&self.path).map_err(io_error(&self.path))?;
+        match std::fs::remove_file(&self.path) {
+            // Never written (see `unwritten`).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.unwritten => {}
+            other => other.map_err(io_error(&self.path))?,
+        }
         let journal = journal::path_of(&self.path);
         journal::remove(&journal).map_err(io_error(&journal))?;
         // The json is gone first, so a racing `open` fails with NotFound, never on a stale lock.

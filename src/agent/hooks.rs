@@ -181,6 +181,16 @@ impl Hooks {
     pub(crate) fn has(&self, event: HookEvent) -> bool {
         self.list.iter().any(|h| h.event == event)
     }
+
+    /// How many times in a row `Stop` hooks may send one turn back to work.
+    pub(crate) fn stop_max_blocks(&self) -> u32 {
+        self.list
+            .iter()
+            .filter(|h| h.event == HookEvent::Stop)
+            .map(|h| h.max_blocks)
+            .max()
+            .unwrap_or(crate::hooks::DEFAULT_STOP_MAX_BLOCKS)
+    }
 }
 
 /// How a run ended, before what it said is read.

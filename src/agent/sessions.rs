@@ -11,7 +11,7 @@ use crate::session::Session;
 impl Core {
     /// Replaces the session with a fresh one in the same workspace.
     pub(crate) fn new_session(&mut self) {
-        match Session::create(&self.tool_ctx.workspace) {
+        match Session::begin(&self.tool_ctx.workspace) {
             Ok(session) => {
                 self.store.save();
                 let old = self.store.replace(session);

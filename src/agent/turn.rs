@@ -140,7 +140,7 @@ pub(super) async fn rounds(
     stats: &mut TurnStats,
     mut round: u32,
 ) -> TurnEnd {
-    let mut stop_active = false;
+    let mut stop_blocks = 0u32;
     loop {
         if round >= core.options.max_rounds {
             return final_summary(core, cancel, stats, round).await;
@@ -162,19 +162,10 @@ pub(super) async fn rounds(
             .report_usage(core.store.session.messages(), sent, reply.usage);
         if reply.tool_calls.is_empty() {
             // A `Stop` hook may send the model back to work, with its reason.
-            match core.stop_hooks(stop_active, cancel).await {
-                Some(reason) => {
-                    stop_active = true;
-                    core.emit(Event::Warning {
-                        message: format!("a Stop hook asks the model to go on: {reason}"),
-                    });
-                    core.store.session.push(Message::user(format!(
-                        "[A Stop hook did not let the turn end yet. It says:]\n{reason}"
-                    )));
-                    continue;
-                }
-                None => return TurnEnd::Completed,
+            if stop_hooks_let_end(core, cancel, &mut stop_blocks).await {
+                return TurnEnd::Completed;
             }
+            continue;
         }
         // Persist the calls before running them: after a crash the resumed session marks
         // the call in flight as interrupted instead of losing (and re-running) the round. A
@@ -188,6 +179,36 @@ pub(super) async fn rounds(
             return end;
         }
     }
+}
+
+/// Whether the turn may end now: no `Stop` hook blocks, or they already blocked it as many
+/// times in a row as they allow (said in a warning). Otherwise the hook's reason is added for
+/// the model and `blocks` counts one more.
+async fn stop_hooks_let_end(core: &mut Core, cancel: &CancellationToken, blocks: &mut u32) -> bool {
+    let Some(reason) = core.stop_hooks(*blocks > 0, cancel).await else {
+        return true;
+    };
+    if *blocks >= core.hooks.stop_max_blocks() {
+        let times = match *blocks {
+            1 => "once".to_string(),
+            n => format!("{n} times in a row"),
+        };
+        core.emit(Event::Warning {
+            message: format!(
+                "a Stop hook blocked the end of this turn {times}; the turn ends anyway (a Stop \
+                 hook's max_blocks sets the limit). It said: {reason}"
+            ),
+        });
+        return true;
+    }
+    *blocks += 1;
+    core.emit(Event::Warning {
+        message: format!("a Stop hook asks the model to go on: {reason}"),
+    });
+    core.store.session.push(Message::user(format!(
+        "[A Stop hook did not let the turn end yet. It says:]\n{reason}"
+    )));
+    false
 }
 
 /// One main request with the context kept in shape around it: the budget check (compacting

@@ -197,7 +197,7 @@ impl Prepared<'_> {
 pub(super) fn open_or_create(workspace: &Path, id: Option<&str>) -> Result<Session, String> {
     match id {
         Some(id) => Session::open(workspace, id),
-        None => Session::create(workspace),
+        None => Session::begin(workspace),
     }
     .map_err(|e| e.to_string())
 }

@@ -8,8 +8,10 @@
 //! It talks only to the configured server, through the same hardened client as a session
 //! (no redirects, the key only in the header and scrubbed from every message, the report
 //! redacted once more as a whole), and starts no session or tool. Its sandbox section
-//! (`doctor/sandbox.rs`) tries the `bash` helper once, confined, running `true`.
+//! (`doctor/sandbox.rs`) tries the `bash` helper once, confined, running `true`; it and the
+//! config files looked at (`doctor/files.rs`) are shown even when no model is configured.
 
+mod files;
 mod report;
 mod sandbox;
 mod tally;
@@ -82,6 +84,10 @@ pub(super) struct Findings {
     pub sandbox: Vec<Check>,
     /// What earlier runs counted for this model (see `doctor/tally.rs`).
     pub tally: Option<crate::provider::tally::Tally>,
+    /// Where the configuration was looked for.
+    pub config_files: Vec<files::ConfigFile>,
+    /// No model is configured: how to set one up (no server was checked).
+    pub setup: Option<String>,
 }
 
 impl Findings {
@@ -121,9 +127,10 @@ impl Findings {
         }
     }
 
-    /// Whether the agent can run against this server: nothing essential failed.
+    /// Whether the agent can run against this server: one is configured and nothing
+    /// essential failed.
     pub(crate) fn usable(&self) -> bool {
-        !self.checks.iter().any(|c| c.status == Status::Fail)
+        self.setup.is_none() && !self.checks.iter().any(|c| c.status == Status::Fail)
     }
 }
 
@@ -135,6 +142,12 @@ pub(super) fn run(
     format: OutputFormat,
 ) -> Result<ExitCode, Failure> {
     let overrides = flags.overrides(false);
+    let config_files = files::looked_at(env, launch, overrides.config_path.as_deref());
+    if let Err(missing @ crate::config::ConfigError::Missing) =
+        crate::config::load(launch, env, &overrides)
+    {
+        return Err(unconfigured(missing.to_string(), config_files, format));
+    }
     let mut config = super::trust::load_config(env, launch, &overrides, false)?;
     // SAFETY: still single-threaded: only argument parsing and config loading ran.
     #[allow(unsafe_code)]
@@ -151,6 +164,7 @@ pub(super) fn run(
     let runtime = super::runtime()?;
     let mut findings = runtime.block_on(examine(&provider, &config));
     findings.sandbox = sandbox::checks();
+    findings.config_files = config_files;
     // Server text reaches the details (a model id, a streamed reply, an error message): a
     // server that echoes the key must not get it printed.
     findings.redact(&crate::tools::Secrets::new(
@@ -162,6 +176,23 @@ pub(super) fn run(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// No model is configured: the config files looked at and the sandbox section are printed
+/// all the same (a new user may check the sandbox first), then the set-up message, exit 2.
+fn unconfigured(
+    setup: String,
+    config_files: Vec<files::ConfigFile>,
+    format: OutputFormat,
+) -> Failure {
+    let findings = Findings {
+        sandbox: sandbox::checks(),
+        config_files,
+        setup: Some(setup.clone()),
+        ..Findings::default()
+    };
+    report::print(&findings, format);
+    usage(setup)
 }
 
 /// Runs every check in order; a step that makes the rest pointless marks them skipped.

@@ -1,11 +1,14 @@
 //! `minicode eval SUITE…`: the command line of the evaluator (`src/eval.rs` does the work)
 //! and the report on stdout, text or JSON. Exit 0 when every task met its pass rate, 1
-//! otherwise, 2 for usage errors and malformed task files.
+//! otherwise (or when `report.json` could not be written), 2 for usage errors and malformed
+//! task files. SIGINT and SIGTERM stop every run (`eval::Stop`); the report of the runs so far
+//! is printed and the exit status is 130 or 143.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use super::{Failure, usage};
 use crate::print::OutputFormat;
@@ -64,12 +67,16 @@ pub(super) fn run(
         .config
         .clone()
         .or_else(|| crate::config::user_config_path(env).filter(|p| p.is_file()));
+    let mut key_env = None;
     if let Some(path) = config {
         let path = path
             .canonicalize()
             .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+        key_env = configured_key_env(&path, env);
         model_args.extend(["--config".into(), path.into()]);
     }
+    let stop = Arc::new(crate::eval::Stop::default());
+    watch_signals(stop.clone())?;
     let options = crate::eval::Options {
         suites: args.suites.clone(),
         runs: args.runs,
@@ -78,6 +85,9 @@ pub(super) fn run(
             .map_or_else(crate::eval::default_parallel, |p| p as usize),
         model_args,
         out: args.out.clone(),
+        agent_env: agent_env(key_env.as_deref(), env),
+        scrub: key_env.into_iter().collect(),
+        stop: stop.clone(),
     };
     let report = crate::eval::run(&options).map_err(|e| match e {
         crate::eval::Error::Usage(message) => usage(message),
@@ -90,9 +100,85 @@ pub(super) fn run(
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-    Ok(if report.all_met {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    if let Some(message) = report.unsaved {
+        return Err(Failure { code: 1, message });
+    }
+    Ok(match stop.signal() {
+        Some(signal) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),
+        None if report.all_met => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
     })
+}
+
+/// Throws `stop` on the first SIGINT or SIGTERM, from a thread of its own (the runs block in
+/// waits). Returns once the handlers are in place, so no signal can kill the evaluator
+/// before it can stop its runs.
+fn watch_signals(stop: Arc<crate::eval::Stop>) -> Result<(), Failure> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = super::runtime()?;
+    let (ready, installed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            let handlers = signal(SignalKind::interrupt())
+                .and_then(|int| Ok((int, signal(SignalKind::terminate())?)));
+            let (mut int, mut term) = match handlers {
+                Ok(handlers) => {
+                    let _ = ready.send(Ok(()));
+                    handlers
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+            };
+            let signal = tokio::select! {
+                _ = int.recv() => libc::SIGINT,
+                _ = term.recv() => libc::SIGTERM,
+            };
+            stop.interrupt(signal);
+        });
+    });
+    match installed.recv() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Failure {
+            code: 1,
+            message: format!("cannot watch for signals: {e}"),
+        }),
+        Err(_) => Err(Failure {
+            code: 1,
+            message: "cannot watch for signals".to_string(),
+        }),
+    }
+}
+
+/// The key variable `config` names (`api_key_env`), if it names one: it is scrubbed from
+/// setup and check commands, and handed to the agent runs.
+fn configured_key_env(
+    config: &std::path::Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let overrides = crate::config::Overrides {
+        config_path: Some(config.to_path_buf()),
+        demo: true,
+        skip_workspace_file: true,
+        ..crate::config::Overrides::default()
+    };
+    crate::config::load(std::path::Path::new("."), env, &overrides)
+        .ok()?
+        .api_key_env
+}
+
+/// The variables an agent run reads to reach its model, as this process has them.
+fn agent_env(
+    key_env: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(OsString, OsString)> {
+    let names = crate::defaults::SECRET_ENV_VARS
+        .iter()
+        .copied()
+        .chain([crate::config::ENV_BASE_URL, crate::config::ENV_MODEL])
+        .chain(key_env);
+    names
+        .filter_map(|name| env(name).map(|value| (name.into(), value.into())))
+        .collect()
 }

@@ -165,6 +165,8 @@ fn supervised(
         .arg(Launch::new(policy).to_arg())
         .arg(shell_words(command))
         .current_dir(workspace);
+    // The configured key variable is already gone from this process (`forget_key`).
+    crate::process::child::scrub_env(&mut cmd, &[]);
     if std::io::stdin().is_terminal() {
         // The terminal is not the command's to read: it would compete with the shell.
         cmd.stdin(Stdio::null());

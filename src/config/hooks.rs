@@ -19,6 +19,8 @@ use super::{ConfigError, TrustError};
 
 /// The default deadline of one hook run.
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
+/// The most `max_blocks` may be: each block is another model call.
+const MAX_STOP_BLOCKS: u32 = 100;
 /// A recorded approval of a workspace's hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookApproval {
@@ -35,6 +37,8 @@ pub(super) struct HookTable {
     pub command: String,
     /// Seconds.
     pub timeout: Option<u64>,
+    /// `Stop` hooks only: consecutive blocks allowed in one turn.
+    pub max_blocks: Option<u32>,
 }
 
 /// `[hooks]` of one file: event name → its hooks.
@@ -93,6 +97,21 @@ pub(super) fn from_tables(
                         format!("must be between 1 and {max}"),
                     ));
                 }
+                if entry.max_blocks.is_some() && event != HookEvent::Stop {
+                    return Err(invalid(
+                        "hooks.max_blocks",
+                        "only Stop hooks take max_blocks".into(),
+                    ));
+                }
+                let max_blocks = entry
+                    .max_blocks
+                    .unwrap_or(crate::hooks::DEFAULT_STOP_MAX_BLOCKS);
+                if !(1..=MAX_STOP_BLOCKS).contains(&max_blocks) {
+                    return Err(invalid(
+                        "hooks.max_blocks",
+                        format!("must be between 1 and {MAX_STOP_BLOCKS}"),
+                    ));
+                }
                 let matcher = entry.matcher.filter(|m| !m.trim().is_empty() && m != "*");
                 hooks.push(Hook {
                     event,
@@ -101,6 +120,7 @@ pub(super) fn from_tables(
                     timeout: Duration::from_secs(secs),
                     origin: origin.clone(),
                     from_workspace,
+                    max_blocks,
                 });
             }
         }

@@ -26,7 +26,14 @@ pub(crate) fn wilson(passes: u32, runs: u32) -> (f64, f64) {
 pub(crate) struct Report {
     pub(crate) out: String,
     pub(crate) all_met: bool,
+    /// The signal that interrupted the evaluator: the report holds the runs so far (those
+    /// it stopped fail as interrupted; those never started are not counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) interrupted: Option<String>,
     pub(crate) tasks: Vec<TaskReport>,
+    /// Why `report.json` could not be written (the report is still printed).
+    #[serde(skip)]
+    pub(crate) unsaved: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -76,7 +83,9 @@ impl Report {
         Report {
             out: out.display().to_string(),
             all_met: tasks.iter().all(|t| t.met),
+            interrupted: None,
             tasks,
+            unsaved: None,
         }
     }
 
@@ -142,10 +151,10 @@ impl Report {
                 ));
             }
         }
-        let verdict = if self.all_met {
-            "every task met its pass rate"
-        } else {
-            "some tasks fell short of their pass rate"
+        let verdict = match &self.interrupted {
+            Some(signal) => format!("interrupted by {signal}: the runs so far"),
+            None if self.all_met => "every task met its pass rate".to_string(),
+            None => "some tasks fell short of their pass rate".to_string(),
         };
         s.push_str(&format!("\n{verdict}; runs kept in {}\n", self.out));
         s

@@ -1,14 +1,18 @@
 //! One run of one task: a fresh scratch workspace (the fixture copied in), the setup commands,
 //! the agent as an ordinary one-shot run of this very binary (its own session, HOME and XDG
 //! folders, the sandbox on, approvals answered by the task's script), then the checks. Setup
-//! and check commands run confined, through `minicode sandbox`, in the workspace.
+//! and check commands run confined, through `minicode sandbox`, in the workspace. Every child
+//! dies with the evaluator, and an interrupted evaluator ([`Stop`]) stops them all.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::expect;
+use super::scratch::Scratch;
+use super::stop::{Stop, signal_group};
 use super::task::{Answer, Task};
 use super::trajectory::Trajectory;
 
@@ -20,6 +24,12 @@ pub(crate) struct Plan {
     /// The flags that choose the model (`--demo`, `--model`, `--base-url`, `--config`).
     pub(crate) model_args: Vec<OsString>,
     pub(crate) out: PathBuf,
+    /// What the agent runs are handed to reach the model (see `eval::Options`).
+    pub(crate) agent_env: Vec<(OsString, OsString)>,
+    /// Configured secret names, scrubbed from every child.
+    pub(crate) scrub: Vec<String>,
+    /// Set when the evaluator is interrupted.
+    pub(crate) stop: Arc<Stop>,
 }
 
 /// One finished run.
@@ -45,6 +55,10 @@ impl RunResult {
 
 /// How long a stopped process gets to save its session before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
+/// The same when the evaluator itself is interrupted: the user is waiting.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+/// How often a wait looks at the stop switch.
+const STOP_POLL: Duration = Duration::from_millis(50);
 /// The tail of a failed command's stderr quoted in the report.
 const QUOTED_STDERR: usize = 300;
 
@@ -66,7 +80,7 @@ pub(crate) fn run(plan: &Plan, task: &Task, index: usize, run: u32) -> RunResult
     };
     match Scratch::new() {
         Ok(workspace) => {
-            if let Err(e) = steps(plan, task, &workspace.0, &mut result) {
+            if let Err(e) = steps(plan, task, workspace.path(), &mut result) {
                 result.failures.push(e);
             }
         }
@@ -90,9 +104,11 @@ fn steps(plan: &Plan, task: &Task, ws: &Path, result: &mut RunResult) -> Result<
         copy_tree(fixture, ws).map_err(|e| format!("cannot copy the workspace: {e}"))?;
     }
     for command in &task.setup {
+        interrupted(plan)?;
         confined(plan, ws, &home, command, task.timeout)
             .map_err(|e| format!("setup `{command}` {e}"))?;
     }
+    interrupted(plan)?;
     let agent_started = Instant::now();
     let outcome = agent(plan, task, ws, &dir)?;
     result.agent_wall = agent_started.elapsed();
@@ -113,10 +129,12 @@ fn steps(plan: &Plan, task: &Task, ws: &Path, result: &mut RunResult) -> Result<
             task.timeout.as_secs()
         ));
     }
+    interrupted(plan)?;
     result
         .failures
         .extend(expect::failures(task, &result.trajectory));
     for command in &task.checks {
+        interrupted(plan)?;
         if let Err(e) = confined(plan, ws, &home, command, task.timeout) {
             result.failures.push(format!("check `{command}` {e}"));
         }
@@ -124,10 +142,20 @@ fn steps(plan: &Plan, task: &Task, ws: &Path, result: &mut RunResult) -> Result<
     Ok(())
 }
 
+/// `Err` once the evaluator was interrupted: the run stops where it is.
+fn interrupted(plan: &Plan) -> Result<(), String> {
+    match plan.stop.signal_name() {
+        Some(signal) => Err(format!("interrupted: the evaluator got {signal}")),
+        None => Ok(()),
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 enum Outcome {
     Exited,
     TimedOut,
+    /// The evaluator was interrupted; the process was stopped.
+    Stopped,
 }
 
 /// The agent: a one-shot run with stream-json on stdout kept as the transcript.
@@ -154,8 +182,14 @@ fn agent(plan: &Plan, task: &Task, ws: &Path, dir: &Path) -> Result<Outcome, Str
         .arg(&task.prompt);
     cmd.stdout(open("events.jsonl")?)
         .stderr(open("stderr.txt")?);
-    let (status, outcome) = wait(cmd, ws, &dir.join("home"), task.timeout)
+    prepare(&mut cmd, ws, &dir.join("home"), &plan.scrub);
+    // This binary again: it reads its model's variables and forgets them at once.
+    cmd.envs(plan.agent_env.iter().map(|(k, v)| (k, v)));
+    let (status, outcome) = cmd
+        .spawn()
+        .and_then(|child| supervise(child, task.timeout, &plan.stop))
         .map_err(|e| format!("cannot start the agent: {e}"))?;
+    interrupted(plan)?;
     // Exit 1 is a failed run (its events say why); 2 is a usage error that never ran.
     if status.code() == Some(2) {
         let stderr = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
@@ -179,10 +213,13 @@ fn confined(
     cmd.args(["sandbox", "--", "sh", "-c", command])
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    prepare(&mut cmd, ws, home, &plan.scrub);
     let (status, outcome, stderr) =
-        wait_capturing(cmd, ws, home, limit).map_err(|e| format!("could not start: {e}"))?;
-    if outcome == Outcome::TimedOut {
-        return Err(format!("timed out after {} s", limit.as_secs()));
+        wait_capturing(cmd, limit, &plan.stop).map_err(|e| format!("could not start: {e}"))?;
+    match outcome {
+        Outcome::TimedOut => return Err(format!("timed out after {} s", limit.as_secs())),
+        Outcome::Stopped => return interrupted(plan),
+        Outcome::Exited => {}
     }
     if status.success() {
         return Ok(());
@@ -195,12 +232,10 @@ fn confined(
 
 fn wait_capturing(
     mut cmd: Command,
-    ws: &Path,
-    home: &Path,
     limit: Duration,
+    stop: &Stop,
 ) -> std::io::Result<(ExitStatus, Outcome, String)> {
     use std::io::Read;
-    prepare(&mut cmd, ws, home);
     let mut child = cmd.spawn()?;
     let mut pipe = child.stderr.take();
     let reader = std::thread::spawn(move || {
@@ -210,25 +245,24 @@ fn wait_capturing(
         }
         text
     });
-    let (status, outcome) = supervise(child, limit)?;
+    let (status, outcome) = supervise(child, limit, stop)?;
     let stderr = reader.join().unwrap_or_default();
     Ok((status, outcome, stderr))
 }
 
-fn wait(
-    mut cmd: Command,
-    ws: &Path,
-    home: &Path,
-    limit: Duration,
-) -> std::io::Result<(ExitStatus, Outcome)> {
-    prepare(&mut cmd, ws, home);
-    supervise(cmd.spawn()?, limit)
-}
-
 /// The run's folder as HOME and every XDG folder, `ws` as the working folder, a process group
-/// of its own (so a timeout stops everything it started).
-fn prepare(cmd: &mut Command, ws: &Path, home: &Path) {
+/// of its own (so a timeout stops everything it started), the secrets scrubbed, and death
+/// with the evaluator (a killed evaluator leaves no run going; the agent's own children die
+/// with it in turn).
+fn prepare(cmd: &mut Command, ws: &Path, home: &Path, scrub: &[String]) {
     use std::os::unix::process::CommandExt;
+    crate::process::child::scrub_env(cmd, scrub);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || crate::process::child::die_with_parent(parent));
+    }
     cmd.current_dir(ws)
         .stdin(Stdio::null())
         .env("HOME", home)
@@ -243,33 +277,69 @@ fn prepare(cmd: &mut Command, ws: &Path, home: &Path) {
 }
 
 /// Waits for `child` up to `limit`; then SIGTERM to its group (the run saves its session as
-/// interrupted), and SIGKILL after a grace period.
+/// interrupted), and SIGKILL after a grace period. An interrupted evaluator (`stop`, which
+/// already sent the SIGTERM) ends the wait the same way, with a shorter grace.
 fn supervise(
     mut child: std::process::Child,
     limit: Duration,
+    stop: &Stop,
 ) -> std::io::Result<(ExitStatus, Outcome)> {
     let pid = child.id() as i32;
+    stop.track(pid);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
     });
-    if let Ok(status) = rx.recv_timeout(limit) {
-        return Ok((status?, Outcome::Exited));
-    }
-    signal_group(pid, nix::sys::signal::Signal::SIGTERM);
-    let status = match rx.recv_timeout(GRACE) {
-        Ok(status) => status?,
-        Err(_) => {
-            signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-            rx.recv().map_err(std::io::Error::other)??
+    let ended = waited(&rx, limit, stop);
+    let result = match ended {
+        Some(status) => status.map(|s| (s, Outcome::Exited)),
+        None => {
+            let outcome = if stop.signal().is_some() {
+                Outcome::Stopped
+            } else {
+                signal_group(pid, nix::sys::signal::Signal::SIGTERM);
+                Outcome::TimedOut
+            };
+            let grace = match outcome {
+                Outcome::Stopped => STOP_GRACE,
+                _ => GRACE,
+            };
+            let status = match rx.recv_timeout(grace) {
+                Ok(status) => status,
+                Err(_) => {
+                    signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+                    rx.recv().map_err(std::io::Error::other)?
+                }
+            };
+            status.map(|s| (s, outcome))
         }
     };
-    Ok((status, Outcome::TimedOut))
+    stop.untrack(pid);
+    result
 }
 
-fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) {
-    if pgid > 1 {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
+/// The child's status if it ended within `limit` and before the evaluator was stopped.
+fn waited(
+    rx: &std::sync::mpsc::Receiver<std::io::Result<ExitStatus>>,
+    limit: Duration,
+    stop: &Stop,
+) -> Option<std::io::Result<ExitStatus>> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if stop.signal().is_some() {
+            return None;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        match rx.recv_timeout(left.min(STOP_POLL)) {
+            Ok(status) => return Some(status),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(Err(std::io::Error::other("the wait for the run ended")));
+            }
+        }
     }
 }
 
@@ -282,35 +352,6 @@ fn tail(text: &str) -> String {
         "no output".to_string()
     } else {
         cut
-    }
-}
-
-/// A fresh private folder under the system's temporary folder, removed when dropped. Outside
-/// `--out` on purpose: a workspace inside a repository would pick up its AGENTS.md and git root.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> std::io::Result<Scratch> {
-        use std::os::unix::fs::DirBuilderExt;
-        let base = std::env::temp_dir();
-        loop {
-            let path = base.join(format!(
-                "minicode-eval-{}-{:016x}",
-                std::process::id(),
-                fastrand::u64(..)
-            ));
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(Scratch(path.canonicalize()?)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -1,4 +1,5 @@
-//! How minicode starts every child process (a `bash` command's supervisor, an MCP server):
+//! How minicode starts every child process (a `bash` command's supervisor, an MCP server, a
+//! hook, `minicode sandbox`'s command, eval's runs):
 //! one place that removes the secrets from the child's environment, gives it its own session
 //! (its own process group and no controlling terminal) and, where asked, makes it die with
 //! minicode. A new spawn path goes through [`command`], so none of these can be forgotten.
@@ -17,9 +18,9 @@ pub(crate) enum Death {
     Watched { control: std::os::fd::RawFd },
 }
 
-/// A `tokio` command for `program` with the secrets removed from its environment, in a new
-/// session of its own, killed when dropped. `scrub` names the variables to remove besides the
-/// fixed key variables and every `MINICODE_*` one.
+/// A `tokio` command for `program` with the secrets removed from its environment (see
+/// [`scrub_env`]; `scrub` names the configured ones), in a new session of its own, killed when
+/// dropped.
 pub(crate) fn command(
     program: impl AsRef<OsStr>,
     scrub: &[String],
@@ -27,7 +28,7 @@ pub(crate) fn command(
 ) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(program);
     cmd.kill_on_drop(true);
-    scrub_env(&mut cmd, scrub);
+    scrub_env(cmd.as_std_mut(), scrub);
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: only async-signal-safe calls between fork and exec (setsid, prctl, getppid), no
     // allocation, touching no memory of the parent.
@@ -79,7 +80,7 @@ pub(crate) fn kill_group(pgid: libc::pid_t) {
 /// child between fork and exec; a parent that died before the signal was armed is caught by
 /// comparing the parent's pid.
 #[cfg(target_os = "linux")]
-fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+pub(crate) fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
     if nix::unistd::getppid().as_raw() != parent {
         return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
@@ -88,7 +89,7 @@ fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
+pub(crate) fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -112,18 +113,50 @@ fn hand_over(control: std::os::fd::RawFd) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Removes secrets from the child's environment: the configured names, the fixed key
-/// variables and every other `MINICODE_*` variable.
-fn scrub_env(cmd: &mut tokio::process::Command, names: &[String]) {
-    for name in names {
+/// Removes the secrets from the environment `cmd` would inherit: the `configured` names (a
+/// configured key variable), the fixed key variables, every `MINICODE_*` variable (the key and
+/// minicode's own switches are minicode's, never a child's) and the OpenTelemetry header
+/// variables (a collector's credentials). Every child minicode starts goes through here,
+/// directly or through [`command`]: the `bash` supervisor, MCP servers, hooks, the command of
+/// `minicode sandbox`, and eval's setup, check and agent runs.
+pub(crate) fn scrub_env(cmd: &mut std::process::Command, configured: &[String]) {
+    for name in configured {
         cmd.env_remove(name);
     }
     for name in crate::defaults::SECRET_ENV_VARS {
         cmd.env_remove(name);
     }
     for (key, _) in std::env::vars_os() {
-        if key.as_encoded_bytes().starts_with(b"MINICODE_") {
+        if is_secret(&key) {
             cmd.env_remove(&key);
+        }
+    }
+}
+
+/// `MINICODE_*`, `OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_EXPORTER_OTLP_<SIGNAL>_HEADERS`.
+fn is_secret(name: &OsStr) -> bool {
+    let bytes = name.as_encoded_bytes();
+    bytes.starts_with(b"MINICODE_")
+        || (bytes.starts_with(b"OTEL_EXPORTER_OTLP_") && bytes.ends_with(b"HEADERS"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minicode_and_otlp_header_variables_are_secret() {
+        for name in [
+            "MINICODE_API_KEY",
+            "MINICODE_LOG",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+        ] {
+            assert!(is_secret(OsStr::new(name)), "{name}");
+        }
+        for name in ["PATH", "OTEL_EXPORTER_OTLP_ENDPOINT", "HOME", "XMINICODE_X"] {
+            assert!(!is_secret(OsStr::new(name)), "{name}");
         }
     }
 }

@@ -28,8 +28,12 @@ impl Session {
     /// one (listing reads the first prompt from the snapshot), and once the journal has grown
     /// larger than the snapshot: each byte is rewritten a bounded number of times, so a save
     /// costs what it adds, not the whole history. Refuses a history holding a system message
-    /// or a checkpoint that does not fit it.
+    /// or a checkpoint that does not fit it. A session started with [`Session::begin`] is not
+    /// written while its history is empty: its first file already holds the prompt.
     pub fn save(&mut self) -> Result<(), SessionError> {
+        if self.unwritten && self.messages.is_empty() {
+            return Ok(());
+        }
         if fail_saves() {
             let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
             return Err(io_error(&self.path)(full));
@@ -78,6 +82,7 @@ impl Session {
         };
         self.disk = Some(disk);
         self.changed = false;
+        self.unwritten = false;
         Ok(())
     }
 

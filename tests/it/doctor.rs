@@ -366,3 +366,43 @@ fn doctor_shows_the_edit_tiers_and_failures_earlier_runs_counted() {
         "{detail}"
     );
 }
+
+#[test]
+fn with_no_model_configured_the_sandbox_and_the_config_files_are_shown_too() {
+    let (_dir, ws) = crate::support::workspace();
+    let out = doctor(&ws, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no model is configured"),
+        "{}",
+        text(&out)
+    );
+    assert!(stdout.contains("sandbox (bash commands):"), "{stdout}");
+    assert!(row(&stdout, "landlock").contains("ABI") || stdout.contains("landlock"));
+    let user = ws.join("home/.config/minicode/config.toml");
+    assert!(stdout.contains("config files looked at:"), "{stdout}");
+    assert!(stdout.contains(&user.display().to_string()), "{stdout}");
+    assert!(
+        stdout.contains(&ws.join("config/config.toml").display().to_string()),
+        "{stdout}"
+    );
+
+    let out = doctor(&ws, &["--output-format", "json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["usable"], false);
+    assert!(
+        json["setup"]
+            .as_str()
+            .unwrap()
+            .contains("no model is configured")
+    );
+    let sandbox = json["sandbox"].as_array().unwrap();
+    assert!(sandbox.iter().any(|c| c["name"] == "sandbox"), "{json:#}");
+    let files = json["config_files"].as_array().unwrap();
+    assert_eq!(files[0]["role"], "user", "{json:#}");
+    assert_eq!(files[0]["path"], user.display().to_string());
+    assert_eq!(files[0]["exists"], false);
+    assert_eq!(files[1]["role"], "workspace");
+}

@@ -450,3 +450,65 @@ fn a_gitignore_that_is_a_symlink_is_left_alone() {
         "mine\n"
     );
 }
+
+/// Every session file in `ws` parses and holds a user message: none is empty.
+fn assert_no_empty_session(ws: &Path, context: &str) {
+    let Ok(entries) = std::fs::read_dir(ws.join(".minicode/sessions")) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{context}: {} is invalid ({e})", path.display()));
+            let messages = value["messages"].as_array().cloned().unwrap_or_default();
+            assert!(
+                messages.iter().any(|m| m["role"] == "user"),
+                "{context}: {} holds no prompt: {text}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// SIGKILL to a one-shot run `after` its start (or once `marker` exists, when given).
+fn kill_run(ws: &Path, after: Duration, marker: Option<&Path>) {
+    let mut child = binary::command(ws)
+        .arg("hello")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    if let Some(marker) = marker {
+        let seen =
+            crate::support::mock_openai::wait_until_blocking(Duration::from_secs(30), || {
+                marker.exists()
+            });
+        assert!(seen, "the SessionStart hook never ran");
+    }
+    std::thread::sleep(after);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_kill_before_the_prompt_is_saved_leaves_no_empty_session_file() {
+    let (_dir, ws) = workspace();
+    let server = MockServer::start_in_thread((0..40).map(|_| text_reply("fine", 4)).collect());
+    binary::write_config(&ws, &server);
+    // A SessionStart hook holds the run between creating its session and saving the prompt.
+    let hook = "[[hooks.SessionStart]]\ncommand = \"touch started; sleep 30\"\n";
+    crate::support::user_config::write_trusting(&ws.join("home"), &ws, hook);
+    let marker = ws.join("started");
+    kill_run(&ws, Duration::from_millis(100), Some(&marker));
+    assert_no_empty_session(&ws, "killed in the SessionStart hook");
+
+    // And at random moments of a whole run (bounded: 40 kills).
+    crate::support::user_config::write_trusting(&ws.join("home"), &ws, "");
+    for i in 0..40 {
+        let after = Duration::from_millis(fastrand::u64(0..250));
+        kill_run(&ws, after, None);
+        assert_no_empty_session(&ws, &format!("kill {i} after {after:?}"));
+    }
+}

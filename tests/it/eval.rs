@@ -400,3 +400,167 @@ fn approval_answers_decide_scripted_tools_and_keep_the_question_recorded() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("neither approve nor deny"));
 }
+
+/// The processes whose command line holds `marker` (the agent runs carry it in their prompt).
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().to_string();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The scratch workspaces evaluator `pid` made.
+fn scratch_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("minicode-eval-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// `minicode eval` on two runs of a task whose agent hangs on a model that never answers,
+/// started and waited for until the first agent is asking the model.
+fn hanging_eval(dir: &Path, server: &MockServer, marker: &str) -> std::process::Child {
+    let held = Gate::new();
+    server.respond_with(move |_| Some(text_reply("never", 2).after(&held)));
+    let suite = suite(
+        dir,
+        &format!("prompt = \"{marker}\"\nworkspace = \"fixture\"\ntimeout = 600\n"),
+    );
+    let child = command(dir)
+        .arg("eval")
+        .arg(&suite)
+        .args(["--base-url", &server.base_url(), "--model", "mock-model"])
+        .args([
+            "--runs",
+            "2",
+            "--parallel",
+            "1",
+            "--output-format",
+            "json",
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let asking = wait_until_blocking(Duration::from_secs(60), || server.request_count() >= 1);
+    assert!(asking, "the agent never asked the model");
+    assert!(!scratch_of(child.id()).is_empty(), "no scratch workspace");
+    child
+}
+
+fn interrupted_eval_stops_its_runs(signal: i32, code: i32) {
+    let (_tmp, dir) = workspace();
+    let server = MockServer::start_in_thread(vec![]);
+    let marker = format!("eval-marker-{}", uuid::Uuid::new_v4().simple());
+    let child = hanging_eval(&dir, &server, &marker);
+    let pid = child.id();
+    assert!(!processes_with(&marker).is_empty(), "no agent run found");
+    unsafe { libc::kill(pid as i32, signal) };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("no report ({e}): {stderr}"));
+    assert_eq!(report["all_met"], false);
+    assert!(report["interrupted"].as_str().unwrap().starts_with("SIG"));
+    // The run going on is reported as interrupted; the one never started is not counted.
+    let runs = report["tasks"][0]["results"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{report:#}");
+    assert!(
+        runs[0]["failures"][0]
+            .as_str()
+            .unwrap()
+            .contains("interrupted")
+    );
+    assert!(dir.join("out/report.json").is_file());
+    assert_eq!(
+        processes_with(&marker),
+        Vec::<String>::new(),
+        "runs left going"
+    );
+    assert_eq!(
+        scratch_of(pid),
+        Vec::<PathBuf>::new(),
+        "scratch left behind"
+    );
+    assert_eq!(
+        server.request_count(),
+        1,
+        "the run went on asking the model"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_every_run_removes_the_scratch_and_prints_the_report_so_far() {
+    interrupted_eval_stops_its_runs(libc::SIGINT, 130);
+}
+
+#[test]
+fn sigterm_stops_every_run_removes_the_scratch_and_prints_the_report_so_far() {
+    interrupted_eval_stops_its_runs(libc::SIGTERM, 143);
+}
+
+#[test]
+fn a_killed_evaluator_takes_its_runs_along_and_the_next_one_sweeps_its_scratch() {
+    let (_tmp, dir) = workspace();
+    let server = MockServer::start_in_thread(vec![]);
+    let marker = format!("eval-marker-{}", uuid::Uuid::new_v4().simple());
+    let mut child = hanging_eval(&dir, &server, &marker);
+    let pid = child.id();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = wait_until_blocking(Duration::from_secs(30), || {
+        processes_with(&marker).is_empty()
+    });
+    assert!(
+        gone,
+        "runs outlived the evaluator: {:?}",
+        processes_with(&marker)
+    );
+    // The next evaluator (here one refused for a missing suite) sweeps what the killed one left.
+    let out = command(&dir).args(["eval", "nowhere"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        scratch_of(pid),
+        Vec::<PathBuf>::new(),
+        "scratch left behind"
+    );
+}
+
+#[test]
+fn a_report_that_cannot_be_written_exits_1_after_printing_it() {
+    let (_tmp, dir) = workspace();
+    let smoke = repo().join("evals/smoke");
+    let out = dir.join("out");
+    // A folder where report.json should go: the write fails.
+    std::fs::create_dir_all(out.join("report.json")).unwrap();
+    let output = command(&dir)
+        .arg("eval")
+        .arg(&smoke)
+        .args(["--demo", "--output-format", "json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("report.json"), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["all_met"], true);
+}

@@ -227,6 +227,37 @@ fn stop_exit_2_makes_the_model_continue_once() {
     assert!(stdout.contains("really done"), "{stdout}");
 }
 
+/// A `Stop` hook that always blocks, run against a model that always answers.
+fn always_blocked(max_blocks: Option<u32>) -> (MockServer, Output) {
+    let server = MockServer::start_in_thread((0..20).map(|_| text_reply("done", 4)).collect());
+    let limit = max_blocks.map_or(String::new(), |n| format!("max_blocks = {n}\n"));
+    let hooks = format!("[[hooks.Stop]]\ncommand = \"bash hooks/stop.sh\"\n{limit}");
+    let script = "cat > /dev/null\necho 'not yet' >&2\nexit 2\n";
+    let dir = setup(&server, &hooks, &[("stop.sh", script)]);
+    let out = run(dir.path(), &["finish the work"]);
+    (server, out)
+}
+
+#[test]
+fn a_stop_hook_that_always_blocks_ends_the_turn_after_a_few_blocks_saying_so() {
+    let (server, out) = always_blocked(None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The first answer and one more per allowed block (3 by default), then the turn ends.
+    assert_eq!(server.request_count(), 4, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("blocked the end of this turn 3 times in a row"),
+        "{}",
+        stderr(&out)
+    );
+    let (server, out) = always_blocked(Some(1));
+    assert_eq!(server.request_count(), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("blocked the end of this turn once;"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn a_hook_past_its_timeout_is_killed_with_its_process_group() {
     let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
@@ -289,6 +320,7 @@ fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_run
         timeout: Duration::from_secs(60),
         origin: dir.path().join("config/config.toml"),
         from_workspace: true,
+        max_blocks: minicode::hooks::DEFAULT_STOP_MAX_BLOCKS,
     };
     let canonical = dir.path().canonicalize().unwrap();
     let record = format!(
@@ -394,6 +426,12 @@ fn hooks_config_checks_events_matchers_and_timeouts() {
     assert!(err.to_string().contains("take no matcher"), "{err}");
     let err = load("[[hooks.Stop]]\ncommand = \"true\"\ntimeout = 0\n").unwrap_err();
     assert!(err.to_string().contains("hooks.timeout"), "{err}");
+    let err = load("[[hooks.PreToolUse]]\ncommand = \"true\"\nmax_blocks = 2\n").unwrap_err();
+    assert!(err.to_string().contains("only Stop hooks"), "{err}");
+    let err = load("[[hooks.Stop]]\ncommand = \"true\"\nmax_blocks = 0\n").unwrap_err();
+    assert!(err.to_string().contains("hooks.max_blocks"), "{err}");
+    let ok = load("[[hooks.Stop]]\ncommand = \"true\"\nmax_blocks = 7\n").unwrap();
+    assert_eq!(ok.hooks[0].max_blocks, 7);
 }
 
 #[test]

@@ -2,7 +2,11 @@
 //! call`, `2 model calls`), and a failed run's error is said once, not again in the closing line.
 
 use crate::support::binary::{command, write_config};
-use crate::support::mock_openai::{MockServer, error_reply, text_reply, tool_calls_reply};
+use crate::support::mock_openai::{
+    MockReply, MockServer, chunk_finish, chunk_tool_args, chunk_tool_start, error_reply,
+    sse_events, text_reply, tool_calls_reply,
+};
+use serde_json::json;
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -64,4 +68,31 @@ fn a_failed_goal_run_prints_its_error_once() {
         .unwrap_or_else(|| panic!("no closing line in {err}"));
     assert!(closing.contains("blocked"), "{err}");
     assert!(closing.contains("1 model call "), "{err}");
+}
+
+#[test]
+fn a_reply_cut_at_the_output_limit_inside_a_tool_call_fails_saying_so() {
+    // What a server streams when max_tokens runs out halfway through a call's arguments.
+    let cut = MockReply::sse(sse_events(&[
+        chunk_tool_start(0, "call_1", "write"),
+        chunk_tool_args(0, r#"{"path":"a.txt","content":"hello wor"#),
+        chunk_finish("length"),
+    ]));
+    // What a non-streaming resend would get, and the model's answer after it: never asked for.
+    let whole = MockReply::json(
+        200,
+        &json!({"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "length",
+            "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+            "type": "function", "function": {"name": "write", "arguments": "{\"path\""}}]}}]}),
+    );
+    let server = MockServer::start_in_thread(vec![cut, whole, text_reply("done", 4)]);
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &server);
+    let out = command(dir.path()).arg("write a.txt").output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("output limit"), "{err}");
+    assert!(!err.contains("without streaming"), "{err}");
+    assert_eq!(server.request_count(), 1, "{err}");
+    assert!(!dir.path().join("a.txt").exists(), "nothing ran");
 }

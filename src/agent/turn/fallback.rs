@@ -5,6 +5,10 @@
 //!
 //! If the second answer is broken too (or cannot be had), the turn goes on as before: each
 //! broken call is refused with the parse error, which the model reads.
+//!
+//! A reply the server cut at its output limit (`finish_reason: "length"`) is not a broken
+//! stream: asking again would only be cut again. Its half-written call fails the turn, saying
+//! the limit was reached, and nothing runs.
 
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -14,7 +18,7 @@ use crate::agent::spans::{self, Purpose};
 use crate::chat::ToolCall;
 use crate::protocol::{Event, TurnEnd, TurnStats};
 use crate::provider::tally::Count;
-use crate::provider::{ChatRequest, Reply};
+use crate::provider::{ChatRequest, FinishReason, Reply};
 
 /// Whether a call's arguments cannot be used: neither empty (read as `{}`) nor a JSON object.
 fn broken(call: &ToolCall) -> bool {
@@ -37,7 +41,8 @@ fn broken_names(reply: &Reply) -> Vec<&str> {
 }
 
 /// `reply` as it came, or, when its tool calls' arguments are broken, the server's answer to
-/// the same request without streaming. `Err` only when the user interrupted meanwhile.
+/// the same request without streaming. `Err` when the user interrupted meanwhile, or when the
+/// reply was cut at the output limit inside a call's arguments.
 pub(super) async fn checked(
     core: &Core,
     cancel: &CancellationToken,
@@ -47,6 +52,11 @@ pub(super) async fn checked(
     let names = broken_names(&reply);
     if names.is_empty() {
         return Ok(reply);
+    }
+    if reply.finish_reason == Some(FinishReason::Length) {
+        return Err(TurnEnd::Failed {
+            error: cut_at_limit(&names),
+        });
     }
     core.emit(Event::Warning {
         message: format!(
@@ -81,6 +91,15 @@ pub(super) async fn checked(
         });
     }
     Ok(again)
+}
+
+/// Why a reply cut at the output limit inside the arguments of `names` ends the turn.
+fn cut_at_limit(names: &[&str]) -> String {
+    format!(
+        "the model's reply reached the output limit (finish_reason: length) in the middle of \
+         the arguments of {}; nothing ran (raise [model] max_tokens, or ask for smaller steps)",
+        names.join(", ")
+    )
 }
 
 /// The current request sent once without streaming, inside its own model-call span. `None`

@@ -13,6 +13,9 @@ use crate::sanitize::{self, sanitize};
 #[derive(Serialize)]
 struct Json<'a> {
     usable: bool,
+    /// No model is configured: how to set one up (no server was checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    setup: Option<&'a str>,
     server: &'a str,
     model: &'a str,
     context_window: Option<Window>,
@@ -20,6 +23,7 @@ struct Json<'a> {
     tokens_per_second: Option<f64>,
     checks: &'a [Check],
     sandbox: &'a [Check],
+    config_files: &'a [super::files::ConfigFile],
     /// Per-model counters of earlier runs: edit tiers, failed edits, stream fallbacks.
     #[serde(skip_serializing_if = "Option::is_none")]
     edits: Option<&'a crate::provider::tally::Tally>,
@@ -41,6 +45,7 @@ pub(super) fn print(f: &Findings, format: OutputFormat) {
         OutputFormat::Json | OutputFormat::StreamJson => {
             let json = Json {
                 usable: f.usable(),
+                setup: f.setup.as_deref(),
                 server: &f.server,
                 model: &f.model,
                 context_window: f.window.map(|(tokens, source)| Window { tokens, source }),
@@ -48,6 +53,7 @@ pub(super) fn print(f: &Findings, format: OutputFormat) {
                 tokens_per_second: f.tokens_per_second.map(|t| (t * 10.0).round() / 10.0),
                 checks: &f.checks,
                 sandbox: &f.sandbox,
+                config_files: &f.config_files,
                 edits: f.tally.as_ref(),
             };
             if let Ok(line) = serde_json::to_string(&json) {
@@ -81,17 +87,27 @@ fn table(f: &Findings) -> String {
         .map(|c| c.name.len())
         .max()
         .unwrap_or(0);
-    let mut text = format!("minicode doctor: {} · model {}\n\n", f.server, f.model);
+    let mut text = match f.setup {
+        Some(_) => "minicode doctor: no model is configured\n".to_string(),
+        None => format!("minicode doctor: {} · model {}\n\n", f.server, f.model),
+    };
     rows(&mut text, &f.checks, width);
+    if !f.config_files.is_empty() {
+        text.push_str("\nconfig files looked at:\n");
+        for file in &f.config_files {
+            let state = if file.exists { "found" } else { "absent" };
+            text.push_str(&format!("  {state:<6}  {:<9}  {}\n", file.role, file.path));
+        }
+    }
     if !f.sandbox.is_empty() {
         text.push_str("\nsandbox (bash commands):\n");
         rows(&mut text, &f.sandbox, width);
     }
     text.push('\n');
-    text.push_str(if f.usable() {
-        "usable: this server can run the agent\n"
-    } else {
-        "not usable: fix the FAIL rows above\n"
+    text.push_str(match (&f.setup, f.usable()) {
+        (Some(_), _) => "not usable: no model is configured (how to set one up: below)\n",
+        (None, true) => "usable: this server can run the agent\n",
+        (None, false) => "not usable: fix the FAIL rows above\n",
     });
     sanitize(&text)
 }
