@@ -150,7 +150,7 @@ pub(super) fn run(
     let provider = super::provider::openai(&config, env)?;
     let runtime = super::runtime()?;
     let mut findings = runtime.block_on(examine(&provider, &config));
-    findings.sandbox = sandbox::checks();
+    findings.sandbox = sandbox::checks(&config.sandbox.hidden);
     // Server text reaches the details (a model id, a streamed reply, an error message): a
     // server that echoes the key must not get it printed.
     findings.redact(&crate::tools::Secrets::new(
