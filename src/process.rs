@@ -4,9 +4,12 @@
 //! environment variables that may hold the key once the configuration has read them, so no
 //! child can inherit it, even by accident (called by `cli` only). How children are started —
 //! scrubbed environment, own session, dying with minicode — is in `process/child.rs`, and the
-//! small supervisor every `bash` command runs under in `process/supervisor.rs`.
+//! small supervisor every `bash` command runs under in `process/supervisor.rs` (with the init
+//! of a confined call's PID namespace in `process/init.rs`).
 
 pub(crate) mod child;
+#[cfg(target_os = "linux")]
+pub(crate) mod init;
 pub(crate) mod supervisor;
 
 /// Marks the process non-dumpable (Linux only; elsewhere this does nothing: the platform's

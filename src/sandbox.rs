@@ -3,8 +3,8 @@
 //! by the parts that enforce it (the supervisor helper process, `minicode sandbox`, the doctor)
 //! and the parts that choose it (config, flags, plan mode, the frontends that show it).
 //!
-//! Enforcement is Linux only (Landlock, seccomp, `no_new_privs`, a private mount namespace for
-//! read-only subpaths) and happens in the helper process minicode re-executes for each call,
+//! Enforcement is Linux only (Landlock, seccomp, `no_new_privs`, capabilities dropped, private
+//! user, mount and PID namespaces for read-only subpaths, hidden paths and the call's processes) and happens in the helper process minicode re-executes for each call,
 //! never between `fork` and `exec` of the async runtime. It fails closed: a layer that cannot
 //! be enforced makes the call fail with an [`Unavailable`], never run unconfined silently.
 
@@ -12,6 +12,7 @@ pub(crate) mod denial;
 #[cfg(target_os = "linux")]
 mod enforce;
 pub(crate) mod guard;
+pub(crate) mod hidden;
 pub(crate) mod launch;
 mod policy;
 pub mod probe;
@@ -54,6 +55,11 @@ pub struct Policy {
     /// Paths inside `writable` that stay read-only, whether they exist or not: `.git` (and the
     /// real git directory a `.git` file names), `.minicode`, the trust-protected config files.
     pub read_only: Vec<PathBuf>,
+    /// Paths a command must not see (minicode's runtime folder, credentials): each existing
+    /// one is covered by an empty mount, a folder by an empty read-only one, a file by
+    /// `/dev/null`. A writable root or the temporary folder inside one stays visible.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
 }
 
 /// A confinement layer, named in every error about it.
@@ -64,6 +70,8 @@ pub enum Layer {
     Seccomp,
     NoNewPrivs,
     UserNamespace,
+    /// Dropping every capability before the command starts.
+    Capabilities,
     /// Not Linux: nothing can be enforced.
     Platform,
 }

@@ -49,7 +49,8 @@ impl Plan {
                     &ctx.workspace,
                     &[],
                     normal.tmpdir.clone(),
-                );
+                )
+                .hiding(normal.hidden.clone());
                 ctx.set_sandbox(read_only);
                 self.saved = Some(normal);
                 true

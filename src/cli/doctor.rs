@@ -146,7 +146,7 @@ pub(super) fn run(
     if let Err(missing @ crate::config::ConfigError::Missing) =
         crate::config::load(launch, env, &overrides)
     {
-        return Err(unconfigured(missing.to_string(), config_files, format));
+        return Err(unconfigured(missing.to_string(), config_files, env, format));
     }
     let mut config = super::trust::load_config(env, launch, &overrides, false)?;
     // SAFETY: still single-threaded: only argument parsing and config loading ran.
@@ -163,7 +163,7 @@ pub(super) fn run(
     let provider = super::provider::openai(&config, env)?;
     let runtime = super::runtime()?;
     let mut findings = runtime.block_on(examine(&provider, &config));
-    findings.sandbox = sandbox::checks();
+    findings.sandbox = sandbox::checks(&config.sandbox.hidden);
     findings.config_files = config_files;
     // Server text reaches the details (a model id, a streamed reply, an error message): a
     // server that echoes the key must not get it printed.
@@ -183,10 +183,11 @@ pub(super) fn run(
 fn unconfigured(
     setup: String,
     config_files: Vec<files::ConfigFile>,
+    env: &dyn Fn(&str) -> Option<String>,
     format: OutputFormat,
 ) -> Failure {
     let findings = Findings {
-        sandbox: sandbox::checks(),
+        sandbox: sandbox::checks(&crate::sandbox::hidden::list(env, &[])),
         config_files,
         setup: Some(setup.clone()),
         ..Findings::default()

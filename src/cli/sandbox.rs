@@ -64,7 +64,7 @@ pub(super) fn run(
     }
     match outcome.map_err(|e| fail(format!("cannot start the sandbox helper: {e}")))? {
         Reported::Unavailable(u) => Err(fail(u.to_string())),
-        Reported::Status(raw) => {
+        Reported::Status { raw, .. } => {
             let status = std::process::ExitStatus::from_raw(raw);
             if status.signal() == Some(libc::SIGSYS) {
                 let _ = writeln!(
@@ -141,8 +141,8 @@ pub(super) fn trial(
     guard.after(policy);
     match reported? {
         Reported::Unavailable(u) => Ok(Err(u)),
-        Reported::Status(0) => Ok(Ok(())),
-        Reported::Status(raw) => Err(std::io::Error::other(format!(
+        Reported::Status { raw: 0, .. } => Ok(Ok(())),
+        Reported::Status { raw, .. } => Err(std::io::Error::other(format!(
             "`true` ended with wait status {raw}"
         ))),
     }

@@ -45,7 +45,7 @@ pub(super) fn resolve(
             workspace: None,
         },
     );
-    let sandbox = super::sandbox::resolve(tables, flags, &mut notices)?;
+    let sandbox = super::sandbox::resolve(tables, flags, env, &mut notices)?;
     notices.append(&mut layers.notices);
     let mut config = Config {
         provider,

@@ -1,5 +1,5 @@
 //! `[sandbox]`: which profile `bash` calls run under, whether they reach the network, and
-//! which extra folders they may write. The user's file (or the one `--config` names) sets it;
+//! which extra folders they may write, and which paths they must not see. The user's file (or the one `--config` names) sets it;
 //! a trusted workspace's file may only narrow it (a stricter mode, network off, fewer roots):
 //! a value that would widen it is ignored with a notice naming it, because a repository must
 //! never loosen the confinement of the commands its own content may prompt. Flags
@@ -20,6 +20,7 @@ pub(super) struct SandboxTable {
     pub mode: Option<Mode>,
     pub network: Option<bool>,
     pub writable_roots: Option<Vec<PathBuf>>,
+    pub hidden: Option<Vec<PathBuf>>,
 }
 
 /// The sandbox the session's `bash` calls run under (see docs/configuration.md).
@@ -30,6 +31,9 @@ pub struct Sandbox {
     pub network: bool,
     /// Folders besides the workspace a command may write (absolute).
     pub writable_roots: Vec<PathBuf>,
+    /// Every path a confined command must not see: the defaults (`sandbox::hidden`) and
+    /// `hidden` from the files (absolute, `~` expanded).
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Default for Sandbox {
@@ -38,6 +42,7 @@ impl Default for Sandbox {
             mode: Mode::WorkspaceWrite,
             network: false,
             writable_roots: Vec::new(),
+            hidden: Vec::new(),
         }
     }
 }
@@ -53,6 +58,7 @@ impl Sandbox {
             &self.writable_roots,
             crate::sandbox::tmpdir::for_session(session_id),
         )
+        .hiding(self.hidden.clone())
     }
 }
 
@@ -102,24 +108,34 @@ pub(super) struct Flags {
 }
 
 /// Resolves the sandbox: the user's table, narrowed by a trusted workspace's, then the flags.
-/// A relative root is an error (in any file); a widening workspace value is a notice.
+/// A relative root is an error (in any file); a widening workspace value is a notice. Hidden
+/// paths add up: the defaults, the user's, and a trusted workspace's (hiding more only
+/// narrows).
 pub(super) fn resolve(
     tables: Tables,
     flags: Flags,
+    env: &dyn Fn(&str) -> Option<String>,
     notices: &mut Vec<String>,
 ) -> Result<Sandbox, ConfigError> {
     let mut sandbox = Sandbox::default();
+    let mut hidden = Vec::new();
     if let Some((table, path)) = &tables.user {
         check_roots(table, path)?;
+        hidden.extend(hidden_paths(table, path, env)?);
         sandbox.mode = table.mode.unwrap_or(sandbox.mode);
         sandbox.network = table.network.unwrap_or(sandbox.network);
         sandbox.writable_roots = table.writable_roots.clone().unwrap_or_default();
     }
     if let Some((table, path, trusted)) = &tables.workspace {
         check_roots(table, path)?;
+        let extra = hidden_paths(table, path, env)?;
         if *trusted {
             narrow(&mut sandbox, table, path, notices);
-        } else if table.mode.is_some() || table.network.is_some() || table.writable_roots.is_some()
+            hidden.extend(extra);
+        } else if table.mode.is_some()
+            || table.network.is_some()
+            || table.writable_roots.is_some()
+            || table.hidden.is_some()
         {
             notices.push(format!(
                 "config file {}: [sandbox] is ignored: this workspace is not trusted (run \
@@ -134,7 +150,33 @@ pub(super) fn resolve(
     if flags.network {
         sandbox.network = true;
     }
+    sandbox.hidden = crate::sandbox::hidden::list(env, &hidden);
     Ok(sandbox)
+}
+
+/// `hidden` of one file, `~` expanded; a path that is still not absolute is an error.
+fn hidden_paths(
+    table: &SandboxTable,
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<PathBuf>, ConfigError> {
+    let mut out = Vec::new();
+    for entry in table.hidden.iter().flatten() {
+        match crate::sandbox::hidden::expand(entry, env) {
+            Some(full) => out.push(full),
+            None => {
+                return Err(ConfigError::Invalid {
+                    origin: format!("config file {}", path.display()),
+                    field: "sandbox.hidden",
+                    reason: format!(
+                        "`{}` is relative; every hidden path must be absolute or start with `~/`",
+                        crate::sanitize::visible(&entry.to_string_lossy())
+                    ),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Lays a workspace's table over the user's choice, keeping only what makes it stricter.

@@ -1,21 +1,23 @@
 //! The small supervisor every `bash` command runs under, so that nothing a command started
-//! outlives minicode, even a SIGKILLed one. minicode starts its own binary again with
-//! [`ARG`] (a fresh exec: nothing of the runtime is touched between fork and exec) in a new
-//! session, holding one end of a socket pair on file descriptor 3; minicode keeps the other.
-//! The supervisor starts `bash -c <command>` in its own process group and then:
-//! - if minicode's end closes (minicode exited or was killed: the kernel closes it), it kills
-//!   the whole group, the command and everything it started;
-//! - when `bash` exits, it writes bash's raw wait status on the socket, then kills the group,
-//!   itself included, so no background job survives the call even if minicode dies at that
-//!   very moment.
+//! outlives the call or minicode, even a SIGKILLed one. minicode starts its own binary again
+//! with [`ARG`] (a fresh exec: nothing of the runtime is touched between fork and exec) in a
+//! new session, holding one end of a socket pair on file descriptor 3; minicode keeps the
+//! other. The supervisor:
+//! - when the call is confined, enters the sandbox's namespaces (`sandbox::launch::enter`)
+//!   while still single-threaded, and forks the init of the new PID namespace
+//!   (`process::init`), which seals itself, runs `bash -c <command>` and reports; when it ends,
+//!   the kernel kills everything left in the namespace;
+//! - when it is not (`--sandbox off`), starts `bash -c <command>` itself and reports;
+//! - if minicode's end closes (minicode exited or was killed: the kernel closes it), kills
+//!   its whole process group (init or bash, and what stayed in the group);
+//! - once the command is done and reported, kills the group, itself included, so no
+//!   background job survives the call even if minicode dies at that very moment.
 //!
-//! Before anything else, while still single-threaded, it confines itself with the sandbox
-//! policy minicode passed as an argument (`sandbox::launch`); `bash` inherits that. When a
-//! layer cannot be applied it starts nothing and reports the [`Unavailable`] instead.
-//!
-//! minicode reads the report from the socket (one line: `status <raw wait status>` or
-//! `unavailable <json>`); the supervisor's own exit (SIGKILL) says nothing. It prints nothing
-//! and reads no configuration.
+//! When a layer cannot be applied it starts nothing and reports the [`Unavailable`] instead.
+//! minicode reads the report from the socket (one line: `status <raw wait status> <0|1>`, the
+//! last field saying whether processes the command started were still running when it ended,
+//! or `unavailable <json>`); the supervisor's own exit (SIGKILL) says nothing. It prints
+//! nothing and reads no configuration.
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -50,8 +52,9 @@ pub(crate) fn new_tag() -> String {
 /// What the supervisor reported on its control socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reported {
-    /// `bash` ran and ended with this raw wait status.
-    Status(i32),
+    /// `bash` ran and ended with this raw wait status; `leftover`: processes it started were
+    /// still running then (they were killed with the call).
+    Status { raw: i32, leftover: bool },
     /// The sandbox could not be applied: nothing ran.
     Unavailable(Unavailable),
 }
@@ -76,39 +79,146 @@ pub(crate) fn run(launch: &OsStr, command: &OsStr) -> u8 {
     unsafe {
         libc::fcntl(CONTROL_FD, libc::F_SETFD, libc::FD_CLOEXEC);
     }
-    let Ok(mut watch) = control.try_clone() else {
+    let Ok(watch) = control.try_clone() else {
         return 125;
     };
     // Before the watcher thread: a user namespace can only be entered single-threaded.
-    let launch = match Launch::from_arg(launch).and_then(|l| launch::confine(&l).map(|()| l)) {
+    let launch = match Launch::from_arg(launch).and_then(|l| launch::enter(&l).map(|()| l)) {
         Ok(launch) => launch,
         Err(unavailable) => {
-            let json = serde_json::to_string(&unavailable).unwrap_or_default();
-            let mut control = control;
-            let _ = control.write_all(format!("unavailable {json}\n").as_bytes());
+            report_unavailable(control, &unavailable);
             kill_own_group();
             return 126;
         }
     };
-    // Started before the command, so a minicode already gone is noticed at once.
+    if launch.policy.is_confined() {
+        confined(&launch, command, control, watch)
+    } else {
+        watch_minicode(watch);
+        unconfined(command, control)
+    }
+}
+
+/// Kills the group as soon as minicode's end of the socket closes (read on a thread).
+fn watch_minicode(mut watch: std::os::unix::net::UnixStream) {
     std::thread::spawn(move || {
         let mut byte = [0u8; 1];
         // Nothing is ever sent this way: any return means minicode's end is closed.
         let _ = watch.read(&mut byte);
         kill_own_group();
     });
-    let mut bash = std::process::Command::new("bash");
-    bash.arg("-c").arg(command);
-    if launch.policy.is_confined() {
-        bash.env("TMPDIR", &launch.policy.tmpdir);
+}
+
+fn report_unavailable(mut control: std::os::unix::net::UnixStream, unavailable: &Unavailable) {
+    let json = serde_json::to_string(unavailable).unwrap_or_default();
+    let _ = control.write_all(format!("unavailable {json}\n").as_bytes());
+}
+
+/// Forks the init of the call's PID namespace (which reports), waits for it, then kills the
+/// group.
+#[cfg(target_os = "linux")]
+fn confined(
+    launch: &Launch,
+    command: &OsStr,
+    control: std::os::unix::net::UnixStream,
+    watch: std::os::unix::net::UnixStream,
+) -> u8 {
+    // SAFETY: the supervisor is single-threaded here (the watcher starts after the fork), so
+    // the child may run any code.
+    #[allow(unsafe_code)]
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(watch);
+            super::init::run(launch, command, control)
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(control);
+            wait_for_init(child.as_raw(), &watch);
+        }
+        Err(e) => {
+            let unavailable = crate::sandbox::Unavailable {
+                layer: crate::sandbox::Layer::UserNamespace,
+                reason: format!("the namespace's first process could not start: {e}"),
+                fix: crate::sandbox::probe::fix(crate::sandbox::Layer::UserNamespace),
+            };
+            report_unavailable(control, &unavailable);
+        }
     }
-    let status = match bash.status() {
+    kill_own_group();
+    126
+}
+
+/// Waits until `init` ends or minicode's end of `watch` closes, whichever comes first. No
+/// thread can do the watching here: after `unshare(CLONE_NEWPID)` the kernel refuses new
+/// threads, so one `poll` waits on both the socket and a pidfd of init (or, on a kernel
+/// without pidfds, wakes every 50 ms to look).
+#[cfg(target_os = "linux")]
+fn wait_for_init(init: libc::pid_t, watch: &std::os::unix::net::UnixStream) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a new descriptor.
+    #[allow(unsafe_code)]
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, init, 0) };
+    // SAFETY: the descriptor was just returned to us and is owned by nothing else.
+    #[allow(unsafe_code)]
+    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) });
+    let mut fds = [
+        libc::pollfd {
+            fd: watch.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let timeout = if pidfd.is_some() { -1 } else { 50 };
+    loop {
+        // SAFETY: `fds` is a valid array of two pollfd entries (a negative fd is ignored).
+        #[allow(unsafe_code)]
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+        if ready < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+        // Nothing is ever sent on the socket: readable or hung up means minicode is gone.
+        if fds[0].revents != 0 {
+            return;
+        }
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a local integer.
+        #[allow(unsafe_code)]
+        let reaped = unsafe { libc::waitpid(init, &mut status, libc::WNOHANG) };
+        if reaped != 0 {
+            return;
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn confined(
+    _launch: &Launch,
+    _command: &OsStr,
+    control: std::os::unix::net::UnixStream,
+    _watch: std::os::unix::net::UnixStream,
+) -> u8 {
+    report_unavailable(control, &crate::sandbox::probe::platform());
+    kill_own_group();
+    126
+}
+
+/// Runs `bash -c command` as a plain child, reports its status, then kills the group.
+fn unconfined(command: &OsStr, mut control: std::os::unix::net::UnixStream) -> u8 {
+    let status = match std::process::Command::new("bash")
+        .arg("-c")
+        .arg(command)
+        .status()
+    {
         Ok(status) => status.into_raw(),
         // As a shell reports a command it cannot run.
         Err(_) => 127 << 8,
     };
-    let mut control = control;
-    let _ = control.write_all(format!("status {status}\n").as_bytes());
+    let _ = control.write_all(format!("status {status} 0\n").as_bytes());
     kill_own_group();
     126
 }
@@ -127,7 +237,10 @@ pub(crate) fn reported(control: &mut std::os::unix::net::UnixStream) -> Option<R
     let _ = control.take(64 * 1024).read_to_string(&mut text);
     let text = text.trim();
     if let Some(status) = text.strip_prefix("status ") {
-        return status.parse().ok().map(Reported::Status);
+        let mut fields = status.split(' ');
+        let raw = fields.next()?.parse().ok()?;
+        let leftover = fields.next() == Some("1");
+        return Some(Reported::Status { raw, leftover });
     }
     let json = text.strip_prefix("unavailable ")?;
     serde_json::from_str(json).ok().map(Reported::Unavailable)

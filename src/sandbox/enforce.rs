@@ -1,12 +1,17 @@
-//! Confining the helper process (Linux), in the order that makes each layer possible:
-//! `no_new_privs`; a private user and mount namespace with the read-only paths bound
-//! read-only over themselves (only when some lie inside a writable root: Landlock can only add
-//! rights, never take some back below a folder it opened); Landlock for the file system (and
-//! TCP when the network is off); seccomp last, for sockets and the always-denied calls. Every
-//! layer must apply or the whole call fails with an [`Unavailable`] naming it. Runs in the
-//! single-threaded helper only: a user namespace cannot be entered by a threaded process.
+//! Confining a call (Linux), in two steps and in the order that makes each layer possible.
+//! [`enter`], in the helper: `no_new_privs`, then private user, mount and PID namespaces with
+//! the hidden paths covered and the read-only paths bound read-only over themselves (Landlock
+//! can only add rights, never take some back below a folder it opened). [`seal`], in the
+//! namespace's init (the helper's child, `process::init`), before it starts the command: a
+//! fresh `/proc`, Landlock for the file system (and TCP when the network is off), every
+//! capability dropped, then seccomp for sockets, the mount API, device nodes and the
+//! always-denied calls. Every layer must apply or the whole call fails with an [`Unavailable`]
+//! naming it. `enter` runs in the single-threaded helper only: a user namespace cannot be
+//! entered by a threaded process.
 
+mod caps;
 mod filter;
+mod hide;
 mod namespace;
 
 use std::path::Path;
@@ -18,17 +23,19 @@ use landlock::{
 
 use super::{Layer, Policy, Unavailable, probe};
 
-/// Applies every layer of `policy` to the calling process.
-pub(crate) fn apply(policy: &Policy) -> Result<(), Unavailable> {
+/// The helper's part: `no_new_privs` and the namespaces of `policy`. Its next child is the
+/// init of the new PID namespace.
+pub(crate) fn enter(policy: &Policy) -> Result<(), Unavailable> {
     no_new_privs()?;
-    if policy
-        .read_only
-        .iter()
-        .any(|r| policy.writable.iter().any(|w| r.starts_with(w)))
-    {
-        namespace::isolate(&policy.read_only)?;
-    }
+    namespace::enter(&namespace::Plan::of(policy))
+}
+
+/// The namespace init's part, before it starts the command: the layers that confine the
+/// command itself.
+pub(crate) fn seal(policy: &Policy) -> Result<(), Unavailable> {
+    namespace::mount_proc();
     landlock(policy)?;
+    caps::drop_all()?;
     filter::install(policy.network)
 }
 

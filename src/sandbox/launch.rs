@@ -51,10 +51,12 @@ impl Launch {
     }
 }
 
-/// Confines the calling process (the helper, single-threaded) as `launch` says: nothing for
-/// [`super::Mode::Off`]; otherwise every layer or an [`Unavailable`] naming the first that
-/// could not be applied (the caller then runs nothing).
-pub(crate) fn confine(launch: &Launch) -> Result<(), Unavailable> {
+/// The helper's first step for `launch` (single-threaded): nothing for
+/// [`super::Mode::Off`]; otherwise `no_new_privs` and the call's namespaces, or an
+/// [`Unavailable`] naming the first layer that could not be applied (the caller then runs
+/// nothing). A confined helper's next child is the init of the call's PID namespace, which
+/// must [`seal`] itself before it starts the command.
+pub(crate) fn enter(launch: &Launch) -> Result<(), Unavailable> {
     if !launch.policy.is_confined() {
         return Ok(());
     }
@@ -67,7 +69,23 @@ pub(crate) fn confine(launch: &Launch) -> Result<(), Unavailable> {
     }
     #[cfg(target_os = "linux")]
     {
-        super::enforce::apply(&launch.policy)
+        super::enforce::enter(&launch.policy)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(super::probe::platform())
+    }
+}
+
+/// The namespace init's step for `launch`: the layers that confine the command (Landlock,
+/// capabilities, seccomp).
+pub(crate) fn seal(launch: &Launch) -> Result<(), Unavailable> {
+    if !launch.policy.is_confined() {
+        return Ok(());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        super::enforce::seal(&launch.policy)
     }
     #[cfg(not(target_os = "linux"))]
     {

@@ -60,7 +60,15 @@ impl Policy {
             writable,
             tmpdir,
             read_only,
+            hidden: Vec::new(),
         }
+    }
+
+    /// This policy with `hidden` as the paths a command must not see (see
+    /// `sandbox::hidden`).
+    pub fn hiding(mut self, hidden: Vec<PathBuf>) -> Policy {
+        self.hidden = hidden;
+        self
     }
 
     /// No confinement: what library users and tests get unless they choose a profile.
@@ -71,6 +79,7 @@ impl Policy {
             writable: Vec::new(),
             tmpdir: PathBuf::new(),
             read_only: Vec::new(),
+            hidden: Vec::new(),
         }
     }
 

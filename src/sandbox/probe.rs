@@ -74,15 +74,15 @@ pub(crate) fn fix(layer: Layer) -> String {
         Layer::Seccomp => "allow seccomp filters (a container runtime may forbid them), or run \
                            with `--sandbox off`"
             .to_string(),
-        Layer::NoNewPrivs => "run with `--sandbox off`".to_string(),
+        Layer::NoNewPrivs | Layer::Capabilities => "run with `--sandbox off`".to_string(),
         Layer::UserNamespace => match userns_restriction() {
             Some(sysctl) => format!(
-                "allow unprivileged user namespaces (`sudo sysctl {sysctl}`), use `--sandbox \
-                 read-only` (it needs none), or run with `--sandbox off`"
+                "allow unprivileged user namespaces (`sudo sysctl {sysctl}`), or run with \
+                 `--sandbox off`"
             ),
             None => "allow unprivileged user namespaces (a container may need \
                      `--security-opt seccomp=unconfined` or a user-namespace-enabled runtime), \
-                     use `--sandbox read-only` (it needs none), or run with `--sandbox off`"
+                     or run with `--sandbox off`"
                 .to_string(),
         },
         Layer::Platform => {

@@ -23,7 +23,8 @@ pub(crate) fn for_session(session: &str) -> PathBuf {
     base().join(name)
 }
 
-fn base() -> PathBuf {
+/// The folder the sessions' temporary folders live in.
+pub(crate) fn base() -> PathBuf {
     // A runtime folder that is not ours (a process started as another user with the
     // caller's environment) cannot hold ours: the system temp folder then does.
     if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)

@@ -210,15 +210,28 @@ async fn execute(
     }
     let reported = run.control.as_mut().and_then(supervisor::reported);
     let created = guard.after(policy);
+    let mut leftover = false;
     let status = match (&end, reported) {
         (_, Some(Reported::Unavailable(u))) => return not_confined(policy, u),
         // Under a supervisor, bash's own status is what it reported; the supervisor's own
         // exit (a SIGKILL of its group) says nothing.
-        (End::Exited(_), Some(Reported::Status(raw))) => Some(ExitStatus::from_raw(raw)),
+        (
+            End::Exited(_),
+            Some(Reported::Status {
+                raw,
+                leftover: left,
+            }),
+        ) => {
+            leftover = left;
+            Some(ExitStatus::from_raw(raw))
+        }
         (End::Exited(s), None) => Some(*s),
         _ => None,
     };
     let mut out = conclude(end, status, content, call.timeout);
+    if leftover {
+        out.content.push_str(LEFTOVER_NOTICE);
+    }
     judge(&mut out, status, policy, ctx, &created);
     out
 }
@@ -333,6 +346,11 @@ async fn wind_down(run: &mut Running, sink: &mut Sink<'_>, live: &mut super::liv
         let _ = tokio::time::timeout(DRAIN_GRACE, run.child.wait()).await;
     }
 }
+
+/// Told to the model when the command left processes running: they ended with the call.
+const LEFTOVER_NOTICE: &str = "\n[processes the command left running in the background were \
+     stopped when it ended (each call runs in its own PID namespace): long-running servers \
+     and background jobs are not supported yet; a tool for them comes later]";
 
 /// The output for the model: the text and how the call ended.
 fn conclude(

@@ -271,6 +271,48 @@ fn the_sandbox_section_names_the_landlock_abi_and_what_is_enforced() {
 }
 
 #[test]
+fn the_sandbox_section_lists_the_hidden_paths_in_text_and_json() {
+    let server = MockServer::start_in_thread(healthy_script());
+    healthy(&server);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let config = ws.join("home/.config/minicode/config.toml");
+    let mut text_before = std::fs::read_to_string(&config).unwrap();
+    text_before.push_str("\n[sandbox]\nhidden = [\"~/vault\"]\n");
+    std::fs::write(&config, text_before).unwrap();
+    let table = text(&doctor(&ws, &[]));
+    let hidden = row(&table, "hidden");
+    for part in [
+        "/.ssh",
+        "/.kube",
+        "/.netrc",
+        "/vault",
+        "minicode/config.toml",
+        ".run/minicode",
+    ] {
+        assert!(hidden.contains(part), "{part}: {table}");
+    }
+    let server = MockServer::start_in_thread(healthy_script());
+    healthy(&server);
+    write_config(&ws, &server);
+    std::fs::write(
+        &config,
+        std::fs::read_to_string(&config).unwrap() + "\n[sandbox]\nhidden = [\"~/vault\"]\n",
+    )
+    .unwrap();
+    let out = doctor(&ws, &["--output-format", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = json["sandbox"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "hidden")
+        .unwrap()
+        .clone();
+    assert!(row["detail"].as_str().unwrap().contains("/vault"), "{row}");
+}
+
+#[test]
 fn a_missing_sandbox_layer_is_shown_with_its_fix_without_failing_the_server_check() {
     let server = MockServer::start_in_thread(healthy_script());
     healthy(&server);

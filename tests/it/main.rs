@@ -70,6 +70,7 @@ mod resume;
 mod run_end;
 mod sandbox;
 mod sandbox_config;
+mod sandbox_ns;
 mod sanitize;
 mod secrets;
 mod server_compat;

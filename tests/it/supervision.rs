@@ -64,6 +64,21 @@ fn a_background_child_dies_with_a_sigkilled_minicode() {
     );
 }
 
+#[test]
+fn a_process_that_left_the_group_dies_with_a_sigkilled_minicode() {
+    let (_tmp, ws) = crate::support::workspace();
+    // `setsid -f` leaves the command's process group; the call's PID namespace still holds it.
+    let script = "setsid -f sh -c 'sleep 3; touch marker'; touch started; sleep 30";
+    let server = bash_call(script);
+    let mut child = run_until_started(&ws, &server, script);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !appears_within(&ws.join("marker"), Duration::from_secs(5)),
+        "a process started with setsid outlived minicode"
+    );
+}
+
 /// The minicode binary started as a supervisor of `script` in a session of its own, the way
 /// minicode starts one (its end of the socket pair on fd 3). The returned stream is the other
 /// end: while it is open the supervisor keeps running.

@@ -1,14 +1,15 @@
 //! `doctor`'s sandbox section: what the kernel offers (Landlock ABI, seccomp, unprivileged
 //! user namespaces) and a real trial of the helper (`true` confined as `workspace-write` in a
 //! scratch workspace), which says which profile features are active; each missing one comes
-//! with its fix. It never changes the exit status: that is about the server.
+//! with its fix; and the paths a confined command cannot see (`[sandbox] hidden` and the
+//! defaults), those missing here marked so. It never changes the exit status: that is about the server.
 
 use super::{Check, Status};
 use crate::sandbox::probe::{self, MIN_LANDLOCK_ABI};
 use crate::sandbox::{Layer, Mode, Policy, tmpdir};
 
-/// The rows of the section, in order.
-pub(super) fn checks() -> Vec<Check> {
+/// The rows of the section, in order; `hidden` is the session's list of hidden paths.
+pub(super) fn checks(hidden: &[std::path::PathBuf]) -> Vec<Check> {
     let row = |name, status, detail: String, fix: Option<String>| Check {
         name,
         status,
@@ -54,7 +55,29 @@ pub(super) fn checks() -> Vec<Check> {
         ),
     });
     rows.push(trial(abi.unwrap_or(0)));
+    rows.push(hidden_row(hidden));
     rows
+}
+
+/// The hidden paths, each marked `(missing)` when there is nothing to hide here.
+fn hidden_row(hidden: &[std::path::PathBuf]) -> Check {
+    let shown: Vec<String> = hidden
+        .iter()
+        .map(|p| {
+            let missing = if std::fs::symlink_metadata(p).is_ok() {
+                ""
+            } else {
+                " (missing)"
+            };
+            format!("{}{missing}", p.display())
+        })
+        .collect();
+    Check {
+        name: "hidden",
+        status: Status::Ok,
+        detail: format!("not visible to confined commands: {}", shown.join(", ")),
+        fix: None,
+    }
 }
 
 /// Runs `true` through the helper under `workspace-write` with the network off.
@@ -100,6 +123,10 @@ fn active(abi: i32) -> String {
     let mut features = vec![
         "writes only in the workspace, extra roots and TMPDIR (Landlock)",
         ".git, .minicode and protected config read-only (mount namespace)",
+        "runtime folder and credentials hidden (mount namespace)",
+        "each call in its own PID namespace: nothing it starts outlives it",
+        "no capabilities, even as root",
+        "mount API and device nodes denied (seccomp)",
         "network off by default (seccomp)",
         "ptrace, process_vm_*, io_uring denied (seccomp)",
         "no_new_privs",

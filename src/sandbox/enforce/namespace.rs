@@ -1,26 +1,63 @@
-//! The private user and mount namespace that keeps paths inside a writable root read-only:
-//! the helper maps its own user and group to themselves (no new rights), makes every mount
-//! private (nothing leaks back to the real system) and binds each existing read-only path
-//! over itself, read-only. A bind mount cannot be renamed or removed from inside, so a
-//! command cannot move `.git` away and put its own in place; a symbolic link planted earlier
-//! that leads into one reaches the read-only mount. Paths that do not exist are not handled
-//! here (a mount needs a target): see `sandbox::guard`.
+//! The private user, mount and PID namespaces every confined call runs in. The helper maps its
+//! own user and group to themselves (no new rights), makes every mount private (nothing leaks
+//! back to the real system), covers the hidden paths (`enforce::hide`) and binds each existing
+//! read-only path over itself, read-only. A bind mount cannot be renamed or removed from
+//! inside, so a command cannot move `.git` away and put its own in place; a symbolic link
+//! planted earlier that leads into one reaches the read-only mount. Paths that do not exist are
+//! not handled here (a mount needs a target): see `sandbox::guard`.
+//!
+//! The PID namespace takes effect for the helper's next child, which becomes its init
+//! (`process::init`): when that ends, the kernel kills everything left in it, so nothing a
+//! command started (`setsid`, `nohup`, a double fork) outlives the call. That child mounts a
+//! fresh `/proc` ([`mount_proc`]) so that it shows the call's own processes only.
+//!
+//! [`Plan`] is the one description of what the namespaces hold; a new piece (a network
+//! namespace, a writable git data area) is a field there and a step in [`enter`].
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::unavailable;
-use crate::sandbox::{Layer, Unavailable};
+use crate::sandbox::{Layer, Policy, Unavailable};
 
-pub(super) fn isolate(read_only: &[PathBuf]) -> Result<(), Unavailable> {
+/// What the namespaces of one call hold, built from its policy.
+#[derive(Debug)]
+pub(super) struct Plan<'a> {
+    /// Bound read-only over themselves.
+    pub(super) read_only: &'a [PathBuf],
+    /// Covered by an empty mount.
+    pub(super) hidden: &'a [PathBuf],
+    /// The writable roots and the temporary folder: visible even inside a hidden folder.
+    pub(super) keep: Vec<&'a Path>,
+}
+
+impl<'a> Plan<'a> {
+    pub(super) fn of(policy: &'a Policy) -> Plan<'a> {
+        let keep = policy
+            .writable
+            .iter()
+            .chain(std::iter::once(&policy.tmpdir))
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(PathBuf::as_path)
+            .collect();
+        Plan {
+            read_only: &policy.read_only,
+            hidden: &policy.hidden,
+            keep,
+        }
+    }
+}
+
+/// Enters new user, mount and PID namespaces and lays out the mounts of `plan`.
+pub(super) fn enter(plan: &Plan<'_>) -> Result<(), Unavailable> {
     let userns = |e: &dyn std::fmt::Display| unavailable(Layer::UserNamespace, e);
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
     // SAFETY: unshare takes flags only; the helper is single-threaded here, as a new user
     // namespace requires.
     #[allow(unsafe_code)]
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID) } != 0 {
         let err = std::io::Error::last_os_error();
         return Err(userns(&format!("a user namespace was refused: {err}")));
     }
@@ -32,7 +69,11 @@ pub(super) fn isolate(read_only: &[PathBuf]) -> Result<(), Unavailable> {
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_PRIVATE)
         .map_err(|e| userns(&format!("making the mounts private: {e}")))?;
-    for path in read_only {
+    for path in plan.hidden {
+        super::hide::cover(path, &plan.keep)
+            .map_err(|e| userns(&format!("hiding {}: {e}", path.display())))?;
+    }
+    for path in plan.read_only {
         // Not followed if it is a link: a link is only a name, the guard handles names.
         match std::fs::symlink_metadata(path) {
             Ok(meta) if !meta.file_type().is_symlink() => {}
@@ -44,11 +85,19 @@ pub(super) fn isolate(read_only: &[PathBuf]) -> Result<(), Unavailable> {
     Ok(())
 }
 
+/// A fresh `/proc` for the PID namespace the caller is init of, so that `ps` and `/proc/<pid>`
+/// show the call's processes only. Best effort: where the kernel refuses it (a container
+/// whose own `/proc` is partly masked), the old one stays, showing what it showed before.
+pub(super) fn mount_proc() {
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let _ = mount_fs("proc", Path::new("/proc"), flags, "");
+}
+
 /// Binds `path` over itself, then remounts that bind read-only, keeping the flags the kernel
 /// locks in a user namespace (nosuid, nodev, noexec, atime) or the remount is refused.
 fn read_only_bind(path: &Path) -> std::io::Result<()> {
     mount(Some(path), path, libc::MS_BIND | libc::MS_REC)?;
-    let stat = nix_statvfs(path)?;
+    let stat = statvfs_flags(path)?;
     let keep = [
         (libc::ST_NOSUID, libc::MS_NOSUID),
         (libc::ST_NODEV, libc::MS_NODEV),
@@ -67,7 +116,7 @@ fn read_only_bind(path: &Path) -> std::io::Result<()> {
     )
 }
 
-fn nix_statvfs(path: &Path) -> std::io::Result<libc::c_ulong> {
+fn statvfs_flags(path: &Path) -> std::io::Result<libc::c_ulong> {
     let c_path = c_string(path)?;
     // SAFETY: `stat` is a plain C struct the call fills; `c_path` is a valid C string.
     #[allow(unsafe_code)]
@@ -80,7 +129,12 @@ fn nix_statvfs(path: &Path) -> std::io::Result<libc::c_ulong> {
     }
 }
 
-fn mount(source: Option<&Path>, target: &Path, flags: libc::c_ulong) -> std::io::Result<()> {
+/// mount(2) without a file system type: a bind, a remount or a propagation change.
+pub(super) fn mount(
+    source: Option<&Path>,
+    target: &Path,
+    flags: libc::c_ulong,
+) -> std::io::Result<()> {
     let source = source.map(c_string).transpose()?;
     let target = c_string(target)?;
     // SAFETY: valid C strings (or null) for source and target, no file system type or data.
@@ -92,6 +146,34 @@ fn mount(source: Option<&Path>, target: &Path, flags: libc::c_ulong) -> std::io:
             std::ptr::null(),
             flags,
             std::ptr::null(),
+        )
+    };
+    if done != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// mount(2) of a new file system of type `fs` (`tmpfs`, `proc`) with `data` as its options.
+pub(super) fn mount_fs(
+    fs: &str,
+    target: &Path,
+    flags: libc::c_ulong,
+    data: &str,
+) -> std::io::Result<()> {
+    let invalid = |_| std::io::Error::from_raw_os_error(libc::EINVAL);
+    let fs = CString::new(fs).map_err(invalid)?;
+    let data = CString::new(data).map_err(invalid)?;
+    let target = c_string(target)?;
+    // SAFETY: valid C strings for source, target, type and data.
+    #[allow(unsafe_code)]
+    let done = unsafe {
+        libc::mount(
+            fs.as_ptr(),
+            target.as_ptr(),
+            fs.as_ptr(),
+            flags,
+            data.as_ptr().cast(),
         )
     };
     if done != 0 {

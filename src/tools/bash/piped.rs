@@ -89,7 +89,7 @@ pub(crate) async fn run_piped(
     };
     let status = match (status, control.as_mut().and_then(supervisor::reported)) {
         (_, Some(Reported::Unavailable(u))) => return Piped::NotRun(format!("not run: {u}")),
-        (_, Some(Reported::Status(raw))) => ExitStatus::from_raw(raw),
+        (_, Some(Reported::Status { raw, .. })) => ExitStatus::from_raw(raw),
         (Ok(status), None) if control.is_none() => status,
         (Ok(status), None) => {
             return Piped::NotRun(format!("the supervisor ended ({})", describe(status)));
