@@ -96,6 +96,10 @@ impl State {
                 self.refresh_header();
             }
             e @ (Event::RewindList { .. } | Event::Rewound { .. }) => self.rewind_event(e),
+            Event::SessionsListed { sessions } => {
+                self.sessions_listed(sessions, std::time::SystemTime::now());
+            }
+            Event::PathCompletions { prefix, paths } => self.path_completions(prefix, paths),
             e @ (Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }
