@@ -122,6 +122,15 @@ impl State {
                 ..
             } => {
                 self.sessions_seen += 1;
+                // The session `/resume` asked for: its history replaces this transcript (a
+                // resume that failed left the transcript as it was).
+                if self
+                    .resuming
+                    .take_if(|id| session_id.starts_with(id.as_str()))
+                    .is_some()
+                {
+                    self.reset_view();
+                }
                 if self.sessions_seen > 1 {
                     self.notice(Level::Info, format!("new session {session_id}"));
                 }

@@ -91,11 +91,11 @@ impl State {
         Some(Vec::new())
     }
 
-    /// Leaves the transcript of this session for the one `id` names (its history comes back
-    /// from the core).
+    /// Asks for the session `id` names; its `SessionConfigured` empties the transcript and
+    /// its history follows (see `core_events`), so a resume that fails loses nothing.
     fn resume(&mut self, id: String) -> Vec<Effect> {
-        self.reset_view();
         self.notice(Level::Info, format!("resuming session {id}…"));
+        self.resuming = Some(id.clone());
         vec![Effect::Op(Op::Resume { id })]
     }
 }

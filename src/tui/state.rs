@@ -164,6 +164,8 @@ pub struct State {
     pub(crate) restored_prompt: Option<String>,
     /// The open `/resume` picker.
     pub(crate) picker: Option<super::resume::Picker>,
+    /// The session (id or prefix) `/resume` asked the core for, until it is configured.
+    pub(crate) resuming: Option<String>,
 }
 
 impl State {
@@ -214,6 +216,7 @@ impl State {
             permissions: super::permissions::Permissions::default(),
             restored_prompt: None,
             picker: None,
+            resuming: None,
         }
     }
 

@@ -82,6 +82,26 @@ fn slash_resume_opens_a_picker_with_title_age_and_turns_and_resumes_the_choice()
         })]
     );
     assert!(!screen(&s).contains("resume a session"));
+    // Until the core has switched, the transcript stays (a resume can fail: a locked file).
+    s.update(Msg::Agent(Event::Error {
+        message: "could not resume session 33333333-cccc: locked".into(),
+    }));
+    assert!(screen(&s).contains("could not resume"), "{}", screen(&s));
+    s.update(Msg::Agent(Event::SessionConfigured {
+        session_id: "33333333-cccc".into(),
+        session_path: "/tmp/x.json".into(),
+        model: "m".into(),
+        context_window: 32_768,
+        resumed_messages: 2,
+    }));
+    s.update(Msg::Agent(Event::HistoryRestored {
+        entries: vec![minicode::protocol::HistoryEntry::User {
+            text: "fix the flaky test".into(),
+        }],
+    }));
+    let text = screen(&s);
+    assert!(!text.contains("could not resume"), "{text}");
+    assert!(text.contains("fix the flaky test"), "{text}");
 
     // Esc closes the picker and nothing is resumed.
     typed(&mut s, "/resume");
