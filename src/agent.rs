@@ -15,7 +15,9 @@ pub mod delegate;
 pub mod goal;
 mod history;
 mod hooks;
+pub(crate) mod listing;
 mod mcp;
+mod mentions;
 mod model_switch;
 mod notice;
 mod plan;
@@ -23,6 +25,7 @@ pub(crate) mod prompt;
 pub(crate) mod recovery;
 mod sandboxing;
 mod sessions;
+mod shell;
 mod skills;
 mod spans;
 mod start;
@@ -206,6 +209,8 @@ pub(crate) struct Core {
     checkpoints: checkpoints::Checkpoints,
     /// The user's hooks.
     hooks: hooks::Hooks,
+    /// `!command` outputs waiting for the next prompt.
+    shell: shell::Shell,
 }
 
 impl Core {
@@ -253,8 +258,10 @@ impl Core {
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
         let (events, skills, mcp) = (self.events.clone(), self.skills.clone(), self.mcp.clone());
+        let workspace = self.tool_ctx.workspace.clone();
         let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
         let busy = Busy {
+            workspace: &workspace,
             events: &events,
             skills: &skills,
             mcp: &mcp,
@@ -285,6 +292,7 @@ impl Core {
             .upkeep
             .manual_compact(&mut self.store.session, instructions, &cancel);
         let busy = Busy {
+            workspace: &self.tool_ctx.workspace,
             events: &self.events,
             skills: &self.skills,
             mcp: &self.mcp,
@@ -402,6 +410,10 @@ impl Core {
             Op::McpServers => self.emit(self.mcp.listed()),
             Op::McpRestart { server } => self.emit(self.mcp.restart(&server)),
             Op::ListSkills => self.emit(self.skills.listed()),
+            Op::ListSessions => self.list_sessions(),
+            Op::Resume { id } => self.resume(&id),
+            Op::Shell { command } => return self.shell(command, ops, queue).await,
+            Op::CompletePath { prefix } => self.complete_path(prefix),
             Op::Shutdown => return true,
         }
         false

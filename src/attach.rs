@@ -330,6 +330,10 @@ async fn forward_ops(
             | Op::Model { .. }
             | Op::ListRewind
             | Op::Rewind { .. }
+            | Op::ListSessions
+            | Op::Resume { .. }
+            | Op::Shell { .. }
+            | Op::CompletePath { .. }
             | Op::SetPlan { .. } => {
                 let _ = events.send(Event::Error {
                     message: "not available while attached to a daemon: use a local session".into(),

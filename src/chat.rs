@@ -120,7 +120,16 @@ impl Message {
     pub fn text(&self) -> &str {
         self.content.as_deref().unwrap_or("")
     }
+
+    /// Whether this is a session notice (`agent::notice`): a user-role message minicode
+    /// wrote, not the user. Defined here so a session's listing can pass it over too.
+    pub(crate) fn is_notice(&self) -> bool {
+        self.role == Role::User && self.text().starts_with(NOTICE_OPEN)
+    }
 }
+
+/// How a session notice opens (see [`Message::is_notice`]).
+pub(crate) const NOTICE_OPEN: &str = "<session-notice>";
 
 /// A tool call as the model made it. `arguments` is the raw JSON text from the wire; it is
 /// parsed and validated by the tool registry, never trusted.

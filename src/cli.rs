@@ -160,11 +160,7 @@ pub(crate) enum Command {
     /// docs/headless.md).
     Acp(acp::AcpArgs),
     /// List this workspace's sessions, newest first.
-    Sessions {
-        /// Only the ids, one per line (what the completion scripts offer for --session).
-        #[arg(long, hide = true)]
-        ids: bool,
-    },
+    Sessions(sessions::SessionsArgs),
     /// Trust a workspace (default: the current folder): its config/config.toml may then choose
     /// the server, the provider and the key. Recorded in your user config.
     Trust {
@@ -293,7 +289,7 @@ fn subcommand(
 ) -> Result<ExitCode, Failure> {
     match command {
         Command::Acp(acp_args) => acp::run(acp_args, launch),
-        Command::Sessions { ids } => sessions::list(launch, *ids),
+        Command::Sessions(sessions_args) => sessions::list(launch, sessions_args),
         Command::Trust { path } => trust::change(env, launch, path, true),
         Command::Untrust { path } => trust::change(env, launch, path, false),
         Command::Mcp {

@@ -17,12 +17,14 @@ mod goal_command;
 mod open;
 pub(crate) mod rewind;
 mod run;
+pub mod sessions;
 
 pub use commands::{CustomCommand, find_custom};
 pub use goal::{BlockCode, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef};
 pub(crate) use open::{EditorFiles, Hosted, Listed, McpServerSpec, OpenRequest, Opened, Opener};
 pub use rewind::{FileChangeKind, RewindScope, RewindTurn};
 pub use run::RunMarker;
+pub use sessions::SessionSummary;
 
 pub use crate::sandbox::Mode as SandboxMode;
 
@@ -111,6 +113,18 @@ pub enum Op {
         scope: RewindScope,
         force: bool,
     },
+    /// List this workspace's sessions a user can resume (answered by `SessionsListed`).
+    ListSessions,
+    /// Continue in the saved session `id` of this workspace (a full id or a unique prefix),
+    /// as `--session` opens it: answered by a fresh `SessionConfigured` and `HistoryRestored`.
+    Resume { id: String },
+    /// The user runs `command` themselves (`!command`): through the `bash` tool and its
+    /// sandbox, with no approval, reported as a tool call inside `TurnStarted` … `TurnEnded`.
+    /// Its output goes before the next prompt sent to the model. Queued while a turn runs.
+    Shell { command: String },
+    /// Complete a path being typed after `@` (answered by `PathCompletions`, also while a
+    /// turn runs).
+    CompletePath { prefix: String },
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -569,7 +583,7 @@ pub enum Event {
     },
     /// `Op::Rewind` is done: the files restored, the conflicts left as they are (changed since
     /// the agent last wrote them), the files too large to have been recorded, and the turn's
-    /// prompt (for the input box). `error` says why nothing could be done.
+    /// prompt (for the input box; only when the conversation went back). `error` says why nothing could be done.
     Rewound {
         turn: u32,
         restored: Vec<String>,
@@ -580,6 +594,16 @@ pub enum Event {
         skipped: Vec<String>,
         prompt: Option<String>,
         error: Option<String>,
+    },
+    /// The answer to `Op::ListSessions`, newest first.
+    SessionsListed {
+        sessions: Vec<SessionSummary>,
+    },
+    /// The answer to `Op::CompletePath`: workspace paths starting with `prefix` (folders end
+    /// in `/`), sorted.
+    PathCompletions {
+        prefix: String,
+        paths: Vec<String>,
     },
     /// `Op::Fork` made a copy of the session; `SessionConfigured` for the copy follows.
     SessionForked {

@@ -89,6 +89,8 @@ pub struct SessionInfo {
     /// Git tracks the file: a repository committed it, so it came with a clone (see
     /// `session/tracked.rs`).
     pub tracked: bool,
+    /// The user's prompts in it (notices minicode wrote are not counted); 0 when unreadable.
+    pub turns: u32,
 }
 
 /// How far in the future a session's last update may lie before `--continue` distrusts it: a

@@ -13,6 +13,8 @@ use crate::protocol::{CallId, Decision, Event, Op};
 /// What the core answers while a turn or a compaction runs: events, and the read-only
 /// questions (`ListSkills`, `McpServers`) and MCP restarts that do not touch the conversation.
 pub(super) struct Busy<'a> {
+    /// For `CompletePath`, answered while busy (typing the next prompt goes on meanwhile).
+    pub workspace: &'a std::path::Path,
     pub events: &'a mpsc::UnboundedSender<Event>,
     pub skills: &'a skills::View,
     pub mcp: &'a mcp::Servers,
@@ -32,6 +34,7 @@ pub(super) async fn serve_ops<T>(
     busy: Busy<'_>,
 ) -> (T, bool) {
     let Busy {
+        workspace,
         events,
         skills,
         mcp,
@@ -59,7 +62,7 @@ pub(super) async fn serve_ops<T>(
                 },
                 Some(
                     op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. } | Op::Model { .. }
-                        | Op::Rewind { .. }),
+                        | Op::Rewind { .. } | Op::Shell { .. }),
                 ) => {
                     queue.push_back(op)
                 }
@@ -73,10 +76,20 @@ pub(super) async fn serve_ops<T>(
                 Some(Op::ListSkills) => {
                     let _ = events.send(skills.listed());
                 }
+                Some(Op::CompletePath { prefix }) => {
+                    let paths = crate::tools::walk::complete(
+                        workspace,
+                        &prefix,
+                        super::mentions::MAX_COMPLETIONS,
+                    );
+                    let _ = events.send(Event::PathCompletions { prefix, paths });
+                }
                 Some(Op::Compact(_))
                 | Some(Op::NewSession)
                 | Some(Op::Fork)
-                | Some(Op::ListRewind) => {
+                | Some(Op::ListRewind)
+                | Some(Op::ListSessions)
+                | Some(Op::Resume { .. }) => {
                     let _ = events.send(Event::Error {
                         message: "busy: wait for the turn to end or interrupt it".into(),
                     });

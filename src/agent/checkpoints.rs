@@ -240,7 +240,9 @@ impl super::Core {
             conflicts: outcome.conflicts,
             overwritten: outcome.overwritten,
             skipped: outcome.skipped,
-            prompt: Some(prompt),
+            // Only a conversation that went back lost the prompt: a code-only rewind keeps the
+            // turn in history, and sending its prompt again would repeat it.
+            prompt: scope.conversation().then_some(prompt),
             error,
         });
     }

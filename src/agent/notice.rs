@@ -6,10 +6,10 @@
 //! later is said after everything already sent. It never rewrites a message already in history.
 
 use super::Core;
-use crate::chat::{Message, Role};
+use crate::chat::Message;
 
 /// How a notice opens; a history message starting so is one (`is_notice`).
-const OPEN: &str = "<session-notice>";
+const OPEN: &str = crate::chat::NOTICE_OPEN;
 const CLOSE: &str = "</session-notice>";
 
 /// One notice message holding every change found before a request.
@@ -23,7 +23,7 @@ pub(crate) fn message(parts: &[String]) -> Message {
 
 /// Whether `message` is a notice (the model's reply to it is not an answer to the user).
 pub(crate) fn is_notice(message: &Message) -> bool {
-    message.role == Role::User && message.text().starts_with(OPEN)
+    message.is_notice()
 }
 
 /// The notices in `messages`, oldest first, as their text.

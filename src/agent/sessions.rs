@@ -2,7 +2,8 @@
 //! of the current one (`/fork`, `Op::Fork`: `Session::fork`), where the core continues as if it
 //! had been resumed: the restored history is sent again, the goal comes along with its phase
 //! but disarmed, approvals "always" start over. The original session's file is left as it was
-//! saved.
+//! saved. `/resume` (`Op::Resume`) moves to another saved session of the workspace, as
+//! `--session` would have opened it; `Op::ListSessions` lists the ones it can move to.
 
 use super::Core;
 use crate::protocol::Event;
@@ -79,6 +80,62 @@ impl Core {
             parent_id,
             session_id: self.store.session.id().to_string(),
         });
+        self.emit(self.configured());
+        self.restore_history();
+        self.emit(self.upkeep.window_set());
+        self.goal.start(self.store.session.messages());
+        self.report_context();
+        self.session_changed_plan();
+    }
+}
+
+impl Core {
+    /// Answers `Op::ListSessions`: this workspace's sessions a user can resume.
+    pub(crate) fn list_sessions(&self) {
+        let current = self.store.session.id().to_string();
+        match super::listing::resumable(&self.tool_ctx.workspace, Some(&current)) {
+            Ok(sessions) => self.emit(Event::SessionsListed { sessions }),
+            Err(e) => self.emit(Event::Error {
+                message: format!("cannot list the sessions: {e}"),
+            }),
+        }
+    }
+
+    /// Continues in the saved session `id` of this workspace (locked like `--session`); the
+    /// current one is saved and released, or removed when it holds nothing.
+    pub(crate) fn resume(&mut self, id: &str) {
+        if id == self.store.session.id() {
+            self.emit(Event::Warning {
+                message: "that is the session running now".to_string(),
+            });
+            return;
+        }
+        let opened = Session::resolve_id(&self.tool_ctx.workspace, id)
+            .and_then(|id| Session::open(&self.tool_ctx.workspace, &id));
+        let session = match opened {
+            Ok(session) => session,
+            Err(e) => {
+                self.emit(Event::Error {
+                    message: format!("could not resume session {id}: {e}"),
+                });
+                return;
+            }
+        };
+        self.store.save();
+        let old = self.store.replace(session);
+        self.checkpoints.follow(&self.store.session);
+        if let Err(e) = old.discard_if_empty() {
+            tracing::warn!(error = %e, "could not remove an empty session");
+        }
+        if let Err(e) = self.upkeep.reset(&self.store.session) {
+            self.emit(Event::Warning {
+                message: format!("ignoring the saved compaction checkpoint: {e}"),
+            });
+        }
+        let _ = self.upkeep.reload_memory();
+        self.approvals.forget();
+        self.skills.restore(self.store.session.messages());
+        self.tool_ctx.forget_seen();
         self.emit(self.configured());
         self.restore_history();
         self.emit(self.upkeep.window_set());

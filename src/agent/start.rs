@@ -83,6 +83,7 @@ impl Core {
             plan: super::plan::Plan::default(),
             checkpoints,
             hooks: super::hooks::Hooks::new(options.hooks.clone(), emitter.clone()),
+            shell: super::shell::Shell::default(),
             provider: setup.provider,
             registry: setup.registry,
             tool_ctx: setup.tool_ctx,

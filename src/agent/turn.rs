@@ -6,7 +6,7 @@
 //! its calls (an empty reply counts as failed); every tool call in history gets exactly one
 //! result, in call order, even when the turn is interrupted halfway through a batch.
 
-mod batch;
+pub(super) mod batch;
 mod fallback;
 
 use batch::not_run;
@@ -73,7 +73,12 @@ pub(crate) async fn run(
             // (nothing enters history) or add context to it.
             let site = core.hook_site();
             match core.hooks.prompt(text, &site, &cancel).await {
-                Ok(text) => (text, triggered),
+                // The files it mentions go with it, and what `!command`s printed since the
+                // last prompt goes before it.
+                Ok(text) => {
+                    let text = core.attach_mentions(text, &cancel).await;
+                    (core.shell.with_pending(text), triggered)
+                }
                 Err(error) => {
                     stats.wall = started.elapsed();
                     return (TurnEnd::Failed { error }, stats);

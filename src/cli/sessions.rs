@@ -1,43 +1,87 @@
 //! `minicode sessions` and the session `--session` names: listing this workspace's sessions
-//! (what `--continue` passes over marked, a goal session titled by its objective rather than
-//! its raw record), the bare ids the shell completion scripts offer for `--session`
+//! (text with relative ages, or JSON; what `--continue` passes over marked, a goal session
+//! titled by its objective rather than its raw record), the bare ids the shell completion scripts offer for `--session`
 //! (`sessions --ids`, hidden), and opening the session a full id or a unique prefix names.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::SystemTime;
 
-use crate::agent::goal::record;
-use crate::chat::Message;
+use crate::agent::listing;
+use crate::print::OutputFormat;
+use crate::protocol::sessions::{age, unix_secs};
 use crate::sanitize::visible;
 use crate::session::{Session, SessionError, SessionInfo};
 
 use super::{Failure, usage};
 
-/// Prints the listing, or with `ids_only` one id per line (newest first) for completion.
-pub(super) fn list(workspace: &Path, ids_only: bool) -> Result<ExitCode, Failure> {
+pub(super) use crate::agent::listing::title;
+
+/// `minicode sessions`' own flags.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SessionsArgs {
+    /// Only the ids, one per line (what the completion scripts offer for --session).
+    #[arg(long, hide = true)]
+    ids: bool,
+    /// text (one line per session, with its age) or json (one array, exact times).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output_format: OutputFormat,
+}
+
+/// Prints the listing: text lines, a JSON array, or with `--ids` one id per line (newest
+/// first) for completion.
+pub(super) fn list(workspace: &Path, args: &SessionsArgs) -> Result<ExitCode, Failure> {
     let sessions = Session::list(workspace).map_err(usage)?;
     let mut out = std::io::stdout().lock();
-    if ids_only {
+    let now = SystemTime::now();
+    if args.ids {
         for s in &sessions {
             let _ = writeln!(out, "{}", s.id);
         }
         return Ok(ExitCode::SUCCESS);
     }
+    if args.output_format != OutputFormat::Text {
+        let all: Vec<_> = sessions.iter().map(|s| json(s, now)).collect();
+        let text = serde_json::to_string_pretty(&all).unwrap_or_else(|_| "[]".to_string());
+        let _ = writeln!(out, "{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
     if sessions.is_empty() {
         let _ = writeln!(std::io::stderr(), "no sessions in this workspace yet");
     }
-    let now = std::time::SystemTime::now();
     for s in &sessions {
-        let when = humantime::format_rfc3339_seconds(s.updated);
-        let _ = writeln!(out, "{}  {}  {}", s.id, when, about(s, now));
+        let when = age(unix_secs(s.updated), now);
+        let turns = match s.turns {
+            1 => "1 turn".to_string(),
+            n => format!("{n} turns"),
+        };
+        let _ = writeln!(out, "{}  {when:<13}  {turns:>9}  {}", s.id, about(s, now));
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// One session as `--output-format json` lists it: exact time and relative age, the clean
+/// title, and the facts the text line shows as marks.
+fn json(s: &SessionInfo, now: SystemTime) -> serde_json::Value {
+    let summary = listing::summary(s, None);
+    serde_json::json!({
+        "id": s.id,
+        "title": summary.title,
+        "updated": humantime::format_rfc3339_seconds(s.updated).to_string(),
+        "age": age(summary.updated, now),
+        "turns": s.turns,
+        "path": s.path.display().to_string(),
+        "forked_from": s.forked_from,
+        "parent": s.parent,
+        "problem": s.problem.as_deref().map(visible),
+        "continue_skips": s.passed_over(now),
+    })
+}
+
 /// What a listing line says about a session after its id and time. Everything in it comes from
 /// files in the repository: nothing may act on the terminal.
-fn about(s: &SessionInfo, now: std::time::SystemTime) -> String {
+fn about(s: &SessionInfo, now: SystemTime) -> String {
     let about = match &s.problem {
         Some(problem) => format!("(unreadable: {})", visible(problem)),
         None => visible(&title(&s.first_prompt)),
@@ -51,21 +95,6 @@ fn about(s: &SessionInfo, now: std::time::SystemTime) -> String {
     match s.passed_over(now) {
         Some(reason) => format!("({reason}; --continue skips it) {about}"),
         None => about,
-    }
-}
-
-/// A session's title from the first line of its first user message: the prompt itself, or for
-/// a goal session (whose first message is the goal's record) `goal: <objective>`.
-pub(super) fn title(first_prompt: &str) -> String {
-    if !first_prompt.starts_with(record::STATE_OPEN) {
-        return first_prompt.to_string();
-    }
-    match record::parse(&Message::user(first_prompt.to_string())) {
-        Ok(record::Parsed::Record(r)) => match r.goal {
-            Some(goal) => format!("goal: {}", goal.objective.lines().next().unwrap_or("")),
-            None => "goal: (cleared)".to_string(),
-        },
-        _ => "goal: (unreadable record)".to_string(),
     }
 }
 

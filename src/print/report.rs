@@ -79,6 +79,8 @@ fn line(event: &Event) -> Option<String> {
         | Event::SubagentProgress { .. }
         | Event::ToolOutputDelta { .. }
         | Event::SkillsListed { .. }
+        | Event::SessionsListed { .. }
+        | Event::PathCompletions { .. }
         | Event::ModelsListed { .. }
         | Event::RewindList { .. }
         | Event::Rewound { .. }

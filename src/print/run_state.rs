@@ -163,6 +163,8 @@ impl RunState {
             | Event::ModelSwitched { .. }
             | Event::RewindList { .. }
             | Event::Rewound { .. }
+            | Event::SessionsListed { .. }
+            | Event::PathCompletions { .. }
             | Event::SkillsListed { .. } => {}
         }
         if self.goal_mode && !self.stopping && self.run.over() {

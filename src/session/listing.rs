@@ -148,6 +148,7 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         forked_from: None,
         empty: false,
         tracked: false,
+        turns: 0,
     };
     let bytes = match read_confined(workspace, path) {
         Ok(bytes) => bytes,
@@ -170,11 +171,19 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
             return broken(format!("belongs to workspace {}", found.display()));
         }
     }
+    // A notice (plan mode, a model switch) can come before the first prompt, and a fork made
+    // by a rewind may hold nothing else: it is minicode speaking, never a title.
     let first_user = snapshot
         .messages
         .messages
         .iter()
-        .find(|m| m.role == Role::User);
+        .find(|m| m.role == Role::User && !m.is_notice());
+    let turns = snapshot
+        .messages
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User && !m.is_notice())
+        .count();
     let first_prompt = first_user
         .map(|m| m.text().lines().next().unwrap_or("").to_string())
         .unwrap_or_default();
@@ -188,5 +197,6 @@ fn info(path: &Path, id: &str, workspace: &Path) -> SessionInfo {
         forked_from: snapshot.forked_from,
         empty: first_user.is_none(),
         tracked: false,
+        turns: u32::try_from(turns).unwrap_or(u32::MAX),
     }
 }

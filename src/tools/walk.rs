@@ -191,3 +191,45 @@ fn ignore_files_usable(workspace: &Path, dir: &Path) -> Result<(), String> {
 pub(crate) fn shown(workspace: &Path, path: &Path) -> String {
     fsutil::display_path(workspace, path)
 }
+
+/// The workspace paths that complete `prefix` (a path being typed after `@` in a prompt),
+/// one folder level at a time as a shell completes: the entries of the folder `prefix` names
+/// whose name starts with its last part, folders ending in `/`, sorted, at most `limit`. The
+/// walk's rules apply (ignore files, `.git` and `.minicode` left out, the start confined);
+/// hidden entries only when the last part starts with a dot.
+pub(crate) fn complete(workspace: &Path, prefix: &str, limit: usize) -> Vec<String> {
+    let (dir, stem) = match prefix.rfind('/') {
+        Some(i) => (&prefix[..=i], &prefix[i + 1..]),
+        None => ("", prefix),
+    };
+    let Ok(start) = start(workspace, Some(if dir.is_empty() { "." } else { dir })) else {
+        return Vec::new();
+    };
+    if !start.is_dir {
+        return Vec::new();
+    }
+    let Ok(walk) = build(workspace, &start, None) else {
+        return Vec::new();
+    };
+    let mut builder = walk.builder;
+    builder.max_depth(Some(1));
+    let mut found: Vec<String> = builder
+        .build()
+        .flatten()
+        .filter(|entry| entry.depth() == 1)
+        .filter_map(|entry| {
+            let name = entry.file_name().to_str()?.to_string();
+            let wanted =
+                name.starts_with(stem) && (stem.starts_with('.') || !name.starts_with('.'));
+            let slash = if entry.file_type().is_some_and(|t| t.is_dir()) {
+                "/"
+            } else {
+                ""
+            };
+            wanted.then(|| format!("{dir}{name}{slash}"))
+        })
+        .collect();
+    found.sort();
+    found.truncate(limit);
+    found
+}

@@ -62,7 +62,24 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "read and plan only; /plan off leaves it, /plan approve carries it out",
     ),
     ("/status", "the session, the model and the sandbox profile"),
+    (
+        "/resume",
+        "pick a session of this workspace to continue; /resume ID opens one",
+    ),
+    (
+        "/init",
+        "the model writes an AGENTS.md for this project (you approve the diff)",
+    ),
 ];
+
+/// What `/init` asks the model: its write goes through the usual approval, as a diff.
+pub(crate) const INIT_PROMPT: &str = "Write an AGENTS.md at the root of this workspace for \
+coding agents that will work on this project. First read what tells you how the project works: \
+the README, the build and package files, the CI configuration, and the main source folders. \
+Then write short sections: what the project is; how to build, run, test and lint it (the exact \
+commands); how the code is laid out; the conventions to follow. State only what you found in \
+the files, keep it under about 100 lines, and if an AGENTS.md already exists, improve it rather \
+than start over.";
 
 impl State {
     /// `/copy`, `/copy N` (the Nth reply from the end, 1 is the last), `/copy code` (the last
@@ -156,7 +173,7 @@ impl State {
     }
 }
 
-fn common_prefix(words: &[String]) -> String {
+pub(super) fn common_prefix(words: &[String]) -> String {
     let Some(first) = words.first() else {
         return String::new();
     };
@@ -311,6 +328,14 @@ impl State {
                 self.notice(Level::Info, text);
             }
             "/goal" => return self.goal_command(arg),
+            "/resume" => return self.resume_command(arg),
+            "/init" => {
+                if self.busy {
+                    self.notice(Level::Warning, "/init waits for an idle session");
+                    return Vec::new();
+                }
+                return self.submit(INIT_PROMPT.to_string());
+            }
             "/rewind" => return self.rewind_command(arg),
             "/fork" => {
                 if self.busy {
@@ -342,6 +367,12 @@ impl State {
             );
             return Vec::new();
         }
+        self.reset_view();
+        vec![Effect::Op(Op::NewSession)]
+    }
+
+    /// Empties the transcript and what belongs to the session shown (before another one).
+    pub(crate) fn reset_view(&mut self) {
         self.transcript.clear();
         self.header_live = false;
         self.selected = None;
@@ -353,7 +384,6 @@ impl State {
         self.context_tokens = None;
         self.goal = None;
         self.goal_error = None;
-        vec![Effect::Op(Op::NewSession)]
     }
 
     /// `/plan`, `/plan on`, `/plan off` and `/plan approve`.

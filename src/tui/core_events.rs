@@ -96,6 +96,10 @@ impl State {
                 self.refresh_header();
             }
             e @ (Event::RewindList { .. } | Event::Rewound { .. }) => self.rewind_event(e),
+            Event::SessionsListed { sessions } => {
+                self.sessions_listed(sessions, std::time::SystemTime::now());
+            }
+            Event::PathCompletions { prefix, paths } => self.path_completions(prefix, paths),
             e @ (Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }
@@ -118,6 +122,15 @@ impl State {
                 ..
             } => {
                 self.sessions_seen += 1;
+                // The session `/resume` asked for: its history replaces this transcript (a
+                // resume that failed left the transcript as it was).
+                if self
+                    .resuming
+                    .take_if(|id| session_id.starts_with(id.as_str()))
+                    .is_some()
+                {
+                    self.reset_view();
+                }
                 if self.sessions_seen > 1 {
                     self.notice(Level::Info, format!("new session {session_id}"));
                 }

@@ -1,6 +1,8 @@
 //! `/rewind`: the turns the core can go back before, as one transcript notice, the command
 //! that asks for a rewind, and its result (the turn's prompt put back in the input box).
-//! Minimal by design: a numbered listing and `/rewind <turn> [code|conversation|both]`.
+//! The prompt put back is an offer: a slash command typed over it replaces it (see
+//! [`State::typed_over_restored`]), so `/exit` after a rewind exits rather than being sent as
+//! the end of the old prompt. Minimal by design: a numbered listing and `/rewind <turn> [code|conversation|both]`.
 
 use super::state::{Effect, State};
 use super::transcript::Level;
@@ -86,9 +88,29 @@ impl State {
                 }
                 if let Some(prompt) = prompt.filter(|_| self.draft.is_empty()) {
                     self.draft.set_text(&prompt);
+                    self.restored_prompt = Some(prompt);
                 }
             }
             _ => {}
+        }
+    }
+}
+
+impl State {
+    /// Called before `text` is typed or pasted into the draft: while the draft still holds,
+    /// untouched, the prompt a rewind put back, a slash command typed at its end replaces it
+    /// (otherwise `/exit` would be appended and sent to the model as part of the prompt).
+    pub(crate) fn typed_over_restored(&mut self, text: &str) {
+        let Some(restored) = self.restored_prompt.take() else {
+            return;
+        };
+        if self.draft.text() != restored {
+            return;
+        }
+        if text.starts_with('/') {
+            self.draft.clear();
+        } else {
+            self.restored_prompt = Some(restored);
         }
     }
 }

@@ -160,6 +160,12 @@ pub struct State {
     pub(crate) goal_asked: bool,
     /// The permission rules for `/permissions`, and the rule an "always" offers to save.
     pub permissions: super::permissions::Permissions,
+    /// The prompt a rewind put back in the draft, while it may still be there untouched.
+    pub(crate) restored_prompt: Option<String>,
+    /// The open `/resume` picker.
+    pub(crate) picker: Option<super::resume::Picker>,
+    /// The session (id or prefix) `/resume` asked the core for, until it is configured.
+    pub(crate) resuming: Option<String>,
 }
 
 impl State {
@@ -208,6 +214,9 @@ impl State {
             goal_error: None,
             goal_asked: false,
             permissions: super::permissions::Permissions::default(),
+            restored_prompt: None,
+            picker: None,
+            resuming: None,
         }
     }
 
@@ -255,6 +264,7 @@ impl State {
             Msg::Key(k) if k.kind == KeyEventKind::Release => Vec::new(),
             Msg::Key(k) => self.key(k),
             Msg::Paste(text) => {
+                self.typed_over_restored(&text);
                 self.draft.insert_str(&text);
                 Vec::new()
             }
@@ -281,6 +291,9 @@ impl State {
             {
                 self.hint = None;
             }
+        }
+        if let Some(effects) = self.picker_key(&k) {
+            return effects;
         }
         match k.code {
             KeyCode::Char('c') if ctrl => return self.ctrl_c(),
@@ -344,7 +357,10 @@ impl State {
             KeyCode::Enter if shift || alt => self.draft.newline(),
             KeyCode::Char('j') if ctrl => self.draft.newline(),
             KeyCode::Enter => return self.enter(),
-            KeyCode::Tab => self.tab(),
+            KeyCode::Tab => match self.mention_tab() {
+                Some(effect) => return vec![effect],
+                None => self.tab(),
+            },
             KeyCode::Char('a') if ctrl => self.draft.home(),
             KeyCode::Char('e') if ctrl => self.draft.end(),
             KeyCode::Char('w') if ctrl => self.draft.delete_word(),
@@ -355,7 +371,10 @@ impl State {
             KeyCode::Left if ctrl || alt => self.draft.word_left(),
             KeyCode::Right if ctrl || alt => self.draft.word_right(),
             KeyCode::Char(_) if ctrl => {}
-            KeyCode::Char(c) => self.draft.insert_char(c),
+            KeyCode::Char(c) => {
+                self.typed_over_restored(c.encode_utf8(&mut [0; 4]));
+                self.draft.insert_char(c);
+            }
             KeyCode::Backspace if ctrl || alt => self.draft.delete_word(),
             KeyCode::Backspace => self.draft.backspace(),
             KeyCode::Delete => self.draft.delete(),
@@ -569,6 +588,10 @@ impl State {
         if text.starts_with('/') {
             let text = self.draft.take();
             return self.command(text.trim());
+        }
+        if text.starts_with('!') {
+            let text = self.draft.take();
+            return self.shell_command(&text);
         }
         let text = self.draft.take();
         self.scroll = Scroll::Tail;

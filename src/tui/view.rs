@@ -86,6 +86,9 @@ pub fn render(state: &State, frame: &mut Frame<'_>) {
     let a = areas(state, area);
     let buf = frame.buffer_mut();
     transcript(state, a.transcript, buf);
+    if let Some(picker) = &state.picker {
+        super::resume::render(picker, a.transcript, buf);
+    }
     queue(state, a.queue, buf);
     hint(state, a.hint, buf);
     if a.border.height > 0 {

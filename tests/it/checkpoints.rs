@@ -121,7 +121,13 @@ async fn rewind_undoes_what_write_edit_and_bash_changed_and_leaves_ignored_files
     assert_eq!(turns[0].caveats.len(), 1, "{:?}", turns[0].caveats);
     assert!(turns[0].caveats[0].contains("outside the workspace"));
 
-    let (restored, conflicts, error) = rewound(&rewind(&mut handle, 1, RewindScope::Code).await);
+    let event = rewind(&mut handle, 1, RewindScope::Code).await;
+    // The conversation keeps the turn: its prompt is not offered again for the input box.
+    assert!(
+        matches!(&event, Event::Rewound { prompt: None, .. }),
+        "{event:?}"
+    );
+    let (restored, conflicts, error) = rewound(&event);
     assert_eq!(error, None);
     assert!(conflicts.is_empty(), "{conflicts:?}");
     assert_eq!(restored.len(), 5, "{restored:?}");
@@ -558,6 +564,49 @@ mod tui {
         assert_eq!(s.draft.text(), "add the parser");
         let text = screen(&s);
         assert!(text.contains("b.rs"), "{text}");
+    }
+
+    #[test]
+    fn a_slash_command_typed_over_a_rewound_prompt_replaces_it_so_exit_exits() {
+        let mut s = state();
+        s.update(Msg::Agent(Event::Rewound {
+            turn: 2,
+            restored: vec![],
+            conflicts: vec![],
+            overwritten: vec![],
+            skipped: vec![],
+            prompt: Some("add the parser".into()),
+            error: None,
+        }));
+        assert_eq!(s.draft.text(), "add the parser");
+        for c in "/exit".chars() {
+            s.update(Msg::Key(KeyEvent::new(
+                KeyCode::Char(c),
+                KeyModifiers::NONE,
+            )));
+        }
+        assert_eq!(s.draft.text(), "/exit");
+        let effects = s.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
+        assert_eq!(effects, vec![Effect::Exit]);
+
+        // Words typed after the prompt extend it, as before.
+        let mut s = state();
+        s.update(Msg::Agent(Event::Rewound {
+            turn: 2,
+            restored: vec![],
+            conflicts: vec![],
+            overwritten: vec![],
+            skipped: vec![],
+            prompt: Some("add the parser".into()),
+            error: None,
+        }));
+        for c in " now".chars() {
+            s.update(Msg::Key(KeyEvent::new(
+                KeyCode::Char(c),
+                KeyModifiers::NONE,
+            )));
+        }
+        assert_eq!(s.draft.text(), "add the parser now");
     }
 }
 

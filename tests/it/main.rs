@@ -96,6 +96,7 @@ mod tui_highlight;
 mod tui_live;
 mod tui_render;
 mod tui_select;
+mod tui_session_extras;
 mod tui_view;
 mod walk_global_excludes;
 mod wire_names;

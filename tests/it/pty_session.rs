@@ -747,3 +747,32 @@ fn hooks_command_lists_the_users_hooks_with_their_file_and_that_they_run() {
     pty.wait_exit();
     pty.assert_restored();
 }
+
+#[test]
+fn bang_command_then_slash_resume_picks_a_saved_session_and_exit_restores() {
+    let server = MockServer::start_in_thread(Vec::new());
+    let dir = tempfile::tempdir().unwrap();
+    let mut saved = minicode::session::Session::create(dir.path()).unwrap();
+    saved.push(minicode::chat::Message::user("port the parser"));
+    saved.push(minicode::chat::Message::assistant(
+        Some("ported it to nom".into()),
+        Vec::new(),
+    ));
+    saved.save().unwrap();
+    drop(saved);
+    let mut pty = Pty::spawn_in(&server, dir);
+    pty.wait_for("ask anything");
+    // The user's own command runs (sandboxed, unasked) and shows its output.
+    pty.send(b"!echo shell-$((6*7))\r");
+    pty.wait_for("shell-42");
+    pty.wait_for("idle");
+    // The picker lists the saved session; Enter brings its history into this window.
+    pty.send(b"/resume\r");
+    pty.wait_for("resume a session");
+    pty.wait_for("port the parser");
+    pty.send(b"\r");
+    pty.wait_for("ported it to nom");
+    pty.send(b"/exit\r");
+    pty.wait_exit();
+    pty.assert_restored();
+}

@@ -400,3 +400,56 @@ fn a_fork_that_cannot_be_saved_leaves_no_empty_session_behind() {
     assert_eq!(ids, [id]);
     assert_eq!(server.request_count(), 0);
 }
+
+#[test]
+fn a_fork_whose_first_message_is_a_notice_is_titled_by_the_prompt() {
+    let (_dir, ws) = workspace();
+    let mut session = Session::create(&ws).unwrap();
+    session.push(minicode::chat::Message::user(
+        "<session-notice>\nminicode reports a change: plan mode is on\n</session-notice>",
+    ));
+    session.push(minicode::chat::Message::user("the real question"));
+    session.save().unwrap();
+    let origin = session.id().to_string();
+    // A rewind to before the prompt keeps the notice alone; a fork keeps both.
+    let notice_only = session.fork_before(1).unwrap().id().to_string();
+    let both = session.fork().unwrap().id().to_string();
+    drop(session);
+    let list = text(&run(&ws, &["sessions"]).stdout);
+    assert!(!list.contains("session-notice"), "{list}");
+    let line = |id: &str| {
+        list.lines()
+            .find(|l| l.starts_with(id))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        line(&both).ends_with(&format!("(fork of {origin}) the real question")),
+        "{list}"
+    );
+    assert!(line(&notice_only).contains("no messages"), "{list}");
+    assert!(line(&origin).ends_with("the real question"), "{list}");
+}
+
+#[test]
+fn sessions_show_a_relative_age_and_the_turns_in_text_and_json() {
+    let (_dir, ws) = workspace();
+    let id = plant_conversation(&ws, "count the parrots");
+    let out = run(&ws, &["sessions"]);
+    let list = text(&out.stdout);
+    let line = list.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(line.contains("just now"), "{list}");
+    assert!(line.contains("1 turn "), "{list}");
+
+    let out = run(&ws, &["sessions", "--output-format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = json.as_array().unwrap();
+    assert_eq!(all.len(), 1, "{json}");
+    assert_eq!(all[0]["id"], id.as_str());
+    assert_eq!(all[0]["title"], "count the parrots");
+    assert_eq!(all[0]["turns"], 1);
+    assert_eq!(all[0]["age"], "just now");
+    assert!(all[0]["updated"].as_str().unwrap().ends_with('Z'), "{json}");
+    assert!(all[0]["continue_skips"].is_null(), "{json}");
+}

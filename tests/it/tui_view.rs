@@ -861,7 +861,7 @@ fn tiny_window_still_shows_a_pending_approval() {
 #[test]
 fn slash_hint_lists_every_match_and_tab_completes_the_common_prefix_then_cycles() {
     // Wide enough for every command name on the one hint line (room for a few more).
-    let mut s = state(140, 16);
+    let mut s = state(160, 16);
     type_text(&mut s, "/");
     let hint = rows(&s).join("\n");
     for (c, _) in minicode::tui::state::COMMANDS {

@@ -151,6 +151,8 @@ impl Pump {
             | Event::MemoryLoaded { .. }
             | Event::ContextUsage { .. }
             | Event::SkillsListed { .. }
+            | Event::SessionsListed { .. }
+            | Event::PathCompletions { .. }
             | Event::ModelsListed { .. }
             | Event::ModelSwitched { .. }
             | Event::McpServers { .. }
