@@ -377,14 +377,15 @@ fn every_command_bash_runs_is_one_the_splitter_reports_or_it_says_unknown() {
             .join("\n")
     );
     // The test has teeth only if many lines are read (a third are built to be unknown, and a
-    // wrapper such as `command` or `eval` given a word that expands is unknown too: 964 of
-    // 2000 were read when this was written) and bash ran plenty of commands in them.
+    // wrapper such as `command` or `eval` given a word that expands is unknown too) and bash
+    // ran commands in them (many lines are syntax errors, where it runs nothing). When this
+    // was written: 964 of 2000 lines read, 829 distinct commands run in them.
     assert!(
         known * 5 > LINES * 2,
         "only {known} of {LINES} lines were read"
     );
     assert!(
-        checked > LINES,
+        checked * 4 > LINES,
         "bash ran only {checked} commands in read lines"
     );
 }
