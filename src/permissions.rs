@@ -132,6 +132,10 @@ pub enum Verdict<'a> {
     Ask(&'a Rule),
     /// Refused without asking.
     Deny(&'a Rule),
+    /// A `bash` line the splitter cannot read with certainty, while deny or ask rules are in
+    /// force for `bash`: asked every time (even under `--yes`), since it may hide what they
+    /// cover. The reason is what the splitter could not read.
+    Unread(&'static str),
 }
 
 /// What a call touches, as the rules see it.
@@ -192,6 +196,13 @@ impl Rules {
         }
     }
 
+    /// Whether any `read(…)` rule denies paths.
+    pub(crate) fn denies_reads(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.action == Action::Deny && r.tool == "read" && r.pattern.is_some())
+    }
+
     /// The deny rule that keeps a tool that shows files (`read`, `list`, `search`) from
     /// showing `path` (workspace-relative), if one does.
     pub fn read_denied(&self, path: &str) -> Option<&Rule> {
@@ -238,7 +249,13 @@ fn command_verdict<'a>(
     if let Some(rule) = against(Action::Ask) {
         return Verdict::Ask(rule);
     }
+    if let Some(reason) = script.unknown
+        && rules.iter().any(|r| r.action != Action::Allow)
+    {
+        return Verdict::Unread(reason);
+    }
     let allowed = script.opaque.is_none()
+        && script.unknown.is_none()
         && !script.commands.is_empty()
         && !script.writes.iter().any(|w| protected(w))
         && script.commands.iter().all(|c| {
@@ -262,6 +279,9 @@ pub fn suggest(tool: &str, command: Option<&str>) -> Option<String> {
         return Rule::parse(tool, Action::Allow, "").ok().map(|r| r.text);
     }
     let script = shell::split(command?);
+    if script.unknown.is_some() {
+        return None;
+    }
     let first = script.commands.first()?;
     let mut words = first.text.split(' ');
     let program = words.next().filter(|w| !w.is_empty())?;

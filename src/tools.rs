@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod outputs;
 pub mod protected;
 pub(crate) mod read;
+pub(crate) mod read_guard;
 pub(crate) mod running;
 pub(crate) mod search;
 pub(crate) mod secrets;
@@ -197,22 +198,6 @@ pub(crate) fn parse_args<T: DeserializeOwned>(args: &serde_json::Value) -> Resul
     T::deserialize(args).map_err(|e| format!("invalid arguments: {e}"))
 }
 
-/// Whether a `read(…)` deny rule keeps the file at `path` (inside `workspace`) from the model:
-/// `list` and `search` leave such files out and count them.
-pub(crate) fn withheld(
-    rules: Option<&crate::permissions::Rules>,
-    workspace: &Path,
-    path: &Path,
-) -> bool {
-    let Some(rules) = rules else {
-        return false;
-    };
-    path.strip_prefix(workspace)
-        .ok()
-        .and_then(Path::to_str)
-        .is_some_and(|rel| rules.read_denied(rel).is_some())
-}
-
 /// The closing note of a `list` or `search` that left files out for the rules.
 pub(crate) fn withheld_note(count: usize) -> Option<String> {
     (count > 0).then(|| {
@@ -325,11 +310,8 @@ impl ToolCtx {
     /// being shown by `read`, `list` or `search`, as the text the model reads; `None` when no
     /// rule covers it.
     pub(crate) fn read_denied(&self, path: &Path) -> Option<String> {
-        let rules = self.permissions.as_ref()?;
-        let rel = path.strip_prefix(&self.workspace).ok()?.to_str()?;
-        rules
-            .read_denied(rel)
-            .map(|rule| format!("denied by the rule `{}` (from {})", rule.text, rule.origin))
+        let guard = read_guard::ReadGuard::new(self.permissions.as_deref(), &self.workspace)?;
+        guard.denial(path).map(|denial| denial.describe())
     }
 
     /// The sandbox policy the next `bash` call runs under. [`ToolCtx::new`] starts unconfined

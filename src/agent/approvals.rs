@@ -91,6 +91,10 @@ impl Approvals {
             Verdict::Allow => Ruling::Allowed,
             Verdict::Ask(rule) => Ruling::Ask(format!("the permission rule {}", shown(rule))),
             Verdict::Deny(rule) => Ruling::Deny(shown(rule)),
+            Verdict::Unread(reason) => Ruling::Ask(format!(
+                "a command the permission rules cannot read ({reason}), while deny or ask rules \
+                 are in force,"
+            )),
         }
     }
 }

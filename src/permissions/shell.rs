@@ -1,12 +1,23 @@
-//! A small shell-word splitter, just enough for permission rules: it cuts a `bash` command into
-//! its simple commands (at `&&`, `||`, `;`, `|`, `&`, newlines and parentheses), removes quotes
-//! and escapes from their words, and notes what no rule may auto-allow: command substitution
-//! (`$(…)`, backticks, `<(…)`), `eval`, here-documents and unbalanced quotes. Commands inside
-//! a substitution are reported too, so a deny rule still sees them. Files written through
-//! redirections are collected for the caller to check against the protected paths.
+//! A shell-word splitter, just enough for permission rules: it cuts a `bash` command line into
+//! its simple commands, removes quotes and escapes from their words, and says what no rule may
+//! auto-allow. It reads quotes of every kind (`'…'`, `"…"`, `$'…'`, `$"…"`), escapes, line
+//! continuations, comments, substitutions (`$(…)`, backticks, `<(…)`, `>(…)`), arithmetic and
+//! here-documents as bash does (`shell/lexer.rs`); commands inside a substitution, and what
+//! `eval`, `command`, `builtin` and `exec` run, are reported too, so a deny rule still sees
+//! them. Files written through redirections are collected for the caller to check against the
+//! protected paths.
 //!
-//! It is not a shell: it never expands anything and errs towards "cannot tell", which only
-//! ever means "ask".
+//! It is not a shell: it never expands anything. Two levels of doubt: `opaque` (it read the
+//! line, but something in it — a substitution, `eval`, a here-document — must not be allowed
+//! by a rule) and `unknown` (it cannot be sure it saw every command bash would run: a command
+//! name that expands, `source`, `trap`, a parameter expansion it cannot read …). Both only
+//! ever mean "ask"; `tests/it/shell_oracle.rs` holds it to what bash itself runs.
+
+mod lexer;
+#[cfg(test)]
+mod tests;
+
+use lexer::{Token, Word};
 
 /// What [`split`] found in a command line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -15,8 +26,19 @@ pub struct Script {
     pub commands: Vec<Command>,
     /// Why no rule may allow the line without asking, when something makes it opaque.
     pub opaque: Option<&'static str>,
+    /// Why the splitter cannot be sure it saw every command bash would run: then no rule
+    /// allows the line, and a deny or ask rule that matched nothing still asks.
+    pub unknown: Option<&'static str>,
     /// The targets of output redirections (`>`, `>>`, `>|`, `&>`, `<>`), as written.
     pub writes: Vec<String>,
+}
+
+impl Script {
+    /// Marks the line unknown (and so opaque too).
+    pub(crate) fn unsure(&mut self, why: &'static str) {
+        self.unknown.get_or_insert(why);
+        self.opaque.get_or_insert(why);
+    }
 }
 
 /// One simple command.
@@ -28,9 +50,11 @@ pub struct Command {
     /// The same without leading variable assignments (`FOO=1 rm x` → `rm x`): what deny and
     /// ask rules also match, so an assignment cannot hide a command from them.
     pub bare: String,
+    /// The command word (quotes removed), or empty when the command only assigns variables.
+    pub program: String,
 }
 
-/// Substitutions nested deeper than this are not looked into (the line is opaque anyway).
+/// Substitutions nested deeper than this are not looked into (the line is unknown then).
 const MAX_DEPTH: usize = 8;
 
 /// Words that open or close compound commands; they are dropped from the front of a command.
@@ -41,337 +65,136 @@ const KEYWORDS: &[&str] = &[
 /// Splits `line` into its simple commands (see the module's note).
 pub fn split(line: &str) -> Script {
     let mut script = Script::default();
-    split_into(line, 0, &mut script);
+    lexer::lex(line, 0, &mut script);
     script
 }
 
-fn split_into(line: &str, depth: usize, script: &mut Script) {
-    if depth > MAX_DEPTH {
-        script.opaque = Some("command substitution");
-        return;
-    }
-    let tokens = Lexer::new(line, depth, script).run();
-    group(tokens, script);
-}
-
-enum Token {
-    Word(String),
-    Separator,
-    /// An output redirection: the next word is a file written (or a descriptor after `>&`).
-    Write,
-    /// An input redirection: the next word is read, not part of the command.
-    Read,
-    /// `<<`: the next word is the delimiter; the body follows on later lines.
-    HereDoc,
-}
-
-struct Lexer<'a> {
-    chars: Vec<char>,
-    i: usize,
-    word: Option<String>,
-    tokens: Vec<Token>,
-    depth: usize,
-    script: &'a mut Script,
-}
-
-impl<'a> Lexer<'a> {
-    fn new(line: &str, depth: usize, script: &'a mut Script) -> Self {
-        Self {
-            chars: line.chars().collect(),
-            i: 0,
-            word: None,
-            tokens: Vec::new(),
-            depth,
-            script,
-        }
-    }
-
-    fn peek(&self, ahead: usize) -> Option<char> {
-        self.chars.get(self.i + ahead).copied()
-    }
-
-    fn push(&mut self, c: char) {
-        self.word.get_or_insert_with(String::new).push(c);
-    }
-
-    fn end_word(&mut self) {
-        if let Some(word) = self.word.take() {
-            self.tokens.push(Token::Word(word));
-        }
-    }
-
-    fn run(mut self) -> Vec<Token> {
-        while let Some(c) = self.peek(0) {
-            match c {
-                ' ' | '\t' | '\r' => {
-                    self.end_word();
-                    self.i += 1;
-                }
-                '&' if self.peek(1) == Some('>') => {
-                    self.end_word();
-                    self.i += 2;
-                    if self.peek(0) == Some('>') {
-                        self.i += 1;
-                    }
-                    self.tokens.push(Token::Write);
-                }
-                '\n' | ';' | '&' | '|' | '(' | ')' => {
-                    self.end_word();
-                    self.tokens.push(Token::Separator);
-                    self.i += 1;
-                }
-                '#' if self.word.is_none() => {
-                    while self.peek(0).is_some_and(|c| c != '\n') {
-                        self.i += 1;
-                    }
-                }
-                '\\' => {
-                    match self.peek(1) {
-                        Some('\n') => {}
-                        Some(next) => self.push(next),
-                        None => {}
-                    }
-                    self.i += 2;
-                }
-                '\'' => self.single_quoted(),
-                '"' => self.double_quoted(),
-                '`' => self.backticks(),
-                '$' if self.peek(1) == Some('(') => {
-                    self.push('$');
-                    self.i += 1;
-                    self.parenthesised();
-                }
-                '>' | '<' => self.redirection(c),
-                _ => {
-                    self.push(c);
-                    self.i += 1;
-                }
-            }
-        }
-        self.end_word();
-        self.tokens
-    }
-
-    fn single_quoted(&mut self) {
-        self.i += 1;
-        self.word.get_or_insert_with(String::new);
-        loop {
-            match self.peek(0) {
-                None => {
-                    self.script.opaque = Some("an unterminated quote");
-                    return;
-                }
-                Some('\'') => {
-                    self.i += 1;
-                    return;
-                }
-                Some(c) => {
-                    self.push(c);
-                    self.i += 1;
-                }
-            }
-        }
-    }
-
-    fn double_quoted(&mut self) {
-        self.i += 1;
-        self.word.get_or_insert_with(String::new);
-        loop {
-            match self.peek(0) {
-                None => {
-                    self.script.opaque = Some("an unterminated quote");
-                    return;
-                }
-                Some('"') => {
-                    self.i += 1;
-                    return;
-                }
-                Some('\\') => match self.peek(1) {
-                    Some(c @ ('$' | '`' | '"' | '\\')) => {
-                        self.push(c);
-                        self.i += 2;
-                    }
-                    Some('\n') => self.i += 2,
-                    _ => {
-                        self.push('\\');
-                        self.i += 1;
-                    }
-                },
-                Some('`') => self.backticks(),
-                Some('$') if self.peek(1) == Some('(') => {
-                    self.push('$');
-                    self.i += 1;
-                    self.parenthesised();
-                }
-                Some(c) => {
-                    self.push(c);
-                    self.i += 1;
-                }
-            }
-        }
-    }
-
-    /// A backquoted substitution: its text up to the next unescaped backquote.
-    fn backticks(&mut self) {
-        let start = self.i + 1;
-        let mut end = start;
-        while end < self.chars.len() && self.chars[end] != '`' {
-            end += if self.chars[end] == '\\' { 2 } else { 1 };
-        }
-        let end = end.min(self.chars.len());
-        let inner: String = self.chars[start..end].iter().collect();
-        self.i = (end + 1).min(self.chars.len());
-        self.substitution(&inner, '`', '`');
-    }
-
-    /// `(…)` after `$`, `<` or `>`, up to its matching parenthesis (quotes respected).
-    fn parenthesised(&mut self) {
-        let start = self.i + 1;
-        let (mut end, mut depth, mut quote) = (start, 1usize, None::<char>);
-        while end < self.chars.len() {
-            let c = self.chars[end];
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some('"') | None, '\\') => end += 1,
-                (Some(_), _) => {}
-                (None, '\'' | '"') => quote = Some(c),
-                (None, '(') => depth += 1,
-                (None, ')') => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
-            end += 1;
-        }
-        let end = end.min(self.chars.len());
-        let inner: String = self.chars[start..end].iter().collect();
-        self.i = (end + 1).min(self.chars.len());
-        self.substitution(&inner, '(', ')');
-    }
-
-    fn substitution(&mut self, inner: &str, open: char, close: char) {
-        self.script.opaque = Some("command substitution");
-        let word = self.word.get_or_insert_with(String::new);
-        word.push(open);
-        word.push_str(inner);
-        word.push(close);
-        split_into(inner, self.depth + 1, self.script);
-    }
-
-    fn redirection(&mut self, c: char) {
-        // A descriptor number written right before the operator (`2>`) is not a word.
-        if self
-            .word
-            .as_deref()
-            .is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()))
-        {
-            self.word = None;
-        }
-        self.end_word();
-        if self.peek(1) == Some('(') {
-            // Process substitution, `<(…)` or `>(…)`.
-            self.push(c);
-            self.i += 1;
-            self.parenthesised();
-            self.end_word();
-            return;
-        }
-        let token = match (c, self.peek(1), self.peek(2)) {
-            ('>', Some('>' | '|' | '&'), _) => {
-                self.i += 2;
-                Token::Write
-            }
-            ('>', ..) => {
-                self.i += 1;
-                Token::Write
-            }
-            ('<', Some('<'), Some('<')) => {
-                self.i += 3;
-                Token::Read
-            }
-            ('<', Some('<'), _) => {
-                self.i += 2;
-                if self.peek(0) == Some('-') {
-                    self.i += 1;
-                }
-                Token::HereDoc
-            }
-            ('<', Some('>'), _) => {
-                self.i += 2;
-                Token::Write
-            }
-            ('<', Some('&'), _) => {
-                self.i += 2;
-                Token::Read
-            }
-            _ => {
-                self.i += 1;
-                Token::Read
-            }
-        };
-        self.tokens.push(token);
-    }
-}
-
-/// Turns tokens into simple commands and redirection targets.
-fn group(tokens: Vec<Token>, script: &mut Script) {
-    let mut words: Vec<String> = Vec::new();
+/// Turns one level's tokens into simple commands and redirection targets.
+fn group(tokens: Vec<Token>, depth: usize, script: &mut Script) {
+    let mut words: Vec<Word> = Vec::new();
     let mut target: Option<Token> = None;
+    let mut piped = false;
     for token in tokens {
         match token {
             Token::Word(word) => match target.take() {
                 // `>&2`, `>&-`: a descriptor, not a file.
-                Some(Token::Write) if word == "-" || word.bytes().all(|b| b.is_ascii_digit()) => {}
-                Some(Token::Write) => script.writes.push(word),
+                Some(Token::Write)
+                    if word.text == "-" || word.text.bytes().all(|b| b.is_ascii_digit()) => {}
+                Some(Token::Write) => script.writes.push(word.text),
                 Some(_) => {}
                 None => words.push(word),
             },
-            Token::Separator => finish(&mut words, script),
-            Token::HereDoc => {
-                script.opaque = Some("a here-document");
-                target = Some(Token::HereDoc);
+            Token::Separator | Token::Pipe => {
+                finish(std::mem::take(&mut words), piped, depth, script);
+                piped = matches!(token, Token::Pipe);
             }
             other => target = Some(other),
         }
     }
-    finish(&mut words, script);
+    finish(words, piped, depth, script);
 }
 
-fn finish(words: &mut Vec<String>, script: &mut Script) {
-    let all = std::mem::take(words);
-    let start = all
-        .iter()
-        .position(|w| !KEYWORDS.contains(&w.as_str()))
-        .unwrap_or(all.len());
+/// Records one simple command, and what a builtin among its words runs in turn. `piped`: it
+/// follows a `|`, where `time` is a program, not the keyword.
+fn finish(all: Vec<Word>, piped: bool, depth: usize, script: &mut Script) {
+    let mut start = 0;
+    while let Some(word) = all
+        .get(start)
+        .filter(|w| is_keyword(w) && !(piped && start == 0 && w.text == "time"))
+    {
+        start += 1;
+        // `time -p` takes its option.
+        if word.text == "time" && all.get(start).is_some_and(|w| w.text == "-p") {
+            start += 1;
+        }
+    }
     let words = &all[start..];
     if words.is_empty() {
         return;
     }
-    let bare_start = words
-        .iter()
-        .position(|w| !is_assignment(w))
-        .unwrap_or(words.len());
+    let bare_start = words.iter().position(|w| !w.assign).unwrap_or(words.len());
     let bare = &words[bare_start..];
-    if bare.first().is_some_and(|w| w == "eval") {
-        script.opaque = Some("eval");
+    record(words, bare, script);
+    runs(bare, depth, script);
+}
+
+fn record(words: &[Word], bare: &[Word], script: &mut Script) {
+    let join = |ws: &[Word]| {
+        ws.iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let program = bare.first();
+    if program.is_some_and(|w| w.expands) {
+        script.unsure("a command name that expands");
     }
     script.commands.push(Command {
-        text: words.join(" "),
-        bare: bare.join(" "),
+        text: join(words),
+        bare: join(bare),
+        program: program.map(|w| w.text.clone()).unwrap_or_default(),
     });
 }
 
-/// `NAME=value`, a variable assignment before a command.
-fn is_assignment(word: &str) -> bool {
-    let Some((name, _)) = word.split_once('=') else {
-        return false;
+/// What the builtins that run other commands run: `eval`'s words are split again,
+/// `command`, `builtin` and `exec` report the command they start; `source`, `.`, `trap` and
+/// `coproc` make the line unknown.
+fn runs(bare: &[Word], depth: usize, script: &mut Script) {
+    let Some((program, args)) = bare.split_first() else {
+        return;
     };
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    match program.text.as_str() {
+        "eval" => {
+            script.opaque = Some("eval");
+            if args.iter().any(|w| w.expands) {
+                script.unsure("eval of words that expand");
+            } else if depth >= MAX_DEPTH {
+                script.unsure("eval nested too deep");
+            } else {
+                let text: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+                lexer::lex(&text.join(" "), depth + 1, script);
+            }
+        }
+        "command" | "builtin" | "exec" => {
+            if let Some(inner) = wrapped(&program.text, args)
+                && !inner.is_empty()
+            {
+                record(inner, inner, script);
+                runs(inner, depth, script);
+            }
+        }
+        "source" | "." | "trap" | "coproc" if !args.is_empty() => {
+            script.unsure("a builtin that runs commands it does not show");
+        }
+        _ => {}
+    }
+}
+
+/// The command a `command`, `builtin` or `exec` word starts, after its options; `None` when
+/// it starts none (`command -v`).
+fn wrapped<'w>(wrapper: &str, args: &'w [Word]) -> Option<&'w [Word]> {
+    let mut rest = args;
+    while let Some((first, others)) = rest.split_first() {
+        let option = first.text.as_str();
+        if option == "--" {
+            return Some(others);
+        }
+        if !option.starts_with('-') || option == "-" || wrapper == "builtin" {
+            break;
+        }
+        if wrapper == "command" && option.contains(['v', 'V']) {
+            return None;
+        }
+        rest = others;
+        if wrapper == "exec" && option.ends_with('a') {
+            // `exec -a NAME`: the next word is the name, not the command.
+            rest = rest.get(1..).unwrap_or_default();
+        }
+    }
+    Some(rest)
+}
+
+/// An unquoted shell keyword.
+fn is_keyword(word: &Word) -> bool {
+    !word.quoted && !word.expands && KEYWORDS.contains(&word.text.as_str())
 }

@@ -144,9 +144,11 @@ fn list(
     let found: Arc<Mutex<Vec<Found>>> = Arc::default();
     let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let withheld = std::sync::atomic::AtomicUsize::new(0);
+    let guard = crate::tools::read_guard::ReadGuard::new(rules, workspace);
     walk.builder.build_parallel().run(|| {
         let errors = errors.clone();
         let withheld = &withheld;
+        let guard = &guard;
         let cancel = cancel.clone();
         let mut batch = Batch {
             found: Vec::new(),
@@ -169,7 +171,7 @@ fn list(
             if kind.is_dir() {
                 return WalkState::Continue;
             }
-            if crate::tools::withheld(rules, workspace, entry.path()) {
+            if guard.as_ref().is_some_and(|g| g.withholds(entry.path())) {
                 withheld.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return WalkState::Continue;
             }

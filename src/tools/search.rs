@@ -225,7 +225,7 @@ struct Shared<'a> {
     secrets: &'a Secrets,
     cancel: &'a CancellationToken,
     /// The rules whose `read(…)` denials keep files out, and how many they kept out.
-    rules: Option<&'a crate::permissions::Rules>,
+    guard: Option<crate::tools::read_guard::ReadGuard<'a>>,
     withheld: AtomicUsize,
     kept: Mutex<Kept>,
     searched: AtomicUsize,
@@ -248,7 +248,7 @@ fn search(
         matcher: &call.matcher,
         secrets,
         cancel,
-        rules,
+        guard: crate::tools::read_guard::ReadGuard::new(rules, workspace),
         withheld: AtomicUsize::new(0),
         kept: Mutex::new(Kept {
             limit: call.limit,
@@ -283,7 +283,11 @@ fn search(
             };
             // Only regular files: links are never followed, FIFOs and devices never opened.
             if entry.file_type().is_some_and(|t| t.is_file()) {
-                if crate::tools::withheld(shared.rules, shared.workspace, entry.path()) {
+                if shared
+                    .guard
+                    .as_ref()
+                    .is_some_and(|g| g.withholds(entry.path()))
+                {
                     shared.withheld.fetch_add(1, Ordering::Relaxed);
                 } else {
                     search_file(shared, &mut searcher, entry.path(), limit);

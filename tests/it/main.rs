@@ -57,6 +57,7 @@ mod mcp_binary;
 mod memory;
 mod output_schema;
 mod permissions;
+mod permissions_oracle;
 mod plan_mode;
 mod prompt_cache;
 mod protected_paths;

@@ -41,6 +41,7 @@ fn kind(verdict: Verdict<'_>) -> (&'static str, String) {
         Verdict::Allow => ("allow", String::new()),
         Verdict::Ask(r) => ("ask", r.text.clone()),
         Verdict::Deny(r) => ("deny", r.text.clone()),
+        Verdict::Unread(why) => ("unread", why.to_string()),
     }
 }
 
@@ -620,4 +621,93 @@ fn an_allow_rule_never_covers_a_protected_path() {
     assert!(ws.join("docs/a.md").exists(), "{results:?}");
     assert!(!ws.join(".git/hooks/pre-commit").exists(), "{results:?}");
     assert!(results[1].contains("no terminal"), "{results:?}");
+}
+
+#[test]
+fn an_ansi_c_quote_cannot_smuggle_a_denied_command_past_an_allow_rule() {
+    // The line of issue 32: bash runs `echo` and then `touch x`; the `#'` is a comment.
+    let exploit = "echo $'\\'' ; touch x #'";
+    let r = rules(&["bash(echo *)"], &[], &["bash(touch *)"]);
+    assert_eq!(bash(&r, exploit), ("deny", "bash(touch *)".into()));
+    let (_tmp, ws, code, err, results) = run(
+        &[
+            bash_call("c1", exploit),
+            bash_call("c2", "echo $'\\x27' ; touch y"),
+        ],
+        "allow = [\"bash(echo *)\"]\ndeny = [\"bash(touch *)\"]\n",
+        &[],
+        |_| {},
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !ws.join("x").exists() && !ws.join("y").exists(),
+        "{results:?}"
+    );
+    assert!(results[0].contains("bash(touch *)"), "{results:?}");
+    assert!(results[1].contains("bash(touch *)"), "{results:?}");
+}
+
+#[test]
+fn a_line_the_splitter_cannot_read_is_asked_even_under_yes_when_deny_rules_exist() {
+    let r = rules(&["bash"], &[], &["bash(touch *)"]);
+    for line in ["$CMD x", "t{ouch,} x", "source ./s.sh", "echo ${x:-'}'}"] {
+        assert_eq!(bash(&r, line).0, "unread", "{line}");
+    }
+    // Without deny or ask rules it is only never allowed.
+    let allow_only = rules(&["bash(echo *)"], &[], &[]);
+    assert_eq!(bash(&allow_only, "$CMD x").0, "none");
+    let (_tmp, ws, code, err, results) = run(
+        &[bash_call("c1", "CMD=touch; $CMD hidden")],
+        "deny = [\"bash(touch *)\"]\n",
+        &["--yes"],
+        |_| {},
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!ws.join("hidden").exists(), "{results:?}");
+    assert!(err.contains("cannot read"), "{err}");
+    assert!(results[0].contains("no terminal"), "{results:?}");
+}
+
+#[test]
+fn a_hard_link_to_a_denied_file_is_withheld_from_read_list_search_and_find() {
+    let call = |id, name, args: serde_json::Value| (id, name, args.to_string());
+    let (_tmp, _ws, code, err, results) = run(
+        &[
+            call(
+                "c1",
+                "read",
+                serde_json::json!({ "path": "docs/notes.txt" }),
+            ),
+            call(
+                "c2",
+                "search",
+                serde_json::json!({ "pattern": "swordfish" }),
+            ),
+            call(
+                "c3",
+                "find",
+                serde_json::json!({ "query": "swordfish token" }),
+            ),
+            call("c4", "list", serde_json::json!({})),
+            call("c5", "read", serde_json::json!({ "path": "plain.txt" })),
+        ],
+        "deny = [\"read(.env*)\"]\n",
+        &[],
+        |ws| {
+            std::fs::write(ws.join(".env"), "TOKEN=swordfish\n").unwrap();
+            std::fs::create_dir_all(ws.join("docs")).unwrap();
+            std::fs::hard_link(ws.join(".env"), ws.join("docs/notes.txt")).unwrap();
+            std::fs::write(ws.join("plain.txt"), "nothing to hide\n").unwrap();
+        },
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let all = results.join("\n");
+    assert!(!all.contains("TOKEN=swordfish"), "{all}");
+    assert!(
+        results[0].contains("hard link to a file denied by the rule `read(.env*)`"),
+        "{all}"
+    );
+    assert!(results[1].contains("withheld"), "{all}");
+    assert!(!results[3].contains("notes.txt"), "{all}");
+    assert!(results[4].contains("nothing to hide"), "{all}");
 }

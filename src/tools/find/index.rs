@@ -299,13 +299,15 @@ pub(crate) fn walk_files(
     let start = walk::start(workspace, None)?;
     let walk = walk::build(workspace, &start, None)?;
     let found = Mutex::new(Found::default());
+    let guard = crate::tools::read_guard::ReadGuard::new(rules, workspace);
     walk.builder.build_parallel().run(|| {
         let found = &found;
+        let guard = guard.as_ref();
         Box::new(move |entry| {
             if let Ok(entry) = entry
                 && entry.file_type().is_some_and(|t| t.is_file())
             {
-                let seen = look(workspace, rules, entry.path());
+                let seen = look(workspace, guard, entry.path());
                 let mut found = crate::sync::lock(found);
                 match seen {
                     Seen::Withheld => found.withheld += 1,
@@ -332,8 +334,12 @@ enum Seen {
     Nothing,
 }
 
-fn look(workspace: &Path, rules: Option<&crate::permissions::Rules>, abs: &Path) -> Seen {
-    if crate::tools::withheld(rules, workspace, abs) {
+fn look(
+    workspace: &Path,
+    guard: Option<&crate::tools::read_guard::ReadGuard<'_>>,
+    abs: &Path,
+) -> Seen {
+    if guard.is_some_and(|g| g.withholds(abs)) {
         return Seen::Withheld;
     }
     let Ok(meta) = std::fs::symlink_metadata(abs) else {
