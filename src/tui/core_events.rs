@@ -285,6 +285,7 @@ impl State {
                 call,
                 tool,
                 request,
+                always,
             } => {
                 if let Some(i) = self.transcript.find_tool(&call) {
                     self.transcript.edit(i, |k| {
@@ -298,6 +299,7 @@ impl State {
                 self.approval = Some(PendingApproval {
                     call,
                     tool,
+                    always,
                     typing_reason: false,
                     stashed_draft: String::new(),
                     armed_at,
