@@ -71,6 +71,9 @@ pub struct Hook {
     pub origin: PathBuf,
     /// Defined by the workspace's own file: runs only once the user approved it as it is.
     pub from_workspace: bool,
+    /// `sandbox = "off"` in the user's own file: runs unconfined, like a Claude Code hook,
+    /// so it may log under `$HOME`, notify or call a webhook. Never a workspace's hook.
+    pub unconfined: bool,
 }
 
 impl Hook {

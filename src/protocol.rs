@@ -346,6 +346,10 @@ pub enum HookOutcome {
     TimedOut,
     /// The turn was interrupted while it ran.
     Cancelled,
+    /// It failed because the sandbox denied it something (a write outside what the policy
+    /// allows, the network): not the hook's verdict, so nothing is blocked; shown with the
+    /// reason and ignored otherwise.
+    StoppedBySandbox,
 }
 
 impl HookOutcome {

@@ -736,6 +736,7 @@ async fn pre_compact_hooks_run_before_an_automatic_compaction_too() {
         timeout: std::time::Duration::from_secs(30),
         origin: dir.path().join("config.toml"),
         from_workspace: false,
+        unconfined: false,
     };
     let options = Options {
         context_window: 8192,
