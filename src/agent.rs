@@ -112,7 +112,7 @@ impl Default for Options {
             skills: Arc::new(Skills::default()),
             trace_content: false,
             goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
-            goal_stall_rounds: goal::stall::DEFAULT_STALL_ROUNDS,
+            goal_stall_rounds: crate::defaults::GOAL_STALL_ROUNDS,
             plan: false,
             ask_outside_sandbox: false,
             checkpoints: crate::checkpoints::Settings::default(),

@@ -283,7 +283,7 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
         )?,
         goal_stall_rounds: b.count(
             f.goal.stall_rounds,
-            crate::agent::goal::stall::DEFAULT_STALL_ROUNDS,
+            defaults::GOAL_STALL_ROUNDS,
             "goal.stall_rounds",
             bounds::ROUNDS,
         )?,

@@ -6,10 +6,6 @@
 
 use crate::chat::{ToolCall, ToolKind, ToolStatus};
 
-/// Goal rounds in a row without progress after which the goal blocks, unless `[goal]
-/// stall_rounds` says otherwise.
-pub(crate) const DEFAULT_STALL_ROUNDS: u32 = 3;
-
 /// One call of a round, as far as progress is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Seen {
