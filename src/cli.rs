@@ -628,7 +628,6 @@ fn rulebook(config: &Config) -> crate::tui::permissions::Rulebook {
         .collect();
     crate::tui::permissions::Rulebook {
         listing,
-        suggest: crate::permissions::suggest,
         save: std::sync::Arc::new(|rule| {
             let env = |name: &str| std::env::var(name).ok();
             crate::config::save_allow_rule(&env, rule).map(|p| p.display().to_string())

@@ -169,6 +169,8 @@ pub struct Config {
     pub subagents_timeout: Duration,
     /// Goal rounds a goal may use unless `--goal-rounds` says otherwise (`[goal] max_rounds`).
     pub goal_max_rounds: u32,
+    /// Goal rounds in a row without progress before a goal blocks (`[goal] stall_rounds`).
+    pub goal_stall_rounds: u32,
     /// `[checkpoints] enabled`: record checkpoints around mutating tool calls.
     pub checkpoints_enabled: bool,
     /// `[checkpoints] max_file_bytes`: larger files are not recorded.

@@ -12,6 +12,8 @@ pub const MAX_TOKENS: u32 = 8192;
 pub(crate) const MAX_ROUNDS: u32 = 500;
 /// Goal rounds a goal may use (`[goal] max_rounds`, `--goal-rounds`).
 pub(crate) const GOAL_MAX_ROUNDS: u32 = 256;
+/// Goal rounds in a row without progress after which a goal blocks (`[goal] stall_rounds`).
+pub(crate) const GOAL_STALL_ROUNDS: u32 = 3;
 
 /// The deadline of one model call, from sending the request to the end of the reply.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);

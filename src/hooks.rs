@@ -78,6 +78,9 @@ pub struct Hook {
     /// `Stop` hooks: how many times in a row a turn may be sent back to work before it ends
     /// anyway (the largest among the `Stop` hooks applies); other events ignore it.
     pub max_blocks: u32,
+    /// `sandbox = "off"` in the user's own file: runs unconfined, like a Claude Code hook,
+    /// so it may log under `$HOME`, notify or call a webhook. Never a workspace's hook.
+    pub unconfined: bool,
 }
 
 impl Hook {

@@ -165,6 +165,13 @@ impl Rules {
         self.rules.is_empty()
     }
 
+    /// Adds a rule after the others (the session's "always" answers grow so).
+    pub(crate) fn push(&mut self, rule: Rule) {
+        if !self.rules.contains(&rule) {
+            self.rules.push(rule);
+        }
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Rule> {
         self.rules.iter()
     }

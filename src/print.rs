@@ -312,8 +312,9 @@ fn spawn_signal_watch(ops: OpSender) -> tokio::sync::watch::Receiver<Option<Sign
     rx
 }
 
-/// Asks on `/dev/tty`; without one, refuses and says how to allow tools.
-async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
+/// Asks on `/dev/tty`; without one, refuses and says how to allow tools. `always` is the rule
+/// an "always" answer adds for the session, shown in the question.
+async fn ask(tool: &str, request: &ApprovalRequest, always: Option<&str>) -> Decision {
     let prompt = match request {
         ApprovalRequest::Command { command } => format!("\n{tool} wants to run:\n  {command}\n"),
         ApprovalRequest::Diff { path, diff } => {
@@ -330,9 +331,16 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
             format!("\n{tool} wants to run OUTSIDE the sandbox ({reason}):\n  {command}\n")
         }
     };
+    let always = match always {
+        Some(rule) => format!(
+            "[a]lways: {} in this session",
+            crate::protocol::always_label(rule)
+        ),
+        None => "[a]lways: this call only".to_string(),
+    };
     let (tx, mut rx) = mpsc::channel(1);
     std::thread::spawn(move || {
-        let _ = tx.blocking_send(ask_tty(&prompt));
+        let _ = tx.blocking_send(ask_tty(&prompt, &always));
     });
     // Without a terminal nobody is asked; the call's result line on stderr says so.
     rx.recv().await.flatten().unwrap_or(Decision::NoTerminal)
@@ -341,10 +349,11 @@ async fn ask(tool: &str, request: &ApprovalRequest) -> Decision {
 /// `None` when there is no controlling terminal. Input typed before the question appears is
 /// discarded first: a "y" meant for something else (typed ahead while the model was still
 /// working) must not answer a question the user has not seen.
-fn ask_tty(prompt: &str) -> Option<Decision> {
+fn ask_tty(prompt: &str, always: &str) -> Option<Decision> {
     let line = ask_line(&format!(
-        "{}Allow? [y]es / [a]lways for this tool / [n]o (optionally: n <reason>): ",
-        sanitize(prompt)
+        "{}Allow? [y]es / {} / [n]o (optionally: n <reason>): ",
+        sanitize(prompt),
+        sanitize(always)
     ))?;
     let answer = line.trim();
     let (word, reason) = answer

@@ -135,7 +135,8 @@ pub enum Op {
 pub enum Decision {
     /// Run this call.
     Approve,
-    /// Run this call and every later call of the same tool in this session.
+    /// Run this call and, for the rest of the session, every later call the rule offered
+    /// with the request (`ApprovalRequested::always`) covers.
     ApproveTool,
     /// Do not run it; the optional reason is passed to the model.
     Deny { reason: Option<String> },
@@ -157,6 +158,18 @@ impl Decision {
 pub(crate) const NO_TERMINAL_REFUSAL: &str = "not run: no terminal was available to ask for approval, so \
 nobody saw this call; rerun with --yes to approve tool calls (a change to a protected path, or \
 a call a permission rule asks about, is asked even then)";
+
+/// How the rule an "always" answer adds reads on a key or a button: `bash(ls*)` → `ls …` (the
+/// command's first words, then anything), any other rule (a tool's name) as it is.
+pub(crate) fn always_label(rule: &str) -> String {
+    match rule
+        .strip_prefix("bash(")
+        .and_then(|r| r.strip_suffix("*)"))
+    {
+        Some(prefix) => format!("{prefix} …"),
+        None => rule.to_string(),
+    }
+}
 
 /// Why a turn ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -347,6 +360,10 @@ pub enum HookOutcome {
     TimedOut,
     /// The turn was interrupted while it ran.
     Cancelled,
+    /// It failed because the sandbox denied it something (a write outside what the policy
+    /// allows, the network): not the hook's verdict, so nothing is blocked; shown with the
+    /// reason and ignored otherwise.
+    StoppedBySandbox,
 }
 
 impl HookOutcome {
@@ -431,6 +448,11 @@ pub enum Event {
         call: CallId,
         tool: String,
         request: ApprovalRequest,
+        /// The allow rule an "always" answer adds for the session (`bash(ls*)`, an MCP tool's
+        /// name): later calls run unasked only when it covers them. `None`: "always" approves
+        /// this call only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        always: Option<String>,
     },
     /// The answer that was applied (from the user, the session's "always", or `--yes`).
     ApprovalDecided {
@@ -789,5 +811,19 @@ impl AgentHandle {
     /// Splits into a cloneable op sender and the event receiver.
     pub(crate) fn split(self) -> (OpSender, mpsc::UnboundedReceiver<Event>) {
         (OpSender(self.ops), self.events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::always_label;
+
+    #[test]
+    fn always_label_shows_a_bash_rule_as_its_first_words() {
+        assert_eq!(always_label("bash(cargo test*)"), "cargo test …");
+        assert_eq!(
+            always_label("mcp_github__create_issue"),
+            "mcp_github__create_issue"
+        );
     }
 }

@@ -268,17 +268,30 @@ fn text_content(text: &str) -> ToolCallContent {
     ToolCallContent::Content(Content::new(text_block(text)))
 }
 
-/// Allow once, allow always (for this tool in this session), reject.
-pub(super) fn permission_options(tool: &str) -> Vec<PermissionOption> {
-    vec![
-        PermissionOption::new(ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),
-        PermissionOption::new(
+/// Allow once, allow always (what the rule `always` covers, in this session; offered only
+/// with a rule), reject.
+pub(super) fn permission_options(always: Option<&str>) -> Vec<PermissionOption> {
+    let mut options = vec![PermissionOption::new(
+        ALLOW_ONCE,
+        "Allow",
+        PermissionOptionKind::AllowOnce,
+    )];
+    if let Some(rule) = always {
+        options.push(PermissionOption::new(
             ALLOW_ALWAYS,
-            format!("Always allow {tool} in this session"),
+            format!(
+                "Always allow {} in this session",
+                crate::protocol::always_label(rule)
+            ),
             PermissionOptionKind::AllowAlways,
-        ),
-        PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
-    ]
+        ));
+    }
+    options.push(PermissionOption::new(
+        REJECT,
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options
 }
 
 /// The decision an option id stands for (an unknown one rejects).

@@ -1,11 +1,13 @@
-//! The approvals part of the core: which tools the user allowed "always" in this session, the
+//! The approvals part of the core: what the user allowed "always" in this session, the
 //! permission rules' ruling on each call, and asking (`Event::ApprovalRequested` /
 //! `Op::Decide`). Deny rules refuse a call without asking, also under `--yes`; protected
 //! paths and `ask` rules are asked every time; `allow` rules, `--yes` and "always" approve
 //! the rest without asking. It decides nothing about running the call: the batch does that
 //! with the answer.
-
-use std::collections::HashSet;
+//!
+//! An "always" is not a blank cheque for the tool: it adds, for the session, the very allow
+//! rule `/permissions save` would write (`bash(ls*)` for `ls -la`, the one MCP tool by name),
+//! and later calls are approved only when that rule covers them, as a saved rule would.
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -13,14 +15,15 @@ use tokio_util::sync::CancellationToken;
 use super::Core;
 use super::spans;
 use crate::chat::{ApprovalRequest, ToolCall};
-use crate::permissions::{Target, Verdict};
+use crate::permissions::{Action, Rule, Rules, Target, Verdict};
 use crate::protocol::{CallId, Decision, Event};
 use crate::tools::{Tool, ToolCtx, ToolOutput, protected};
 
-/// The session's approvals: the tools allowed "always" (forgotten with the session).
+/// The session's approvals: the allow rules "always" answers added (forgotten with the
+/// session).
 #[derive(Debug, Default)]
 pub(crate) struct Approvals {
-    always: HashSet<String>,
+    always: Rules,
 }
 
 /// What the permission rules say about one call, owned so the core can be borrowed again.
@@ -52,7 +55,50 @@ impl Ruling {
 impl Approvals {
     /// A new session (or a fork) starts with no "always".
     pub(crate) fn forget(&mut self) {
-        self.always.clear();
+        self.always = Rules::default();
+    }
+
+    /// The allow rule an "always" answer to `call` adds for the session: the rule
+    /// `/permissions save` would keep. `None` when no safe rule can be written (then
+    /// "always" approves this one call only).
+    pub(crate) fn offer(call: &ToolCall) -> Option<String> {
+        let args = serde_json::from_str::<serde_json::Value>(&call.arguments).ok();
+        let command = args
+            .as_ref()
+            .and_then(|a| a.get("command"))
+            .and_then(serde_json::Value::as_str);
+        crate::permissions::suggest(&call.name, command)
+    }
+
+    /// Whether an earlier "always" covers `call`: every simple command of a `bash` line must
+    /// match a rule added so (`ls && rm x` is not covered by `bash(ls*)`), and nothing in it
+    /// may be opaque or write a protected path.
+    fn covers(&self, call: &ToolCall, workspace: &std::path::Path) -> bool {
+        if self.always.is_empty() {
+            return false;
+        }
+        let args = serde_json::from_str::<serde_json::Value>(&call.arguments).ok();
+        let command = args
+            .as_ref()
+            .and_then(|a| a.get("command"))
+            .and_then(serde_json::Value::as_str);
+        let target = match (call.name.as_str(), command) {
+            ("bash", Some(line)) => Target::Command(line),
+            ("bash", None) => return false,
+            _ => Target::Call,
+        };
+        let protected_write = |raw: &str| {
+            crate::fsutil::resolve_in_workspace(workspace, raw)
+                .is_ok_and(|p| protected::reason(workspace, &p).is_some())
+        };
+        self.always.check(&call.name, target, &protected_write) == Verdict::Allow
+    }
+
+    /// Remembers an "always" answer's rule for the rest of the session.
+    fn remember(&mut self, rule: &str) {
+        if let Ok(rule) = Rule::parse(rule, Action::Allow, "an \"always\" answer") {
+            self.always.push(rule);
+        }
     }
 
     /// The rules' ruling on a call of `tool` (named `name`) with `args`.
@@ -120,7 +166,7 @@ fn forced(
         Some(format!("asking although --yes was given: {why}"))
     } else if always {
         Some(format!(
-            "asking again although {} is allowed always: {why}",
+            "asking again although an \"always\" answer covers this {} call: {why}",
             call.name
         ))
     } else {
@@ -148,7 +194,7 @@ pub(super) async fn approve(
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> Option<Decision> {
-    let always = core.approvals.always.contains(&call.name);
+    let always = core.approvals.covers(call, &core.tool_ctx.workspace);
     let forced = forced(core, call, protected, ruling, always);
     let allowed = core.options.auto_approve || always || *ruling == Ruling::Allowed;
     if forced.is_none() && allowed {
@@ -164,18 +210,22 @@ pub(super) async fn approve(
         });
         return Some(Decision::Approve);
     }
-    let decision = ask(core, call, request, cancel, decisions).await?;
-    if decision == Decision::ApproveTool {
-        core.approvals.always.insert(call.name.clone());
+    let offer = Approvals::offer(call);
+    let decision = ask(core, (call, offer.clone()), request, cancel, decisions).await?;
+    if decision == Decision::ApproveTool
+        && let Some(rule) = &offer
+    {
+        core.approvals.remember(rule);
     }
     Some(decision)
 }
 
 /// Asks the user and waits for the answer, whatever `--yes`, "always" or the rules say (the
-/// caller decided to ask). An "always" answer is not remembered here.
+/// caller decided to ask). `always` is the rule an "always" answer would add, shown on the
+/// key (`None`: "always" approves this call only). An "always" answer is not remembered here.
 pub(super) async fn ask(
     core: &mut Core,
-    call: &ToolCall,
+    (call, always): (&ToolCall, Option<String>),
     request: ApprovalRequest,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
@@ -184,6 +234,7 @@ pub(super) async fn ask(
         call: call.id.clone(),
         tool: call.name.clone(),
         request: core.tool_ctx.secrets.redact_request(request),
+        always,
     });
     let decision = loop {
         let answer = tokio::select! {

@@ -12,6 +12,7 @@
 pub(crate) mod driver;
 mod fold;
 pub mod record;
+pub(crate) mod stall;
 pub(crate) mod tools;
 
 use std::time::SystemTime;

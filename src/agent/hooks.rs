@@ -1,9 +1,10 @@
 //! The hooks part of the core: the user's `[[hooks.<Event>]]` commands (and a trusted
 //! workspace's the user approved), run at each event with Claude Code's JSON contract on
 //! stdin (see docs/hooks.md), one after another in the order configured. Every run goes
-//! through the same confined start as a `bash` call (`tools::bash::run_piped`: the session's
-//! sandbox policy, the scrubbed environment, the workspace as cwd, the hook's timeout, its
-//! process group killed), never unconfined. What the runs say is handed back to the turn as
+//! through the same start as a `bash` call (`tools::bash::run_piped`: the session's sandbox
+//! policy, the scrubbed environment, the workspace as cwd, the hook's timeout, its process
+//! group killed); only a hook of the user's own file that says `sandbox = "off"` runs
+//! unconfined. A run the sandbox stopped is reported as such, never read as a verdict. What the runs say is handed back to the turn as
 //! an [`Outcome`]; this part refuses, asks and runs no tool itself, and a hook's "allow" only
 //! ever stands where no deny rule, `ask` rule or protected path speaks (the batch sees to it).
 
@@ -90,7 +91,12 @@ impl Hooks {
                 hook.matcher = hook.matcher.as_deref().unwrap_or("*"),
                 hook.outcome = tracing::field::Empty,
             );
-            let policy = site.ctx.sandbox();
+            // `sandbox = "off"` (only ever from the user's own file) runs it unconfined.
+            let policy = if hook.unconfined {
+                Arc::new(crate::sandbox::Policy::unconfined())
+            } else {
+                site.ctx.sandbox()
+            };
             let started = std::time::Instant::now();
             let piped = crate::tools::bash::run_piped(
                 &hook.command,
@@ -196,6 +202,11 @@ impl Hooks {
 /// How a run ended, before what it said is read.
 fn ended(piped: &Piped) -> HookOutcome {
     match piped {
+        // Only a failed run is ever judged the sandbox's doing (exit 2 included: its stderr
+        // is then the sandbox's refusal, not the hook's reason).
+        Piped::Exited {
+            denied: Some(_), ..
+        } => HookOutcome::StoppedBySandbox,
         Piped::Exited { code: Some(0), .. } => HookOutcome::Ok,
         Piped::Exited { code: Some(2), .. } => HookOutcome::Blocked,
         Piped::Exited { .. } | Piped::NotRun(_) => HookOutcome::Failed,

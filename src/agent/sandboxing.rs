@@ -102,7 +102,7 @@ pub(super) async fn after_run(
         return output;
     }
     let request = ApprovalRequest::OutsideSandbox { command, reason };
-    match ask(core, call, request, cancel, decisions).await {
+    match ask(core, (call, None), request, cancel, decisions).await {
         Some(decision) if decision.runs() => {
             let ctx = core.tool_ctx.clone();
             let unconfined = Policy::unconfined();

@@ -71,7 +71,10 @@ impl Core {
         let core = Core {
             goal: goal::driver::Driver::new(
                 setup.registry.clone(),
-                options.goal_max_rounds,
+                goal::driver::Limits {
+                    max_rounds: options.goal_max_rounds,
+                    stall_rounds: options.goal_stall_rounds,
+                },
                 emitter.clone(),
             ),
             skills: skills::View::new(options.skills.clone(), emitter.clone()),

@@ -240,6 +240,7 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         subagents: None,
         skills,
         goal_max_rounds: config.goal_max_rounds,
+        goal_stall_rounds: config.goal_stall_rounds,
         plan: config.plan,
         ask_outside_sandbox: false,
         checkpoints: crate::checkpoints::Settings {

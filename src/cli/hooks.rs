@@ -95,6 +95,8 @@ pub(super) fn listing(config: &Config, running: &[Hook], trust: config::Trust) -
             let state = if running.contains(hook) {
                 if hook.from_workspace {
                     "approved, runs"
+                } else if hook.unconfined {
+                    "runs outside the sandbox"
                 } else {
                     "runs"
                 }

@@ -144,6 +144,7 @@ pub(super) struct SubagentsTable {
 #[serde(deny_unknown_fields)]
 pub(super) struct GoalTable {
     pub max_rounds: Option<u32>,
+    pub stall_rounds: Option<u32>,
 }
 
 /// `[checkpoints]`: the undo record of tool calls.

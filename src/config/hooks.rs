@@ -39,6 +39,8 @@ pub(super) struct HookTable {
     pub timeout: Option<u64>,
     /// `Stop` hooks only: consecutive blocks allowed in one turn.
     pub max_blocks: Option<u32>,
+    /// `"on"` (the default: the session's `bash` sandbox) or `"off"` (user file only).
+    pub sandbox: Option<String>,
 }
 
 /// `[hooks]` of one file: event name → its hooks.
@@ -112,6 +114,8 @@ pub(super) fn from_tables(
                         format!("must be between 1 and {MAX_STOP_BLOCKS}"),
                     ));
                 }
+                let unconfined = unconfined(entry.sandbox.as_deref(), from_workspace)
+                    .map_err(|reason| invalid("hooks.sandbox", reason))?;
                 let matcher = entry.matcher.filter(|m| !m.trim().is_empty() && m != "*");
                 hooks.push(Hook {
                     event,
@@ -121,11 +125,32 @@ pub(super) fn from_tables(
                     origin: origin.clone(),
                     from_workspace,
                     max_blocks,
+                    unconfined,
                 });
             }
         }
     }
     Ok(hooks)
+}
+
+/// Whether a hook's `sandbox` setting lets it run unconfined. `"off"` is the user's own say
+/// about their own command; a workspace's file may not say it (a repository must never lift
+/// the sandbox), and that is a config error rather than a hook quietly run confined, so the
+/// author learns at once why it cannot reach what it needs.
+fn unconfined(setting: Option<&str>, from_workspace: bool) -> Result<bool, String> {
+    match setting {
+        None | Some("on") => Ok(false),
+        Some("off") if from_workspace => Err(
+            "`sandbox = \"off\"` is allowed only in your user config; a workspace's hooks \
+             always run under the sandbox"
+                .into(),
+        ),
+        Some("off") => Ok(true),
+        Some(other) => Err(format!(
+            "must be \"on\" or \"off\", not `{}`",
+            crate::sanitize::visible(other)
+        )),
+    }
 }
 
 /// The recorded approvals, as the config holds them.

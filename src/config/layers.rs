@@ -333,7 +333,7 @@ impl Layers {
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns, ui.syntax_highlighting,
             subagents.max_concurrent, subagents.timeout_secs,
-            goal.max_rounds,
+            goal.max_rounds, goal.stall_rounds,
             checkpoints.enabled, checkpoints.max_file_bytes, checkpoints.max_bytes,
             telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
             telemetry.service_name, telemetry.include_content,
@@ -383,7 +383,11 @@ impl Layers {
                     max_concurrent: _,
                     timeout_secs: _,
                 },
-            goal: GoalTable { max_rounds: _ },
+            goal:
+                GoalTable {
+                    max_rounds: _,
+                    stall_rounds: _,
+                },
             checkpoints:
                 CheckpointsTable {
                     enabled: _,

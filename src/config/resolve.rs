@@ -68,6 +68,7 @@ pub(super) fn resolve(
         subagents_max_concurrent: limits.subagents_max_concurrent,
         subagents_timeout: limits.subagents_timeout,
         goal_max_rounds: limits.goal_max_rounds,
+        goal_stall_rounds: limits.goal_stall_rounds,
         checkpoints_enabled: layers.file.checkpoints.enabled.unwrap_or(true),
         checkpoints_max_file_bytes: limits.checkpoints_max_file_bytes,
         checkpoints_max_bytes: limits.checkpoints_max_bytes,
@@ -152,6 +153,7 @@ struct Limits {
     subagents_max_concurrent: usize,
     subagents_timeout: Duration,
     goal_max_rounds: u32,
+    goal_stall_rounds: u32,
     checkpoints_max_file_bytes: u64,
     checkpoints_max_bytes: u64,
 }
@@ -277,6 +279,12 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
             f.goal.max_rounds,
             defaults::GOAL_MAX_ROUNDS,
             "goal.max_rounds",
+            bounds::ROUNDS,
+        )?,
+        goal_stall_rounds: b.count(
+            f.goal.stall_rounds,
+            defaults::GOAL_STALL_ROUNDS,
+            "goal.stall_rounds",
             bounds::ROUNDS,
         )?,
         checkpoints_max_file_bytes: b.check(

@@ -122,7 +122,8 @@ impl RunState {
                 call,
                 tool,
                 request,
-            } => self.approval(call, tool, request),
+                always,
+            } => self.approval(call, tool, (request, always)),
             Event::ToolCallBegan { .. } => self.tool_began(&event),
             Event::ToolOutputDelta { text, .. } if self.live_stderr => {
                 self.tail
@@ -246,14 +247,19 @@ impl RunState {
 
     /// Asked on the side, so a signal still ends the turn while the prompt waits; a turn that
     /// ended meanwhile simply never gets this answer.
-    fn approval(&mut self, call: String, tool: String, request: ApprovalRequest) {
+    fn approval(
+        &mut self,
+        call: String,
+        tool: String,
+        (request, always): (ApprovalRequest, Option<String>),
+    ) {
         let ops = self.ops.clone();
         if let Some(decision) = self.answers.decide(&tool) {
             ops.send(Op::Decide { call, decision });
             return;
         }
         tokio::spawn(async move {
-            let decision = ask(&tool, &request).await;
+            let decision = ask(&tool, &request, always.as_deref()).await;
             ops.send(Op::Decide { call, decision });
         });
     }

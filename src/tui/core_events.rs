@@ -298,6 +298,7 @@ impl State {
                 call,
                 tool,
                 request,
+                always,
             } => {
                 if let Some(i) = self.transcript.find_tool(&call) {
                     self.transcript.edit(i, |k| {
@@ -311,6 +312,7 @@ impl State {
                 self.approval = Some(PendingApproval {
                     call,
                     tool,
+                    always,
                     typing_reason: false,
                     stashed_draft: String::new(),
                     armed_at,

@@ -3,14 +3,13 @@
 //! in the user's config. Typing the command is the user's confirmation: an "always" alone only
 //! lasts the session, and a key typed ahead can never write the config.
 //!
-//! It knows nothing of the configuration: the CLI hands it the listing, how a rule is
-//! suggested and how one is saved ([`Rulebook`]).
+//! It knows nothing of the configuration: the CLI hands it the listing and how a rule is saved
+//! ([`Rulebook`]); the rule an "always" adds comes from the core with the approval request.
 
 use std::sync::Arc;
 
 use super::state::State;
-use super::transcript::{Kind, Level};
-use crate::chat::ApprovalRequest;
+use super::transcript::Level;
 
 /// How a rule is saved: the file written, or why not.
 pub(crate) type SaveRule = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
@@ -19,8 +18,6 @@ pub(crate) type SaveRule = Arc<dyn Fn(&str) -> Result<String, String> + Send + S
 pub struct Rulebook {
     /// The rules in force, one line each (`deny bash(rm *) (from <file>)`).
     pub listing: Vec<String>,
-    /// The allow rule "always" suggests for a call of a tool (with its command, for `bash`).
-    pub suggest: fn(&str, Option<&str>) -> Option<String>,
     pub save: SaveRule,
 }
 
@@ -44,31 +41,25 @@ impl Permissions {
 }
 
 impl State {
-    /// After an "always" for `tool`: offers its rule, in a notice, for `/permissions save`.
-    pub(crate) fn offer_rule(&mut self, tool: &str, call: &str) {
-        let Some(book) = &self.permissions.book else {
-            return;
-        };
-        let command = self.transcript.find_tool(call).and_then(|i| {
-            match self.transcript.entries()[i].kind() {
-                Kind::Tool(t) => match &t.approval {
-                    Some(ApprovalRequest::Command { command }) => Some(command.clone()),
-                    _ => None,
-                },
-                _ => None,
-            }
-        });
-        let Some(rule) = (book.suggest)(tool, command.as_deref()) else {
-            return;
+    /// After an "always": says what it allows for the session and offers its rule (the one
+    /// the core added) for `/permissions save`.
+    pub(crate) fn offer_rule(&mut self, rule: String) {
+        let label = crate::protocol::always_label(&rule);
+        let save = if self.permissions.book.is_some() {
+            format!(
+                "; /permissions save keeps `{rule}` as an allow rule in your user config for \
+                 later sessions"
+            )
+        } else {
+            String::new()
         };
         self.notice(
             Level::Info,
-            format!(
-                "{tool} is allowed for this session; /permissions save keeps `{rule}` as an \
-                 allow rule in your user config for later sessions"
-            ),
+            format!("`{label}` is allowed for this session{save}"),
         );
-        self.permissions.offer = Some(rule);
+        if self.permissions.book.is_some() {
+            self.permissions.offer = Some(rule);
+        }
     }
 
     /// `/permissions` (list) and `/permissions save`.

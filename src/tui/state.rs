@@ -82,6 +82,8 @@ impl Activity {
 pub struct PendingApproval {
     pub call: String,
     pub tool: String,
+    /// The rule an "always" answer adds for the session (`bash(ls*)`), shown on the key.
+    pub always: Option<String>,
     /// The user is typing a reason for a denial (the draft holds it).
     pub typing_reason: bool,
     /// The draft that was there before the reason was typed.
@@ -508,10 +510,12 @@ impl State {
         };
         // Answered: the next keys are text again at once, not further answers to a call the
         // core has not confirmed yet (a fast typist's "any…" must not lose its "ny").
-        let (call, tool) = (pending.call.clone(), pending.tool.clone());
+        let (call, always) = (pending.call.clone(), pending.always.clone());
         self.approval = None;
-        if decision == Decision::ApproveTool {
-            self.offer_rule(&tool, &call);
+        if decision == Decision::ApproveTool
+            && let Some(rule) = always
+        {
+            self.offer_rule(rule);
         }
         Some(vec![Effect::Op(Op::Decide { call, decision })])
     }

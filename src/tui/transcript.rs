@@ -644,7 +644,7 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
         let (text, style) = match d {
             Decision::Approve => ("approved".to_string(), Style::new().fg(Color::Green)),
             Decision::ApproveTool => (
-                format!("approved: always {} in this session", t.tool),
+                "approved always (what its rule covers, this session)".to_string(),
                 Style::new().fg(Color::Green),
             ),
             Decision::Deny { reason: None } => ("denied".to_string(), Style::new().fg(Color::Red)),

@@ -211,12 +211,20 @@ fn hint(state: &State, area: Rect, buf: &mut Buffer) {
             )
         } else {
             let keys = if !state.draft.is_empty() {
-                "empty the draft to answer y/a/n/r · Esc stop"
+                "empty the draft to answer y/a/n/r · Esc stop".to_string()
             } else if state.approval_armed() {
-                "y yes · a always · n no · r no + reason · Esc stop"
+                // "always" covers what its rule covers, never the whole tool: the key says so.
+                let always = match &p.always {
+                    Some(rule) => format!(
+                        "a always: {} · ",
+                        wrap::sanitize(&crate::protocol::always_label(rule))
+                    ),
+                    None => String::new(),
+                };
+                format!("y yes · {always}n no · r no + reason · Esc stop")
             } else {
                 // The answer keys wait a moment (state::APPROVAL_GUARD): read first.
-                "read the request; answer keys in a moment · Esc stop"
+                "read the request; answer keys in a moment · Esc stop".to_string()
             };
             Line::from(vec![
                 Span::styled(

@@ -177,11 +177,11 @@ async fn refused_call_runs_nothing_and_tells_model_the_reason() {
 }
 
 #[tokio::test]
-async fn approve_always_skips_later_prompts_for_that_tool() {
+async fn approve_always_skips_later_prompts_its_rule_covers() {
     let dir = tempfile::tempdir().unwrap();
     let model = Fake::new(vec![
         Ok(bash("c1", "echo one")),
-        Ok(bash("c2", "echo two")),
+        Ok(bash("c2", "echo one more")),
         Ok(text_reply("ok")),
     ]);
     let mut handle = start(dir.path(), model, Options::default());

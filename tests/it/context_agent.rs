@@ -737,6 +737,7 @@ async fn pre_compact_hooks_run_before_an_automatic_compaction_too() {
         origin: dir.path().join("config.toml"),
         from_workspace: false,
         max_blocks: minicode::hooks::DEFAULT_STOP_MAX_BLOCKS,
+        unconfined: false,
     };
     let options = Options {
         context_window: 8192,

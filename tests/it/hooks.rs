@@ -314,6 +314,7 @@ fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_run
         origin: dir.path().join("config/config.toml"),
         from_workspace: true,
         max_blocks: minicode::hooks::DEFAULT_STOP_MAX_BLOCKS,
+        unconfined: false,
     };
     let canonical = dir.path().canonicalize().unwrap();
     let record = format!(
@@ -374,9 +375,9 @@ fn hooks_run_confined_without_the_key_so_a_write_outside_the_workspace_fails() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!target.exists(), "the hook wrote outside the workspace");
-    // The failed write is the hook's error, shown to the user without blocking the prompt.
+    // The failed write is the sandbox's doing, shown to the user without blocking the prompt.
     assert!(
-        stderr(&out).contains("exited with status 1"),
+        stderr(&out).contains("stopped by the sandbox"),
         "{}",
         stderr(&out)
     );
@@ -507,4 +508,74 @@ fn each_hook_run_is_a_hook_event_in_stream_json_a_line_on_stderr_and_a_traced_sp
         .unwrap();
     assert_eq!(pre.attr("hook.outcome"), Some("blocked"));
     assert_eq!(pre.attr("hook.matcher"), Some("bash"));
+}
+
+/// A hook ported from Claude Code that logs outside the workspace: appends its input to
+/// `log`, and blocks (exit 2) when it cannot, as such scripts often do.
+fn logging_hook(log: &Path, sandbox: &str) -> String {
+    format!(
+        "[[hooks.UserPromptSubmit]]\ncommand = \"cat >> {} || exit 2\"\n{sandbox}",
+        log.display()
+    )
+}
+
+#[test]
+fn a_hook_the_sandbox_stops_is_reported_as_stopped_not_as_its_verdict() {
+    let server = MockServer::start_in_thread(vec![text_reply("answered", 4)]);
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("hook.log");
+    let dir = setup(&server, &logging_hook(&log, ""), &[]);
+    let out = command(dir.path())
+        .args(["--output-format", "stream-json", "hello"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    // Its exit 2 came from the sandbox's refusal: the prompt is not refused with that error.
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(server.request_count(), 1, "{err}");
+    assert!(
+        !log.exists(),
+        "the confined hook wrote outside the workspace"
+    );
+    // In stream-json the warning and the hook's outcome are events on stdout.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("was stopped by the sandbox"), "{stdout}");
+    assert!(stdout.contains("sandbox = \\\"off\\\""), "{stdout}");
+    assert!(
+        stdout.contains("\"outcome\":\"stopped_by_sandbox\""),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_user_hook_with_sandbox_off_runs_outside_the_sandbox() {
+    let server = MockServer::start_in_thread(vec![text_reply("answered", 4)]);
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("hook.log");
+    let dir = setup(&server, &logging_hook(&log, "sandbox = \"off\"\n"), &[]);
+    let out = run(dir.path(), &["hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(logged.contains("\"prompt\":\"hello\""), "{logged}");
+}
+
+#[test]
+fn a_workspace_hook_may_not_turn_the_sandbox_off() {
+    let server = MockServer::start_in_thread(vec![text_reply("never", 4)]);
+    let dir = setup(&server, "", &[]);
+    let workspace = std::fs::read_to_string(dir.path().join("config/config.toml")).unwrap();
+    let hook = "[[hooks.UserPromptSubmit]]\ncommand = \"true\"\nsandbox = \"off\"\n";
+    std::fs::write(
+        dir.path().join("config/config.toml"),
+        format!("{workspace}{hook}"),
+    )
+    .unwrap();
+    let out = run(dir.path(), &["hello"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("hooks.sandbox") && err.contains("only in your user config"),
+        "{err}"
+    );
+    assert_eq!(server.request_count(), 0);
 }

@@ -47,6 +47,7 @@ mod goal_agent;
 mod goal_binary;
 mod goal_demo;
 mod goal_domain;
+mod goal_stall;
 mod goal_tui;
 mod harbor;
 mod hooks;

@@ -249,6 +249,18 @@ async fn an_approved_call_returns_the_servers_text_and_always_covers_only_that_t
     .await;
     // Asked for the first echo and for fail, not for the second echo.
     assert_eq!(asked, ["mcp_t__echo", "mcp_t__fail"]);
+    // "Always" offers the one tool's rule, never the server's.
+    let offered: Vec<Option<String>> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ApprovalRequested { always, .. } => Some(always.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        offered,
+        [Some("mcp_t__echo".into()), Some("mcp_t__fail".into())]
+    );
     let ends: Vec<(ToolStatus, String)> = events
         .iter()
         .filter_map(|e| match e {

@@ -492,7 +492,6 @@ fn always_offers_a_rule_that_permissions_save_writes_and_permissions_lists() {
     s.update(Msg::Resize(100, 40));
     s.permissions = Permissions::new(Rulebook {
         listing: vec!["deny bash(rm *) (from /u/config.toml)".into()],
-        suggest: minicode::permissions::suggest,
         save: Arc::new(move |rule| {
             sink.lock().unwrap().push(rule.to_string());
             Ok("/u/config.toml".to_string())
@@ -522,6 +521,7 @@ fn always_offers_a_rule_that_permissions_save_writes_and_permissions_lists() {
         request: ApprovalRequest::Command {
             command: "cargo test --lib && cargo build".into(),
         },
+        always: Some("bash(cargo test*)".into()),
     }));
     assert_eq!(
         key(&mut s, KeyCode::Char('a')),
@@ -710,4 +710,52 @@ fn a_hard_link_to_a_denied_file_is_withheld_from_read_list_search_and_find() {
     assert!(results[1].contains("withheld"), "{all}");
     assert!(!results[3].contains("notes.txt"), "{all}");
     assert!(results[4].contains("nothing to hide"), "{all}");
+}
+
+/// The calls asked about in `events`, with the rule "always" offered for each.
+fn asked(events: &[minicode::protocol::Event]) -> Vec<(String, Option<String>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            minicode::protocol::Event::ApprovalRequested { call, always, .. } => {
+                Some((call.clone(), always.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn always_on_a_bash_call_covers_only_what_its_rule_covers() {
+    use crate::support::events::run_turn;
+    use crate::support::fake::{Fake, bash, text_reply};
+    use minicode::protocol::Decision;
+    let dir = tempfile::tempdir().unwrap();
+    let model = Fake::new(vec![
+        bash("c1", "ls"),
+        bash("c2", "ls -la"),
+        bash("c3", "echo DANGER > danger.txt"),
+        bash("c4", "ls && touch compound.txt"),
+        bash("c5", "ls; echo again"),
+        text_reply("ok"),
+    ]);
+    let options = minicode::agent::Options::default();
+    let mut handle = crate::support::agent::spawn(dir.path(), model, options);
+    let mut answers = 0;
+    let (events, _, _) = run_turn(&mut handle, "go", |_| {
+        answers += 1;
+        Some(if answers == 1 {
+            Decision::ApproveTool
+        } else {
+            Decision::Deny { reason: None }
+        })
+    })
+    .await;
+    let asked = asked(&events);
+    let ids: Vec<&str> = asked.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(ids, ["c1", "c3", "c4", "c5"], "{asked:?}");
+    assert_eq!(asked[0].1.as_deref(), Some("bash(ls*)"));
+    assert_eq!(asked[1].1.as_deref(), Some("bash(echo DANGER*)"));
+    assert!(!dir.path().join("danger.txt").exists());
+    assert!(!dir.path().join("compound.txt").exists());
 }

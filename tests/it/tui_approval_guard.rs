@@ -37,6 +37,7 @@ fn pending_approval(t0: Instant) -> State {
             request: ApprovalRequest::Command {
                 command: "rm -rf build".into(),
             },
+            always: Some("bash(rm*)".into()),
         }),
         t0,
     );
@@ -125,6 +126,6 @@ fn the_answer_keys_are_shown_only_once_they_count() {
     assert_eq!(s.approval_arms_at(), Some(t0 + APPROVAL_GUARD));
     s.set_now(t0 + APPROVAL_GUARD);
     let armed = screen(&s);
-    assert!(armed.contains("y yes · a always"), "{armed}");
+    assert!(armed.contains("y yes · a always: rm … · n no"), "{armed}");
     assert_eq!(s.approval_arms_at(), None);
 }

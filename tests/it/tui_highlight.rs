@@ -97,6 +97,7 @@ fn a_write_diff_highlights_the_new_side() {
             path: "src/lib.rs".into(),
             diff: "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,2 +1,2 @@\n fn one() -> u32 {\n-    1\n+    \"two\".len() as u32\n".into(),
         },
+        always: None,
     }));
     let buf = buffer(&s);
     let added = row_of(&buf, "\"two\"");

@@ -212,6 +212,7 @@ fn approval_with_diff_is_shown_and_answered_with_keys() {
                 path: "src/lib.rs".into(),
                 diff: diff.into(),
             },
+            always: Some("edit".into()),
         },
     );
     insta::assert_snapshot!(screen(&s));
@@ -284,6 +285,7 @@ fn request_bash_approval(s: &mut State, call: &str, command: &str) {
             request: ApprovalRequest::Command {
                 command: command.into(),
             },
+            always: None,
         },
     );
 }
@@ -1197,6 +1199,7 @@ fn an_mcp_call_approval_shows_the_server_the_tool_and_the_arguments() {
                 tool: "read".into(),
                 arguments: "{\n  \"path\": \"a.txt\"\n}".into(),
             },
+            always: None,
         },
     );
     let text = rows(&s).join("\n");

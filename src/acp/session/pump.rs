@@ -218,7 +218,8 @@ impl Pump {
                 call,
                 tool,
                 request,
-            } => self.approval(call, &tool, &request),
+                always,
+            } => self.approval(call, (&tool, always.as_deref()), &request),
             Event::ApprovalDecided { call, decision } if decision.runs() => {
                 let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
                 let update = ToolCallUpdate::new(call, fields);
@@ -240,7 +241,13 @@ impl Pump {
     }
 
     /// The client shows the call as the question describes it, then asks.
-    fn approval(&mut self, call: String, tool: &str, request: &ApprovalRequest) {
+    /// `always` is the rule an "allow always" answer adds (no such option without one).
+    fn approval(
+        &mut self,
+        call: String,
+        (tool, always): (&str, Option<&str>),
+        request: &ApprovalRequest,
+    ) {
         let unknown = Call {
             arguments: serde_json::Value::Null,
             kind: ToolKind::Other,
@@ -264,7 +271,8 @@ impl Pump {
         let fields = convert::approval_fields(request, &shown, &self.live.cwd);
         let shown = ToolCallUpdate::new(call.clone(), fields.clone());
         self.notify(SessionUpdate::ToolCallUpdate(shown));
-        ask_permission(&self.live, &self.cx, call, tool, fields);
+        let options = convert::permission_options(always);
+        ask_permission(&self.live, &self.cx, call, options, fields);
     }
 
     /// Whether `call` changed the plan file (a file change naming it).
@@ -490,13 +498,13 @@ fn ask_permission(
     live: &Arc<Live>,
     cx: &Connection,
     call: String,
-    tool: &str,
+    options: Vec<agent_client_protocol::v1::schema::PermissionOption>,
     fields: ToolCallUpdateFields,
 ) {
     let question = RequestPermissionRequest::new(
         live.id.clone(),
         ToolCallUpdate::new(call.clone(), fields),
-        convert::permission_options(tool),
+        options,
     );
     let sent = cx.send_request(question);
     let ops = live.ops.clone();

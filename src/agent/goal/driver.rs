@@ -3,16 +3,18 @@
 //! while a goal exists, runs the goal tools, starts a goal round whenever the goal is active
 //! and armed and the core is idle, and maps how a goal turn ended onto the goal (an interrupt
 //! disarms; a provider failure blocks with `execution-failed` or `usage-limit`; the last round
-//! blocks with `round-limit`). It never decides a transition itself: that is `goal.rs`'s.
+//! blocks with `round-limit`; rounds in a row without progress block with `awaiting-human`,
+//! see `goal/stall.rs`). It never decides a transition itself: that is `goal.rs`'s.
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::stall::Stall;
 use super::tools::{self, UpdateArgs, UpdateStatus};
 use super::{Accepted, GoalError, Goals, Round};
 use crate::agent::Emitter;
 use crate::agent::store::Store;
-use crate::chat::Message;
+use crate::chat::{Message, ToolCall, ToolKind, ToolStatus};
 use crate::protocol::{BlockCode, Event, GoalOp, GoalPhase, GoalRef, TurnEnd};
 use crate::provider::ProviderError;
 use crate::session::Session;
@@ -55,18 +57,30 @@ pub(crate) struct Driver {
     quota_failure: bool,
     /// Rounds a new goal may use unless its command names a limit.
     default_max_rounds: u32,
+    /// Goal rounds in a row without progress, counted to block a stalled goal.
+    stall: Stall,
     registry: Arc<Registry>,
     events: Emitter,
 }
 
+/// The goal settings the driver is built with (`[goal]`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Rounds a new goal may use unless its command names a limit.
+    pub max_rounds: u32,
+    /// Goal rounds in a row without progress after which the goal blocks.
+    pub stall_rounds: u32,
+}
+
 impl Driver {
-    pub(crate) fn new(registry: Arc<Registry>, default_max_rounds: u32, events: Emitter) -> Self {
+    pub(crate) fn new(registry: Arc<Registry>, limits: Limits, events: Emitter) -> Self {
         Self {
             goals: Goals::default(),
             tools: tools::Set::default(),
             tools_declared: false,
             quota_failure: false,
-            default_max_rounds,
+            default_max_rounds: limits.max_rounds,
+            stall: Stall::new(limits.stall_rounds),
             registry,
             events,
         }
@@ -77,6 +91,7 @@ impl Driver {
     /// session has any goal record.
     pub(crate) fn start(&mut self, messages: &[Message]) {
         self.goals = Goals::replay(messages);
+        self.stall.reset();
         self.declare_tools();
         if messages.iter().any(super::record::is_goal_message) {
             self.events.emit(self.status());
@@ -140,6 +155,17 @@ impl Driver {
         self.goals.note_unasked();
     }
 
+    /// A call of the running turn ended (`kind`: its tool's, `None` when there is no such
+    /// tool): counted towards the round's progress.
+    pub(crate) fn note_result(
+        &mut self,
+        call: &ToolCall,
+        kind: Option<ToolKind>,
+        status: ToolStatus,
+    ) {
+        self.stall.note(call, kind, status);
+    }
+
     /// A turn starts: nothing has failed on a quota yet.
     pub(crate) fn begin_turn(&mut self) {
         self.quota_failure = false;
@@ -198,6 +224,10 @@ impl Driver {
                 .and_then(|r| self.goals.clear(&r, now))
                 .map(Some),
         };
+        if result.is_ok() {
+            // A goal set, resumed or changed by the user starts its progress count afresh.
+            self.stall.reset();
+        }
         match result {
             Ok(Some(accepted)) => self.record(&accepted, store),
             // An active goal was only armed: nothing to record.
@@ -288,6 +318,9 @@ impl Driver {
     /// blocks the goal; the last allowed round blocks it with `round-limit`.
     pub(crate) fn after_turn(&mut self, end: &TurnEnd, goal_round: bool, store: &mut Store) {
         let all_unasked = self.goals.take_all_unasked();
+        let stalled = self
+            .stall
+            .after_turn(goal_round && !matches!(end, TurnEnd::Interrupted));
         self.goals.sync(store.session.messages());
         if let TurnEnd::Interrupted = end {
             self.interrupt();
@@ -315,6 +348,9 @@ impl Driver {
                 {
                     let message = format!("used all {} goal rounds", goal.max_rounds);
                     self.block(BlockCode::RoundLimit, &message, store);
+                } else if let Some(why) = stalled {
+                    // More rounds would only repeat the same nothing, ever more expensively.
+                    self.block(BlockCode::AwaitingHuman, &why, store);
                 }
             }
         }

@@ -3,7 +3,9 @@
 //! blocks with stderr as the reason, any other end is an error the user is shown; a JSON
 //! object on stdout (exit 0) may decide instead (`decision`, `reason`, `continue`,
 //! `stopReason`, `systemMessage`, `hookSpecificOutput.permissionDecision`,
-//! `permissionDecisionReason`, `additionalContext`). It runs nothing and tells nobody.
+//! `permissionDecisionReason`, `additionalContext`). A run the sandbox stopped says nothing,
+//! whatever its status: the user is told it was stopped and why. It runs nothing and tells
+//! nobody.
 
 use serde_json::Value;
 
@@ -44,9 +46,15 @@ impl Verdict {
 pub(super) fn read(event: HookEvent, name: &str, piped: Piped) -> Verdict {
     let (code, stdout, stderr) = match piped {
         Piped::Exited {
+            denied: Some(what),
+            stderr,
+            ..
+        } => return stopped(name, &what, &stderr),
+        Piped::Exited {
             code,
             stdout,
             stderr,
+            denied: None,
         } => (code, stdout, stderr),
         Piped::TimedOut => {
             return failed(format!("{name} timed out; its process group was killed"));
@@ -82,6 +90,21 @@ pub(super) fn read(event: HookEvent, name: &str, piped: Piped) -> Verdict {
             failed(format!("{name} {how}{said}"))
         }
     }
+}
+
+/// A run the sandbox stopped: the user reads what was denied and the way out; the turn goes
+/// on as if the hook had said nothing (its exit status is the sandbox's doing, not a verdict).
+fn stopped(name: &str, what: &str, stderr: &str) -> Verdict {
+    let said = stderr.trim();
+    let said = if said.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", first_lines(said))
+    };
+    failed(format!(
+        "{name} was stopped by the sandbox: it was denied {what}{said}; a hook in your user \
+         config may set sandbox = \"off\" to run outside it"
+    ))
 }
 
 fn failed(notice: String) -> Verdict {

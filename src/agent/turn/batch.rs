@@ -79,6 +79,8 @@ pub(in crate::agent) async fn run_batch(
             output: output.content.clone(),
         });
         core.skills.note_call(call, &output);
+        let kind = core.registry.get(&call.name).map(|t| t.kind());
+        core.goal.note_result(call, kind, output.status);
         crate::agent::tally::edit_result(&*core.provider, call, &output);
         core.store
             .session

@@ -29,6 +29,10 @@ pub(crate) enum Piped {
         code: Option<i32>,
         stdout: String,
         stderr: String,
+        /// What the sandbox denied, when the failure came from it (a write the policy does
+        /// not allow, a socket with the network off, a forbidden system call): the run is
+        /// then the sandbox's doing, not the command's answer.
+        denied: Option<String>,
     },
     /// Killed at its deadline, with its whole group.
     TimedOut,
@@ -100,10 +104,19 @@ pub(crate) async fn run_piped(
         let text = String::from_utf8_lossy(&bytes).into_owned();
         crate::sanitize::sanitize(&ctx.secrets.redact(text))
     };
+    let (stdout, stderr) = (shown(out), shown(err));
+    let said = format!("{stderr}\n{stdout}");
+    let denied = match crate::sandbox::denial::detect(policy, &ctx.workspace, status, &said) {
+        Some(crate::sandbox::Blocked::Denied { what }) => {
+            Some(what.unwrap_or_else(|| "part of the command".to_string()))
+        }
+        _ => None,
+    };
     Piped::Exited {
         code: status.code(),
-        stdout: shown(out),
-        stderr: shown(err),
+        stdout,
+        stderr,
+        denied,
     }
 }
 
