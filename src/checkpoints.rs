@@ -382,7 +382,10 @@ impl Recorder {
     /// Restores the code to its state before user turn `turn` (see `rewind`).
     pub fn rewind(&mut self, turn: u32, how: &How) -> io::Result<Outcome> {
         if !journal::Journal::exists(&self.workspace, &self.session) {
-            return Ok(Outcome::default());
+            return Ok(Outcome {
+                nothing_recorded: true,
+                ..Outcome::default()
+            });
         }
         self.journal()?.rewind(turn, how)
     }

@@ -14,6 +14,7 @@ mod architecture;
 mod bash_outputs;
 mod checkpoints;
 mod checkpoints_cli;
+mod checkpoints_trust;
 mod cli_binary;
 mod cli_help;
 mod cli_stdin;
