@@ -54,7 +54,8 @@ impl Checkpoints {
         )
     }
 
-    /// Before an approved call runs. Returns whether its `after` is owed.
+    /// Before an approved call runs. Returns whether its `after` is owed (also when recording
+    /// failed: the call is then noted as unrecorded).
     pub(crate) fn before(&mut self, session: &Session, call: &ToolCall, kind: ToolKind) -> bool {
         if !self.recorder.enabled() || !Self::records(kind) {
             return false;
@@ -68,7 +69,8 @@ impl Checkpoints {
             Ok(()) => true,
             Err(e) => {
                 self.failed(&e);
-                false
+                // Still owed: `after` notes that the call ran unrecorded.
+                true
             }
         }
     }

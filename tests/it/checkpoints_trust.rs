@@ -370,3 +370,37 @@ fn edits_made_after_a_crash_are_kept_by_the_rewind_of_the_crashed_call() {
         "the user's too\n"
     );
 }
+
+#[test]
+fn calls_that_ran_unrecorded_warn_each_and_are_listed_under_their_turn() {
+    let server = MockServer::start_in_thread(vec![
+        bash("b1", "echo one > one.txt"),
+        bash("b2", "echo two > two.txt"),
+        text_reply("done", 8),
+    ]);
+    let dir = workspace(&server);
+    let ws = dir.path();
+    // A FIFO as the root ignore file makes every scan fail: the calls run unrecorded.
+    let fifo = ws.join(".gitignore");
+    std::fs::remove_file(&fifo).unwrap();
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo only reads the NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = run(ws, &["--yes", "make two files"]);
+    let said = text(&out);
+    assert_eq!(
+        said.matches("could not record a checkpoint").count(),
+        2,
+        "{said}"
+    );
+    let listed = listing(ws, &["--continue"]);
+    let caveats = listed["turns"][0]["caveats"].to_string();
+    assert!(caveats.contains("2 call(s) ran unrecorded"), "{listed}");
+    let out = run(ws, &["rewind", "--continue", "--to", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("nothing was recorded from turn 1 on: 2 call(s) ran unrecorded"),
+        "{}",
+        text(&out)
+    );
+}
