@@ -272,7 +272,13 @@ pub struct Recorder {
     heartbeat: Option<attribution::Heartbeat>,
     /// The running call, when its `before` failed: it runs unrecorded, and says so after.
     unrecorded: Option<Position>,
+    /// How long the session's first record (the base) took, and how many entries it holds,
+    /// once, when it took long enough to be worth saying.
+    slow_base: Option<(usize, std::time::Duration)>,
 }
+
+/// A first record slower than this is said (the user waits for it, every session).
+const SLOW_BASE: std::time::Duration = std::time::Duration::from_millis(800);
 
 impl Recorder {
     /// Nothing is read or written until the first call.
@@ -285,6 +291,7 @@ impl Recorder {
             open: None,
             heartbeat: None,
             unrecorded: None,
+            slow_base: None,
         }
     }
 
@@ -298,6 +305,12 @@ impl Recorder {
 
     pub fn session(&self) -> &str {
         &self.session
+    }
+
+    /// Once, after a slow first record: how many files and folders it read and how long it
+    /// took (the caller says so; the store never prints).
+    pub fn take_slow_base(&mut self) -> Option<(usize, std::time::Duration)> {
+        self.slow_base.take()
     }
 
     /// The session's journal, loaded (and a crashed call's record completed) on first use.
@@ -318,10 +331,17 @@ impl Recorder {
         if !self.settings.enabled {
             return Ok(());
         }
+        let start = std::time::Instant::now();
+        let mut basing = false;
         let began = self.journal().and_then(|journal| {
+            basing = !journal.based;
             journal.catch_up()?;
             journal.begin(position)
         });
+        if basing && start.elapsed() >= SLOW_BASE {
+            let entries = self.state.as_ref().map_or(0, |j| j.tree.len());
+            self.slow_base = Some((entries, start.elapsed()));
+        }
         match began {
             Ok(seq) => {
                 self.open = Some(seq);
@@ -412,4 +432,23 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         out.push(DIGITS[usize::from(b & 0xf)] as char);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Guard;
+
+    #[test]
+    fn a_secret_is_found_anywhere_in_the_bytes_and_short_values_are_ignored() {
+        let guard = Guard {
+            secrets: vec!["sk-0123456789".into(), "short".into()],
+            ..Guard::default()
+        };
+        assert!(guard.holds_secret(b"api_key = \"sk-0123456789\"\n"));
+        assert!(guard.holds_secret(b"sk-0123456789"));
+        assert!(!guard.holds_secret(b"sk-012345678"));
+        assert!(!guard.holds_secret(b"a short file"));
+        assert!(!guard.holds_secret(b""));
+        assert!(!format!("{guard:?}").contains("sk-"));
+    }
 }

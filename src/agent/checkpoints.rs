@@ -65,7 +65,18 @@ impl Checkpoints {
             call: call.id.clone(),
             tool: call.name.clone(),
         };
-        match self.recorder.before(&position) {
+        let began = self.recorder.before(&position);
+        if let Some((entries, took)) = self.recorder.take_slow_base() {
+            self.emitter.emit(Event::Warning {
+                message: format!(
+                    "checkpoints: the session's first record read the workspace ({entries} \
+                     files and folders) in {:.1} s; later calls read only what changed \
+                     ([checkpoints] enabled = false turns the undo record off)",
+                    took.as_secs_f64()
+                ),
+            });
+        }
+        match began {
             Ok(()) => true,
             Err(e) => {
                 self.failed(&e);
