@@ -17,10 +17,12 @@
 //! without its `end`: the next load scans the tree against the state recorded before it and
 //! completes the record, so it is undoable like any other.
 
+mod attribution;
 mod blobs;
 mod journal;
 mod rewind;
 mod scan;
+mod store;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -38,6 +40,22 @@ pub(crate) const DIR_HASH: &str = "dir";
 /// The tool name a rewind's own record carries in the journal.
 pub(crate) const REWIND_TOOL: &str = "rewind";
 
+/// A rewind's own record is numbered `REWINDS_FROM + k` for the session's `k`th rewind: apart
+/// from the user turns (which count user messages), so a rewind never shares its number with
+/// the next user turn or with another rewind, and `rewind --to` that number undoes it alone.
+pub const REWINDS_FROM: u32 = 1_000_000;
+
+/// Whether `turn` numbers a rewind's own record rather than a user turn.
+pub fn is_rewind_turn(turn: u32) -> bool {
+    turn > REWINDS_FROM
+}
+
+/// The `hash` of a file that is tracked but not stored: too large (`max_file_bytes`).
+pub(crate) const TOO_LARGE: &str = "too-large";
+
+/// The `hash` of a file that is tracked but not stored: it holds a configured secret.
+pub(crate) const HOLDS_SECRET: &str = "secret";
+
 /// How to rewind.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct How {
@@ -46,8 +64,60 @@ pub struct How {
     /// Overwrite conflicts too (their current content is recorded first, so the rewind can
     /// be undone); a file that could not be recorded (too large, not a regular file) stays.
     pub force: bool,
-    /// The turn the rewind's own record belongs to: the one after the session's last.
-    pub as_turn: u32,
+}
+
+/// What the store must never hold and a rewind must never write, as the caller knows them:
+/// the checkpoint store knows no tool and no session file, so both are handed in.
+#[derive(Clone, Default)]
+pub struct Guard {
+    /// Why a workspace path (absolute, inside the workspace) is protected, or `None`: the
+    /// `write` tool's list. A rewind leaves such a path alone, whatever a journal says.
+    pub protected: Option<fn(&Path, &Path) -> Option<&'static str>>,
+    /// Whether a session of this id exists in the workspace: a journal whose session does
+    /// not (planted, or left by a deleted session) is never read for another session.
+    pub session_exists: Option<fn(&Path, &str) -> bool>,
+    /// Secret values (the API key, ...): a file whose bytes hold one is not stored.
+    pub secrets: Vec<String>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("protected", &self.protected.is_some())
+            .field("session_exists", &self.session_exists.is_some())
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
+}
+
+impl PartialEq for Guard {
+    fn eq(&self, other: &Self) -> bool {
+        self.protected.is_some() == other.protected.is_some()
+            && self.session_exists.is_some() == other.session_exists.is_some()
+            && self.secrets == other.secrets
+    }
+}
+
+impl Eq for Guard {}
+
+impl Guard {
+    /// Whether `bytes` hold one of the secrets (values under 8 bytes are not secrets: they
+    /// would match ordinary text).
+    pub(crate) fn holds_secret(&self, bytes: &[u8]) -> bool {
+        self.secrets.iter().filter(|s| s.len() >= 8).any(|secret| {
+            let secret = secret.as_bytes();
+            let last = bytes.len().saturating_sub(secret.len());
+            (0..=last).any(|i| {
+                bytes.len() >= secret.len()
+                    && bytes[i] == secret[0]
+                    && bytes[i..].starts_with(secret)
+            })
+        })
+    }
+
+    pub(crate) fn protected(&self, workspace: &Path, path: &Path) -> Option<&'static str> {
+        self.protected.and_then(|f| f(workspace, path))
+    }
 }
 
 /// `.minicode/<SUBDIR>`: everything checkpoints keep.
@@ -62,6 +132,8 @@ pub struct Settings {
     pub max_file_bytes: u64,
     /// `max_bytes`: the store's size above which the oldest turns' checkpoints are pruned.
     pub max_bytes: u64,
+    /// Protected paths, known sessions and secrets.
+    pub guard: Guard,
 }
 
 impl Default for Settings {
@@ -70,6 +142,7 @@ impl Default for Settings {
             enabled: true,
             max_file_bytes: crate::defaults::CHECKPOINT_MAX_FILE_BYTES,
             max_bytes: crate::defaults::CHECKPOINT_MAX_BYTES,
+            guard: Guard::default(),
         }
     }
 }
@@ -101,6 +174,12 @@ impl FileState {
     /// entry, so only the mode and the inode recognise one unchanged).
     pub(crate) fn is_dir(&self) -> bool {
         self.hash == DIR_HASH
+    }
+
+    /// Whether the file is tracked without its content (too large, or it holds a secret): a
+    /// rewind cannot bring it back, and a listing names it apart.
+    pub(crate) fn unstored(&self) -> bool {
+        self.hash == TOO_LARGE || self.hash == HOLDS_SECRET
     }
 
     /// Whether `meta` describes the file this state was recorded from, unchanged.
@@ -189,7 +268,17 @@ pub struct Recorder {
     state: Option<journal::Journal>,
     /// The `begin` written for the running call, if any.
     open: Option<u64>,
+    /// The running call's heartbeat (see `attribution`).
+    heartbeat: Option<attribution::Heartbeat>,
+    /// The running call, when its `before` failed: it runs unrecorded, and says so after.
+    unrecorded: Option<Position>,
+    /// How long the session's first record (the base) took, and how many entries it holds,
+    /// once, when it took long enough to be worth saying.
+    slow_base: Option<(usize, std::time::Duration)>,
 }
+
+/// A first record slower than this is said (the user waits for it, every session).
+const SLOW_BASE: std::time::Duration = std::time::Duration::from_millis(800);
 
 impl Recorder {
     /// Nothing is read or written until the first call.
@@ -200,6 +289,9 @@ impl Recorder {
             settings,
             state: None,
             open: None,
+            heartbeat: None,
+            unrecorded: None,
+            slow_base: None,
         }
     }
 
@@ -215,6 +307,12 @@ impl Recorder {
         &self.session
     }
 
+    /// Once, after a slow first record: how many files and folders it read and how long it
+    /// took (the caller says so; the store never prints).
+    pub fn take_slow_base(&mut self) -> Option<(usize, std::time::Duration)> {
+        self.slow_base.take()
+    }
+
     /// The session's journal, loaded (and a crashed call's record completed) on first use.
     fn journal(&mut self) -> io::Result<&mut journal::Journal> {
         if self.state.is_none() {
@@ -227,28 +325,70 @@ impl Recorder {
     }
 
     /// Before a mutating call: brings the recorded tree up to date (reading only the files
-    /// changed since) and records that the call starts.
+    /// changed since) and records that the call starts. On an error the call runs
+    /// unrecorded: what the attempt stored is collected, and `after` notes the call as such.
     pub fn before(&mut self, position: &Position) -> io::Result<()> {
         if !self.settings.enabled {
             return Ok(());
         }
-        let journal = self.journal()?;
-        journal.catch_up()?;
-        let seq = journal.begin(position)?;
-        self.open = Some(seq);
-        Ok(())
+        let start = std::time::Instant::now();
+        let mut basing = false;
+        let began = self.journal().and_then(|journal| {
+            basing = !journal.based;
+            journal.catch_up()?;
+            journal.begin(position)
+        });
+        if basing && start.elapsed() >= SLOW_BASE {
+            let entries = self.state.as_ref().map_or(0, |j| j.tree.len());
+            self.slow_base = Some((entries, start.elapsed()));
+        }
+        match began {
+            Ok(seq) => {
+                self.open = Some(seq);
+                let path = self.state.as_ref().map(|j| j.path.clone());
+                self.heartbeat = path.map(|p| attribution::Heartbeat::start(&p));
+                Ok(())
+            }
+            Err(e) => {
+                self.unrecorded = Some(position.clone());
+                self.failed();
+                Err(e)
+            }
+        }
     }
 
-    /// After the call: records what it changed. Returns the paths skipped for size.
+    /// After the call: records what it changed (or, when its `before` failed, that it ran
+    /// unrecorded). Returns the paths not stored (too large, holding a secret).
     pub fn after(&mut self) -> io::Result<Vec<String>> {
+        self.heartbeat = None;
+        if let Some(position) = self.unrecorded.take() {
+            // Best effort: the disk may still be full; the warning was given already.
+            let _ = self.journal().and_then(|j| j.unrecorded(&position));
+            return Ok(Vec::new());
+        }
         let Some(seq) = self.open.take() else {
             return Ok(Vec::new());
         };
         let max_bytes = self.settings.max_bytes;
-        let journal = self.journal()?;
-        let skipped = journal.end(seq, false)?;
-        journal.enforce_cap(max_bytes)?;
-        Ok(skipped)
+        let ended = self.journal().and_then(|journal| {
+            let skipped = journal.end(seq, false)?;
+            journal.enforce_cap(max_bytes)?;
+            Ok(skipped)
+        });
+        if ended.is_err() {
+            self.failed();
+        }
+        ended
+    }
+
+    /// A record failed: the blobs it stored that nothing names are removed, and the journal
+    /// is read again from disk at the next call (the in-memory tree may hold states whose
+    /// line was never written).
+    fn failed(&mut self) {
+        if let Some(mut journal) = self.state.take() {
+            let _ = journal.discard_fresh();
+        }
+        self.open = None;
     }
 
     /// The session's turns that changed files, newest first.
@@ -262,7 +402,10 @@ impl Recorder {
     /// Restores the code to its state before user turn `turn` (see `rewind`).
     pub fn rewind(&mut self, turn: u32, how: &How) -> io::Result<Outcome> {
         if !journal::Journal::exists(&self.workspace, &self.session) {
-            return Ok(Outcome::default());
+            return Ok(Outcome {
+                nothing_recorded: true,
+                ..Outcome::default()
+            });
         }
         self.journal()?.rewind(turn, how)
     }
@@ -289,4 +432,23 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
         out.push(DIGITS[usize::from(b & 0xf)] as char);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Guard;
+
+    #[test]
+    fn a_secret_is_found_anywhere_in_the_bytes_and_short_values_are_ignored() {
+        let guard = Guard {
+            secrets: vec!["sk-0123456789".into(), "short".into()],
+            ..Guard::default()
+        };
+        assert!(guard.holds_secret(b"api_key = \"sk-0123456789\"\n"));
+        assert!(guard.holds_secret(b"sk-0123456789"));
+        assert!(!guard.holds_secret(b"sk-012345678"));
+        assert!(!guard.holds_secret(b"a short file"));
+        assert!(!guard.holds_secret(b""));
+        assert!(!format!("{guard:?}").contains("sk-"));
+    }
 }

@@ -2,7 +2,8 @@
 //! of kind edit or execute) it records the workspace state the call may change, after it what
 //! the call changed (see `crate::checkpoints`), each tied to the session's user turn and the
 //! call's id; and it serves `Op::ListRewind` and the code half of `Op::Rewind`. A failure to
-//! record never stops a call: it is said once as a warning, and the call runs unrecorded.
+//! record never stops a call: it is said as a warning for every call it hits, the call runs
+//! unrecorded, and the listing names it under its turn.
 
 use crate::chat::{Role, ToolCall, ToolKind};
 use crate::checkpoints::{FileChange, Position, Recorder, Settings, TurnChanges};
@@ -14,8 +15,6 @@ use super::Emitter;
 pub(crate) struct Checkpoints {
     recorder: Recorder,
     emitter: Emitter,
-    /// A recording failure was already said.
-    warned: bool,
 }
 
 impl Checkpoints {
@@ -23,7 +22,6 @@ impl Checkpoints {
         Self {
             recorder: Recorder::new(session.workspace(), session.id(), settings),
             emitter,
-            warned: false,
         }
     }
 
@@ -56,7 +54,8 @@ impl Checkpoints {
         )
     }
 
-    /// Before an approved call runs. Returns whether its `after` is owed.
+    /// Before an approved call runs. Returns whether its `after` is owed (also when recording
+    /// failed: the call is then noted as unrecorded).
     pub(crate) fn before(&mut self, session: &Session, call: &ToolCall, kind: ToolKind) -> bool {
         if !self.recorder.enabled() || !Self::records(kind) {
             return false;
@@ -66,11 +65,23 @@ impl Checkpoints {
             call: call.id.clone(),
             tool: call.name.clone(),
         };
-        match self.recorder.before(&position) {
+        let began = self.recorder.before(&position);
+        if let Some((entries, took)) = self.recorder.take_slow_base() {
+            self.emitter.emit(Event::Warning {
+                message: format!(
+                    "checkpoints: the session's first record read the workspace ({entries} \
+                     files and folders) in {:.1} s; later calls read only what changed \
+                     ([checkpoints] enabled = false turns the undo record off)",
+                    took.as_secs_f64()
+                ),
+            });
+        }
+        match began {
             Ok(()) => true,
             Err(e) => {
                 self.failed(&e);
-                false
+                // Still owed: `after` notes that the call ran unrecorded.
+                true
             }
         }
     }
@@ -82,14 +93,12 @@ impl Checkpoints {
         }
     }
 
+    /// Said for every call a failure hits: each of them cannot be undone.
     fn failed(&mut self, e: &std::io::Error) {
         tracing::warn!(error = %e, "could not record a checkpoint");
-        if !self.warned {
-            self.warned = true;
-            self.emitter.emit(Event::Warning {
-                message: format!("could not record a checkpoint; this call cannot be undone: {e}"),
-            });
-        }
+        self.emitter.emit(Event::Warning {
+            message: format!("could not record a checkpoint; this call cannot be undone: {e}"),
+        });
     }
 
     /// `Op::ListRewind`'s answer.
@@ -109,18 +118,16 @@ impl Checkpoints {
         }
     }
 
-    /// Restores the code to before `turn`; the rewind's own record goes with the turn after
-    /// the session's last.
+    /// Restores the code to before `turn` (a user turn, or a rewind's own record); the rewind's
+    /// own record gets the next rewind number.
     pub(crate) fn rewind(
         &mut self,
-        session: &Session,
         turn: u32,
         force: bool,
     ) -> std::io::Result<crate::checkpoints::Outcome> {
         let how = crate::checkpoints::How {
             dry_run: false,
             force,
-            as_turn: user_turns(session).saturating_add(1),
         };
         self.recorder.rewind(turn, &how)
     }
@@ -140,26 +147,43 @@ pub(crate) fn described(session: &Session, turns: Vec<TurnChanges>) -> Vec<Rewin
                 }
                 .to_string()
             }),
-            files: t.files.into_iter().map(|(p, k)| (p, kind(k))).collect(),
-            caveats: caveats(&t.tools),
+            files: t.files.iter().map(|(p, k)| (p.clone(), kind(*k))).collect(),
+            caveats: caveats(&t),
             skipped: t.skipped,
+            withheld: t.withheld,
             undone: t.undone,
         })
         .collect()
 }
 
-/// What a rewind of a turn made by these tools cannot undo. A command may have reached past
-/// the files: the network, other programs, databases, files outside the workspace.
-fn caveats(tools: &[String]) -> Vec<String> {
-    let shell = tools.iter().any(|t| t == "bash");
-    shell
-        .then(|| {
+/// What a rewind of a turn cannot (or will not, unforced) undo. A command may have reached
+/// past the files: the network, other programs, databases, files outside the workspace.
+fn caveats(t: &TurnChanges) -> Vec<String> {
+    let mut out = Vec::new();
+    if t.interrupted {
+        out.push("this rewind was interrupted: run it again".to_string());
+    }
+    if !t.unrecorded.is_empty() {
+        out.push(format!(
+            "{} call(s) ran unrecorded ({}): what they changed cannot be undone",
+            t.unrecorded.len(),
+            t.unrecorded.join(", ")
+        ));
+    }
+    for path in &t.uncertain {
+        out.push(format!(
+            "{path}: may not be the agent's change (another session or program wrote meanwhile, \
+             or after a crash); a rewind keeps it unless forced"
+        ));
+    }
+    if t.tools.iter().any(|t| t == "bash") {
+        out.push(
             "ran commands: what they did outside the workspace (network, other programs, \
              files elsewhere) is not undone"
-                .to_string()
-        })
-        .into_iter()
-        .collect()
+                .to_string(),
+        );
+    }
+    out
 }
 
 /// The number of user messages in the session: the position of the turn now running.
@@ -207,6 +231,10 @@ impl super::Core {
     /// `Op::Rewind`: the code first (while the session is still the one that recorded it),
     /// then the conversation, forked before the turn's user message.
     pub(crate) fn rewind(&mut self, turn: u32, scope: crate::protocol::RewindScope, force: bool) {
+        if crate::checkpoints::is_rewind_turn(turn) {
+            self.undo_rewind(turn, force);
+            return;
+        }
         let Some((index, prompt)) = user_message(&self.store.session, turn) else {
             self.emit(rewound(
                 turn,
@@ -217,7 +245,7 @@ impl super::Core {
         };
         let mut outcome = crate::checkpoints::Outcome::default();
         if scope.code() {
-            match self.checkpoints.rewind(&self.store.session, turn, force) {
+            match self.checkpoints.rewind(turn, force) {
                 Ok(done) => outcome = done,
                 Err(e) => {
                     let error = format!("could not restore the code: {e}");
@@ -231,20 +259,68 @@ impl super::Core {
             let copy = self.store.session.fork_before(index);
             self.fork_with(copy, Some(turn));
         }
-        let error = outcome
-            .pruned
-            .then(|| format!("the checkpoints of turn {turn} were pruned; no file was restored"));
-        self.emit(Event::Rewound {
+        // Only a conversation that went back lost the prompt: a code-only rewind keeps the
+        // turn in history, and sending its prompt again would repeat it.
+        self.emit(rewound_event(
             turn,
-            restored: outcome.restored,
-            conflicts: outcome.conflicts,
-            overwritten: outcome.overwritten,
-            skipped: outcome.skipped,
-            // Only a conversation that went back lost the prompt: a code-only rewind keeps the
-            // turn in history, and sending its prompt again would repeat it.
-            prompt: scope.conversation().then_some(prompt),
-            error,
-        });
+            outcome,
+            scope.conversation().then_some(prompt),
+        ));
+    }
+
+    /// `Op::Rewind` to a rewind's own record: the code only (a rewind has no message).
+    fn undo_rewind(&mut self, turn: u32, force: bool) {
+        match self.checkpoints.rewind(turn, force) {
+            Ok(outcome) => self.emit(rewound_event(turn, outcome, None)),
+            Err(e) => {
+                let error = format!("could not restore the code: {e}");
+                self.emit(rewound(turn, None, Some(error)));
+            }
+        }
+    }
+}
+
+/// The event for a rewind's outcome. Protected paths and uncertain changes were left alone
+/// like conflicts; files holding a secret were never stored, like large ones.
+fn rewound_event(turn: u32, outcome: crate::checkpoints::Outcome, prompt: Option<String>) -> Event {
+    let error = if outcome.pruned {
+        Some(format!(
+            "the checkpoints of turn {turn} were pruned; no file was restored"
+        ))
+    } else if outcome.nothing_recorded {
+        Some(nothing_recorded(turn, &outcome.unrecorded))
+    } else {
+        None
+    };
+    let mut conflicts = outcome.conflicts;
+    conflicts.extend(outcome.uncertain);
+    conflicts.extend(outcome.protected);
+    conflicts.sort();
+    conflicts.dedup();
+    let mut skipped = outcome.skipped;
+    skipped.extend(outcome.withheld);
+    Event::Rewound {
+        turn,
+        restored: outcome.restored,
+        conflicts,
+        overwritten: outcome.overwritten,
+        skipped,
+        prompt,
+        error,
+    }
+}
+
+/// What a rewind to a turn with nothing recorded from it on says.
+pub(crate) fn nothing_recorded(turn: u32, unrecorded: &[String]) -> String {
+    if unrecorded.is_empty() {
+        format!("nothing was recorded from turn {turn} on: no file to restore")
+    } else {
+        format!(
+            "nothing was recorded from turn {turn} on: {} call(s) ran unrecorded ({}), so what \
+             they changed cannot be restored",
+            unrecorded.len(),
+            unrecorded.join(", ")
+        )
     }
 }
 

@@ -2,6 +2,10 @@
 //! `.minicode/checkpoints/blobs/<2 hex>/<62 hex>`, each blob the exact bytes of a file whose
 //! SHA-256 is its name. Folders are 0700 and files 0600. It stores and reads bytes; which
 //! blobs are still needed is the journal's business.
+//!
+//! A blob is only ever trusted after its bytes hash to its name: one already there when the
+//! same content is stored again is checked and replaced when it does not match (a planted or
+//! damaged blob never blocks the undo of that content), and one read back is checked too.
 
 use std::collections::HashSet;
 use std::io::{self, Write};
@@ -15,6 +19,15 @@ pub(crate) struct Blobs {
     workspace: PathBuf,
     root: PathBuf,
     made: HashSet<String>,
+    /// Blobs this process created since the last [`Blobs::take_fresh`]: what a record that
+    /// then failed leaves behind, with no journal naming it.
+    fresh: Vec<String>,
+}
+
+/// The bytes a file takes on disk (its blocks), not its length: a 10-byte blob costs a block.
+pub(crate) fn on_disk(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.blocks().saturating_mul(512).max(meta.len())
 }
 
 impl Blobs {
@@ -24,6 +37,7 @@ impl Blobs {
             workspace: workspace.to_path_buf(),
             root,
             made: HashSet::new(),
+            fresh: Vec::new(),
         })
     }
 
@@ -42,8 +56,17 @@ impl Blobs {
     /// more on every call.
     pub(crate) fn put(&mut self, hash: &str, bytes: &[u8]) -> io::Result<u64> {
         let path = self.path(hash);
-        if path.exists() {
-            return Ok(0);
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if meta.is_file()
+                && meta.len() == bytes.len() as u64
+                && std::fs::read(&path).is_ok_and(|old| Self::hash(&old) == hash)
+            {
+                return Ok(0);
+            }
+            // Not the content its name says (planted, damaged, a link): replaced below.
+            if meta.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            }
         }
         let fan = &hash[..2.min(hash.len())];
         if !self.made.contains(fan) {
@@ -64,13 +87,54 @@ impl Blobs {
             let _ = std::fs::remove_file(&temp);
             return Err(e);
         }
+        self.fresh.push(hash.to_string());
         Ok(bytes.len() as u64)
     }
 
-    /// A blob's bytes, checked against its name (a damaged blob is an error, never restored).
+    /// The blobs created since the last call (see `fresh`).
+    pub(crate) fn take_fresh(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.fresh)
+    }
+
+    /// Removes the `.tmp<pid>` files of writers that are gone (a process killed or out of
+    /// space while writing a blob). Returns the bytes they took.
+    pub(crate) fn collect_leftovers(&self) -> io::Result<u64> {
+        let mut freed = 0;
+        for fan in std::fs::read_dir(&self.root)? {
+            let fan = fan?;
+            if !fan.file_type()?.is_dir() {
+                continue;
+            }
+            for entry in std::fs::read_dir(fan.path())? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some((_, pid)) = name.split_once(".tmp") else {
+                    continue;
+                };
+                if pid.parse::<i32>().is_ok_and(alive) {
+                    continue;
+                }
+                let meta = entry.metadata()?;
+                if std::fs::remove_file(entry.path()).is_ok() {
+                    freed += on_disk(&meta);
+                }
+            }
+        }
+        Ok(freed)
+    }
+
+    /// A blob's bytes, checked against its name (a damaged blob is an error, never restored,
+    /// and removed so the next record of that content stores it again).
     pub(crate) fn get(&self, hash: &str) -> io::Result<Vec<u8>> {
-        let bytes = std::fs::read(self.path(hash))?;
+        let path = self.path(hash);
+        if !std::fs::symlink_metadata(&path)?.is_file() {
+            return Err(io::Error::other(format!(
+                "checkpoint blob {hash} is not a file"
+            )));
+        }
+        let bytes = std::fs::read(&path)?;
         if Self::hash(&bytes) != hash {
+            let _ = std::fs::remove_file(&path);
             return Err(io::Error::other(format!(
                 "checkpoint blob {hash} is damaged"
             )));
@@ -78,7 +142,7 @@ impl Blobs {
         Ok(bytes)
     }
 
-    /// Every blob with its size.
+    /// Every blob with the bytes it takes on disk.
     pub(crate) fn all(&self) -> io::Result<Vec<(String, u64)>> {
         let mut out = Vec::new();
         for fan in std::fs::read_dir(&self.root)? {
@@ -93,7 +157,7 @@ impl Blobs {
                 if name.contains('.') {
                     continue;
                 }
-                out.push((format!("{prefix}{name}"), blob.metadata()?.len()));
+                out.push((format!("{prefix}{name}"), on_disk(&blob.metadata()?)));
             }
         }
         Ok(out)
@@ -105,4 +169,9 @@ impl Blobs {
             _ => Ok(()),
         }
     }
+}
+
+/// Whether process `pid` still runs (a blob it is writing is not a leftover).
+fn alive(pid: i32) -> bool {
+    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }

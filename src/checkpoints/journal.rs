@@ -14,7 +14,6 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::blobs::Blobs;
-use super::rewind::{self, Outcome, TurnChanges};
 use super::watch::Watcher;
 use super::{Change, FileState, Position, Settings, Tree, scan};
 
@@ -28,7 +27,7 @@ const VERSION: u32 = 1;
 /// One line of the journal.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-enum Line {
+pub(crate) enum Line {
     /// The tree when the session's first checkpoint was taken.
     Base { version: u32, files: Tree },
     /// Changes seen between calls (the user's edits, a rewind): the tree moves on, no call
@@ -42,8 +41,13 @@ enum Line {
         turn: u32,
         call: String,
         tool: String,
+        /// When it started (ns since the epoch).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<i64>,
     },
     /// What the call `seq` changed. `recovered`: completed on a later load after a crash.
+    /// `uncertain`: paths among `changes` the call may not have made (see `attribution`).
+    /// `skipped`: only in journals written before unstored files were tracked.
     End {
         seq: u64,
         changes: BTreeMap<String, Change>,
@@ -51,6 +55,14 @@ enum Line {
         skipped: Vec<String>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         recovered: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        uncertain: Vec<String>,
+    },
+    /// A call that ran unrecorded (recording failed): a rewind cannot undo it.
+    Unrecorded {
+        turn: u32,
+        call: String,
+        tool: String,
     },
     /// The code was rewound to before `turn`: the calls recorded so far from that turn on are
     /// listed as undone. `record`: the call that recorded the rewind itself (it and later
@@ -60,8 +72,13 @@ enum Line {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         record: Option<u64>,
     },
-    /// The checkpoints of turns up to `through` were pruned to keep the store under its cap.
-    Pruned { through: u32 },
+    /// The checkpoints of turns up to `through` were pruned to keep the store under its cap:
+    /// the calls up to `seq` (older journals: every call of a turn up to `through`).
+    Pruned {
+        through: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
+    },
 }
 
 /// A recorded call.
@@ -77,23 +94,58 @@ pub(crate) struct Call {
     pub undone: bool,
     /// Its `end` is not written yet.
     pub pending: bool,
+    /// Completed on a later load (the process died during it).
+    pub recovered: bool,
+    /// Paths of `changes` the call may not have made: kept by a rewind unless forced.
+    pub uncertain: Vec<String>,
+    /// It ran unrecorded (recording failed): nothing of it can be undone.
+    pub unrecorded: bool,
+    /// When it started (ns since the epoch; 0 in older journals).
+    pub began: i64,
+    /// The call's id (as the model named it; a rewind's is `rewind-to-N`).
+    pub id: String,
+}
+
+impl Call {
+    fn new(turn: u32, seq: u64, tool: &str, id: &str) -> Call {
+        Call {
+            id: id.to_string(),
+            turn,
+            seq,
+            tool: tool.to_string(),
+            changes: BTreeMap::new(),
+            skipped: Vec::new(),
+            undone: false,
+            pending: true,
+            recovered: false,
+            uncertain: Vec::new(),
+            unrecorded: false,
+            began: 0,
+        }
+    }
 }
 
 /// A loaded journal: the tree as last recorded and the calls.
 pub(crate) struct Journal {
     pub workspace: PathBuf,
-    path: PathBuf,
+    pub(crate) path: PathBuf,
     pub blobs: Blobs,
     pub tree: Tree,
     pub calls: Vec<Call>,
     max_file_bytes: u64,
-    next_seq: u64,
+    pub guard: super::Guard,
+    pub(crate) next_seq: u64,
     /// Turns up to this one can no longer be undone (0: none pruned).
     pub pruned_through: u32,
+    /// The highest rewind number given so far (see `REWINDS_FROM`).
+    pub(crate) rewinds: u32,
+    /// The last moment the process that wrote the journal was known alive (its modification
+    /// time when loaded): a crashed call's changes after it are uncertain.
+    alive: i64,
     /// Whether the base line is written.
-    based: bool,
+    pub(crate) based: bool,
     /// The blob store's size, once measured.
-    store_bytes: Option<u64>,
+    pub(crate) store_bytes: Option<u64>,
     /// Watches every folder once a whole-tree walk has run with it; `None` before, and for
     /// good where it cannot (then every record walks the tree).
     watcher: Option<Arc<Watcher>>,
@@ -102,7 +154,7 @@ pub(crate) struct Journal {
 }
 
 /// The journals' folder.
-fn sessions_dir(workspace: &Path, create: bool) -> io::Result<Option<PathBuf>> {
+pub(crate) fn sessions_dir(workspace: &Path, create: bool) -> io::Result<Option<PathBuf>> {
     let sub = format!("{}/sessions", super::SUBDIR);
     if create {
         crate::fsutil::private_dir(workspace, &sub).map(Some)
@@ -181,15 +233,27 @@ impl Journal {
             tree: Tree::new(),
             calls: Vec::new(),
             max_file_bytes: settings.max_file_bytes,
+            guard: settings.guard.clone(),
             next_seq: 1,
             pruned_through: 0,
+            rewinds: super::REWINDS_FROM,
+            alive: 0,
             based: false,
             store_bytes: None,
             watcher: None,
             unwatchable: false,
         };
         match std::fs::File::open(&journal.path) {
-            Ok(file) => journal.replay(io::BufReader::new(file))?,
+            Ok(file) => {
+                let meta = file.metadata()?;
+                if !meta.is_file() || !super::attribution::owned(&meta) {
+                    return Err(io::Error::other(
+                        "the checkpoint journal was not written by this user: not used",
+                    ));
+                }
+                journal.alive = super::Stat::of(&meta).mtime;
+                journal.replay(io::BufReader::new(file))?;
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
@@ -211,7 +275,7 @@ impl Journal {
         Ok(())
     }
 
-    fn apply(&mut self, line: Line) {
+    pub(crate) fn apply(&mut self, line: Line) {
         match line {
             Line::Base { files, .. } => {
                 self.tree = files;
@@ -223,24 +287,26 @@ impl Journal {
                 }
             }
             Line::Begin {
-                seq, turn, tool, ..
+                seq,
+                turn,
+                tool,
+                at,
+                call: id,
             } => {
                 self.next_seq = self.next_seq.max(seq + 1);
-                self.calls.push(Call {
-                    turn,
-                    seq,
-                    tool,
-                    changes: BTreeMap::new(),
-                    skipped: Vec::new(),
-                    undone: false,
-                    pending: true,
-                });
+                if super::is_rewind_turn(turn) {
+                    self.rewinds = self.rewinds.max(turn);
+                }
+                let mut call = Call::new(turn, seq, &tool, &id);
+                call.began = at.unwrap_or(0);
+                self.calls.push(call);
             }
             Line::End {
                 seq,
                 changes,
                 skipped,
-                ..
+                recovered,
+                uncertain,
             } => {
                 for (path, change) in &changes {
                     set(&mut self.tree, path.clone(), change.after.clone());
@@ -249,36 +315,87 @@ impl Journal {
                     call.changes = changes;
                     call.skipped = skipped;
                     call.pending = false;
+                    call.recovered = recovered;
+                    call.uncertain = uncertain;
                 }
             }
+            Line::Unrecorded { turn, tool, call } => {
+                let mut call = Call::new(turn, self.next_seq, &tool, &call);
+                self.next_seq += 1;
+                call.pending = false;
+                call.unrecorded = true;
+                self.calls.push(call);
+            }
             Line::Rewound { turn, record } => self.mark_undone(turn, record),
-            Line::Pruned { through } => {
-                self.calls.retain(|c| c.turn > through);
-                self.pruned_through = self.pruned_through.max(through);
+            Line::Pruned { through, seq } => {
+                match seq {
+                    Some(seq) => self.calls.retain(|c| c.seq > seq),
+                    None => self.calls.retain(|c| c.turn > through),
+                }
+                if !super::is_rewind_turn(through) {
+                    self.pruned_through = self.pruned_through.max(through);
+                }
             }
         }
     }
 
     pub(crate) fn mark_undone(&mut self, turn: u32, record: Option<u64>) {
+        let Some(from) = self.cut(turn) else {
+            return;
+        };
         let before = record.unwrap_or(u64::MAX);
         for call in self
             .calls
             .iter_mut()
-            .filter(|c| c.turn >= turn && c.seq < before)
+            .filter(|c| c.seq >= from && c.seq < before)
         {
             call.undone = true;
         }
     }
 
-    fn append(&mut self, line: &Line) -> io::Result<()> {
+    /// The first call a rewind to before `turn` undoes: a rewind's own record, or the first
+    /// call of the user turns from `turn` on. Every call after it in the journal is undone
+    /// too (a rewind recorded before `turn` began is not: it is older).
+    pub(crate) fn cut(&self, turn: u32) -> Option<u64> {
+        if super::is_rewind_turn(turn) {
+            return self.calls.iter().find(|c| c.turn == turn).map(|c| c.seq);
+        }
+        self.calls
+            .iter()
+            .filter(|c| !super::is_rewind_turn(c.turn) && c.turn >= turn)
+            .map(|c| c.seq)
+            .min()
+    }
+
+    /// Appends one line. A line the disk had no room for is cut off again, so the next line
+    /// does not join a torn one.
+    pub(crate) fn append(&mut self, line: &Line) -> io::Result<()> {
         let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
         text.push('\n');
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&self.path)?;
-        file.write_all(text.as_bytes())
+        let len = file.metadata()?.len();
+        let written = file.write_all(text.as_bytes());
+        if written.is_err() {
+            let _ = file.set_len(len);
+        }
+        written
+    }
+
+    /// Records that a call ran unrecorded (best effort: the disk may still be full).
+    pub(crate) fn unrecorded(&mut self, position: &Position) -> io::Result<()> {
+        let line = Line::Unrecorded {
+            turn: position.turn,
+            call: position.call.clone(),
+            tool: position.tool.clone(),
+        };
+        self.append(&line)?;
+        self.apply(line);
+        Ok(())
     }
 
     /// Brings the recorded tree up to date with the workspace: the first time, the base (every
@@ -300,9 +417,8 @@ impl Journal {
                 version: VERSION,
                 files: self.tree.clone(),
             };
-            let mut text = serde_json::to_string(&base).map_err(io::Error::other)?;
-            text.push('\n');
-            return crate::fsutil::write_atomic(&self.path, text.as_bytes(), Some(0o600));
+            // Appended: lines before it (calls that ran unrecorded) stay.
+            return self.append(&base);
         }
         if files.is_empty() {
             return Ok(());
@@ -314,44 +430,94 @@ impl Journal {
     pub(crate) fn begin(&mut self, position: &Position) -> io::Result<u64> {
         let seq = self.next_seq;
         self.next_seq += 1;
+        let at = super::attribution::now();
         self.append(&Line::Begin {
             seq,
             turn: position.turn,
             call: position.call.clone(),
             tool: position.tool.clone(),
+            at: Some(at),
         })?;
-        self.calls.push(Call {
-            turn: position.turn,
-            seq,
-            tool: position.tool.clone(),
-            changes: BTreeMap::new(),
-            skipped: Vec::new(),
-            undone: false,
-            pending: true,
-        });
+        let mut call = Call::new(position.turn, seq, &position.tool, &position.call);
+        call.began = at;
+        self.calls.push(call);
         Ok(seq)
     }
 
-    /// Records what call `seq` changed (a scan against the tree recorded before it). Returns
-    /// the paths skipped for size.
+    /// Records what call `seq` changed (a scan against the tree recorded before it), less
+    /// what another session recorded as its own (a drift line). Returns the paths not stored
+    /// (too large, holding a secret).
     pub(crate) fn end(&mut self, seq: u64, recovered: bool) -> io::Result<Vec<String>> {
         let found = self.scan()?;
         self.grew(found.grown);
-        for (path, change) in &found.changes {
+        let began = self
+            .calls
+            .iter()
+            .find(|c| c.seq == seq)
+            .map_or(0, |c| c.began);
+        let others = self.others(began)?;
+        let own = self.call_ids();
+        let (mut changes, mut foreign) = (BTreeMap::new(), BTreeMap::new());
+        for (path, change) in found.changes {
             set(&mut self.tree, path.clone(), change.after.clone());
+            if others.claims(&path, change.after.as_ref(), &own) {
+                foreign.insert(path, change.after);
+            } else {
+                changes.insert(path, change);
+            }
         }
+        let uncertain: Vec<String> = changes
+            .iter()
+            .filter(|(path, change)| {
+                others.open_call
+                    || (recovered
+                        && !super::attribution::before_crash(
+                            &self.workspace,
+                            path,
+                            change.after.as_ref(),
+                            self.alive,
+                        ))
+            })
+            .map(|(path, _)| path.clone())
+            .collect();
+        if !foreign.is_empty() {
+            self.append(&Line::Drift { files: foreign })?;
+        }
+        let skipped = unstored(&changes);
         self.append(&Line::End {
             seq,
-            changes: found.changes.clone(),
-            skipped: found.skipped.clone(),
+            changes: changes.clone(),
+            skipped: Vec::new(),
             recovered,
+            uncertain: uncertain.clone(),
         })?;
         if let Some(call) = self.calls.iter_mut().find(|c| c.seq == seq) {
-            call.changes = found.changes;
-            call.skipped = found.skipped.clone();
+            call.changes = changes;
             call.pending = false;
+            call.recovered = recovered;
+            call.uncertain = uncertain;
         }
-        Ok(found.skipped)
+        Ok(skipped)
+    }
+
+    /// The ids of this session's calls.
+    pub(crate) fn call_ids(&self) -> HashSet<String> {
+        self.calls
+            .iter()
+            .map(|c| super::attribution::call_key(&c.id, c.began))
+            .collect()
+    }
+
+    /// What the other sessions' journals say about the time since `since` (nothing to say
+    /// about a call with no start time).
+    pub(crate) fn others(&self, since: i64) -> io::Result<super::attribution::Others> {
+        if since == 0 {
+            return Ok(super::attribution::Others::default());
+        }
+        let Some(dir) = self.path.parent() else {
+            return Ok(super::attribution::Others::default());
+        };
+        super::attribution::others(&self.workspace, dir, &self.path, since, &self.guard)
     }
 
     /// What changed since the tree was last recorded: in the folders the watcher names once
@@ -380,9 +546,12 @@ impl Journal {
             &self.workspace,
             scope,
             self.watcher.as_ref(),
-            &self.tree,
-            &mut self.blobs,
-            self.max_file_bytes,
+            scan::Against {
+                tree: &self.tree,
+                blobs: &mut self.blobs,
+                max_file_bytes: self.max_file_bytes,
+                guard: &self.guard,
+            },
         )?;
         if self.watcher.as_ref().is_some_and(|w| !w.healthy()) {
             self.watcher = None;
@@ -391,124 +560,10 @@ impl Journal {
         Ok(found)
     }
 
-    fn grew(&mut self, by: u64) {
+    pub(crate) fn grew(&mut self, by: u64) {
         if let Some(total) = self.store_bytes.as_mut() {
             *total += by;
         }
-    }
-
-    /// Keeps the blob store under `max_bytes`: while over it, the oldest turn's checkpoints
-    /// are dropped (a `pruned` line) and the blobs no journal of the workspace names any
-    /// more are deleted. The current tree's blobs always stay.
-    pub(crate) fn enforce_cap(&mut self, max_bytes: u64) -> io::Result<()> {
-        let total = match self.store_bytes {
-            Some(total) => total,
-            None => {
-                let total = self.blobs.all()?.iter().map(|(_, size)| size).sum();
-                self.store_bytes = Some(total);
-                total
-            }
-        };
-        if total <= max_bytes {
-            return Ok(());
-        }
-        while self.store_bytes.unwrap_or(0) > max_bytes {
-            let Some(oldest) = self
-                .calls
-                .iter()
-                .filter(|c| !c.pending)
-                .map(|c| c.turn)
-                .min()
-            else {
-                break;
-            };
-            self.append(&Line::Pruned { through: oldest })?;
-            self.apply(Line::Pruned { through: oldest });
-            self.collect_garbage()?;
-        }
-        Ok(())
-    }
-
-    /// Deletes every blob no journal of the workspace names; measures the store again.
-    fn collect_garbage(&mut self) -> io::Result<()> {
-        let mut live: HashSet<String> = HashSet::new();
-        live.extend(self.tree.values().map(|s| s.hash.clone()));
-        for call in &self.calls {
-            for change in call.changes.values() {
-                live.extend(
-                    change
-                        .before
-                        .iter()
-                        .chain(&change.after)
-                        .map(|s| s.hash.clone()),
-                );
-            }
-        }
-        if let Some(dir) = sessions_dir(&self.workspace, false)? {
-            for entry in std::fs::read_dir(dir)? {
-                let path = entry?.path();
-                if path != self.path {
-                    named_hashes(&path, &mut live)?;
-                }
-            }
-        }
-        let mut total = 0;
-        for (hash, size) in self.blobs.all()? {
-            if live.contains(&hash) {
-                total += size;
-            } else {
-                self.blobs.remove(&hash)?;
-            }
-        }
-        self.store_bytes = Some(total);
-        Ok(())
-    }
-
-    /// The turns that changed files, newest first.
-    pub(crate) fn list(&self) -> Vec<TurnChanges> {
-        rewind::list(&self.calls)
-    }
-
-    /// Restores the code to before `turn` (see `rewind::restore`). The tree is brought up to
-    /// date first, so every file's current content is in the store; then the rewind is
-    /// recorded as a call of its own (turn `how.as_turn`), so it can be undone like any other,
-    /// and the `rewound` line marks what it undid.
-    pub(crate) fn rewind(&mut self, turn: u32, how: &super::How) -> io::Result<Outcome> {
-        if !self.based {
-            return Ok(Outcome::default());
-        }
-        if turn <= self.pruned_through {
-            return Ok(Outcome {
-                pruned: true,
-                ..Outcome::default()
-            });
-        }
-        self.catch_up()?;
-        let record = if how.dry_run {
-            None
-        } else {
-            let position = Position {
-                turn: how.as_turn,
-                call: format!("rewind-to-{turn}"),
-                tool: super::REWIND_TOOL.to_string(),
-            };
-            Some(self.begin(&position)?)
-        };
-        let outcome = rewind::restore(self, turn, how)?;
-        if let Some(seq) = record {
-            self.end(seq, false)?;
-            // With conflicts left, the turn is not marked undone (the listing's word): some
-            // of it still stands.
-            if outcome.conflicts.len() > outcome.overwritten.len() {
-                return Ok(outcome);
-            }
-            self.append(&Line::Rewound {
-                turn,
-                record: Some(seq),
-            })?;
-            self.mark_undone(turn, Some(seq));
-        }
-        Ok(outcome)
     }
 }
 
@@ -523,29 +578,11 @@ fn set(tree: &mut Tree, path: String, state: Option<FileState>) {
     }
 }
 
-/// Adds every blob name (`"h"` field) another session's journal holds.
-fn named_hashes(path: &Path, live: &mut HashSet<String>) -> io::Result<()> {
-    fn walk(value: &serde_json::Value, live: &mut HashSet<String>) {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (key, value) in map {
-                    match value {
-                        serde_json::Value::String(s) if key == "h" => {
-                            live.insert(s.clone());
-                        }
-                        other => walk(other, live),
-                    }
-                }
-            }
-            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, live)),
-            _ => {}
-        }
-    }
-    let file = std::fs::File::open(path)?;
-    for line in io::BufReader::new(file).lines() {
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line?) {
-            walk(&value, live);
-        }
-    }
-    Ok(())
+/// The paths whose state after a change is tracked without its content.
+pub(crate) fn unstored(changes: &BTreeMap<String, Change>) -> Vec<String> {
+    changes
+        .iter()
+        .filter(|(_, c)| c.after.as_ref().is_some_and(FileState::unstored))
+        .map(|(path, _)| path.clone())
+        .collect()
 }

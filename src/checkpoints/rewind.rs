@@ -4,6 +4,9 @@
 //! Paths come from the session's own journal and are still checked to stay in the workspace;
 //! every write, removal and new folder goes through `fsutil::beneath`, so a folder a command
 //! swapped for a link is refused (named as a conflict), never followed out of the workspace.
+//! A protected path (the `write` tool's list: `.git/`, hooks, minicode's own data...) is
+//! never written, whatever the journal says. A change the record cannot surely attribute to
+//! the agent (see `attribution`) is kept unless forced, like a conflict.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -40,6 +43,16 @@ pub struct TurnChanges {
     /// The tools of the turn's recorded calls, in order (`bash` may have done more than the
     /// files show).
     pub tools: Vec<String>,
+    /// Files the turn changed that hold a configured secret: not stored, cannot be undone.
+    pub withheld: Vec<String>,
+    /// Files the turn's record holds that the agent may not have changed (another session
+    /// or program was writing meanwhile, or they changed after a crash): a rewind keeps them
+    /// unless forced.
+    pub uncertain: Vec<String>,
+    /// The tools of the turn's calls that ran unrecorded (recording failed).
+    pub unrecorded: Vec<String>,
+    /// A rewind whose process died before it finished: run it again.
+    pub interrupted: bool,
 }
 
 /// What a rewind did (or, dry, would do).
@@ -56,43 +69,75 @@ pub struct Outcome {
     pub skipped: Vec<String>,
     /// Set when the turn's checkpoints were pruned: nothing was restored.
     pub pruned: bool,
+    /// Files the turns changed that hold a configured secret: not stored, not restored.
+    pub withheld: Vec<String>,
+    /// Protected paths a journal names: never written by a rewind.
+    pub protected: Vec<String>,
+    /// Changes the agent may not have made: kept unless forced (then also in `overwritten`).
+    pub uncertain: Vec<String>,
+    /// No call was recorded from the turn on: nothing to restore.
+    pub nothing_recorded: bool,
+    /// The tools of the calls from the turn on that ran unrecorded.
+    pub unrecorded: Vec<String>,
+    /// The number of the rewind's own record (`rewind --to` it undoes this rewind).
+    pub record: Option<u32>,
 }
-
-/// A turn's paths with their spans, its skipped files, whether it was undone, and whether
-/// it holds a rewind.
-type TurnSpans = (BTreeMap<String, Span>, Vec<String>, bool, bool, Vec<String>);
 
 /// The turns with their changes, newest first. Touched-but-equal files are left out.
 pub(crate) fn list(calls: &[Call]) -> Vec<TurnChanges> {
-    let mut turns: BTreeMap<u32, TurnSpans> = BTreeMap::new();
+    let mut turns: BTreeMap<u32, (BTreeMap<String, Span>, TurnChanges)> = BTreeMap::new();
     for call in calls.iter().filter(|c| !c.pending) {
-        let entry = turns.entry(call.turn).or_default();
-        entry.2 |= call.undone;
-        entry.3 |= call.tool == super::REWIND_TOOL;
-        entry.1.extend(call.skipped.iter().cloned());
-        entry.4.push(call.tool.clone());
-        merge(&mut entry.0, call);
+        let (spans, t) = turns.entry(call.turn).or_insert_with(|| {
+            (
+                BTreeMap::new(),
+                TurnChanges {
+                    turn: call.turn,
+                    files: Vec::new(),
+                    skipped: Vec::new(),
+                    undone: false,
+                    rewind: false,
+                    tools: Vec::new(),
+                    withheld: Vec::new(),
+                    uncertain: Vec::new(),
+                    unrecorded: Vec::new(),
+                    interrupted: false,
+                },
+            )
+        });
+        if call.unrecorded {
+            t.unrecorded.push(call.tool.clone());
+            continue;
+        }
+        t.undone |= call.undone;
+        t.rewind |= call.tool == super::REWIND_TOOL;
+        t.interrupted |= call.tool == super::REWIND_TOOL && call.recovered;
+        t.skipped.extend(call.skipped.iter().cloned());
+        t.uncertain.extend(call.uncertain.iter().cloned());
+        t.tools.push(call.tool.clone());
+        merge(spans, call);
     }
     turns
-        .into_iter()
+        .into_values()
         .rev()
-        .filter_map(|(turn, (spans, mut skipped, undone, rewind, tools))| {
-            // Folders are restored with their files but not listed.
-            let files: Vec<_> = spans
-                .into_iter()
-                .filter(|(path, _)| !path.ends_with('/'))
-                .filter_map(|(path, span)| span.kind().map(|k| (path, k)))
-                .collect();
-            skipped.sort();
-            skipped.dedup();
-            (!files.is_empty() || !skipped.is_empty()).then_some(TurnChanges {
-                turn,
-                files,
-                skipped,
-                undone,
-                rewind,
-                tools,
-            })
+        .filter_map(|(spans, mut t)| {
+            for (path, span) in spans.into_iter().filter(|(p, _)| !p.ends_with('/')) {
+                match span.unstored() {
+                    Some(super::HOLDS_SECRET) => t.withheld.push(path),
+                    Some(_) => t.skipped.push(path),
+                    None => t.files.extend(span.kind().map(|k| (path, k))),
+                }
+            }
+            for list in [&mut t.skipped, &mut t.uncertain, &mut t.withheld] {
+                list.sort();
+                list.dedup();
+            }
+            t.uncertain.retain(|p| t.files.iter().any(|(f, _)| f == p));
+            let shown = !t.files.is_empty()
+                || !t.skipped.is_empty()
+                || !t.withheld.is_empty()
+                || !t.unrecorded.is_empty()
+                || t.interrupted;
+            shown.then_some(t)
         })
         .collect()
 }
@@ -101,9 +146,15 @@ pub(crate) fn list(calls: &[Call]) -> Vec<TurnChanges> {
 struct Span {
     first: Option<FileState>,
     last: Option<FileState>,
+    /// Why a state in the run is tracked without its content, if one is.
+    unstored: Option<&'static str>,
 }
 
 impl Span {
+    fn unstored(&self) -> Option<&'static str> {
+        self.unstored
+    }
+
     fn kind(&self) -> Option<FileChange> {
         match (&self.first, &self.last) {
             (None, Some(_)) => Some(FileChange::Created),
@@ -117,52 +168,76 @@ impl Span {
 
 fn merge(spans: &mut BTreeMap<String, Span>, call: &Call) {
     for (path, change) in &call.changes {
-        spans
-            .entry(path.clone())
-            .and_modify(|s| s.last = change.after.clone())
-            .or_insert_with(|| Span {
-                first: change.before.clone(),
-                last: change.after.clone(),
-            });
+        let span = spans.entry(path.clone()).or_insert_with(|| Span {
+            first: change.before.clone(),
+            last: None,
+            unstored: None,
+        });
+        span.last = change.after.clone();
+        for state in change.before.iter().chain(&change.after) {
+            if state.unstored() {
+                span.unstored = Some(if state.hash == super::HOLDS_SECRET {
+                    super::HOLDS_SECRET
+                } else {
+                    super::TOO_LARGE
+                });
+            }
+        }
     }
 }
 
-/// Restores every path the live calls of turns `turn` and later changed to its state before
-/// them. A conflict is left alone, or with `how.force` overwritten when its current content
-/// is in the store. `how.dry_run` only plans.
-pub(crate) fn restore(journal: &mut Journal, turn: u32, how: &super::How) -> io::Result<Outcome> {
+/// Restores every path the calls from `from` on (in journal order) changed to its state
+/// before them. A conflict or an uncertain change is left alone, or with `how.force`
+/// overwritten when its current content is in the store; a protected path or a file whose
+/// content was not stored is never written. `how.dry_run` only plans.
+pub(crate) fn restore(journal: &mut Journal, from: u64, how: &super::How) -> io::Result<Outcome> {
     let mut outcome = Outcome::default();
-    // Every call from the turn on, undone ones and rewinds' own records included: in journal
+    // Every call from the cut on, undone ones and rewinds' own records included: in journal
     // order they chain, so a path's first `before` is its state before the turn and its last
     // `after` what the agent (or a rewind) last left there.
     let mut spans = BTreeMap::new();
-    for call in journal.calls.iter().filter(|c| c.turn >= turn) {
+    let mut uncertain = std::collections::BTreeSet::new();
+    let mut since = i64::MAX;
+    for call in journal.calls.iter().filter(|c| c.seq >= from) {
         merge(&mut spans, call);
         outcome.skipped.extend(call.skipped.iter().cloned());
+        outcome
+            .unrecorded
+            .extend(call.unrecorded.then(|| call.tool.clone()));
+        uncertain.extend(call.uncertain.iter().cloned());
+        if call.began > 0 && call.tool != super::REWIND_TOOL {
+            since = since.min(call.began);
+        }
     }
-    outcome.skipped.sort();
-    outcome.skipped.dedup();
+    let others = journal.others(if since == i64::MAX { 0 } else { since })?;
+    let own = journal.call_ids();
     // What comes back is made parents first; what goes away is removed children first.
     let (back, away): (Vec<_>, Vec<_>) = spans.into_iter().partition(|(_, s)| s.first.is_some());
     let root = Root::open(&journal.workspace)?;
     for (rel, span) in back.into_iter().chain(away.into_iter().rev()) {
+        if let Some(why) = span.unstored() {
+            let list = if why == super::HOLDS_SECRET {
+                &mut outcome.withheld
+            } else {
+                &mut outcome.skipped
+            };
+            list.push(rel);
+            continue;
+        }
         let Some(path) = confined(&journal.workspace, &rel) else {
             outcome.conflicts.push(rel);
             continue;
         };
+        if journal.guard.protected(&journal.workspace, &path).is_some() {
+            outcome.protected.push(rel);
+            continue;
+        }
         // A folder on the way swapped for a link: nothing is read or changed through it.
         if let Err(e) = root.lstat(Path::new(&rel)) {
             refuse(e, &rel, &mut outcome)?;
             continue;
         }
         let conflict = !is_as_left(journal, &root, &rel, &path, span.last.as_ref())?;
-        if conflict {
-            outcome.conflicts.push(rel.clone());
-            if !how.force || !recorded_now(journal, &rel, &path)? {
-                continue;
-            }
-            outcome.overwritten.push(rel.clone());
-        }
         let same = match (&span.first, &span.last) {
             (None, None) => true,
             (Some(a), Some(b)) => a.same_file(b),
@@ -170,6 +245,18 @@ pub(crate) fn restore(journal: &mut Journal, turn: u32, how: &super::How) -> io:
         };
         if same && !conflict {
             continue;
+        }
+        let doubt = uncertain.contains(&rel) || others.claims(&rel, span.last.as_ref(), &own);
+        if conflict || doubt {
+            if conflict {
+                outcome.conflicts.push(rel.clone());
+            } else {
+                outcome.uncertain.push(rel.clone());
+            }
+            if !how.force || !recorded_now(journal, &rel, &path)? {
+                continue;
+            }
+            outcome.overwritten.push(rel.clone());
         }
         if !how.dry_run {
             match put_back(journal, &root, &rel, span.first.as_ref()) {
@@ -189,8 +276,17 @@ pub(crate) fn restore(journal: &mut Journal, turn: u32, how: &super::How) -> io:
             outcome.restored.push(rel);
         }
     }
-    outcome.conflicts.sort();
-    outcome.restored.sort();
+    for list in [
+        &mut outcome.conflicts,
+        &mut outcome.restored,
+        &mut outcome.skipped,
+        &mut outcome.withheld,
+        &mut outcome.protected,
+        &mut outcome.uncertain,
+    ] {
+        list.sort();
+        list.dedup();
+    }
     Ok(outcome)
 }
 

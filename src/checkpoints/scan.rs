@@ -13,7 +13,7 @@ use ignore::{WalkBuilder, WalkState};
 
 use super::blobs::Blobs;
 use super::watch::{Dirty, Watcher};
-use super::{Change, FileState, Stat, Tree};
+use super::{Change, FileState, Guard, Stat, Tree};
 use crate::sync::lock;
 
 /// Folders never recorded, at any depth: git's database and minicode's own data.
@@ -24,8 +24,6 @@ pub(crate) const NEVER: [&str; 2] = [".git", crate::fsutil::DATA_DIR];
 pub(crate) struct Found {
     /// Paths whose state differs, with the recorded state and the new one.
     pub changes: BTreeMap<String, Change>,
-    /// Files over the size limit, not recorded.
-    pub skipped: Vec<String>,
     /// Bytes the blob store grew by.
     pub grown: u64,
 }
@@ -179,16 +177,30 @@ fn kept(
     Some((rel, meta))
 }
 
+/// What a scan compares against and where it stores what it reads.
+pub(crate) struct Against<'a> {
+    pub tree: &'a Tree,
+    pub blobs: &'a mut Blobs,
+    pub max_file_bytes: u64,
+    pub guard: &'a Guard,
+}
+
 /// Scans the workspace against `tree`: unchanged files (same metadata) are not read; changed
-/// and new ones are read, hashed and stored; recorded files no longer there are absent.
+/// and new ones are read, hashed and stored; recorded files no longer there are absent. A file
+/// over the size limit or holding a secret is tracked by its metadata only (a state whose
+/// hash says why), so it is named once, under the call that changed it, not under every call.
 pub(crate) fn scan(
     workspace: &Path,
     scope: Scope,
     watcher: Option<&Arc<Watcher>>,
-    tree: &Tree,
-    blobs: &mut Blobs,
-    max_file_bytes: u64,
+    against: Against<'_>,
 ) -> io::Result<Found> {
+    let Against {
+        tree,
+        blobs,
+        max_file_bytes,
+        guard,
+    } = against;
     let mut found = Found::default();
     let scope = Arc::new(scope);
     let mut seen = HashSet::new();
@@ -217,11 +229,12 @@ pub(crate) fn scan(
             );
             continue;
         }
-        if meta.len() > max_file_bytes {
-            found.skipped.push(rel);
-            continue;
-        }
-        let Some(state) = read_state(&workspace.join(&rel), blobs, &mut found.grown)? else {
+        let state = if meta.len() > max_file_bytes {
+            Some(Stat::of(&meta).with_hash(super::TOO_LARGE.to_string()))
+        } else {
+            read_state(&workspace.join(&rel), blobs, guard, &mut found.grown)?
+        };
+        let Some(state) = state else {
             continue;
         };
         seen.insert(rel.clone());
@@ -254,7 +267,6 @@ pub(crate) fn scan(
             );
         }
     }
-    found.skipped.sort();
     Ok(found)
 }
 
@@ -283,10 +295,12 @@ fn covered<'t>(tree: &'t Tree, scope: &Scope) -> Vec<(&'t String, &'t FileState)
     out
 }
 
-/// Reads one file and stores its content; `None` when it vanished meanwhile.
+/// Reads one file and stores its content; `None` when it vanished meanwhile. A file holding a
+/// secret is not stored (its state says so).
 pub(crate) fn read_state(
     path: &Path,
     blobs: &mut Blobs,
+    guard: &Guard,
     grown: &mut u64,
 ) -> io::Result<Option<FileState>> {
     let Ok(mut file) = crate::fsutil::open_walked(path) else {
@@ -295,6 +309,11 @@ pub(crate) fn read_state(
     let meta = file.metadata()?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     io::Read::read_to_end(&mut file, &mut bytes)?;
+    if guard.holds_secret(&bytes) {
+        return Ok(Some(
+            Stat::of(&meta).with_hash(super::HOLDS_SECRET.to_string()),
+        ));
+    }
     let hash = Blobs::hash(&bytes);
     *grown += blobs.put(&hash, &bytes)?;
     Ok(Some(Stat::of(&meta).with_hash(hash)))

@@ -243,14 +243,41 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         goal_stall_rounds: config.goal_stall_rounds,
         plan: config.plan,
         ask_outside_sandbox: false,
-        checkpoints: crate::checkpoints::Settings {
-            enabled: config.checkpoints_enabled,
-            max_file_bytes: config.checkpoints_max_file_bytes,
-            max_bytes: config.checkpoints_max_bytes,
-        },
+        checkpoints: checkpoint_settings(config),
         user_memory: None,
         hooks: Arc::default(),
     }
+}
+
+/// `[checkpoints]` with what the store must know and cannot name itself: the `write` tool's
+/// protected paths (never written by a rewind), which sessions exist (another session's
+/// journal is evidence only if its session does), and the secrets a stored file must not
+/// hold (the same values tool output is redacted of).
+pub(crate) fn checkpoint_settings(config: &Config) -> crate::checkpoints::Settings {
+    let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
+    crate::checkpoints::Settings {
+        enabled: config.checkpoints_enabled,
+        max_file_bytes: config.checkpoints_max_file_bytes,
+        max_bytes: config.checkpoints_max_bytes,
+        guard: crate::checkpoints::Guard {
+            protected: Some(crate::tools::protected::reason),
+            session_exists: Some(session_exists),
+            secrets: config
+                .api_key
+                .iter()
+                .chain(header_values.map(|(_, value)| value))
+                .map(|k| k.expose().to_string())
+                .collect(),
+        },
+    }
+}
+
+/// Whether session `id` has a session file in `workspace`.
+fn session_exists(workspace: &Path, id: &str) -> bool {
+    crate::session::is_valid_id(id)
+        && crate::session::sessions_dir(workspace)
+            .join(format!("{id}.json"))
+            .is_file()
 }
 
 /// The tools' context: the workspace, the bash timeout, a scrubbed environment, the secrets to

@@ -84,12 +84,14 @@ pub(super) fn run(
     // The configuration only sizes what a catch-up may record; a workspace file this command
     // may not read (untrusted) does not stop an undo.
     let settings = crate::config::load(launch, env, &crate::config::Overrides::default())
-        .map(|c| Settings {
-            enabled: c.checkpoints_enabled,
-            max_file_bytes: c.checkpoints_max_file_bytes,
-            max_bytes: c.checkpoints_max_bytes,
-        })
-        .unwrap_or_default();
+        .map(|c| super::assemble::checkpoint_settings(&c))
+        .unwrap_or_else(|_| Settings {
+            guard: crate::checkpoints::Guard {
+                protected: Some(crate::tools::protected::reason),
+                ..Default::default()
+            },
+            ..Settings::default()
+        });
     let mut recorder = Recorder::new(launch, session.id(), settings);
     let failed = |e: std::io::Error| Failure {
         code: 1,
@@ -101,7 +103,8 @@ pub(super) fn run(
         return Ok(ExitCode::SUCCESS);
     };
     let recorded = listed.iter().any(|t| t.turn == turn);
-    if turn > user_turns(&session) && !recorded {
+    let a_rewind = crate::checkpoints::is_rewind_turn(turn);
+    if turn > user_turns(&session) && !recorded && !a_rewind {
         return Err(usage(format!(
             "session {} has no turn {turn} (see `minicode rewind --list`)",
             session.id()
@@ -111,7 +114,6 @@ pub(super) fn run(
     let how = How {
         dry_run: args.dry_run,
         force: args.force,
-        as_turn: user_turns(&session).saturating_add(1),
     };
     let outcome = if code {
         recorder.rewind(turn, &how).map_err(|e| Failure {
@@ -121,7 +123,7 @@ pub(super) fn run(
     } else {
         Outcome::default()
     };
-    let message = user_message(&session, turn);
+    let message = user_message(&session, turn).filter(|_| !a_rewind);
     let forked = if (args.conversation || args.both) && !args.dry_run {
         let (index, _) = message
             .clone()
@@ -143,12 +145,15 @@ pub(super) fn run(
         prompt: message.map(|(_, text)| text),
     };
     print_outcome(args.output_format, &report);
-    let left = !outcome.conflicts.is_empty() && !args.force;
-    Ok(if left || outcome.pruned {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let left = (!outcome.conflicts.is_empty() || !outcome.uncertain.is_empty()) && !args.force;
+    let lost = outcome.nothing_recorded && !outcome.unrecorded.is_empty();
+    Ok(
+        if left || lost || outcome.pruned || !outcome.protected.is_empty() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }
 
 fn print_list(format: OutputFormat, session: &Session, turns: &[RewindTurn]) {
@@ -218,13 +223,53 @@ fn print_outcome(format: OutputFormat, report: &Report<'_>) {
     if !o.overwritten.is_empty() {
         let _ = writeln!(
             out,
-            "overwritten conflicts (undo with `minicode rewind --to <the turn after the \
-             last>`): {}",
+            "overwritten conflicts (undo with `minicode rewind --to <this rewind's number>`): {}",
             list(&o.overwritten)
+        );
+    }
+    if o.nothing_recorded {
+        let text = crate::agent::checkpoints::nothing_recorded(report.turn, &o.unrecorded);
+        let _ = writeln!(out, "{text}");
+    }
+    let kept: Vec<String> = o
+        .uncertain
+        .iter()
+        .filter(|c| !o.overwritten.contains(c))
+        .cloned()
+        .collect();
+    if !kept.is_empty() {
+        let _ = writeln!(
+            out,
+            "kept, maybe not the agent's change (another session or program wrote meanwhile, \
+             or it changed after a crash; --force reverts them after recording them): {}",
+            list(&kept)
+        );
+    }
+    if !o.protected.is_empty() {
+        let _ = writeln!(
+            out,
+            "protected, never written by a rewind (.git, hooks, minicode's data...): {}",
+            list(&o.protected)
         );
     }
     if !o.skipped.is_empty() {
         let _ = writeln!(out, "not recorded (too large): {}", list(&o.skipped));
+    }
+    if !o.withheld.is_empty() {
+        let _ = writeln!(
+            out,
+            "not recorded (holds a configured secret): {}",
+            list(&o.withheld)
+        );
+    }
+    if let Some(record) = o
+        .record
+        .filter(|_| !o.restored.is_empty() || !o.overwritten.is_empty())
+    {
+        let _ = writeln!(
+            out,
+            "this rewind is recorded as {record}: `minicode rewind --to {record}` undoes it"
+        );
     }
     if let Some(id) = &report.forked {
         let _ = writeln!(

@@ -25,6 +25,10 @@ pub struct RewindTurn {
     pub files: Vec<(String, FileChangeKind)>,
     /// Files the turn changed that were too large to record: a rewind cannot bring them back.
     pub skipped: Vec<String>,
+    /// Files the turn changed that hold a configured secret (the API key): never stored, so a
+    /// rewind cannot bring them back either.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<String>,
     /// Its changes were already undone by a rewind.
     pub undone: bool,
     /// What a rewind of this turn cannot undo, in words: calls that ran unrecorded
@@ -74,6 +78,11 @@ pub(crate) fn turn_lines(t: &RewindTurn) -> Vec<String> {
     for path in &t.skipped {
         lines.push(format!(
             "! {path} (too large: not recorded, cannot be undone)"
+        ));
+    }
+    for path in &t.withheld {
+        lines.push(format!(
+            "! {path} (holds a configured secret: not recorded, cannot be undone)"
         ));
     }
     for caveat in &t.caveats {

@@ -344,6 +344,7 @@ async fn the_storage_cap_prunes_the_oldest_turn_and_a_large_file_is_named_skippe
         enabled: true,
         max_file_bytes: 30_000,
         max_bytes: 50_000,
+        ..Settings::default()
     };
     let mut handle = spawn(&ws, fake, options(settings));
     turn(&mut handle, "first").await;
@@ -387,10 +388,7 @@ fn a_call_the_process_died_during_is_undone_from_the_state_recorded_before_it() 
     std::fs::write(ws.join("new.txt"), "new\n").unwrap();
     drop(recorder);
     let mut recorder = Recorder::new(&ws, "crash-session", Settings::default());
-    let how = minicode::checkpoints::How {
-        as_turn: 2,
-        ..Default::default()
-    };
+    let how = minicode::checkpoints::How::default();
     let outcome = recorder.rewind(1, &how).unwrap();
     assert_eq!(outcome.restored, ["a.txt", "new.txt"]);
     assert_eq!(
@@ -514,6 +512,7 @@ mod tui {
                 prompt: "add the parser".into(),
                 files: vec![("src/parse.rs".into(), FileChangeKind::Created)],
                 skipped: vec![],
+                withheld: vec![],
                 undone: false,
                 caveats: vec!["ran commands: not all undone".into()],
             }],

@@ -152,10 +152,13 @@ fn an_edited_file_is_a_conflict_and_force_then_a_second_rewind_gives_it_back() {
     ok(&forced);
     assert!(!ws.join("x.txt").exists());
 
-    // The forced rewind is a turn of its own after the last; undoing it gives the bytes back.
+    // The forced rewind is recorded under a number of its own, apart from the user turns;
+    // undoing it gives the bytes back.
     let listed = json(&run(ws, &["rewind", "--output-format", "json"]));
-    assert_eq!(listed["turns"][0]["turn"], 2, "{listed}");
-    ok(&run(ws, &["rewind", "--to", "2"]));
+    let number = listed["turns"][0]["turn"].as_u64().unwrap();
+    assert_eq!(json(&forced)["record"], number, "{listed}");
+    assert!(number > 1_000_000, "{listed}");
+    ok(&run(ws, &["rewind", "--to", &number.to_string()]));
     assert_eq!(
         std::fs::read_to_string(ws.join("x.txt")).unwrap(),
         "the user's bytes\n"
@@ -202,10 +205,29 @@ fn a_call_killed_with_the_process_is_undone_by_rewind_continue() {
         wait_until_blocking(Duration::from_secs(60), || ws.join("started").exists()),
         "the call never started"
     );
+    // Only changes older than the last sign of life are surely the call's: wait for a
+    // heartbeat after them.
+    wait_for_heartbeat(ws, &ws.join("started"));
     child.kill().unwrap();
     child.wait().unwrap();
     ok(&run(ws, &["rewind", "--continue", "--to", "1"]));
     assert_eq!(snapshot(ws), before);
+}
+
+/// Waits until the session's checkpoint journal was touched after `mark` changed.
+fn wait_for_heartbeat(ws: &Path, mark: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let ctime = |m: &std::fs::Metadata| (m.ctime(), m.ctime_nsec());
+    let mtime = |m: &std::fs::Metadata| (m.mtime(), m.mtime_nsec());
+    let marked = ctime(&std::fs::metadata(mark).unwrap());
+    let beat = wait_until_blocking(Duration::from_secs(30), || {
+        let Ok(dir) = std::fs::read_dir(ws.join(".minicode/checkpoints/sessions")) else {
+            return false;
+        };
+        dir.flatten()
+            .any(|e| e.metadata().is_ok_and(|m| mtime(&m) > marked))
+    });
+    assert!(beat, "no heartbeat after the call's changes");
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod checkpoints;
 mod checkpoints_cli;
 mod checkpoints_links;
 mod child_env;
+mod checkpoints_trust;
 mod cli_binary;
 mod cli_help;
 mod cli_stdin;
