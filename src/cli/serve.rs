@@ -246,7 +246,14 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
     trusted_runtime_dir(&endpoint, &token_path)?;
     let token = daemon::read_token(&token_path).map_err(usage)?;
     let runtime = super::runtime()?;
-    let session = args.session.clone();
+    // The short id the full-screen session shows (a unique prefix) names the session as the
+    // full id does, as for `--session` of a local session.
+    let session = match &args.session {
+        Some(given) => {
+            Some(crate::session::Session::resolve_id(launch, given).map_err(super::usage)?)
+        }
+        None => None,
+    };
     let workspace = launch.to_path_buf();
     let workspace_shown = workspace.display().to_string();
     let result = runtime.block_on(async move {
