@@ -16,6 +16,8 @@ mod checkpoints;
 mod checkpoints_cli;
 mod cli_binary;
 mod cli_help;
+mod cli_init;
+mod cli_repository;
 mod cli_stdin;
 mod cli_typo;
 mod config;
