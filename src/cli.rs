@@ -108,6 +108,10 @@ pub struct Args {
     /// every other tool). Repeatable. The question is still recorded (see docs/headless.md).
     #[arg(long = "approval-answer", value_name = "TOOL=ANSWER")]
     pub(crate) approval_answers: Vec<print::ScriptedAnswer>,
+    /// Run no configured hook (what `minicode eval` gives each run, so a task is measured as
+    /// written, whatever hooks the user's config holds).
+    #[arg(long, hide = true)]
+    pub no_hooks: bool,
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
 }
@@ -361,7 +365,8 @@ fn run_session(
     env: &dyn Fn(&str) -> Option<String>,
     launch: &Path,
 ) -> Result<ExitCode, Failure> {
-    let overrides = args.server.overrides(false);
+    let mut overrides = args.server.overrides(false);
+    overrides.no_hooks = args.no_hooks;
     let goal_task = goal::task(&args)?;
     let interactive = args.prompt.is_empty()
         && !args.print

@@ -234,6 +234,8 @@ pub struct Overrides {
     pub network: bool,
     /// `--plan`: sessions start in plan mode.
     pub plan: bool,
+    /// `--no-hooks` (hidden, what `minicode eval` gives its runs): no configured hook runs.
+    pub no_hooks: bool,
     /// Load as if the workspace's config file were absent: the user chose "run without
     /// the workspace file" when asked about an untrusted workspace.
     pub skip_workspace_file: bool,

@@ -31,6 +31,12 @@ pub(super) fn resolve(
     let (mcp_servers, mcp_approvals) = mcp(&mut layers)?;
     let permissions = super::permissions::rules(&layers.permissions)?;
     let hooks = super::hooks::from_tables(std::mem::take(&mut layers.hooks))?;
+    // An eval run measures the model on the task as written: the user's hooks stay out.
+    let hooks = if overrides.no_hooks {
+        Vec::new()
+    } else {
+        hooks
+    };
     let hook_approvals = super::hooks::approvals(std::mem::take(&mut layers.hook_approvals));
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;

@@ -477,3 +477,30 @@ fn each_hook_run_is_a_hook_event_in_stream_json_a_line_on_stderr_and_a_traced_sp
     assert_eq!(pre.attr("hook.outcome"), Some("blocked"));
     assert_eq!(pre.attr("hook.matcher"), Some("bash"));
 }
+
+#[test]
+fn the_demo_model_reads_only_the_users_words_not_hook_context() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README.md"), "# Tiny\n\nA tiny project.\n").unwrap();
+    user_config::write_trusting(
+        &dir.path().join("home"),
+        dir.path(),
+        "[[hooks.UserPromptSubmit]]\ncommand = \"echo 'a test was added yesterday'\"\n",
+    );
+    let out = run(dir.path(), &["--demo", "--yes", "summarise this project"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // The hook ran (its context went with the prompt), yet the demo did not turn the
+    // summary into an edit because of its "added".
+    assert!(!err.contains("edit"), "{err}");
+    let sessions = std::fs::read_dir(dir.path().join(".minicode/sessions")).unwrap();
+    let sent = sessions
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .any(|text| text.contains("a test was added yesterday"));
+    assert!(sent, "the hook's context reached the conversation");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("README.md")).unwrap(),
+        "# Tiny\n\nA tiny project.\n"
+    );
+}
