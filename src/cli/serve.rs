@@ -44,7 +44,8 @@ pub(crate) struct ServeArgs {
 /// `minicode attach`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct AttachArgs {
-    /// The session to show (of the current folder's workspace); without it, a new one.
+    /// The session to show (of the current folder's workspace): its id, or a unique prefix
+    /// of 6+ characters such as the short id the screen shows; without it, a new one.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// The daemon's Unix socket (default: $XDG_RUNTIME_DIR/minicode/daemon.sock).
