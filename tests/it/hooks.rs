@@ -264,10 +264,10 @@ fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_run
     if !sandbox_works(dir.path(), "an_unapproved_workspace_hook") {
         return;
     }
-    let workspace = std::fs::read_to_string(dir.path().join("config/config.toml")).unwrap();
+    let workspace = std::fs::read_to_string(dir.path().join(".minicode/config.toml")).unwrap();
     let hook = "[[hooks.UserPromptSubmit]]\ncommand = \"touch ran.txt\"\n";
     std::fs::write(
-        dir.path().join("config/config.toml"),
+        dir.path().join(".minicode/config.toml"),
         format!("{workspace}{hook}"),
     )
     .unwrap();
@@ -287,7 +287,7 @@ fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_run
         matcher: None,
         command: "touch ran.txt".into(),
         timeout: Duration::from_secs(60),
-        origin: dir.path().join("config/config.toml"),
+        origin: dir.path().join(".minicode/config.toml"),
         from_workspace: true,
     };
     let canonical = dir.path().canonicalize().unwrap();
@@ -306,9 +306,9 @@ fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_run
 fn an_untrusted_workspaces_hooks_are_ignored_with_a_notice() {
     let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".minicode")).unwrap();
     std::fs::write(
-        dir.path().join("config/config.toml"),
+        dir.path().join(".minicode/config.toml"),
         "[[hooks.UserPromptSubmit]]\ncommand = \"touch ran.txt\"\n",
     )
     .unwrap();
@@ -412,7 +412,7 @@ fn each_hook_run_is_a_hook_event_in_stream_json_a_line_on_stderr_and_a_traced_sp
     if !sandbox_works(dir.path(), "each_hook_run_is_a_hook_event") {
         return;
     }
-    let config = dir.path().join("config/config.toml");
+    let config = dir.path().join(".minicode/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&format!(
         "[telemetry]\notlp_endpoint = \"{}\"\n",

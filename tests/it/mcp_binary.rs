@@ -353,9 +353,9 @@ fn an_approved_mcp_json_server_starts_and_a_changed_definition_asks_again() {
 fn an_untrusted_workspace_config_may_not_define_mcp_servers() {
     let server = MockServer::start_in_thread(vec![]);
     let (_tmp, ws) = configured_workspace(&server, false, "");
-    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         toml_table("t", &[("IT_MCP_MODE", "paged")], ""),
     )
     .unwrap();

@@ -382,7 +382,7 @@ fn denied_reads_are_withheld_from_read_list_and_search() {
         &[],
         |ws| {
             std::fs::write(ws.join(".env"), "TOKEN=hunter2\n").unwrap();
-            std::fs::create_dir_all(ws.join("config")).unwrap();
+            std::fs::create_dir_all(ws.join(".minicode")).unwrap();
             std::fs::write(ws.join("config/.env.local"), "TOKEN=swordfish\n").unwrap();
             std::fs::write(ws.join("notes.txt"), "TOKEN is read from .env\n").unwrap();
         },
@@ -446,9 +446,9 @@ fn workspace_rules_apply_only_in_a_trusted_workspace() {
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(file, model).unwrap();
         }
-        std::fs::create_dir_all(ws.join("config")).unwrap();
+        std::fs::create_dir_all(ws.join(".minicode")).unwrap();
         std::fs::write(
-            ws.join("config/config.toml"),
+            ws.join(".minicode/config.toml"),
             "[permissions]\ndeny = [\"bash(touch*)\"]\n",
         )
         .unwrap();
@@ -606,9 +606,9 @@ fn allow_rules_added_to_a_trusted_workspace_after_trust_are_asked_about_again() 
         server.base_url()
     );
     std::fs::write(&file, model).unwrap();
-    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         "[permissions]\ndeny = [\"bash(rm *)\"]\n",
     )
     .unwrap();
@@ -616,7 +616,7 @@ fn allow_rules_added_to_a_trusted_workspace_after_trust_are_asked_about_again() 
     assert_eq!(trust.status.code(), Some(0), "{trust:?}");
     // A deny rule was there when trusted; an allow rule arrives later (a `git pull`).
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         "[permissions]\ndeny = [\"bash(rm *)\"]\nallow = [\"bash\"]\n",
     )
     .unwrap();
