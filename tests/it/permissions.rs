@@ -382,7 +382,7 @@ fn denied_reads_are_withheld_from_read_list_and_search() {
         &[],
         |ws| {
             std::fs::write(ws.join(".env"), "TOKEN=hunter2\n").unwrap();
-            std::fs::create_dir_all(ws.join(".minicode")).unwrap();
+            std::fs::create_dir_all(ws.join("config")).unwrap();
             std::fs::write(ws.join("config/.env.local"), "TOKEN=swordfish\n").unwrap();
             std::fs::write(ws.join("notes.txt"), "TOKEN is read from .env\n").unwrap();
         },
