@@ -16,6 +16,11 @@ use serde::{Deserialize, Serialize};
 pub(crate) use names::serde_name;
 pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
 
+/// What separates the user's own words from the context hooks added to a prompt
+/// (`UserPromptSubmit`, `SessionStart`) in one user message: whatever follows it is not the
+/// user's, which the demo model needs to know.
+pub(crate) const HOOK_CONTEXT_HEADING: &str = "\n\n[Context added by hooks]\n";
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -14,6 +14,7 @@ mod export;
 mod goal;
 mod hooks;
 mod host;
+mod init;
 mod mcp;
 mod provider;
 mod rewind;
@@ -55,9 +56,15 @@ pub const EXIT_USAGE: u8 = 2;
     after_long_help = shell::AFTER_LONG_HELP
 )]
 pub struct Args {
-    /// The task. Without it, a terminal opens the full-screen session and piped stdin is the
-    /// task; with it, piped stdin is attached below it.
-    pub prompt: Option<String>,
+    /// The task: the words after the options, joined by spaces (quoting is optional; after
+    /// `--` even a subcommand's name is a prompt). Without it, a terminal opens the
+    /// full-screen session and piped stdin is the task; with it, piped stdin is attached below.
+    #[arg(value_name = "PROMPT", num_args = 0..)]
+    pub prompt: Vec<String>,
+    /// One-shot even without a prompt argument (the prompt then comes from stdin), as
+    /// `claude -p` does: `minicode -p "fix the test"`.
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
     #[command(flatten)]
     pub(crate) server: ServerFlags,
     /// Approve every tool call without asking.
@@ -101,6 +108,10 @@ pub struct Args {
     /// every other tool). Repeatable. The question is still recorded (see docs/headless.md).
     #[arg(long = "approval-answer", value_name = "TOOL=ANSWER")]
     pub(crate) approval_answers: Vec<print::ScriptedAnswer>,
+    /// Run no configured hook (what `minicode eval` gives each run, so a task is measured as
+    /// written, whatever hooks the user's config holds).
+    #[arg(long, hide = true)]
+    pub no_hooks: bool,
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
 }
@@ -161,8 +172,8 @@ pub(crate) enum Command {
     Acp(acp::AcpArgs),
     /// List this workspace's sessions, newest first.
     Sessions(sessions::SessionsArgs),
-    /// Trust a workspace (default: the current folder): its config/config.toml may then choose
-    /// the server, the provider and the key. Recorded in your user config.
+    /// Trust a workspace (default: the current folder): its .minicode/config.toml may then
+    /// choose the server, the provider and the key. Recorded in your user config.
     Trust {
         /// The workspace folder.
         path: Option<PathBuf>,
@@ -172,12 +183,15 @@ pub(crate) enum Command {
         /// The workspace folder.
         path: Option<PathBuf>,
     },
+    /// Set up a model: write your user config (where minicode reads it) from a few questions,
+    /// or from --base-url and --model without any, then check it with `doctor`.
+    Init(init::InitArgs),
     /// Check the configured model server step by step: reachable, key, model, streaming,
     /// usage, a tool call round trip, context window, reasoning, speed. Exit 0 when it can run
     /// the agent, 1 when it cannot, 2 for configuration errors.
     Doctor {
         /// text (a table) or json.
-        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = doctor_format)]
         output_format: OutputFormat,
         #[command(flatten)]
         server: ServerFlags,
@@ -224,7 +238,20 @@ pub(crate) enum Command {
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
     /// Start the configured MCP servers, print each one's state and tools, and stop them.
+    /// Exit 1 when one failed to start or never answered.
     List,
+}
+
+/// `doctor --output-format`: only the two formats it writes (the one-shot descriptions of
+/// the shared enum would mislead in its help).
+fn doctor_format(value: &str) -> Result<OutputFormat, String> {
+    match value {
+        "text" => Ok(OutputFormat::Text),
+        "json" => Ok(OutputFormat::Json),
+        other => Err(format!(
+            "`{other}` is not a format doctor writes: text or json"
+        )),
+    }
 }
 
 /// A failure that ends the program, with its exit code.
@@ -267,6 +294,19 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
+impl Args {
+    /// The prompt the command line gives: its words joined by single spaces.
+    pub(crate) fn prompt_text(&self) -> Option<String> {
+        (!self.prompt.is_empty()).then(|| self.prompt.join(" "))
+    }
+}
+
+/// Parses the command line, adding a suggestion clap does not make itself: an unknown flag
+/// one or two edits away from a real one (`--yse`) names it.
+pub fn parse() -> Result<Args, clap::Error> {
+    Args::try_parse().map_err(typo::suggest_flag)
+}
+
 fn run_inner(args: Args) -> Result<ExitCode, Failure> {
     crate::process::deny_dumps();
     let launch = std::env::current_dir()
@@ -299,6 +339,7 @@ fn subcommand(
             output_format,
             server,
         } => doctor::run(env, launch, server, *output_format),
+        Command::Init(init_args) => init::run(init_args, env, launch),
         Command::Skills => skills::list(env, launch),
         Command::Commands => commands::list(env, launch),
         Command::Serve(serve_args) => serve::serve(serve_args, launch),
@@ -320,9 +361,11 @@ fn run_session(
     env: &dyn Fn(&str) -> Option<String>,
     launch: &Path,
 ) -> Result<ExitCode, Failure> {
-    let overrides = args.server.overrides(false);
+    let mut overrides = args.server.overrides(false);
+    overrides.no_hooks = args.no_hooks;
     let goal_task = goal::task(&args)?;
-    let interactive = args.prompt.is_none()
+    let interactive = args.prompt.is_empty()
+        && !args.print
         && goal_task.is_none()
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
@@ -341,12 +384,10 @@ fn run_session(
     };
     let commands = commands::discover(env, launch, config.trust.is_trusted());
     // `minicode /name args` runs a custom command's prompt.
-    let prompt = prompt.map(
-        |p| match crate::protocol::find_custom(&commands.commands, &p) {
-            Some((command, args)) => command.expand(args),
-            None => p,
-        },
-    );
+    let prompt = match prompt {
+        Some(p) => Some(commands::expand_one_shot(&commands, p)?),
+        None => None,
+    };
     let schema = match (&args.output_schema, &prompt) {
         (None, _) => None,
         (Some(_), None) => {
@@ -433,13 +474,19 @@ fn run_session(
 /// The prompt of a run without a goal: the argument (with whatever is piped beside it), or
 /// stdin; `None` for the full-screen session.
 fn prompt(args: &Args, interactive: bool) -> Result<Option<String>, Failure> {
-    let prompt = match (&args.prompt, interactive) {
-        (Some(p), _) if std::io::stdin().is_terminal() => Some(p.clone()),
-        (Some(p), _) => Some(with_piped_text(p)?),
+    let prompt = match (args.prompt_text(), interactive) {
+        (Some(p), _) if std::io::stdin().is_terminal() => Some(p),
+        (Some(p), _) => Some(with_piped_text(&p)?),
         (None, true) => None,
         (None, false) if std::io::stdin().is_terminal() => {
             return Err(usage(
                 "no prompt given: pass one as an argument or pipe it on stdin",
+            ));
+        }
+        (None, false) if !stdin::is_pipe_or_file() => {
+            return Err(usage(
+                "no prompt given, and stdin is neither a terminal (for the full-screen session) \
+                 nor a pipe: pass the prompt as an argument or pipe it on stdin",
             ));
         }
         (None, false) => Some(read_stdin()?),

@@ -14,6 +14,7 @@ mod file;
 mod hooks;
 mod layers;
 mod mcp;
+mod model_setup;
 mod permissions;
 mod resolve;
 mod sandbox;
@@ -21,18 +22,21 @@ mod telemetry;
 mod trust;
 mod trust_record;
 mod user_file;
+mod workspace_file;
 
 use crate::hooks::Hook;
 pub use hooks::HookApproval;
 pub(crate) use hooks::{approve_hook, is_approved as is_hook_approved};
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
+pub(crate) use model_setup::{ModelChoice, SetupError, write_model};
 pub use permissions::save_allow_rule;
 pub use sandbox::{Sandbox, mode_name, parse_mode};
 pub use trust::{
     Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
     user_config_path, workspace_trust,
 };
+pub(crate) use workspace_file::{WORKSPACE_FILE, locate as locate_workspace_file};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -187,6 +191,9 @@ pub struct Config {
     /// The configuration files that were read, lowest precedence first (the user's, then the
     /// workspace's; or the one `--config` named).
     pub sources: Vec<PathBuf>,
+    /// Files in the workspace that were looked at and not read, with why (a service's own
+    /// `config/config.toml`, say): `doctor` lists them.
+    pub ignored_sources: Vec<(PathBuf, &'static str)>,
     /// Whether the user trusts the launch directory. Everything a workspace supplies that can
     /// run code or reach the network must ask this first (see [`Trust`]).
     pub trust: Trust,
@@ -229,24 +236,36 @@ pub struct Overrides {
     pub network: bool,
     /// `--plan`: sessions start in plan mode.
     pub plan: bool,
-    /// Load as if the workspace's `config/config.toml` were absent: the user chose "run without
+    /// `--no-hooks` (hidden, what `minicode eval` gives its runs): no configured hook runs.
+    pub no_hooks: bool,
+    /// Load as if the workspace's config file were absent: the user chose "run without
     /// the workspace file" when asked about an untrusted workspace.
     pub skip_workspace_file: bool,
 }
 
-const HOWTO: &str = "no model is configured. To set one up, either:
-  - copy config/config.example.toml to ~/.config/minicode/config.toml and fill in [model]
-    base_url and name (or keep it as config/config.toml in this folder and run
-    `minicode trust` once, so that file may choose the server and the key), or
+/// How to set a model up, naming the user config file minicode reads (`None`: neither HOME
+/// nor XDG_CONFIG_HOME says where it would be).
+fn howto(user_file: &Option<PathBuf>) -> String {
+    let file = match user_file {
+        Some(path) => path.display().to_string(),
+        None => "your user config (set HOME or XDG_CONFIG_HOME)".to_string(),
+    };
+    format!(
+        "no model is configured. To set one up, either:
+  - run `minicode init`, which asks a few questions and writes {file}
+    (or write [model] base_url and name there yourself: config/config.example.toml shows
+    every setting; a workspace may keep its own in .minicode/config.toml once trusted), or
   - set MINICODE_BASE_URL and MINICODE_MODEL (and MINICODE_API_KEY if the server needs a key);
-or try the built-in offline model with `minicode --demo`.";
+or try the built-in offline model with `minicode --demo`."
+    )
+}
 
 /// Why no configuration could be built. Every variant is a usage error (exit status 2).
 /// Messages name the file, line and field, never a value from the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{HOWTO}")]
-    Missing,
+    #[error("{}", howto(.user_file))]
+    Missing { user_file: Option<PathBuf> },
     #[error("config file {} does not exist", .path.display())]
     NotFound { path: PathBuf },
     #[error("cannot read config file {}: {source}", .path.display())]
@@ -361,11 +380,8 @@ pub(crate) fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf>
     Some(dir.join("minicode"))
 }
 
-/// The workspace's configuration file, relative to the launch directory.
-pub(crate) const WORKSPACE_FILE: &str = "config/config.toml";
-
-/// Builds the configuration. `launch_dir` is the workspace, where `config/config.toml` is
-/// looked for; `env` reads an environment variable (an empty value counts as unset).
+/// Builds the configuration. `launch_dir` is the workspace, where `.minicode/config.toml` (or
+/// a minicode-only `config/config.toml`) is looked for; `env` reads an environment variable (an empty value counts as unset).
 pub fn load(
     launch_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,

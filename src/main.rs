@@ -2,8 +2,6 @@
 
 use std::io::Write;
 
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
     // `--version` alone is what scripts and health checks run: it is answered before clap
     // builds its parser (the whole command tree), so it costs little more than starting a
@@ -29,7 +27,7 @@ fn main() -> std::process::ExitCode {
         let _ = writeln!(std::io::stdout(), "minicode {}", env!("CARGO_PKG_VERSION"));
         return std::process::ExitCode::SUCCESS;
     }
-    let args = match minicode::cli::Args::try_parse() {
+    let args = match minicode::cli::parse() {
         Ok(args) => args,
         Err(e) => {
             // --help and --version are not errors; everything else is a usage error (exit 2).

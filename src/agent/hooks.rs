@@ -178,7 +178,8 @@ impl Hooks {
             return Ok(prompt);
         }
         Ok(format!(
-            "{prompt}\n\n[Context added by hooks]\n{}",
+            "{prompt}{}{}",
+            crate::chat::HOOK_CONTEXT_HEADING,
             context.join("\n")
         ))
     }

@@ -226,3 +226,38 @@ pub(super) fn list(env: Env<'_>, launch: &Path) -> Result<ExitCode, Failure> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// A one-shot prompt with its custom command filled in (`minicode /name args`). A prompt whose
+/// first word is `/name` (no further `/`, so a path such as `/etc/hosts` is still a prompt)
+/// that names no custom command is a usage error listing the commands there are: sending a
+/// mistyped command to the model would cost a request and answer something else.
+pub(super) fn expand_one_shot(found: &Found, prompt: String) -> Result<String, Failure> {
+    if let Some((command, args)) = crate::protocol::find_custom(&found.commands, &prompt) {
+        return Ok(command.expand(args));
+    }
+    let Some(name) = looks_like_command(&prompt) else {
+        return Ok(prompt);
+    };
+    let names: Vec<String> = found.commands.iter().map(CustomCommand::slash).collect();
+    let available = if names.is_empty() {
+        "there are no custom commands here (`minicode commands` says where they are looked for)"
+            .to_string()
+    } else {
+        format!("the custom commands here are: {}", names.join(", "))
+    };
+    Err(super::usage(format!(
+        "unknown command `/{name}`: {available}. The built-in commands work in the full-screen \
+         session; to send the text to the model as it is, put a word before it"
+    )))
+}
+
+/// The name after the leading `/` when the first word looks like a command, not a path.
+fn looks_like_command(prompt: &str) -> Option<&str> {
+    let rest = prompt.trim_start().strip_prefix('/')?;
+    let name = rest.split(char::is_whitespace).next().unwrap_or("");
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    plain.then_some(name)
+}

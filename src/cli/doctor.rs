@@ -163,6 +163,7 @@ pub(super) fn run(
     let provider = super::provider::openai(&config, env)?;
     let runtime = super::runtime()?;
     let mut findings = runtime.block_on(examine(&provider, &config));
+    findings.checks.insert(0, files_read(&config));
     findings.sandbox = sandbox::checks(&config.sandbox.hidden);
     findings.config_files = config_files;
     // Server text reaches the details (a model id, a streamed reply, an error message): a
@@ -194,6 +195,31 @@ fn unconfigured(
     };
     report::print(&findings, format);
     usage(setup)
+}
+
+/// The row naming the config files read and those in the workspace that were not (a
+/// service's own `config/config.toml`), so a setting that has no effect can be traced.
+fn files_read(config: &Config) -> Check {
+    let mut detail = match config.sources.as_slice() {
+        [] => "read no file (flags and environment only)".to_string(),
+        files => format!(
+            "read {}",
+            files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    for (path, why) in &config.ignored_sources {
+        detail.push_str(&format!("; ignored {} ({why})", path.display()));
+    }
+    Check {
+        name: "config",
+        status: Status::Ok,
+        detail,
+        fix: None,
+    }
 }
 
 /// Runs every check in order; a step that makes the rest pointless marks them skipped.

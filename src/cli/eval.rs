@@ -52,7 +52,9 @@ pub(super) fn run(
     if args.output_format == OutputFormat::StreamJson {
         return Err(usage("eval reports as text or json"));
     }
-    let mut model_args: Vec<OsString> = Vec::new();
+    // A task is measured as written: the user's hooks (which may add context or block a
+    // call) stay out of every run; tasks name no hooks of their own.
+    let mut model_args: Vec<OsString> = vec!["--no-hooks".into()];
     if args.demo {
         model_args.push("--demo".into());
     }

@@ -217,6 +217,10 @@ pub(super) fn list(
         manager.shutdown().await;
         statuses
     });
+    // A server that failed or never answered is a failed check, for scripts as for people.
+    let failed = statuses
+        .iter()
+        .any(|s| matches!(s.state, State::Failed(_) | State::Starting));
     let mut out = std::io::stdout().lock();
     for s in statuses {
         let state = match &s.state {
@@ -235,5 +239,9 @@ pub(super) fn list(
             let _ = writeln!(out, "  log: {}", log.display());
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -44,7 +44,8 @@ pub(crate) struct ServeArgs {
 /// `minicode attach`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct AttachArgs {
-    /// The session to show (of the current folder's workspace); without it, a new one.
+    /// The session to show (of the current folder's workspace): its id, or a unique prefix
+    /// of 6+ characters such as the short id the screen shows; without it, a new one.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// The daemon's Unix socket (default: $XDG_RUNTIME_DIR/minicode/daemon.sock).
@@ -246,7 +247,14 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
     trusted_runtime_dir(&endpoint, &token_path)?;
     let token = daemon::read_token(&token_path).map_err(usage)?;
     let runtime = super::runtime()?;
-    let session = args.session.clone();
+    // The short id the full-screen session shows (a unique prefix) names the session as the
+    // full id does, as for `--session` of a local session.
+    let session = match &args.session {
+        Some(given) => {
+            Some(crate::session::Session::resolve_id(launch, given).map_err(super::usage)?)
+        }
+        None => None,
+    };
     let workspace = launch.to_path_buf();
     let workspace_shown = workspace.display().to_string();
     let result = runtime.block_on(async move {

@@ -76,6 +76,12 @@ pub(crate) fn attach(prompt: &str, piped: &str) -> String {
     format!("{prompt}\n\n{fence}\n{piped}{newline}{fence}\n")
 }
 
+/// Whether stdin is a pipe or a regular file: something that can hold a prompt. `/dev/null`,
+/// a socket or a closed stdin cannot.
+pub(crate) fn is_pipe_or_file() -> bool {
+    matches!(stdin_kind(), Kind::Pipe | Kind::File)
+}
+
 enum Kind {
     Pipe,
     File,

@@ -66,7 +66,11 @@ pub(super) fn load_config(
         },
         Err(ConfigError::TrustChanged { workspace, changes }) if interactive => Question {
             workspace: workspace.display().to_string(),
-            file: launch.join(config::WORKSPACE_FILE).display().to_string(),
+            file: config::locate_workspace_file(launch)
+                .file
+                .unwrap_or_else(|| launch.join(config::WORKSPACE_FILE))
+                .display()
+                .to_string(),
             fields: Vec::new(),
             changes,
         },

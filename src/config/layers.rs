@@ -1,5 +1,5 @@
 //! Which configuration files are read and how they combine: the user's file, then the
-//! workspace's `config/config.toml` laid over it field by field (or only the file `--config`
+//! workspace's file (`.minicode/config.toml`, see `workspace_file`) laid over it field by field (or only the file `--config`
 //! names), with the trust rule applied before anything is merged. It remembers which file each
 //! field came from, so errors name the right one. It reads files and nothing else: no
 //! environment values beyond where the user's file lives, no precedence against env or flags.
@@ -13,7 +13,7 @@ use super::file::{
 };
 use super::trust::{self, Listed, Trust};
 use super::trust_record::{self, TRUST_ONLY};
-use super::{ConfigError, Overrides, WORKSPACE_FILE};
+use super::{ConfigError, Overrides};
 
 /// The merged content of every file read, with where each field came from.
 pub(super) struct Layers {
@@ -32,6 +32,8 @@ pub(super) struct Layers {
     pub permissions: Vec<(super::permissions::PermissionsTable, PathBuf)>,
     /// Things to tell the user that do not stop the run.
     pub notices: Vec<String>,
+    /// Files found in the workspace that were not read, with why.
+    pub ignored: Vec<(PathBuf, &'static str)>,
     /// The `[sandbox]` tables, kept apart: a workspace's may only narrow the user's.
     pub sandbox: super::sandbox::Tables,
     /// Each file's `[hooks]`, with the file and whether it is the workspace's own.
@@ -70,6 +72,7 @@ impl Layers {
             approvals: Vec::new(),
             permissions: Vec::new(),
             notices: Vec::new(),
+            ignored: Vec::new(),
             sandbox: super::sandbox::Tables {
                 user: None,
                 workspace: None,
@@ -156,13 +159,18 @@ pub(super) fn gather(
         layers.add(parsed, path);
     }
 
-    let workspace_path = launch_dir.join(WORKSPACE_FILE);
-    if overrides.skip_workspace_file
-        || !present(&workspace_path)?
-        || same_file(user_path.as_deref(), &workspace_path)
-    {
+    if overrides.skip_workspace_file {
         return Ok(layers);
     }
+    let located = super::workspace_file::locate(launch_dir);
+    layers.ignored.extend(located.ignored.iter().cloned());
+    let Some(workspace_path) = located.file.clone() else {
+        return Ok(layers);
+    };
+    if same_file(user_path.as_deref(), &workspace_path) {
+        return Ok(layers);
+    }
+    layers.notices.extend(located.notice());
     let parsed = file::read_confined(launch_dir, &workspace_path)?;
     if parsed.trusted_workspaces.is_some() {
         return Err(ConfigError::MisplacedTrustList {

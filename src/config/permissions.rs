@@ -77,7 +77,31 @@ pub fn save_allow_rule(
     };
     let doc = &mut user.doc;
     if doc.get("permissions").is_none() {
-        doc.insert("permissions", Item::Table(Table::new()));
+        // Comments after the last setting belong to the table above them (often a commented
+        // setting of it): they stay there, and the new table goes after them, so
+        // uncommenting them later does not land them in `[permissions]`.
+        let trailing = doc.trailing().as_str().unwrap_or("").to_string();
+        doc.set_trailing("");
+        let mut table = Table::new();
+        let gap = if trailing.is_empty() || trailing.ends_with("\n\n") {
+            ""
+        } else if trailing.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        };
+        let lead = if doc.as_table().is_empty() && trailing.is_empty() {
+            ""
+        } else {
+            "\n"
+        };
+        let prefix = if trailing.is_empty() {
+            lead.to_string()
+        } else {
+            format!("{trailing}{gap}")
+        };
+        table.decor_mut().set_prefix(prefix);
+        doc.insert("permissions", Item::Table(table));
     }
     let table = doc
         .get_mut("permissions")

@@ -31,6 +31,12 @@ pub(super) fn resolve(
     let (mcp_servers, mcp_approvals) = mcp(&mut layers)?;
     let permissions = super::permissions::rules(&layers.permissions)?;
     let hooks = super::hooks::from_tables(std::mem::take(&mut layers.hooks))?;
+    // An eval run measures the model on the task as written: the user's hooks stay out.
+    let hooks = if overrides.no_hooks {
+        Vec::new()
+    } else {
+        hooks
+    };
     let hook_approvals = super::hooks::approvals(std::mem::take(&mut layers.hook_approvals));
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
@@ -86,6 +92,7 @@ pub(super) fn resolve(
             },
         },
         sources: Vec::new(),
+        ignored_sources: std::mem::take(&mut layers.ignored),
         trust: layers.trust,
         mcp_servers,
         mcp_approvals,
@@ -130,7 +137,7 @@ fn server_and_key(
         // The key and its variable are still known, so that children never inherit the
         // variable and tool output never shows the key.
         (config.api_key, config.api_key_env) =
-            key(layers, env).unwrap_or_else(|_| (None, layers.file.model.api_key_env.clone()));
+            key(layers, env, "").unwrap_or_else(|_| (None, layers.file.model.api_key_env.clone()));
         return Ok(());
     }
     let (base_url, model, base_origin, model_origin) = endpoint(layers, env, overrides)?;
@@ -138,7 +145,7 @@ fn server_and_key(
     config.model = model;
     config.origins.base_url = base_origin;
     config.origins.model = model_origin;
-    (config.api_key, config.api_key_env) = key(layers, env)?;
+    (config.api_key, config.api_key_env) = key(layers, env, &config.base_url)?;
     Ok(())
 }
 
@@ -404,7 +411,9 @@ fn endpoint(
     // Nothing anywhere names a server or a model (a user file may exist and only hold the
     // trust list): the how-to helps more than "missing field".
     if base_url.is_none() && model.is_none() {
-        return Err(ConfigError::Missing);
+        return Err(ConfigError::Missing {
+            user_file: super::trust::user_config_path(env),
+        });
     }
     let (base_url, base_origin) = base_url.ok_or_else(|| ConfigError::Required {
         origin: layers.origin("model.base_url"),
@@ -430,7 +439,26 @@ fn endpoint(
 /// The key: `MINICODE_API_KEY`, else `api_key`, else the variable `api_key_env` names (none
 /// when it is unset); and the variable it came from or would come from, so tools can remove
 /// it from child processes and an authentication failure can name it.
-fn key(layers: &Layers, env: Env<'_>) -> Result<(Option<Secret>, Option<String>), ConfigError> {
+/// The variable OpenAI's own service's key is read from when nothing else names one: what
+/// every other tool reads, so pointing minicode at OpenAI needs no `api_key_env`.
+const OPENAI_KEY_ENV: &str = "OPENAI_API_KEY";
+
+/// Whether `base_url` is OpenAI's own API (`https://api.openai.com/...`).
+fn is_openai_service(base_url: &str) -> bool {
+    let rest = base_url
+        .split_once("://")
+        .map_or(base_url, |(_, rest)| rest);
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    host.eq_ignore_ascii_case("api.openai.com")
+}
+
+/// The key and the variable it is (or would be) read from. `base_url` is the server's, for
+/// the OpenAI default (empty when there is none).
+fn key(
+    layers: &Layers,
+    env: Env<'_>,
+    base_url: &str,
+) -> Result<(Option<Secret>, Option<String>), ConfigError> {
     let m = &layers.file.model;
     let invalid = |field: &'static str, reason: &str| ConfigError::Invalid {
         origin: layers.origin(field),
@@ -465,6 +493,8 @@ fn key(layers: &Layers, env: Env<'_>) -> Result<(Option<Secret>, Option<String>)
     if let Some(key) = &m.api_key {
         return Ok((Some(key.clone()), None));
     }
+    let configured_env =
+        configured_env.or_else(|| is_openai_service(base_url).then(|| OPENAI_KEY_ENV.to_string()));
     // A variable that is unset means no key: many servers need none, and one that does says
     // so (401), when the provider names the variable to set.
     Ok((

@@ -4,7 +4,7 @@
 //!
 //! The rule: a workspace is trusted when its canonical path is listed exactly (no prefix
 //! matching: trusting `/home/u` does not trust `/home/u/cloned-repo`). Until then its
-//! `config/config.toml` may not choose the server, the provider or the key, and later
+//! `.minicode/config.toml` may not choose the server, the provider or the key, and later
 //! extensions a workspace supplies that can run code or reach the network (MCP servers,
 //! skills, hooks) must not start. The edits keep the rest of the user's file as it was,
 //! comments included (hence `toml_edit`). This module must not decide what an untrusted
@@ -306,7 +306,7 @@ fn edit_list(
             );
             if let Some(mut key) = doc.key_mut("trusted_workspaces") {
                 key.leaf_decor_mut().set_prefix(
-                    "# Workspaces whose config/config.toml may choose the server, provider and \
+                    "# Workspaces whose .minicode/config.toml may choose the server, provider and \
                      key.\n# Changed by `minicode trust` and `minicode untrust`; exact canonical \
                      paths.\n",
                 );

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use sha2::Digest;
 
-use super::{ConfigError, MCP_JSON, WORKSPACE_FILE};
+use super::{ConfigError, MCP_JSON};
 use crate::sanitize::visible;
 
 /// The workspace config's fields only a trusted workspace may set: together they choose
@@ -112,8 +112,7 @@ fn digest(bytes: &[u8]) -> String {
 /// one value ("unreadable"), since the MCP reader reports it on its own.
 pub(super) fn current(workspace: &Path) -> Result<Current, ConfigError> {
     let mut items = BTreeMap::new();
-    let path = workspace.join(WORKSPACE_FILE);
-    if std::fs::symlink_metadata(&path).is_ok() {
+    if let Some(path) = super::workspace_file::locate(workspace).file {
         let text = super::file::read_text(&path, Some(workspace))?;
         let table: toml::Table = match text.parse() {
             Ok(table) => table,

@@ -1,6 +1,6 @@
 //! The `.minicode/.gitignore` minicode maintains, so `git add -A` never commits a conversation,
-//! a log or a saved output, while what a team shares (`memory/`, later `skills/`) stays
-//! committable. It owns only the lines between its two markers and never touches the rest.
+//! a log or a saved output, while what a team shares (`memory/`, `skills/`, `commands/` and the
+//! workspace's `config.toml`) stays committable. It owns only the lines between its two markers and never touches the rest.
 //!
 //! Everything in `.minicode/` is ignored unless listed as shareable, so a private folder added
 //! later is ignored without a code change. The block goes last in the file and is moved back
@@ -26,6 +26,8 @@ const BLOCK: &str = "\
 !/.gitignore
 !/memory/
 !/skills/
+!/commands/
+!/config.toml
 # <<< minicode <<<
 ";
 

@@ -229,6 +229,28 @@ pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
     )
 }
 
+/// [`describe_end`] for a run in which the user took `waited` to answer approval questions:
+/// the time is the run's own, with the wait beside it (`completed in 12.3s (+146.6s waiting
+/// for you)`), so a slow answer is not read as a slow model.
+pub(crate) fn describe_end_waited(
+    end: &TurnEnd,
+    stats: &TurnStats,
+    waited: std::time::Duration,
+) -> String {
+    // Under a twentieth of a second is not worth a mention.
+    if waited.as_millis() < 50 {
+        return describe_end(end, stats);
+    }
+    let own = TurnStats {
+        wall: stats.wall.saturating_sub(waited),
+        ..*stats
+    };
+    let line = describe_end(end, &own);
+    let seconds = format!("{:.1}s", own.wall.as_secs_f64());
+    let with_wait = format!("{seconds} (+{:.1}s waiting for you)", waited.as_secs_f64());
+    line.replacen(&format!("in {seconds}"), &format!("in {with_wait}"), 1)
+}
+
 /// `1 model call`, `2 model calls`.
 fn count(n: u64, noun: &str) -> String {
     if n == 1 {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use tokio::sync::watch;
 
 use super::live::Tail;
-use super::report::{describe_end, report};
+use super::report::{describe_end_waited, report};
 use super::{
     EXIT_REFUSED, EXIT_SIGINT, GoalRun, JsonResult, Output, OutputFormat, Signal, WindowJson, ask,
     finish_goal, status_word,
@@ -53,6 +53,9 @@ pub(super) struct RunState {
     retried: bool,
     /// Approvals a script answers (`--approval-answer`).
     answers: super::Answers,
+    /// Time spent waiting for the user to answer approval questions, told apart from the
+    /// run's own time in the closing line.
+    waited: std::sync::Arc<std::sync::Mutex<std::time::Duration>>,
 }
 
 impl RunState {
@@ -94,6 +97,7 @@ impl RunState {
             schema_error: None,
             retried: false,
             answers,
+            waited: Default::default(),
         }
     }
 
@@ -258,8 +262,13 @@ impl RunState {
             ops.send(Op::Decide { call, decision });
             return;
         }
+        let waited = self.waited.clone();
         tokio::spawn(async move {
+            let asked = std::time::Instant::now();
             let decision = ask(&tool, &request, always.as_deref()).await;
+            if let Ok(mut waited) = waited.lock() {
+                *waited += asked.elapsed();
+            }
             ops.send(Op::Decide { call, decision });
         });
     }
@@ -371,7 +380,9 @@ impl RunState {
         if let Some(error) = self.schema_error.take() {
             end = TurnEnd::Failed { error };
         }
-        let _ = writeln!(self.err, "{}", sanitize(&describe_end(&end, &stats)));
+        let waited = self.waited.lock().map(|w| *w).unwrap_or_default();
+        let line = describe_end_waited(&end, &stats, waited);
+        let _ = writeln!(self.err, "{}", sanitize(&line));
         // A session that never got a message was removed on shutdown: name no file that is gone.
         let kept = std::path::Path::new(&self.session_path).exists();
         if !matches!(end, TurnEnd::Completed | TurnEnd::RoundLimit { .. }) {

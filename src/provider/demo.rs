@@ -154,7 +154,11 @@ fn progress<'a>(messages: &[&'a Message]) -> Progress<'a> {
                 && !m.text().starts_with(GOAL_STATE_OPEN)
         })
         .unwrap_or(0);
+    // Only the user's words: context a hook appended ("… added …") must not change the plan.
     let latest = messages.get(start).map_or("", |m| m.text());
+    let latest = latest
+        .split_once(crate::chat::HOOK_CONTEXT_HEADING)
+        .map_or(latest, |(words, _)| words);
     let goal_round = latest.starts_with(GOAL_ROUND_OPEN);
     let mut p = Progress {
         // A goal round's instruction is the driver's; the work is the goal's objective.

@@ -6,8 +6,11 @@
 //! `.minicode/**` except `.minicode/memory/` and `.minicode/plans/` (plan mode's plan files)
 //! (minicode's own sessions, logs and outputs), the
 //! skill and command roots (`.minicode/skills/`, `.agents/skills/`, `.minicode/commands/`:
-//! instructions the model follows), `.mcp.json` (programs to start) and the workspace's
-//! `config/config.toml` (it can choose the server and the key once trusted).
+//! instructions the model follows), `.mcp.json` (programs to start) and `config/config.toml`
+//! (where older versions kept the workspace's config, read while it holds only minicode's
+//! tables: protected even when it is a service's own file, since an edit leaving only
+//! minicode's tables would make it the workspace's config; the current file,
+//! `.minicode/config.toml`, is covered by `.minicode/**`).
 //!
 //! This module only classifies a resolved path; the agent decides what a protected path
 //! means for approval. `bash` is not covered: a command is shown whole and approved as such.

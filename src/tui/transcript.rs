@@ -682,7 +682,9 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
             lines.extend(wrap::wrap_hard(l, width, indent(), indent(), style));
         }
         if shown < all.len() {
-            let more = format!("… {} more lines (Ctrl+O to expand)", all.len() - shown);
+            let hidden = all.len() - shown;
+            let noun = if hidden == 1 { "line" } else { "lines" };
+            let more = format!("… {hidden} more {noun} (Ctrl+O to expand)");
             lines.push(Line::from(vec![
                 Span::raw("    "),
                 Span::styled(more, style.add_modifier(Modifier::ITALIC)),

@@ -1,5 +1,5 @@
 //! The one question asked before a full-screen session starts in an untrusted workspace whose
-//! `config/config.toml` wants to choose the server, the provider or the key: trust the
+//! `.minicode/config.toml` wants to choose the server, the provider or the key: trust the
 //! workspace and remember it, run without the workspace's file, or quit.
 //!
 //! It owns only the question's state, its drawing and its small key loop on the terminal guard;

@@ -262,6 +262,10 @@ fn completion_line(state: &State, width: usize) -> Line<'static> {
         .iter()
         .map(|(c, d)| wrap::width(c) + wrap::width(d) + 3)
         .sum();
+    let names: usize = items.iter().map(|(c, _)| wrap::width(c) + 1).sum();
+    if full > width && names > width {
+        return names_window(&items, selected, width, style);
+    }
     let spans: Vec<Span<'static>> = items
         .iter()
         .map(|(c, d)| {
@@ -278,6 +282,57 @@ fn completion_line(state: &State, width: usize) -> Line<'static> {
             Span::styled(text, s)
         })
         .collect();
+    Line::from(spans)
+}
+
+/// The names that fit around the selected one, with how many are left out on each side
+/// (`… 3 more`), so a narrow window never hides commands without saying so.
+fn names_window(
+    items: &[(&str, &str)],
+    selected: Option<&str>,
+    width: usize,
+    style: Style,
+) -> Line<'static> {
+    if items.is_empty() {
+        return Line::default();
+    }
+    let at = items
+        .iter()
+        .position(|(c, _)| Some(*c) == selected)
+        .unwrap_or(0);
+    // Room kept for both markers; a name is its width and a space.
+    let room = width.saturating_sub(24);
+    let fits = |from: usize, to: usize| -> bool {
+        items[from..=to]
+            .iter()
+            .map(|(c, _)| wrap::width(c) + 1)
+            .sum::<usize>()
+            <= room
+    };
+    let mut start = 0;
+    while start < at && !fits(start, at) {
+        start += 1;
+    }
+    let mut end = at;
+    while end + 1 < items.len() && fits(start, end + 1) {
+        end += 1;
+    }
+    let mut spans = Vec::new();
+    if start > 0 {
+        spans.push(Span::styled(format!("… {start} more "), style));
+    }
+    for (c, _) in &items[start..=end] {
+        let s = if selected == Some(*c) {
+            style.add_modifier(Modifier::REVERSED)
+        } else {
+            style
+        };
+        spans.push(Span::styled(format!("{c} "), s));
+    }
+    let after = items.len() - end - 1;
+    if after > 0 {
+        spans.push(Span::styled(format!("… {after} more (Tab)"), style));
+    }
     Line::from(spans)
 }
 

@@ -623,9 +623,9 @@ async fn a_workspace_outside_confinement_is_still_refused_with_client_files() {
 async fn an_untrusted_workspace_config_cannot_choose_the_server() {
     let (_tmp, dir) = crate::support::workspace();
     let server = MockServer::start_in_thread(vec![text_reply("never", 3)]);
-    std::fs::create_dir_all(dir.join("config")).unwrap();
+    std::fs::create_dir_all(dir.join(".minicode")).unwrap();
     std::fs::write(
-        dir.join("config/config.toml"),
+        dir.join(".minicode/config.toml"),
         format!(
             "[model]\nbase_url = \"{}\"\nname = \"mock-model\"\n",
             server.base_url()
@@ -781,7 +781,7 @@ async fn the_compact_command_compacts_the_session() {
         MockReply::json(200, &summary),
     ]);
     // Keep almost nothing verbatim, so even one exchange has something to summarise.
-    let config = dir.join("config/config.toml");
+    let config = dir.join(".minicode/config.toml");
     let mut text_config = std::fs::read_to_string(&config).unwrap();
     text_config.push_str("[context]\nkeep_recent_tokens = 1\n");
     std::fs::write(&config, text_config).unwrap();

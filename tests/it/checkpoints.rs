@@ -445,7 +445,7 @@ fn oneshot_records(extra_config: &str) -> bool {
     ]);
     let dir = tempfile::tempdir().unwrap();
     crate::support::binary::write_config(dir.path(), &server);
-    let file = dir.path().join("config/config.toml");
+    let file = dir.path().join(".minicode/config.toml");
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, format!("{}\n{extra_config}", text.trim_end())).unwrap();
     let out = crate::support::binary::command(dir.path())

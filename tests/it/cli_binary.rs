@@ -29,12 +29,12 @@ impl Workspace {
     }
 
     fn with_config(self, server: &MockServer, extra: &str) -> Self {
-        std::fs::create_dir_all(self.path().join("config")).unwrap();
+        std::fs::create_dir_all(self.path().join(".minicode")).unwrap();
         let config = format!(
             "[model]\nbase_url = \"{}\"\nname = \"mock-model\"\n{extra}",
             server.base_url()
         );
-        std::fs::write(self.path().join("config/config.toml"), config).unwrap();
+        std::fs::write(self.path().join(".minicode/config.toml"), config).unwrap();
         self.trust();
         self
     }
@@ -359,9 +359,9 @@ fn resume_runs_the_next_turn_with_earlier_history() {
 #[test]
 fn bad_session_ids_exit_2() {
     let ws = Workspace::new();
-    std::fs::create_dir_all(ws.path().join("config")).unwrap();
+    std::fs::create_dir_all(ws.path().join(".minicode")).unwrap();
     std::fs::write(
-        ws.path().join("config/config.toml"),
+        ws.path().join(".minicode/config.toml"),
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();
@@ -552,7 +552,7 @@ fn failed_turn_prints_no_stale_answer() {
 fn the_key_never_reaches_the_model_or_session_through_tools() {
     let server = MockServer::start_in_thread(vec![
         tool_calls_reply(
-            &[("c1", "bash", r#"{"command":"cat config/config.toml"}"#)],
+            &[("c1", "bash", r#"{"command":"cat .minicode/config.toml"}"#)],
             5,
         ),
         text_reply("read it", 4),
@@ -575,9 +575,9 @@ fn the_key_never_reaches_the_model_or_session_through_tools() {
 #[test]
 fn oversized_stdin_prompt_exits_2() {
     let ws = Workspace::new();
-    std::fs::create_dir_all(ws.path().join("config")).unwrap();
+    std::fs::create_dir_all(ws.path().join(".minicode")).unwrap();
     std::fs::write(
-        ws.path().join("config/config.toml"),
+        ws.path().join(".minicode/config.toml"),
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();
@@ -623,9 +623,9 @@ fn demo_reads_the_named_file_even_when_the_listing_is_refused() {
 #[test]
 fn a_run_that_kept_nothing_names_no_session_to_resume() {
     let ws = Workspace::new();
-    std::fs::create_dir_all(ws.path().join("config")).unwrap();
+    std::fs::create_dir_all(ws.path().join(".minicode")).unwrap();
     std::fs::write(
-        ws.path().join("config/config.toml"),
+        ws.path().join(".minicode/config.toml"),
         "[model]\nprovider = \"demo\"\n",
     )
     .unwrap();

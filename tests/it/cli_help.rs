@@ -168,3 +168,17 @@ fn the_server_flags_read_the_same_in_every_command() {
         }
     }
 }
+
+#[test]
+fn doctor_help_lists_only_the_formats_doctor_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::support::binary::command(dir.path())
+        .args(["doctor", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(help.contains("text (a table) or json"), "{help}");
+    assert!(!help.contains("stream-json"), "{help}");
+    assert!(!help.contains("final answer"), "{help}");
+}

@@ -165,3 +165,17 @@ fn a_slow_pipe_is_waited_for_with_a_notice_and_nothing_is_lost() {
         "review this\n\n```\nlate output\n```\n"
     );
 }
+
+#[test]
+fn no_prompt_and_dev_null_stdin_says_there_is_no_prompt_not_that_it_is_empty() {
+    let server = MockServer::start_in_thread(vec![]);
+    let (_tmp, ws) = crate::support::workspace();
+    binary::write_config(&ws, &server);
+    // `command` gives the binary /dev/null as stdin and no terminal.
+    let out = binary::command(&ws).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no prompt given"), "{err}");
+    assert!(!err.contains("the prompt is empty"), "{err}");
+    assert_eq!(server.request_count(), 0);
+}

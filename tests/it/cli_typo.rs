@@ -63,3 +63,12 @@ fn ordinary_one_word_prompts_are_sent() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(server.request_count(), 1);
 }
+
+#[test]
+fn a_mistyped_flag_gets_a_suggestion() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(dir.path()).args(["--yse", "hi"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--yes"), "{stderr}");
+}

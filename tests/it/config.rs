@@ -70,7 +70,7 @@ fn write(path: &Path, text: &str) {
 }
 
 fn project_file(d: &Dirs) -> PathBuf {
-    d.launch.join("config").join("config.toml")
+    d.launch.join(".minicode").join("config.toml")
 }
 
 fn load(d: &Dirs, vars: &[(&str, &str)], overrides: &Overrides) -> Result<Config, ConfigError> {
@@ -402,7 +402,7 @@ fn directory_in_place_of_file_is_an_error_not_a_fall_through() {
 #[test]
 fn broken_symlink_is_an_error_not_a_fall_through() {
     let d = dirs();
-    fs::create_dir_all(d.launch.join("config")).unwrap();
+    fs::create_dir_all(d.launch.join(".minicode")).unwrap();
     std::os::unix::fs::symlink(d.home.join("gone.toml"), project_file(&d)).unwrap();
     write(&d.home.join(".config/minicode/config.toml"), BASIC);
     let err = load(&d, &[], &Overrides::default()).unwrap_err();
@@ -454,7 +454,7 @@ fn api_key_env_naming_an_unset_variable_means_no_key() {
 fn unset_key_workspace(server: &crate::support::mock_openai::MockServer) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     crate::support::binary::write_config(dir.path(), server);
-    let file = dir.path().join("config/config.toml");
+    let file = dir.path().join(".minicode/config.toml");
     let text = fs::read_to_string(&file).unwrap();
     write(
         &file,
@@ -589,7 +589,7 @@ fn a_huge_timeout_is_a_config_error_naming_the_field_and_the_limit_not_an_abort(
     let server = crate::support::mock_openai::MockServer::start_in_thread(vec![]);
     let dir = tempfile::tempdir().unwrap();
     crate::support::binary::write_config(dir.path(), &server);
-    let file = dir.path().join("config/config.toml");
+    let file = dir.path().join(".minicode/config.toml");
     let text = fs::read_to_string(&file).unwrap();
     for field in ["request_timeout_secs", "stream_idle_timeout_secs"] {
         write(
@@ -668,16 +668,18 @@ fn unknown_provider_is_refused() {
 }
 
 #[test]
-fn nothing_configured_gives_a_how_to() {
+fn nothing_configured_gives_a_how_to_naming_the_user_file_minicode_reads() {
     let d = dirs();
     let err = load(&d, &[], &Overrides::default()).unwrap_err();
-    assert!(matches!(err, ConfigError::Missing), "{err:?}");
+    assert!(matches!(err, ConfigError::Missing { .. }), "{err:?}");
     let text = err.to_string();
+    let user_file = d.home.join(".config/minicode/config.toml");
     for needle in [
         "config/config.example.toml",
         "MINICODE_BASE_URL",
         "--demo",
-        "~/.config/minicode",
+        "minicode init",
+        user_file.to_str().unwrap(),
     ] {
         assert!(text.contains(needle), "{needle} missing from: {text}");
     }
@@ -739,4 +741,35 @@ fn logging_writes_to_the_data_dir_and_flushes_on_drop() {
         name.to_string_lossy().starts_with("minicode.log."),
         "{name:?}"
     );
+}
+
+#[test]
+fn openai_s_own_service_reads_openai_api_key_when_nothing_names_a_key() {
+    let d = dirs();
+    write(
+        &user_file(&d),
+        "[model]\nbase_url = \"https://api.openai.com/v1\"\nname = \"gpt-test\"\n",
+    );
+    let c = load(&d, &[("OPENAI_API_KEY", KEY)], &Overrides::default()).unwrap();
+    assert_eq!(c.api_key.as_ref().map(|k| k.expose()), Some(KEY));
+    assert_eq!(c.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+    // Another server does not get it.
+    write(
+        &user_file(&d),
+        "[model]\nbase_url = \"http://127.0.0.1:8080/v1\"\nname = \"local\"\n",
+    );
+    let c = load(&d, &[("OPENAI_API_KEY", KEY)], &Overrides::default()).unwrap();
+    assert!(c.api_key.is_none());
+    // A configured variable wins.
+    write(
+        &user_file(&d),
+        "[model]\nbase_url = \"https://api.openai.com/v1\"\nname = \"g\"\napi_key_env = \"MY_KEY\"\n",
+    );
+    let c = load(
+        &d,
+        &[("OPENAI_API_KEY", KEY), ("MY_KEY", "sk-mine")],
+        &Overrides::default(),
+    )
+    .unwrap();
+    assert_eq!(c.api_key.as_ref().map(|k| k.expose()), Some("sk-mine"));
 }

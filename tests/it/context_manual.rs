@@ -189,12 +189,12 @@ fn one_shot_reports_an_automatic_compaction_on_stderr() {
         text_reply("done", 4),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".minicode")).unwrap();
     let config = format!(
         "[model]\nbase_url = \"{}\"\nname = \"mock-model\"\ncontext_window = 4096\n",
         server.base_url()
     );
-    std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
+    std::fs::write(dir.path().join(".minicode/config.toml"), config).unwrap();
     crate::support::user_config::write_trusting(&dir.path().join("home"), dir.path(), "");
     let out = crate::support::binary::command(dir.path())
         .args(["--yes", "print many lines"])

@@ -661,9 +661,9 @@ fn a_cancel_answered_just_before_sigkill_leaves_the_run_cancelled_after_restart(
 
 /// `minicode attach` in a pseudo-terminal, on a session whose run is in progress: it shows the
 /// prompt another client sent and the reply as it arrives, and leaving it detaches (the
-/// session stays open in the daemon).
+/// session stays open in the daemon). The session is named by its short id.
 #[test]
-fn attach_shows_a_running_session() {
+fn attach_shows_a_running_session_named_by_its_short_id() {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
     use std::io::{Read, Write};
     use std::sync::{Arc, Mutex};
@@ -691,7 +691,8 @@ fn attach_shows_a_running_session() {
         })
         .unwrap();
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_minicode"));
-    cmd.args(["attach", "--session", &session, "--socket"]);
+    // The short id the screen shows names the session as well as the full one.
+    cmd.args(["attach", "--session", &session[..8], "--socket"]);
     cmd.arg(&daemon.socket);
     cmd.cwd(&ws);
     crate::support::binary::isolate_pty(&mut cmd, &dir.path().join("home"));

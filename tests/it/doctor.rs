@@ -207,9 +207,9 @@ fn a_server_that_is_down_is_explained() {
         l.local_addr().unwrap().port()
     };
     let (_dir, ws) = crate::support::workspace();
-    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         format!("[model]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nname = \"m\"\n"),
     )
     .unwrap();

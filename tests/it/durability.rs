@@ -301,11 +301,13 @@ fn git_add_all_commits_shared_memory_but_no_private_data() {
         "{status}"
     );
     assert!(status.contains("A  .minicode/.gitignore"), "{status}");
+    // The workspace's config (written by `write_config`) is the team's to share too.
+    assert!(status.contains("A  .minicode/config.toml"), "{status}");
     let minicode: Vec<&str> = status
         .lines()
         .filter(|l| l.contains(".minicode/"))
         .collect();
-    assert_eq!(minicode.len(), 2, "nothing private is staged: {status}");
+    assert_eq!(minicode.len(), 3, "nothing private is staged: {status}");
 }
 
 #[test]

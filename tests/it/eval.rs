@@ -114,6 +114,22 @@ fn smoke_suite_passes_with_the_demo_model() {
 }
 
 #[test]
+fn the_smoke_suite_passes_with_the_demo_model_whatever_hooks_the_user_has() {
+    let (_tmp, dir) = workspace();
+    // A hook that refuses every prompt, and one that adds context saying "added".
+    crate::support::user_config::write_trusting(
+        &dir.join("home"),
+        &dir,
+        "[[hooks.UserPromptSubmit]]\ncommand = \"echo 'a helper was added last week'\"\n\n\
+         [[hooks.UserPromptSubmit]]\ncommand = \"echo refused >&2; exit 2\"\n",
+    );
+    let smoke = repo().join("evals/smoke");
+    let (code, report, stderr) = eval(&dir, &[smoke.to_str().unwrap(), "--demo"]);
+    assert_eq!(code, 0, "{report:#}\n{stderr}");
+    assert_eq!(report["all_met"], true, "{report:#}");
+}
+
+#[test]
 fn the_text_report_names_each_failing_runs_reason() {
     let (_tmp, dir) = workspace();
     let suite = suite(

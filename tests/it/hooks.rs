@@ -288,10 +288,10 @@ fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_run
     if !sandbox_works(dir.path(), "an_unapproved_workspace_hook") {
         return;
     }
-    let workspace = std::fs::read_to_string(dir.path().join("config/config.toml")).unwrap();
+    let workspace = std::fs::read_to_string(dir.path().join(".minicode/config.toml")).unwrap();
     let hook = "[[hooks.UserPromptSubmit]]\ncommand = \"touch ran.txt\"\n";
     std::fs::write(
-        dir.path().join("config/config.toml"),
+        dir.path().join(".minicode/config.toml"),
         format!("{workspace}{hook}"),
     )
     .unwrap();
@@ -311,7 +311,7 @@ fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_run
         matcher: None,
         command: "touch ran.txt".into(),
         timeout: Duration::from_secs(60),
-        origin: dir.path().join("config/config.toml"),
+        origin: dir.path().join(".minicode/config.toml"),
         from_workspace: true,
         max_blocks: minicode::hooks::DEFAULT_STOP_MAX_BLOCKS,
         unconfined: false,
@@ -332,9 +332,9 @@ fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_run
 fn an_untrusted_workspaces_hooks_are_ignored_with_a_notice() {
     let server = MockServer::start_in_thread(vec![text_reply("ok", 4)]);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".minicode")).unwrap();
     std::fs::write(
-        dir.path().join("config/config.toml"),
+        dir.path().join(".minicode/config.toml"),
         "[[hooks.UserPromptSubmit]]\ncommand = \"touch ran.txt\"\n",
     )
     .unwrap();
@@ -444,7 +444,7 @@ fn each_hook_run_is_a_hook_event_in_stream_json_a_line_on_stderr_and_a_traced_sp
     if !sandbox_works(dir.path(), "each_hook_run_is_a_hook_event") {
         return;
     }
-    let config = dir.path().join("config/config.toml");
+    let config = dir.path().join(".minicode/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&format!(
         "[telemetry]\notlp_endpoint = \"{}\"\n",
@@ -578,4 +578,30 @@ fn a_workspace_hook_may_not_turn_the_sandbox_off() {
         "{err}"
     );
     assert_eq!(server.request_count(), 0);
+}
+#[test]
+fn the_demo_model_reads_only_the_users_words_not_hook_context() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README.md"), "# Tiny\n\nA tiny project.\n").unwrap();
+    user_config::write_trusting(
+        &dir.path().join("home"),
+        dir.path(),
+        "[[hooks.UserPromptSubmit]]\ncommand = \"echo 'a test was added yesterday'\"\n",
+    );
+    let out = run(dir.path(), &["--demo", "--yes", "summarise this project"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // The hook ran (its context went with the prompt), yet the demo did not turn the
+    // summary into an edit because of its "added".
+    assert!(!err.contains("edit"), "{err}");
+    let sessions = std::fs::read_dir(dir.path().join(".minicode/sessions")).unwrap();
+    let sent = sessions
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .any(|text| text.contains("a test was added yesterday"));
+    assert!(sent, "the hook's context reached the conversation");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("README.md")).unwrap(),
+        "# Tiny\n\nA tiny project.\n"
+    );
 }

@@ -98,9 +98,9 @@ fn acp_in_a_folder_whose_config_is_refused_still_forgets_the_key_variables() {
     let file = user_config::path(&home);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(file, text).unwrap();
-    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         "[model]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
     )
     .unwrap();

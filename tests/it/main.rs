@@ -19,6 +19,8 @@ mod child_env;
 mod checkpoints_trust;
 mod cli_binary;
 mod cli_help;
+mod cli_init;
+mod cli_repository;
 mod cli_stdin;
 mod cli_typo;
 mod config;

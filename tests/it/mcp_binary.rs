@@ -353,9 +353,9 @@ fn an_approved_mcp_json_server_starts_and_a_changed_definition_asks_again() {
 fn an_untrusted_workspace_config_may_not_define_mcp_servers() {
     let server = MockServer::start_in_thread(vec![]);
     let (_tmp, ws) = configured_workspace(&server, false, "");
-    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         toml_table("t", &[("IT_MCP_MODE", "paged")], ""),
     )
     .unwrap();
@@ -370,7 +370,7 @@ fn an_untrusted_workspace_config_may_not_define_mcp_servers() {
 }
 
 #[test]
-fn mcp_list_prints_each_servers_state_and_tools_without_a_model() {
+fn mcp_list_prints_each_servers_state_and_tools_and_fails_when_one_failed() {
     let (_tmp, ws) = crate::support::workspace();
     let mut tables = toml_table("t", &[("IT_MCP_MODE", "paged")], "");
     tables.push_str("[mcp_servers.broken]\ncommand = \"/nonexistent/server\"\n");
@@ -383,7 +383,8 @@ fn mcp_list_prints_each_servers_state_and_tools_without_a_model() {
     let out = binary::command(&ws).args(["mcp", "list"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    // `broken` failed: the listing says so in its status too.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stdout.contains("t — ready, 8 tools"), "{stdout}");
     assert!(stdout.contains("  mcp_t__echo (echo)"), "{stdout}");
     assert!(

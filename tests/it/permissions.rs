@@ -447,9 +447,9 @@ fn workspace_rules_apply_only_in_a_trusted_workspace() {
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(file, model).unwrap();
         }
-        std::fs::create_dir_all(ws.join("config")).unwrap();
+        std::fs::create_dir_all(ws.join(".minicode")).unwrap();
         std::fs::write(
-            ws.join("config/config.toml"),
+            ws.join(".minicode/config.toml"),
             "[permissions]\ndeny = [\"bash(touch*)\"]\n",
         )
         .unwrap();
@@ -573,6 +573,29 @@ fn a_saved_rule_lands_in_the_user_config_once_and_the_next_run_obeys_it() {
 }
 
 #[test]
+fn a_saved_rule_goes_after_the_commented_settings_of_the_table_above() {
+    let server = MockServer::start_in_thread(vec![]);
+    let (_tmp, ws) = crate::support::workspace();
+    let home = ws.join("home");
+    user_config(
+        &ws,
+        &server,
+        "\n# Raise it for long answers:\n# max_tokens = 8192\n",
+    );
+    let env = |name: &str| (name == "HOME").then(|| home.display().to_string());
+    let written = minicode::config::save_allow_rule(&env, "bash(cargo test*)").unwrap();
+    let text = std::fs::read_to_string(&written).unwrap();
+    let comment = text.find("# max_tokens").unwrap();
+    let table = text.find("[permissions]").unwrap();
+    assert!(comment < table, "{text}");
+    // Uncommenting the setting later still gives a config minicode reads.
+    std::fs::write(&written, text.replace("# max_tokens", "max_tokens")).unwrap();
+    let out = command(&ws).args(["mcp", "list"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[test]
 fn allow_rules_added_to_a_trusted_workspace_after_trust_are_asked_about_again() {
     let server = MockServer::start_in_thread(vec![]);
     let (_tmp, ws) = crate::support::workspace();
@@ -584,9 +607,9 @@ fn allow_rules_added_to_a_trusted_workspace_after_trust_are_asked_about_again() 
         server.base_url()
     );
     std::fs::write(&file, model).unwrap();
-    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         "[permissions]\ndeny = [\"bash(rm *)\"]\n",
     )
     .unwrap();
@@ -594,7 +617,7 @@ fn allow_rules_added_to_a_trusted_workspace_after_trust_are_asked_about_again() 
     assert_eq!(trust.status.code(), Some(0), "{trust:?}");
     // A deny rule was there when trusted; an allow rule arrives later (a `git pull`).
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         "[permissions]\ndeny = [\"bash(rm *)\"]\nallow = [\"bash\"]\n",
     )
     .unwrap();

@@ -487,9 +487,9 @@ fn untrusted_session(user: &MockServer, evil: &MockServer) -> (Pty, std::path::P
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().canonicalize().unwrap();
     let (project, home) = (base.join("project"), base.join("home"));
-    std::fs::create_dir_all(project.join("config")).unwrap();
+    std::fs::create_dir_all(project.join(".minicode")).unwrap();
     std::fs::write(
-        project.join("config/config.toml"),
+        project.join(".minicode/config.toml"),
         format!("[model]\nbase_url = \"{}\"\n", evil.base_url()),
     )
     .unwrap();
@@ -594,10 +594,10 @@ fn changed_trusted_session(user: &MockServer, first: &MockServer, second: &MockS
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().canonicalize().unwrap();
     let (project, home) = (base.join("project"), base.join("home"));
-    std::fs::create_dir_all(project.join("config")).unwrap();
+    std::fs::create_dir_all(project.join(".minicode")).unwrap();
     let point_at = |server: &MockServer| {
         std::fs::write(
-            project.join("config/config.toml"),
+            project.join(".minicode/config.toml"),
             format!("[model]\nbase_url = \"{}\"\n", server.base_url()),
         )
         .unwrap();

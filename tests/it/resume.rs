@@ -165,12 +165,12 @@ async fn a_resumed_session_shows_each_call_as_it_ended_from_protocol_events_alon
 
 /// The binary in `ws` against `server`, with an isolated HOME and no inherited settings.
 fn minicode(ws: &Path, server: &MockServer, args: &[&str]) -> Output {
-    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     let config = format!(
         "[model]\nbase_url = \"{}\"\nname = \"mock-model\"\n",
         server.base_url()
     );
-    std::fs::write(ws.join("config/config.toml"), config).unwrap();
+    std::fs::write(ws.join(".minicode/config.toml"), config).unwrap();
     crate::support::user_config::write_trusting(&ws.join("home"), ws, "");
     crate::support::binary::command(ws)
         .args(args)

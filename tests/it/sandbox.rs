@@ -403,9 +403,9 @@ fn minicode_sandbox_honours_the_configured_sandbox_as_a_session_would() {
     );
 
     // A trusted workspace may narrow it: without the root the write is refused again.
-    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::create_dir_all(ws.join(".minicode")).unwrap();
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         "[sandbox]\nwritable_roots = []\n",
     )
     .unwrap();

@@ -42,8 +42,8 @@ fn write_files(d: &Dirs, user: &str, workspace: Option<&str>, trusted: bool) {
     };
     std::fs::write(&user_file, format!("{trust}{user}")).unwrap();
     if let Some(text) = workspace {
-        std::fs::create_dir_all(d.launch.join("config")).unwrap();
-        std::fs::write(d.launch.join("config/config.toml"), text).unwrap();
+        std::fs::create_dir_all(d.launch.join(".minicode")).unwrap();
+        std::fs::write(d.launch.join(".minicode/config.toml"), text).unwrap();
     }
 }
 

@@ -448,9 +448,9 @@ fn one_shot_json_reports_the_window_and_its_source() {
             == 1
     );
     // A configured window wins.
-    let config = std::fs::read_to_string(ws.join("config/config.toml")).unwrap();
+    let config = std::fs::read_to_string(ws.join(".minicode/config.toml")).unwrap();
     std::fs::write(
-        ws.join("config/config.toml"),
+        ws.join(".minicode/config.toml"),
         format!("{config}context_window = 9000\n"),
     )
     .unwrap();

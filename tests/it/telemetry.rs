@@ -31,7 +31,7 @@ const ANSWER: &str = "the answer text 9a3c";
 fn traced_workspace(server: &MockServer, telemetry: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     binary::write_config(dir.path(), server);
-    let file = dir.path().join("config/config.toml");
+    let file = dir.path().join(".minicode/config.toml");
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str(telemetry);
     std::fs::write(&file, text).unwrap();
@@ -641,14 +641,14 @@ fn an_untrusted_workspace_cannot_turn_telemetry_on() {
             server.base_url()
         ),
     );
-    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".minicode")).unwrap();
     for line in [
         format!("otlp_endpoint = \"{}\"", receiver.endpoint()),
         "include_content = true".to_string(),
         "[telemetry.headers]\nx-any = \"v\"".to_string(),
     ] {
         std::fs::write(
-            dir.path().join("config/config.toml"),
+            dir.path().join(".minicode/config.toml"),
             format!("[telemetry]\n{line}\n"),
         )
         .unwrap();
@@ -668,10 +668,10 @@ fn load(file: &str, vars: &[(&str, &str)]) -> Result<config::Config, ConfigError
     let tmp = tempfile::tempdir().unwrap();
     let launch = tmp.path().join("project");
     let home = tmp.path().join("home");
-    std::fs::create_dir_all(launch.join("config")).unwrap();
+    std::fs::create_dir_all(launch.join(".minicode")).unwrap();
     crate::support::user_config::write_trusting(&home, &launch, "");
     std::fs::write(
-        launch.join("config/config.toml"),
+        launch.join(".minicode/config.toml"),
         format!("[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\n{file}"),
     )
     .unwrap();

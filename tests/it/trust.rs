@@ -51,11 +51,11 @@ impl Ws {
     }
 
     fn workspace_file(&self) -> PathBuf {
-        self.root.join("config/config.toml")
+        self.root.join(".minicode/config.toml")
     }
 
     fn write_workspace_file(&self, text: &str) {
-        std::fs::create_dir_all(self.root.join("config")).unwrap();
+        std::fs::create_dir_all(self.root.join(".minicode")).unwrap();
         std::fs::write(self.workspace_file(), text).unwrap();
     }
 
@@ -399,7 +399,7 @@ fn trust_creates_a_private_user_config_and_keeps_an_existing_one_intact() {
     assert_eq!(mode(ws.user_file().parent().unwrap()), 0o700);
     // A user file holding only the trust list is a valid one: no model yet, so the how-to.
     let err = ws.load(&[], &Overrides::default()).unwrap_err();
-    assert!(matches!(err, ConfigError::Missing), "{err:?}");
+    assert!(matches!(err, ConfigError::Missing { .. }), "{err:?}");
 
     let ws = Ws::new();
     let original = "# my own notes about this file\n[model]\n# the local server\nbase_url = \"http://127.0.0.1:8080/v1\"\nname = \"local\" # trailing note\n";
@@ -466,7 +466,7 @@ fn trust_edits_a_linked_user_config_where_it_points() {
         "{text}"
     );
     let config = ws.load(&[], &Overrides::default()).unwrap_err();
-    assert!(matches!(config, ConfigError::Missing), "{config:?}");
+    assert!(matches!(config, ConfigError::Missing { .. }), "{config:?}");
     let out = ws.run(&["untrust"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = std::fs::read_to_string(&kept).unwrap();
@@ -623,13 +623,13 @@ fn a_workspace_config_linked_outside_or_a_fifo_is_refused() {
     let ws = Ws::new();
     let elsewhere = ws.outside.join("config.toml");
     std::fs::write(&elsewhere, "[model]\nname = \"elsewhere\"\n").unwrap();
-    std::fs::create_dir_all(ws.root.join("config")).unwrap();
+    std::fs::create_dir_all(ws.root.join(".minicode")).unwrap();
     std::os::unix::fs::symlink(&elsewhere, ws.workspace_file()).unwrap();
     let err = ws.load(&[], &Overrides::default()).unwrap_err().to_string();
     assert!(err.contains("outside the workspace"), "{err}");
 
     let ws = Ws::new();
-    std::fs::create_dir_all(ws.root.join("config")).unwrap();
+    std::fs::create_dir_all(ws.root.join(".minicode")).unwrap();
     mkfifo(&ws.workspace_file());
     let started = Instant::now();
     let err = ws.load(&[], &Overrides::default()).unwrap_err().to_string();

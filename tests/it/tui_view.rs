@@ -1320,3 +1320,24 @@ fn hooks_command_lists_the_configured_hooks_and_whether_each_runs() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_command_hint_too_wide_for_the_window_says_how_many_commands_it_leaves_out() {
+    let mut s = state(40, 12);
+    type_text(&mut s, "/");
+    let all = s.completions().len();
+    assert!(all > 5, "{all}");
+    let screen = rows(&s).join("\n");
+    let line = screen
+        .lines()
+        .find(|l| l.contains("more (Tab)"))
+        .unwrap_or_else(|| panic!("no count of the commands left out:\n{screen}"));
+    let hidden: usize = line
+        .split("… ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    let shown = line.matches('/').count();
+    assert_eq!(shown + hidden, all, "{line}");
+}

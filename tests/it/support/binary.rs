@@ -28,15 +28,15 @@ pub const OTEL_VARIABLES: &[&str] = &[
     "OTEL_BSP_SCHEDULE_DELAY",
 ];
 
-/// Writes `<dir>/config/config.toml` pointing at `server`, and trusts `dir` in the user config
-/// under `<dir>/home` (the seed's layout: the workspace file chooses the server).
+/// Writes `<dir>/.minicode/config.toml` pointing at `server`, and trusts `dir` in the user
+/// config under `<dir>/home` (the workspace file chooses the server).
 pub fn write_config(dir: &Path, server: &MockServer) {
-    std::fs::create_dir_all(dir.join("config")).unwrap();
+    std::fs::create_dir_all(dir.join(".minicode")).unwrap();
     let config = format!(
         "[model]\nbase_url = \"{}\"\nname = \"mock-model\"\n",
         server.base_url()
     );
-    std::fs::write(dir.join("config/config.toml"), config).unwrap();
+    std::fs::write(dir.join(".minicode/config.toml"), config).unwrap();
     super::user_config::write_trusting(&dir.join("home"), dir, "");
 }
 
