@@ -212,7 +212,7 @@ pub(crate) enum Command {
     Serve(serve::ServeArgs),
     /// Open the full-screen session as a client of a running `minicode serve`.
     Attach(serve::AttachArgs),
-    /// Print a shell completion script on stdout (see README: installing completions).
+    /// Print a shell completion script on stdout (see docs/usage.md: installing them).
     Completions {
         /// bash, zsh or fish.
         #[arg(value_enum)]

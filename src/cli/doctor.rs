@@ -143,7 +143,7 @@ pub(super) fn run(
 ) -> Result<ExitCode, Failure> {
     let overrides = flags.overrides(false);
     let config_files = files::looked_at(env, launch, overrides.config_path.as_deref());
-    if let Err(missing @ crate::config::ConfigError::Missing) =
+    if let Err(missing @ crate::config::ConfigError::Missing { .. }) =
         crate::config::load(launch, env, &overrides)
     {
         return Err(unconfigured(missing.to_string(), config_files, env, format));
