@@ -79,7 +79,7 @@ pub(in crate::agent) async fn run_batch(
             output: output.content.clone(),
         });
         core.skills.note_call(call, &output);
-        crate::agent::tally::edit_result(&*core.provider, call, &output);
+        crate::agent::tally::edit_result(&*core.provider, call, &output, stats);
         core.store
             .session
             .push_result(call.id.clone(), output.content, output.status, summary);
