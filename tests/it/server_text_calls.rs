@@ -70,7 +70,9 @@ async fn a_fenced_call_captured_from_llama_cpp_runs_as_a_native_call_at_every_sp
         assert_eq!(stats.recovered_calls, 1, "split {split}");
         assert_eq!(stats.tool_calls, 1, "split {split}");
         let began = events.iter().find_map(|e| match e {
-            Event::ToolCallBegan { tool, arguments, .. } => Some((tool.clone(), arguments.clone())),
+            Event::ToolCallBegan {
+                tool, arguments, ..
+            } => Some((tool.clone(), arguments.clone())),
             _ => None,
         });
         assert_eq!(
@@ -99,7 +101,10 @@ async fn a_fenced_call_captured_from_llama_cpp_runs_as_a_native_call_at_every_sp
         let last = messages.last().unwrap();
         assert_eq!(last["role"], "user");
         assert!(
-            last["content"].as_str().unwrap().contains("tool-call interface"),
+            last["content"]
+                .as_str()
+                .unwrap()
+                .contains("tool-call interface"),
             "{last}"
         );
     }
@@ -162,7 +167,10 @@ async fn json_that_is_no_call_stays_text_and_ends_the_turn() {
     let mut handle = spawn(&ws, provider(&server), Options::default());
     let (_events, end, stats) = run_turn(&mut handle, "how?", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
-    assert_eq!((stats.recovered_calls, stats.nudges, stats.tool_calls), (0, 0, 0));
+    assert_eq!(
+        (stats.recovered_calls, stats.nudges, stats.tool_calls),
+        (0, 0, 0)
+    );
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -200,7 +208,12 @@ async fn an_announcement_without_a_call_gets_one_nudge_per_turn() {
     assert!(warned(&events, "reminding it once"), "{events:?}");
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "once per turn");
-    let nudge = requests[1].body["messages"].as_array().unwrap().last().unwrap().clone();
+    let nudge = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(nudge["role"], "user");
     let text = nudge["content"].as_str().unwrap();
     assert!(text.contains("read") && text.contains("bash"), "{text}");
@@ -210,7 +223,10 @@ async fn an_announcement_without_a_call_gets_one_nudge_per_turn() {
 async fn a_call_to_an_unknown_tool_in_text_gets_a_nudge_naming_the_tools() {
     let (_dir, ws) = crate::support::workspace();
     let server = MockServer::start(vec![
-        text_reply("```json\n{\"name\": \"open_file\", \"arguments\": {\"path\": \"a\"}}\n```", 6),
+        text_reply(
+            "```json\n{\"name\": \"open_file\", \"arguments\": {\"path\": \"a\"}}\n```",
+            6,
+        ),
         text_reply("The file is empty.", 4),
     ])
     .await;
@@ -219,8 +235,16 @@ async fn a_call_to_an_unknown_tool_in_text_gets_a_nudge_naming_the_tools() {
     assert_eq!(end, TurnEnd::Completed);
     assert_eq!((stats.nudges, stats.recovered_calls), (1, 0));
     let requests = server.requests();
-    let nudge = requests[1].body["messages"].as_array().unwrap().last().unwrap().clone();
-    assert!(nudge["content"].as_str().unwrap().contains("\"open_file\""), "{nudge}");
+    let nudge = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        nudge["content"].as_str().unwrap().contains("\"open_file\""),
+        "{nudge}"
+    );
 }
 
 #[tokio::test]
@@ -246,9 +270,10 @@ async fn a_small_window_bounds_max_tokens() {
 async fn a_runaway_reply_is_stopped_and_said_to_be_cut() {
     let (_dir, ws) = crate::support::workspace();
     let first = vec![sse_event(&chunk_text("Here is the plan.\n"))];
-    let again = sse_event(&chunk_text("The file has been updated with the new content.\n"));
-    let server =
-        MockServer::start(vec![MockReply::endless(first, again, Duration::ZERO)]).await;
+    let again = sse_event(&chunk_text(
+        "The file has been updated with the new content.\n",
+    ));
+    let server = MockServer::start(vec![MockReply::endless(first, again, Duration::ZERO)]).await;
     let mut handle = spawn(&ws, provider(&server), small_window());
     let (events, end, stats) = tokio::time::timeout(
         Duration::from_secs(30),

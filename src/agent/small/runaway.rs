@@ -1,7 +1,8 @@
 //! Runaway repetition in a streamed reply: a small model that loops writes the same stretch of
 //! text again and again until its token limit. Detected as a tail of the reply that repeats
-//! one unit (up to [`MAX_PERIOD`] bytes) at least [`MIN_COPIES`] times over [`MIN_SPAN`] bytes
-//! or more; the reply is then cut after the first copy. Pure: it only reads the text it is fed.
+//! one unit of words (up to [`MAX_PERIOD`] bytes, holding a space and a non-space) at least
+//! [`MIN_COPIES`] times over [`MIN_SPAN`] bytes or more; the reply is then cut after the first
+//! copy. Pure: it only reads the text it is fed.
 
 /// The longest repeating unit looked for, in bytes.
 const MAX_PERIOD: usize = 400;
@@ -57,7 +58,11 @@ fn repeat_in(text: &[u8]) -> Option<usize> {
             break;
         }
         let start = len - span;
-        if text[start..len - period] == text[start + period..] {
+        let unit = &text[start..start + period];
+        // A unit of words: one long token ("aaaa…", a rule of "=") is left alone.
+        let words = unit.iter().any(u8::is_ascii_whitespace)
+            && unit.iter().any(|b| !b.is_ascii_whitespace());
+        if words && text[start..len - period] == text[start + period..] {
             return Some(start + period);
         }
     }
@@ -107,5 +112,11 @@ mod tests {
         assert!(!text.lines().any(|l| r.push(&format!("{l}\n"))));
         let r = feed(&"x = 1\n".repeat(10));
         assert_eq!(r.into_text(), "x = 1\n".repeat(10));
+        let long = "a".repeat(10_000);
+        assert_eq!(
+            feed(&long).into_text(),
+            long,
+            "one long token is no runaway"
+        );
     }
 }
