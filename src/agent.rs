@@ -27,6 +27,7 @@ mod sandboxing;
 mod sessions;
 mod shell;
 mod skills;
+pub mod small;
 mod spans;
 mod start;
 mod store;
@@ -98,6 +99,9 @@ pub struct Options {
     /// The hooks this session runs (the CLI left out a workspace's unapproved ones); a
     /// sub-agent's core runs none.
     pub hooks: Arc<Vec<crate::hooks::Hook>>,
+    /// What the core does for small local models: recovering calls written as text, bounding
+    /// replies (see `agent/small.rs`).
+    pub small: small::Settings,
 }
 
 impl Default for Options {
@@ -121,6 +125,7 @@ impl Default for Options {
             checkpoints: crate::checkpoints::Settings::default(),
             user_memory: None,
             hooks: Arc::default(),
+            small: small::Settings::default(),
         }
     }
 }

@@ -159,6 +159,11 @@ pub struct Config {
     pub max_tool_calls: u32,
     /// Send the model's reasoning back to the server in later requests.
     pub send_reasoning: bool,
+    /// Whether `[model] max_tokens` was set in a file: otherwise a small window bounds
+    /// replies tighter (`agent::small`).
+    pub max_tokens_configured: bool,
+    /// `[model] recover_tool_calls`: run calls a model wrote as text (on by default).
+    pub recover_tool_calls: bool,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.

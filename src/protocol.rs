@@ -279,6 +279,19 @@ pub struct TurnStats {
     /// Their model calls (summaries included) and tokens, counted apart from the parent's.
     pub subagent_calls: u32,
     pub subagent_tokens: TokenStats,
+    /// Tool calls the model wrote as text that were recovered and run like native ones.
+    #[serde(default)]
+    pub recovered_calls: u32,
+    /// Corrections sent because a reply only announced or mis-named a call (at most one a
+    /// turn).
+    #[serde(default)]
+    pub nudges: u32,
+    /// Replies cut short: at the token limit, or stopped on runaway repetition.
+    #[serde(default)]
+    pub cut_replies: u32,
+    /// `edit` calls refused because the file had not been read in this session.
+    #[serde(default)]
+    pub unread_edits: u32,
 }
 
 impl TurnStats {
@@ -293,6 +306,10 @@ impl TurnStats {
         self.subagents += other.subagents;
         self.subagent_calls += other.subagent_calls;
         self.subagent_tokens.merge(&other.subagent_tokens);
+        self.recovered_calls += other.recovered_calls;
+        self.nudges += other.nudges;
+        self.cut_replies += other.cut_replies;
+        self.unread_edits += other.unread_edits;
     }
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod demo;
 pub mod http_error;
 pub mod openai;
 pub mod probe;
+pub(crate) mod recover;
 pub mod retry;
 pub mod sse;
 pub mod tally;

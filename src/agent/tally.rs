@@ -3,16 +3,27 @@
 //! changes what the model or the user sees.
 
 use crate::chat::{ToolCall, ToolStatus};
+use crate::protocol::TurnStats;
 use crate::provider::Provider;
 use crate::provider::tally::Count;
 use crate::tools::ToolOutput;
-use crate::tools::edit::Tier;
+use crate::tools::edit::{NOT_READ, Tier};
 
 /// Counts the result of a call to the built-in `edit` (other tools are not counted). A denial
-/// or an interrupt says nothing about the model, so only landed and failed edits count.
-pub(super) fn edit_result(provider: &dyn Provider, call: &ToolCall, output: &ToolOutput) {
+/// or an interrupt says nothing about the model, so only landed and failed edits count; an
+/// edit refused because its file was never read is counted apart too, per model and in `stats`.
+pub(super) fn edit_result(
+    provider: &dyn Provider,
+    call: &ToolCall,
+    output: &ToolOutput,
+    stats: &mut TurnStats,
+) {
     if call.name != "edit" {
         return;
+    }
+    if output.status == ToolStatus::Rejected && output.content.contains(NOT_READ) {
+        stats.unread_edits += 1;
+        provider.count(Count::UnreadEdit);
     }
     let count = match (output.status, output.matched) {
         (ToolStatus::Succeeded, Some(tier)) => match tier {

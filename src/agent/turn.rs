@@ -22,6 +22,7 @@ use tracing::Instrument;
 use super::Core;
 use super::compact::CompactError;
 use super::context_upkeep::chain;
+use super::small;
 use super::spans::{self, Purpose};
 use crate::chat::estimate_message;
 use crate::chat::{Message, Role};
@@ -146,6 +147,7 @@ pub(super) async fn rounds(
     mut round: u32,
 ) -> TurnEnd {
     let mut stop_blocks = 0u32;
+    let mut nudged = false;
     loop {
         if round >= core.options.max_rounds {
             return final_summary(core, cancel, stats, round).await;
@@ -155,6 +157,10 @@ pub(super) async fn rounds(
             Ok(done) => done,
             Err(end) => return end,
         };
+        // Calls written as text join the reply as native ones (see agent/small.rs).
+        let specs = core.upkeep.tool_specs();
+        let recovered = small::recover_calls(core, &mut reply, &specs, stats);
+        small::note_cut(core, &reply, stats);
         super::validate::unique_call_ids(&mut reply.tool_calls);
         let mut message = reply.to_message();
         if core.options.send_reasoning && !reply.reasoning.is_empty() {
@@ -166,6 +172,13 @@ pub(super) async fn rounds(
         core.upkeep
             .report_usage(core.store.session.messages(), sent, reply.usage);
         if reply.tool_calls.is_empty() {
+            // A reply that only announced a call (or named a tool that does not exist) is
+            // corrected once per turn before the turn may end.
+            if !nudged && let Some(text) = small::nudge(&reply.text, &recovered.unknown, &specs) {
+                nudged = true;
+                small::send_nudge(core, text, stats);
+                continue;
+            }
             // A `Stop` hook may send the model back to work, with its reason.
             if stop_hooks_let_end(core, cancel, &mut stop_blocks).await {
                 return TurnEnd::Completed;
@@ -182,6 +195,9 @@ pub(super) async fn rounds(
         let batch = run_batch(core, &reply.tool_calls, cancel, decisions, stats).await;
         if let Some(end) = settle(core, batch) {
             return end;
+        }
+        if recovered.calls {
+            small::teach_format(core);
         }
     }
 }
@@ -407,7 +423,7 @@ async fn stream_reply(
     let request = ChatRequest {
         messages: &messages,
         tools,
-        max_tokens: core.upkeep.reply_tokens(input, core.options.max_tokens),
+        max_tokens: core.upkeep.reply_tokens(input, reply_limit(core)),
     };
     let purpose = if extra.is_some() {
         Purpose::RoundLimitSummary
@@ -452,13 +468,27 @@ async fn stream_reply(
     outcome
 }
 
+/// The upper bound of a main request's `max_tokens` (a small window lowers it).
+pub(super) fn reply_limit(core: &Core) -> u32 {
+    core.options
+        .small
+        .reply_limit(core.options.max_tokens, core.upkeep.window())
+}
+
 /// Forwards a reply's stream to frontends as it arrives, until it ends: with the reply, a
-/// failure (a stream that stops short is one) or the user's interrupt.
+/// failure (a stream that stops short is one) or the user's interrupt. In a small window, a
+/// reply that repeats itself without end is stopped there (dropping the stream cancels the
+/// request) and ends with the text before the repetition.
 async fn forward(
     core: &Core,
     mut stream: EventStream,
     cancel: &CancellationToken,
 ) -> StreamOutcome {
+    let mut runaway = core
+        .options
+        .small
+        .bounded(core.upkeep.window())
+        .then(small::Runaway::default);
     loop {
         let next = tokio::select! {
             biased;
@@ -466,7 +496,17 @@ async fn forward(
             next = stream.next() => next,
         };
         match next {
-            Some(Ok(StreamEvent::Text(text))) => core.emit(Event::TextDelta { text }),
+            Some(Ok(StreamEvent::Text(text))) => {
+                let ran_away = runaway.as_mut().is_some_and(|r| r.push(&text));
+                core.emit(Event::TextDelta { text });
+                if ran_away && let Some(runaway) = runaway.take() {
+                    return StreamOutcome::Reply(Reply {
+                        text: runaway.into_text(),
+                        finish_reason: Some(FinishReason::Other(small::REPETITION.into())),
+                        ..Reply::default()
+                    });
+                }
+            }
             Some(Ok(StreamEvent::Reasoning(text))) => {
                 core.emit(Event::ReasoningDelta { text });
             }

@@ -246,6 +246,10 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         checkpoints: checkpoint_settings(config),
         user_memory: None,
         hooks: Arc::default(),
+        small: crate::agent::small::Settings {
+            recover_tool_calls: config.recover_tool_calls,
+            bound_replies: !config.max_tokens_configured,
+        },
     }
 }
 

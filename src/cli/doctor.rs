@@ -15,6 +15,7 @@ mod files;
 mod report;
 mod sandbox;
 mod tally;
+mod text_calls;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -246,7 +247,8 @@ async fn examine(provider: &OpenAi, config: &Config) -> Findings {
         Some(reply) => {
             check_usage(reply, &mut f);
             formats.extend(reply.reasoning_format);
-            let tooled = check_tools(provider, probed.as_ref(), &mut f).await;
+            let recover = config.recover_tool_calls;
+            let tooled = check_tools(provider, probed.as_ref(), recover, &mut f).await;
             formats.extend(tooled.and_then(|r| r.reasoning_format));
         }
         None => {
@@ -518,6 +520,7 @@ fn check_usage(reply: &Reply, f: &mut Findings) {
 async fn check_tools(
     provider: &OpenAi,
     probed: Option<&ServerInfo>,
+    recover: bool,
     f: &mut Findings,
 ) -> Option<Reply> {
     let spec = ToolSpec {
@@ -554,6 +557,9 @@ async fn check_tools(
         }
     };
     let Some(call) = first.tool_calls.iter().find(|c| c.name == TOOL).cloned() else {
+        if first.tool_calls.is_empty() && text_calls::judged(&first, &tools, recover, f) {
+            return Some(first);
+        }
         let forced = !provider.quirks().no_tool_choice;
         let caps = probed.and_then(|i| i.supports_tools);
         let why = match (forced, caps) {
@@ -565,7 +571,7 @@ async fn check_tools(
                 "the model did not call the tool (the server refuses tool_choice, so it could not be forced)"
             }
         };
-        f.fail("tools", why, NO_TOOLS_FIX);
+        text_calls::never(f, why);
         return Some(first);
     };
     // The result goes back like in a session: the call, its result, then the answer.
@@ -588,7 +594,7 @@ async fn check_tools(
         Ok(_) => f.add(
             "tools",
             Status::Ok,
-            "a forced call and its result round-tripped",
+            "calls natively: a forced call and its result round-tripped",
         ),
         Err(e) => f.fail(
             "tools",

@@ -113,6 +113,7 @@ pub(super) struct ModelTable {
     pub stream_idle_timeout_secs: Option<u64>,
     pub max_tool_calls: Option<u32>,
     pub send_reasoning: Option<bool>,
+    pub recover_tool_calls: Option<bool>,
 }
 
 #[derive(Default, Deserialize)]

@@ -66,6 +66,8 @@ pub(super) fn resolve(
         stream_idle_timeout: limits.model.stream_idle_timeout,
         max_tool_calls: limits.model.max_tool_calls,
         send_reasoning: layers.file.model.send_reasoning.unwrap_or(false),
+        max_tokens_configured: layers.file.model.max_tokens.is_some(),
+        recover_tool_calls: layers.file.model.recover_tool_calls.unwrap_or(true),
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
         outputs_max_file_bytes: limits.outputs_max_file_bytes,

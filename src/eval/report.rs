@@ -64,6 +64,9 @@ pub(crate) struct RunReport {
     pub(crate) agent_wall_ms: u64,
     pub(crate) model_calls: u64,
     pub(crate) tool_calls: u64,
+    /// Of `tool_calls`, those the model wrote as text (recovered).
+    pub(crate) recovered_calls: u64,
+    pub(crate) nudges: u64,
     pub(crate) rounds: u32,
     pub(crate) retries: u32,
     pub(crate) edit_failures: u32,
@@ -122,7 +125,7 @@ impl Report {
             }
         }
         s.push_str(&format!(
-            "\n{:<w$} {:>3} {:<11} {:>8} {:>7} {:>5} {:>5} {:>7} {:>8} {:>7}\n",
+            "\n{:<w$} {:>3} {:<11} {:>8} {:>7} {:>5} {:>5} {:>5} {:>7} {:>8} {:>7}\n",
             "run",
             "ok",
             "status",
@@ -130,6 +133,7 @@ impl Report {
             "wall s",
             "model",
             "tools",
+            "text",
             "retries",
             "edit err",
             "compact"
@@ -137,7 +141,7 @@ impl Report {
         for t in &self.tasks {
             for r in &t.results {
                 s.push_str(&format!(
-                    "{:<w$} {:>3} {:<11} {:>8} {:>7.1} {:>5} {:>5} {:>7} {:>8} {:>7}\n",
+                    "{:<w$} {:>3} {:<11} {:>8} {:>7.1} {:>5} {:>5} {:>5} {:>7} {:>8} {:>7}\n",
                     format!("{}#{}", t.name, r.run),
                     if r.passed { "yes" } else { "no" },
                     r.status.as_deref().unwrap_or("-"),
@@ -145,6 +149,7 @@ impl Report {
                     r.wall_ms as f64 / 1000.0,
                     r.model_calls,
                     r.tool_calls,
+                    r.recovered_calls,
                     r.retries,
                     r.edit_failures,
                     r.compactions
@@ -200,6 +205,8 @@ fn run_report(r: &RunResult) -> RunReport {
         agent_wall_ms: r.agent_wall.as_millis() as u64,
         model_calls: t.model_calls,
         tool_calls: t.tool_calls,
+        recovered_calls: t.recovered_calls,
+        nudges: t.nudges,
         rounds: t.rounds,
         retries: t.retries,
         edit_failures: t.edit_failures,

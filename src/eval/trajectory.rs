@@ -41,6 +41,10 @@ pub(crate) struct Trajectory {
     pub(crate) compactions: u32,
     /// `edit` calls that ended failed (the piece not found, not unique, …).
     pub(crate) edit_failures: u32,
+    /// Tool calls the model wrote as text that were recovered and run.
+    pub(crate) recovered_calls: u64,
+    /// Nudges sent because a reply only announced a call.
+    pub(crate) nudges: u64,
 }
 
 impl Trajectory {
@@ -106,6 +110,8 @@ impl Trajectory {
         };
         self.model_calls += number(stats, "model_calls");
         self.tool_calls += number(stats, "tool_calls");
+        self.recovered_calls += number(stats, "recovered_calls");
+        self.nudges += number(stats, "nudges");
         self.agent_wall_ms += number(stats, "wall");
         let tokens = stats.and_then(|s| s.get("tokens"));
         self.tokens.input += number(tokens, "input_tokens");

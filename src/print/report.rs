@@ -222,10 +222,11 @@ pub(crate) fn describe_end(end: &TurnEnd, stats: &TurnStats) -> String {
         String::new()
     };
     format!(
-        "{status} in {:.1}s · {} · {} · {tokens}{summaries}{subagents}",
+        "{status} in {:.1}s · {} · {} · {tokens}{summaries}{subagents}{}",
         stats.wall.as_secs_f64(),
         count(u64::from(stats.model_calls), "model call"),
-        count(u64::from(stats.tool_calls), "tool call")
+        count(u64::from(stats.tool_calls), "tool call"),
+        small_model_figures(stats)
     )
 }
 
@@ -249,6 +250,21 @@ pub(crate) fn describe_end_waited(
     let seconds = format!("{:.1}s", own.wall.as_secs_f64());
     let with_wait = format!("{seconds} (+{:.1}s waiting for you)", waited.as_secs_f64());
     line.replacen(&format!("in {seconds}"), &format!("in {with_wait}"), 1)
+}
+
+/// What a small model needed, when it needed anything: calls recovered from its text, nudges,
+/// cut replies, edits of files it had not read.
+fn small_model_figures(stats: &TurnStats) -> String {
+    [
+        (stats.recovered_calls, "recovered from text"),
+        (stats.nudges, "nudged"),
+        (stats.cut_replies, "cut"),
+        (stats.unread_edits, "unread edits refused"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!(" · {n} {what}"))
+    .collect()
 }
 
 /// `1 model call`, `2 model calls`.

@@ -1,6 +1,7 @@
 //! How one model has fared with what small models most often get wrong, counted across runs:
 //! which `edit` tier its edits needed, how many of its edits failed, how many streamed replies
-//! came with broken tool-call arguments and had to be asked for again. The agent counts
+//! came with broken tool-call arguments and had to be asked for again, how many calls it wrote
+//! as text (recovered), how often it was nudged and how many of its edits touched unread files. The agent counts
 //! ([`super::Provider::count`]), the server cache keeps the numbers beside the learned quirks
 //! (`probe/cache.rs`), and `minicode doctor` shows them. Nothing here decides anything.
 
@@ -19,6 +20,12 @@ pub enum Count {
     /// A streamed reply whose tool-call arguments were not valid JSON, asked again without
     /// streaming.
     StreamFallback,
+    /// A tool call the model wrote as text, recovered and run.
+    RecoveredCall,
+    /// A turn that would have ended on an announced (or mis-named) call, nudged once.
+    Nudge,
+    /// An `edit` refused because its file had not been read in the session.
+    UnreadEdit,
 }
 
 /// The running totals for one server and model.
@@ -31,6 +38,9 @@ pub struct Tally {
     pub edits_punctuation: u64,
     pub edit_failures: u64,
     pub stream_fallbacks: u64,
+    pub recovered_calls: u64,
+    pub nudges: u64,
+    pub unread_edits: u64,
 }
 
 impl Tally {
@@ -42,6 +52,9 @@ impl Tally {
             Count::EditPunctuation => &mut self.edits_punctuation,
             Count::EditFailed => &mut self.edit_failures,
             Count::StreamFallback => &mut self.stream_fallbacks,
+            Count::RecoveredCall => &mut self.recovered_calls,
+            Count::Nudge => &mut self.nudges,
+            Count::UnreadEdit => &mut self.unread_edits,
         };
         *field = field.saturating_add(1);
     }
@@ -55,8 +68,25 @@ impl Tally {
     }
 
     /// One line for a person: `12 edits: 9 exact, 2 trailing whitespace, 1 indentation, 0
-    /// punctuation; 3 failed; 1 stream fallback`.
+    /// punctuation; 3 failed; 1 stream fallback`, then what small models needed, when any.
     pub fn describe(&self) -> String {
+        let mut line = self.describe_edits();
+        if self.recovered_calls + self.nudges + self.unread_edits > 0 {
+            line.push_str(&format!(
+                "; {} tool call{} recovered from text, {} nudge{}, {} edit{} of unread files \
+                 refused",
+                self.recovered_calls,
+                if self.recovered_calls == 1 { "" } else { "s" },
+                self.nudges,
+                if self.nudges == 1 { "" } else { "s" },
+                self.unread_edits,
+                if self.unread_edits == 1 { "" } else { "s" },
+            ));
+        }
+        line
+    }
+
+    fn describe_edits(&self) -> String {
         let landed = self.edits_landed();
         format!(
             "{landed} edit{} landed: {} exact, {} ignoring trailing whitespace, {} ignoring \

@@ -21,6 +21,10 @@ use tiers::Found;
 pub use tiers::Tier;
 
 /// Largest file `edit` (and `write`'s approval diff) will load whole.
+/// Why an edit of a file the session has not read is refused; the core counts these
+/// refusals by it (`agent/tally.rs`).
+pub(crate) const NOT_READ: &str = "it has not been read in this session; read it first";
+
 pub(crate) const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
 /// The approval diff is cut beyond this, so the prompt stays usable.
 pub(crate) const APPROVAL_DIFF_LINES: usize = 4000;
@@ -123,9 +127,7 @@ fn replace(
         display,
     } = target;
     let Some(seen) = ctx.recall(&path) else {
-        return Err(format!(
-            "cannot edit {display}: it has not been read in this session; read it first"
-        ));
+        return Err(format!("cannot edit {display}: {NOT_READ}"));
     };
     if !same_content(&seen, &current) {
         return Err(format!(
@@ -226,10 +228,7 @@ impl Tool for Edit {
             Some(_) => {
                 let target = target(args, ctx)?;
                 let Some(text) = ctx.recall_text(&target.path) else {
-                    return Err(format!(
-                        "cannot edit {}: it has not been read in this session; read it first",
-                        target.display
-                    ));
+                    return Err(format!("cannot edit {}: {NOT_READ}", target.display));
                 };
                 plan_text(target, &text, ctx)?
             }

@@ -426,7 +426,7 @@ fn with_no_model_configured_the_sandbox_and_the_config_files_are_shown_too() {
     assert!(stdout.contains("config files looked at:"), "{stdout}");
     assert!(stdout.contains(&user.display().to_string()), "{stdout}");
     assert!(
-        stdout.contains(&ws.join("config/config.toml").display().to_string()),
+        stdout.contains(&ws.join(".minicode/config.toml").display().to_string()),
         "{stdout}"
     );
 
@@ -447,4 +447,31 @@ fn with_no_model_configured_the_sandbox_and_the_config_files_are_shown_too() {
     assert_eq!(files[0]["path"], user.display().to_string());
     assert_eq!(files[0]["exists"], false);
     assert_eq!(files[1]["role"], "workspace");
+}
+
+#[test]
+fn a_model_that_calls_as_text_is_told_apart_from_one_that_never_calls() {
+    // Qwen2.5-Coder 1.5B on llama.cpp: the forced call comes back as a fenced JSON object.
+    let fenced = "```json\n{\"name\": \"ping\", \"arguments\": {}}\n```";
+    let server = MockServer::start_in_thread(vec![text_reply("ok", 2), text_reply(fenced, 4)]);
+    healthy(&server);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let out = doctor(&ws, &[]);
+    let table = text(&out);
+    let tools = row(&table, "tools");
+    assert!(tools.contains("calls as text: recovered"), "{table}");
+    assert!(
+        table.contains("--jinja"),
+        "the fix for native calls: {table}"
+    );
+
+    let server =
+        MockServer::start_in_thread(vec![text_reply("ok", 2), text_reply("I will ping.", 3)]);
+    healthy(&server);
+    write_config(&ws, &server);
+    let out = doctor(&ws, &[]);
+    let table = text(&out);
+    assert!(row(&table, "tools").contains("never calls"), "{table}");
+    assert_eq!(out.status.code(), Some(1), "{table}");
 }

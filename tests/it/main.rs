@@ -82,6 +82,7 @@ mod server_compat;
 mod server_down;
 mod server_probe;
 mod server_reasoning;
+mod server_text_calls;
 mod server_wire;
 mod session;
 mod session_cli;

@@ -81,7 +81,7 @@ pub(in crate::agent) async fn run_batch(
         core.skills.note_call(call, &output);
         let kind = core.registry.get(&call.name).map(|t| t.kind());
         core.goal.note_result(call, kind, output.status);
-        crate::agent::tally::edit_result(&*core.provider, call, &output);
+        crate::agent::tally::edit_result(&*core.provider, call, &output, stats);
         core.store
             .session
             .push_result(call.id.clone(), output.content, output.status, summary);

@@ -119,7 +119,7 @@ async fn whole_reply(
         tools: &specs,
         max_tokens: core
             .upkeep
-            .reply_tokens(core.upkeep.used_tokens(), core.options.max_tokens),
+            .reply_tokens(core.upkeep.used_tokens(), super::reply_limit(core)),
     };
     let span = spans::model_call(
         core.provider.model(),

@@ -1,0 +1,233 @@
+//! What the core does for small local models, which often write their calls as text, announce
+//! an action and stop, or ramble until a timeout: calls written as text are recovered (the
+//! finding is `provider::recover`'s; here they join the reply as native calls, are counted, and
+//! the model is shown the call format once), a turn that would end on an announcement gets one
+//! nudge, and replies are bounded (a `max_tokens` from a small window, a stop on runaway
+//! repetition) with a word when one was cut. It decides nothing about approval or running:
+//! a recovered call takes the same path as any other.
+
+mod announce;
+mod runaway;
+
+pub(crate) use runaway::Runaway;
+
+use super::Core;
+use super::notice;
+use crate::chat::{Message, ToolCall, ToolSpec};
+use crate::protocol::{Event, TurnStats};
+use crate::provider::recover;
+use crate::provider::tally::Count;
+use crate::provider::{FinishReason, Reply};
+
+/// The settings of this part, from `[model]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// `[model] recover_tool_calls`: treat a call written as text as the call.
+    pub recover_tool_calls: bool,
+    /// Whether a small window may lower `max_tokens` and runaway repetition stop a reply
+    /// (false when `[model] max_tokens` is set: the user's number stands).
+    pub bound_replies: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            recover_tool_calls: true,
+            bound_replies: true,
+        }
+    }
+}
+
+/// A window this size or smaller is a small model's (or a small server's): replies are bounded.
+pub(crate) const SMALL_WINDOW: u64 = 32_768;
+
+/// The finish reason given to a reply stopped on runaway repetition.
+pub(crate) const REPETITION: &str = "repetition";
+
+/// The note that shows the call format, once per session, after the first recovered call. Its
+/// bytes never change, so it keeps the prompt cache's prefix like any other message.
+const FORMAT_NOTE: &str = "Your last tool call was written as text; minicode recognised it and \
+ran it. Call tools through the tool-call interface instead: one call per tool, with the tool's \
+name and a JSON object of its arguments, for example {\"name\": \"read\", \"arguments\": \
+{\"path\": \"README.md\"}}. Do not describe a call in prose or in a code block.";
+
+impl Settings {
+    /// Whether replies are bounded in a window of `window` tokens.
+    pub(crate) fn bounded(&self, window: u64) -> bool {
+        self.bound_replies && window <= SMALL_WINDOW
+    }
+
+    /// The upper bound of a main request's `max_tokens`: `configured`, or in a small window a
+    /// sixteenth of it (between 1024 and 4096), so a rambling model ends within minutes on a
+    /// CPU. 0 ("the server decides") stays 0.
+    pub(crate) fn reply_limit(&self, configured: u32, window: u64) -> u32 {
+        if configured == 0 || !self.bounded(window) {
+            return configured;
+        }
+        let bound = (window / 16).clamp(1024, 4096);
+        configured.min(u32::try_from(bound).unwrap_or(configured))
+    }
+}
+
+/// What recovery found in one reply, for what follows it in the turn.
+#[derive(Debug, Default)]
+pub(super) struct Recovered {
+    /// Calls were recovered (the format note may be due).
+    pub calls: bool,
+    /// Names of call-shaped text that named no offered tool.
+    pub unknown: Vec<String>,
+}
+
+/// A reply with no native call whose text holds calls to offered tools gets them as its calls
+/// (the text that was the call removed), counted in `stats` and per model. `tools` are the
+/// tools the request offered; `salt` makes the new calls' ids unique in the session.
+pub(super) fn recover_calls(
+    core: &Core,
+    reply: &mut Reply,
+    tools: &[ToolSpec],
+    stats: &mut TurnStats,
+) -> Recovered {
+    if !core.options.small.recover_tool_calls || !reply.tool_calls.is_empty() || tools.is_empty() {
+        return Recovered::default();
+    }
+    let found = recover::recover(&reply.text, tools);
+    if found.calls.is_empty() {
+        return Recovered {
+            calls: false,
+            unknown: found.unknown,
+        };
+    }
+    let salt = core.store.session.messages().len();
+    reply.tool_calls = found
+        .calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, call)| ToolCall {
+            id: format!("call_text_{salt}_{i}"),
+            name: call.name,
+            arguments: call.arguments,
+        })
+        .collect();
+    reply.text = found.text;
+    let count = reply.tool_calls.len();
+    stats.recovered_calls += u32::try_from(count).unwrap_or(u32::MAX);
+    for _ in 0..count {
+        core.provider.count(Count::RecoveredCall);
+    }
+    let names: Vec<&str> = reply.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    tracing::info!(tools = ?names, "tool calls recovered from the reply's text");
+    core.emit(Event::Warning {
+        message: format!(
+            "the model wrote {} as text; it runs as a tool call",
+            if count == 1 {
+                format!("a call of {}", names.join(", "))
+            } else {
+                format!("{count} calls ({})", names.join(", "))
+            }
+        ),
+    });
+    Recovered {
+        calls: true,
+        unknown: Vec::new(),
+    }
+}
+
+/// After a batch that ran recovered calls: the call format shown once per session (a notice
+/// after everything already sent, so the cached prefix stays as it was).
+pub(super) fn teach_format(core: &mut Core) {
+    let shown = notice::notices(core.store.session.messages()).any(|n| n.contains(FORMAT_NOTE));
+    if !shown {
+        core.store
+            .session
+            .push(notice::message(&[FORMAT_NOTE.to_string()]));
+    }
+}
+
+/// The correction for a reply that would end the turn while it only announced a call or
+/// wrote one to a tool that does not exist; `None` when the reply reads as an answer (or no
+/// tools are offered).
+pub(super) fn nudge(text: &str, unknown: &[String], tools: &[ToolSpec]) -> Option<String> {
+    if tools.is_empty() {
+        return None;
+    }
+    let offered: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    let offered = offered.join(", ");
+    if let Some(name) = unknown.first() {
+        return Some(format!(
+            "There is no tool named \"{name}\", and nothing was run. The tools you can call \
+             are: {offered}. Call one of them through the tool-call interface, or give your \
+             final answer if the task is done."
+        ));
+    }
+    announce::announces(text).then(|| {
+        format!(
+            "You said what you would do next but made no tool call, so nothing happened. The \
+             tools you can call are: {offered}. Make the call now through the tool-call \
+             interface, or give your final answer if the task is done."
+        )
+    })
+}
+
+/// Pushes a nudge into history, counted.
+pub(super) fn send_nudge(core: &mut Core, text: String, stats: &mut TurnStats) {
+    stats.nudges += 1;
+    core.provider.count(Count::Nudge);
+    core.emit(Event::Warning {
+        message: "the model announced a tool call without making it; reminding it once".to_string(),
+    });
+    core.store.session.push(Message::user(text));
+}
+
+/// Says when a reply was cut (at the token limit, or stopped on runaway repetition), counted.
+pub(super) fn note_cut(core: &Core, reply: &Reply, stats: &mut TurnStats) {
+    let why = match &reply.finish_reason {
+        Some(FinishReason::Length) => {
+            "the reply was cut at its token limit ([model] max_tokens, or the room left in the \
+             window)"
+        }
+        Some(FinishReason::Other(r)) if r == REPETITION => {
+            "the reply was stopped: the model was repeating itself"
+        }
+        _ => return,
+    };
+    stats.cut_replies += 1;
+    core.emit(Event::Warning {
+        message: why.to_string(),
+    });
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_window_bounds_replies_unless_max_tokens_is_configured() {
+        let on = Settings::default();
+        assert_eq!(on.reply_limit(8192, 32_768), 2048);
+        assert_eq!(on.reply_limit(8192, 8192), 1024);
+        assert_eq!(on.reply_limit(8192, 131_072), 8192);
+        assert_eq!(on.reply_limit(512, 32_768), 512);
+        assert_eq!(on.reply_limit(0, 8192), 0);
+        let off = Settings {
+            bound_replies: false,
+            ..on
+        };
+        assert_eq!(off.reply_limit(8192, 8192), 8192);
+    }
+
+    #[test]
+    fn a_nudge_names_the_offered_tools() {
+        let tools = [ToolSpec {
+            name: "read".into(),
+            description: "".into(),
+            parameters: serde_json::json!({}),
+        }];
+        let n = nudge("Done: the answer is 4.", &["open".to_string()], &tools).unwrap();
+        assert!(n.contains("\"open\"") && n.contains("read"), "{n}");
+        let n = nudge("I'll read the file to check.", &[], &tools).unwrap();
+        assert!(n.contains("read"), "{n}");
+        assert!(nudge("The answer is 4.", &[], &tools).is_none());
+        assert!(nudge("I'll read the file.", &[], &[]).is_none());
+    }
+}

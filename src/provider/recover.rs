@@ -1,0 +1,127 @@
+//! Tool calls a model wrote as text instead of making them: small local models (and servers
+//! whose template parser missed them) often answer with `{"name": …, "arguments": {…}}` in a
+//! code fence or bare, Qwen's `<tool_call>…</tool_call>`, `<function=name>…</function>`
+//! blocks, or a family's own marker (`[TOOL_CALLS]`, `<|python_tag|>`). This finds them.
+//!
+//! A pure function of the reply's text and the tools that request offered: a candidate
+//! becomes a call only when it names an offered tool and its arguments pass that tool's JSON
+//! schema; anything else (a config snippet, an unknown name, bad arguments) stays text. It
+//! never runs, approves or records anything: the agent treats what it returns like native
+//! calls. Common malformations are repaired first (`recover/repair.rs`).
+
+mod repair;
+mod scan;
+
+use serde_json::Value;
+
+use crate::chat::ToolSpec;
+
+/// One call found in the text: an offered tool's name and its arguments as compact JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub name: String,
+    pub arguments: String,
+}
+
+/// What the text held.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Recovery {
+    /// The calls, in the order they were written.
+    pub calls: Vec<Found>,
+    /// The text without the calls (unchanged when none was found).
+    pub text: String,
+    /// Names of call-shaped text that named no offered tool, for the nudge.
+    pub unknown: Vec<String>,
+}
+
+/// The calls written as text in `text`, checked against `tools` (the tools the request that
+/// produced it offered).
+pub(crate) fn recover(text: &str, tools: &[ToolSpec]) -> Recovery {
+    let mut recovery = Recovery::default();
+    let mut kept = String::new();
+    let mut last = 0;
+    for candidate in scan::candidates(text) {
+        let calls: Vec<(String, Value)> = candidate.values.iter().filter_map(call_shape).collect();
+        if calls.is_empty() {
+            continue;
+        }
+        let mut accepted = Vec::new();
+        for (name, arguments) in calls {
+            match tools.iter().find(|t| t.name == name) {
+                Some(spec) if fits(spec, &arguments) => accepted.push(Found {
+                    name,
+                    arguments: arguments.to_string(),
+                }),
+                Some(_) => {}
+                None => recovery.unknown.push(name),
+            }
+        }
+        // A block is taken out of the text only when everything in it became a call.
+        if accepted.len() == candidate.values.len() {
+            kept.push_str(&text[last..candidate.start]);
+            last = candidate.end;
+            recovery.calls.extend(accepted);
+        }
+    }
+    if recovery.calls.is_empty() {
+        recovery.text = text.to_string();
+    } else {
+        kept.push_str(&text[last..]);
+        recovery.text = kept.trim().to_string();
+    }
+    recovery
+}
+
+/// `(name, arguments)` of a value shaped like a call: `{"name", "arguments"}` (or Llama's
+/// `"parameters"`), or the wire's `{"function": {"name", "arguments"}}`. Arguments may be an
+/// object or a string holding one; missing arguments are `{}`.
+fn call_shape(value: &Value) -> Option<(String, Value)> {
+    let object = value.as_object()?;
+    if let Some(function) = object.get("function").filter(|f| f.is_object()) {
+        return call_shape(function);
+    }
+    let name = object.get("name")?.as_str()?.trim();
+    if name.is_empty() || name.len() > 128 {
+        return None;
+    }
+    let arguments = match object.get("arguments").or_else(|| object.get("parameters")) {
+        Some(Value::Object(map)) => Value::Object(map.clone()),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => return None,
+        },
+        // `{"name": "x"}` alone is too common in ordinary JSON to be a call; only an explicit
+        // (possibly empty) arguments object makes one.
+        _ => return None,
+    };
+    // Anything beyond the call's own fields means it is some other JSON that happens to
+    // have a "name".
+    let extra = object.keys().any(|k| {
+        !matches!(
+            k.as_str(),
+            "name" | "arguments" | "parameters" | "type" | "id"
+        )
+    });
+    (!extra).then(|| (name.to_string(), arguments))
+}
+
+/// Whether `arguments` pass the JSON schema `spec` declares. A schema `boon` cannot compile
+/// (an MCP server's odd one) only requires an object.
+fn fits(spec: &ToolSpec, arguments: &Value) -> bool {
+    if !arguments.is_object() {
+        return false;
+    }
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    let url = "urn:minicode:tool";
+    if compiler.add_resource(url, spec.parameters.clone()).is_err() {
+        return true;
+    }
+    match compiler.compile(url, &mut schemas) {
+        Ok(index) => schemas.validate(arguments, index).is_ok(),
+        Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests;
