@@ -92,6 +92,9 @@ pub struct Options {
     /// The hooks this session runs (the CLI left out a workspace's unapproved ones); a
     /// sub-agent's core runs none.
     pub hooks: Arc<Vec<crate::hooks::Hook>>,
+    /// `[model] profile` and `[model] tools`: whether the lean prompt and core tools are used
+    /// (see `model_profile`).
+    pub model_profile: crate::provider::profiles::Settings,
 }
 
 impl Default for Options {
@@ -114,6 +117,7 @@ impl Default for Options {
             checkpoints: crate::checkpoints::Settings::default(),
             user_memory: None,
             hooks: Arc::default(),
+            model_profile: crate::provider::profiles::Settings::default(),
         }
     }
 }

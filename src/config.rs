@@ -155,6 +155,8 @@ pub struct Config {
     pub max_tool_calls: u32,
     /// Send the model's reasoning back to the server in later requests.
     pub send_reasoning: bool,
+    /// `[model] profile` and `[model] tools`: the lean prompt for small models.
+    pub model_profile: crate::provider::profiles::Settings,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.

@@ -249,6 +249,7 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         },
         user_memory: None,
         hooks: Arc::default(),
+        model_profile: config.model_profile.clone(),
     }
 }
 

@@ -113,6 +113,8 @@ pub(super) struct ModelTable {
     pub stream_idle_timeout_secs: Option<u64>,
     pub max_tool_calls: Option<u32>,
     pub send_reasoning: Option<bool>,
+    pub profile: Option<crate::provider::profiles::Profile>,
+    pub tools: Option<Vec<String>>,
 }
 
 #[derive(Default, Deserialize)]

@@ -328,6 +328,7 @@ impl Layers {
             model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
             model.context_window, model.max_tokens, model.request_timeout_secs,
             model.stream_idle_timeout_secs, model.max_tool_calls, model.send_reasoning,
+            model.profile, model.tools,
             tools.bash_timeout_secs, tools.max_rounds, tools.outputs_max_file_bytes,
             tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
@@ -354,6 +355,8 @@ impl Layers {
                     stream_idle_timeout_secs: _,
                     max_tool_calls: _,
                     send_reasoning: _,
+                    profile: _,
+                    tools: _,
                 },
             tools:
                 ToolsTable {

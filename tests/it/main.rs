@@ -55,6 +55,7 @@ mod key_env;
 mod mcp;
 mod mcp_binary;
 mod memory;
+mod model_profile;
 mod output_schema;
 mod permissions;
 mod plan_mode;
