@@ -66,6 +66,16 @@ pub enum ProviderKind {
     Demo,
 }
 
+/// `[model] profile`: how much prompt the model gets (see `provider::profiles::Profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelProfile {
+    /// The core tools, brief descriptions, a short system prompt.
+    Small,
+    /// Every tool and the full system prompt.
+    Full,
+}
+
 /// How spans are encoded for the collector (the OTLP/HTTP flavours; gRPC is not built in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 pub enum OtlpProtocol {
@@ -155,8 +165,10 @@ pub struct Config {
     pub max_tool_calls: u32,
     /// Send the model's reasoning back to the server in later requests.
     pub send_reasoning: bool,
-    /// `[model] profile` and `[model] tools`: the lean prompt for small models.
-    pub model_profile: crate::provider::profiles::Settings,
+    /// `[model] profile`: `None` lets the model profiles table and the window decide.
+    pub model_profile: Option<ModelProfile>,
+    /// `[model] tools`: tools the small profile should offer anyway.
+    pub model_tools: Vec<String>,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.

@@ -249,7 +249,13 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         },
         user_memory: None,
         hooks: Arc::default(),
-        model_profile: config.model_profile.clone(),
+        model_profile: crate::provider::profiles::Settings {
+            profile: config.model_profile.map(|p| match p {
+                crate::config::ModelProfile::Small => crate::provider::profiles::Profile::Small,
+                crate::config::ModelProfile::Full => crate::provider::profiles::Profile::Full,
+            }),
+            tools: config.model_tools.clone(),
+        },
     }
 }
 

@@ -113,7 +113,7 @@ pub(super) struct ModelTable {
     pub stream_idle_timeout_secs: Option<u64>,
     pub max_tool_calls: Option<u32>,
     pub send_reasoning: Option<bool>,
-    pub profile: Option<crate::provider::profiles::Profile>,
+    pub profile: Option<super::ModelProfile>,
     pub tools: Option<Vec<String>>,
 }
 

@@ -60,7 +60,8 @@ pub(super) fn resolve(
         stream_idle_timeout: limits.model.stream_idle_timeout,
         max_tool_calls: limits.model.max_tool_calls,
         send_reasoning: layers.file.model.send_reasoning.unwrap_or(false),
-        model_profile: model_profile(&layers)?,
+        model_profile: layers.file.model.profile,
+        model_tools: model_tools(&layers)?,
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
@@ -484,24 +485,20 @@ fn check_base_url(url: String, origin: String) -> Result<String, ConfigError> {
     Ok(trimmed.to_string())
 }
 
-/// `[model] profile` and `[model] tools`; `tools` may name only the tools the small profile
-/// leaves out (the others are always offered, or come with their feature).
-fn model_profile(layers: &Layers) -> Result<crate::provider::profiles::Settings, ConfigError> {
-    use crate::provider::profiles::{OPTIONAL_TOOLS, Settings};
-    let m = &layers.file.model;
-    let tools = m.tools.clone().unwrap_or_default();
-    if let Some(name) = tools.iter().find(|t| !OPTIONAL_TOOLS.contains(&t.as_str())) {
+/// `[model] tools`: it may name only the tools the small profile leaves out (the others are
+/// always offered, or come with their feature).
+fn model_tools(layers: &Layers) -> Result<Vec<String>, ConfigError> {
+    use crate::defaults::SMALL_PROFILE_OPTIONAL_TOOLS as OPTIONAL;
+    let tools = layers.file.model.tools.clone().unwrap_or_default();
+    if let Some(name) = tools.iter().find(|t| !OPTIONAL.contains(&t.as_str())) {
         return Err(ConfigError::Invalid {
             origin: layers.origin("model.tools"),
             field: "model.tools",
             reason: format!(
                 "{name:?} is not a tool the small profile leaves out (it can add: {})",
-                OPTIONAL_TOOLS.join(", ")
+                OPTIONAL.join(", ")
             ),
         });
     }
-    Ok(Settings {
-        profile: m.profile,
-        tools,
-    })
+    Ok(tools)
 }

@@ -25,9 +25,8 @@ pub enum Profile {
 /// The tools the small profile offers.
 pub const CORE_TOOLS: [&str; 6] = ["bash", "read", "write", "edit", "list", "search"];
 
-/// Tools of minicode's own the small profile leaves out unless `[model] tools` names them
-/// (goal tools, skills and MCP tools come only when the user asked for them, so they stay).
-pub const OPTIONAL_TOOLS: [&str; 2] = ["find", "delegate"];
+/// Tools of minicode's own the small profile leaves out unless `[model] tools` names them.
+pub const OPTIONAL_TOOLS: [&str; 2] = crate::defaults::SMALL_PROFILE_OPTIONAL_TOOLS;
 
 /// `[model] profile` and `[model] tools`, as configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
