@@ -102,6 +102,9 @@ pub struct Options {
     /// What the core does for small local models: recovering calls written as text, bounding
     /// replies (see `agent/small.rs`).
     pub small: small::Settings,
+    /// `[model] profile` and `[model] tools`: whether the lean prompt and core tools are used
+    /// (see `model_profile`).
+    pub model_profile: crate::provider::profiles::Settings,
 }
 
 impl Default for Options {
@@ -126,6 +129,7 @@ impl Default for Options {
             user_memory: None,
             hooks: Arc::default(),
             small: small::Settings::default(),
+            model_profile: crate::provider::profiles::Settings::default(),
         }
     }
 }

@@ -70,6 +70,16 @@ pub enum ProviderKind {
     Demo,
 }
 
+/// `[model] profile`: how much prompt the model gets (see `provider::profiles::Profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelProfile {
+    /// The core tools, brief descriptions, a short system prompt.
+    Small,
+    /// Every tool and the full system prompt.
+    Full,
+}
+
 /// How spans are encoded for the collector (the OTLP/HTTP flavours; gRPC is not built in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 pub enum OtlpProtocol {
@@ -164,6 +174,10 @@ pub struct Config {
     pub max_tokens_configured: bool,
     /// `[model] recover_tool_calls`: run calls a model wrote as text (on by default).
     pub recover_tool_calls: bool,
+    /// `[model] profile`: `None` lets the model profiles table and the window decide.
+    pub model_profile: Option<ModelProfile>,
+    /// `[model] tools`: tools the small profile should offer anyway.
+    pub model_tools: Vec<String>,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.

@@ -4,6 +4,10 @@
 
 use std::time::Duration;
 
+/// Tools of minicode's own the small model profile leaves out unless `[model] tools` names
+/// them (goal tools, skills and MCP tools come only when the user asked for them, so they stay).
+pub const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 2] = ["find", "delegate"];
+
 /// The model's context window when neither the configuration nor the server says otherwise.
 pub(crate) const CONTEXT_WINDOW: u64 = 262_144;
 /// The largest `max_tokens` a request asks for (less when the window leaves less room).

@@ -7,6 +7,7 @@ pub(crate) mod demo;
 pub mod http_error;
 pub mod openai;
 pub mod probe;
+pub mod profiles;
 pub(crate) mod recover;
 pub mod retry;
 pub mod sse;
@@ -144,6 +145,8 @@ pub struct ServerInfo {
     pub models: Option<Vec<String>>,
     /// Whether the server's chat template can render tools, when it says (llama.cpp).
     pub supports_tools: Option<bool>,
+    /// The kind of server, recognised by the endpoints that answered (see `profiles`).
+    pub server: Option<profiles::ServerKind>,
     /// The answer came from the cache of an earlier probe.
     pub cached: bool,
     /// Why the server could not be reached at all (the connection failed): the user is told
@@ -164,6 +167,11 @@ pub trait Provider: Send + Sync {
     /// cannot say. Called once at session start, in the background. Failures are only logged.
     fn probe(&self) -> ProbeFuture {
         Box::pin(std::future::ready(None))
+    }
+    /// The kind of server the probe recognised (see `profiles`), once it has; `None` before,
+    /// or when it could not tell.
+    fn server_kind(&self) -> Option<profiles::ServerKind> {
+        None
     }
     /// The host and port requests go to, for telemetry (`server.address`, `server.port`);
     /// `None` for a provider that reaches no server.

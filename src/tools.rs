@@ -8,6 +8,7 @@ pub mod bash;
 pub(crate) mod diff;
 pub mod edit;
 pub(crate) mod find;
+pub mod lean;
 pub mod list;
 pub mod live;
 pub mod mcp;
@@ -64,6 +65,12 @@ pub trait Tool: Send + Sync {
     /// display and, for tools that change something, what the user must see to approve it.
     /// An `Err` is a message for the model; nothing runs.
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String>;
+
+    /// A one-sentence description for the small profile (see [`lean`]), which also drops
+    /// the parameters' descriptions; `None` keeps [`Tool::spec`] as it is.
+    fn brief(&self) -> Option<&'static str> {
+        None
+    }
 
     /// What its calls do, for frontends to show them by.
     fn kind(&self) -> ToolKind {
@@ -388,17 +395,40 @@ pub struct Registry {
 struct Catalog {
     /// (group, tool), in declaration order: groups in the order they were first set.
     tools: Vec<(String, Arc<dyn Tool>)>,
+    /// The tools offered to the model: all of `tools` but those the small profile hides.
+    offered: Vec<Arc<dyn Tool>>,
+    /// The declarations of `offered`, in the same order.
     specs: Arc<[ToolSpec]>,
     generation: u64,
+    /// The small profile's view, when it is in force.
+    lean: Option<Arc<lean::Lean>>,
 }
 
 impl Catalog {
-    fn new(tools: Vec<(String, Arc<dyn Tool>)>, generation: u64) -> Self {
-        let specs = tools.iter().map(|(_, t)| t.spec()).collect();
+    fn new(
+        tools: Vec<(String, Arc<dyn Tool>)>,
+        generation: u64,
+        lean: Option<Arc<lean::Lean>>,
+    ) -> Self {
+        let offered: Vec<Arc<dyn Tool>> = tools
+            .iter()
+            .map(|(_, t)| t)
+            .filter(|t| lean.as_ref().is_none_or(|l| l.offers(t.as_ref())))
+            .cloned()
+            .collect();
+        let specs = offered
+            .iter()
+            .map(|t| match &lean {
+                Some(_) => lean::spec(t.as_ref()),
+                None => t.spec(),
+            })
+            .collect();
         Self {
             tools,
+            offered,
             specs,
             generation,
+            lean,
         }
     }
 }
@@ -414,7 +444,7 @@ impl Registry {
             .map(|t| (BUILTIN_GROUP.to_string(), Arc::from(t)))
             .collect();
         Self {
-            catalog: RwLock::new(Arc::new(Catalog::new(tools, 0))),
+            catalog: RwLock::new(Arc::new(Catalog::new(tools, 0, None))),
         }
     }
 
@@ -484,8 +514,17 @@ impl Registry {
             place_new(&mut next, &others);
         }
         let generation = guard.generation + 1;
-        *guard = Arc::new(Catalog::new(next, generation));
+        *guard = Arc::new(Catalog::new(next, generation, guard.lean.clone()));
         refused
+    }
+
+    /// Puts the small profile's view in force (`Some`) or lifts it (`None`): the tools it
+    /// hides are neither declared nor callable, the others are declared briefly.
+    pub fn set_lean(&self, lean: Option<lean::Lean>) {
+        let mut guard = crate::sync::write(&self.catalog);
+        let generation = guard.generation + 1;
+        let tools = guard.tools.clone();
+        *guard = Arc::new(Catalog::new(tools, generation, lean.map(Arc::new)));
     }
 
     /// A new registry with only the tools named in `names` (in this registry's order): what a
@@ -499,14 +538,14 @@ impl Registry {
             .cloned()
             .collect();
         Registry {
-            catalog: RwLock::new(Arc::new(Catalog::new(tools, 0))),
+            catalog: RwLock::new(Arc::new(Catalog::new(tools, 0, None))),
         }
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         let catalog = self.snapshot();
         let index = catalog.specs.iter().position(|s| s.name == name)?;
-        Some(catalog.tools[index].1.clone())
+        Some(catalog.offered[index].clone())
     }
 
     /// Parses raw JSON arguments and finds the tool; the error is a message for the model.

@@ -144,6 +144,12 @@ impl Context {
         self.tools_tokens = estimate_tools(tools);
     }
 
+    /// Replaces the system prompt: the small model profile's, chosen before the first request.
+    pub(crate) fn set_system_prompt(&mut self, system_prompt: String) {
+        self.system = Message::system(system_prompt);
+        self.system_tokens = estimate_message(&self.system);
+    }
+
     /// Replaces the project memory message (a fresh load, or `None` for no memory).
     pub fn set_memory(&mut self, memory: Option<&Memory>) {
         self.set_memory_message(memory.map(Memory::message));

@@ -7,7 +7,10 @@
 //! `validate`) and the loop; it never streams, runs tools or touches approvals.
 
 mod instructions;
+mod profile;
 mod window;
+
+pub(crate) use profile::ProfileChoice;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,6 +53,8 @@ pub(crate) struct Upkeep {
     /// The workspace, and the output limit that follows the window.
     tool_ctx: Arc<ToolCtx>,
     events: Emitter,
+    /// The model profile, chosen before the first main request.
+    profile: ProfileChoice,
 }
 
 /// What [`Upkeep::new`] starts from.
@@ -61,6 +66,8 @@ pub(crate) struct Start {
     pub keep: Option<u64>,
     /// The user's own `AGENTS.md` (beside the user config file), if the CLI named one.
     pub user_memory: Option<std::path::PathBuf>,
+    /// What the model profile is chosen from.
+    pub profile: ProfileChoice,
 }
 
 impl Upkeep {
@@ -99,6 +106,7 @@ impl Upkeep {
             registry,
             tool_ctx,
             events,
+            profile: start.profile,
         };
         (upkeep, problem)
     }

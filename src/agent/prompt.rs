@@ -31,6 +31,29 @@ pub(crate) fn system_prompt(workspace: &Path) -> String {
     )
 }
 
+/// The system prompt of the small model profile (`provider::profiles`): the same rules in a
+/// fraction of the tokens, for a small window or a small model. It names only the core tools
+/// and insists on looking before answering, which small models skip.
+pub(crate) fn small_system_prompt(workspace: &Path) -> String {
+    format!(
+        "You are minicode, a coding agent. You act in the user's project only by calling the \
+         tools you are given.\n\
+         \n\
+         Workspace: {workspace}\n\
+         Platform: {os}\n\
+         \n\
+         - Look before you answer: use `list`, `search` and `read` instead of guessing paths, \
+         names or values.\n\
+         - `read` a file before you `edit` it; `write` creates one. Paths are relative to the \
+         workspace.\n\
+         - `bash` runs one command in the workspace root.\n\
+         - When the task is done, say in a few lines what you changed.\n\
+         - Never print secrets.",
+        workspace = workspace.display(),
+        os = std::env::consts::OS,
+    )
+}
+
 /// The system prompt of a sub-agent: a fresh, read-only worker with one task.
 pub(crate) fn subagent_prompt(workspace: &Path) -> String {
     format!(

@@ -34,17 +34,24 @@ impl Core {
     ) -> (Core, Startup) {
         let child = system_prompt.is_some();
         let emitter = Emitter(events.clone());
-        let (system_prompt, refused_tools) =
-            system_prompt.map_or_else(|| main_prompt(&setup), |prompt| (prompt, Vec::new()));
+        // A sub-agent keeps the prompt it was given: it never takes the small profile.
+        let (system_prompt, small_prompt, refused_tools) = match system_prompt {
+            Some(prompt) => (prompt, None, Vec::new()),
+            None => {
+                let (full, small, refused) = main_prompt(&setup);
+                (full, Some(small), refused)
+            }
+        };
         // Sub-agents: the core declares `delegate` itself, in its own group, before the first
         // request; a name another group already holds is refused (and said so at start-up).
         let subagents = setup.options.subagents.as_ref();
         let delegate = delegate::Offer::declare(&setup.registry, subagents, child);
         // `--no-tools`: plain chat; the memory rules (which name tools) do not apply.
-        let system_prompt = if !child && setup.registry.specs().is_empty() {
-            prompt::plain_chat_prompt(&setup.tool_ctx.workspace)
+        let no_tools = !child && setup.registry.specs().is_empty();
+        let (system_prompt, small_prompt) = if no_tools {
+            (prompt::plain_chat_prompt(&setup.tool_ctx.workspace), None)
         } else {
-            system_prompt
+            (system_prompt, small_prompt)
         };
         let options = &setup.options;
         let start = context_upkeep::Start {
@@ -54,6 +61,10 @@ impl Core {
             reserve: options.reserve_tokens,
             keep: options.keep_recent_tokens,
             user_memory: options.user_memory.clone(),
+            profile: super::context_upkeep::ProfileChoice::new(
+                options.model_profile.clone(),
+                small_prompt,
+            ),
         };
         let (upkeep, checkpoint_problem) = context_upkeep::Upkeep::new(
             start,
@@ -193,27 +204,36 @@ impl Core {
 }
 
 /// The main core's system prompt: the workspace's, the memory rules and, when the session has
-/// skills, their section (declaring the skills tool). Returns the names the skills tool could
-/// not take.
-fn main_prompt(setup: &Setup) -> (String, Vec<String>) {
-    let mut system_prompt = format!(
+/// skills, their section (declaring the skills tool); then the same in the small profile's
+/// short form. Returns the names the skills tool could not take.
+fn main_prompt(setup: &Setup) -> (String, String, Vec<String>) {
+    let workspace = &setup.tool_ctx.workspace;
+    let mut full = format!(
         "{}\n\n{}",
-        prompt::system_prompt(&setup.tool_ctx.workspace),
+        prompt::system_prompt(workspace),
         crate::memory::PROMPT_RULES
     );
-    let nested = crate::memory::nested(&setup.tool_ctx.workspace);
-    if let Some(section) = crate::memory::nested_section(&nested) {
-        system_prompt.push_str("\n\n");
-        system_prompt.push_str(&section);
-    }
+    let mut small = format!(
+        "{}\n\n{}",
+        prompt::small_system_prompt(workspace),
+        crate::memory::SHORT_PROMPT_RULES
+    );
+    let nested = crate::memory::nested(workspace);
+    let mut sections = Vec::new();
+    sections.extend(crate::memory::nested_section(&nested));
     let catalog = &setup.options.skills;
     let mut refused = Vec::new();
     if let Some(section) = prompt::skills_section(catalog) {
-        system_prompt.push_str("\n\n");
-        system_prompt.push_str(&section);
+        sections.push(section);
         refused = declare_skills(&setup.registry, catalog);
     }
-    (system_prompt, refused)
+    for section in sections {
+        for prompt in [&mut full, &mut small] {
+            prompt.push_str("\n\n");
+            prompt.push_str(&section);
+        }
+    }
+    (full, small, refused)
 }
 
 /// Declares the `skill` tool; returns the names another group already holds.

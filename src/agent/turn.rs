@@ -297,15 +297,16 @@ async fn make_room(
     }
     // Tools that joined (or left) since the last request are declared and counted now.
     core.mcp.notices();
-    core.upkeep.current_tools();
     // The first request of a session waits for the probe (bounded by the provider), so it is
-    // sent with the server's window, not the default.
+    // sent with the server's window, not the default, and the model profile follows it.
     core.upkeep
         .await_probe(cancel, core.store.session.messages())
         .await;
     if cancel.is_cancelled() {
         return Err(TurnEnd::Interrupted);
     }
+    core.upkeep.settle_profile();
+    core.upkeep.current_tools();
     // A tool (or a bash command) may have rewritten MiniCode.md: a notice after the newest
     // message carries the file as it is now (nothing sent before changes), and an invalid
     // one fails the turn.

@@ -250,6 +250,13 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
             recover_tool_calls: config.recover_tool_calls,
             bound_replies: !config.max_tokens_configured,
         },
+        model_profile: crate::provider::profiles::Settings {
+            profile: config.model_profile.map(|p| match p {
+                crate::config::ModelProfile::Small => crate::provider::profiles::Profile::Small,
+                crate::config::ModelProfile::Full => crate::provider::profiles::Profile::Full,
+            }),
+            tools: config.model_tools.clone(),
+        },
     }
 }
 

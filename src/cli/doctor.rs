@@ -539,6 +539,7 @@ async fn check_tools(
     let extras = Extras {
         tool_choice: Some(TOOL.to_string()),
         parallel_tool_calls: Some(false),
+        ..Extras::default()
     };
     let first = match stream(provider, &request, extras).await.reply {
         Ok(reply) => reply,

@@ -114,6 +114,8 @@ pub(super) struct ModelTable {
     pub max_tool_calls: Option<u32>,
     pub send_reasoning: Option<bool>,
     pub recover_tool_calls: Option<bool>,
+    pub profile: Option<super::ModelProfile>,
+    pub tools: Option<Vec<String>>,
 }
 
 #[derive(Default, Deserialize)]

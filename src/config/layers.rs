@@ -337,6 +337,7 @@ impl Layers {
             model.context_window, model.max_tokens, model.request_timeout_secs,
             model.stream_idle_timeout_secs, model.max_tool_calls, model.send_reasoning,
             model.recover_tool_calls,
+            model.profile, model.tools,
             tools.bash_timeout_secs, tools.max_rounds, tools.outputs_max_file_bytes,
             tools.outputs_max_bytes, tools.outputs_max_age_days,
             context.reserve_tokens, context.keep_recent_tokens,
@@ -364,6 +365,8 @@ impl Layers {
                     max_tool_calls: _,
                     send_reasoning: _,
                     recover_tool_calls: _,
+                    profile: _,
+                    tools: _,
                 },
             tools:
                 ToolsTable {

@@ -68,6 +68,8 @@ pub(super) fn resolve(
         send_reasoning: layers.file.model.send_reasoning.unwrap_or(false),
         max_tokens_configured: layers.file.model.max_tokens.is_some(),
         recover_tool_calls: layers.file.model.recover_tool_calls.unwrap_or(true),
+        model_profile: layers.file.model.profile,
+        model_tools: model_tools(&layers)?,
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
@@ -521,4 +523,22 @@ fn check_base_url(url: String, origin: String) -> Result<String, ConfigError> {
         });
     }
     Ok(trimmed.to_string())
+}
+
+/// `[model] tools`: it may name only the tools the small profile leaves out (the others are
+/// always offered, or come with their feature).
+fn model_tools(layers: &Layers) -> Result<Vec<String>, ConfigError> {
+    use crate::defaults::SMALL_PROFILE_OPTIONAL_TOOLS as OPTIONAL;
+    let tools = layers.file.model.tools.clone().unwrap_or_default();
+    if let Some(name) = tools.iter().find(|t| !OPTIONAL.contains(&t.as_str())) {
+        return Err(ConfigError::Invalid {
+            origin: layers.origin("model.tools"),
+            field: "model.tools",
+            reason: format!(
+                "{name:?} is not a tool the small profile leaves out (it can add: {})",
+                OPTIONAL.join(", ")
+            ),
+        });
+    }
+    Ok(tools)
 }

@@ -29,6 +29,7 @@ use super::compat::{self, Quirks};
 use super::http_error::{clean, error_from_response, redact_prefix, retry_after_ms, scrub};
 use super::probe::cache::Cache;
 use super::probe::{self, PROBE_TIMEOUT, Target};
+use super::profiles::{self, ServerKind};
 use super::retry::{self, ByteStream, Opened, Policy, StreamLimits};
 use super::sse::{Decoder, ReplyLimits, reply_too_large};
 use super::{
@@ -115,6 +116,9 @@ pub struct OpenAi {
     server: Option<(Arc<str>, u16)>,
     /// See [`OpenAiOptions::missing_key_hint`]; `None` when a key is sent.
     missing_key_hint: Option<Arc<str>>,
+    /// The kind of server the probe recognised (shared with `with_model`: same server), which
+    /// picks its row of the model profiles.
+    server_kind: Arc<Mutex<Option<ServerKind>>>,
 }
 
 impl std::fmt::Debug for OpenAiOptions {
@@ -206,6 +210,7 @@ impl OpenAi {
                 reply: opts.limits,
             },
             quirks: Arc::new(Mutex::new(quirks)),
+            server_kind: Arc::new(Mutex::new(cache.window().and_then(|w| w.server))),
             cache: Arc::new(cache),
             encoded: Arc::default(),
             send_reasoning: opts.send_reasoning,
@@ -245,7 +250,8 @@ impl OpenAi {
         // An unreachable server said nothing about its window: nothing to remember.
         if info.unreachable.is_none() {
             self.cache
-                .store_window(info.context_window, info.via.as_deref());
+                .store_window(info.context_window, info.via.as_deref(), info.server);
+            *lock(&self.server_kind) = info.server;
         }
         Some(info)
     }
@@ -259,6 +265,16 @@ impl OpenAi {
             .fetch(reqwest::Method::GET, &url, None, limit)
             .await
             .map_err(|e| scrub(e, self.key.as_deref()))
+    }
+
+    /// The request parameters the model profiles table asks for this model and server.
+    fn profile_extras(&self) -> Extras {
+        let knobs = profiles::knobs(&self.model, *lock(&self.server_kind));
+        Extras {
+            tool_choice: None,
+            auto_tool_choice: knobs.tool_choice == Some(profiles::ToolChoice::Auto),
+            parallel_tool_calls: knobs.parallel_tool_calls,
+        }
     }
 
     /// A current copy of the quirks, to write one attempt with.
@@ -420,7 +436,11 @@ impl OpenAi {
 
 impl Provider for OpenAi {
     fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
-        self.stream_with(request, Extras::default())
+        self.stream_with(request, self.profile_extras())
+    }
+
+    fn server_kind(&self) -> Option<ServerKind> {
+        *lock(&self.server_kind)
     }
 
     fn chat(&self, request: &ChatRequest<'_>) -> ReplyFuture {
@@ -500,9 +520,11 @@ impl Provider for OpenAi {
         Box::pin(async move {
             if let Some(hit) = this.cache.window() {
                 tracing::debug!(tokens = ?hit.tokens, "context window from the server cache");
+                *lock(&this.server_kind) = hit.server;
                 return Some(ServerInfo {
                     context_window: hit.tokens,
                     via: hit.via,
+                    server: hit.server,
                     cached: true,
                     ..ServerInfo::default()
                 });

@@ -189,6 +189,7 @@ impl Target {
                 }
             },
         );
+        info.server = parse::server_kind(props.as_ref(), lmstudio.as_ref(), ollama.as_ref());
         if let Some(props) = &props {
             info.supports_tools = parse::tools_from_props(props);
             // llama.cpp's per-slot context (what one request gets) wins over its model list,

@@ -47,6 +47,10 @@ use crate::sandbox::{Blocked, Layer, Policy, Report, Unavailable};
 /// group (e.g. via `setsid`) still holds the pipe open: we stop rather than wait for it.
 const DRAIN_GRACE: Duration = Duration::from_millis(300);
 
+/// The description in the small profile (see `tools::lean`).
+const BRIEF: &str =
+    "Run a shell command in the workspace root; returns its output and exit status.";
+
 const DESCRIPTION: &str = "Run a command with `bash -c` in the workspace root. Each call is a \
 fresh shell with no stdin and no terminal: use non-interactive flags. Returns stdout and \
 stderr (long output keeps head and tail; the full log is saved) and the exit status.";
@@ -100,6 +104,10 @@ impl Tool for Bash {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn brief(&self) -> Option<&'static str> {
+        Some(BRIEF)
     }
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {

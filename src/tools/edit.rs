@@ -33,6 +33,9 @@ pub(crate) const APPROVAL_DIFF_BYTES: usize = 512 * 1024;
 pub(crate) const RESULT_DIFF_LINES: usize = 60;
 pub(crate) const RESULT_DIFF_BYTES: usize = 6 * 1024;
 
+/// The description in the small profile (see `tools::lean`).
+const BRIEF: &str = "Replace exact text (old_string) in a file you have read.";
+
 const DESCRIPTION: &str = "Replace exact text in a file read or written in this session. \
 old_string must match exactly (whitespace too) and once, unless replace_all. Returns a diff.";
 
@@ -219,6 +222,10 @@ impl Tool for Edit {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn brief(&self) -> Option<&'static str> {
+        Some(BRIEF)
     }
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {

@@ -21,6 +21,9 @@ pub(crate) const DEFAULT_LIMIT: usize = 200;
 /// The most paths one call shows.
 pub(crate) const MAX_LIMIT: usize = 2000;
 
+/// The description in the small profile (see `tools::lean`).
+const BRIEF: &str = "List the files in a folder.";
+
 const DESCRIPTION: &str = "List files under a folder, recursively and sorted; honours \
 .gitignore, never shows .git or .minicode. No approval needed: prefer it to bash.";
 
@@ -86,6 +89,10 @@ impl Tool for List {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn brief(&self) -> Option<&'static str> {
+        Some(BRIEF)
     }
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {

@@ -25,6 +25,9 @@ pub(crate) const MAX_LINE_CHARS: usize = 2000;
 /// edited afterwards; larger ones are streamed and not remembered (`edit` refuses them anyway).
 pub(crate) const MAX_FINGERPRINT_BYTES: u64 = super::edit::MAX_EDIT_BYTES;
 
+/// The description in the small profile (see `tools::lean`).
+const BRIEF: &str = "Read a text file, with line numbers.";
+
 const DESCRIPTION: &str = "Read a text file as numbered lines, at most 2000 lines or 50 KB a \
 call (the end says where to go on). Read before you edit.";
 
@@ -93,6 +96,10 @@ impl Tool for Read {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn brief(&self) -> Option<&'static str> {
+        Some(BRIEF)
     }
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {

@@ -41,6 +41,9 @@ const MAX_PATTERN_BYTES: usize = 4096;
 /// file is counted as unreadable instead of holding its line in memory.
 const HEAP_LIMIT: usize = 64 * 1024 * 1024;
 
+/// The description in the small profile (see `tools::lean`).
+const BRIEF: &str = "Search files for a regex; returns `path:line: text`.";
+
 const DESCRIPTION: &str = "Search files for a regex (ripgrep syntax); returns `path:line: \
 text`, sorted. Honours .gitignore, skips binary files. No approval needed: prefer it to bash.";
 
@@ -131,6 +134,10 @@ impl Tool for Search {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn brief(&self) -> Option<&'static str> {
+        Some(BRIEF)
     }
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {

@@ -16,6 +16,9 @@ use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing, LoadError};
 use crate::memory;
 
+/// The description in the small profile (see `tools::lean`).
+const BRIEF: &str = "Create a file, or replace all of it, with the given content.";
+
 const DESCRIPTION: &str = "Create a file or replace all of it (folders are created). Use edit \
 to change part of a file.";
 
@@ -154,6 +157,10 @@ impl Tool for Write {
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn brief(&self) -> Option<&'static str> {
+        Some(BRIEF)
     }
 
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {

@@ -165,6 +165,7 @@ async fn refused_parallel_tool_calls_and_tool_choice_are_left_out() {
     let extras = Extras {
         tool_choice: Some("ping".into()),
         parallel_tool_calls: Some(false),
+        ..Extras::default()
     };
     let (events, err) = ask(&p, extras).await;
     assert!(err.is_none(), "{err:?}");

@@ -1,6 +1,7 @@
 //! The tool registry as the agent sees it: tools that join a running session are declared in
 //! the very next request, a group is replaced whole, a name cannot be taken twice, and a
-//! subset offers only what it names.
+//! subset offers only what it names, and the small profile's lean view hides tools (they
+//! cannot be called either) and declares the rest briefly, whatever joins later.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,6 +121,38 @@ fn a_subset_offers_only_the_named_tools() {
         panic!("bash resolved in a read-only subset");
     };
     assert!(message.contains("unknown tool"), "{message}");
+}
+
+#[test]
+fn the_lean_view_hides_tools_from_declarations_and_calls_and_keeps_later_groups() {
+    use minicode::tools::lean::Lean;
+    let registry = Registry::builtin();
+    let full_read = registry.specs()[1].clone();
+    let before = registry.generation();
+    registry.set_lean(Some(Lean::hiding(vec!["find".to_string()])));
+    assert!(registry.generation() > before);
+    assert_eq!(
+        names(&registry),
+        ["bash", "read", "write", "edit", "list", "search"]
+    );
+    let Err(message) = registry.resolve("find", r#"{"query":"x"}"#) else {
+        panic!("a hidden tool resolved");
+    };
+    assert!(message.contains("unknown tool"), "{message}");
+    let brief_read = registry.specs()[1].clone();
+    assert!(brief_read.description.len() < full_read.description.len());
+    assert_eq!(
+        brief_read.parameters["required"],
+        full_read.parameters["required"]
+    );
+    // A group set later keeps the view: its tools join, the hidden one stays out.
+    registry.set_group("extra", vec![Arc::new(Named("ok")) as Arc<dyn Tool>]);
+    assert_eq!(
+        names(&registry),
+        ["bash", "read", "write", "edit", "list", "search", "ok"]
+    );
+    registry.set_lean(None);
+    assert!(names(&registry).contains(&"find".to_string()));
 }
 
 #[tokio::test]

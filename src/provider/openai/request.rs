@@ -19,6 +19,8 @@ use crate::provider::{ChatRequest, ProviderError};
 pub struct Extras {
     /// Force a call of this tool (`tool_choice: {"type": "function", ...}`).
     pub tool_choice: Option<String>,
+    /// Without a forced call: send `tool_choice: "auto"` (the model profiles ask for it).
+    pub auto_tool_choice: bool,
     /// Send `parallel_tool_calls` with this value.
     pub parallel_tool_calls: Option<bool>,
 }
@@ -214,7 +216,8 @@ impl Payload {
             out.push(Param::StreamOptions);
         }
         if self.tools.is_some() {
-            if self.extras.tool_choice.is_some() && !quirks.no_tool_choice {
+            let choice = self.extras.tool_choice.is_some() || self.extras.auto_tool_choice;
+            if choice && !quirks.no_tool_choice {
                 out.push(Param::ToolChoice);
             }
             if self.extras.parallel_tool_calls.is_some() && !quirks.no_parallel_tool_calls {
@@ -236,10 +239,13 @@ impl Payload {
         if let Some(tools) = &self.tools {
             out.extend_from_slice(b",\"tools\":");
             out.extend_from_slice(tools);
-            if let (Some(name), true) =
-                (&self.extras.tool_choice, sent.contains(&Param::ToolChoice))
-            {
-                let choice = serde_json::json!({"type": "function", "function": {"name": name}});
+            if sent.contains(&Param::ToolChoice) {
+                let choice = match &self.extras.tool_choice {
+                    Some(name) => {
+                        serde_json::json!({"type": "function", "function": {"name": name}})
+                    }
+                    None => serde_json::json!("auto"),
+                };
                 out.extend_from_slice(b",\"tool_choice\":");
                 out.extend_from_slice(&encode(&choice)?);
             }

@@ -35,6 +35,9 @@ const FUTURE_SLACK: u64 = 5 * 60;
 pub(crate) struct CachedWindow {
     pub tokens: Option<u64>,
     pub via: Option<String>,
+    /// The kind of server the probe recognised (its model profile knobs follow it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::provider::profiles::ServerKind>,
     /// Seconds since the Unix epoch.
     pub at: u64,
 }
@@ -103,11 +106,17 @@ impl Cache {
             .map(|q| q.quirks)
     }
 
-    pub(crate) fn store_window(&self, tokens: Option<u64>, via: Option<&str>) {
+    pub(crate) fn store_window(
+        &self,
+        tokens: Option<u64>,
+        via: Option<&str>,
+        server: Option<crate::provider::profiles::ServerKind>,
+    ) {
         self.update(|e| {
             e.window = Some(CachedWindow {
                 tokens,
                 via: via.map(str::to_string),
+                server,
                 at: now(),
             });
         });

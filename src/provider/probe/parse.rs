@@ -13,6 +13,8 @@
 
 use serde_json::Value;
 
+use crate::provider::profiles::ServerKind;
+
 /// A window and where it was read.
 pub(crate) type Found = (u64, &'static str);
 
@@ -69,6 +71,31 @@ pub(crate) fn window_from_props(v: &Value) -> Option<Found> {
     number_at(v, &["default_generation_settings", "n_ctx"])
         .or_else(|| number_at(v, &["n_ctx"]))
         .map(|n| (n, "llama.cpp /props (n_ctx)"))
+}
+
+/// The kind of server, by the self-description endpoints that answered in their own shape:
+/// llama.cpp's `/props` (its generation settings or chat template), LM Studio's
+/// `/api/v0/models` (a `data` list), Ollama's `/api/show` (model details).
+pub(crate) fn server_kind(
+    props: Option<&Value>,
+    lmstudio: Option<&Value>,
+    ollama: Option<&Value>,
+) -> Option<ServerKind> {
+    let has = |v: Option<&Value>, keys: &[&str]| {
+        v.is_some_and(|v| keys.iter().any(|k| v.get(k).is_some()))
+    };
+    if has(props, &["default_generation_settings", "chat_template"]) {
+        Some(ServerKind::LlamaCpp)
+    } else if has(ollama, &["model_info", "details", "modelfile"]) {
+        Some(ServerKind::Ollama)
+    } else if lmstudio
+        .and_then(|v| v.get("data"))
+        .is_some_and(Value::is_array)
+    {
+        Some(ServerKind::LmStudio)
+    } else {
+        None
+    }
 }
 
 /// Whether llama.cpp's chat template can render tools (`chat_template_caps.supports_tools`).
