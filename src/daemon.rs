@@ -79,13 +79,7 @@ pub(crate) enum DaemonError {
     EmptyToken(PathBuf),
 }
 
-/// `$XDG_RUNTIME_DIR/minicode`, or `/tmp/minicode-<uid>` without it.
-pub(crate) fn runtime_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    match env("XDG_RUNTIME_DIR").filter(|d| Path::new(d).is_absolute()) {
-        Some(dir) => Path::new(&dir).join("minicode"),
-        None => PathBuf::from(format!("/tmp/minicode-{}", nix::unistd::getuid())),
-    }
-}
+pub(crate) use crate::defaults::runtime_dir;
 
 /// Creates `dir` (0700), or checks an existing one: it must be a folder. When it is the
 /// daemon's own (`owned`: the default runtime folder) it must also pass [`check_private_dir`]

@@ -1,7 +1,9 @@
 //! Every default and ceiling that more than one layer needs, in one place: the configuration
 //! fills unset fields from here, and the core's own `Default`s (for library callers and tests)
-//! use the same values, so the two can never drift apart. A leaf: plain constants, nothing else.
+//! use the same values, so the two can never drift apart. A leaf: plain constants and the
+//! default locations derived from the environment, nothing else.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Tools of minicode's own the small model profile leaves out unless `[model] tools` names
@@ -92,4 +94,14 @@ pub(crate) mod bounds {
     pub(crate) const CHECKPOINT_MAX_BYTES: u64 = 1024 * 1024 * 1024 * 1024;
     /// Turns printed on exit.
     pub(crate) const EXIT_TRANSCRIPT_TURNS: u32 = 1_000_000;
+}
+
+/// minicode's runtime folder (the daemon's socket and token): `$XDG_RUNTIME_DIR/minicode`, or
+/// `/tmp/minicode-<uid>` without it. Here because both the daemon (which makes it) and the
+/// sandbox (which hides it from confined commands) must name the same folder.
+pub(crate) fn runtime_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    match env("XDG_RUNTIME_DIR").filter(|d| Path::new(d).is_absolute()) {
+        Some(dir) => Path::new(&dir).join("minicode"),
+        None => PathBuf::from(format!("/tmp/minicode-{}", nix::unistd::getuid())),
+    }
 }

@@ -189,7 +189,11 @@ fn unconfigured(
     format: OutputFormat,
 ) -> Failure {
     let findings = Findings {
-        sandbox: sandbox::checks(&crate::sandbox::hidden::list(env, &[])),
+        sandbox: sandbox::checks(&crate::sandbox::hidden::list(
+            env,
+            crate::config::user_config_path(env).as_deref(),
+            &[],
+        )),
         config_files,
         setup: Some(setup.clone()),
         ..Findings::default()

@@ -150,7 +150,8 @@ pub(super) fn resolve(
     if flags.network {
         sandbox.network = true;
     }
-    sandbox.hidden = crate::sandbox::hidden::list(env, &hidden);
+    sandbox.hidden =
+        crate::sandbox::hidden::list(env, super::user_config_path(env).as_deref(), &hidden);
     Ok(sandbox)
 }
 

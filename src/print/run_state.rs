@@ -266,9 +266,7 @@ impl RunState {
         tokio::spawn(async move {
             let asked = std::time::Instant::now();
             let decision = ask(&tool, &request, always.as_deref()).await;
-            if let Ok(mut waited) = waited.lock() {
-                *waited += asked.elapsed();
-            }
+            *crate::sync::lock(&waited) += asked.elapsed();
             ops.send(Op::Decide { call, decision });
         });
     }
@@ -380,7 +378,7 @@ impl RunState {
         if let Some(error) = self.schema_error.take() {
             end = TurnEnd::Failed { error };
         }
-        let waited = self.waited.lock().map(|w| *w).unwrap_or_default();
+        let waited = *crate::sync::lock(&self.waited);
         let line = describe_end_waited(&end, &stats, waited);
         let _ = writeln!(self.err, "{}", sanitize(&line));
         // A session that never got a message was removed on shutdown: name no file that is gone.

@@ -23,13 +23,13 @@ const HOME_SECRETS: &[&str] = &[
 /// per-session temporary folders live in, when it differs), minicode's user config file (it
 /// may hold `api_key`) and [`HOME_SECRETS`]. Missing ones are kept: the helper skips them,
 /// and `doctor` shows the whole list.
-pub(crate) fn defaults(env: Env<'_>) -> Vec<PathBuf> {
-    let mut paths = vec![crate::daemon::runtime_dir(env)];
+pub(crate) fn defaults(env: Env<'_>, user_config: Option<&Path>) -> Vec<PathBuf> {
+    let mut paths = vec![crate::defaults::runtime_dir(env)];
     if let Some(tmp_top) = super::tmpdir::base().parent() {
         paths.push(tmp_top.to_path_buf());
     }
-    if let Some(config) = crate::config::user_config_path(env) {
-        paths.push(config);
+    if let Some(config) = user_config {
+        paths.push(config.to_path_buf());
     }
     if let Some(home) = home(env) {
         paths.extend(HOME_SECRETS.iter().map(|name| home.join(name)));
@@ -49,9 +49,12 @@ pub(crate) fn expand(path: &Path, env: Env<'_>) -> Option<PathBuf> {
 
 /// The defaults followed by `extra`, each made canonical where it exists (a link is hidden
 /// where it leads), without repeats.
-pub(crate) fn list(env: Env<'_>, extra: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn list(env: Env<'_>, user_config: Option<&Path>, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    for path in defaults(env).into_iter().chain(extra.iter().cloned()) {
+    for path in defaults(env, user_config)
+        .into_iter()
+        .chain(extra.iter().cloned())
+    {
         let path = path.canonicalize().unwrap_or(path);
         if !out.contains(&path) {
             out.push(path);
@@ -96,7 +99,10 @@ mod tests {
 
     #[test]
     fn defaults_cover_the_runtime_folder_the_user_config_and_credentials() {
-        let paths = defaults(&env);
+        let paths = defaults(
+            &env,
+            Some(Path::new("/home/u/.config/minicode/config.toml")),
+        );
         for expected in [
             "/run/user/7/minicode",
             "/home/u/.config/minicode/config.toml",

@@ -63,7 +63,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "sandbox",
-        may_use: Some(&["fsutil"]),
+        may_use: Some(&["defaults", "fsutil"]),
         why: "the sandbox policy and its enforcement in the helper sit below the tools, the \
               supervisor, the agent and the CLI; it makes .minicode through fsutil",
     },
@@ -171,7 +171,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "daemon",
-        may_use: Some(&["protocol", "chat", "fsutil", "sanitize"]),
+        may_use: Some(&["protocol", "chat", "defaults", "fsutil", "sanitize"]),
         why: "the daemon is a transport over the protocol: the CLI builds its cores; it keeps \
               its event log under .minicode with fsutil",
     },

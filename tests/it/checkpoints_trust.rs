@@ -170,15 +170,15 @@ fn a_file_holding_the_configured_key_is_never_stored_and_is_listed() {
     let server = MockServer::start_in_thread(vec![
         bash(
             "b1",
-            "cp config/config.toml copy.toml && echo x > plain.txt",
+            "cp .minicode/config.toml copy.toml && echo x > plain.txt",
         ),
         text_reply("done", 8),
     ]);
     let dir = workspace(&server);
     let ws = dir.path();
-    let config = std::fs::read_to_string(ws.join("config/config.toml")).unwrap();
+    let config = std::fs::read_to_string(ws.join(".minicode/config.toml")).unwrap();
     let config = config.replace("[model]\n", &format!("[model]\napi_key = \"{KEY}\"\n"));
-    std::fs::write(ws.join("config/config.toml"), config).unwrap();
+    std::fs::write(ws.join(".minicode/config.toml"), config).unwrap();
     ok(&run(ws, &["--yes", "copy the config"]));
     let stored = store_bytes(ws);
     assert!(

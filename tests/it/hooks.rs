@@ -563,10 +563,10 @@ fn a_user_hook_with_sandbox_off_runs_outside_the_sandbox() {
 fn a_workspace_hook_may_not_turn_the_sandbox_off() {
     let server = MockServer::start_in_thread(vec![text_reply("never", 4)]);
     let dir = setup(&server, "", &[]);
-    let workspace = std::fs::read_to_string(dir.path().join("config/config.toml")).unwrap();
+    let workspace = std::fs::read_to_string(dir.path().join(".minicode/config.toml")).unwrap();
     let hook = "[[hooks.UserPromptSubmit]]\ncommand = \"true\"\nsandbox = \"off\"\n";
     std::fs::write(
-        dir.path().join("config/config.toml"),
+        dir.path().join(".minicode/config.toml"),
         format!("{workspace}{hook}"),
     )
     .unwrap();

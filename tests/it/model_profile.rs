@@ -24,7 +24,7 @@ fn first_request(extra: &str, props: Option<Value>) -> Recorded {
     }
     let dir = tempfile::tempdir().unwrap();
     crate::support::binary::write_config(dir.path(), &server);
-    let file = dir.path().join("config/config.toml");
+    let file = dir.path().join(".minicode/config.toml");
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, format!("{}\n{extra}\n", text.trim_end())).unwrap();
     let out = crate::support::binary::command(dir.path())
@@ -119,7 +119,7 @@ fn model_tools_naming_a_core_tool_is_a_config_error() {
     let server = MockServer::start_in_thread(Vec::new());
     let dir = tempfile::tempdir().unwrap();
     crate::support::binary::write_config(dir.path(), &server);
-    let file = dir.path().join("config/config.toml");
+    let file = dir.path().join(".minicode/config.toml");
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, format!("{}\ntools = [\"bash\"]\n", text.trim_end())).unwrap();
     let out = crate::support::binary::command(dir.path())
@@ -151,12 +151,12 @@ fn a_window_probed_from_llama_cpp_chooses_the_small_profile_and_its_parameters()
 fn a_small_model_gets_the_small_profile_whatever_its_window() {
     let server = MockServer::start_in_thread(vec![text_reply("done", 8)]);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".minicode")).unwrap();
     let config = format!(
         "[model]\nbase_url = \"{}\"\nname = \"qwen2.5-coder-1.5b-instruct\"\ncontext_window = 131072\n",
         server.base_url()
     );
-    std::fs::write(dir.path().join("config/config.toml"), config).unwrap();
+    std::fs::write(dir.path().join(".minicode/config.toml"), config).unwrap();
     crate::support::user_config::write_trusting(&dir.path().join("home"), dir.path(), "");
     let out = crate::support::binary::command(dir.path())
         .args(["say done"])
