@@ -11,6 +11,7 @@
 pub(crate) mod denial;
 #[cfg(target_os = "linux")]
 mod enforce;
+mod gitdir;
 pub(crate) mod guard;
 pub(crate) mod hidden;
 pub(crate) mod launch;
@@ -52,9 +53,15 @@ pub struct Policy {
     pub writable: Vec<PathBuf>,
     /// The private per-session temporary folder, exported as `TMPDIR`; always writable.
     pub tmpdir: PathBuf,
-    /// Paths inside `writable` that stay read-only, whether they exist or not: `.git` (and the
-    /// real git directory a `.git` file names), `.minicode`, the trust-protected config files.
+    /// Paths inside `writable` that stay read-only, whether they exist or not: what makes git
+    /// run code (`.git/config`, `.git/hooks`, … see `sandbox::gitdir`), `.minicode`, the
+    /// trust-protected config files.
     pub read_only: Vec<PathBuf>,
+    /// The workspace's git directories (the one a `.git` file names too, and submodules'):
+    /// git may write its data there, even outside `writable`, but a directory cannot be moved,
+    /// removed or replaced, and its entries in `read_only` stay read-only.
+    #[serde(default)]
+    pub git_dirs: Vec<PathBuf>,
     /// Paths a command must not see (minicode's runtime folder, credentials): each existing
     /// one is covered by an empty mount, a folder by an empty read-only one, a file by
     /// `/dev/null`. A writable root or the temporary folder inside one stays visible.

@@ -1,6 +1,6 @@
 //! Telling a command the sandbox stopped from one that failed on its own, from what it left:
 //! death by SIGSYS (a seccomp kill), a refused socket while the network is off, or EPERM,
-//! EACCES or EROFS on a path the policy does not let it write (named absolute, or relative to
+//! EACCES, EROFS or EBUSY (a rename over a read-only mount point) on a path the policy does not let it write (named absolute, or relative to
 //! the folder the call ran in). What was denied is named when the output shows it. A guess
 //! from text, kept narrow: an ordinary "Permission denied" on a path the policy allows, or on
 //! one minicode itself could not write either, is the command's own failure.
@@ -12,6 +12,7 @@ use std::process::ExitStatus;
 use super::{Blocked, Policy};
 
 const REFUSALS: &[&str] = &[
+    "device or resource busy",
     "operation not permitted",
     "permission denied",
     "read-only file system",

@@ -61,8 +61,8 @@ fn no_new_privs() -> Result<(), Unavailable> {
     Ok(())
 }
 
-/// Landlock: read and execute anywhere; every right below the writable roots and the
-/// temporary folder; read, write and device ioctls on `/dev/null`. Every right of the
+/// Landlock: read and execute anywhere; every right below the writable roots, the git
+/// directories and the temporary folder; read, write and device ioctls on `/dev/null`. Every right of the
 /// kernel's ABI is handled (so denied unless granted), signals and abstract Unix sockets are
 /// scoped to the sandbox (ABI 6+), and TCP bind/connect is denied when the network is off
 /// (ABI 4+, besides seccomp's socket filter).
@@ -109,6 +109,7 @@ fn landlock(policy: &Policy) -> Result<(), Unavailable> {
     let roots = policy
         .writable
         .iter()
+        .chain(&policy.git_dirs)
         .chain(std::iter::once(&policy.tmpdir));
     for root in roots.filter(|r| r.is_dir()) {
         created = created.add_rule(rule(root, all)?).map_err(|e| fail(&e))?;

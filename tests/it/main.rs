@@ -67,6 +67,7 @@ mod resume;
 mod run_end;
 mod sandbox;
 mod sandbox_config;
+mod sandbox_git;
 mod sandbox_ns;
 mod sanitize;
 mod secrets;

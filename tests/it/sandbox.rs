@@ -54,6 +54,7 @@ fn text(out: &Output) -> String {
 fn git_repo(ws: &Path) {
     std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
     std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
 }
 
 #[test]
@@ -106,7 +107,7 @@ fn git_hooks_and_minicode_cannot_be_written_or_created() {
     git_repo(&ws);
     for script in [
         "echo x > .git/hooks/x",
-        "echo x > .git/HEAD",
+        "echo x > .git/config",
         "mv .git .git-away",
         "mkdir .minicode/x",
         "rm -rf .minicode",
@@ -116,8 +117,8 @@ fn git_hooks_and_minicode_cannot_be_written_or_created() {
     }
     assert!(!ws.join(".git/hooks/x").exists());
     assert_eq!(
-        std::fs::read_to_string(ws.join(".git/HEAD")).unwrap(),
-        "ref: refs/heads/main\n"
+        std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+        "[core]\n"
     );
     assert!(ws.join(".git").is_dir() && !ws.join(".git-away").exists());
     assert!(ws.join(".minicode").is_dir() && !ws.join(".minicode/x").exists());
@@ -524,14 +525,15 @@ async fn without_a_helper_a_confined_call_is_unavailable_and_does_not_run() {
 }
 
 #[test]
-fn the_git_dir_a_git_file_names_is_read_only_when_inside_the_workspace() {
+fn the_git_dir_a_git_file_names_keeps_its_hooks_read_only_when_inside_the_workspace() {
     let (_tmp, ws) = workspace();
     std::fs::create_dir_all(ws.join("store/repo.git/hooks")).unwrap();
     std::fs::write(ws.join(".git"), "gitdir: store/repo.git\n").unwrap();
     let policy = Policy::for_workspace(Mode::WorkspaceWrite, false, &ws, &[], ws.join("t"));
     assert_eq!(policy.writable, vec![ws.clone()]);
+    assert_eq!(policy.git_dirs, vec![ws.join("store/repo.git")]);
     assert!(
-        policy.read_only.contains(&ws.join("store/repo.git")),
+        policy.read_only.contains(&ws.join("store/repo.git/hooks")),
         "{policy:?}"
     );
     assert!(
@@ -540,7 +542,9 @@ fn the_git_dir_a_git_file_names_is_read_only_when_inside_the_workspace() {
     );
     let read_only = Policy::for_workspace(Mode::ReadOnly, false, &ws, &[], ws.join("t"));
     assert!(read_only.writable.is_empty() && !read_only.network);
-    if !supported("the_git_dir_a_git_file_names_is_read_only_when_inside_the_workspace") {
+    if !supported(
+        "the_git_dir_a_git_file_names_keeps_its_hooks_read_only_when_inside_the_workspace",
+    ) {
         return;
     }
     let out = sandboxed(&ws, &[], "echo x > store/repo.git/hooks/post-checkout");

@@ -1,7 +1,8 @@
 //! The private user, mount and PID namespaces every confined call runs in. The helper maps its
 //! own user and group to themselves (no new rights), makes every mount private (nothing leaks
-//! back to the real system), covers the hidden paths (`enforce::hide`) and binds each existing
-//! read-only path over itself, read-only. A bind mount cannot be renamed or removed from
+//! back to the real system), covers the hidden paths (`enforce::hide`), binds each git
+//! directory over itself (writable: git's data may change, the directory cannot be moved away
+//! and replaced) and then each existing read-only path over itself, read-only. A bind mount cannot be renamed or removed from
 //! inside, so a command cannot move `.git` away and put its own in place; a symbolic link
 //! planted earlier that leads into one reaches the read-only mount. Paths that do not exist are
 //! not handled here (a mount needs a target): see `sandbox::guard`.
@@ -24,6 +25,8 @@ use crate::sandbox::{Layer, Policy, Unavailable};
 /// What the namespaces of one call hold, built from its policy.
 #[derive(Debug)]
 pub(super) struct Plan<'a> {
+    /// Bound over themselves, writable, before the read-only paths inside them.
+    pub(super) pinned: &'a [PathBuf],
     /// Bound read-only over themselves.
     pub(super) read_only: &'a [PathBuf],
     /// Covered by an empty mount.
@@ -37,11 +40,13 @@ impl<'a> Plan<'a> {
         let keep = policy
             .writable
             .iter()
+            .chain(&policy.git_dirs)
             .chain(std::iter::once(&policy.tmpdir))
             .filter(|p| !p.as_os_str().is_empty())
             .map(PathBuf::as_path)
             .collect();
         Plan {
+            pinned: &policy.git_dirs,
             read_only: &policy.read_only,
             hidden: &policy.hidden,
             keep,
@@ -72,6 +77,10 @@ pub(super) fn enter(plan: &Plan<'_>) -> Result<(), Unavailable> {
     for path in plan.hidden {
         super::hide::cover(path, &plan.keep)
             .map_err(|e| userns(&format!("hiding {}: {e}", path.display())))?;
+    }
+    for path in plan.pinned {
+        mount(Some(path), path, libc::MS_BIND | libc::MS_REC)
+            .map_err(|e| userns(&format!("binding {}: {e}", path.display())))?;
     }
     for path in plan.read_only {
         // Not followed if it is a link: a link is only a name, the guard handles names.
