@@ -8,6 +8,7 @@
 //! never between `fork` and `exec` of the async runtime. It fails closed: a layer that cannot
 //! be enforced makes the call fail with an [`Unavailable`], never run unconfined silently.
 
+pub(crate) mod cache;
 pub(crate) mod denial;
 #[cfg(target_os = "linux")]
 mod enforce;
@@ -62,6 +63,10 @@ pub struct Policy {
     /// removed or replaced, and its entries in `read_only` stay read-only.
     #[serde(default)]
     pub git_dirs: Vec<PathBuf>,
+    /// The configured folder caches go to (`[sandbox] cache`, absolute), writable like a
+    /// root; `None`: `cache` inside `tmpdir` (see `sandbox::cache`).
+    #[serde(default)]
+    pub cache: Option<PathBuf>,
     /// Paths a command must not see (minicode's runtime folder, credentials): each existing
     /// one is covered by an empty mount, a folder by an empty read-only one, a file by
     /// `/dev/null`. A writable root or the temporary folder inside one stays visible.

@@ -62,7 +62,7 @@ fn no_new_privs() -> Result<(), Unavailable> {
 }
 
 /// Landlock: read and execute anywhere; every right below the writable roots, the git
-/// directories and the temporary folder; read, write and device ioctls on `/dev/null`. Every right of the
+/// directories, the configured cache folder and the temporary folder; read, write and device ioctls on `/dev/null`. Every right of the
 /// kernel's ABI is handled (so denied unless granted), signals and abstract Unix sockets are
 /// scoped to the sandbox (ABI 6+), and TCP bind/connect is denied when the network is off
 /// (ABI 4+, besides seccomp's socket filter).
@@ -110,6 +110,7 @@ fn landlock(policy: &Policy) -> Result<(), Unavailable> {
         .writable
         .iter()
         .chain(&policy.git_dirs)
+        .chain(&policy.cache)
         .chain(std::iter::once(&policy.tmpdir));
     for root in roots.filter(|r| r.is_dir()) {
         created = created.add_rule(rule(root, all)?).map_err(|e| fail(&e))?;

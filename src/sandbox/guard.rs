@@ -5,6 +5,7 @@
 //! missing are noted; after it, any of them that now exists was made by the call (or by
 //! something it started) and is removed, and the call is reported as blocked.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use super::Policy;
@@ -17,7 +18,7 @@ pub(crate) struct Guard {
 
 impl Guard {
     /// Prepares a call under `policy`: creates `.minicode` in the workspace (the first
-    /// writable root) and the temporary folder, then notes the missing protected paths.
+    /// writable root), the temporary folder and the cache folder, then notes the missing protected paths.
     pub(crate) fn before(policy: &Policy) -> std::io::Result<Guard> {
         if !policy.is_confined() {
             return Ok(Guard::default());
@@ -28,6 +29,10 @@ impl Guard {
             crate::fsutil::private_dir(workspace, "")?;
         }
         super::tmpdir::ensure(&policy.tmpdir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(super::cache::root(policy))?;
         let missing = policy
             .read_only
             .iter()

@@ -61,6 +61,7 @@ impl Policy {
             tmpdir,
             read_only,
             git_dirs,
+            cache: None,
             hidden: Vec::new(),
         }
     }
@@ -69,6 +70,15 @@ impl Policy {
     /// `sandbox::hidden`).
     pub fn hiding(mut self, hidden: Vec<PathBuf>) -> Policy {
         self.hidden = hidden;
+        self
+    }
+
+    /// This policy with `cache` (absolute) as the folder caches go to, writable (see
+    /// `sandbox::cache`); `None` keeps them in the temporary folder.
+    pub fn caching(mut self, cache: Option<PathBuf>) -> Policy {
+        if self.is_confined() {
+            self.cache = cache;
+        }
         self
     }
 
@@ -81,6 +91,7 @@ impl Policy {
             tmpdir: PathBuf::new(),
             read_only: Vec::new(),
             git_dirs: Vec::new(),
+            cache: None,
             hidden: Vec::new(),
         }
     }
@@ -103,6 +114,7 @@ impl Policy {
             return false;
         }
         (!self.tmpdir.as_os_str().is_empty() && path.starts_with(&self.tmpdir))
+            || self.cache.as_ref().is_some_and(|c| path.starts_with(c))
             || self.writable.iter().any(|w| path.starts_with(w))
             || self.git_dirs.iter().any(|g| path.starts_with(g))
     }

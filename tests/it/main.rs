@@ -66,6 +66,7 @@ mod realserver;
 mod resume;
 mod run_end;
 mod sandbox;
+mod sandbox_cache;
 mod sandbox_config;
 mod sandbox_git;
 mod sandbox_ns;

@@ -402,3 +402,29 @@ fn one_shot_removes_the_sessions_temporary_folder_when_it_ends() {
         tmpdir.display()
     );
 }
+
+#[test]
+fn a_writable_root_inside_a_git_directory_is_a_config_error_naming_it() {
+    let server = MockServer::start_in_thread(vec![]);
+    let dir = workspace_with_server(
+        &server,
+        "[sandbox]\nwritable_roots = [\"/srv/repo/.git/hooks\"]\n",
+    );
+    let out = run(dir.path(), &["hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sandbox.writable_roots"), "{err}");
+    assert!(err.contains("/srv/repo/.git/hooks"), "{err}");
+    assert!(err.contains("git directory"), "{err}");
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn a_relative_cache_folder_is_a_config_error_naming_it() {
+    let server = MockServer::start_in_thread(vec![]);
+    let dir = workspace_with_server(&server, "[sandbox]\ncache = \"rel\"\n");
+    let out = run(dir.path(), &["hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sandbox.cache"), "{err}");
+}

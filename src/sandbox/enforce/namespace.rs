@@ -41,6 +41,7 @@ impl<'a> Plan<'a> {
             .writable
             .iter()
             .chain(&policy.git_dirs)
+            .chain(&policy.cache)
             .chain(std::iter::once(&policy.tmpdir))
             .filter(|p| !p.as_os_str().is_empty())
             .map(PathBuf::as_path)
