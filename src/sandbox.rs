@@ -47,7 +47,9 @@ pub enum Mode {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     pub mode: Mode,
-    /// IPv4/IPv6 sockets allowed (Unix-domain sockets always are).
+    /// The host's network reachable. When false the call gets a network namespace of its own
+    /// with only loopback: its IPv4/IPv6 sockets reach servers the same call started, nothing
+    /// else (Unix-domain sockets always work).
     pub network: bool,
     /// Folders a command may write below: the workspace first, then the configured extra
     /// roots (absolute, canonical). Empty under [`Mode::ReadOnly`].

@@ -24,9 +24,12 @@ const REFUSALS: &[&str] = &[
     "erofs",
 ];
 
-/// How tools say a connection or a name lookup failed (curl, git, wget, pip, Python, Node).
+/// How tools say a connection or a name lookup failed (curl, git, wget, pip, Python, Node). A
+/// refused connection counts: with the network off it is one to the host's loopback (or to a
+/// server of the call that was not up yet).
 const NETWORK_FAILURES: &[&str] = &[
     "failed to connect to",
+    "connection refused",
     "couldn't connect to server",
     "could not resolve host",
     "couldn't resolve host",
@@ -40,7 +43,11 @@ const NETWORK_WORDS: &[&str] = &["socket", "connect", "network", "urlopen", "htt
 
 fn network() -> Blocked {
     Blocked::Denied {
-        what: Some("an IPv4/IPv6 socket (the network is off)".to_string()),
+        what: Some(
+            "a connection beyond the call's own loopback (the network is off: its IPv4/IPv6 \
+             sockets reach only servers the same call started)"
+                .to_string(),
+        ),
     }
 }
 
@@ -65,7 +72,7 @@ pub(crate) fn detect(
     }
     for line in output.lines() {
         let lower = line.to_ascii_lowercase();
-        // With the network off no IPv4/IPv6 socket can even be made, so a failed connection
+        // With the network off a call reaches only its own loopback, so a failed connection
         // or name lookup is the sandbox's doing whatever words the tool uses for it.
         if !policy.network && NETWORK_FAILURES.iter().any(|w| lower.contains(w)) {
             return Some(network());

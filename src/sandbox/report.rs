@@ -22,7 +22,7 @@ pub enum Blocked {
     /// A layer could not be enforced: nothing ran.
     Unavailable(Unavailable),
     /// The command ran and failed because the sandbox denied something; `what` says what,
-    /// when it could be told (e.g. "write to /home/u/x", "an IPv4/IPv6 socket").
+    /// when it could be told (e.g. "write to /home/u/x", "a connection beyond the call's own loopback").
     Denied { what: Option<String> },
 }
 

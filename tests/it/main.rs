@@ -69,6 +69,7 @@ mod sandbox;
 mod sandbox_cache;
 mod sandbox_config;
 mod sandbox_git;
+mod sandbox_net;
 mod sandbox_ns;
 mod sanitize;
 mod secrets;

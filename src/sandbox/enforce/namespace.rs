@@ -12,8 +12,13 @@
 //! command started (`setsid`, `nohup`, a double fork) outlives the call. That child mounts a
 //! fresh `/proc` ([`mount_proc`]) so that it shows the call's own processes only.
 //!
-//! [`Plan`] is the one description of what the namespaces hold; a new piece (a network
-//! namespace, a writable git data area) is a field there and a step in [`enter`].
+//! With the network off the call also gets a network namespace of its own, holding only a
+//! loopback interface that is brought up (`enforce::loopback`): servers and clients of the
+//! call talk over 127.0.0.1, nothing outside the namespace can be reached. With the network
+//! on, the host's network is used.
+//!
+//! [`Plan`] is the one description of what the namespaces hold; a new piece is a field there
+//! and a step in [`enter`].
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -33,6 +38,8 @@ pub(super) struct Plan<'a> {
     pub(super) hidden: &'a [PathBuf],
     /// The writable roots and the temporary folder: visible even inside a hidden folder.
     pub(super) keep: Vec<&'a Path>,
+    /// A network namespace of the call's own, with only loopback (the network is off).
+    pub(super) own_network: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -51,19 +58,25 @@ impl<'a> Plan<'a> {
             read_only: &policy.read_only,
             hidden: &policy.hidden,
             keep,
+            own_network: !policy.network,
         }
     }
 }
 
-/// Enters new user, mount and PID namespaces and lays out the mounts of `plan`.
+/// Enters new user, mount and PID (and, with the network off, network) namespaces and lays
+/// out the mounts of `plan`.
 pub(super) fn enter(plan: &Plan<'_>) -> Result<(), Unavailable> {
     let userns = |e: &dyn std::fmt::Display| unavailable(Layer::UserNamespace, e);
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
+    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if plan.own_network {
+        flags |= libc::CLONE_NEWNET;
+    }
     // SAFETY: unshare takes flags only; the helper is single-threaded here, as a new user
     // namespace requires.
     #[allow(unsafe_code)]
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID) } != 0 {
+    if unsafe { libc::unshare(flags) } != 0 {
         let err = std::io::Error::last_os_error();
         return Err(userns(&format!("a user namespace was refused: {err}")));
     }
@@ -73,6 +86,9 @@ pub(super) fn enter(plan: &Plan<'_>) -> Result<(), Unavailable> {
     write("/proc/self/setgroups", "deny".to_string())?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    if plan.own_network {
+        super::loopback::up().map_err(|e| userns(&format!("bringing up loopback: {e}")))?;
+    }
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_PRIVATE)
         .map_err(|e| userns(&format!("making the mounts private: {e}")))?;
     for path in plan.hidden {
