@@ -20,6 +20,7 @@ mod policy;
 pub mod probe;
 mod report;
 pub(crate) mod tmpdir;
+pub(crate) mod way_out;
 
 pub use launch::TEST_MISSING_ENV;
 pub use report::{Blocked, Report};

@@ -43,6 +43,7 @@ const NETWORK_WORDS: &[&str] = &["socket", "connect", "network", "urlopen", "htt
 
 fn network() -> Blocked {
     Blocked::Denied {
+        fix: Some(super::way_out::network()),
         what: Some(
             "a connection beyond the call's own loopback (the network is off: its IPv4/IPv6 \
              sockets reach only servers the same call started)"
@@ -65,6 +66,7 @@ pub(crate) fn detect(
     if status.signal() == Some(libc::SIGSYS) {
         return Some(Blocked::Denied {
             what: Some("a system call the sandbox forbids (killed by SIGSYS)".to_string()),
+            fix: Some(super::way_out::system_call()),
         });
     }
     if status.success() {
@@ -87,6 +89,7 @@ pub(crate) fn detect(
         {
             return Some(Blocked::Denied {
                 what: Some(format!("write to {}", path.display())),
+                fix: Some(super::way_out::write(policy, cwd, &path)),
             });
         }
     }

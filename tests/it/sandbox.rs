@@ -409,7 +409,9 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
     let report = out.sandbox.clone().expect("a sandbox report");
     assert_eq!(report.mode, Mode::WorkspaceWrite);
     match report.blocked {
-        Some(Blocked::Denied { what: Some(what) }) => {
+        Some(Blocked::Denied {
+            what: Some(what), ..
+        }) => {
             assert!(what.contains(&target.display().to_string()), "{what}")
         }
         other => panic!("not reported as denied: {other:?}: {}", out.content),
@@ -435,7 +437,9 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
     let port = listener.local_addr().unwrap().port();
     let socket = bash(&ctx, &format!("exec 3<>/dev/tcp/127.0.0.1/{port}")).await;
     match socket.sandbox.unwrap().blocked {
-        Some(Blocked::Denied { what: Some(what) }) => {
+        Some(Blocked::Denied {
+            what: Some(what), ..
+        }) => {
             assert!(what.contains("network is off"), "{what}")
         }
         other => panic!("not reported as denied: {other:?}: {}", socket.content),
@@ -484,7 +488,9 @@ async fn a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocke
         let report = out.sandbox.clone().expect("a sandbox report");
         assert_eq!(report.mode, Mode::ReadOnly);
         match report.blocked {
-            Some(Blocked::Denied { what: Some(what) }) => {
+            Some(Blocked::Denied {
+                what: Some(what), ..
+            }) => {
                 assert_eq!(what, format!("write to {}", ws.join(name).display()))
             }
             other => panic!(
