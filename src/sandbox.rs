@@ -8,9 +8,11 @@
 //! never between `fork` and `exec` of the async runtime. It fails closed: a layer that cannot
 //! be enforced makes the call fail with an [`Unavailable`], never run unconfined silently.
 
+pub(crate) mod cache;
 pub(crate) mod denial;
 #[cfg(target_os = "linux")]
 mod enforce;
+mod gitdir;
 pub(crate) mod guard;
 pub(crate) mod hidden;
 pub(crate) mod launch;
@@ -18,6 +20,7 @@ mod policy;
 pub mod probe;
 mod report;
 pub(crate) mod tmpdir;
+pub(crate) mod way_out;
 
 pub use launch::TEST_MISSING_ENV;
 pub use report::{Blocked, Report};
@@ -45,16 +48,28 @@ pub enum Mode {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     pub mode: Mode,
-    /// IPv4/IPv6 sockets allowed (Unix-domain sockets always are).
+    /// The host's network reachable. When false the call gets a network namespace of its own
+    /// with only loopback: its IPv4/IPv6 sockets reach servers the same call started, nothing
+    /// else (Unix-domain sockets always work).
     pub network: bool,
     /// Folders a command may write below: the workspace first, then the configured extra
     /// roots (absolute, canonical). Empty under [`Mode::ReadOnly`].
     pub writable: Vec<PathBuf>,
     /// The private per-session temporary folder, exported as `TMPDIR`; always writable.
     pub tmpdir: PathBuf,
-    /// Paths inside `writable` that stay read-only, whether they exist or not: `.git` (and the
-    /// real git directory a `.git` file names), `.minicode`, the trust-protected config files.
+    /// Paths inside `writable` that stay read-only, whether they exist or not: what makes git
+    /// run code (`.git/config`, `.git/hooks`, … see `sandbox::gitdir`), `.minicode`, the
+    /// trust-protected config files.
     pub read_only: Vec<PathBuf>,
+    /// The workspace's git directories (the one a `.git` file names too, and submodules'):
+    /// git may write its data there, even outside `writable`, but a directory cannot be moved,
+    /// removed or replaced, and its entries in `read_only` stay read-only.
+    #[serde(default)]
+    pub git_dirs: Vec<PathBuf>,
+    /// The configured folder caches go to (`[sandbox] cache`, absolute), writable like a
+    /// root; `None`: `cache` inside `tmpdir` (see `sandbox::cache`).
+    #[serde(default)]
+    pub cache: Option<PathBuf>,
     /// Paths a command must not see (minicode's runtime folder, credentials): each existing
     /// one is covered by an empty mount, a folder by an empty read-only one, a file by
     /// `/dev/null`. A writable root or the temporary folder inside one stays visible.

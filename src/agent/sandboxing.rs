@@ -1,7 +1,9 @@
 //! The core's reaction to the sandbox, and plan mode's switch: a `bash` call the sandbox could
 //! not confine (`Blocked::Unavailable`) or that it denied (`Blocked::Denied`) is either offered
 //! to run outside the sandbox, where someone can answer (the full-screen session, ACP), or
-//! answered with the reason and the way out (one-shot, `--yes`, goal rounds, the daemon).
+//! answered with the reason and the narrowest way out (one-shot, `--yes`, goal rounds, the
+//! daemon), which the user also reads as a warning (on stderr in one-shot runs). The question
+//! says whether the command already ran once inside the sandbox.
 //! `--yes` and "always" never cover running outside. It does not confine anything itself.
 
 use tokio::sync::mpsc;
@@ -80,27 +82,33 @@ pub(super) async fn after_run(
         .and_then(|c| c.as_str())
         .unwrap_or_default()
         .to_string();
-    let reason = match &blocked {
-        Blocked::Unavailable(u) => u.to_string(),
-        Blocked::Denied { what } => format!(
-            "the sandbox denied {}",
-            what.as_deref().unwrap_or("part of this command")
-        ),
-    };
+    let reason = blocked.reason();
     if let Blocked::Unavailable(_) = &blocked {
         // Whatever the tool said, the model and the user read the reason and the way out.
         output.status = ToolStatus::Failed;
         output.content = format!("not run: {reason}");
     }
     if !core.may_offer_outside(&blocked) {
+        // Nobody is asked: the model reads the reason and the narrowest way out, and so does
+        // the user on stderr (one-shot, `--yes`, goal rounds), not only the command's error.
+        let way_out = blocked.way_out();
         if let Blocked::Denied { .. } = &blocked {
             output.content.push_str(&format!(
-                "\n[{reason}; it ran under the sandbox profile. To allow it, the user can run \
-                 minicode with --sandbox off, or widen [sandbox] in the user config]"
+                "\n[{reason}; it ran under the sandbox profile. To allow it: {way_out}]"
             ));
         }
+        core.emit(Event::Warning {
+            message: format!("sandbox: {reason}; to allow it: {way_out}"),
+        });
         return output;
     }
+    let reason = match &blocked {
+        Blocked::Denied { .. } => format!(
+            "it already ran once inside the sandbox, which stopped it: {reason} (running it \
+             again outside repeats what it did)"
+        ),
+        Blocked::Unavailable(_) => format!("nothing ran: {reason}"),
+    };
     let request = ApprovalRequest::OutsideSandbox { command, reason };
     match ask(core, (call, None), request, cancel, decisions).await {
         Some(decision) if decision.runs() => {

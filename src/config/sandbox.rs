@@ -21,6 +21,7 @@ pub(super) struct SandboxTable {
     pub network: Option<bool>,
     pub writable_roots: Option<Vec<PathBuf>>,
     pub hidden: Option<Vec<PathBuf>>,
+    pub cache: Option<PathBuf>,
 }
 
 /// The sandbox the session's `bash` calls run under (see docs/configuration.md).
@@ -34,6 +35,9 @@ pub struct Sandbox {
     /// Every path a confined command must not see: the defaults (`sandbox::hidden`) and
     /// `hidden` from the files (absolute, `~` expanded).
     pub hidden: Vec<PathBuf>,
+    /// The folder confined commands' caches go to (absolute, `~` expanded); `None`: a
+    /// per-session folder inside their temporary folder (see `sandbox::cache`).
+    pub cache: Option<PathBuf>,
 }
 
 impl Default for Sandbox {
@@ -43,6 +47,7 @@ impl Default for Sandbox {
             network: false,
             writable_roots: Vec::new(),
             hidden: Vec::new(),
+            cache: None,
         }
     }
 }
@@ -59,6 +64,7 @@ impl Sandbox {
             crate::sandbox::tmpdir::for_session(session_id),
         )
         .hiding(self.hidden.clone())
+        .caching(self.cache.clone())
     }
 }
 
@@ -125,17 +131,27 @@ pub(super) fn resolve(
         sandbox.mode = table.mode.unwrap_or(sandbox.mode);
         sandbox.network = table.network.unwrap_or(sandbox.network);
         sandbox.writable_roots = table.writable_roots.clone().unwrap_or_default();
+        sandbox.cache = cache_root(table, path, env)?;
     }
     if let Some((table, path, trusted)) = &tables.workspace {
         check_roots(table, path)?;
         let extra = hidden_paths(table, path, env)?;
+        let cache = cache_root(table, path, env)?;
         if *trusted {
             narrow(&mut sandbox, table, path, notices);
+            if cache.is_some() && cache != sandbox.cache {
+                notices.push(format!(
+                    "config file {}: sandbox.cache is ignored: a workspace's config may narrow \
+                     the sandbox but not widen it (your user config may set it)",
+                    path.display()
+                ));
+            }
             hidden.extend(extra);
         } else if table.mode.is_some()
             || table.network.is_some()
             || table.writable_roots.is_some()
             || table.hidden.is_some()
+            || table.cache.is_some()
         {
             notices.push(format!(
                 "config file {}: [sandbox] is ignored: this workspace is not trusted (run \
@@ -215,21 +231,61 @@ fn narrow(sandbox: &mut Sandbox, table: &SandboxTable, path: &Path, notices: &mu
     }
 }
 
+/// Every writable root must be absolute and one the sandbox can honour: never inside a git
+/// directory (its config and hooks stay read-only whatever the config says, and git may
+/// write its data there without a root) nor inside `.minicode`.
 fn check_roots(table: &SandboxTable, path: &Path) -> Result<(), ConfigError> {
-    let relative = table
-        .writable_roots
-        .iter()
-        .flatten()
-        .find(|root| !root.is_absolute());
-    match relative {
-        Some(root) => Err(ConfigError::Invalid {
+    let error = |root: &Path, why: &str| ConfigError::Invalid {
+        origin: format!("config file {}", path.display()),
+        field: "sandbox.writable_roots",
+        reason: format!(
+            "`{}` {why}",
+            crate::sanitize::visible(&root.to_string_lossy())
+        ),
+    };
+    for root in table.writable_roots.iter().flatten() {
+        if !root.is_absolute() {
+            return Err(error(
+                root,
+                "is relative; every writable root must be an absolute path",
+            ));
+        }
+        let inside = |name: &str| root.components().any(|c| c.as_os_str() == name);
+        if inside(".git") {
+            return Err(error(
+                root,
+                "is inside a git directory, which the sandbox cannot make writable: its \
+                 config and hooks stay read-only, and git may write its data without a root",
+            ));
+        }
+        if inside(".minicode") {
+            return Err(error(
+                root,
+                "is inside .minicode, which the sandbox keeps read-only",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `cache` of one file, `~` expanded; a path that is still not absolute is an error.
+fn cache_root(
+    table: &SandboxTable,
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<PathBuf>, ConfigError> {
+    let Some(cache) = &table.cache else {
+        return Ok(None);
+    };
+    match crate::sandbox::hidden::expand(cache, env) {
+        Some(full) => Ok(Some(full)),
+        None => Err(ConfigError::Invalid {
             origin: format!("config file {}", path.display()),
-            field: "sandbox.writable_roots",
+            field: "sandbox.cache",
             reason: format!(
-                "`{}` is relative; every writable root must be an absolute path",
-                crate::sanitize::visible(&root.to_string_lossy())
+                "`{}` is relative; the cache folder must be absolute or start with `~/`",
+                crate::sanitize::visible(&cache.to_string_lossy())
             ),
         }),
-        None => Ok(()),
     }
 }

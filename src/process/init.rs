@@ -1,6 +1,7 @@
 //! The init (PID 1) of a confined call's PID namespace: the supervisor's child, forked after
 //! it entered the namespaces. It seals itself (`sandbox::launch::seal`: Landlock, no
-//! capabilities, seccomp), starts `bash -c <command>`, reaps every process orphaned into it
+//! capabilities, seccomp), starts `bash -c <command>` (with `TMPDIR` and the cache variables
+//! of `sandbox::cache`), reaps every process orphaned into it
 //! and, when `bash` exits, reports bash's raw wait status (and whether anything it started was
 //! still running) on the control socket and exits. The kernel then kills everything left in
 //! the namespace, `setsid` and double-forked processes included: nothing a call started
@@ -26,6 +27,10 @@ pub(crate) fn run(launch: &Launch, command: &std::ffi::OsStr, mut control: UnixS
     bash.arg("-c")
         .arg(command)
         .env("TMPDIR", &launch.policy.tmpdir);
+    let current = |name: &str| std::env::var_os(name).map(std::path::PathBuf::from);
+    for (name, dir) in crate::sandbox::cache::vars(&launch.policy, &current) {
+        bash.env(name, dir);
+    }
     let raw = match bash.spawn() {
         Ok(child) => reap_until(child.id() as libc::pid_t),
         // As a shell reports a command it cannot run.

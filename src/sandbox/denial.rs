@@ -1,6 +1,6 @@
 //! Telling a command the sandbox stopped from one that failed on its own, from what it left:
 //! death by SIGSYS (a seccomp kill), a refused socket while the network is off, or EPERM,
-//! EACCES or EROFS on a path the policy does not let it write (named absolute, or relative to
+//! EACCES, EROFS or EBUSY (a rename over a read-only mount point) on a path the policy does not let it write (named absolute, or relative to
 //! the folder the call ran in). What was denied is named when the output shows it. A guess
 //! from text, kept narrow: an ordinary "Permission denied" on a path the policy allows, or on
 //! one minicode itself could not write either, is the command's own failure.
@@ -12,6 +12,7 @@ use std::process::ExitStatus;
 use super::{Blocked, Policy};
 
 const REFUSALS: &[&str] = &[
+    "device or resource busy",
     "operation not permitted",
     "permission denied",
     "read-only file system",
@@ -23,9 +24,12 @@ const REFUSALS: &[&str] = &[
     "erofs",
 ];
 
-/// How tools say a connection or a name lookup failed (curl, git, wget, pip, Python, Node).
+/// How tools say a connection or a name lookup failed (curl, git, wget, pip, Python, Node). A
+/// refused connection counts: with the network off it is one to the host's loopback (or to a
+/// server of the call that was not up yet).
 const NETWORK_FAILURES: &[&str] = &[
     "failed to connect to",
+    "connection refused",
     "couldn't connect to server",
     "could not resolve host",
     "couldn't resolve host",
@@ -39,7 +43,12 @@ const NETWORK_WORDS: &[&str] = &["socket", "connect", "network", "urlopen", "htt
 
 fn network() -> Blocked {
     Blocked::Denied {
-        what: Some("an IPv4/IPv6 socket (the network is off)".to_string()),
+        fix: Some(super::way_out::network()),
+        what: Some(
+            "a connection beyond the call's own loopback (the network is off: its IPv4/IPv6 \
+             sockets reach only servers the same call started)"
+                .to_string(),
+        ),
     }
 }
 
@@ -57,6 +66,7 @@ pub(crate) fn detect(
     if status.signal() == Some(libc::SIGSYS) {
         return Some(Blocked::Denied {
             what: Some("a system call the sandbox forbids (killed by SIGSYS)".to_string()),
+            fix: Some(super::way_out::system_call()),
         });
     }
     if status.success() {
@@ -64,7 +74,7 @@ pub(crate) fn detect(
     }
     for line in output.lines() {
         let lower = line.to_ascii_lowercase();
-        // With the network off no IPv4/IPv6 socket can even be made, so a failed connection
+        // With the network off a call reaches only its own loopback, so a failed connection
         // or name lookup is the sandbox's doing whatever words the tool uses for it.
         if !policy.network && NETWORK_FAILURES.iter().any(|w| lower.contains(w)) {
             return Some(network());
@@ -79,6 +89,7 @@ pub(crate) fn detect(
         {
             return Some(Blocked::Denied {
                 what: Some(format!("write to {}", path.display())),
+                fix: Some(super::way_out::write(policy, cwd, &path)),
             });
         }
     }

@@ -12,13 +12,14 @@
 mod caps;
 mod filter;
 mod hide;
+mod loopback;
 mod namespace;
 
 use std::path::Path;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use super::{Layer, Policy, Unavailable, probe};
@@ -61,11 +62,12 @@ fn no_new_privs() -> Result<(), Unavailable> {
     Ok(())
 }
 
-/// Landlock: read and execute anywhere; every right below the writable roots and the
-/// temporary folder; read, write and device ioctls on `/dev/null`. Every right of the
+/// Landlock: read and execute anywhere; every right below the writable roots, the git
+/// directories, the configured cache folder and the temporary folder; read, write and device ioctls on `/dev/null`. Every right of the
 /// kernel's ABI is handled (so denied unless granted), signals and abstract Unix sockets are
-/// scoped to the sandbox (ABI 6+), and TCP bind/connect is denied when the network is off
-/// (ABI 4+, besides seccomp's socket filter).
+/// scoped to the sandbox (ABI 6+). TCP is not handled: with the network off the call's own
+/// network namespace (only loopback) is what keeps it from the host's and the world's, and
+/// its own loopback must work.
 fn landlock(policy: &Policy) -> Result<(), Unavailable> {
     let fail = |e: &dyn std::fmt::Display| unavailable(Layer::Landlock, e);
     let version = probe::landlock_abi().map_err(|e| fail(&e))?;
@@ -83,11 +85,6 @@ fn landlock(policy: &Policy) -> Result<(), Unavailable> {
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(all)
         .map_err(|e| fail(&e))?;
-    if version >= 4 && !policy.network {
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(abi))
-            .map_err(|e| fail(&e))?;
-    }
     if version >= 6 {
         ruleset = ruleset
             .scope(Scope::AbstractUnixSocket | Scope::Signal)
@@ -109,6 +106,8 @@ fn landlock(policy: &Policy) -> Result<(), Unavailable> {
     let roots = policy
         .writable
         .iter()
+        .chain(&policy.git_dirs)
+        .chain(&policy.cache)
         .chain(std::iter::once(&policy.tmpdir));
     for root in roots.filter(|r| r.is_dir()) {
         created = created.add_rule(rule(root, all)?).map_err(|e| fail(&e))?;

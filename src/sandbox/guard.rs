@@ -7,6 +7,7 @@
 //! goes through `fsutil::beneath`: a command that turned a folder on the way into a link gets
 //! its link removed, and minicode never deletes what the link points to.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use super::Policy;
@@ -20,7 +21,7 @@ pub(crate) struct Guard {
 
 impl Guard {
     /// Prepares a call under `policy`: creates `.minicode` in the workspace (the first
-    /// writable root) and the temporary folder, then notes the missing protected paths.
+    /// writable root), the temporary folder and the cache folder, then notes the missing protected paths.
     pub(crate) fn before(policy: &Policy) -> std::io::Result<Guard> {
         if !policy.is_confined() {
             return Ok(Guard::default());
@@ -31,6 +32,10 @@ impl Guard {
             crate::fsutil::private_dir(workspace, "")?;
         }
         super::tmpdir::ensure(&policy.tmpdir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(super::cache::root(policy))?;
         let missing = policy
             .read_only
             .iter()

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use super::{Mode, Policy};
 
 /// Names below the workspace root that stay read-only inside a writable root: minicode's own
-/// data (sessions, logs, skills, commands), the repository, and the files the trust rule
-/// protects (see `tools::protected`): programs to start and the workspace's config.
+/// data (sessions, logs, skills, commands) and the files the trust rule protects (see
+/// `tools::protected`): programs to start and the workspace's config. The repository's own
+/// read-only parts are `sandbox::gitdir`'s.
 const PROTECTED: &[&str] = &[
-    ".git",
     ".minicode",
     ".agents/skills",
     ".mcp.json",
@@ -43,16 +43,16 @@ impl Policy {
             Mode::ReadOnly | Mode::Off => Vec::new(),
         };
         let mut read_only = Vec::new();
-        if !writable.is_empty() {
-            let root = writable.first().cloned().unwrap_or_default();
+        let mut git_dirs = Vec::new();
+        if let Some(root) = writable.first() {
             for name in PROTECTED {
                 push_unique(&mut read_only, root.join(name));
             }
-            if let Some(gitdir) = git_dir_named_by_file(&root)
-                && writable.iter().any(|w| gitdir.starts_with(w))
-            {
-                push_unique(&mut read_only, gitdir);
+            let repo = super::gitdir::layout(root);
+            for path in repo.read_only {
+                push_unique(&mut read_only, path);
             }
+            git_dirs = repo.dirs;
         }
         Policy {
             mode,
@@ -60,6 +60,8 @@ impl Policy {
             writable,
             tmpdir,
             read_only,
+            git_dirs,
+            cache: None,
             hidden: Vec::new(),
         }
     }
@@ -71,6 +73,15 @@ impl Policy {
         self
     }
 
+    /// This policy with `cache` (absolute) as the folder caches go to, writable (see
+    /// `sandbox::cache`); `None` keeps them in the temporary folder.
+    pub fn caching(mut self, cache: Option<PathBuf>) -> Policy {
+        if self.is_confined() {
+            self.cache = cache;
+        }
+        self
+    }
+
     /// No confinement: what library users and tests get unless they choose a profile.
     pub fn unconfined() -> Policy {
         Policy {
@@ -79,6 +90,8 @@ impl Policy {
             writable: Vec::new(),
             tmpdir: PathBuf::new(),
             read_only: Vec::new(),
+            git_dirs: Vec::new(),
+            cache: None,
             hidden: Vec::new(),
         }
     }
@@ -101,7 +114,9 @@ impl Policy {
             return false;
         }
         (!self.tmpdir.as_os_str().is_empty() && path.starts_with(&self.tmpdir))
+            || self.cache.as_ref().is_some_and(|c| path.starts_with(c))
             || self.writable.iter().any(|w| path.starts_with(w))
+            || self.git_dirs.iter().any(|g| path.starts_with(g))
     }
 }
 
@@ -110,22 +125,4 @@ fn push_unique(list: &mut Vec<PathBuf>, path: PathBuf) {
     if !list.contains(&path) {
         list.push(path);
     }
-}
-
-/// The real git directory a `.git` file (a work tree or submodule) points to, canonical.
-fn git_dir_named_by_file(root: &Path) -> Option<PathBuf> {
-    let dot_git = root.join(".git");
-    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
-    if !meta.is_file() || meta.len() > 4096 {
-        return None;
-    }
-    let text = std::fs::read_to_string(&dot_git).ok()?;
-    let named = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
-    let path = Path::new(named);
-    let path = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        root.join(path)
-    };
-    path.canonicalize().ok()
 }

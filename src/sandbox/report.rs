@@ -22,8 +22,37 @@ pub enum Blocked {
     /// A layer could not be enforced: nothing ran.
     Unavailable(Unavailable),
     /// The command ran and failed because the sandbox denied something; `what` says what,
-    /// when it could be told (e.g. "write to /home/u/x", "an IPv4/IPv6 socket").
-    Denied { what: Option<String> },
+    /// when it could be told (e.g. "write to /home/u/x", "a connection beyond the call's own loopback").
+    Denied {
+        what: Option<String>,
+        /// The narrowest way out (`sandbox::way_out`), when one could be told.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fix: Option<String>,
+    },
+}
+
+impl Blocked {
+    /// The one-line reason, as the model and the user read it.
+    pub fn reason(&self) -> String {
+        match self {
+            Blocked::Unavailable(u) => u.to_string(),
+            Blocked::Denied { what, .. } => format!(
+                "the sandbox denied {}",
+                what.as_deref().unwrap_or("part of this command")
+            ),
+        }
+    }
+
+    /// The narrowest way out, as the model and the user read it.
+    pub fn way_out(&self) -> String {
+        match self {
+            Blocked::Unavailable(u) => u.fix.clone(),
+            Blocked::Denied { fix: Some(fix), .. } => fix.clone(),
+            Blocked::Denied { fix: None, .. } => {
+                "run with --sandbox off, or widen [sandbox] in your user config".to_string()
+            }
+        }
+    }
 }
 
 impl Report {

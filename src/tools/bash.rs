@@ -416,13 +416,16 @@ fn judge(
             .map(|p| crate::sandbox::guard::shown(policy, p))
             .collect();
         let what = format!("creating {} (removed after the call)", names.join(", "));
-        report.blocked = Some(Blocked::Denied { what: Some(what) });
+        report.blocked = Some(Blocked::Denied {
+            what: Some(what),
+            fix: Some(crate::sandbox::way_out::protected()),
+        });
         out.status = crate::chat::ToolStatus::Failed;
     } else if let Some(status) = status {
         report.blocked =
             crate::sandbox::denial::detect(policy, &ctx.workspace, status, &out.content);
     }
-    if let Some(Blocked::Denied { what }) = &report.blocked {
+    if let Some(Blocked::Denied { what, .. }) = &report.blocked {
         let what = what.as_deref().unwrap_or("an operation");
         out.content.push_str(&format!(
             "\n[blocked by the sandbox ({:?} profile): {what}]",

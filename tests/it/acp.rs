@@ -1232,6 +1232,10 @@ async fn a_write_the_sandbox_denied_is_offered_again_outside_it_and_runs_once_al
     let retry = format!("{:?}", seen.permissions[1].tool_call);
     assert!(retry.contains("outside the sandbox"), "{retry}");
     assert!(
+        retry.contains("already ran once inside the sandbox"),
+        "the question says it ran once already: {retry}"
+    );
+    assert!(
         retry.contains("escaped.txt"),
         "what was denied is shown: {retry}"
     );

@@ -365,7 +365,44 @@ fn yes_never_runs_a_command_the_sandbox_denied_outside_it() {
     assert!(!target.exists(), "--yes never escalates");
     let second = &server.requests()[1].raw_body;
     assert!(second.contains("the sandbox denied write to"), "{second}");
-    assert!(second.contains("--sandbox off"), "the way out: {second}");
+    // The narrowest way out: the one folder, not the whole sandbox.
+    let folder = outside.path().canonicalize().unwrap();
+    let way_out = format!("add \\\"{}\\\" to writable_roots", folder.display());
+    assert!(second.contains(&way_out), "the way out: {second}");
+    // The user reads the same on stderr, not only the command's own error.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = format!(
+        "sandbox: the sandbox denied write to {}; to allow it: add \"{}\" to writable_roots",
+        target.display(),
+        folder.display()
+    );
+    assert!(stderr.contains(&line), "{stderr}");
+}
+
+#[test]
+fn one_shot_says_on_stderr_that_the_network_is_off_and_how_to_turn_it_on() {
+    let command = serde_json::json!({ "command": "exec 3<>/dev/tcp/127.0.0.1/9" });
+    let server = MockServer::start_in_thread(vec![
+        crate::support::mock_openai::tool_calls_reply(&[("c1", "bash", &command.to_string())], 5),
+        text_reply("done", 4),
+    ]);
+    let dir = workspace_with_server(&server, "");
+    let out = run(dir.path(), &["--yes", "connect"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("sandbox: the sandbox denied a connection beyond the call's own loopback"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("to allow it: run minicode with --network"),
+        "{stderr}"
+    );
+    let second = &server.requests()[1].raw_body;
+    assert!(
+        second.contains("To allow it: run minicode with --network"),
+        "{second}"
+    );
 }
 
 #[test]
@@ -401,4 +438,30 @@ fn one_shot_removes_the_sessions_temporary_folder_when_it_ends() {
         "{} is left after the session",
         tmpdir.display()
     );
+}
+
+#[test]
+fn a_writable_root_inside_a_git_directory_is_a_config_error_naming_it() {
+    let server = MockServer::start_in_thread(vec![]);
+    let dir = workspace_with_server(
+        &server,
+        "[sandbox]\nwritable_roots = [\"/srv/repo/.git/hooks\"]\n",
+    );
+    let out = run(dir.path(), &["hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sandbox.writable_roots"), "{err}");
+    assert!(err.contains("/srv/repo/.git/hooks"), "{err}");
+    assert!(err.contains("git directory"), "{err}");
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn a_relative_cache_folder_is_a_config_error_naming_it() {
+    let server = MockServer::start_in_thread(vec![]);
+    let dir = workspace_with_server(&server, "[sandbox]\ncache = \"rel\"\n");
+    let out = run(dir.path(), &["hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sandbox.cache"), "{err}");
 }

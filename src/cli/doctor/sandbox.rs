@@ -122,12 +122,12 @@ fn trial(abi: i32) -> Check {
 fn active(abi: i32) -> String {
     let mut features = vec![
         "writes only in the workspace, extra roots and TMPDIR (Landlock)",
-        ".git, .minicode and protected config read-only (mount namespace)",
+        "git config, hooks and links, .minicode and protected config read-only; git data writable (mount namespace)",
         "runtime folder and credentials hidden (mount namespace)",
         "each call in its own PID namespace: nothing it starts outlives it",
         "no capabilities, even as root",
         "mount API and device nodes denied (seccomp)",
-        "network off by default (seccomp)",
+        "network off by default: each call has only its own loopback (network namespace)",
         "ptrace, process_vm_*, io_uring denied (seccomp)",
         "no_new_privs",
     ];

@@ -6,9 +6,10 @@
 //! character or block device fail too, whatever capabilities a root command still had (a
 //! cloned mount drops the read-only binds above it; a device node reaches the kernel's
 //! memory or log); FIFOs, sockets and regular files may still be made; with the network off, `socket` for
-//! any family but Unix-domain and netlink fails with EPERM, so no IPv4/IPv6 (loopback
-//! included), packet or vsock socket is ever made. Installed last: after it, the helper only
-//! starts `bash`.
+//! any family but Unix-domain, netlink and IPv4/IPv6 fails with EPERM: IPv4/IPv6 sockets then
+//! live in the call's own network namespace (only loopback, see `enforce::loopback`), while a
+//! packet or vsock socket (vsock is not confined by a network namespace) is never made.
+//! Installed last: after it, the helper only starts `bash`.
 
 use std::collections::BTreeMap;
 
@@ -103,10 +104,15 @@ pub(super) fn install(network: bool) -> Result<(), Unavailable> {
         let not = |family: i32| {
             SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
         };
-        let conditions = vec![
-            not(libc::AF_UNIX).map_err(|e| fail(&e))?,
-            not(libc::AF_NETLINK).map_err(|e| fail(&e))?,
-        ];
+        let conditions = [
+            libc::AF_UNIX,
+            libc::AF_NETLINK,
+            libc::AF_INET,
+            libc::AF_INET6,
+        ]
+        .into_iter()
+        .map(|family| not(family).map_err(|e| fail(&e)))
+        .collect::<Result<Vec<_>, _>>()?;
         let rule = SeccompRule::new(conditions).map_err(|e| fail(&e))?;
         if arch == TargetArch::x86_64 {
             rules.insert(X32 | libc::SYS_socket, vec![rule.clone()]);

@@ -1,7 +1,8 @@
 //! The private user, mount and PID namespaces every confined call runs in. The helper maps its
 //! own user and group to themselves (no new rights), makes every mount private (nothing leaks
-//! back to the real system), covers the hidden paths (`enforce::hide`) and binds each existing
-//! read-only path over itself, read-only. A bind mount cannot be renamed or removed from
+//! back to the real system), covers the hidden paths (`enforce::hide`), binds each git
+//! directory over itself (writable: git's data may change, the directory cannot be moved away
+//! and replaced) and then each existing read-only path over itself, read-only. A bind mount cannot be renamed or removed from
 //! inside, so a command cannot move `.git` away and put its own in place; a symbolic link
 //! planted earlier that leads into one reaches the read-only mount. Paths that do not exist are
 //! not handled here (a mount needs a target): see `sandbox::guard`.
@@ -11,8 +12,13 @@
 //! command started (`setsid`, `nohup`, a double fork) outlives the call. That child mounts a
 //! fresh `/proc` ([`mount_proc`]) so that it shows the call's own processes only.
 //!
-//! [`Plan`] is the one description of what the namespaces hold; a new piece (a network
-//! namespace, a writable git data area) is a field there and a step in [`enter`].
+//! With the network off the call also gets a network namespace of its own, holding only a
+//! loopback interface that is brought up (`enforce::loopback`): servers and clients of the
+//! call talk over 127.0.0.1, nothing outside the namespace can be reached. With the network
+//! on, the host's network is used.
+//!
+//! [`Plan`] is the one description of what the namespaces hold; a new piece is a field there
+//! and a step in [`enter`].
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -24,12 +30,16 @@ use crate::sandbox::{Layer, Policy, Unavailable};
 /// What the namespaces of one call hold, built from its policy.
 #[derive(Debug)]
 pub(super) struct Plan<'a> {
+    /// Bound over themselves, writable, before the read-only paths inside them.
+    pub(super) pinned: &'a [PathBuf],
     /// Bound read-only over themselves.
     pub(super) read_only: &'a [PathBuf],
     /// Covered by an empty mount.
     pub(super) hidden: &'a [PathBuf],
     /// The writable roots and the temporary folder: visible even inside a hidden folder.
     pub(super) keep: Vec<&'a Path>,
+    /// A network namespace of the call's own, with only loopback (the network is off).
+    pub(super) own_network: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -37,27 +47,36 @@ impl<'a> Plan<'a> {
         let keep = policy
             .writable
             .iter()
+            .chain(&policy.git_dirs)
+            .chain(&policy.cache)
             .chain(std::iter::once(&policy.tmpdir))
             .filter(|p| !p.as_os_str().is_empty())
             .map(PathBuf::as_path)
             .collect();
         Plan {
+            pinned: &policy.git_dirs,
             read_only: &policy.read_only,
             hidden: &policy.hidden,
             keep,
+            own_network: !policy.network,
         }
     }
 }
 
-/// Enters new user, mount and PID namespaces and lays out the mounts of `plan`.
+/// Enters new user, mount and PID (and, with the network off, network) namespaces and lays
+/// out the mounts of `plan`.
 pub(super) fn enter(plan: &Plan<'_>) -> Result<(), Unavailable> {
     let userns = |e: &dyn std::fmt::Display| unavailable(Layer::UserNamespace, e);
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
+    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if plan.own_network {
+        flags |= libc::CLONE_NEWNET;
+    }
     // SAFETY: unshare takes flags only; the helper is single-threaded here, as a new user
     // namespace requires.
     #[allow(unsafe_code)]
-    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID) } != 0 {
+    if unsafe { libc::unshare(flags) } != 0 {
         let err = std::io::Error::last_os_error();
         return Err(userns(&format!("a user namespace was refused: {err}")));
     }
@@ -67,11 +86,18 @@ pub(super) fn enter(plan: &Plan<'_>) -> Result<(), Unavailable> {
     write("/proc/self/setgroups", "deny".to_string())?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    if plan.own_network {
+        super::loopback::up().map_err(|e| userns(&format!("bringing up loopback: {e}")))?;
+    }
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_PRIVATE)
         .map_err(|e| userns(&format!("making the mounts private: {e}")))?;
     for path in plan.hidden {
         super::hide::cover(path, &plan.keep)
             .map_err(|e| userns(&format!("hiding {}: {e}", path.display())))?;
+    }
+    for path in plan.pinned {
+        mount(Some(path), path, libc::MS_BIND | libc::MS_REC)
+            .map_err(|e| userns(&format!("binding {}: {e}", path.display())))?;
     }
     for path in plan.read_only {
         // Not followed if it is a link: a link is only a name, the guard handles names.
