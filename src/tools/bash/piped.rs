@@ -107,7 +107,7 @@ pub(crate) async fn run_piped(
     let (stdout, stderr) = (shown(out), shown(err));
     let said = format!("{stderr}\n{stdout}");
     let denied = match crate::sandbox::denial::detect(policy, &ctx.workspace, status, &said) {
-        Some(crate::sandbox::Blocked::Denied { what }) => {
+        Some(crate::sandbox::Blocked::Denied { what, .. }) => {
             Some(what.unwrap_or_else(|| "part of the command".to_string()))
         }
         _ => None,
