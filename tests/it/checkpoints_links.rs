@@ -5,19 +5,12 @@
 use std::path::Path;
 use std::process::Output;
 
+use crate::support::binary::output_text as text;
 use crate::support::binary::{command, write_config};
 use crate::support::mock_openai::{MockServer, text_reply, tool_calls_reply};
 
 fn run(ws: &Path, args: &[&str]) -> Output {
     command(ws).args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// Moves the folder `name` of `ws` to `outside` and leaves a link to it in its place.

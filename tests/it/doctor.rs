@@ -4,6 +4,7 @@
 
 use std::process::Output;
 
+use crate::support::binary::output_text as text;
 use crate::support::binary::{command, write_config};
 use crate::support::mock_openai::*;
 use serde_json::{Value, json};
@@ -17,14 +18,6 @@ fn doctor(ws: &std::path::Path, args: &[&str]) -> Output {
         .env("MINICODE_API_KEY", KEY)
         .output()
         .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The row of check `name` in the table (its status word and the rest).

@@ -7,10 +7,10 @@
 //! and otherwise says why it is skipped.
 
 use std::path::Path;
-use std::process::Output;
 use std::time::Duration;
 
 use crate::support::binary::command;
+use crate::support::binary::{output_text as text, sandboxed};
 use crate::support::workspace;
 use minicode::sandbox::{Blocked, Layer, Mode, Policy};
 use minicode::tools::{Registry, ToolCtx};
@@ -31,24 +31,6 @@ fn supported(test: &str) -> bool {
         eprintln!("SKIPPED {test}: {why}");
     }
     why.is_none()
-}
-
-/// `minicode sandbox <flags> -- bash -c <script>` in `ws`.
-fn sandboxed(ws: &Path, flags: &[&str], script: &str) -> Output {
-    command(ws)
-        .arg("sandbox")
-        .args(flags)
-        .args(["--", "bash", "-c", script])
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn git_repo(ws: &Path) {

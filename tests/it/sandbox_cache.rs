@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::support::binary::command_with_home;
+use crate::support::binary::output_text as text;
 use crate::support::workspace;
 
 fn sandboxed(ws: &Path, home: &Path, script: &str) -> Output {
@@ -16,14 +17,6 @@ fn sandboxed(ws: &Path, home: &Path, script: &str) -> Output {
         .args(["sandbox", "--", "bash", "-c", script])
         .output()
         .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 const WRITE_CACHES: &str = "set -e

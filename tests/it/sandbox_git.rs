@@ -8,22 +8,11 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::binary::command;
+use crate::support::binary::output_text as text;
 use crate::support::workspace;
 
 fn sandboxed(ws: &Path, script: &str) -> Output {
-    command(ws)
-        .args(["sandbox", "--", "bash", "-c", script])
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    crate::support::binary::sandboxed(ws, &[], script)
 }
 
 /// Runs git unconfined (the test's own setup), with no user or system config.

@@ -4,28 +4,8 @@
 //! unreachable (with `--network` it is reached: the host's network is used). The kernel here
 //! has Landlock, seccomp and unprivileged user namespaces; `python3` and `curl` are installed.
 
-use std::path::Path;
-use std::process::Output;
-
-use crate::support::binary::command;
+use crate::support::binary::{output_text as text, sandboxed};
 use crate::support::workspace;
-
-fn sandboxed(ws: &Path, flags: &[&str], script: &str) -> Output {
-    command(ws)
-        .arg("sandbox")
-        .args(flags)
-        .args(["--", "bash", "-c", script])
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// Starts `python3 -m http.server` on 127.0.0.1:`port` in the background and fetches its
 /// index with curl once it answers (up to 10 s).

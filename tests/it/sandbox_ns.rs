@@ -7,32 +7,14 @@
 //! The kernel here has Landlock, seccomp and unprivileged user namespaces.
 
 use std::path::Path;
-use std::process::Output;
 use std::time::Duration;
 
-use crate::support::binary::command;
+use crate::support::binary::{output_text as text, sandboxed};
 use crate::support::workspace;
 use minicode::sandbox::{Mode, Policy};
 use minicode::tools::{Registry, ToolCtx};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn sandboxed(ws: &Path, flags: &[&str], script: &str) -> Output {
-    command(ws)
-        .arg("sandbox")
-        .args(flags)
-        .args(["--", "bash", "-c", script])
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// Plants the secrets a command must not read in the test's HOME (`ws/home`): a daemon token
 /// in the runtime folder, an `api_key` in the user config (which also hides `~/private`), an

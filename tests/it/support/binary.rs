@@ -113,3 +113,22 @@ pub fn command_with_home(dir: &Path, home: &Path) -> Command {
     }
     cmd
 }
+
+/// `minicode sandbox <flags> -- bash -c <script>` in `ws`, run to its end.
+pub fn sandboxed(ws: &Path, flags: &[&str], script: &str) -> std::process::Output {
+    command(ws)
+        .arg("sandbox")
+        .args(flags)
+        .args(["--", "bash", "-c", script])
+        .output()
+        .unwrap()
+}
+
+/// A finished process's stdout then stderr, for assertion messages and searches.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
