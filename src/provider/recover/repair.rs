@@ -1,6 +1,7 @@
 //! Repairs for the JSON small models write around a call: doubled braces (`{{…}}}}`, as if
 //! escaped for a format string), prose after the object, single-quoted strings and Python's
-//! `True`/`False`/`None`, a missing closing brace. Each repair is tried only when the text
+//! `True`/`False`/`None`, a missing closing brace, a backslash JSON does not know (`\$` in a
+//! shell command, kept as the backslash the model meant). Each repair is tried only when the text
 //! does not parse as it is, so valid JSON is never changed.
 
 use serde_json::Value;
@@ -10,7 +11,8 @@ use serde_json::Value;
 /// the start of `body` parse as an object or a list.
 pub(super) fn values(body: &str) -> Vec<Value> {
     let starts: [fn(&str) -> String; 3] = [str::to_string, strip_doubled_open, undouble];
-    let quotes: [fn(&str) -> String; 2] = [str::to_string, requote];
+    let quotes: [fn(&str) -> String; 4] =
+        [str::to_string, requote, escape, |t| escape(&requote(t))];
     let ends: [fn(&str) -> String; 2] = [str::to_string, close];
     for start in starts {
         for quote in quotes {
@@ -164,6 +166,28 @@ fn requote(text: &str) -> String {
     out
 }
 
+/// Every backslash inside a string that does not start one of JSON's escapes doubled, so it
+/// stands for itself: models copy shell text (`\$`, `\(`) into JSON strings unchanged.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    let mut inside = false;
+    while let Some(c) = chars.next() {
+        out.push(c);
+        match c {
+            '"' => inside = !inside,
+            '\\' if inside => match chars.peek() {
+                Some('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't' | 'u') => {
+                    out.extend(chars.next());
+                }
+                _ => out.push('\\'),
+            },
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The text with what is left open at its end closed: a string, then brackets innermost
 /// first. Text that closes more than it opens is left alone.
 fn close(text: &str) -> String {
@@ -234,6 +258,24 @@ mod tests {
             vec![
                 serde_json::json!({"name": "read", "arguments": {"path": "it's \"a\".md", "all": true}})
             ]
+        );
+    }
+
+    #[test]
+    fn a_backslash_json_does_not_know_stands_for_itself() {
+        // Qwen2.5-Coder 1.5B's answer to evals/basics/add_function_with_test, as it wrote it.
+        let v = values(
+            r#"{"name": "bash", "arguments": {"command": "echo \"f() { echo \$(($1 * $2)); }\" >> lib.sh"}}"#,
+        );
+        assert_eq!(
+            v,
+            vec![
+                serde_json::json!({"name": "bash", "arguments": {"command": "echo \"f() { echo \\$(($1 * $2)); }\" >> lib.sh"}})
+            ]
+        );
+        assert_eq!(
+            values(r#"{"a": "x\n"}"#),
+            vec![serde_json::json!({"a": "x\n"})]
         );
     }
 
