@@ -46,20 +46,12 @@ fn leading_values(text: &str) -> Vec<Value> {
 /// tail of doubled braces). The whole text when it never balances.
 pub(super) fn extent(text: &str) -> usize {
     let mut depth = 0usize;
-    let mut quote = None;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for (i, c) in text.char_indices() {
-        if let Some(q) = quote {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                c if c == q => quote = None,
-                _ => {}
-            }
+        if !strings.outside(c, &['"', '\'']) {
             continue;
         }
         match c {
-            '"' | '\'' => quote = Some(c),
             '{' | '[' => depth += 1,
             '}' | ']' => {
                 depth = depth.saturating_sub(1);
@@ -88,25 +80,11 @@ fn strip_doubled_open(text: &str) -> String {
 fn undouble(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     while let Some(c) = chars.next() {
         out.push(c);
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '{' | '}' if chars.peek() == Some(&c) => {
-                chars.next();
-            }
-            _ => {}
+        if strings.outside(c, &['"']) && matches!(c, '{' | '}') && chars.peek() == Some(&c) {
+            chars.next();
         }
     }
     out
@@ -192,20 +170,12 @@ fn escape(text: &str) -> String {
 /// first. Text that closes more than it opens is left alone.
 fn close(text: &str) -> String {
     let mut stack = Vec::new();
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for c in text.chars() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
+        if !strings.outside(c, &['"']) {
             continue;
         }
         match c {
-            '"' => in_string = true,
             '{' => stack.push('}'),
             '[' => stack.push(']'),
             '}' | ']' if stack.pop() != Some(c) => return text.to_string(),
@@ -213,11 +183,40 @@ fn close(text: &str) -> String {
         }
     }
     let mut out = text.trim_end().to_string();
-    if in_string {
+    if strings.open.is_some() {
         out.push('"');
     }
     out.extend(stack.iter().rev());
     out
+}
+
+/// Where a scan of JSON-like text stands against its strings, so the repairs that act only
+/// outside strings share one reading of quotes and backslashes.
+#[derive(Default)]
+struct Strings {
+    /// The quote that opened the string the scan is in.
+    open: Option<char>,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Feeds `c`; whether it stands outside every string (a quote opening one is inside).
+    fn outside(&mut self, c: char, quotes: &[char]) -> bool {
+        if let Some(q) = self.open {
+            match c {
+                _ if self.escaped => self.escaped = false,
+                '\\' => self.escaped = true,
+                c if c == q => self.open = None,
+                _ => {}
+            }
+            return false;
+        }
+        if quotes.contains(&c) {
+            self.open = Some(c);
+            return false;
+        }
+        true
+    }
 }
 
 #[cfg(test)]
