@@ -7,6 +7,7 @@
 //! server, kept in history and stored in session files.
 
 mod names;
+pub(crate) mod schema;
 mod tokens;
 
 use std::borrow::Cow;

@@ -12,6 +12,7 @@
 use serde_json::{Value, json};
 use tracing::Span;
 use tracing::field::Empty;
+#[cfg(feature = "otlp")]
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::compact::CompactError;
@@ -139,19 +140,34 @@ pub(crate) fn end_model_call(span: &Span, outcome: Result<&Reply, &ProviderError
                 None if reply.tool_calls.is_empty() => FinishReason::Stop.as_str(),
                 None => FinishReason::ToolCalls.as_str(),
             };
-            // An array attribute: only the OpenTelemetry side can carry one.
-            span.set_attribute(
-                "gen_ai.response.finish_reasons",
-                opentelemetry::Value::Array(
-                    vec![opentelemetry::StringValue::from(clean(reason))].into(),
-                ),
-            );
+            finish_reasons(span, reason);
         }
         Err(e) => {
             span.record("error.type", e.kind());
             span.record("otel.status_code", "ERROR");
         }
     }
+}
+
+/// `gen_ai.response.finish_reasons`, an array attribute: only the OpenTelemetry side can carry
+/// one, so a build without the `otlp` feature drops it.
+fn finish_reasons(span: &Span, reason: &str) {
+    #[cfg(feature = "otlp")]
+    span.set_attribute(
+        "gen_ai.response.finish_reasons",
+        opentelemetry::Value::Array(vec![opentelemetry::StringValue::from(clean(reason))].into()),
+    );
+    #[cfg(not(feature = "otlp"))]
+    let _ = (span, reason);
+}
+
+/// A content attribute, on the OpenTelemetry side only (never the log); a build without the
+/// `otlp` feature has no such side and drops it.
+fn attach(span: &Span, key: &'static str, value: String) {
+    #[cfg(feature = "otlp")]
+    span.set_attribute(key, value);
+    #[cfg(not(feature = "otlp"))]
+    let _ = (span, key, value);
 }
 
 /// A model call stopped by the user's interrupt: not an error, but marked.
@@ -299,7 +315,11 @@ impl Content<'_> {
             );
         }
         all.extend(parts.into_iter().skip(omitted));
-        span.set_attribute("gen_ai.input.messages", format!("[{}]", all.join(",")));
+        attach(
+            span,
+            "gen_ai.input.messages",
+            format!("[{}]", all.join(",")),
+        );
     }
 
     /// `gen_ai.output.messages`: the reply (text and tool calls) with its finish reason.
@@ -313,7 +333,7 @@ impl Content<'_> {
             .as_ref()
             .map_or(FinishReason::Stop.as_str(), FinishReason::as_str);
         let value = self.message_json(&message, Some(finish));
-        span.set_attribute("gen_ai.output.messages", format!("[{value}]"));
+        attach(span, "gen_ai.output.messages", format!("[{value}]"));
     }
 
     /// A turn's prompt (`gen_ai.input.messages`) or its final answer (`gen_ai.output.messages`).
@@ -329,20 +349,24 @@ impl Content<'_> {
                 Some(FinishReason::Stop.as_str()),
             ),
         };
-        span.set_attribute(key, format!("[{}]", self.message_json(&message, finish)));
+        attach(
+            span,
+            key,
+            format!("[{}]", self.message_json(&message, finish)),
+        );
     }
 
     /// `gen_ai.tool.call.arguments` as the model sent them.
     pub(crate) fn tool_arguments(&self, span: &Span, arguments: &str) {
         if !span.is_disabled() {
-            span.set_attribute("gen_ai.tool.call.arguments", self.text(arguments));
+            attach(span, "gen_ai.tool.call.arguments", self.text(arguments));
         }
     }
 
     /// `gen_ai.tool.call.result`: what the model reads back.
     pub(crate) fn tool_result(&self, span: &Span, output: &str) {
         if !span.is_disabled() {
-            span.set_attribute("gen_ai.tool.call.result", self.text(output));
+            attach(span, "gen_ai.tool.call.result", self.text(output));
         }
     }
 

@@ -1,12 +1,15 @@
 //! `--output-schema FILE`: the one-shot run's final answer must be JSON valid against the
 //! user's JSON Schema. The schema is read and compiled before the session opens (a bad file
 //! is a usage error); the prompt asks for such an answer; an answer that does not parse or
-//! does not match gets the errors back once for a second try. Validation is `boon`'s (drafts
-//! 4 to 2020-12); nothing here talks to the core besides the prompts the run sends.
+//! does not match gets the errors back once for a second try. Validation is `chat::schema`'s
+//! (the full validator, or a light check in a build without the `schema` feature); nothing here
+//! talks to the core besides the prompts the run sends.
 
 use std::path::Path;
 
 use serde_json::Value;
+
+use crate::chat::schema::Schema;
 
 /// The largest schema file read.
 const MAX_SCHEMA_BYTES: u64 = 1024 * 1024;
@@ -16,8 +19,7 @@ const MAX_ERROR_BYTES: usize = 4000;
 
 /// A compiled output schema and its text for the prompt.
 pub(crate) struct OutputSchema {
-    schemas: boon::Schemas,
-    index: boon::SchemaIndex,
+    schema: Schema,
     text: String,
 }
 
@@ -41,23 +43,10 @@ impl OutputSchema {
             .map_err(|e| format!("cannot read the output schema {shown}: {e}"))?
             .display()
             .to_string();
-        let mut schemas = boon::Schemas::new();
-        let mut compiler = boon::Compiler::new();
-        let invalid = |e: &dyn std::fmt::Display| {
-            format!("the output schema {shown} is not a valid JSON Schema: {e}")
-        };
-        compiler
-            .add_resource(&location, schema.clone())
-            .map_err(|e| invalid(&e))?;
-        let index = compiler
-            .compile(&location, &mut schemas)
-            .map_err(|e| invalid(&e))?;
         let text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-        Ok(Self {
-            schemas,
-            index,
-            text,
-        })
+        let schema = Schema::compile(&location, schema)
+            .map_err(|e| format!("the output schema {shown} is not a valid JSON Schema: {e}"))?;
+        Ok(Self { schema, text })
     }
 
     /// The prompt with the request for a schema-valid answer after it.
@@ -75,10 +64,10 @@ impl OutputSchema {
         let text = unfence(answer.trim());
         let value: Value =
             serde_json::from_str(text).map_err(|e| cut(format!("the answer is not JSON: {e}")))?;
-        match self.schemas.validate(&value, self.index) {
+        match self.schema.validate(&value) {
             Ok(()) => Ok(value),
             Err(e) => Err(cut(format!(
-                "the answer does not match the output schema: {e:#}"
+                "the answer does not match the output schema: {e}"
             ))),
         }
     }

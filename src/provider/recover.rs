@@ -105,20 +105,14 @@ fn call_shape(value: &Value) -> Option<(String, Value)> {
     (!extra).then(|| (name.to_string(), arguments))
 }
 
-/// Whether `arguments` pass the JSON schema `spec` declares. A schema `boon` cannot compile
+/// Whether `arguments` pass the JSON schema `spec` declares. A schema that does not compile
 /// (an MCP server's odd one) only requires an object.
 fn fits(spec: &ToolSpec, arguments: &Value) -> bool {
     if !arguments.is_object() {
         return false;
     }
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    let url = "urn:minicode:tool";
-    if compiler.add_resource(url, spec.parameters.clone()).is_err() {
-        return true;
-    }
-    match compiler.compile(url, &mut schemas) {
-        Ok(index) => schemas.validate(arguments, index).is_ok(),
+    match crate::chat::schema::Schema::compile("urn:minicode:tool", spec.parameters.clone()) {
+        Ok(schema) => schema.validate(arguments).is_ok(),
         Err(_) => true,
     }
 }

@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod events;
 pub mod fake;
 pub mod isolated;
+pub mod kernel;
 pub mod mcp_server;
 pub mod mock_openai;
 pub mod otlp_receiver;
