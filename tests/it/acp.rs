@@ -1204,17 +1204,7 @@ async fn a_write_the_sandbox_denied_is_offered_again_outside_it_and_runs_once_al
         tool_calls_reply(&[("call_1", "bash", &command.to_string())], 7),
         text_reply("Done.", 4),
     ]);
-    let probe = binary::command(&dir)
-        .args(["sandbox", "--", "true"])
-        .output()
-        .unwrap();
-    if !probe.status.success() {
-        eprintln!(
-            "skipped: the sandbox cannot be enforced here: {}",
-            String::from_utf8_lossy(&probe.stderr)
-        );
-        return;
-    }
+    crate::support::kernel::require_working_sandbox(&dir);
     let harness = Harness {
         answer: Answer::Allow,
         envs: Vec::new(),

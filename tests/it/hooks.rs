@@ -3,30 +3,16 @@
 //! written into the workspace by the test. They prove Claude Code's contract (the JSON on
 //! stdin, exit 2 blocking, the JSON decisions), that a timeout kills the hook's group, that a
 //! workspace's unapproved hook is skipped with a notice, and that hooks run confined like
-//! `bash`. Hooks run under the sandbox: without one on this kernel a test says why it skips.
+//! `bash`. Hooks run under the sandbox: on a kernel without one these tests fail saying why.
 
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::support::binary::{command, write_config};
+use crate::support::kernel::require_working_sandbox;
 use crate::support::mock_openai::{MockServer, text_reply, tool_calls_reply, wait_until_blocking};
 use crate::support::user_config;
-
-/// Whether the sandbox can be enforced here (hooks run under it); prints why a test skips.
-fn sandbox_works(dir: &Path, test: &str) -> bool {
-    let out = command(dir)
-        .args(["sandbox", "--", "true"])
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        eprintln!(
-            "SKIPPED {test}: the sandbox cannot be enforced here: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    out.status.success()
-}
 
 /// A workspace pointing at `server`, trusted, with `hooks` (TOML) in the user's config and
 /// each `(name, body)` script written to `hooks/<name>` in the workspace.
@@ -67,9 +53,7 @@ fn pre_tool_use_exit_2_blocks_the_bash_call_and_the_model_reads_the_reason() {
     let hooks = "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"bash hooks/pre.sh\"\n";
     let script = "cat > pre-input.json\necho 'touching files is not allowed here' >&2\nexit 2\n";
     let dir = setup(&server, hooks, &[("pre.sh", script)]);
-    if !sandbox_works(dir.path(), "pre_tool_use_exit_2_blocks") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let out = run(dir.path(), &["--yes", "make a file"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
@@ -113,9 +97,7 @@ case "$input" in
 esac
 "#;
     let dir = setup(&server, hooks, &[("decide.sh", script)]);
-    if !sandbox_works(dir.path(), "json_permission_decisions") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     // No --yes and no terminal: only the hook's allow lets a call run.
     let out = run(dir.path(), &["make files"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -136,9 +118,7 @@ fn post_tool_use_receives_the_tool_response_and_its_exit_2_reason_reaches_the_mo
     let hooks = "[[hooks.PostToolUse]]\ncommand = \"bash hooks/post.sh\"\n";
     let script = "cat > post-input.json\necho 'remember to run the linter' >&2\nexit 2\n";
     let dir = setup(&server, hooks, &[("post.sh", script)]);
-    if !sandbox_works(dir.path(), "post_tool_use_receives") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let out = run(dir.path(), &["--yes", "say hello"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let input = read_json(&dir.path().join("post-input.json"));
@@ -156,9 +136,7 @@ fn user_prompt_submit_exit_2_refuses_the_prompt_before_the_model_sees_it() {
     let hooks = "[[hooks.UserPromptSubmit]]\ncommand = \"bash hooks/prompt.sh\"\n";
     let script = "grep -q secret-project && { echo 'prompts about secret-project are refused' >&2; exit 2; }\nexit 0\n";
     let dir = setup(&server, hooks, &[("prompt.sh", script)]);
-    if !sandbox_works(dir.path(), "user_prompt_submit_exit_2") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let out = run(dir.path(), &["tell me about secret-project"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
@@ -175,9 +153,7 @@ fn user_prompt_submit_stdout_is_added_as_context() {
     let hooks =
         "[[hooks.UserPromptSubmit]]\ncommand = \"echo 'the build is broken since Monday'\"\n";
     let dir = setup(&server, hooks, &[]);
-    if !sandbox_works(dir.path(), "user_prompt_submit_stdout") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let out = run(dir.path(), &["what now"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let first = &server.requests()[0].raw_body;
@@ -193,9 +169,7 @@ fn session_start_stdout_reaches_the_first_prompt_as_context() {
     let hooks = "[[hooks.SessionStart]]\ncommand = \"bash hooks/start.sh\"\n";
     let script = "cat > start-input.json\necho 'on-call this week: Ada'\n";
     let dir = setup(&server, hooks, &[("start.sh", script)]);
-    if !sandbox_works(dir.path(), "session_start_stdout") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let out = run(dir.path(), &["who is on call"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let input = read_json(&dir.path().join("start-input.json"));
@@ -215,9 +189,7 @@ fn stop_exit_2_makes_the_model_continue_once() {
     let script =
         "grep -q '\"stop_hook_active\":true' && exit 0\necho 'run the tests first' >&2\nexit 2\n";
     let dir = setup(&server, hooks, &[("stop.sh", script)]);
-    if !sandbox_works(dir.path(), "stop_exit_2") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let out = run(dir.path(), &["finish the work"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.request_count(), 2, "{}", stderr(&out));
@@ -266,9 +238,7 @@ fn a_hook_past_its_timeout_is_killed_with_its_process_group() {
     // later tells instead whether it survived.
     let script = "sh -c 'sleep 4; touch survived' &\nsleep 120\n";
     let dir = setup(&server, hooks, &[("slow.sh", script)]);
-    if !sandbox_works(dir.path(), "a_hook_past_its_timeout") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let started = Instant::now();
     let out = run(dir.path(), &["hello"]);
     assert!(started.elapsed() < Duration::from_secs(60));
@@ -285,9 +255,7 @@ fn a_hook_past_its_timeout_is_killed_with_its_process_group() {
 fn an_unapproved_workspace_hook_is_skipped_with_a_notice_and_an_approved_one_runs() {
     let server = MockServer::start_in_thread(vec![text_reply("ok", 4), text_reply("ok", 4)]);
     let dir = setup(&server, "", &[]);
-    if !sandbox_works(dir.path(), "an_unapproved_workspace_hook") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let workspace = std::fs::read_to_string(dir.path().join(".minicode/config.toml")).unwrap();
     let hook = "[[hooks.UserPromptSubmit]]\ncommand = \"touch ran.txt\"\n";
     std::fs::write(
@@ -365,9 +333,7 @@ fn hooks_run_confined_without_the_key_so_a_write_outside_the_workspace_fails() {
         target.display()
     );
     let dir = setup(&server, &hooks, &[]);
-    if !sandbox_works(dir.path(), "hooks_run_confined") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let out = command(dir.path())
         .env("MINICODE_API_KEY", "sk-hook-must-not-see")
         .arg("hello")
@@ -441,9 +407,7 @@ fn each_hook_run_is_a_hook_event_in_stream_json_a_line_on_stderr_and_a_traced_sp
         [[hooks.Stop]]\ncommand = \"true\"\n";
     let pre = "cat > /dev/null\necho 'no files today' >&2\nexit 2\n";
     let dir = setup(&server, hooks, &[("pre.sh", pre)]);
-    if !sandbox_works(dir.path(), "each_hook_run_is_a_hook_event") {
-        return;
-    }
+    require_working_sandbox(dir.path());
     let config = dir.path().join(".minicode/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&format!(
@@ -604,4 +568,59 @@ fn the_demo_model_reads_only_the_users_words_not_hook_context() {
         std::fs::read_to_string(dir.path().join("README.md")).unwrap(),
         "# Tiny\n\nA tiny project.\n"
     );
+}
+
+/// Hooks' own logic (the JSON on stdin, exit 2, a JSON decision) does not depend on the
+/// sandbox: a user hook with `sandbox = "off"` in front of a file tool exercises it on any
+/// kernel.
+#[test]
+fn an_unsandboxed_hook_blocks_a_read_by_exit_2_and_the_model_reads_why() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(&[("c1", "read", r#"{"path":"secret.txt"}"#)], 7),
+        text_reply("ok", 4),
+    ]);
+    let hooks = "[[hooks.PreToolUse]]\nmatcher = \"read\"\ncommand = \"bash hooks/pre.sh\"\n\
+                 sandbox = \"off\"\n";
+    let script = "cat > pre-input.json\necho 'this file stays closed' >&2\nexit 2\n";
+    let dir = setup(&server, hooks, &[("pre.sh", script)]);
+    std::fs::write(dir.path().join("secret.txt"), "the-content\n").unwrap();
+    let out = run(dir.path(), &["--yes", "read the file"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("this file stays closed"), "{second}");
+    assert!(!second.contains("the-content"), "{second}");
+    let input = read_json(&dir.path().join("pre-input.json"));
+    assert_eq!(input["hook_event_name"], "PreToolUse");
+    assert_eq!(input["tool_name"], "read");
+    assert_eq!(input["tool_input"]["path"], "secret.txt");
+}
+
+#[test]
+fn an_unsandboxed_hooks_json_deny_stops_a_write_and_its_allow_lets_another_run() {
+    let server = MockServer::start_in_thread(vec![
+        tool_calls_reply(
+            &[
+                ("c1", "write", r#"{"path":"denied.txt","content":"x"}"#),
+                ("c2", "write", r#"{"path":"allowed.txt","content":"y"}"#),
+            ],
+            9,
+        ),
+        text_reply("ok", 4),
+    ]);
+    let hooks = "[[hooks.PreToolUse]]\nmatcher = \"write\"\ncommand = \"bash hooks/decide.sh\"\n\
+                 sandbox = \"off\"\n";
+    let script = r#"input=$(cat)
+case "$input" in
+  *denied.txt*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"policy says no"}}' ;;
+  *) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}' ;;
+esac
+"#;
+    let dir = setup(&server, hooks, &[("decide.sh", script)]);
+    // No --yes and no terminal: only the hook's allow lets a call run.
+    let out = run(dir.path(), &["write files"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!dir.path().join("denied.txt").exists());
+    assert!(dir.path().join("allowed.txt").exists(), "{}", stderr(&out));
+    let second = &server.requests()[1].raw_body;
+    assert!(second.contains("policy says no"), "{second}");
 }

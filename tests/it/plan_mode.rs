@@ -210,25 +210,10 @@ fn plan_flag_refuses_writes_in_one_shot_and_json_names_the_plan_profile() {
     assert!(requests[1].raw_body.contains("plan mode is on"));
 }
 
-/// Whether this kernel can enforce the sandbox (`minicode sandbox -- true`); prints why a
-/// test is skipped when it cannot.
-fn sandbox_works(dir: &Path) -> bool {
-    let out = one_shot(dir, &["sandbox", "--", "true"]);
-    if !out.status.success() {
-        eprintln!(
-            "skipped: the sandbox cannot be enforced here: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    out.status.success()
-}
-
 #[test]
 fn plan_mode_bash_runs_read_only_so_a_redirect_changes_nothing_and_the_model_is_told() {
     let dir = tempfile::tempdir().unwrap();
-    if !sandbox_works(dir.path()) {
-        return;
-    }
+    crate::support::kernel::require_working_sandbox(dir.path());
     let server = MockServer::start_in_thread(vec![
         tool_calls_reply(&[("c1", "bash", r#"{"command":"echo x > f"}"#)], 5),
         mock_text("a plan", 4),

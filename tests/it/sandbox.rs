@@ -3,35 +3,20 @@
 //! kernel — writes outside the roots and to protected paths (also through a link planted by an
 //! earlier call, and creating them when missing), loopback TCP with the network off and on,
 //! `no_new_privs`, `ptrace` and `io_uring_setup` — and that a missing layer fails closed and a
-//! denial is reported as one. Every test first checks the kernel has what the sandbox needs
-//! and otherwise says why it is skipped.
+//! denial is reported as one. Every test first asserts the kernel has what the sandbox needs
+//! (`support::kernel`): on a kernel without it they fail saying what is missing.
 
 use std::path::Path;
 use std::time::Duration;
 
 use crate::support::binary::command;
 use crate::support::binary::{output_text as text, sandboxed};
+use crate::support::kernel::require_sandbox;
 use crate::support::workspace;
 use minicode::sandbox::{Blocked, Layer, Mode, Policy};
 use minicode::tools::{Registry, ToolCtx};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-/// Whether this kernel can run the sandbox; prints why not (the test is then skipped).
-fn supported(test: &str) -> bool {
-    let why = match minicode::sandbox::probe::landlock_abi() {
-        Err(e) => Some(format!("no Landlock: {e}")),
-        Ok(abi) if abi < minicode::sandbox::probe::MIN_LANDLOCK_ABI => {
-            Some(format!("Landlock ABI {abi} is too old"))
-        }
-        Ok(_) => minicode::sandbox::probe::userns_restriction()
-            .map(|s| format!("unprivileged user namespaces are off ({s})")),
-    };
-    if let Some(why) = &why {
-        eprintln!("SKIPPED {test}: {why}");
-    }
-    why.is_none()
-}
 
 fn git_repo(ws: &Path) {
     std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
@@ -41,9 +26,7 @@ fn git_repo(ws: &Path) {
 
 #[test]
 fn a_write_outside_the_roots_fails_and_one_inside_succeeds() {
-    if !supported("a_write_outside_the_roots_fails_and_one_inside_succeeds") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let (_other, outside) = workspace();
     let script = format!(
@@ -62,9 +45,7 @@ fn a_write_outside_the_roots_fails_and_one_inside_succeeds() {
 
 #[test]
 fn read_only_profile_refuses_writes_in_the_workspace_but_not_in_tmpdir() {
-    if !supported("read_only_profile_refuses_writes_in_the_workspace_but_not_in_tmpdir") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let out = sandboxed(
         &ws,
@@ -82,9 +63,7 @@ fn read_only_profile_refuses_writes_in_the_workspace_but_not_in_tmpdir() {
 
 #[test]
 fn git_hooks_and_minicode_cannot_be_written_or_created() {
-    if !supported("git_hooks_and_minicode_cannot_be_written_or_created") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     git_repo(&ws);
     for script in [
@@ -108,9 +87,7 @@ fn git_hooks_and_minicode_cannot_be_written_or_created() {
 
 #[test]
 fn missing_protected_names_cannot_be_created() {
-    if !supported("missing_protected_names_cannot_be_created") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let out = sandboxed(
         &ws,
@@ -126,9 +103,7 @@ fn missing_protected_names_cannot_be_created() {
 
 #[test]
 fn a_link_planted_by_an_earlier_call_does_not_reach_protected_paths() {
-    if !supported("a_link_planted_by_an_earlier_call_does_not_reach_protected_paths") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     git_repo(&ws);
     let plant = sandboxed(&ws, &[], "ln -s .git/hooks hooks && ln -s .minicode data");
@@ -187,10 +162,7 @@ fn a_protected_name_reached_through_a_link_the_call_made_removes_the_link_not_th
 
 #[test]
 fn the_hosts_loopback_is_unreachable_with_the_network_off_and_reachable_with_it_on() {
-    if !supported("the_hosts_loopback_is_unreachable_with_the_network_off_and_reachable_with_it_on")
-    {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -213,9 +185,7 @@ fn the_hosts_loopback_is_unreachable_with_the_network_off_and_reachable_with_it_
 
 #[test]
 fn confined_commands_run_with_no_new_privs() {
-    if !supported("confined_commands_run_with_no_new_privs") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let out = sandboxed(&ws, &[], "cat /proc/self/status");
     assert!(out.status.success(), "{}", text(&out));
@@ -223,30 +193,26 @@ fn confined_commands_run_with_no_new_privs() {
 }
 
 #[test]
+#[cfg_attr(
+    not(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    )),
+    ignore = "the syscall numbers are known for x86_64, aarch64 and riscv64 only"
+)]
 fn ptrace_io_uring_setup_and_terminal_typing_are_refused() {
-    if !supported("ptrace_io_uring_setup_and_terminal_typing_are_refused") {
-        return;
-    }
-    let (ptrace, io_uring_setup) = match std::env::consts::ARCH {
-        "x86_64" => (101, 425),
-        "aarch64" | "riscv64" => (117, 425),
-        other => {
-            eprintln!(
-                "SKIPPED ptrace_io_uring_setup_and_terminal_typing_are_refused: no syscall numbers for {other}"
-            );
-            return;
-        }
+    require_sandbox();
+    let (ptrace, io_uring_setup) = if cfg!(target_arch = "x86_64") {
+        (101, 425)
+    } else {
+        (117, 425)
     };
-    if std::process::Command::new("perl")
-        .arg("-v")
-        .output()
-        .is_err()
-    {
-        eprintln!(
-            "SKIPPED ptrace_io_uring_setup_and_terminal_typing_are_refused: perl cannot be found to issue the calls"
-        );
-        return;
-    }
+    let perl = std::process::Command::new("perl").arg("-v").output();
+    assert!(
+        perl.is_ok(),
+        "this test needs perl to issue the calls: install it (or skip this test)"
+    );
     let (_tmp, ws) = workspace();
     // PTRACE_TRACEME (0) and io_uring_setup(1, NULL) succeed or fail with EFAULT unconfined;
     // TIOCSTI on /dev/null fails with ENOTTY.
@@ -333,9 +299,7 @@ fn sandbox_usage_errors_exit_2() {
 
 #[test]
 fn the_command_exit_status_is_passed_on() {
-    if !supported("the_command_exit_status_is_passed_on") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let out = sandboxed(&ws, &[], "exit 7");
     assert_eq!(out.status.code(), Some(7));
@@ -343,9 +307,7 @@ fn the_command_exit_status_is_passed_on() {
 
 #[test]
 fn minicode_sandbox_honours_the_configured_sandbox_as_a_session_would() {
-    if !supported("minicode_sandbox_honours_the_configured_sandbox_as_a_session_would") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let (_root, root) = workspace();
     let (_home, home) = workspace();
@@ -413,9 +375,7 @@ async fn bash(ctx: &ToolCtx, command: &str) -> minicode::tools::ToolOutput {
 
 #[tokio::test]
 async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
-    if !supported("the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let (_other, outside) = workspace();
     let ctx = confined_ctx(&ws, &outside, Mode::WorkspaceWrite);
@@ -486,9 +446,7 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
 
 #[tokio::test]
 async fn a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocked() {
-    if !supported("a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocked") {
-        return;
-    }
+    require_sandbox();
     let (_tmp, ws) = workspace();
     let (_other, tmp) = workspace();
     let ctx = confined_ctx(&ws, &tmp, Mode::ReadOnly);
@@ -563,11 +521,7 @@ fn the_git_dir_a_git_file_names_keeps_its_hooks_read_only_when_inside_the_worksp
     );
     let read_only = Policy::for_workspace(Mode::ReadOnly, false, &ws, &[], ws.join("t"));
     assert!(read_only.writable.is_empty() && !read_only.network);
-    if !supported(
-        "the_git_dir_a_git_file_names_keeps_its_hooks_read_only_when_inside_the_workspace",
-    ) {
-        return;
-    }
+    require_sandbox();
     let out = sandboxed(&ws, &[], "echo x > store/repo.git/hooks/post-checkout");
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!ws.join("store/repo.git/hooks/post-checkout").exists());
