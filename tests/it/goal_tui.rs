@@ -1,12 +1,10 @@
 //! Goal mode in the full-screen state: `/goal …` and `/fork` become ops, the goal events
 //! become notices and the status bar's goal (phase, armed, rounds), rendered on a `TestBackend`.
 
+use crate::support::screen::text as screen;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use minicode::protocol::{Event, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, Op};
 use minicode::tui::state::{Effect, Msg, State};
-use minicode::tui::view;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 fn state() -> State {
     let mut s = State::new("test-model", 100_000);
@@ -19,12 +17,6 @@ fn state() -> State {
         resumed_messages: 0,
     }));
     s
-}
-
-fn screen(s: &State) -> String {
-    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
-    term.draw(|f| view::render(s, f)).unwrap();
-    term.backend().to_string()
 }
 
 /// Types `line` and presses Enter.

@@ -4,7 +4,7 @@
 //! `/model` switch; only a compaction starts a new prefix. Local servers reuse their cache
 //! only then. Also the cached share the server reports, in the stats, and `/model` itself.
 
-use crate::support::events::{next, shutdown, turn};
+use crate::support::events::{first, next, shutdown, turn};
 use crate::support::mock_openai::{MockReply, MockServer, Recorded, text_reply, tool_calls_reply};
 use minicode::agent::Options;
 use minicode::protocol::{Event, Op, TurnEnd, WindowSource};
@@ -248,19 +248,6 @@ fn models_reply() -> MockReply {
     )
 }
 
-/// Events until `pred` matches one; returns it.
-async fn until(
-    handle: &mut minicode::protocol::AgentHandle,
-    pred: impl Fn(&Event) -> bool,
-) -> Event {
-    loop {
-        let event = next(handle).await;
-        if pred(&event) {
-            return event;
-        }
-    }
-}
-
 #[tokio::test]
 async fn model_without_a_name_lists_the_servers_models_and_the_one_in_use() {
     let (_tmp, ws) = crate::support::workspace();
@@ -268,7 +255,7 @@ async fn model_without_a_name_lists_the_servers_models_and_the_one_in_use() {
     server.route("/v1/models", models_reply());
     let mut handle = crate::support::agent::spawn(&ws, provider(&server, "m1"), Options::default());
     handle.send(Op::Model { name: None });
-    match until(&mut handle, |e| matches!(e, Event::ModelsListed { .. })).await {
+    match first(&mut handle, |e| matches!(e, Event::ModelsListed { .. })).await {
         Event::ModelsListed { current, models } => {
             assert_eq!(current, "m1");
             assert_eq!(models, ["m1", "m2"]);
@@ -283,19 +270,19 @@ async fn model_switch_probes_the_window_again_and_is_recorded_in_the_session() {
     let server = MockServer::start(vec![text_reply("from m2", 4)]).await;
     server.route("/v1/models", models_reply());
     let mut handle = crate::support::agent::spawn(&ws, provider(&server, "m1"), Options::default());
-    let first = until(
+    let probed = first(
         &mut handle,
         |e| matches!(e, Event::ContextWindowSet { source, .. } if *source == WindowSource::Probe),
     )
     .await;
     assert!(
-        matches!(first, Event::ContextWindowSet { tokens: 16384, .. }),
-        "{first:?}"
+        matches!(probed, Event::ContextWindowSet { tokens: 16384, .. }),
+        "{probed:?}"
     );
     handle.send(Op::Model {
         name: Some("m2".into()),
     });
-    let switched = until(&mut handle, |e| matches!(e, Event::ModelSwitched { .. })).await;
+    let switched = first(&mut handle, |e| matches!(e, Event::ModelSwitched { .. })).await;
     assert!(
         matches!(&switched, Event::ModelSwitched { previous, model } if previous == "m1" && model == "m2"),
         "{switched:?}"
@@ -329,7 +316,7 @@ async fn model_switch_probes_the_window_again_and_is_recorded_in_the_session() {
     let session = minicode::session::Session::open(&ws, &id).unwrap();
     let mut handle =
         crate::support::agent::spawn_session(session, provider(&server, "m1"), Options::default());
-    match until(&mut handle, |e| matches!(e, Event::HistoryRestored { .. })).await {
+    match first(&mut handle, |e| matches!(e, Event::HistoryRestored { .. })).await {
         Event::HistoryRestored { entries } => {
             let shown = format!("{entries:?}");
             assert!(
@@ -363,7 +350,7 @@ async fn model_switch_to_a_model_the_server_does_not_offer_is_refused() {
     handle.send(Op::Model {
         name: Some("nope".into()),
     });
-    match until(&mut handle, |e| matches!(e, Event::Error { .. })).await {
+    match first(&mut handle, |e| matches!(e, Event::Error { .. })).await {
         Event::Error { message } => assert!(message.contains("nope"), "{message}"),
         _ => unreachable!(),
     }

@@ -15,14 +15,7 @@ use serde_json::json;
 const KEY: &str = "sk-test-secret-0123456789";
 
 fn provider(server: &MockServer) -> OpenAi {
-    OpenAi::new(OpenAiOptions {
-        base_url: server.base_url(),
-        api_key: Some(KEY.into()),
-        model: "mock-model".into(),
-        retry_base_delay: Duration::from_millis(5),
-        ..OpenAiOptions::default()
-    })
-    .unwrap()
+    crate::support::provider::provider_with(server, |o| o.api_key = Some(KEY.into()))
 }
 
 use crate::support::stream::run;

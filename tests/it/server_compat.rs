@@ -3,7 +3,6 @@
 //! and `--no-tools`.
 
 use std::path::Path;
-use std::time::Duration;
 
 use crate::support::agent::spawn;
 use crate::support::binary::{command, write_config};
@@ -14,19 +13,12 @@ use minicode::agent::Options;
 use minicode::chat::{Message, ToolSpec};
 use minicode::protocol::TurnEnd;
 use minicode::provider::compat::TokenLimit;
-use minicode::provider::openai::{Extras, OpenAi, OpenAiOptions};
+use minicode::provider::openai::{Extras, OpenAi};
 use minicode::provider::{ChatRequest, EventStream, Provider, ProviderError, StreamEvent};
 use serde_json::{Value, json};
 
 fn provider(server: &MockServer, cache: Option<&Path>) -> OpenAi {
-    OpenAi::new(OpenAiOptions {
-        base_url: server.base_url(),
-        model: "mock-model".into(),
-        retry_base_delay: Duration::from_millis(5),
-        cache_dir: cache.map(Path::to_path_buf),
-        ..OpenAiOptions::default()
-    })
-    .unwrap()
+    crate::support::provider::provider_with(server, |o| o.cache_dir = cache.map(Path::to_path_buf))
 }
 
 fn tools() -> Vec<ToolSpec> {

@@ -2,6 +2,7 @@
 //! the refused connection and the full-screen header says so, with the fix, before the user
 //! types a prompt that would only fail.
 
+use crate::support::screen::text as screen;
 use std::time::Duration;
 
 use crate::support::agent::spawn;
@@ -11,9 +12,6 @@ use minicode::protocol::Event;
 use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use minicode::tui::help::Welcome;
 use minicode::tui::state::{Msg, State};
-use minicode::tui::view;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 /// A loopback address nothing listens on (bound, then closed).
 fn closed_port_url() -> String {
@@ -61,12 +59,6 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
-}
-
-fn screen(s: &State) -> String {
-    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
-    term.draw(|f| view::render(s, f)).unwrap();
-    term.backend().to_string()
 }
 
 #[test]

@@ -13,7 +13,7 @@ use crate::support::mock_openai::*;
 use minicode::agent::Options;
 use minicode::protocol::{Event, TurnEnd, WindowSource};
 use minicode::provider::Provider;
-use minicode::provider::openai::{OpenAi, OpenAiOptions};
+use minicode::provider::openai::OpenAi;
 use minicode::provider::probe::cache::Cache;
 use minicode::provider::probe::server_root;
 use serde_json::{Value, json};
@@ -21,15 +21,11 @@ use serde_json::{Value, json};
 const KEY: &str = "sk-probe-secret-0123456789";
 
 fn provider(server: &MockServer, model: &str, cache: Option<&Path>) -> OpenAi {
-    OpenAi::new(OpenAiOptions {
-        base_url: server.base_url(),
-        api_key: Some(KEY.into()),
-        model: model.into(),
-        retry_base_delay: Duration::from_millis(5),
-        cache_dir: cache.map(Path::to_path_buf),
-        ..OpenAiOptions::default()
+    crate::support::provider::provider_with(server, |o| {
+        o.api_key = Some(KEY.into());
+        o.model = model.into();
+        o.cache_dir = cache.map(Path::to_path_buf);
     })
-    .unwrap()
 }
 
 async fn probe(server: &MockServer, model: &str) -> Option<(u64, String)> {

@@ -3,15 +3,13 @@
 //! `send_reasoning`; a reply with only reasoning fails with its own message; one-shot shows it
 //! on stderr only with `--show-reasoning`; the full-screen view shows it dimmed and folds it.
 
-use std::time::Duration;
-
 use crate::support::agent::spawn;
 use crate::support::binary::{command, write_config};
 use crate::support::events::run_turn;
 use crate::support::mock_openai::*;
 use minicode::agent::Options;
 use minicode::protocol::{Event, TurnEnd};
-use minicode::provider::openai::{OpenAi, OpenAiOptions};
+use minicode::provider::openai::OpenAi;
 use minicode::provider::sse::Decoder;
 use minicode::provider::{ReasoningFormat, Reply, StreamEvent};
 use minicode::tui::state::{Msg, State};
@@ -167,14 +165,7 @@ fn a_lone_closing_tag_makes_what_came_before_it_reasoning() {
 }
 
 fn provider(server: &MockServer, send_reasoning: bool) -> OpenAi {
-    OpenAi::new(OpenAiOptions {
-        base_url: server.base_url(),
-        model: "mock-model".into(),
-        retry_base_delay: Duration::from_millis(5),
-        send_reasoning,
-        ..OpenAiOptions::default()
-    })
-    .unwrap()
+    crate::support::provider::provider_with(server, |o| o.send_reasoning = send_reasoning)
 }
 
 /// A reply that thinks (`reasoning_content`), then calls `read` on `a.txt`.

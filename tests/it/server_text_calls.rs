@@ -12,7 +12,6 @@ use crate::support::mock_openai::*;
 use minicode::agent::Options;
 use minicode::agent::small::Settings;
 use minicode::protocol::{Decision, Event, TurnEnd, WindowSource};
-use minicode::provider::openai::{OpenAi, OpenAiOptions};
 use serde_json::{Value, json};
 
 /// Captured from llama.cpp's server with the 1.5B model, asked to create CHANGELOG.md with
@@ -23,15 +22,7 @@ fn approve_all(_: &str) -> Option<Decision> {
     Some(Decision::Approve)
 }
 
-fn provider(server: &MockServer) -> OpenAi {
-    OpenAi::new(OpenAiOptions {
-        base_url: server.base_url(),
-        model: "mock-model".into(),
-        retry_base_delay: Duration::from_millis(5),
-        ..OpenAiOptions::default()
-    })
-    .unwrap()
-}
+use crate::support::provider::provider;
 
 fn small_window() -> Options {
     Options {

@@ -3,8 +3,6 @@
 //! `finish_reason: stop` beside tool calls, usage only in the last chunk or absent,
 //! Mistral-style 9-character ids, and an id repeated across replies.
 
-use std::time::Duration;
-
 use crate::support::agent::spawn;
 use crate::support::events::run_turn;
 use crate::support::mock_openai::*;
@@ -18,15 +16,7 @@ use minicode::provider::sse::Decoder;
 use minicode::provider::{Provider, Reply, StreamEvent};
 use serde_json::{Value, json};
 
-fn provider(server: &MockServer) -> OpenAi {
-    OpenAi::new(OpenAiOptions {
-        base_url: server.base_url(),
-        model: "mock-model".into(),
-        retry_base_delay: Duration::from_millis(5),
-        ..OpenAiOptions::default()
-    })
-    .unwrap()
-}
+use crate::support::provider::provider;
 
 fn chunk(delta: Value, finish: Value) -> Value {
     json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})

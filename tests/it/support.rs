@@ -13,6 +13,7 @@ pub mod kernel;
 pub mod mcp_server;
 pub mod mock_openai;
 pub mod otlp_receiver;
+pub mod provider;
 pub mod screen;
 pub mod stream;
 pub mod tree;

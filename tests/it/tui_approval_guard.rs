@@ -2,15 +2,13 @@
 //! of an approval appearing are ignored, so typing meant for something else never answers a
 //! request the user has not read. Time is injected with `State::update_at`; nothing sleeps.
 
+use crate::support::screen::text as screen;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use minicode::chat::ApprovalRequest;
 use minicode::protocol::{Decision, Event, Op};
 use minicode::tui::state::{APPROVAL_GUARD, Effect, Msg, State};
-use minicode::tui::view;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -56,12 +54,6 @@ fn approve() -> Vec<Effect> {
         call: "c1".into(),
         decision: Decision::Approve,
     })]
-}
-
-fn screen(s: &State) -> String {
-    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
-    term.draw(|f| view::render(s, f)).unwrap();
-    term.backend().to_string()
 }
 
 #[test]

@@ -2,19 +2,11 @@
 //! by the core's window and memory reports, gone once a prompt was sent and scrolled away),
 //! `/help` with every key and command on one screen, `/model` with where each value came from.
 
+use crate::support::screen::text as screen;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use minicode::protocol::{Event, WindowSource};
 use minicode::tui::help::{KEYS, Welcome};
 use minicode::tui::state::{COMMANDS, Msg, State};
-use minicode::tui::view;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
-
-fn screen(s: &State) -> String {
-    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
-    term.draw(|f| view::render(s, f)).unwrap();
-    term.backend().to_string()
-}
 
 fn welcome() -> Welcome {
     Welcome {

@@ -4,6 +4,7 @@
 //! progress rewrites as the latest state of the line, until the capped result replaces them;
 //! the result (what the model reads and what is shown) keeps each line's last state too.
 
+use crate::support::screen::text as screen;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,17 +16,8 @@ use minicode::protocol::Event;
 use minicode::tools::{Registry, Secrets, ToolCtx, live};
 use minicode::tui::live::Tail;
 use minicode::tui::state::{Msg, State};
-use minicode::tui::view;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn screen(s: &State) -> String {
-    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
-    term.draw(|f| view::render(s, f)).unwrap();
-    term.backend().to_string()
-}
 
 fn ev_at(s: &mut State, e: Event, now: Instant) {
     s.update_at(Msg::Agent(e), now);

@@ -3,14 +3,12 @@
 //! `read`), `!command` (run for the user, its output sent with the next prompt) and `/init`.
 //! The screen through a `TestBackend`; the core through a scripted fake model.
 
+use crate::support::screen::text as screen;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use minicode::agent::Options;
 use minicode::protocol::{Event, Op, SessionSummary};
 use minicode::session::Session;
 use minicode::tui::state::{Effect, Msg, State};
-use minicode::tui::view;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 use crate::support::agent::{spawn, spawn_session};
 use crate::support::events::{shutdown, turn, until};
@@ -29,12 +27,6 @@ fn key(s: &mut State, code: KeyCode) -> Vec<Effect> {
 fn typed(s: &mut State, text: &str) -> Vec<Effect> {
     s.update(Msg::Paste(text.into()));
     key(s, KeyCode::Enter)
-}
-
-fn screen(s: &State) -> String {
-    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
-    term.draw(|f| view::render(s, f)).unwrap();
-    term.backend().to_string()
 }
 
 fn now_secs() -> u64 {

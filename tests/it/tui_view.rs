@@ -2,6 +2,7 @@
 //! into `State::update`, the state is rendered into ratatui's `TestBackend`, and the screen is
 //! compared with insta snapshots or checked for specific content.
 
+use crate::support::screen::text as screen;
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
@@ -26,12 +27,6 @@ fn state(w: u16, h: u16) -> State {
         resumed_messages: 0,
     }));
     s
-}
-
-fn screen(s: &State) -> String {
-    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
-    term.draw(|f| view::render(s, f)).unwrap();
-    term.backend().to_string()
 }
 
 fn rows(s: &State) -> Vec<String> {

@@ -29,6 +29,16 @@ pub async fn until(handle: &mut AgentHandle, last: impl Fn(&Event) -> bool) -> V
     }
 }
 
+/// The first event `pred` matches (those before it are dropped).
+pub async fn first(handle: &mut AgentHandle, pred: impl Fn(&Event) -> bool) -> Event {
+    loop {
+        let event = next(handle).await;
+        if pred(&event) {
+            return event;
+        }
+    }
+}
+
 /// How the turn whose events end with `TurnEnded` ended.
 pub fn ended(events: &[Event]) -> (TurnEnd, TurnStats) {
     match events.last() {

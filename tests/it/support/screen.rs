@@ -8,6 +8,13 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 
+/// The frame `s` draws, as text: one line per row (the `TestBackend`'s own rendering).
+pub fn text(s: &State) -> String {
+    let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
+    term.draw(|f| view::render(s, f)).unwrap();
+    term.backend().to_string()
+}
+
 /// The frame `s` draws.
 pub fn buffer(s: &State) -> Buffer {
     let mut term = Terminal::new(TestBackend::new(s.size.0, s.size.1)).unwrap();
