@@ -187,3 +187,64 @@ impl Tracker {
         self.last.is_some()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test's failure is its panic
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_scale_down_for_a_small_window() {
+        let b = Budget::new(8192, None, None).unwrap();
+        assert_eq!((b.reserve, b.keep_recent), (1024, 2048));
+        let big = Budget::new(200_000, None, None).unwrap();
+        assert_eq!(
+            (big.reserve, big.keep_recent),
+            (DEFAULT_RESERVE_TOKENS, DEFAULT_KEEP_RECENT_TOKENS)
+        );
+    }
+
+    #[test]
+    fn a_configuration_that_cannot_work_is_an_error() {
+        assert!(matches!(
+            Budget::new(1024, None, None),
+            Err(BudgetError::WindowTooSmall { .. })
+        ));
+        assert!(matches!(
+            Budget::new(8192, Some(4096), None),
+            Err(BudgetError::ReserveTooLarge { .. })
+        ));
+        assert!(Budget::new(8192, Some(4095), None).is_ok());
+        assert!(matches!(
+            Budget::new(8192, Some(1000), Some(7192)),
+            Err(BudgetError::KeepTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn compaction_starts_when_less_than_the_reserve_would_remain() {
+        let b = Budget::new(8192, Some(1000), None).unwrap();
+        assert!(!b.should_compact(7192));
+        assert!(b.should_compact(7193));
+        // An explicit reserve below the reply minimum still leaves that minimum.
+        let tiny = Budget::new(8192, Some(10), None).unwrap();
+        assert!(tiny.should_compact(8192 - MIN_REPLY_TOKENS + 1));
+    }
+
+    #[test]
+    fn reply_tokens_fit_the_room_left_but_never_below_the_minimum() {
+        let b = Budget::new(8192, None, None).unwrap();
+        assert_eq!(b.reply_tokens(0, 4096), 4096);
+        assert_eq!(b.reply_tokens(6192, 4096), 2000);
+        assert_eq!(b.reply_tokens(8100, 4096), MIN_REPLY_TOKENS as u32);
+        assert_eq!(b.reply_tokens(100, 0), 0, "0 leaves it to the server");
+    }
+
+    #[test]
+    fn a_window_the_server_states_clamps_explicit_values() {
+        let b = Budget::new(32_768, Some(8000), Some(8000)).unwrap();
+        let smaller = b.with_window(8192);
+        assert_eq!(smaller.window, 8192);
+        assert!(smaller.reserve <= 4096 && smaller.keep_recent < 8192 - smaller.reserve);
+    }
+}

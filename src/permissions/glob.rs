@@ -65,3 +65,47 @@ fn wildcard(p: &[char], t: &[char]) -> bool {
     }
     pi == p.len()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{path, text};
+
+    #[test]
+    fn a_text_star_crosses_spaces_and_slashes() {
+        assert!(text("git *", "git push origin main"));
+        assert!(text("cat */x", "cat a/b/x"));
+        assert!(text("ls?", "ls1"));
+        assert!(!text("ls?", "ls"));
+        assert!(!text("git *", "gitk"));
+    }
+
+    #[test]
+    fn many_stars_do_not_backtrack_exponentially() {
+        let pattern = "*a*a*a*a*a*a*a*a*a*a*b";
+        let subject = "a".repeat(5000);
+        assert!(!text(pattern, &subject));
+    }
+
+    #[test]
+    fn a_path_pattern_without_a_slash_matches_a_name_at_any_depth() {
+        assert!(path(".env*", "config/.env.local"));
+        assert!(path("*.pem", "keys/deep/server.pem"));
+        assert!(!path("*.pem", "keys/pem.txt"));
+    }
+
+    #[test]
+    fn a_path_pattern_with_a_slash_is_anchored_and_covers_what_a_folder_holds() {
+        assert!(path("/secrets", "secrets/a/b.txt"));
+        assert!(path("./src/*.rs", "src/main.rs"));
+        assert!(!path("src/*.rs", "lib/src/main.rs"));
+        assert!(
+            !path("src/*.rs", "src/a/main.rs"),
+            "* stays inside one folder"
+        );
+        assert!(path("src/**/main.rs", "src/a/b/main.rs"));
+        assert!(
+            path("src/**/main.rs", "src/main.rs"),
+            "** may match no folder"
+        );
+    }
+}

@@ -12,6 +12,8 @@
 //! [`ReplyLimits::max_tool_calls`] calls. Time is not bounded here: the driver's deadline is.
 
 mod assembler;
+#[cfg(test)]
+mod tests;
 mod think;
 
 use std::sync::Arc;

@@ -250,3 +250,59 @@ pub(crate) fn wrap_hard_runs(
     lines.push(Line::from(spans));
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use ratatui::style::Style;
+    use ratatui::text::Span;
+
+    use super::{Run, line_text, truncate, width, wrap, wrap_hard};
+
+    fn lines(runs: &[Run], width: usize, first: &str, rest: &str) -> Vec<String> {
+        let first = [Span::raw(first.to_string())];
+        let rest = [Span::raw(rest.to_string())];
+        wrap(runs, width, &first, &rest)
+            .iter()
+            .map(line_text)
+            .collect()
+    }
+
+    #[test]
+    fn words_break_at_spaces_and_continuations_get_their_prefix() {
+        let run = Run::new("the quick brown fox jumps", Style::default());
+        let out = lines(&[run], 12, "> ", "  ");
+        assert_eq!(out, ["> the quick", "  brown fox", "  jumps"]);
+        assert!(out.iter().all(|l| width(l) <= 12));
+    }
+
+    #[test]
+    fn a_word_wider_than_the_line_is_cut_and_a_newline_forces_a_break() {
+        let run = Run::new("abcdefghij\nxy", Style::default());
+        let out = lines(&[run], 4, "", "");
+        assert_eq!(out, ["abcd", "efgh", "ij", "xy"]);
+    }
+
+    #[test]
+    fn wide_characters_count_two_columns() {
+        let run = Run::new("漢字漢字漢字", Style::default());
+        let out = lines(&[run], 5, "", "");
+        assert_eq!(out, ["漢字", "漢字", "漢字"]);
+    }
+
+    #[test]
+    fn truncate_marks_what_it_cut() {
+        assert_eq!(truncate("short", 10), "short");
+        assert_eq!(truncate("a long line", 6), "a lon…");
+        assert!(width(&truncate("漢字漢字", 5)) <= 5);
+    }
+
+    #[test]
+    fn hard_wrap_keeps_every_space() {
+        let out: Vec<String> = wrap_hard("a  b  c", 3, vec![], vec![], Style::default())
+            .iter()
+            .map(line_text)
+            .collect();
+        assert_eq!(out.concat(), "a  b  c");
+        assert_eq!(out[0], "a  ");
+    }
+}
