@@ -1027,3 +1027,75 @@ fn f() {
         ["src/x.rs:3", "src/x.rs:3", "src/x.rs:5", "src/x.rs:10"]
     );
 }
+
+/// The backticked names of a table cell, in order.
+fn backticked(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The arrows table of docs/architecture.md: for each row, its modules and the middle cell.
+fn arrows_table(doc: &str) -> Vec<(Vec<String>, String)> {
+    let section = doc
+        .split("## The arrows")
+        .nth(1)
+        .expect("docs/architecture.md has a section `## The arrows`");
+    section
+        .lines()
+        .skip_while(|l| !l.starts_with("| module |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (backticked(cells[1]), cells[2].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_arrows_table_in_the_docs_is_the_enforced_rules_cell_by_cell() {
+    let rows = arrows_table(&architecture_doc());
+    let mut problems = Vec::new();
+    for rule in RULES {
+        let found: Vec<&(Vec<String>, String)> = rows
+            .iter()
+            .filter(|(modules, _)| modules.iter().any(|m| m == rule.module))
+            .collect();
+        let [(_, cell)] = found.as_slice() else {
+            problems.push(format!(
+                "`{}` is in {} rows of the table, not one",
+                rule.module,
+                found.len()
+            ));
+            continue;
+        };
+        let ok = match rule.may_use {
+            None => cell == "anything",
+            Some([]) => cell == "nothing",
+            Some(list) => {
+                let mut doc = backticked(cell);
+                let mut code: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+                doc.sort();
+                code.sort();
+                doc == code && cell.split(", ").count() == code.len()
+            }
+        };
+        if !ok {
+            problems.push(format!(
+                "`{}`: the table says `{cell}`, RULES say {:?}",
+                rule.module, rule.may_use
+            ));
+        }
+    }
+    for (modules, _) in &rows {
+        for m in modules {
+            if !RULES.iter().any(|r| r.module == m) {
+                problems.push(format!("the table names `{m}`, which has no rule"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
