@@ -16,6 +16,7 @@ mod hooks;
 mod host;
 mod init;
 mod mcp;
+mod prelude;
 mod provider;
 mod rewind;
 pub(crate) mod sandbox;
@@ -369,14 +370,26 @@ fn run_session(
         && goal_task.is_none()
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
-    let config = trust::load_config(env, launch, &overrides, interactive)?;
-    // SAFETY: the process is still single-threaded here: only argument parsing, config
-    // loading and the trust question (crossterm, no threads) ran; logging (a writer thread)
-    // and the runtime start below.
-    #[allow(unsafe_code)]
-    unsafe {
-        forget_key(Some(&config))
-    };
+    let prelude::Started {
+        config,
+        log: _log,
+        runtime,
+    } = prelude::start(prelude::Setup {
+        env,
+        launch,
+        overrides,
+        refused: if interactive {
+            prelude::Refused::Ask
+        } else {
+            prelude::Refused::Fail
+        },
+        log: if interactive {
+            prelude::Log::ByDefault
+        } else {
+            prelude::Log::OnRequest
+        },
+    })?;
+    announce(&config, launch);
     // A goal run sends no prompt: the goal's rounds are its turns.
     let prompt = match goal_task {
         Some(_) => None,
@@ -402,7 +415,6 @@ fn run_session(
             note(warning);
         }
     }
-    let _log = start_logging(&config, launch, interactive)?;
     // Everything that can fail with a usage error comes before the session file is created.
     assemble::check(&config).map_err(usage)?;
     let provider = build_provider(&config, env)?;
@@ -420,7 +432,7 @@ fn run_session(
         auto_approve: args.yes,
         // Someone answers only in the full-screen session.
         ask_outside_sandbox: interactive,
-        trace_content: config.telemetry.as_ref().is_some_and(|t| t.include_content),
+        trace_content: prelude::trace_content(&config),
         // One value for the process: every delegation shares its slots.
         subagents: Some(agent::delegate::Subagents::new(
             config.subagents_max_concurrent,
@@ -428,11 +440,10 @@ fn run_session(
         )),
         hosted: None,
     });
-    // One thread: the core, the provider stream and the frontend hand events to each other
-    // without cross-thread wake-ups, which dominated the cost of streaming tiny chunks. Built
-    // before the session opens: nothing may fail between creating a session and running it,
-    // or an empty session file would be left behind.
-    let runtime = runtime()?;
+    // The runtime (one thread: the core, the provider stream and the frontend hand events to
+    // each other without cross-thread wake-ups) was built by the prelude, before the session
+    // opens: nothing may fail between creating a session and running it, or an empty session
+    // file would be left behind.
     let session = open_session(launch, &args)?;
     let hooks = std::mem::take(&mut prepared.hook_listing);
     let resume_flags = resume_flags(&args);
@@ -497,26 +508,29 @@ fn prompt(args: &Args, interactive: bool) -> Result<Option<String>, Failure> {
     Ok(prompt)
 }
 
-/// The config's notices and the workspace's `.gitignore` warnings on stderr, then the log
-/// (and the trace exporter, when configured). An exporter the environment configures in a way
-/// we cannot honour (an unsupported OTEL_EXPORTER_OTLP_COMPRESSION, say) must not stop the
-/// user's work: export is off.
-fn start_logging(
-    config: &Config,
-    launch: &Path,
-    interactive: bool,
-) -> Result<Option<crate::logging::LogGuard>, Failure> {
+/// The config's notices and the workspace's `.gitignore` warnings, on stderr.
+fn announce(config: &Config, launch: &Path) {
     for notice in &config.notices {
         note(notice);
     }
     for warning in crate::fsutil::gitignore::warnings(launch) {
         note(&warning);
     }
-    match crate::logging::init(launch, interactive, export_settings(config)) {
+}
+
+/// The log (and the trace exporter, when configured). An exporter the environment configures
+/// in a way we cannot honour (an unsupported OTEL_EXPORTER_OTLP_COMPRESSION, say) must not stop
+/// the user's work: export is off.
+fn start_logging(
+    config: &Config,
+    launch: &Path,
+    by_default: bool,
+) -> Result<Option<crate::logging::LogGuard>, Failure> {
+    match crate::logging::init(launch, by_default, export_settings(config)) {
         Ok(guard) => Ok(guard),
         Err(e) => {
             note(&format!("{e}; OpenTelemetry export is off for this run"));
-            crate::logging::init(launch, interactive, None).map_err(usage)
+            crate::logging::init(launch, by_default, None).map_err(usage)
         }
     }
 }

@@ -11,10 +11,9 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use super::Failure;
 use super::host::{Host, Notes, Source};
-use super::{Failure, usage};
 use crate::acp;
-use crate::config::{self, Overrides};
 
 /// `minicode acp`.
 #[derive(Debug, clap::Args)]
@@ -30,35 +29,24 @@ pub(super) fn run(args: &AcpArgs, launch: &Path) -> Result<ExitCode, Failure> {
     let vars: HashMap<String, String> = std::env::vars().collect();
     // A bad flag or user config is better said at once than at the first session.
     let snapshot = |n: &str| vars.get(n).cloned();
-    let config = match config::load(launch, &snapshot, &overrides) {
-        Ok(config) => Some(config),
-        // The launch folder's file is refused, but other sessions may still read the key:
-        // which variable holds it is the user's own configuration's to say.
-        Err(config::ConfigError::UntrustedWorkspace { .. }) => {
-            let own = Overrides {
-                skip_workspace_file: true,
-                ..overrides.clone()
-            };
-            config::load(launch, &snapshot, &own).ok()
-        }
-        Err(e) => return Err(usage(e)),
-    };
-    // SAFETY: still single-threaded: only argument parsing and config loading ran; logging
-    // (a writer thread) and the runtime start below. The sessions' configurations read the
-    // copy taken above.
-    #[allow(unsafe_code)]
-    unsafe {
-        super::forget_key(config.as_ref())
-    };
-    // Logs go to the launch folder's log file: stdout carries only the protocol.
-    let _log = crate::logging::init(launch, false, None).ok().flatten();
+    // A workspace file the launch folder may not use (untrusted, or changed since trusted) is
+    // left out here: each session loads its own workspace's configuration and is refused
+    // there. Logs go to the launch folder's log file: stdout carries only the protocol.
+    let started = super::prelude::start_host(super::prelude::Setup {
+        env: &snapshot,
+        launch,
+        overrides: overrides.clone(),
+        refused: super::prelude::Refused::Host,
+        log: super::prelude::Log::OnRequest,
+    })?;
+    let _log = started.log;
     let host = Arc::new(Host {
         source: Source::PerWorkspace { overrides },
         notes: Notes::Host,
         vars,
         launch: launch.to_path_buf(),
     });
-    let runtime = super::runtime()?;
+    let runtime = started.runtime;
     let result = runtime.block_on(acp::serve(host));
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {

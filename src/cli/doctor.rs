@@ -12,6 +12,7 @@
 //! config files looked at (`doctor/files.rs`) are shown even when no model is configured.
 
 mod files;
+mod findings;
 mod report;
 mod sandbox;
 mod tally;
@@ -22,7 +23,6 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use serde::Serialize;
 
 use super::{Failure, usage};
 use crate::chat::{Message, ToolCall, ToolSpec};
@@ -32,6 +32,7 @@ use crate::provider::openai::{Extras, OpenAi};
 use crate::provider::{
     ChatRequest, ProviderError, ReasoningFormat, Reply, ServerInfo, StreamEvent,
 };
+use findings::{Check, Findings, Status};
 
 /// The most one doctor request may take (a slow local model still answers within it).
 const REQUEST_LIMIT: Duration = Duration::from_secs(120);
@@ -49,92 +50,6 @@ llama.cpp: --jinja and a tool-capable template; vLLM: --enable-auto-tool-choice 
 --tool-call-parser …; Ollama: a model tagged 'tools' — or run minicode with --no-tools for \
 plain chat";
 
-/// How one check ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum Status {
-    Ok,
-    /// Works, with a caveat worth knowing.
-    Warn,
-    /// The agent cannot work this way; `fix` says what to change.
-    Fail,
-    /// Not checked (an earlier step failed, or the server has no such endpoint).
-    Skip,
-}
-
-/// One row of the table.
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct Check {
-    pub name: &'static str,
-    pub status: Status,
-    pub detail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
-
-/// Everything the report shows.
-#[derive(Debug, Default)]
-pub(super) struct Findings {
-    pub server: String,
-    pub model: String,
-    pub checks: Vec<Check>,
-    pub window: Option<(u64, &'static str)>,
-    pub first_token: Option<Duration>,
-    pub tokens_per_second: Option<f64>,
-    /// The sandbox section (it does not change the verdict, which is about the server).
-    pub sandbox: Vec<Check>,
-    /// What earlier runs counted for this model (see `doctor/tally.rs`).
-    pub tally: Option<crate::provider::tally::Tally>,
-    /// Where the configuration was looked for.
-    pub config_files: Vec<files::ConfigFile>,
-    /// No model is configured: how to set one up (no server was checked).
-    pub setup: Option<String>,
-}
-
-impl Findings {
-    fn add(&mut self, name: &'static str, status: Status, detail: impl Into<String>) {
-        self.checks.push(Check {
-            name,
-            status,
-            detail: detail.into(),
-            fix: None,
-        });
-    }
-
-    fn fail(&mut self, name: &'static str, detail: impl Into<String>, fix: impl Into<String>) {
-        self.checks.push(Check {
-            name,
-            status: Status::Fail,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        });
-    }
-
-    fn warn(&mut self, name: &'static str, detail: impl Into<String>, fix: impl Into<String>) {
-        self.checks.push(Check {
-            name,
-            status: Status::Warn,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        });
-    }
-
-    /// Replaces every secret in what the report shows.
-    fn redact(&mut self, secrets: &crate::tools::Secrets) {
-        self.model = secrets.redact(std::mem::take(&mut self.model));
-        for c in &mut self.checks {
-            c.detail = secrets.redact(std::mem::take(&mut c.detail));
-            c.fix = c.fix.take().map(|fix| secrets.redact(fix));
-        }
-    }
-
-    /// Whether the agent can run against this server: one is configured and nothing
-    /// essential failed.
-    pub(crate) fn usable(&self) -> bool {
-        self.setup.is_none() && !self.checks.iter().any(|c| c.status == Status::Fail)
-    }
-}
-
 /// `minicode doctor`.
 pub(super) fn run(
     env: &dyn Fn(&str) -> Option<String>,
@@ -149,12 +64,17 @@ pub(super) fn run(
     {
         return Err(unconfigured(missing.to_string(), config_files, env, format));
     }
-    let mut config = super::trust::load_config(env, launch, &overrides, false)?;
-    // SAFETY: still single-threaded: only argument parsing and config loading ran.
-    #[allow(unsafe_code)]
-    unsafe {
-        super::forget_key(Some(&config))
-    };
+    let super::prelude::Started {
+        mut config,
+        log: _log,
+        runtime,
+    } = super::prelude::start(super::prelude::Setup {
+        env,
+        launch,
+        overrides,
+        refused: super::prelude::Refused::Fail,
+        log: super::prelude::Log::OnRequest,
+    })?;
     if config.provider == ProviderKind::Demo {
         return Err(usage(
             "the configured provider is the built-in demo model: there is no server to check",
@@ -162,11 +82,10 @@ pub(super) fn run(
     }
     config.request_timeout = config.request_timeout.min(REQUEST_LIMIT);
     let provider = super::provider::openai(&config, env)?;
-    let runtime = super::runtime()?;
     let mut findings = runtime.block_on(examine(&provider, &config));
-    findings.checks.insert(0, files_read(&config));
     findings.sandbox = sandbox::checks(&config.sandbox.hidden);
     findings.config_files = config_files;
+    files::mark_read(&mut findings.config_files, &config);
     // Server text reaches the details (a model id, a streamed reply, an error message): a
     // server that echoes the key must not get it printed.
     findings.redact(&crate::tools::Secrets::new(
@@ -200,31 +119,6 @@ fn unconfigured(
     };
     report::print(&findings, format);
     usage(setup)
-}
-
-/// The row naming the config files read and those in the workspace that were not (a
-/// service's own `config/config.toml`), so a setting that has no effect can be traced.
-fn files_read(config: &Config) -> Check {
-    let mut detail = match config.sources.as_slice() {
-        [] => "read no file (flags and environment only)".to_string(),
-        files => format!(
-            "read {}",
-            files
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    for (path, why) in &config.ignored_sources {
-        detail.push_str(&format!("; ignored {} ({why})", path.display()));
-    }
-    Check {
-        name: "config",
-        status: Status::Ok,
-        detail,
-        fix: None,
-    }
 }
 
 /// Runs every check in order; a step that makes the rest pointless marks them skipped.

@@ -117,6 +117,8 @@ pub(super) fn run(
 /// before it can stop its runs.
 fn watch_signals(stop: Arc<crate::eval::Stop>) -> Result<(), Failure> {
     use tokio::signal::unix::{SignalKind, signal};
+    // The evaluator passes the key on to the runs it starts, so of the prelude it takes
+    // only the runtime.
     let runtime = super::runtime()?;
     let (ready, installed) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{Failure, usage};
+use super::Failure;
 use crate::config::{self, Config, McpServer, Overrides};
 use crate::sanitize::sanitize;
 use crate::tools::mcp::{Manager, ServerConfig, State};
@@ -179,12 +179,17 @@ pub(super) fn list(
         demo: true,
         ..Overrides::default()
     };
-    let config = config::load(launch, env, &overrides).map_err(usage)?;
-    // SAFETY: still single-threaded: only argument parsing and config loading ran.
-    #[allow(unsafe_code)]
-    unsafe {
-        super::forget_key(Some(&config))
-    };
+    let super::prelude::Started {
+        config,
+        log: _log,
+        runtime,
+    } = super::prelude::start(super::prelude::Setup {
+        env,
+        launch,
+        overrides,
+        refused: super::prelude::Refused::Fail,
+        log: super::prelude::Log::OnRequest,
+    })?;
     let (servers, notes) = servers(&config, launch, env, config.trust, Ask::Never);
     let mut err = std::io::stderr().lock();
     for note in &notes {
@@ -208,7 +213,6 @@ pub(super) fn list(
         config.bash_timeout,
         super::assemble::scrubbed_env(&config),
     );
-    let runtime = super::runtime()?;
     let statuses = runtime.block_on(async {
         let manager = Manager::new(servers, Arc::new(Registry::builtin()), &ctx, Vec::new());
         manager.start();

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{ExitCode, Stdio};
 
 use super::Failure;
-use crate::config::{self, ConfigError, Overrides};
+use crate::config::Overrides;
 use crate::process::supervisor::{self, Reported};
 use crate::sandbox::guard::{self, Guard};
 use crate::sandbox::launch::Launch;
@@ -99,34 +99,20 @@ fn configured(
         network: args.network,
         ..Overrides::default()
     };
-    let mut err = std::io::stderr().lock();
-    let config = match config::load(workspace, env, &overrides) {
-        Err(e @ (ConfigError::UntrustedWorkspace { .. } | ConfigError::TrustChanged { .. })) => {
-            let _ = writeln!(
-                err,
-                "minicode: the workspace's config file is not used: {}",
-                sanitize(&e.to_string())
-            );
-            let without = Overrides {
-                skip_workspace_file: true,
-                ..overrides
-            };
-            config::load(workspace, env, &without)
-        }
-        other => other,
-    }
-    .map_err(|e| Failure {
-        code: super::EXIT_USAGE,
-        message: e.to_string(),
+    // The runtime and the log are not needed: the command runs under the supervisor, a
+    // process of its own.
+    let started = super::prelude::start(super::prelude::Setup {
+        env,
+        launch: workspace,
+        overrides,
+        refused: super::prelude::Refused::Skip,
+        log: super::prelude::Log::OnRequest,
     })?;
+    let config = started.config;
+    let mut err = std::io::stderr().lock();
     for notice in &config.notices {
         let _ = writeln!(err, "minicode: {}", sanitize(notice));
     }
-    // SAFETY: still single-threaded: only argument parsing and config loading ran.
-    #[allow(unsafe_code)]
-    unsafe {
-        super::forget_key(Some(&config))
-    };
     Ok(config.sandbox)
 }
 

@@ -75,22 +75,24 @@ pub(super) fn serve(args: &ServeArgs, launch: &Path) -> Result<ExitCode, Failure
     // Workspaces are the clients' to choose: no workspace file may pick the server or the key
     // of a daemon that serves them all.
     let overrides = args.server.overrides(true);
-    let config = crate::config::load(launch, &env, &overrides).map_err(usage)?;
+    let super::prelude::Started {
+        config,
+        log: _log,
+        runtime,
+    } = super::prelude::start(super::prelude::Setup {
+        env: &env,
+        launch,
+        overrides,
+        refused: super::prelude::Refused::Fail,
+        log: super::prelude::Log::OnRequest,
+    })?;
     super::assemble::check(&config).map_err(usage)?;
     let provider = super::provider::build_provider(&config, &env)?;
-    // SAFETY: still single-threaded: only argument parsing, config loading and building the
-    // client (no connection yet) ran; logging and the runtime start below.
-    #[allow(unsafe_code)]
-    unsafe {
-        super::forget_key(Some(&config))
-    };
     let roots = allowed_roots(args, launch)?;
     let (listen, folder) = listen(args)?;
     let (token, token_path) = token(args, &folder)?;
     let registry = folder.join(daemon::REGISTRY_FILE);
-    let _log = crate::logging::init(launch, false, None).ok().flatten();
     let opener = Arc::new(host(config, provider, launch));
-    let runtime = super::runtime()?;
     let max_message = args.max_message_bytes.max(1024);
     let result = runtime.block_on(async move {
         let listener = daemon::bind(&listen).await?;

@@ -649,6 +649,44 @@ async fn an_untrusted_workspace_config_cannot_choose_the_server() {
     assert_eq!(server.request_count(), 0);
 }
 
+/// A workspace file changed since it was trusted is treated like an untrusted one: `acp`
+/// starts all the same (other workspaces' sessions may be served) and a session there is
+/// refused naming `minicode trust`, as the one-shot run refuses it.
+#[tokio::test]
+async fn a_workspace_config_changed_since_trusted_is_refused_like_an_untrusted_one() {
+    let (_tmp, dir) = crate::support::workspace();
+    let server = MockServer::start_in_thread(vec![text_reply("never", 3)]);
+    std::fs::create_dir_all(dir.join(".minicode")).unwrap();
+    let file = dir.join(".minicode/config.toml");
+    let config = |model: &str| {
+        format!(
+            "[model]\nbase_url = \"{}\"\nname = \"{model}\"\n",
+            server.base_url()
+        )
+    };
+    std::fs::write(&file, config("mock-model")).unwrap();
+    let trust = binary::command(&dir).arg("trust").output().unwrap();
+    assert!(trust.status.success(), "{trust:?}");
+    std::fs::write(&file, config("another-model")).unwrap();
+    let one_shot = binary::command(&dir).arg("hello").output().unwrap();
+    assert_eq!(one_shot.status.code(), Some(2), "{one_shot:?}");
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let (error, _seen, output) = drive(&dir, harness, async |cx, _rx| {
+        cx.send_request(NewSessionRequest::new(dir.clone()))
+            .block_task()
+            .await
+            .unwrap_err()
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    assert!(error.message.contains("minicode trust"), "{error:?}");
+    assert_eq!(server.request_count(), 0);
+}
+
 /// A line that is not JSON gets a JSON-RPC parse error; the agent goes on serving.
 #[tokio::test]
 async fn malformed_input_gets_a_json_rpc_error_not_a_crash() {

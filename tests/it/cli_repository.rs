@@ -118,18 +118,26 @@ fn doctor_names_the_files_it_read_and_the_one_it_ignored() {
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let row = v["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "config")
-        .cloned()
-        .unwrap();
-    let detail = row["detail"].as_str().unwrap();
-    assert!(detail.contains(".minicode/config.toml"), "{detail}");
+    // One section says where settings came from: no separate `config` row repeats it.
+    let checks = v["checks"].as_array().unwrap();
+    assert!(checks.iter().all(|c| c["name"] != "config"), "{v:#}");
+    let files = v["config_files"].as_array().unwrap();
+    let with = |state: &str, path: &str| {
+        files
+            .iter()
+            .any(|f| f["state"] == state && f["path"].as_str().is_some_and(|p| p.ends_with(path)))
+    };
+    assert!(with("read", ".minicode/config.toml"), "{v:#}");
+    assert!(with("ignored", "config/config.toml"), "{v:#}");
+    let text = command(&ws).arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let ignored = text
+        .lines()
+        .find(|l| l.contains("config/config.toml"))
+        .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        detail.contains("ignored") && detail.contains("config/config.toml"),
-        "{detail}"
+        ignored.contains("ignored") && ignored.contains('('),
+        "{text}"
     );
 }
 

@@ -1,7 +1,8 @@
 //! `doctor`'s config-file section: the files the configuration was looked for in (the one
-//! `--config` names, or the user's file and the workspace's), and whether each is there. It is
-//! shown whatever the model state, so a user with no model configured learns where a file
-//! would be read from; it reads no file's content.
+//! `--config` names, or the user's file and the workspace's), whether each is there, and, once
+//! the configuration loaded, which were read and which were left out and why (a service's own
+//! `config/config.toml`). It is shown whatever the model state, so a user with no model
+//! configured learns where a file would be read from; it reads no file's content.
 
 use std::path::Path;
 
@@ -14,6 +15,11 @@ pub(in crate::cli) struct ConfigFile {
     pub role: &'static str,
     pub path: String,
     pub exists: bool,
+    /// `read`, `found` (there, not read: the configuration did not load), `absent`, or
+    /// `ignored` (looked at and left out; `why` says why).
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// The files `config::load` reads for `launch` with `config_path` (`--config`) as given.
@@ -22,10 +28,15 @@ pub(super) fn looked_at(
     launch: &Path,
     config_path: Option<&Path>,
 ) -> Vec<ConfigFile> {
-    let entry = |role, path: &Path| ConfigFile {
-        role,
-        path: path.display().to_string(),
-        exists: path.is_file(),
+    let entry = |role, path: &Path| {
+        let exists = path.is_file();
+        ConfigFile {
+            role,
+            path: path.display().to_string(),
+            exists,
+            state: if exists { "found" } else { "absent" },
+            why: None,
+        }
     };
     if let Some(path) = config_path {
         return vec![entry("flag", path)];
@@ -39,4 +50,34 @@ pub(super) fn looked_at(
         &launch.join(crate::config::WORKSPACE_FILE),
     ));
     files
+}
+
+/// Marks the files `config` read, and adds those it looked at and left out, so the one section
+/// says where every setting came from.
+pub(super) fn mark_read(files: &mut Vec<ConfigFile>, config: &crate::config::Config) {
+    let same = |a: &Path, b: &str| {
+        let b = Path::new(b);
+        a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+    };
+    for source in &config.sources {
+        match files.iter_mut().find(|f| same(source, &f.path)) {
+            Some(file) => file.state = "read",
+            None => files.push(ConfigFile {
+                role: "workspace",
+                path: source.display().to_string(),
+                exists: true,
+                state: "read",
+                why: None,
+            }),
+        }
+    }
+    for (path, why) in &config.ignored_sources {
+        files.push(ConfigFile {
+            role: "workspace",
+            path: path.display().to_string(),
+            exists: true,
+            state: "ignored",
+            why: Some((*why).to_string()),
+        });
+    }
 }

@@ -95,8 +95,15 @@ fn table(f: &Findings) -> String {
     if !f.config_files.is_empty() {
         text.push_str("\nconfig files looked at:\n");
         for file in &f.config_files {
-            let state = if file.exists { "found" } else { "absent" };
-            text.push_str(&format!("  {state:<6}  {:<9}  {}\n", file.role, file.path));
+            let why = file
+                .why
+                .as_deref()
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "  {:<7}  {:<9}  {}{why}\n",
+                file.state, file.role, file.path
+            ));
         }
     }
     if !f.sandbox.is_empty() {
