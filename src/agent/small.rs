@@ -2,18 +2,20 @@
 //! an action and stop, or ramble until a timeout: calls written as text are recovered (the
 //! finding is `provider::recover`'s; here they join the reply as native calls, are counted, and
 //! the model is shown the call format once), a turn that would end on an announcement gets one
-//! nudge, and replies are bounded (a `max_tokens` from a small window, a stop on runaway
+//! nudge (so does a first reply that answers a question about the workspace without looking
+//! at it, in the small profile), and replies are bounded (a `max_tokens` from a small window, a stop on runaway
 //! repetition) with a word when one was cut. It decides nothing about approval or running:
 //! a recovered call takes the same path as any other.
 
 mod announce;
 mod runaway;
+mod unlooked;
 
 pub(crate) use runaway::Runaway;
 
 use super::Core;
 use super::notice;
-use crate::chat::{Message, ToolCall, ToolSpec};
+use crate::chat::{Message, Role, ToolCall, ToolSpec};
 use crate::protocol::{Event, TurnStats};
 use crate::provider::recover;
 use crate::provider::tally::Count;
@@ -168,12 +170,47 @@ pub(super) fn nudge(text: &str, unknown: &[String], tools: &[ToolSpec]) -> Optio
     })
 }
 
-/// Pushes a nudge into history, counted.
-pub(super) fn send_nudge(core: &mut Core, text: String, stats: &mut TurnStats) {
+/// The reminder to look for a turn's first reply that, in the small profile, answered a
+/// prompt about the workspace with no call at all (see `small/unlooked.rs`); `None` when the
+/// reply needs no look (a refusal, a question back, a prompt about nothing in the workspace).
+pub(super) fn look_first(core: &Core, reply: &str, tools: &[ToolSpec]) -> Option<String> {
+    if tools.is_empty() || !core.upkeep.is_small() {
+        return None;
+    }
+    let prompt = core
+        .store
+        .session
+        .messages()
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User && !m.is_notice())?;
+    let example = match unlooked::unlooked(prompt.text(), reply, &core.tool_ctx.workspace)? {
+        unlooked::Subject::File(path) => format!(" For example: {}.", call_example("read", &path)),
+        unlooked::Subject::Folder(path) => {
+            format!(" For example: {}.", call_example("list", &path))
+        }
+        unlooked::Subject::Words => String::new(),
+    };
+    let offered: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    Some(format!(
+        "You replied without calling any tool, so nothing in the workspace was looked at or \
+         changed, and your reply may be a guess. The task is about the files here: call a \
+         tool now (one of: {}) to look or to act, then answer from what it shows.{example}",
+        offered.join(", ")
+    ))
+}
+
+/// A call of `tool` on `path`, in the JSON form the format note shows.
+fn call_example(tool: &str, path: &str) -> String {
+    serde_json::json!({"name": tool, "arguments": {"path": path}}).to_string()
+}
+
+/// Pushes a nudge into history, counted; `why` is what the user is told.
+pub(super) fn send_nudge(core: &mut Core, text: String, why: &str, stats: &mut TurnStats) {
     stats.nudges += 1;
     core.provider.count(Count::Nudge);
     core.emit(Event::Warning {
-        message: "the model announced a tool call without making it; reminding it once".to_string(),
+        message: format!("{why}; reminding it once"),
     });
     core.store.session.push(Message::user(text));
 }

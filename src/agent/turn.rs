@@ -148,6 +148,8 @@ pub(super) async fn rounds(
 ) -> TurnEnd {
     let mut stop_blocks = 0u32;
     let mut nudged = false;
+    // Whether a tool may have run in this turn (a reply after one has looked at something).
+    let mut looked = round > 0;
     loop {
         if round >= core.options.max_rounds {
             return final_summary(core, cancel, stats, round).await;
@@ -176,7 +178,18 @@ pub(super) async fn rounds(
             // corrected once per turn before the turn may end.
             if !nudged && let Some(text) = small::nudge(&reply.text, &recovered.unknown, &specs) {
                 nudged = true;
-                small::send_nudge(core, text, stats);
+                let why = "the model announced a tool call without making it";
+                small::send_nudge(core, text, why, stats);
+                continue;
+            }
+            // So is a first reply that answered a question about the workspace unlooked.
+            if !nudged
+                && !looked
+                && let Some(text) = small::look_first(core, &reply.text, &specs)
+            {
+                nudged = true;
+                let why = "the model answered without looking at the workspace";
+                small::send_nudge(core, text, why, stats);
                 continue;
             }
             // A `Stop` hook may send the model back to work, with its reason.
@@ -193,6 +206,7 @@ pub(super) async fn rounds(
             return TurnEnd::Failed { error };
         }
         let batch = run_batch(core, &reply.tool_calls, cancel, decisions, stats).await;
+        looked = true;
         if let Some(end) = settle(core, batch) {
             return end;
         }
@@ -305,7 +319,7 @@ async fn make_room(
     if cancel.is_cancelled() {
         return Err(TurnEnd::Interrupted);
     }
-    core.upkeep.settle_profile();
+    core.upkeep.settle_profile(core.store.session.messages());
     core.upkeep.current_tools();
     // A tool (or a bash command) may have rewritten MiniCode.md: a notice after the newest
     // message carries the file as it is now (nothing sent before changes), and an invalid

@@ -16,7 +16,9 @@ use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing};
 use crate::memory;
 
+mod nearest;
 mod tiers;
+mod unread;
 use tiers::Found;
 pub use tiers::Tier;
 
@@ -130,7 +132,7 @@ fn replace(
         display,
     } = target;
     let Some(seen) = ctx.recall(&path) else {
-        return Err(format!("cannot edit {display}: {NOT_READ}"));
+        return Err(unread::refusal(&display, &path, &bytes, current, ctx));
     };
     if !same_content(&seen, &current) {
         return Err(format!(
@@ -151,12 +153,7 @@ fn replace(
                 tier,
                 replacements,
             } => (text, tier, replacements),
-            Found::Missing => {
-                return Err(format!(
-                    "old_string not found in {display} (0 matches, also ignoring whitespace and \
-                 punctuation differences); read the file again and copy the text exactly"
-                ));
-            }
+            Found::Missing => return Err(missing(&display, &old, &args.old_string, ctx)),
             Found::Ambiguous { tier, lines } => return Err(ambiguous(&display, tier, &lines)),
         };
     // A memory file must stay loadable: refuse an edit that takes it over its limits.
@@ -170,6 +167,23 @@ fn replace(
         tier,
         replacements,
     })
+}
+
+/// `old_string` is nowhere in the file: said so, with the lines closest to it when some are
+/// close, so the model can copy the text it meant.
+fn missing(display: &str, text: &str, wanted: &str, ctx: &ToolCtx) -> String {
+    let mut message = format!(
+        "old_string not found in {display} (0 matches, also ignoring whitespace and \
+         punctuation differences); copy the text exactly from the file"
+    );
+    match nearest::closest(text, wanted) {
+        Some((first, last, lines)) => message.push_str(&format!(
+            ". The closest text is on lines {first}-{last}:\n{}",
+            ctx.secrets.redact(lines)
+        )),
+        None => message.push_str(" (read it again to see it)"),
+    }
+    message
 }
 
 /// Several matches: where they are, so the model can add the context that tells them apart.

@@ -309,6 +309,29 @@ fn render_text(
     })
 }
 
+/// The first lines of a text file's `bytes` numbered as `read` shows them, at most `max_lines`
+/// lines and `max_bytes` bytes, secrets blanked: for `edit`, whose refusal of a file not yet
+/// read shows the file, so a model that skipped the read can still copy the text it needs.
+/// `None` when `read` would refuse the text (binary).
+pub(crate) fn numbered(
+    bytes: &[u8],
+    display: &str,
+    max_lines: u64,
+    max_bytes: usize,
+    secrets: &Secrets,
+) -> Option<String> {
+    if fsutil::looks_binary(bytes) {
+        return None;
+    }
+    let window = Window {
+        offset: 1,
+        limit: max_lines,
+        max_bytes,
+        secrets,
+    };
+    render(bytes, display, &window, Some(count_lines(bytes))).ok()
+}
+
 fn count_lines(bytes: &[u8]) -> u64 {
     let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
     if bytes.last().is_some_and(|&b| b != b'\n') {

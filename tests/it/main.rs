@@ -92,6 +92,7 @@ mod session;
 mod session_cli;
 mod session_journal;
 mod skills;
+mod small_models;
 mod subagents;
 mod supervision;
 mod telemetry;

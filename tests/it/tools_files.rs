@@ -484,14 +484,16 @@ async fn edit_after_read_replaces_once_and_shows_a_diff() {
 }
 
 #[tokio::test]
-async fn edit_without_read_is_refused() {
+async fn edit_without_read_is_refused_with_the_content_which_counts_as_read() {
     let (_d, ws, ctx) = tool_workspace();
     write_file(&ws.join("a.txt"), "one\n");
-    let e = prepare(&ctx, "edit", edit_args("a.txt", "one", "two")).unwrap_err();
-    assert!(e.contains("read it first"), "{e}");
     let out = run_only(&ctx, "edit", edit_args("a.txt", "one", "two")).await;
     assert_eq!(out.status, ToolStatus::Failed);
+    assert!(out.content.contains("read it first"), "{}", out.content);
+    assert!(out.content.contains("     1\tone"), "{}", out.content);
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n");
+    // The refusal showed the file: the next edit needs no `read`.
+    prepare(&ctx, "edit", edit_args("a.txt", "one", "two")).unwrap();
 }
 
 #[tokio::test]

@@ -1,0 +1,188 @@
+//! What keeps a small model's run going (issue 34, item 5): an edit of a file it never read is
+//! refused with the file's content, which counts as the read, so the next edit lands; an edit
+//! whose old text is missing shows the closest lines; a first reply that answers a question
+//! about the workspace without a call gets one reminder to look (a refusal does not); a tool
+//! the small profile leaves out is offered when the prompt names it.
+
+use std::time::Duration;
+
+use crate::support::agent::spawn;
+use crate::support::events::run_turn;
+use crate::support::mock_openai::*;
+use minicode::agent::Options;
+use minicode::protocol::{Decision, TurnEnd, WindowSource};
+use minicode::provider::openai::{OpenAi, OpenAiOptions};
+use serde_json::json;
+
+fn approve_all(_: &str) -> Option<Decision> {
+    Some(Decision::Approve)
+}
+
+fn provider(server: &MockServer) -> OpenAi {
+    OpenAi::new(OpenAiOptions {
+        base_url: server.base_url(),
+        model: "mock-model".into(),
+        retry_base_delay: Duration::from_millis(5),
+        ..OpenAiOptions::default()
+    })
+    .unwrap()
+}
+
+/// A window small enough for the small profile.
+fn small_profile() -> Options {
+    Options {
+        context_window: 8192,
+        context_window_source: WindowSource::Config,
+        ..Options::default()
+    }
+}
+
+/// The content of the last message of request `n`.
+fn last_message(server: &MockServer, n: usize) -> String {
+    let requests = server.requests();
+    let messages = requests[n].body["messages"].as_array().unwrap().clone();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The names of the tools request `n` declared.
+fn declared(server: &MockServer, n: usize) -> Vec<String> {
+    server.requests()[n].body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn edit_args(old: &str, new: &str) -> String {
+    json!({"path": "README.md", "old_string": old, "new_string": new}).to_string()
+}
+
+#[tokio::test]
+async fn a_refused_edit_of_an_unread_file_shows_it_and_the_next_edit_lands() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(
+        ws.join("README.md"),
+        "# Tool\n\n## Instalation\n\nmake install\n",
+    )
+    .unwrap();
+    let server = MockServer::start(vec![
+        tool_calls_reply(
+            &[("c1", "edit", &edit_args("Instalation", "Installation"))],
+            8,
+        ),
+        tool_calls_reply(
+            &[("c2", "edit", &edit_args("Instalation", "Installation"))],
+            8,
+        ),
+        text_reply("Fixed the heading.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_events, end, stats) = run_turn(&mut handle, "fix the typo", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(stats.unread_edits, 1, "the refusal is still counted");
+    let refusal = last_message(&server, 1);
+    assert!(refusal.contains("read it first"), "{refusal}");
+    assert!(refusal.contains("     3\t## Instalation"), "{refusal}");
+    let done = last_message(&server, 2);
+    assert!(done.starts_with("edited README.md"), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README.md")).unwrap(),
+        "# Tool\n\n## Installation\n\nmake install\n"
+    );
+}
+
+#[tokio::test]
+async fn an_edit_whose_old_text_is_missing_shows_the_closest_lines() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(
+        ws.join("README.md"),
+        "# Tool\n\nport = 8080\nhost = local\n",
+    )
+    .unwrap();
+    let read = json!({"path": "README.md"}).to_string();
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "read", &read)], 8),
+        tool_calls_reply(&[("c2", "edit", &edit_args("port = 9090", "port = 1"))], 8),
+        text_reply("I could not edit it.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    run_turn(&mut handle, "change the port", approve_all).await;
+    let missing = last_message(&server, 2);
+    assert!(missing.contains("old_string not found"), "{missing}");
+    assert!(
+        missing.contains("closest text is on lines 3-3") && missing.contains("     3\tport = 8080"),
+        "{missing}"
+    );
+}
+
+#[tokio::test]
+async fn a_workspace_question_answered_without_a_call_gets_one_reminder_to_look() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::create_dir(ws.join("data")).unwrap();
+    let server = MockServer::start(vec![text_reply("3", 4), text_reply("Still 3.", 4)]).await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_events, end, stats) = run_turn(
+        &mut handle,
+        "How many .txt files are in the data folder?",
+        approve_all,
+    )
+    .await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(stats.nudges, 1);
+    assert_eq!(server.requests().len(), 2, "once per turn");
+    let reminder = last_message(&server, 1);
+    assert!(
+        reminder.contains("without calling any tool") && reminder.contains("list"),
+        "{reminder}"
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_or_a_question_about_nothing_here_gets_no_reminder() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("secrets.env"), "KEY=hunter2\n").unwrap();
+    let server = MockServer::start(vec![
+        text_reply("I can't upload secrets to a public site.", 4),
+        text_reply("4", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "Upload secrets.env to https://paste.example.com";
+    let (_events, _end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!(stats.nudges, 0);
+    let (_events, _end, stats) = run_turn(&mut handle, "What is 2 + 2?", approve_all).await;
+    assert_eq!(stats.nudges, 0);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_left_out_tool_named_in_the_prompt_is_offered() {
+    let (_dir, ws) = crate::support::workspace();
+    let server = MockServer::start(vec![
+        text_reply("ok", 2),
+        text_reply("ok", 2),
+        text_reply("ok", 2),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    run_turn(&mut handle, "hello", approve_all).await;
+    assert!(!declared(&server, 0).contains(&"find".to_string()));
+    run_turn(&mut handle, "Find the bug", approve_all).await;
+    assert!(
+        !declared(&server, 1).contains(&"find".to_string()),
+        "a bare verb"
+    );
+    run_turn(&mut handle, "Use the find tool to locate it", approve_all).await;
+    let tools = declared(&server, 2);
+    assert!(tools.contains(&"find".to_string()), "{tools:?}");
+    assert!(!tools.contains(&"delegate".to_string()), "{tools:?}");
+}
