@@ -1,10 +1,14 @@
-//! The `find` tool's ranking quality and speed (issue 26). Three labelled sets of questions in
+//! The `find` tool's ranking quality and speed (issues 26 and 34). Labelled sets of questions in
 //! words, each with the file and symbol a developer would want: `find/ring.txt` over the source
 //! of `ring` (a pinned dependency, Rust and C, found through `cargo metadata` in the cargo
 //! registry, so any machine that built the project has it), `find/pulldown.txt` over
-//! `pulldown-cmark` (held out: written blind and never used for tuning) and `find/own.txt` over
-//! this repository's `src/`. Each gives Recall@1, Recall@5 and MRR@5 for `find` and for a regex
-//! baseline through `search`; the run also times the index build, queries and re-indexing.
+//! `pulldown-cmark` (held out: written blind and never used for tuning), `find/own.txt` over
+//! this repository's `src/`, and issue 34's `find/tuning.txt` (Python `json` and `logging`,
+//! `globset`) and `find/heldout.txt` (Python `http` and `urllib`, `similar`), which need the
+//! system's Python 3.11 standard library (`FIND_BENCH_PYTHON_LIB`). Each gives Recall@1,
+//! Recall@5 and MRR@5 for `find` (file and symbol, and file alone) and for two baselines judged
+//! on the file alone (`find/baselines.rs`); the run also times the index build, queries and
+//! re-indexing. `FIND_BENCH_SETS=heldout,tuning` runs only the named sets.
 //!
 //! Every corpus is copied into a temp folder first, so the bench never writes an index into a
 //! checkout or the registry. `cargo bench --bench find`; `cargo test --benches` runs it once as
@@ -20,6 +24,11 @@ use minicode::chat::ToolStatus;
 use minicode::tools::{Registry, ToolCtx};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+
+#[path = "find/baselines.rs"]
+mod baselines;
+
+use baselines::{baseline_rank, figures, file_rank_of, rank_of, search_list_rank};
 
 const LIMIT: usize = 5;
 const RUNS: usize = 5;
@@ -51,6 +60,9 @@ fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
+        if entry.file_name() == "__pycache__" {
+            continue;
+        }
         if entry.file_type().unwrap().is_dir() {
             copy_tree(&entry.path(), &target);
         } else if entry.file_type().unwrap().is_file() {
@@ -181,65 +193,6 @@ impl Bench {
     }
 }
 
-/// The 1-based rank of the wanted file and one of the wanted symbols among the results.
-fn rank_of(out: &str, case: &Case) -> Option<usize> {
-    let heads = out.lines().filter(|l| {
-        l.split_once(". ")
-            .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
-    });
-    heads.enumerate().find_map(|(i, l)| {
-        let rest = l.split_once(". ").unwrap().1;
-        let (place, after) = rest.split_once(' ')?;
-        let found_path = place.rsplit_once(':')?.0;
-        let found_symbol = after.split(' ').next()?;
-        (found_path == case.path && case.symbols.iter().any(|s| s == found_symbol)).then_some(i + 1)
-    })
-}
-
-/// The regex baseline a script derives from the words: the query's words of four letters or
-/// more as one case-insensitive alternation for `search`, files ranked by how many lines
-/// match. Judged on the file alone (no symbol), which favours the baseline.
-fn baseline_rank(bench: &Bench, case: &Case) -> Option<usize> {
-    let words: Vec<String> = case
-        .text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() >= 4)
-        .map(str::to_lowercase)
-        .collect();
-    if words.is_empty() {
-        return None;
-    }
-    let args = json!({"pattern": words.join("|"), "case_sensitive": false, "limit": 1000});
-    let (out, _) = bench.tool("search", args);
-    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
-    for line in out.lines() {
-        if let Some((file, _)) = line.split_once(':') {
-            *counts.entry(file).or_insert(0) += 1;
-        }
-    }
-    let mut files: Vec<(&str, usize)> = counts.into_iter().collect();
-    files.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    files
-        .iter()
-        .take(LIMIT)
-        .position(|(f, _)| *f == case.path)
-        .map(|i| i + 1)
-}
-
-/// Recall@1, Recall@5 and MRR@5 over ranks.
-fn figures(ranks: &[Option<usize>]) -> String {
-    let n = ranks.len() as f64;
-    let at1 = ranks.iter().filter(|r| **r == Some(1)).count() as f64;
-    let at5 = ranks.iter().filter(|r| r.is_some()).count() as f64;
-    let rr: f64 = ranks.iter().flatten().map(|r| 1.0 / *r as f64).sum();
-    format!(
-        "Recall@1 {:.3} ({at1}/{n}), Recall@5 {:.3} ({at5}/{n}), MRR@5 {:.3}",
-        at1 / n,
-        at5 / n,
-        rr / n
-    )
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -249,14 +202,17 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
-/// Ranking figures on one corpus; returns the bench for the latency figures.
-fn ranking(name: &str, source: &Path, set: &str) -> (Bench, tempfile::TempDir) {
+/// Ranking figures on one corpus made of `sources`, each copied under its folder name (`""`:
+/// at the root); returns the bench for the latency figures.
+fn ranking(name: &str, sources: &[(&Path, &str)], set: &str) -> (Bench, tempfile::TempDir) {
     let dir = tempfile::Builder::new()
         .prefix("minicode-find-bench-")
         .tempdir()
         .unwrap();
     let root = dir.path().canonicalize().unwrap();
-    copy_tree(source, &root);
+    for (source, folder) in sources {
+        copy_tree(source, &root.join(folder));
+    }
     let bench = Bench::new(&root);
     let (first, build) = bench.build();
     let summary = first
@@ -273,11 +229,13 @@ fn ranking(name: &str, source: &Path, set: &str) -> (Bench, tempfile::TempDir) {
     );
     let cases = cases(set);
     let mut ranks = Vec::new();
+    let mut file_ranks = Vec::new();
     let mut latencies = Vec::new();
     for case in &cases {
         let (out, took) = bench.find(&case.text);
         latencies.push(took);
         let rank = rank_of(&out, case);
+        file_ranks.push(file_rank_of(&out, case));
         if rank != Some(1) && std::env::var_os("FIND_BENCH_VERBOSE").is_some() {
             let top = out.lines().next().unwrap_or("");
             println!(
@@ -292,15 +250,21 @@ fn ranking(name: &str, source: &Path, set: &str) -> (Bench, tempfile::TempDir) {
         }
         ranks.push(rank);
     }
-    println!("{} queries, find: {}", cases.len(), figures(&ranks));
+    let n = cases.len();
+    println!("{n} queries, find: {}", figures(&ranks));
+    println!("{n} queries, find (files only): {}", figures(&file_ranks));
     if std::env::var_os("FIND_BENCH_QUICK").is_some() {
         return (bench, dir);
     }
     let base: Vec<Option<usize>> = cases.iter().map(|c| baseline_rank(&bench, c)).collect();
     println!(
-        "{} queries, regex baseline (files only): {}",
-        cases.len(),
+        "{n} queries, regex baseline (files only): {}",
         figures(&base)
+    );
+    let both: Vec<Option<usize>> = cases.iter().map(|c| search_list_rank(&bench, c)).collect();
+    println!(
+        "{n} queries, search + list (files only): {}",
+        figures(&both)
     );
     println!("query latency: median {}", ms(median(latencies)));
 
@@ -480,18 +444,27 @@ fn latency(files: usize, bytes_each: usize) {
 
 /// The labelled sets, and a re-index on this repository's own tree.
 fn ranking_figures() {
-    let ring = registry_source("ring");
-    ranking("ring (Rust and C)", &ring, include_str!("find/ring.txt"));
-    let pulldown = registry_source("pulldown-cmark");
-    ranking(
-        "pulldown-cmark (held out)",
-        &pulldown,
-        include_str!("find/pulldown.txt"),
-    );
+    let only = std::env::var("FIND_BENCH_SETS").unwrap_or_default();
+    let wanted = |set: &str| only.is_empty() || only.split(',').any(|s| s == set);
+    if wanted("ring") {
+        let ring = registry_source("ring");
+        ranking(
+            "ring (Rust and C)",
+            &[(&ring, "")],
+            include_str!("find/ring.txt"),
+        );
+    }
+    if wanted("pulldown") {
+        let pulldown = registry_source("pulldown-cmark");
+        let set = include_str!("find/pulldown.txt");
+        ranking("pulldown-cmark (held out)", &[(&pulldown, "")], set);
+    }
+    python_sets(&wanted);
+    if !wanted("own") {
+        return;
+    }
     let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&own, &dir.path().join("src"));
-    let (bench, _tree) = ranking("own src/", dir.path(), include_str!("find/own.txt"));
+    let (bench, _tree) = ranking("own src/", &[(&own, "src")], include_str!("find/own.txt"));
     let mut reindex = Vec::new();
     for i in 0..RUNS {
         let file = bench.root.join("src/tools/find/rank.rs");
@@ -504,6 +477,47 @@ fn ranking_figures() {
         "re-index after one file changed + query: median {}",
         ms(median(reindex))
     );
+}
+
+/// The folder of Python's standard library the issue 34 sets were written from:
+/// `FIND_BENCH_PYTHON_LIB`, else the system's `/usr/lib/python3.11`.
+fn python_lib() -> Option<PathBuf> {
+    let dir = std::env::var_os("FIND_BENCH_PYTHON_LIB")
+        .map_or_else(|| PathBuf::from("/usr/lib/python3.11"), PathBuf::from);
+    dir.join("http/client.py").is_file().then_some(dir)
+}
+
+/// Issue 34's two sets, each over Python packages and a Rust crate: the tuning set and the
+/// held-out one (see their headers). Skipped, with a note, where that Python is not installed.
+fn python_sets(wanted: &dyn Fn(&str) -> bool) {
+    let Some(py) = python_lib() else {
+        println!(
+            "== issue 34 sets skipped: no Python 3.11 standard library (FIND_BENCH_PYTHON_LIB)"
+        );
+        return;
+    };
+    if wanted("tuning") {
+        let (json, logging) = (py.join("json"), py.join("logging"));
+        let globset = registry_source("globset");
+        let sources = [
+            (&*json, "json"),
+            (&*logging, "logging"),
+            (&*globset, "globset"),
+        ];
+        let set = include_str!("find/tuning.txt");
+        ranking("json + logging + globset (issue 34 tuning)", &sources, set);
+    }
+    if wanted("heldout") {
+        let (http, urllib) = (py.join("http"), py.join("urllib"));
+        let similar = registry_source("similar");
+        let sources = [
+            (&*http, "http"),
+            (&*urllib, "urllib"),
+            (&*similar, "similar"),
+        ];
+        let set = include_str!("find/heldout.txt");
+        ranking("http + urllib + similar (issue 34 held out)", &sources, set);
+    }
 }
 
 /// A count from the environment, or `default`.

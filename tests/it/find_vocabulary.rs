@@ -2,7 +2,8 @@
 //! glued identifiers (`memcmp`), another form of a word (`invert` for "inversion"), a name and
 //! its number written apart (`P-256` for `p256`), initials (`fe` for "field element"), common
 //! abbreviations (`ctx`), and definitions the scanner must see through (an array type in a Rust
-//! signature, a GNU-style C head). Each question also has a decoy that shares its plain words.
+//! signature, a GNU-style C head), a doubled consonant before -ing/-ed, synonyms, and Python
+//! constructors. Each question also has a decoy that shares its plain words.
 
 use crate::support::{put, tool_workspace};
 use minicode::chat::ToolStatus;
@@ -212,4 +213,46 @@ async fn odd_characters_and_stray_brackets_do_not_break_the_scanner() {
     );
     let out = find(&ctx, "strip quotes").await;
     assert_eq!(first(&out), "src/quote.rs:3-5 strip_quotes", "{out}");
+}
+
+#[tokio::test]
+async fn a_question_saying_logging_meets_code_saying_log_as_fully_as_logging() {
+    let (_d, ws, ctx) = tool_workspace();
+    // Equal evidence once "logging" meets `log` fully: the tie goes to the first path.
+    put(&ws, "a/events.rs", "pub fn log_events() {}\n");
+    put(&ws, "b/events.rs", "pub fn logging_events() {}\n");
+    let out = find(&ctx, "logging events").await;
+    assert_eq!(first(&out), "a/events.rs:1-1 log_events", "{out}");
+}
+
+#[tokio::test]
+async fn a_question_saying_serialize_meets_code_that_pickles() {
+    let (_d, ws, ctx) = tool_workspace();
+    put(&ws, "a/log.py", "def record_count(self):\n    return 1\n");
+    put(
+        &ws,
+        "b/log.py",
+        "def pickle_record(self):\n    return dumps(self)\n",
+    );
+    let out = find(&ctx, "serialize a record").await;
+    assert_eq!(first(&out), "b/log.py:1-2 pickle_record", "{out}");
+}
+
+#[tokio::test]
+async fn find_ranks_a_method_above_the_constructor_whose_docstring_shares_more_words() {
+    let (_d, ws, ctx) = tool_workspace();
+    put(
+        &ws,
+        "page.py",
+        "class Page:\n\
+         \x20   def __init__(self, head, main):\n\
+         \x20       \"\"\"Keeps the title and body for the markup.\"\"\"\n\
+         \x20       self.head = head\n\
+         \n\
+         \x20   def to_html(self):\n\
+         \x20       \"\"\"Renders the markup.\"\"\"\n\
+         \x20       return wrap(self.head)\n",
+    );
+    let out = find(&ctx, "render the title and body as markup").await;
+    assert_eq!(first(&out), "page.py:6-8 to_html", "{out}");
 }

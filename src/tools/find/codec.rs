@@ -12,7 +12,7 @@ use super::symbols::Kind;
 const MAGIC: &[u8; 8] = b"MCFINDX\0";
 /// Bumped whenever chunking, ranking inputs or this layout change: an index of another
 /// version is rebuilt.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
 
 /// Why stored bytes were not taken.
 #[derive(Debug, PartialEq, Eq)]

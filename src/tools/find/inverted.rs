@@ -5,12 +5,13 @@
 //! dead ids outnumber live ones, so a change costs its own size (amortised), not the index's.
 
 use super::index::Chunk;
-use super::rank::is_test_symbol;
+use super::rank::{is_special_method, is_test_symbol};
 use super::symbols::Kind;
 
 /// A mark of a chunk whose own name (or its parent's) says it is test code.
 pub(crate) const TEST_SYMBOL: u8 = 1;
-/// A mark of a type, constant, impl header or module (questions describe behaviour).
+/// A mark of a type, constant, impl header, module or Python special method (questions
+/// describe behaviour).
 pub(crate) const NOUN: u8 = 2;
 
 /// One use of a term: the chunk id, and the field (top two bits) with the count.
@@ -121,7 +122,8 @@ fn marks_of(chunk: &Chunk) -> u8 {
     if matches!(
         chunk.kind,
         Kind::Type | Kind::Constant | Kind::Impl | Kind::Module
-    ) {
+    ) || is_special_method(&chunk.symbol)
+    {
         marks |= NOUN;
     }
     marks

@@ -29,7 +29,9 @@ pub(crate) const W_VECTOR: f64 = 4.0;
 pub(crate) const TEST_FACTOR: f64 = 0.5;
 /// Types, constants, impl headers and modules are scaled by this: a question in words mostly
 /// describes behaviour, which functions hold, while a type's name is a noun the question shares
-/// with all the code that uses it.
+/// with all the code that uses it. Python's special methods (`__init__`, `__repr__`) too: a
+/// constructor's docstring lists every parameter of its class, so it shares words with any
+/// question about the class while doing none of what is asked.
 pub(crate) const NOUN_FACTOR: f64 = 0.5;
 /// A query word only related to an indexed term (a prefix, a synonym, an abbreviation, initials)
 /// counts this much of an exact match. Another form of the same word (`invert` for "inversion",
@@ -150,23 +152,46 @@ fn camel_pieces<'w>(word: &'w str, mut each: impl FnMut(&'w str)) {
     }
 }
 
-/// A light suffix stripper: enough for `parses`/`parsing`/`parsed`/`parse` to meet.
+/// A light suffix stripper: enough for `parses`/`parsing`/`parsed`/`parse` to meet, and
+/// `logging`/`stopped` to meet `log`/`stop`.
 pub(crate) fn stem(word: &str) -> String {
     const SUFFIXES: [&str; 9] = [
         "ations", "ation", "ings", "ing", "ies", "ers", "ed", "es", "s",
     ];
     let mut w = word;
+    let mut verb_ending = false;
     for s in SUFFIXES {
         if let Some(base) = w.strip_suffix(s)
             && base.len() >= 3
             && !(s == "s" && base.ends_with('s'))
         {
             w = base;
+            verb_ending = matches!(s, "ings" | "ing" | "ed");
             break;
         }
     }
+    if verb_ending {
+        w = undoubled(w);
+    }
     let w = w.strip_suffix('e').filter(|b| b.len() >= 3).unwrap_or(w);
     w.to_string()
+}
+
+/// `base` without the consonant English doubles before `-ing` and `-ed` (`logg` of "logging",
+/// `stopp` of "stopped"), so the word meets the short verb code names (`log`, `stop`). A
+/// doubled `l`, `s` or `z` is the word's own (`call`, `pass`, `buzz`), and a base of three
+/// letters is kept (`add`).
+fn undoubled(base: &str) -> &str {
+    let b = base.as_bytes();
+    let doubled = b.len() >= 4
+        && b[b.len() - 1] == b[b.len() - 2]
+        && b[b.len() - 1].is_ascii_lowercase()
+        && !b"aeiouylsz".contains(&b[b.len() - 1]);
+    if doubled {
+        &base[..base.len() - 1]
+    } else {
+        base
+    }
 }
 
 /// A query's weighted terms: its own (weight 1) and the indexed terms they relate to
@@ -258,6 +283,11 @@ pub(crate) fn is_test_path(path: &str) -> bool {
         || file.contains(".test.")
         || file.contains(".spec.");
     dir_test || file_test
+}
+
+/// Whether `symbol` is a Python special method (`__init__`, `__eq__`): scaled as a noun.
+pub(crate) fn is_special_method(symbol: &str) -> bool {
+    symbol.len() > 4 && symbol.starts_with("__") && symbol.ends_with("__")
 }
 
 /// Whether a chunk is test code by its name or its parent's (no allocation: asked of every
@@ -386,4 +416,36 @@ pub(crate) fn vector<'a>(terms: impl Iterator<Item = (&'a str, u32)>) -> Vec<f32
         v.iter_mut().for_each(|x| *x /= norm);
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verb_ending_meets_the_short_verb_without_its_doubled_consonant() {
+        assert_eq!(stem("logging"), "log");
+        assert_eq!(stem("stopped"), "stop");
+        assert_eq!(stem("running"), "run");
+        assert_eq!(stem("log"), "log");
+    }
+
+    #[test]
+    fn a_doubled_l_s_or_z_and_a_short_base_stay_whole() {
+        assert_eq!(stem("called"), "call");
+        assert_eq!(stem("passed"), "pass");
+        assert_eq!(stem("buzzing"), "buzz");
+        assert_eq!(stem("added"), "add");
+        // Only before -ing and -ed: a plural keeps its double letter.
+        assert_eq!(stem("buffers"), "buff");
+    }
+
+    #[test]
+    fn python_special_methods_are_told_from_private_names() {
+        assert!(is_special_method("__init__"));
+        assert!(is_special_method("__repr__"));
+        assert!(!is_special_method("_read_status"));
+        assert!(!is_special_method("__parse_string"));
+        assert!(!is_special_method("____"));
+    }
 }

@@ -52,6 +52,11 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("permission", &["rule", "allow", "deny", "approval"]),
     ("final", &["finish", "last", "end"]),
     ("finish", &["final", "end", "complete", "done"]),
+    ("serialize", &["encode", "pickle", "marshal", "dump"]),
+    ("deserialize", &["decode", "unpickle", "unmarshal", "load"]),
+    ("email", &["mail", "smtp"]),
+    ("guess", &["detect", "infer", "sniff"]),
+    ("detect", &["guess", "sniff"]),
 ];
 
 /// Abbreviations code uses that are not a start of the word they stand for (those, like
@@ -342,5 +347,21 @@ impl<'p> Glue<'p> {
         let after_initial =
             self.initials[usize::from(bytes[0])] && bytes.len() >= 5 && self.set.contains(&v[1..]);
         (two_words || after_initial) && !self.set.contains(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializing_emailing_and_guessing_meet_the_words_code_uses() {
+        let none = std::iter::empty::<&str>();
+        let out = related("serialize the record to send it by email", none);
+        for word in ["pickle", "encode", "mail", "smtp"] {
+            assert_eq!(out.get(&stem(word)), Some(&Relation::Synonym), "{word}");
+        }
+        let out = related("guess the encoding", std::iter::empty::<&str>());
+        assert_eq!(out.get(&stem("detect")), Some(&Relation::Synonym));
     }
 }
