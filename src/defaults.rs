@@ -94,6 +94,8 @@ pub(crate) mod bounds {
     pub(crate) const OUTPUTS_MAX_BYTES: u64 = 16 * 1024 * 1024 * 1024;
     /// Days a saved output is kept.
     pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 365;
+    /// Bytes of one page `fetch` downloads (1 GiB: it is held in memory).
+    pub(crate) const FETCH_MAX_BYTES: u64 = 1024 * 1024 * 1024;
     /// Bytes of one file checkpoints record (4 GiB) and of the whole store (1 TiB).
     pub(crate) const CHECKPOINT_MAX_FILE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
     pub(crate) const CHECKPOINT_MAX_BYTES: u64 = 1024 * 1024 * 1024 * 1024;

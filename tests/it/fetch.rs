@@ -457,6 +457,7 @@ fn one_shot(
 ) -> (Option<i32>, String, String, Vec<String>) {
     let server = MockServer::start_in_thread(vec![]);
     server.route("/doc", html(PAGE));
+    server.route("/slow", MockReply::Stall);
     let call = json!({ "url": format!("{}{path}", root(&server)) }).to_string();
     server.respond_with(move |request| {
         let answered = request.body["messages"]
@@ -485,7 +486,10 @@ fn one_shot(
             Some(tool["content"].as_str().unwrap_or_default().to_string())
         })
         .unwrap_or_default();
-    let pages = paths(&server).into_iter().filter(|p| p == "/doc").collect();
+    let pages = paths(&server)
+        .into_iter()
+        .filter(|p| p == "/doc" || p == "/slow")
+        .collect();
     (out.status.code(), err, result, pages)
 }
 
@@ -528,4 +532,22 @@ fn one_shot_with_a_deny_rule_refuses_even_under_yes() {
         "{result}"
     );
     assert!(asked.is_empty(), "{asked:?}");
+}
+
+#[test]
+fn the_fetch_table_sets_the_time_cap_and_rejects_a_zero_size() {
+    let started = Instant::now();
+    let (code, err, result, asked) = one_shot(
+        "/slow",
+        "allow = [\"fetch(domain:127.0.0.1)\"]\n[fetch]\ntimeout_secs = 1\n",
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(result.contains("longer than 1 s"), "{result}");
+    assert_eq!(asked, ["/slow"]);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let (code, err, _, asked) = one_shot("/doc", "[fetch]\nmax_bytes = 0\n", &["--yes"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("fetch.max_bytes"), "{err}");
+    assert!(asked.is_empty());
 }
