@@ -249,6 +249,8 @@ pub enum ApprovalRequest {
     /// Running a shell command outside the sandbox: it could not be confined there, or the
     /// sandbox denied it (`reason` says which, and what was denied).
     OutsideSandbox { command: String, reason: String },
+    /// Fetching a web page (`fetch`): its URL, without credentials or fragment.
+    Fetch { url: String },
 }
 
 /// How a tool call ended.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// Tools of minicode's own the small model profile leaves out unless `[model] tools` names
 /// them (goal tools, skills and MCP tools come only when the user asked for them, so they stay).
-pub const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 2] = ["find", "delegate"];
+pub const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 3] = ["find", "delegate", "fetch"];
 
 /// The model's context window when neither the configuration nor the server says otherwise.
 pub(crate) const CONTEXT_WINDOW: u64 = 262_144;
@@ -46,6 +46,11 @@ pub(crate) const OUTPUTS_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub(crate) const OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Days a saved output is kept.
 pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 7;
+
+/// The longest one `fetch` may take, redirects and reading included (`[fetch] timeout_secs`).
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes of one page `fetch` downloads; the rest is left unread (`[fetch] max_bytes`).
+pub const FETCH_MAX_BYTES: u64 = 5 * 1024 * 1024;
 
 /// Files larger than this are not recorded by checkpoints (`[checkpoints] max_file_bytes`).
 pub(crate) const CHECKPOINT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -89,6 +94,8 @@ pub(crate) mod bounds {
     pub(crate) const OUTPUTS_MAX_BYTES: u64 = 16 * 1024 * 1024 * 1024;
     /// Days a saved output is kept.
     pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 365;
+    /// Bytes of one page `fetch` downloads (1 GiB: it is held in memory).
+    pub(crate) const FETCH_MAX_BYTES: u64 = 1024 * 1024 * 1024;
     /// Bytes of one file checkpoints record (4 GiB) and of the whole store (1 TiB).
     pub(crate) const CHECKPOINT_MAX_FILE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
     pub(crate) const CHECKPOINT_MAX_BYTES: u64 = 1024 * 1024 * 1024 * 1024;

@@ -5,8 +5,10 @@
 //!
 //! A rule is `name` (a tool-name glob, e.g. `mcp_github__*`: the whole tool) or
 //! `name(pattern)` for `bash` (a glob over each simple command's text) and the file tools
-//! (a path glob relative to the workspace). `read` rules cover every tool that shows files
-//! (`read`, `list`, `search`); `write` rules cover `write` and `edit`.
+//! (a path glob relative to the workspace), and `fetch(domain:HOST)` for web pages (a glob
+//! over the host name: `domain:docs.rs` is that host only, `domain:*.docs.rs` its
+//! subdomains). `read` rules cover every tool that shows files (`read`, `list`, `search`);
+//! `write` rules cover `write` and `edit`.
 
 mod glob;
 pub mod shell;
@@ -62,8 +64,11 @@ impl fmt::Display for RuleError {
     }
 }
 
-/// The tools whose rules may carry a pattern: the shell and the file tools.
-const PATTERNED: &[&str] = &["bash", "read", "write", "edit"];
+/// The tools whose rules may carry a pattern: the shell, the file tools and `fetch`.
+const PATTERNED: &[&str] = &["bash", "read", "write", "edit", "fetch"];
+
+/// What starts the pattern of a `fetch` rule: the host it names follows.
+const DOMAIN: &str = "domain:";
 
 impl Rule {
     /// Parses `name` or `name(pattern)`.
@@ -98,8 +103,17 @@ impl Rule {
         }
         if pattern.is_some() && !PATTERNED.contains(&tool) {
             return Err(error(
-                "only bash, read, write and edit rules take a pattern; other tools are named \
-                 whole (a tool-name glob such as `mcp_github__*` is fine)",
+                "only bash, read, write, edit and fetch rules take a pattern; other tools are \
+                 named whole (a tool-name glob such as `mcp_github__*` is fine)",
+            ));
+        }
+        if tool == "fetch"
+            && pattern
+                .as_deref()
+                .is_some_and(|p| p.strip_prefix(DOMAIN).is_none_or(|h| h.trim().is_empty()))
+        {
+            return Err(error(
+                "a fetch rule names a host: `fetch(domain:docs.rs)` or `fetch(domain:*.docs.rs)`",
             ));
         }
         Ok(Rule {
@@ -109,6 +123,14 @@ impl Rule {
             tool: tool.to_string(),
             pattern,
         })
+    }
+
+    /// The host glob of a `fetch(domain:…)` rule.
+    fn domain(&self) -> Option<&str> {
+        (self.tool == "fetch")
+            .then(|| self.pattern.as_deref()?.strip_prefix(DOMAIN))
+            .flatten()
+            .map(str::trim)
     }
 
     /// Whether the rule speaks about calls of `tool` at all.
@@ -146,6 +168,9 @@ pub enum Target<'a> {
     /// A file tool's path, relative to the workspace with `/` separators; `None` when it lies
     /// outside (then only rules without a pattern match).
     Path(Option<&'a str>),
+    /// A `fetch` call's host name or address (lowercase, an IPv6 address without brackets):
+    /// `fetch(domain:…)` rules match it.
+    Domain(&'a str),
     /// Any other call: only rules without a pattern match.
     Call,
 }
@@ -199,8 +224,34 @@ impl Rules {
                 };
                 strongest(rules.iter().copied().filter(|r| hit(r)))
             }
+            Target::Domain(host) => strongest(rules.iter().copied().filter(|r| match r.domain() {
+                None => r.pattern.is_none(),
+                Some(pattern) => glob::text(pattern, host),
+            })),
             Target::Call => strongest(rules.iter().copied().filter(|r| r.pattern.is_none())),
         }
+    }
+
+    /// Whether an allow rule names `host` itself (`fetch(domain:127.0.0.1)`, not a bare
+    /// `fetch` nor `domain:*`) and no deny rule covers it: what lets `fetch` reach a private,
+    /// loopback or link-local address.
+    pub fn names_host(&self, host: &str) -> bool {
+        let covers = |r: &&Rule| {
+            r.covers_tool("fetch")
+                && r.domain()
+                    .is_some_and(|p| !p.trim_matches('*').is_empty() && glob::text(p, host))
+        };
+        let denied = self.rules.iter().any(|r| {
+            r.action == Action::Deny
+                && r.covers_tool("fetch")
+                && (r.pattern.is_none() || covers(&r))
+        });
+        !denied
+            && self
+                .rules
+                .iter()
+                .filter(covers)
+                .any(|r| r.action == Action::Allow)
     }
 
     /// Whether any `read(…)` rule denies paths.
@@ -275,6 +326,14 @@ fn command_verdict<'a>(
     } else {
         Verdict::None
     }
+}
+
+/// The rule "always" may save for a `fetch` of `host`: that host only.
+pub fn suggest_domain(host: &str) -> Option<String> {
+    let ok = !host.is_empty()
+        && !host.contains(['(', ')', '*', '?', '\n', ' '])
+        && host.chars().all(|c| c.is_ascii_graphic());
+    ok.then(|| format!("fetch({DOMAIN}{host})"))
 }
 
 /// The rule "always" may save for a call of `tool`: for `bash`, the first simple command's

@@ -330,6 +330,7 @@ async fn ask(tool: &str, request: &ApprovalRequest, always: Option<&str>) -> Dec
         ApprovalRequest::OutsideSandbox { command, reason } => {
             format!("\n{tool} wants to run OUTSIDE the sandbox ({reason}):\n  {command}\n")
         }
+        ApprovalRequest::Fetch { url } => format!("\n{tool} wants to fetch:\n  {url}\n"),
     };
     let always = match always {
         Some(rule) => format!(

@@ -7,6 +7,7 @@
 pub mod bash;
 pub(crate) mod diff;
 pub mod edit;
+pub mod fetch;
 pub(crate) mod find;
 pub mod lean;
 pub mod list;
@@ -269,6 +270,8 @@ pub struct ToolCtx {
     output_limit: AtomicUsize,
     /// Limits of the saved full outputs under `<data_dir>/outputs`.
     pub outputs: outputs::Limits,
+    /// How long and how much one `fetch` may take.
+    pub fetch: fetch::Limits,
     /// Where `read`, `write` and `edit` move file text: `None` is the disk (the default);
     /// `Some` an editor's buffers (see [`FileAccess`]). Confinement is the tools' either way.
     pub(crate) files: Option<Arc<dyn FileAccess>>,
@@ -305,6 +308,7 @@ impl ToolCtx {
             secrets: Secrets::default(),
             output_limit: AtomicUsize::new(MAX_OUTPUT_LIMIT),
             outputs: outputs::Limits::default(),
+            fetch: fetch::Limits::default(),
             files: None,
             supervisor: None,
             texts: Mutex::new(HashMap::new()),
@@ -448,8 +452,8 @@ impl Registry {
         }
     }
 
-    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list`,
-    /// `search` and `find`.
+    /// The built-in tools: `bash`, `read`, `write`, `edit`, the read-only `list`, `search`
+    /// and `find`, and `fetch` (web pages).
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(bash::Bash),
@@ -459,6 +463,7 @@ impl Registry {
             Box::new(list::List),
             Box::new(search::Search),
             Box::new(find::Find::default()),
+            Box::new(fetch::Fetch),
         ])
     }
 

@@ -146,6 +146,7 @@ fn title(tool: &str, summary: &str) -> String {
         "list" => format!("List {summary}"),
         "search" => format!("Search {summary}"),
         "find" => format!("Find {summary}"),
+        "fetch" => format!("Fetch {summary}"),
         _ if summary.is_empty() => tool.to_string(),
         _ => format!("{tool}: {summary}"),
     }
@@ -254,6 +255,7 @@ pub(super) fn approval_fields(
                 "{reason}\n\n```sh\n{command}\n```"
             ))]),
         ),
+        ApprovalRequest::Fetch { url } => (format!("Fetch {url}"), None),
     };
     let fields = ToolCallUpdateFields::new()
         .title(title)

@@ -63,6 +63,10 @@ impl Approvals {
     /// "always" approves this one call only).
     pub(crate) fn offer(call: &ToolCall) -> Option<String> {
         let args = serde_json::from_str::<serde_json::Value>(&call.arguments).ok();
+        if call.name == "fetch" {
+            let host = args.as_ref().and_then(crate::tools::fetch::host_of)?;
+            return crate::permissions::suggest_domain(&host);
+        }
         let command = args
             .as_ref()
             .and_then(|a| a.get("command"))
@@ -82,9 +86,11 @@ impl Approvals {
             .as_ref()
             .and_then(|a| a.get("command"))
             .and_then(serde_json::Value::as_str);
-        let target = match (call.name.as_str(), command) {
-            ("bash", Some(line)) => Target::Command(line),
-            ("bash", None) => return false,
+        let host = fetch_host(&call.name, args.as_ref());
+        let target = match (call.name.as_str(), command, host.as_deref()) {
+            ("bash", Some(line), _) => Target::Command(line),
+            ("bash", None, _) => return false,
+            (_, _, Some(host)) => Target::Domain(host),
             _ => Target::Call,
         };
         let protected_write = |raw: &str| {
@@ -126,8 +132,10 @@ impl Approvals {
         let paths = tool.paths(args);
         let command = args.get("command").and_then(serde_json::Value::as_str);
         let rel = paths.first().and_then(|p| relative(p));
-        let target = match (name, command) {
-            ("bash", Some(line)) => Target::Command(line),
+        let host = fetch_host(name, Some(args));
+        let target = match (name, command, host.as_deref()) {
+            ("bash", Some(line), _) => Target::Command(line),
+            (_, _, Some(host)) => Target::Domain(host),
             _ if !paths.is_empty() => Target::Path(rel.as_deref()),
             _ => Target::Call,
         };
@@ -143,6 +151,13 @@ impl Approvals {
             )),
         }
     }
+}
+
+/// The host a `fetch` call names, which its rules match (`None` for other tools).
+fn fetch_host(tool: &str, args: Option<&serde_json::Value>) -> Option<String> {
+    (tool == "fetch")
+        .then(|| args.and_then(crate::tools::fetch::host_of))
+        .flatten()
 }
 
 /// Why this call must be asked even though `--yes`, "always" or a rule would cover it (a

@@ -33,7 +33,7 @@ pub(crate) const NAME: &str = "delegate";
 pub(crate) const GROUP: &str = "subagents";
 /// The only tools a child may call: nothing that writes, runs commands, reaches MCP servers
 /// or delegates again.
-pub(crate) const CHILD_TOOLS: [&str; 4] = ["read", "list", "search", "find"];
+pub(crate) const CHILD_TOOLS: [&str; 5] = ["read", "list", "search", "find", "fetch"];
 /// Tasks one call may hand out.
 pub(crate) const MAX_TASKS: usize = 4;
 

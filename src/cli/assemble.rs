@@ -313,6 +313,7 @@ fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
         max_total_bytes: config.outputs_max_bytes,
         max_age: config.outputs_max_age,
     };
+    ctx.fetch = config.fetch;
     ctx.supervisor = crate::process::supervisor::program();
     if !config.permissions.is_empty() {
         ctx.permissions = Some(Arc::new(config.permissions.clone()));

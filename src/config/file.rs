@@ -34,6 +34,8 @@ pub(super) struct FileConfig {
     #[serde(default)]
     pub subagents: SubagentsTable,
     #[serde(default)]
+    pub fetch: FetchTable,
+    #[serde(default)]
     pub goal: GoalTable,
     #[serde(default)]
     pub telemetry: TelemetryTable,
@@ -140,6 +142,14 @@ pub(super) struct ContextTable {
 pub(super) struct SubagentsTable {
     pub max_concurrent: Option<u32>,
     pub timeout_secs: Option<u64>,
+}
+
+/// `[fetch]`: how long and how much one `fetch` of a web page may take.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FetchTable {
+    pub timeout_secs: Option<u64>,
+    pub max_bytes: Option<u64>,
 }
 
 /// `[goal]`: goal mode.

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::file::{
-    self, ApprovedMcpServer, CheckpointsTable, ContextTable, FileConfig, GoalTable, McpServerTable,
-    ModelTable, SubagentsTable, TelemetryTable, ToolsTable, UiTable,
+    self, ApprovedMcpServer, CheckpointsTable, ContextTable, FetchTable, FileConfig, GoalTable,
+    McpServerTable, ModelTable, SubagentsTable, TelemetryTable, ToolsTable, UiTable,
 };
 use super::trust::{self, Listed, Trust};
 use super::trust_record::{self, TRUST_ONLY};
@@ -343,6 +343,7 @@ impl Layers {
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns, ui.syntax_highlighting,
             subagents.max_concurrent, subagents.timeout_secs,
+            fetch.timeout_secs, fetch.max_bytes,
             goal.max_rounds, goal.stall_rounds,
             checkpoints.enabled, checkpoints.max_file_bytes, checkpoints.max_bytes,
             telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
@@ -395,6 +396,11 @@ impl Layers {
                 SubagentsTable {
                     max_concurrent: _,
                     timeout_secs: _,
+                },
+            fetch:
+                FetchTable {
+                    timeout_secs: _,
+                    max_bytes: _,
                 },
             goal:
                 GoalTable {

@@ -77,6 +77,7 @@ pub(super) fn resolve(
         outputs_max_age: limits.outputs_max_age,
         subagents_max_concurrent: limits.subagents_max_concurrent,
         subagents_timeout: limits.subagents_timeout,
+        fetch: fetch_limits(&Bounded(&layers))?,
         goal_max_rounds: limits.goal_max_rounds,
         goal_stall_rounds: limits.goal_stall_rounds,
         checkpoints_enabled: layers.file.checkpoints.enabled.unwrap_or(true),
@@ -313,6 +314,26 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
     };
     relative_limits(&b, context_window)?;
     Ok(limits)
+}
+
+/// `[fetch]`: the time and size caps of one `fetch`.
+fn fetch_limits(b: &Bounded<'_>) -> Result<crate::tools::fetch::Limits, ConfigError> {
+    let f = &b.0.file.fetch;
+    Ok(crate::tools::fetch::Limits {
+        timeout: b.secs(
+            f.timeout_secs,
+            defaults::FETCH_TIMEOUT,
+            "fetch.timeout_secs",
+            bounds::TIMEOUT_SECS,
+        )?,
+        max_bytes: b.check(
+            f.max_bytes,
+            defaults::FETCH_MAX_BYTES,
+            "fetch.max_bytes",
+            bounds::FETCH_MAX_BYTES,
+        )?,
+        ..Default::default()
+    })
 }
 
 /// The numbers of `[model]`, checked first.

@@ -85,6 +85,9 @@ impl Secrets {
                     reason: self.redact(reason),
                 }
             }
+            ApprovalRequest::Fetch { url } => ApprovalRequest::Fetch {
+                url: self.redact(url),
+            },
         }
     }
 

@@ -638,6 +638,13 @@ fn tool_lines(t: &ToolEntry, width: usize, expanded: bool) -> Vec<Line<'static>>
                 let runs = [Run::new(sanitize(command), Style::new())];
                 lines.extend(wrap::wrap(&runs, width, &first, &indent()));
             }
+            ApprovalRequest::Fetch { url } => {
+                let runs = [Run::new(
+                    format!("fetch {}", sanitize(url)),
+                    Style::new().fg(Color::Cyan),
+                )];
+                lines.extend(wrap::wrap(&runs, width, &indent(), &indent()));
+            }
         }
     }
     if let Some(d) = &t.decision {

@@ -41,6 +41,7 @@ mod durability;
 mod edit_tiers;
 mod eval;
 mod export;
+mod fetch;
 mod find;
 mod find_build;
 mod find_planted;

@@ -209,7 +209,7 @@ fn malformed_rules_are_refused_with_the_reason() {
         ("my tool", "a tool name may hold only"),
         (
             "mcp_github__x(foo)",
-            "only bash, read, write and edit rules take a pattern",
+            "only bash, read, write, edit and fetch rules take a pattern",
         ),
     ] {
         let error = Rule::parse(text, Action::Allow, "f").unwrap_err();

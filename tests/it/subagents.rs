@@ -357,7 +357,10 @@ async fn children_declare_only_read_tools_start_fresh_and_cannot_delegate_again(
     assert_eq!(children.len(), 2);
     assert!(tool_names(parent_first).contains(&"skill".to_string()));
     for child in &children {
-        assert_eq!(tool_names(child), ["read", "list", "search", "find"]);
+        assert_eq!(
+            tool_names(child),
+            ["read", "list", "search", "find", "fetch"]
+        );
         assert!(!child.raw_body.contains("SKILL BODY"));
         assert!(!texts(child, "system")[0].contains("Skills"));
         // No parent history: only its own task (with the context it was given).

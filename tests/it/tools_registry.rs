@@ -76,14 +76,14 @@ fn a_group_is_replaced_whole_and_keeps_its_place() {
     assert_eq!(
         names(&registry),
         [
-            "bash", "read", "write", "edit", "list", "search", "find", "a_three", "b_one"
+            "bash", "read", "write", "edit", "list", "search", "find", "fetch", "a_three", "b_one"
         ]
     );
     registry.set_group("mcp:a", Vec::new());
     assert_eq!(
         names(&registry),
         [
-            "bash", "read", "write", "edit", "list", "search", "find", "b_one"
+            "bash", "read", "write", "edit", "list", "search", "find", "fetch", "b_one"
         ]
     );
 }
@@ -99,7 +99,7 @@ fn a_name_taken_by_another_group_is_refused_not_shadowed() {
     assert_eq!(
         names(&registry),
         [
-            "bash", "read", "write", "edit", "list", "search", "find", "ok"
+            "bash", "read", "write", "edit", "list", "search", "find", "fetch", "ok"
         ]
     );
     // The built-in bash is still the one that resolves.
@@ -129,7 +129,10 @@ fn the_lean_view_hides_tools_from_declarations_and_calls_and_keeps_later_groups(
     let registry = Registry::builtin();
     let full_read = registry.specs()[1].clone();
     let before = registry.generation();
-    registry.set_lean(Some(Lean::hiding(vec!["find".to_string()])));
+    registry.set_lean(Some(Lean::hiding(vec![
+        "find".to_string(),
+        "fetch".to_string(),
+    ])));
     assert!(registry.generation() > before);
     assert_eq!(
         names(&registry),

@@ -25,9 +25,10 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// The most streamed text kept as a partial answer.
 const MAX_PARTIAL_BYTES: usize = 256 * 1024;
 
-/// Why a child is refused an approval (it has no tool that needs one; this is the guard).
+/// Why a child is refused an approval: its only tool that asks is `fetch`, which runs there
+/// only where an allow rule covers the host.
 const NO_QUESTIONS: &str = "sub-agents cannot ask the user anything; finish the task with \
-read, list and search";
+read, list, search and find (fetch reaches only the hosts an allow rule names)";
 
 /// What every child of one `delegate` call shares.
 pub(super) struct Context {
