@@ -22,6 +22,7 @@ mod blobs;
 mod journal;
 mod rewind;
 mod scan;
+mod shared;
 mod store;
 mod watch;
 
@@ -373,6 +374,7 @@ impl Recorder {
         let ended = self.journal().and_then(|journal| {
             let skipped = journal.end(seq, false)?;
             journal.enforce_cap(max_bytes)?;
+            journal.publish();
             Ok(skipped)
         });
         if ended.is_err() {
@@ -407,7 +409,10 @@ impl Recorder {
                 ..Outcome::default()
             });
         }
-        self.journal()?.rewind(turn, how)
+        let journal = self.journal()?;
+        let outcome = journal.rewind(turn, how)?;
+        journal.publish();
+        Ok(outcome)
     }
 }
 

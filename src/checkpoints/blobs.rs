@@ -172,6 +172,6 @@ impl Blobs {
 }
 
 /// Whether process `pid` still runs (a blob it is writing is not a leftover).
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }

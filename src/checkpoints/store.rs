@@ -18,6 +18,10 @@ impl Journal {
     fn measure(&self) -> io::Result<u64> {
         self.blobs.collect_leftovers()?;
         let mut total: u64 = self.blobs.all()?.iter().map(|(_, size)| size).sum();
+        total += super::shared::files(&self.workspace)?
+            .iter()
+            .map(|(_, size)| size)
+            .sum::<u64>();
         if let Some(dir) = sessions_dir(&self.workspace, false)? {
             for entry in std::fs::read_dir(dir)? {
                 total += entry?.metadata().map_or(0, |m| on_disk(&m));
@@ -101,17 +105,54 @@ impl Journal {
         Ok(())
     }
 
-    /// Deletes every blob no journal of the workspace names; measures the store again.
+    /// Deletes every blob no journal of the workspace names (nor the shared cache: its
+    /// snapshot and delta), and every snapshot neither a journal nor the cache names; measures
+    /// the store again.
     pub(crate) fn collect_garbage(&mut self) -> io::Result<()> {
         let mut live = self.live();
         self.named_elsewhere(false, &mut live)?;
+        let snapshots = self.snapshots()?;
+        // Another journal's tree starts from its snapshot; this one's is `live` already (what
+        // its snapshot held that the session changed since is not needed any more).
+        for hash in snapshots
+            .iter()
+            .filter(|h| Some(*h) != self.own_ref.as_ref())
+        {
+            if let Ok(tree) = super::shared::load_base(&self.workspace, hash) {
+                live.extend(tree.into_values().map(|s| s.hash));
+            }
+        }
+        if let Some(cache) = super::shared::load(&self.workspace) {
+            live.extend(cache.tree.into_values().map(|s| s.hash));
+        }
         for (hash, _) in self.blobs.all()? {
             if !live.contains(&hash) {
                 self.blobs.remove(&hash)?;
             }
         }
+        super::shared::collect(&self.workspace, &snapshots)?;
         self.store_bytes = Some(self.measure()?);
         Ok(())
+    }
+
+    /// The snapshots still needed: this session's, the shared cache's and every journal's.
+    fn snapshots(&self) -> io::Result<HashSet<String>> {
+        let mut keep: HashSet<String> = self.shared.iter().cloned().collect();
+        keep.extend(self.own_ref.iter().cloned());
+        if let Some(pointer) = super::shared::pointer(&self.workspace) {
+            keep.insert(pointer.base);
+        }
+        if let Some(dir) = sessions_dir(&self.workspace, false)? {
+            for entry in std::fs::read_dir(dir)? {
+                let path = entry?.path();
+                if path.extension().is_some_and(|e| e == "jsonl")
+                    && let Ok(Some(hash)) = super::shared::journal_ref(&path)
+                {
+                    keep.insert(hash);
+                }
+            }
+        }
+        Ok(keep)
     }
 
     /// After a record failed: removes the blobs it created that no journal on disk names

@@ -338,12 +338,13 @@ async fn the_storage_cap_prunes_the_oldest_turn_and_a_large_file_is_named_skippe
         ),
         text_reply("two"),
     ]);
-    // The base and each turn's content take 20,000 bytes: the third is over the cap, and
+    // The base and each turn's content take 20,000 bytes (20,480 on disk), the journal, the
+    // shared snapshot and its pointer a block each: the third content is over the cap, and
     // pruning the first turn frees the base's content, which only it still needed.
     let settings = Settings {
         enabled: true,
         max_file_bytes: 30_000,
-        max_bytes: 50_000,
+        max_bytes: 60_000,
         ..Settings::default()
     };
     let mut handle = spawn(&ws, fake, options(settings));
