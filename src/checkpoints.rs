@@ -20,6 +20,7 @@
 mod attribution;
 mod blobs;
 mod journal;
+mod packs;
 mod rewind;
 mod scan;
 mod shared;

@@ -398,6 +398,8 @@ impl Journal {
         let written = file.write_all(text.as_bytes());
         if written.is_err() {
             let _ = file.set_len(len);
+        } else {
+            self.grew(text.len() as u64);
         }
         written
     }

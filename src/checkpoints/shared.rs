@@ -18,7 +18,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -102,12 +101,7 @@ fn valid_state(path: &str, state: Option<&FileState>) -> bool {
 /// Writes `bytes` to `path` whole or not at all (aside, then renamed), 0600, not synced: like
 /// a blob, the cache must survive the process dying and costs nothing more on every call.
 fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let temp = path.with_extension(format!(
-        "tmp{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+    let temp = super::blobs::temp_path(path);
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -236,7 +230,9 @@ pub(crate) fn files(workspace: &Path) -> io::Result<Vec<(String, u64)>> {
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let meta = entry.metadata()?;
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
         // Leftovers of an interrupted write: gone once their writer is.
         if let Some((_, tail)) = name.split_once(".tmp") {
             let pid = tail.split('-').next().and_then(|p| p.parse::<i32>().ok());

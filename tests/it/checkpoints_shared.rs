@@ -24,9 +24,14 @@ fn position(turn: u32, call: &str, tool: &str) -> Position {
 
 /// One recorded call of `session` that runs `change`.
 fn call(recorder: &mut Recorder, turn: u32, id: &str, change: impl FnOnce()) {
-    recorder.before(&position(turn, id, "bash")).unwrap();
+    let session = recorder.session().to_string();
+    recorder
+        .before(&position(turn, id, "bash"))
+        .unwrap_or_else(|e| panic!("{session} {id} before: {e}"));
     change();
-    recorder.after().unwrap();
+    recorder
+        .after()
+        .unwrap_or_else(|e| panic!("{session} {id} after: {e}"));
 }
 
 fn journal(ws: &Path, session: &str) -> Vec<serde_json::Value> {
@@ -207,4 +212,79 @@ fn a_damaged_or_forged_shared_cache_is_ignored_and_rebuilt() {
         // Read again from the tree, not taken from the forged cache.
         assert!(journal(&ws, &name).iter().any(|l| l["kind"] == "base"));
     }
+}
+
+/// What `du -s` says of the store: every file and folder under it by its blocks.
+fn store_on_disk(ws: &Path) -> u64 {
+    fn walk(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        let mut total = meta.blocks() * 512;
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(path).unwrap() {
+                total += walk(&entry.unwrap().path());
+            }
+        }
+        total
+    }
+    walk(&ws.join(".minicode/checkpoints"))
+}
+
+#[test]
+fn a_base_of_many_small_files_is_packed_and_a_rewind_restores_from_the_pack() {
+    let (_dir, ws) = workspace();
+    tree(&ws, 1000);
+    let mut recorder = Recorder::new(&ws, "packed", Settings::default());
+    call(&mut recorder, 1, "c1", || {
+        for i in (0..1000).step_by(10) {
+            std::fs::remove_file(ws.join(format!("d{}/f{i}.txt", i % 10))).unwrap();
+        }
+    });
+    assert_eq!(crate::checkpoints::blob_count(&ws), 1000);
+    // A file per blob would take 1,000 blocks of 4 KiB.
+    let used = store_on_disk(&ws);
+    assert!(used < 200_000, "the store takes {used} bytes");
+    let outcome = recorder.rewind(1, &How::default()).unwrap();
+    assert_eq!(outcome.restored.len(), 100);
+    for i in (0..1000).step_by(10) {
+        let path = ws.join(format!("d{}/f{i}.txt", i % 10));
+        assert_eq!(
+            std::fs::read_to_string(path).unwrap(),
+            format!("file {i}\n")
+        );
+    }
+}
+
+#[test]
+fn the_store_stays_within_max_bytes_with_packed_blobs_and_dead_packs_are_collected() {
+    let (_dir, ws) = workspace();
+    tree(&ws, 300);
+    let settings = Settings {
+        max_bytes: 150_000,
+        ..Settings::default()
+    };
+    let mut recorder = Recorder::new(&ws, "capped", settings);
+    // Each turn rewrites the same 20 files with 1,000 new bytes each: a 20 KB pack per turn.
+    let body = |turn: u32, i: usize| format!("turn {turn} file {i}\n{}", "x".repeat(1000));
+    for turn in 1..=8u32 {
+        call(&mut recorder, turn, &format!("c{turn}"), || {
+            for i in 0..20 {
+                let path = ws.join(format!("d{}/f{i}.txt", i % 10));
+                std::fs::write(path, body(turn, i)).unwrap();
+            }
+        });
+        let used = store_on_disk(&ws);
+        assert!(used <= 150_000, "after turn {turn}: {used} bytes");
+    }
+    // The old turns were pruned and their packs removed; the last turn still rewinds.
+    let packs = std::fs::read_dir(ws.join(".minicode/checkpoints/packs"))
+        .unwrap()
+        .count();
+    assert!(packs <= 4, "{packs} packs left");
+    let outcome = recorder.rewind(8, &How::default()).unwrap();
+    assert_eq!(outcome.restored.len(), 20);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("d7/f7.txt")).unwrap(),
+        body(7, 7)
+    );
 }
