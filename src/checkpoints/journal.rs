@@ -166,6 +166,9 @@ pub(crate) struct Journal {
     pub(crate) touched: std::collections::BTreeSet<String>,
     /// Whether the tree moved since it was last published.
     pub(crate) unpublished: bool,
+    /// The only paths the running call can change (it names them: `write`, `edit`), so the
+    /// scans around it look at them alone; `None`: the whole tree.
+    pub(crate) scope: Option<Vec<String>>,
 }
 
 /// The journals' folder.
@@ -261,6 +264,7 @@ impl Journal {
             own_ref: None,
             touched: std::collections::BTreeSet::new(),
             unpublished: false,
+            scope: None,
         };
         match std::fs::File::open(&journal.path) {
             Ok(file) => {
@@ -534,12 +538,22 @@ impl Journal {
         super::attribution::others(&self.workspace, dir, &self.path, since, &self.guard)
     }
 
-    /// What changed since the tree was last recorded: in the folders the watcher names once
+    /// What changed since the tree was last recorded: only the paths of `scope` when the
+    /// running call names the paths it changes; else in the folders the watcher names once
     /// it watches the whole tree, else (the first time, after an overflow, without inotify)
     /// by walking everything, which also sets the watches up. A tree of fewer than
     /// [`WATCH_FROM`] entries is walked every time instead: the walk costs a millisecond or
     /// two, while closing an inotify instance waits for the kernel (about 20 ms at exit).
     pub(crate) fn scan(&mut self) -> io::Result<scan::Found> {
+        if let Some(paths) = &self.scope {
+            let against = scan::Against {
+                tree: &self.tree,
+                blobs: &mut self.blobs,
+                max_file_bytes: self.max_file_bytes,
+                guard: &self.guard,
+            };
+            return scan::paths(&self.workspace, paths, against);
+        }
         let scope = match &self.watcher {
             Some(watcher) => {
                 let dirty = watcher.drain();

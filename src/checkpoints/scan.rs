@@ -329,3 +329,45 @@ pub(crate) fn read_state(
     *grown += blobs.put(&hash, &bytes)?;
     Ok(Some(Stat::of(&meta).with_hash(hash)))
 }
+
+/// Scans only `paths` (workspace-relative files a call names, as `write` and `edit` do) and
+/// the folders above each, against `tree`: one `lstat` each, a read where the metadata
+/// differs. A path under a folder never recorded (`.git`, `.minicode`) is left out.
+pub(crate) fn paths(workspace: &Path, paths: &[String], against: Against<'_>) -> io::Result<Found> {
+    let mut entries = std::collections::BTreeSet::new();
+    for path in paths {
+        let parts: Vec<&str> = path.split('/').collect();
+        if parts.iter().any(|p| NEVER.contains(p) || p.is_empty()) {
+            continue;
+        }
+        for depth in 1..parts.len() {
+            entries.insert(format!("{}/", parts[..depth].join("/")));
+        }
+        entries.insert(path.clone());
+    }
+    let mut found = Found::default();
+    for rel in entries {
+        let known = against.tree.get(&rel);
+        let meta = std::fs::symlink_metadata(workspace.join(rel.trim_end_matches('/'))).ok();
+        let is_dir = rel.ends_with('/');
+        let meta = meta.filter(|m| if is_dir { m.is_dir() } else { m.is_file() });
+        let after = match meta {
+            Some(meta) if known.is_some_and(|s| s.matches(&meta)) => continue,
+            Some(meta) if is_dir => Some(Stat::of(&meta).with_hash(super::DIR_HASH.to_string())),
+            Some(meta) if meta.len() > against.max_file_bytes => {
+                Some(Stat::of(&meta).with_hash(super::TOO_LARGE.to_string()))
+            }
+            Some(_) => {
+                let path = workspace.join(&rel);
+                read_state(&path, against.blobs, against.guard, &mut found.grown)?
+            }
+            None => None,
+        };
+        if known.is_none() && after.is_none() {
+            continue;
+        }
+        let before = known.cloned();
+        found.changes.insert(rel, Change { before, after });
+    }
+    Ok(found)
+}
