@@ -20,8 +20,10 @@
 mod attribution;
 mod blobs;
 mod journal;
+mod packs;
 mod rewind;
 mod scan;
+mod shared;
 mod store;
 mod watch;
 
@@ -328,6 +330,19 @@ impl Recorder {
     /// changed since) and records that the call starts. On an error the call runs
     /// unrecorded: what the attempt stored is collected, and `after` notes the call as such.
     pub fn before(&mut self, position: &Position) -> io::Result<()> {
+        self.before_scoped(position, None)
+    }
+
+    /// [`Recorder::before`] for a call that can change only `paths` (workspace-relative; a
+    /// `write` or an `edit` names its file): the records around it look at those paths and
+    /// the folders above them, not the tree. The session's base is then taken lazily: from
+    /// the workspace's shared cache as it is, or empty, and the first whole-tree record (a
+    /// command's) reads what it lacks.
+    pub fn before_scoped(
+        &mut self,
+        position: &Position,
+        paths: Option<&[String]>,
+    ) -> io::Result<()> {
         if !self.settings.enabled {
             return Ok(());
         }
@@ -335,6 +350,7 @@ impl Recorder {
         let mut basing = false;
         let began = self.journal().and_then(|journal| {
             basing = !journal.based;
+            journal.scope = paths.map(<[String]>::to_vec);
             journal.catch_up()?;
             journal.begin(position)
         });
@@ -371,8 +387,11 @@ impl Recorder {
         };
         let max_bytes = self.settings.max_bytes;
         let ended = self.journal().and_then(|journal| {
-            let skipped = journal.end(seq, false)?;
+            let ended = journal.end(seq, false);
+            journal.scope = None;
+            let skipped = ended?;
             journal.enforce_cap(max_bytes)?;
+            journal.publish();
             Ok(skipped)
         });
         if ended.is_err() {
@@ -407,7 +426,10 @@ impl Recorder {
                 ..Outcome::default()
             });
         }
-        self.journal()?.rewind(turn, how)
+        let journal = self.journal()?;
+        let outcome = journal.rewind(turn, how)?;
+        journal.publish();
+        Ok(outcome)
     }
 }
 

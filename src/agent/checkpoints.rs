@@ -65,7 +65,8 @@ impl Checkpoints {
             call: call.id.clone(),
             tool: call.name.clone(),
         };
-        let began = self.recorder.before(&position);
+        let scope = named_path(session.workspace(), call, kind);
+        let began = self.recorder.before_scoped(&position, scope.as_deref());
         if let Some((entries, took)) = self.recorder.take_slow_base() {
             self.emitter.emit(Event::Warning {
                 message: format!(
@@ -131,6 +132,22 @@ impl Checkpoints {
         };
         self.recorder.rewind(turn, &how)
     }
+}
+
+/// The one file a `write` or an `edit` call changes, workspace-relative, as the tool will
+/// resolve it (links followed): its records look at that path alone. `None` for any other
+/// call, or when the path does not resolve inside the workspace (the tool then fails; the
+/// whole tree is scanned anyway).
+fn named_path(workspace: &std::path::Path, call: &ToolCall, kind: ToolKind) -> Option<Vec<String>> {
+    if kind != ToolKind::Edit || !matches!(call.name.as_str(), "write" | "edit") {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    let raw = args.get("path")?.as_str()?;
+    let path = crate::fsutil::resolve_in_workspace(workspace, raw).ok()?;
+    let root = workspace.canonicalize().ok()?;
+    let rel = path.strip_prefix(&root).ok()?.to_str()?;
+    (!rel.is_empty()).then(|| vec![rel.to_string()])
 }
 
 /// The recorded turns as a listing shows them: each with its prompt.

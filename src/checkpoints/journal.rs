@@ -21,15 +21,22 @@ use super::{Change, FileState, Position, Settings, Tree, scan};
 /// set-up and its teardown.
 const WATCH_FROM: usize = 1_000;
 
-/// The journal format's version (in the base line).
-const VERSION: u32 = 1;
+/// The journal format's version (in the base line; 1: the base holds the file list).
+pub(crate) const VERSION: u32 = 2;
 
 /// One line of the journal.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Line {
-    /// The tree when the session's first checkpoint was taken.
-    Base { version: u32, files: Tree },
+    /// The tree when the session's first checkpoint was taken: the shared snapshot `ref`
+    /// names (see `shared`) with `files` over it, or (version 1, no `ref`) `files` alone.
+    Base {
+        version: u32,
+        #[serde(default)]
+        files: Tree,
+        #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+        shared: Option<String>,
+    },
     /// Changes seen between calls (the user's edits, a rewind): the tree moves on, no call
     /// owns them.
     Drift {
@@ -151,6 +158,17 @@ pub(crate) struct Journal {
     watcher: Option<Arc<Watcher>>,
     /// Whether the watcher was found unusable; it is not tried again.
     unwatchable: bool,
+    /// The shared snapshot this session's tree is published against, and the paths changed
+    /// since it (see `shared`).
+    pub(crate) shared: Option<String>,
+    /// The snapshot this journal's base line names.
+    pub(crate) own_ref: Option<String>,
+    pub(crate) touched: std::collections::BTreeSet<String>,
+    /// Whether the tree moved since it was last published.
+    pub(crate) unpublished: bool,
+    /// The only paths the running call can change (it names them: `write`, `edit`), so the
+    /// scans around it look at them alone; `None`: the whole tree.
+    pub(crate) scope: Option<Vec<String>>,
 }
 
 /// The journals' folder.
@@ -242,6 +260,11 @@ impl Journal {
             store_bytes: None,
             watcher: None,
             unwatchable: false,
+            shared: None,
+            own_ref: None,
+            touched: std::collections::BTreeSet::new(),
+            unpublished: false,
+            scope: None,
         };
         match std::fs::File::open(&journal.path) {
             Ok(file) => {
@@ -277,13 +300,10 @@ impl Journal {
 
     pub(crate) fn apply(&mut self, line: Line) {
         match line {
-            Line::Base { files, .. } => {
-                self.tree = files;
-                self.based = true;
-            }
+            Line::Base { files, shared, .. } => self.based_on(files, shared),
             Line::Drift { files } => {
                 for (path, state) in files {
-                    set(&mut self.tree, path, state);
+                    self.set(path, state);
                 }
             }
             Line::Begin {
@@ -309,7 +329,7 @@ impl Journal {
                 uncertain,
             } => {
                 for (path, change) in &changes {
-                    set(&mut self.tree, path.clone(), change.after.clone());
+                    self.set(path.clone(), change.after.clone());
                 }
                 if let Some(call) = self.calls.iter_mut().find(|c| c.seq == seq) {
                     call.changes = changes;
@@ -382,6 +402,8 @@ impl Journal {
         let written = file.write_all(text.as_bytes());
         if written.is_err() {
             let _ = file.set_len(len);
+        } else {
+            self.grew(text.len() as u64);
         }
         written
     }
@@ -398,9 +420,14 @@ impl Journal {
         Ok(())
     }
 
-    /// Brings the recorded tree up to date with the workspace: the first time, the base (every
-    /// tracked file read once); then the drift since the last record (only changed files read).
+    /// Brings the recorded tree up to date with the workspace: the first time, the base (the
+    /// workspace's shared stat cache, then every file whose metadata differs read; without a
+    /// usable cache every tracked file read once); then the drift since the last record (only
+    /// changed files read).
     pub(crate) fn catch_up(&mut self) -> io::Result<()> {
+        if !self.based {
+            return self.first_record();
+        }
         let found = self.scan()?;
         self.grew(found.grown);
         let files: BTreeMap<String, Option<FileState>> = found
@@ -409,16 +436,7 @@ impl Journal {
             .map(|(path, change)| (path, change.after))
             .collect();
         for (path, state) in &files {
-            set(&mut self.tree, path.clone(), state.clone());
-        }
-        if !self.based {
-            self.based = true;
-            let base = Line::Base {
-                version: VERSION,
-                files: self.tree.clone(),
-            };
-            // Appended: lines before it (calls that ran unrecorded) stay.
-            return self.append(&base);
+            self.set(path.clone(), state.clone());
         }
         if files.is_empty() {
             return Ok(());
@@ -459,7 +477,7 @@ impl Journal {
         let own = self.call_ids();
         let (mut changes, mut foreign) = (BTreeMap::new(), BTreeMap::new());
         for (path, change) in found.changes {
-            set(&mut self.tree, path.clone(), change.after.clone());
+            self.set(path.clone(), change.after.clone());
             if others.claims(&path, change.after.as_ref(), &own) {
                 foreign.insert(path, change.after);
             } else {
@@ -520,12 +538,22 @@ impl Journal {
         super::attribution::others(&self.workspace, dir, &self.path, since, &self.guard)
     }
 
-    /// What changed since the tree was last recorded: in the folders the watcher names once
+    /// What changed since the tree was last recorded: only the paths of `scope` when the
+    /// running call names the paths it changes; else in the folders the watcher names once
     /// it watches the whole tree, else (the first time, after an overflow, without inotify)
     /// by walking everything, which also sets the watches up. A tree of fewer than
     /// [`WATCH_FROM`] entries is walked every time instead: the walk costs a millisecond or
     /// two, while closing an inotify instance waits for the kernel (about 20 ms at exit).
-    fn scan(&mut self) -> io::Result<scan::Found> {
+    pub(crate) fn scan(&mut self) -> io::Result<scan::Found> {
+        if let Some(paths) = &self.scope {
+            let against = scan::Against {
+                tree: &self.tree,
+                blobs: &mut self.blobs,
+                max_file_bytes: self.max_file_bytes,
+                guard: &self.guard,
+            };
+            return scan::paths(&self.workspace, paths, against);
+        }
         let scope = match &self.watcher {
             Some(watcher) => {
                 let dirty = watcher.drain();
@@ -558,6 +586,13 @@ impl Journal {
             self.unwatchable = true;
         }
         Ok(found)
+    }
+
+    /// Sets one path's state in the tree (`None`: absent), noting it for the shared cache.
+    pub(crate) fn set(&mut self, path: String, state: Option<FileState>) {
+        self.touched.insert(path.clone());
+        self.unpublished = true;
+        set(&mut self.tree, path, state);
     }
 
     pub(crate) fn grew(&mut self, by: u64) {

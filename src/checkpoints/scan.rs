@@ -193,62 +193,21 @@ pub(crate) fn scan(
     workspace: &Path,
     scope: Scope,
     watcher: Option<&Arc<Watcher>>,
-    against: Against<'_>,
+    mut against: Against<'_>,
 ) -> io::Result<Found> {
-    let Against {
-        tree,
-        blobs,
-        max_file_bytes,
-        guard,
-    } = against;
-    let mut found = Found::default();
     let scope = Arc::new(scope);
-    let mut seen = HashSet::new();
     if !crate::fsutil::ignore_files_safe(workspace) {
         return Err(io::Error::other(
             "an ignore file at the workspace root (.gitignore, .ignore or .git/info/exclude) is \
              not a regular file, so the workspace is not walked",
         ));
     }
-    for (rel, meta) in walk(workspace, &scope, watcher) {
-        let known = tree.get(&rel);
-        if known.is_some_and(|state| state.matches(&meta)) {
-            seen.insert(rel);
-            continue;
-        }
-        if meta.is_dir() {
-            let state = Stat::of(&meta).with_hash(super::DIR_HASH.to_string());
-            seen.insert(rel.clone());
-            let before = known.cloned();
-            found.changes.insert(
-                rel,
-                Change {
-                    before,
-                    after: Some(state),
-                },
-            );
-            continue;
-        }
-        let state = if meta.len() > max_file_bytes {
-            Some(Stat::of(&meta).with_hash(super::TOO_LARGE.to_string()))
-        } else {
-            read_state(&workspace.join(&rel), blobs, guard, &mut found.grown)?
-        };
-        let Some(state) = state else {
-            continue;
-        };
-        seen.insert(rel.clone());
-        // A file touched but left the same is a change too: its new metadata goes into the
-        // tree (the listing leaves it out).
-        found.changes.insert(
-            rel,
-            Change {
-                before: known.cloned(),
-                after: Some(state),
-            },
-        );
-    }
-    for (rel, state) in covered(tree, &scope) {
+    against.blobs.batch();
+    let compared = compare(workspace, &scope, watcher, &mut against);
+    let flushed = against.blobs.flush();
+    let (mut found, seen) = compared?;
+    flushed?;
+    for (rel, state) in covered(against.tree, &scope) {
         // A folder in a named folder that the walk did not need to enter is still there.
         if state.is_dir()
             && !seen.contains(rel)
@@ -268,6 +227,58 @@ pub(crate) fn scan(
         }
     }
     Ok(found)
+}
+
+/// The walk's half of [`scan`]: every walked entry compared with the tree, what differs read
+/// and stored (small blobs held back in the store's batch); with the paths seen.
+fn compare(
+    workspace: &Path,
+    scope: &Arc<Scope>,
+    watcher: Option<&Arc<Watcher>>,
+    against: &mut Against<'_>,
+) -> io::Result<(Found, HashSet<String>)> {
+    let mut found = Found::default();
+    let mut seen = HashSet::new();
+    for (rel, meta) in walk(workspace, scope, watcher) {
+        let known = against.tree.get(&rel);
+        if known.is_some_and(|state| state.matches(&meta)) {
+            seen.insert(rel);
+            continue;
+        }
+        if meta.is_dir() {
+            let state = Stat::of(&meta).with_hash(super::DIR_HASH.to_string());
+            seen.insert(rel.clone());
+            let before = known.cloned();
+            found.changes.insert(
+                rel,
+                Change {
+                    before,
+                    after: Some(state),
+                },
+            );
+            continue;
+        }
+        let state = if meta.len() > against.max_file_bytes {
+            Some(Stat::of(&meta).with_hash(super::TOO_LARGE.to_string()))
+        } else {
+            let path = workspace.join(&rel);
+            read_state(&path, against.blobs, against.guard, &mut found.grown)?
+        };
+        let Some(state) = state else {
+            continue;
+        };
+        seen.insert(rel.clone());
+        // A file touched but left the same is a change too: its new metadata goes into the
+        // tree (the listing leaves it out).
+        found.changes.insert(
+            rel,
+            Change {
+                before: known.cloned(),
+                after: Some(state),
+            },
+        );
+    }
+    Ok((found, seen))
 }
 
 /// The recorded files `scope` covers: all of them, or those in the named folders (found by
@@ -317,4 +328,46 @@ pub(crate) fn read_state(
     let hash = Blobs::hash(&bytes);
     *grown += blobs.put(&hash, &bytes)?;
     Ok(Some(Stat::of(&meta).with_hash(hash)))
+}
+
+/// Scans only `paths` (workspace-relative files a call names, as `write` and `edit` do) and
+/// the folders above each, against `tree`: one `lstat` each, a read where the metadata
+/// differs. A path under a folder never recorded (`.git`, `.minicode`) is left out.
+pub(crate) fn paths(workspace: &Path, paths: &[String], against: Against<'_>) -> io::Result<Found> {
+    let mut entries = std::collections::BTreeSet::new();
+    for path in paths {
+        let parts: Vec<&str> = path.split('/').collect();
+        if parts.iter().any(|p| NEVER.contains(p) || p.is_empty()) {
+            continue;
+        }
+        for depth in 1..parts.len() {
+            entries.insert(format!("{}/", parts[..depth].join("/")));
+        }
+        entries.insert(path.clone());
+    }
+    let mut found = Found::default();
+    for rel in entries {
+        let known = against.tree.get(&rel);
+        let meta = std::fs::symlink_metadata(workspace.join(rel.trim_end_matches('/'))).ok();
+        let is_dir = rel.ends_with('/');
+        let meta = meta.filter(|m| if is_dir { m.is_dir() } else { m.is_file() });
+        let after = match meta {
+            Some(meta) if known.is_some_and(|s| s.matches(&meta)) => continue,
+            Some(meta) if is_dir => Some(Stat::of(&meta).with_hash(super::DIR_HASH.to_string())),
+            Some(meta) if meta.len() > against.max_file_bytes => {
+                Some(Stat::of(&meta).with_hash(super::TOO_LARGE.to_string()))
+            }
+            Some(_) => {
+                let path = workspace.join(&rel);
+                read_state(&path, against.blobs, against.guard, &mut found.grown)?
+            }
+            None => None,
+        };
+        if known.is_none() && after.is_none() {
+            continue;
+        }
+        let before = known.cloned();
+        found.changes.insert(rel, Change { before, after });
+    }
+    Ok(found)
 }

@@ -13,17 +13,18 @@ use super::rewind::{self, Outcome, TurnChanges};
 use super::{How, Position};
 
 impl Journal {
-    /// Everything the store takes on disk: blobs, journals, leftovers of interrupted writes
-    /// (collected first).
+    /// Everything the store takes on disk, as `du` counts it: every file and folder under
+    /// `.minicode/checkpoints/` by its blocks (blobs, packs, journals, the shared cache), after
+    /// the leftovers of interrupted writes are collected.
     fn measure(&self) -> io::Result<u64> {
         self.blobs.collect_leftovers()?;
-        let mut total: u64 = self.blobs.all()?.iter().map(|(_, size)| size).sum();
-        if let Some(dir) = sessions_dir(&self.workspace, false)? {
-            for entry in std::fs::read_dir(dir)? {
-                total += entry?.metadata().map_or(0, |m| on_disk(&m));
-            }
-        }
-        Ok(total)
+        super::packs::all(&self.workspace)?;
+        super::shared::files(&self.workspace)?;
+        let root = self
+            .workspace
+            .join(crate::fsutil::DATA_DIR)
+            .join(super::SUBDIR);
+        disk_usage(&root)
     }
 
     /// Keeps the store under `max_bytes`: while over it, the oldest turn's checkpoints are
@@ -38,9 +39,12 @@ impl Journal {
                 total
             }
         };
-        if total <= max_bytes {
+        if total <= max_bytes / 10 * 9 {
             return Ok(());
         }
+        // Near or over the cap: the estimate (blobs stored, lines appended) is replaced by
+        // what the store takes on disk (blocks, the shared cache, duplicates).
+        self.store_bytes = Some(self.measure()?);
         while self.store_bytes.unwrap_or(0) > max_bytes {
             // The oldest call in the journal's order, and every call of its turn.
             let Some(oldest) = self
@@ -101,23 +105,62 @@ impl Journal {
         Ok(())
     }
 
-    /// Deletes every blob no journal of the workspace names; measures the store again.
+    /// Deletes every blob no journal of the workspace names (nor the shared cache: its
+    /// snapshot and delta), and every snapshot neither a journal nor the cache names; measures
+    /// the store again.
     pub(crate) fn collect_garbage(&mut self) -> io::Result<()> {
         let mut live = self.live();
         self.named_elsewhere(false, &mut live)?;
+        let snapshots = self.snapshots()?;
+        // Another journal's tree starts from its snapshot; this one's is `live` already (what
+        // its snapshot held that the session changed since is not needed any more).
+        for hash in snapshots
+            .iter()
+            .filter(|h| Some(*h) != self.own_ref.as_ref())
+        {
+            if let Ok(tree) = super::shared::load_base(&self.workspace, hash) {
+                live.extend(tree.into_values().map(|s| s.hash));
+            }
+        }
+        if let Some(cache) = super::shared::load(&self.workspace) {
+            live.extend(cache.tree.into_values().map(|s| s.hash));
+        }
         for (hash, _) in self.blobs.all()? {
             if !live.contains(&hash) {
                 self.blobs.remove(&hash)?;
             }
         }
+        super::packs::collect(&mut self.blobs, &live)?;
+        super::shared::collect(&self.workspace, &snapshots)?;
         self.store_bytes = Some(self.measure()?);
         Ok(())
+    }
+
+    /// The snapshots still needed: this session's, the shared cache's and every journal's.
+    fn snapshots(&self) -> io::Result<HashSet<String>> {
+        let mut keep: HashSet<String> = self.shared.iter().cloned().collect();
+        keep.extend(self.own_ref.iter().cloned());
+        if let Some(pointer) = super::shared::pointer(&self.workspace) {
+            keep.insert(pointer.base);
+        }
+        if let Some(dir) = sessions_dir(&self.workspace, false)? {
+            for entry in std::fs::read_dir(dir)? {
+                let path = entry?.path();
+                if path.extension().is_some_and(|e| e == "jsonl")
+                    && let Ok(Some(hash)) = super::shared::journal_ref(&path)
+                {
+                    keep.insert(hash);
+                }
+            }
+        }
+        Ok(keep)
     }
 
     /// After a record failed: removes the blobs it created that no journal on disk names
     /// (the in-memory state is about to be dropped and read again).
     pub(crate) fn discard_fresh(&mut self) -> io::Result<()> {
-        let fresh = self.blobs.take_fresh();
+        self.blobs.drop_batch();
+        let (fresh, fresh_packs) = self.blobs.take_fresh();
         if fresh.is_empty() {
             return Ok(());
         }
@@ -126,6 +169,14 @@ impl Journal {
         for hash in fresh.iter().filter(|h| !live.contains(*h)) {
             self.blobs.remove(hash)?;
         }
+        // A pack of the failed record is removed unless a journal names one of its blobs.
+        for pack in fresh_packs {
+            let entries = super::packs::entries(&pack).unwrap_or_default();
+            if !entries.iter().any(|(hash, _, _)| live.contains(hash)) {
+                let _ = std::fs::remove_file(&pack);
+            }
+        }
+        self.blobs.forget_index();
         Ok(())
     }
 
@@ -203,6 +254,24 @@ impl Journal {
             ..Outcome::default()
         }
     }
+}
+
+/// The bytes `path` and, for a folder, everything under it take on disk (links not followed).
+fn disk_usage(path: &Path) -> io::Result<u64> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut total = on_disk(&meta);
+    if meta.is_dir()
+        && let Ok(entries) = std::fs::read_dir(path)
+    {
+        for entry in entries.flatten() {
+            total += disk_usage(&entry.path())?;
+        }
+    }
+    Ok(total)
 }
 
 /// Adds every blob name (`"h"` field) a journal holds.

@@ -34,13 +34,28 @@ fn write_call(id: &str, path: &str, content: &str) -> minicode::provider::Reply 
     tool_reply(&[(id, "write", &args)])
 }
 
-fn blob_count(ws: &Path) -> usize {
-    let root = ws.join(".minicode/checkpoints/blobs");
-    let Ok(fans) = std::fs::read_dir(root) else {
-        return 0;
-    };
-    fans.map(|f| std::fs::read_dir(f.unwrap().path()).unwrap().count())
-        .sum()
+/// The blobs in the store: files of their own, and the entries of the packs (each a 4-byte
+/// little-endian length, then the bytes).
+pub(crate) fn blob_count(ws: &Path) -> usize {
+    let root = ws.join(".minicode/checkpoints");
+    let loose: usize = std::fs::read_dir(root.join("blobs")).map_or(0, |fans| {
+        fans.map(|f| std::fs::read_dir(f.unwrap().path()).unwrap().count())
+            .sum()
+    });
+    let packed: usize = std::fs::read_dir(root.join("packs")).map_or(0, |packs| {
+        packs
+            .map(|p| {
+                let bytes = std::fs::read(p.unwrap().path()).unwrap();
+                let (mut at, mut n) = (0, 0);
+                while at + 4 <= bytes.len() {
+                    at += 4 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+                    n += 1;
+                }
+                n
+            })
+            .sum()
+    });
+    loose + packed
 }
 
 /// Sends `op` and waits for its `Rewound` answer.
@@ -338,12 +353,14 @@ async fn the_storage_cap_prunes_the_oldest_turn_and_a_large_file_is_named_skippe
         ),
         text_reply("two"),
     ]);
-    // The base and each turn's content take 20,000 bytes: the third is over the cap, and
-    // pruning the first turn frees the base's content, which only it still needed.
+    // The base and each turn's content take 20,000 bytes (20,480 on disk); the journal, the
+    // shared snapshot and its pointer and the store's folders a block each: the third content
+    // is over the cap, and pruning the first turn frees the base's content, which only it
+    // still needed.
     let settings = Settings {
         enabled: true,
         max_file_bytes: 30_000,
-        max_bytes: 50_000,
+        max_bytes: 90_000,
         ..Settings::default()
     };
     let mut handle = spawn(&ws, fake, options(settings));
@@ -402,7 +419,10 @@ fn a_call_the_process_died_during_is_undone_from_the_state_recorded_before_it() 
 fn the_store_is_private() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
-    std::fs::write(ws.join("a.txt"), "x\n").unwrap();
+    // Enough small files for a pack.
+    for i in 0..10 {
+        std::fs::write(ws.join(format!("{i}.txt")), format!("{i}\n")).unwrap();
+    }
     let mut recorder = Recorder::new(&ws, "private", Settings::default());
     let position = Position {
         turn: 1,
@@ -412,7 +432,13 @@ fn the_store_is_private() {
     recorder.before(&position).unwrap();
     recorder.after().unwrap();
     let root = ws.join(".minicode/checkpoints");
-    for dir in [&root, &root.join("blobs"), &root.join("sessions")] {
+    for dir in [
+        &root,
+        &root.join("blobs"),
+        &root.join("sessions"),
+        &root.join("bases"),
+        &root.join("packs"),
+    ] {
         let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "{}", dir.display());
     }
@@ -432,6 +458,17 @@ fn the_store_is_private() {
             assert_eq!(mode, 0o600);
         }
     }
+    for dir in ["packs", "bases"] {
+        for file in std::fs::read_dir(root.join(dir)).unwrap() {
+            let mode = file.unwrap().metadata().unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+    }
+    let pointer = root.join("workspace.json");
+    assert_eq!(
+        std::fs::metadata(pointer).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
 }
 
 /// The one-shot binary with `[checkpoints]` from the workspace's config: a `bash` call under

@@ -317,7 +317,15 @@ fn notes_server() -> MockServer {
 
 #[test]
 fn a_fifo_planted_as_the_root_ignore_file_leaves_the_call_unrecorded_not_blocked() {
-    let server = notes_server();
+    // A command, whose record walks the tree (a `write`'s looks at its own file only).
+    let server = MockServer::start_in_thread(vec![
+        call(
+            "b1",
+            "bash",
+            serde_json::json!({"command": "echo hello > notes.txt"}),
+        ),
+        text_reply("done", 8),
+    ]);
     let dir = workspace(&server);
     let ws = dir.path();
     plant_fifo(&ws.join(".gitignore"));

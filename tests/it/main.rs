@@ -15,6 +15,8 @@ mod bash_outputs;
 mod checkpoints;
 mod checkpoints_cli;
 mod checkpoints_links;
+mod checkpoints_scoped;
+mod checkpoints_shared;
 mod checkpoints_trust;
 mod child_env;
 mod cli_binary;
