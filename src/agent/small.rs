@@ -1,11 +1,12 @@
 //! What the core does for small local models, which often write their calls as text, announce
 //! an action and stop, or ramble until a timeout: calls written as text are recovered (the
 //! finding is `provider::recover`'s; here they join the reply as native calls, are counted, and
-//! the model is shown the call format once), a turn that would end on an announcement gets one
-//! nudge (so does a first reply that answers a question about the workspace without looking
-//! at it, in the small profile), and replies are bounded (a `max_tokens` from a small window, a stop on runaway
-//! repetition) with a word when one was cut. It decides nothing about approval or running:
-//! a recovered call takes the same path as any other.
+//! outside the small profile the model is shown the call format once); a turn that would end
+//! on an announcement gets one nudge (so does a first reply that answers a question about the
+//! workspace without looking at it, in the small profile); replies are bounded (a
+//! `max_tokens` from a small window, a stop on runaway repetition) with a word when one was
+//! cut. It decides nothing about approval or running: a recovered call takes the same path as
+//! any other.
 
 mod announce;
 mod runaway;
@@ -135,8 +136,14 @@ pub(super) fn recover_calls(
 }
 
 /// After a batch that ran recovered calls: the call format shown once per session (a notice
-/// after everything already sent, so the cached prefix stays as it was).
+/// after everything already sent, so the cached prefix stays as it was). Not in the small
+/// profile: a small model cannot switch to native calls, and in real runs the notice, coming
+/// between a tool's result and the answer, made Qwen2.5-Coder-1.5B echo it and run its
+/// example call instead of answering from the result.
 pub(super) fn teach_format(core: &mut Core) {
+    if core.upkeep.is_small() {
+        return;
+    }
     let shown = notice::notices(core.store.session.messages()).any(|n| n.contains(FORMAT_NOTE));
     if !shown {
         core.store

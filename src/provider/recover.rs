@@ -5,7 +5,8 @@
 //!
 //! A pure function of the reply's text and the tools that request offered: a candidate
 //! becomes a call only when it names an offered tool and its arguments pass that tool's JSON
-//! schema; anything else (a config snippet, an unknown name, bad arguments) stays text. It
+//! schema (once undeclared properties are dropped, if that is what it takes); anything else
+//! (a config snippet, an unknown name, bad arguments) stays text. It
 //! never runs, approves or records anything: the agent treats what it returns like native
 //! calls. Common malformations are repaired first (`recover/repair.rs`).
 
@@ -48,11 +49,14 @@ pub(crate) fn recover(text: &str, tools: &[ToolSpec]) -> Recovery {
         let mut accepted = Vec::new();
         for (name, arguments) in calls {
             match tools.iter().find(|t| t.name == name) {
-                Some(spec) if fits(spec, &arguments) => accepted.push(Found {
-                    name,
-                    arguments: arguments.to_string(),
-                }),
-                Some(_) => {}
+                Some(spec) => {
+                    if let Some(arguments) = fitted(spec, arguments) {
+                        accepted.push(Found {
+                            name,
+                            arguments: arguments.to_string(),
+                        });
+                    }
+                }
                 None => recovery.unknown.push(name),
             }
         }
@@ -95,14 +99,33 @@ fn call_shape(value: &Value) -> Option<(String, Value)> {
         _ => return None,
     };
     // Anything beyond the call's own fields means it is some other JSON that happens to
-    // have a "name".
+    // have a "name"; but a small model often writes the call with the result it imagines
+    // (`"result": [...]`), which is the call all the same (the made-up result is dropped).
     let extra = object.keys().any(|k| {
         !matches!(
             k.as_str(),
-            "name" | "arguments" | "parameters" | "type" | "id"
+            "name" | "arguments" | "parameters" | "type" | "id" | "result" | "output"
         )
     });
     (!extra).then(|| (name.to_string(), arguments))
+}
+
+/// `arguments` when they pass `spec`'s schema, else without the properties the schema does
+/// not declare (a small model adds options it imagines, such as `"glob"` to `list`) when
+/// that makes them pass; `None` when neither does.
+fn fitted(spec: &ToolSpec, arguments: Value) -> Option<Value> {
+    if fits(spec, &arguments) {
+        return Some(arguments);
+    }
+    let declared = spec.parameters.get("properties")?.as_object()?;
+    let Value::Object(mut map) = arguments else {
+        return None;
+    };
+    let before = map.len();
+    map.retain(|key, _| declared.contains_key(key));
+    let trimmed = Value::Object(map);
+    (trimmed.as_object().map_or(0, serde_json::Map::len) < before && fits(spec, &trimmed))
+        .then_some(trimmed)
 }
 
 /// Whether `arguments` pass the JSON schema `spec` declares. A schema that does not compile

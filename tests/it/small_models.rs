@@ -2,7 +2,8 @@
 //! refused with the file's content, which counts as the read, so the next edit lands; an edit
 //! whose old text is missing shows the closest lines; a first reply that answers a question
 //! about the workspace without a call gets one reminder to look (a refusal does not); a tool
-//! the small profile leaves out is offered when the prompt names it.
+//! the small profile leaves out is offered when the prompt names it; a call written as text
+//! with a result the model imagined and options the tool lacks still runs.
 
 use std::time::Duration;
 
@@ -185,4 +186,34 @@ async fn a_left_out_tool_named_in_the_prompt_is_offered() {
     let tools = declared(&server, 2);
     assert!(tools.contains(&"find".to_string()), "{tools:?}");
     assert!(!tools.contains(&"delegate".to_string()), "{tools:?}");
+}
+
+#[tokio::test]
+async fn a_text_call_with_an_imagined_result_and_option_runs_as_the_call() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::create_dir(ws.join("data")).unwrap();
+    std::fs::write(ws.join("data/only.txt"), "x\n").unwrap();
+    // What Qwen2.5-Coder-1.5B wrote after the reminder to look, in a real run.
+    let call = "Here is the output of the list command in the data folder:\n\n```json\n{\n  \
+        \"name\": \"list\",\n  \"arguments\": {\n    \"path\": \"data\",\n    \"glob\": \".*\",\n    \
+        \"case_sensitive\": false,\n    \"limit\": 50\n  },\n  \"result\": [\n    \"data/file1.txt\"\n  ]\n}\n```";
+    let server = MockServer::start(vec![text_reply(call, 16), text_reply("1", 2)]).await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_events, end, stats) = run_turn(&mut handle, "list data", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(stats.recovered_calls, 1);
+    let listed = server.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect::<String>();
+    assert!(listed.contains("only.txt"), "{listed}");
+    // In the small profile no format notice comes between the result and the answer.
+    let messages = server.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(messages.last().unwrap()["role"], "tool");
 }

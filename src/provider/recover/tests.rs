@@ -165,3 +165,21 @@ fn nothing_is_recovered_without_offered_tools() {
     assert!(r.calls.is_empty());
     assert_eq!(r.unknown, ["read"]);
 }
+
+#[test]
+fn a_call_with_an_imagined_result_and_options_runs_without_them() {
+    let text = "Here is the output of the list command:\n\n```json\n{\n  \"name\": \"list\",\n  \
+        \"arguments\": {\"path\": \"data\", \"glob\": \".*\", \"limit\": 50},\n  \
+        \"result\": [\"data/file1.txt\"]\n}\n```";
+    let mut tools = tools();
+    tools[2].parameters = json!({"type": "object", "properties": {"path": {"type": "string"},
+        "limit": {"type": "integer"}}, "additionalProperties": false});
+    let found = recover(text, &tools);
+    assert_eq!(found.calls.len(), 1, "{found:?}");
+    assert_eq!(found.calls[0].name, "list");
+    let arguments: Value = serde_json::from_str(&found.calls[0].arguments).unwrap();
+    assert_eq!(arguments, json!({"path": "data", "limit": 50}));
+    // A required argument is not made up: still no call.
+    let bad = r#"{"name": "read", "arguments": {"file": "a.txt"}}"#;
+    assert!(recover(bad, &tools).calls.is_empty());
+}
