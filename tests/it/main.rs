@@ -92,6 +92,7 @@ mod session;
 mod session_cli;
 mod session_journal;
 mod skills;
+mod startup_cost;
 mod subagents;
 mod supervision;
 mod telemetry;
