@@ -9,6 +9,11 @@
 //! `MINICODE_BENCH_BINARY=/path/to/minicode` measures that binary instead of the one built
 //! with the bench (to compare two builds under the same load, alternating runs); the telemetry
 //! scenario then runs only if the variable is unset.
+//!
+//! Budgets (issue 35): `--version`, the 5-call task with checkpoints off and on, and the 200 KB
+//! stream each have a CPU budget (`BUDGETS`, the quiet-machine figures of docs/performance.md);
+//! the bench exits non-zero when a scenario's fastest run exceeds 1.5x its budget
+//! (`support/budget.rs` says why the fastest run and why that margin).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Resource usage is read with libc (getrusage, wait4, sysconf): measurement only.
@@ -22,6 +27,9 @@ mod mock_openai;
 #[allow(dead_code)]
 mod scenario;
 
+#[path = "support/budget.rs"]
+mod budget;
+
 #[path = "../tests/it/support/otlp_receiver.rs"]
 #[allow(dead_code)]
 mod otlp_receiver;
@@ -29,7 +37,38 @@ mod otlp_receiver;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use budget::{Budget, Verdicts};
 use mock_openai::{MockServer, text_reply};
+
+/// CPU (user + system of the process tree) of each scenario on a quiet 2-core machine.
+const BUDGETS: [Budget; 4] = [
+    Budget {
+        scenario: "--version",
+        cpu: Duration::from_micros(2_000),
+    },
+    Budget {
+        scenario: "one-shot, 5 tool calls",
+        cpu: Duration::from_millis(25),
+    },
+    Budget {
+        scenario: "one-shot, 5 tool calls, checkpoints off",
+        cpu: Duration::from_millis(20),
+    },
+    Budget {
+        scenario: "one-shot, 200 KB in 4-char chunks",
+        cpu: Duration::from_millis(80),
+    },
+];
+
+/// Reports `costs` (their median) and checks their CPU against the scenario's budget.
+fn judge(verdicts: &mut Verdicts, name: &str, costs: Vec<Cost>) {
+    let runs = costs.len();
+    let cpu: Vec<Duration> = costs.iter().map(|c| c.cpu).collect();
+    report(name, median(costs), runs);
+    if let Some(budget) = BUDGETS.iter().find(|b| b.scenario == name) {
+        verdicts.check(budget, &cpu);
+    }
+}
 
 /// What one process cost.
 #[derive(Clone, Copy)]
@@ -140,34 +179,49 @@ fn minicode(dir: &std::path::Path, args: &[&str]) -> Command {
 
 fn main() {
     let runs = 15;
+    let mut verdicts = Verdicts::default();
     let dir = tempfile::tempdir().unwrap();
     let version: Vec<Cost> = (0..runs)
         .map(|_| run(&mut minicode(dir.path(), &["--version"])))
         .collect();
-    report("--version", median(version), runs);
+    judge(&mut verdicts, "--version", version);
 
-    let mut costs = Vec::new();
-    for _ in 0..runs {
-        let server = MockServer::start_in_thread(scenario::five_tool_script());
-        let ws = scenario::trusted_workspace(&server, "");
-        costs.push(run(&mut minicode(
-            ws.path(),
-            &["--yes", "do the five steps"],
-        )));
-        assert_eq!(server.request_count(), 6);
+    for (name, checkpoints) in [
+        ("one-shot, 5 tool calls", true),
+        ("one-shot, 5 tool calls, checkpoints off", false),
+    ] {
+        let mut costs = Vec::new();
+        for _ in 0..runs {
+            let server = MockServer::start_in_thread(scenario::five_tool_script());
+            let ws = scenario::trusted_workspace(&server, "");
+            if !checkpoints {
+                // The user config (HOME is the workspace) turns checkpoints off, so the S1
+                // figure can be told apart from the checkpoint base's cost.
+                let config = ws.path().join(".config/minicode/config.toml");
+                let mut text = std::fs::read_to_string(&config).unwrap();
+                text.push_str("\n[checkpoints]\nenabled = false\n");
+                std::fs::write(&config, text).unwrap();
+            }
+            costs.push(run(&mut minicode(
+                ws.path(),
+                &["--yes", "do the five steps"],
+            )));
+            assert_eq!(server.request_count(), 6);
+        }
+        judge(&mut verdicts, name, costs);
     }
-    report("one-shot, 5 tool calls", median(costs), runs);
 
     let reply: String = "word ".repeat(40_000);
     let mut costs = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..7 {
         let server = MockServer::start_in_thread(vec![text_reply(&reply, 4)]);
         let ws = scenario::trusted_workspace(&server, "");
         costs.push(run(&mut minicode(ws.path(), &["stream it"])));
     }
-    report("one-shot, 200 KB in 4-char chunks", median(costs), 5);
+    judge(&mut verdicts, "one-shot, 200 KB in 4-char chunks", costs);
 
     if std::env::var_os("MINICODE_BENCH_BINARY").is_some() {
+        verdicts.finish();
         return;
     }
     let receiver = otlp_receiver::Receiver::start(otlp_receiver::Mode::Answer);
@@ -183,4 +237,5 @@ fn main() {
         assert!(receiver.requests().len() > before, "nothing was exported");
     }
     report("one-shot, 5 tool calls, telemetry on", median(costs), runs);
+    verdicts.finish();
 }

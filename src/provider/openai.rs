@@ -149,6 +149,22 @@ impl std::fmt::Debug for OpenAi {
     }
 }
 
+/// Whether talking to `base` may need the system's root certificates: an `https://` server,
+/// or a proxy from the environment reached over TLS.
+fn needs_tls(base: &str) -> bool {
+    base.starts_with("https://")
+        || ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+            .iter()
+            .filter_map(std::env::var_os)
+            .any(|proxy| {
+                proxy
+                    .to_string_lossy()
+                    .trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("https://")
+            })
+}
+
 impl OpenAi {
     pub fn new(opts: OpenAiOptions) -> Result<OpenAi, ProviderError> {
         let base = opts.base_url.trim().trim_end_matches('/');
@@ -179,6 +195,9 @@ impl OpenAi {
             .connect_timeout(connect)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
+            // Reading the system's root certificates (hundreds of files) costs a plain-http
+            // run (a local server) more than its whole first request; only TLS needs them.
+            .tls_built_in_root_certs(needs_tls(base))
             .build()
             .map_err(|e| {
                 config_error(&format!(

@@ -96,6 +96,7 @@ mod session_cli;
 mod session_journal;
 mod skills;
 mod small_models;
+mod startup_cost;
 mod subagents;
 mod supervision;
 mod telemetry;

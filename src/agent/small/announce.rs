@@ -33,8 +33,14 @@ pub(super) fn announces(text: &str) -> bool {
     if text.is_empty() || text.ends_with("```") || text.ends_with('?') {
         return false;
     }
-    let last_line = text.lines().last().unwrap_or("").trim();
-    let sentence = last_sentence(last_line).to_lowercase();
+    // Only the end is read: a long reply costs no more than a short one.
+    let last_line = text.rsplit('\n').next().unwrap_or("").trim();
+    let sentence = last_sentence(last_line);
+    // Lowercasing changes a character's length by at most 3 bytes to 1 (the Kelvin sign).
+    if sentence.len() > 3 * MAX_SENTENCE {
+        return false;
+    }
+    let sentence = sentence.to_lowercase();
     if sentence.len() > MAX_SENTENCE {
         return false;
     }
@@ -84,6 +90,15 @@ mod tests {
         ] {
             assert!(announces(text), "{text}");
         }
+    }
+
+    #[test]
+    fn only_the_end_of_a_long_reply_is_read() {
+        let long = "word ".repeat(40_000);
+        assert!(announces(&format!("{long}. I'll read the file.")));
+        assert!(announces(&format!("{long}\nLet me check the tests:")));
+        assert!(!announces(&long), "one 200 KB sentence is no announcement");
+        assert!(!announces(&format!("Let me check {long}")));
     }
 
     #[test]

@@ -58,6 +58,11 @@ fn repeat_in(text: &[u8]) -> Option<usize> {
             break;
         }
         let start = len - span;
+        // The cheap test first: this runs every STEP bytes for each of MAX_PERIOD periods, and
+        // in ordinary text the last byte already differs from the one a period back.
+        if text[len - 1] != text[len - 1 - period] {
+            continue;
+        }
         let unit = &text[start..start + period];
         // A unit of words: one long token ("aaaa…", a rule of "=") is left alone.
         let words = unit.iter().any(u8::is_ascii_whitespace)
