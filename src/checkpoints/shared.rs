@@ -259,8 +259,8 @@ pub(crate) fn collect(workspace: &Path, keep: &HashSet<String>) -> io::Result<()
     Ok(())
 }
 
-/// From how many paths changed since the snapshot (and an eighth of the tree) a session
-/// publishes a new snapshot instead of a longer delta.
+/// From how many paths changed since the snapshot a session publishes a new snapshot instead
+/// of a longer delta (the pointer is written after every record: it stays under ~100 KB).
 const REBASE_FROM: usize = 512;
 
 impl Journal {
@@ -339,7 +339,7 @@ impl Journal {
             return;
         }
         let published = (|| {
-            let long = self.touched.len() > REBASE_FROM.max(self.tree.len() / 8);
+            let long = self.touched.len() > REBASE_FROM;
             let base = match self.shared.clone() {
                 Some(base) if !long => base,
                 _ => {
