@@ -152,6 +152,13 @@ fn capped_store(files: usize) {
         du("-sb"),
         du("-s")
     );
+    let parts = Command::new("sh")
+        .arg("-c")
+        .arg("du -sb * | tr '\\n\\t' '; '; echo; ls -l bases packs sessions; ls blobs | wc -l")
+        .current_dir(&store)
+        .output()
+        .unwrap();
+    println!("    by part: {}", String::from_utf8_lossy(&parts.stdout));
 }
 
 /// (c): S1 in fresh small workspaces, on and off alternated, `rounds` rounds of `runs`.
