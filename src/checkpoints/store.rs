@@ -144,7 +144,7 @@ impl Journal {
         if let Some(dir) = sessions_dir(&self.workspace, false)? {
             for entry in std::fs::read_dir(dir)? {
                 let path = entry?.path();
-                if !path.extension().is_some_and(|e| e == "jsonl") {
+                if path.extension().is_none_or(|e| e != "jsonl") {
                     continue;
                 }
                 let refs = super::shared::journal_refs(&path).unwrap_or_default();
