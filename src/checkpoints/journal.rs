@@ -161,8 +161,6 @@ pub(crate) struct Journal {
     /// The shared snapshot this session's tree is published against, and the paths changed
     /// since it (see `shared`).
     pub(crate) shared: Option<String>,
-    /// The snapshot this journal's base line names.
-    pub(crate) own_ref: Option<String>,
     pub(crate) touched: std::collections::BTreeSet<String>,
     /// Whether the tree moved since it was last published.
     pub(crate) unpublished: bool,
@@ -261,7 +259,6 @@ impl Journal {
             watcher: None,
             unwatchable: false,
             shared: None,
-            own_ref: None,
             touched: std::collections::BTreeSet::new(),
             unpublished: false,
             scope: None,
@@ -440,6 +437,11 @@ impl Journal {
         }
         if files.is_empty() {
             return Ok(());
+        }
+        if files.len() > super::shared::REBASE_FROM && self.scope.is_none() {
+            // A whole-tree scan that found much (a lazy base's first walk): the tree as a
+            // shared snapshot, not a long line in every session's journal.
+            return self.rebase();
         }
         self.append(&Line::Drift { files })
     }

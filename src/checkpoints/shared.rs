@@ -259,9 +259,9 @@ pub(crate) fn collect(workspace: &Path, keep: &HashSet<String>) -> io::Result<()
     Ok(())
 }
 
-/// From how many paths changed since the snapshot (and an eighth of the tree) a session
-/// publishes a new snapshot instead of a longer delta.
-const REBASE_FROM: usize = 512;
+/// From how many paths changed since the snapshot a session publishes a new snapshot instead
+/// of a longer delta (the pointer is written after every record: it stays under ~100 KB).
+pub(crate) const REBASE_FROM: usize = 512;
 
 impl Journal {
     /// Applies a base line: the snapshot it names (when it can no longer be read, the tree
@@ -270,7 +270,6 @@ impl Journal {
         self.based = true;
         self.tree = Tree::new();
         self.shared = None;
-        self.own_ref.clone_from(&shared);
         if let Some(hash) = shared {
             match load_base(&self.workspace, &hash) {
                 Ok(tree) => {
@@ -302,21 +301,14 @@ impl Journal {
         for (path, change) in found.changes {
             self.set(path, change.after);
         }
-        let shared = match self.shared.clone() {
-            Some(shared) => shared,
-            None => {
-                let hash = save_base(&self.workspace, &self.tree)?;
-                self.touched.clear();
-                self.shared = Some(hash.clone());
-                hash
-            }
-        };
+        if self.shared.is_none() || self.touched.len() > REBASE_FROM {
+            return self.rebase();
+        }
         self.based = true;
-        self.own_ref = Some(shared.clone());
         self.append(&Line::Base {
             version: super::journal::VERSION,
             files: Tree::new(),
-            shared: Some(shared),
+            shared: self.shared.clone(),
         })?;
         if !self.touched.is_empty() {
             let files = self
@@ -331,6 +323,23 @@ impl Journal {
         Ok(())
     }
 
+    /// Stores the tree as now recorded as a snapshot and appends a base line naming it: the
+    /// tree moves to it whole (what it lacks is absent), as after a whole-tree scan.
+    pub(crate) fn rebase(&mut self) -> io::Result<()> {
+        let hash = save_base(&self.workspace, &self.tree)?;
+        self.touched.clear();
+        self.shared = Some(hash.clone());
+        self.based = true;
+        self.append(&Line::Base {
+            version: super::journal::VERSION,
+            files: Tree::new(),
+            shared: Some(hash),
+        })?;
+        self.unpublished = true;
+        self.publish();
+        Ok(())
+    }
+
     /// Makes the tree as now recorded the workspace's shared cache (a new snapshot once the
     /// delta grows long). Best effort: a stale or missing cache only costs the next session
     /// reads.
@@ -339,7 +348,7 @@ impl Journal {
             return;
         }
         let published = (|| {
-            let long = self.touched.len() > REBASE_FROM.max(self.tree.len() / 8);
+            let long = self.touched.len() > REBASE_FROM;
             let base = match self.shared.clone() {
                 Some(base) if !long => base,
                 _ => {
@@ -358,20 +367,24 @@ impl Journal {
     }
 }
 
-/// The snapshot a journal's base line names, if any.
-pub(crate) fn journal_ref(path: &Path) -> io::Result<Option<String>> {
+/// The snapshots a journal's base lines name.
+pub(crate) fn journal_refs(path: &Path) -> io::Result<Vec<String>> {
     use std::io::BufRead;
     let file = std::fs::File::open(path)?;
+    let mut out = Vec::new();
     for line in io::BufReader::new(file).lines() {
         let line = line?;
         if !line.starts_with(r#"{"kind":"base""#) {
             continue;
         }
-        if let Ok(Line::Base { shared, .. }) = serde_json::from_str::<Line>(&line) {
-            return Ok(shared);
+        if let Ok(Line::Base {
+            shared: Some(hash), ..
+        }) = serde_json::from_str::<Line>(&line)
+        {
+            out.push(hash);
         }
     }
-    Ok(None)
+    Ok(out)
 }
 
 #[cfg(test)]

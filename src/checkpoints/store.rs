@@ -111,13 +111,10 @@ impl Journal {
     pub(crate) fn collect_garbage(&mut self) -> io::Result<()> {
         let mut live = self.live();
         self.named_elsewhere(false, &mut live)?;
-        let snapshots = self.snapshots()?;
-        // Another journal's tree starts from its snapshot; this one's is `live` already (what
-        // its snapshot held that the session changed since is not needed any more).
-        for hash in snapshots
-            .iter()
-            .filter(|h| Some(*h) != self.own_ref.as_ref())
-        {
+        let (snapshots, others) = self.snapshots()?;
+        // Another journal's tree starts from its snapshots; this one's is `live` already (what
+        // its snapshots held that the session changed since is not needed any more).
+        for hash in &others {
             if let Ok(tree) = super::shared::load_base(&self.workspace, hash) {
                 live.extend(tree.into_values().map(|s| s.hash));
             }
@@ -136,24 +133,28 @@ impl Journal {
         Ok(())
     }
 
-    /// The snapshots still needed: this session's, the shared cache's and every journal's.
-    fn snapshots(&self) -> io::Result<HashSet<String>> {
+    /// The snapshots still needed (this session's, the shared cache's and every journal's),
+    /// and those the other journals name.
+    fn snapshots(&self) -> io::Result<(HashSet<String>, HashSet<String>)> {
         let mut keep: HashSet<String> = self.shared.iter().cloned().collect();
-        keep.extend(self.own_ref.iter().cloned());
+        let mut others = HashSet::new();
         if let Some(pointer) = super::shared::pointer(&self.workspace) {
             keep.insert(pointer.base);
         }
         if let Some(dir) = sessions_dir(&self.workspace, false)? {
             for entry in std::fs::read_dir(dir)? {
                 let path = entry?.path();
-                if path.extension().is_some_and(|e| e == "jsonl")
-                    && let Ok(Some(hash)) = super::shared::journal_ref(&path)
-                {
-                    keep.insert(hash);
+                if path.extension().is_none_or(|e| e != "jsonl") {
+                    continue;
                 }
+                let refs = super::shared::journal_refs(&path).unwrap_or_default();
+                if path != self.path {
+                    others.extend(refs.iter().cloned());
+                }
+                keep.extend(refs);
             }
         }
-        Ok(keep)
+        Ok((keep, others))
     }
 
     /// After a record failed: removes the blobs it created that no journal on disk names
