@@ -37,6 +37,10 @@ pub(crate) const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
 
 /// How long one bash call may run unless it asks for more.
 pub(crate) const BASH_TIMEOUT: Duration = Duration::from_secs(120);
+/// Background processes (`bash` with `background: true`) that may run at once in a session
+/// (`[tools] max_background`), and the most that setting may ask for.
+pub(crate) const MAX_BACKGROUND: usize = 4;
+pub(crate) const MAX_BACKGROUND_CEILING: usize = 32;
 /// The most one bash call may run, whatever the configuration or the model asks for.
 pub(crate) const BASH_TIMEOUT_CEILING: Duration = Duration::from_secs(600);
 

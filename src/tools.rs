@@ -4,7 +4,10 @@
 //! A tool failure is not a Rust error: it is output the model reads. Tools never prompt the
 //! user; the agent asks for approval with what `prepare` describes, then calls `run`.
 
+pub mod background;
 pub mod bash;
+pub(crate) mod bash_kill;
+pub(crate) mod bash_output;
 pub(crate) mod diff;
 pub mod edit;
 pub(crate) mod find;
@@ -286,6 +289,9 @@ pub struct ToolCtx {
     /// The sandbox policy `bash` calls run under now (see [`ToolCtx::sandbox`]): replaced
     /// whole when the session's profile changes (plan mode), read once per call.
     sandbox: RwLock<Arc<crate::sandbox::Policy>>,
+    /// The session's background processes (`bash` with `background: true`): they end when
+    /// the session does.
+    pub background: background::Jobs,
 }
 
 /// The most output one tool call hands the model, whatever the window.
@@ -310,6 +316,7 @@ impl ToolCtx {
             texts: Mutex::new(HashMap::new()),
             sandbox: RwLock::new(Arc::new(crate::sandbox::Policy::unconfined())),
             permissions: None,
+            background: background::Jobs::new(crate::defaults::MAX_BACKGROUND),
         }
     }
 
@@ -448,11 +455,14 @@ impl Registry {
         }
     }
 
-    /// The built-in tools: `bash`, `read`, `write`, `edit`, and the read-only `list`,
+    /// The built-in tools: `bash` (with `bash_output` and `bash_kill` for its background
+    /// processes), `read`, `write`, `edit`, and the read-only `list`,
     /// `search` and `find`.
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(bash::Bash),
+            Box::new(bash_output::BashOutput),
+            Box::new(bash_kill::BashKill),
             Box::new(read::Read),
             Box::new(write::Write),
             Box::new(edit::Edit),

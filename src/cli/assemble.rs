@@ -314,6 +314,7 @@ fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
         max_age: config.outputs_max_age,
     };
     ctx.supervisor = crate::process::supervisor::program();
+    ctx.background = crate::tools::background::Jobs::new(config.max_background);
     if !config.permissions.is_empty() {
         ctx.permissions = Some(Arc::new(config.permissions.clone()));
     }

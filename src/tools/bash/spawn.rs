@@ -12,16 +12,16 @@ use crate::sandbox::launch::Launch;
 use crate::tools::ToolCtx;
 
 /// The standard streams of a started command.
-pub(super) struct Streams {
-    pub stdin: Stdio,
-    pub stdout: Stdio,
-    pub stderr: Stdio,
+pub(crate) struct Streams {
+    pub(crate) stdin: Stdio,
+    pub(crate) stdout: Stdio,
+    pub(crate) stderr: Stdio,
 }
 
 /// Starts `command` under `policy`; also returns minicode's end of the supervisor's socket
 /// pair, which must stay open while the command runs. A `bash` call's stdin is /dev/null and
 /// its stdout and stderr the two write ends of one output pipe; a hook's are three pipes.
-pub(super) fn spawn(
+pub(crate) fn spawn(
     command: &str,
     ctx: &ToolCtx,
     policy: &Policy,

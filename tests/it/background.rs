@@ -1,0 +1,197 @@
+//! Background processes (issue 36, item 1): `bash` with `background: true` returns an id at
+//! once, `bash_output` reads what came since the last read, `bash_kill` ends the whole tree;
+//! at most `[tools] max_background` run at once; they keep the call's sandbox (and, with the
+//! network off, the session's one network namespace, so a later call reaches a server they
+//! serve); nothing outlives minicode, even a SIGKILLed one. Runs the real binary against the
+//! mock model server, sandboxed as configured by default (workspace-write, network off).
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::binary::{command, write_config};
+use crate::support::mock_openai::{
+    MockReply, MockServer, text_reply, tool_calls_reply, wait_until_blocking,
+};
+
+/// One reply calling `tool` with `args`.
+fn call(id: &str, tool: &str, args: serde_json::Value) -> MockReply {
+    tool_calls_reply(&[(id, tool, &args.to_string())], 64)
+}
+
+fn bash(id: &str, command: &str) -> MockReply {
+    call(id, "bash", serde_json::json!({ "command": command }))
+}
+
+fn background(id: &str, command: &str) -> MockReply {
+    call(
+        id,
+        "bash",
+        serde_json::json!({ "command": command, "background": true }),
+    )
+}
+
+/// Runs one `--yes` one-shot prompt in `ws` against `server`, to its end.
+fn run(ws: &Path, server: &MockServer) -> std::process::Output {
+    write_config(ws, server);
+    command(ws).args(["--yes", "go"]).output().unwrap()
+}
+
+/// The tool results the model was sent, in order (the last request holds them all).
+fn results(server: &MockServer) -> Vec<String> {
+    let requests = server.requests();
+    let Some(last) = requests.last() else {
+        return Vec::new();
+    };
+    last.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn a_background_command_returns_an_id_at_once_and_its_output_is_read_later() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start_in_thread(vec![
+        background("c1", "echo first; sleep 0.3; echo second; exec sleep 1000"),
+        bash("c2", "sleep 1"),
+        call("c3", "bash_output", serde_json::json!({ "id": "bg1" })),
+        call("c4", "bash_output", serde_json::json!({ "id": "bg1" })),
+        call("c5", "bash_kill", serde_json::json!({ "id": "bg1" })),
+        text_reply("done", 4),
+    ]);
+    let out = run(&ws, &server);
+    let results = results(&server);
+    assert!(out.status.success(), "{results:?}");
+    assert!(results[0].contains("bg1"), "{}", results[0]);
+    assert!(
+        results[2].contains("first\nsecond\n") && results[2].contains("[bg1: running]"),
+        "{}",
+        results[2]
+    );
+    assert!(
+        results[3].contains("(no new output)"),
+        "a second read shows only what is new: {}",
+        results[3]
+    );
+    assert!(results[4].contains("bg1 stopped"), "{}", results[4]);
+}
+
+#[test]
+fn bash_output_filters_lines_and_reports_the_exit_code() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start_in_thread(vec![
+        background(
+            "c1",
+            "echo 'GET / 200'; echo noise; echo 'GET /x 404'; exit 3",
+        ),
+        bash("c2", "sleep 1"),
+        call(
+            "c3",
+            "bash_output",
+            serde_json::json!({ "id": "bg1", "filter": "^GET" }),
+        ),
+        text_reply("done", 4),
+    ]);
+    run(&ws, &server);
+    let results = results(&server);
+    let read = &results[2];
+    assert!(read.contains("GET / 200\nGET /x 404\n"), "{read}");
+    assert!(!read.contains("noise"), "{read}");
+    assert!(read.contains("exited with code 3"), "{read}");
+}
+
+#[test]
+fn more_than_max_background_at_once_is_refused_with_the_setting_named() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start_in_thread(vec![
+        background("c1", "exec sleep 1000"),
+        background("c2", "exec sleep 1000"),
+        text_reply("done", 4),
+    ]);
+    write_config(&ws, &server);
+    let config = ws.join(".minicode/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n[tools]\nmax_background = 1\n")).unwrap();
+    command(&ws).args(["--yes", "go"]).output().unwrap();
+    let results = results(&server);
+    assert!(results[0].contains("bg1"), "{}", results[0]);
+    assert!(
+        results[1].contains("max_background") && !results[1].contains("bg2"),
+        "{}",
+        results[1]
+    );
+}
+
+#[test]
+fn a_call_that_leaves_a_process_behind_is_told_to_use_background() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start_in_thread(vec![
+        bash(
+            "c1",
+            "setsid -f sleep 100; nohup sleep 100 >/dev/null 2>&1 & echo ok",
+        ),
+        text_reply("done", 4),
+    ]);
+    run(&ws, &server);
+    let results = results(&server);
+    assert!(results[0].contains("background: true"), "{}", results[0]);
+}
+
+#[test]
+fn a_server_started_in_the_background_answers_a_later_call_of_the_same_session() {
+    let (_tmp, ws) = crate::support::workspace();
+    std::fs::write(ws.join("index.html"), "hello\n").unwrap();
+    let port = 18531;
+    let fetch = format!(
+        "for i in $(seq 100); do
+  code=$(curl -s -m 1 -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/) && break
+  sleep 0.1
+done
+echo \"status=$code\""
+    );
+    let server = MockServer::start_in_thread(vec![
+        background(
+            "c1",
+            &format!("exec python3 -m http.server --bind 127.0.0.1 {port}"),
+        ),
+        bash("c2", &fetch),
+        text_reply("done", 4),
+    ]);
+    run(&ws, &server);
+    let results = results(&server);
+    assert!(results[1].contains("status=200"), "{results:?}");
+}
+
+#[test]
+fn background_processes_die_with_a_sigkilled_minicode() {
+    let (_tmp, ws) = crate::support::workspace();
+    // The model never answers the second request: minicode waits while the process runs.
+    let server = MockServer::start_in_thread(vec![
+        background(
+            "c1",
+            "touch started; sleep 3; touch marker; exec sleep 1000",
+        ),
+        text_reply("done", 4).with_delay(Duration::from_secs(60)),
+    ]);
+    write_config(&ws, &server);
+    let mut child = command(&ws)
+        .args(["--yes", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until_blocking(Duration::from_secs(30), || ws.join("started").exists()),
+        "the background command never started"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        !ws.join("marker").exists(),
+        "a background process outlived a SIGKILLed minicode"
+    );
+}
