@@ -292,6 +292,8 @@ pub struct ToolCtx {
     /// The session's background processes (`bash` with `background: true`): they end when
     /// the session does.
     pub background: background::Jobs,
+    /// The session's network namespace that confined calls join with the network off.
+    pub session_net: bash::network::SessionNet,
 }
 
 /// The most output one tool call hands the model, whatever the window.
@@ -317,6 +319,7 @@ impl ToolCtx {
             sandbox: RwLock::new(Arc::new(crate::sandbox::Policy::unconfined())),
             permissions: None,
             background: background::Jobs::new(crate::defaults::MAX_BACKGROUND),
+            session_net: bash::network::SessionNet::default(),
         }
     }
 

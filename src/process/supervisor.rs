@@ -90,8 +90,17 @@ pub(crate) fn run(launch: &OsStr, command: &OsStr) -> u8 {
     unsafe {
         libc::signal(libc::SIGTERM, libc::SIG_IGN);
     }
+    let launch = match Launch::from_arg(launch) {
+        Ok(launch) if launch.hold => return hold(&launch, control),
+        Ok(launch) => launch,
+        Err(unavailable) => {
+            report_unavailable(control, &unavailable);
+            kill_own_group();
+            return 126;
+        }
+    };
     // Before the watcher thread: a user namespace can only be entered single-threaded.
-    let launch = match Launch::from_arg(launch).and_then(|l| launch::enter(&l).map(|()| l)) {
+    let launch = match launch::enter(&launch).map(|()| launch) {
         Ok(launch) => launch,
         Err(unavailable) => {
             report_unavailable(control, &unavailable);
@@ -104,6 +113,27 @@ pub(crate) fn run(launch: &OsStr, command: &OsStr) -> u8 {
     } else {
         watch_minicode(watch);
         unconfined(command, control)
+    }
+}
+
+/// The session's network holder: makes the namespaces later calls join
+/// (`sandbox::launch::hold`), says `ready` (or why not), then waits until minicode's end of
+/// the socket closes (the session ended, or minicode died) and exits. It runs no command.
+fn hold(launch: &Launch, mut control: std::os::unix::net::UnixStream) -> u8 {
+    match launch::hold(launch) {
+        Ok(()) => {
+            if control.write_all(b"ready\n").is_err() {
+                return 125;
+            }
+            let mut byte = [0u8; 1];
+            // Nothing is ever sent this way: any return means minicode's end is closed.
+            let _ = control.read(&mut byte);
+            0
+        }
+        Err(unavailable) => {
+            report_unavailable(control, &unavailable);
+            126
+        }
     }
 }
 

@@ -18,6 +18,7 @@
 //! the call must not create are watched (`sandbox::guard`); after it, a denial its failure
 //! shows is told apart (`sandbox::denial`). Each output carries the call's `sandbox::Report`.
 
+pub(crate) mod network;
 mod piped;
 mod sink;
 pub(crate) mod spawn;

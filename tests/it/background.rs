@@ -166,13 +166,51 @@ echo \"status=$code\""
 }
 
 #[test]
-fn background_processes_die_with_a_sigkilled_minicode() {
+fn a_call_in_the_session_namespace_still_cannot_reach_the_hosts_loopback() {
+    let (_tmp, ws) = crate::support::workspace();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::Write;
+            let mut stream = stream;
+            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let fetch =
+        format!("curl -s -m 3 -o /dev/null -w 'status=%{{http_code}}' http://127.0.0.1:{port}/");
+    let server = MockServer::start_in_thread(vec![
+        background("c1", "exec sleep 1000"),
+        bash("c2", &fetch),
+        text_reply("done", 4),
+    ]);
+    run(&ws, &server);
+    let results = results(&server);
+    assert!(!results[1].contains("status=200"), "{results:?}");
+}
+
+/// Processes whose command line names `ws` (every supervisor and holder carries the
+/// workspace in its policy; the test's sleeper is named after it).
+fn processes_naming(ws: &Path) -> Vec<String> {
+    let needle = ws.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&needle))
+        .collect()
+}
+
+#[test]
+fn background_processes_and_the_network_holder_die_with_a_sigkilled_minicode() {
     let (_tmp, ws) = crate::support::workspace();
     // The model never answers the second request: minicode waits while the process runs.
     let server = MockServer::start_in_thread(vec![
         background(
             "c1",
-            "touch started; sleep 3; touch marker; exec sleep 1000",
+            "(sleep 3; touch marker) & touch started; exec -a \"$PWD/sleeper\" sleep 1000",
         ),
         text_reply("done", 4).with_delay(Duration::from_secs(60)),
     ]);
@@ -187,9 +225,19 @@ fn background_processes_die_with_a_sigkilled_minicode() {
         wait_until_blocking(Duration::from_secs(30), || ws.join("started").exists()),
         "the background command never started"
     );
+    assert!(
+        processes_naming(&ws).iter().any(|c| c.contains("sleeper")),
+        "{:?}",
+        processes_naming(&ws)
+    );
     child.kill().unwrap();
     child.wait().unwrap();
-    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        wait_until_blocking(Duration::from_secs(10), || processes_naming(&ws).is_empty()),
+        "left running after minicode was killed: {:?}",
+        processes_naming(&ws)
+    );
+    std::thread::sleep(Duration::from_secs(4));
     assert!(
         !ws.join("marker").exists(),
         "a background process outlived a SIGKILLed minicode"

@@ -36,11 +36,13 @@ pub(crate) fn spawn(
                 control: theirs.as_raw_fd(),
             };
             let mut cmd = child::command(program, &ctx.scrub_env, death);
+            let mut launch = Launch::new(policy);
+            launch.join = ctx.session_net.join_for(policy, ctx);
             // Named as what it is in `ps` (the program path may be `/proc/self/exe`).
             cmd.arg0("minicode")
                 .arg(supervisor::ARG)
                 .arg(tag)
-                .arg(Launch::new(policy).to_arg());
+                .arg(launch.to_arg());
             (cmd, Some((ours, theirs)))
         }
         None => {
@@ -65,7 +67,7 @@ pub(crate) fn spawn(
 
 /// The supervisor's end, moved above the standard streams, so setting those up in the child
 /// cannot clobber it.
-fn above_std_streams(theirs: UnixStream) -> std::io::Result<OwnedFd> {
+pub(super) fn above_std_streams(theirs: UnixStream) -> std::io::Result<OwnedFd> {
     let theirs = OwnedFd::from(theirs);
     if theirs.as_raw_fd() > 2 {
         return Ok(theirs);
