@@ -8,7 +8,9 @@ use std::time::Duration;
 
 /// Tools of minicode's own the small model profile leaves out unless `[model] tools` names
 /// them (goal tools, skills and MCP tools come only when the user asked for them, so they stay).
-pub const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 2] = ["find", "delegate"];
+/// The background tools go together: without them `bash` declares no `background` either.
+pub const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 4] =
+    ["find", "delegate", "bash_output", "bash_kill"];
 
 /// The model's context window when neither the configuration nor the server says otherwise.
 pub(crate) const CONTEXT_WINDOW: u64 = 262_144;

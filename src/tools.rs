@@ -75,6 +75,12 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Parameters the small profile leaves out of the declaration while the tool `needs`
+    /// is hidden (`bash`'s `background` without `bash_output`), as (parameter, tool).
+    fn lean_drops(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// What its calls do, for frontends to show them by.
     fn kind(&self) -> ToolKind {
         ToolKind::Other
@@ -429,7 +435,7 @@ impl Catalog {
         let specs = offered
             .iter()
             .map(|t| match &lean {
-                Some(_) => lean::spec(t.as_ref()),
+                Some(view) => lean::spec(t.as_ref(), view),
                 None => t.spec(),
             })
             .collect();

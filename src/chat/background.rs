@@ -19,7 +19,7 @@ pub struct Background {
 
 /// Where a background process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "state", content = "value")]
+#[serde(rename_all = "snake_case")]
 pub enum BackgroundState {
     Running,
     /// Its shell exited with this code.
@@ -83,8 +83,10 @@ mod tests {
     }
 
     #[test]
-    fn the_state_serialises_tagged() {
+    fn the_state_serialises_as_a_name_or_a_name_with_its_number() {
         let json = serde_json::to_string(&BackgroundState::Exited(1)).unwrap_or_default();
-        assert_eq!(json, r#"{"state":"exited","value":1}"#);
+        assert_eq!(json, r#"{"exited":1}"#);
+        let json = serde_json::to_string(&BackgroundState::Running).unwrap_or_default();
+        assert_eq!(json, r#""running""#);
     }
 }

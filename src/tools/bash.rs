@@ -118,6 +118,10 @@ impl Tool for Bash {
         Some(BRIEF)
     }
 
+    fn lean_drops(&self) -> &'static [(&'static str, &'static str)] {
+        &[("background", "bash_output")]
+    }
+
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
         let call = check(args, ctx)?;
         let first = call

@@ -243,3 +243,73 @@ fn background_processes_and_the_network_holder_die_with_a_sigkilled_minicode() {
         "a background process outlived a SIGKILLed minicode"
     );
 }
+
+#[test]
+fn sessions_and_resume_say_which_background_processes_were_running_at_the_end() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start_in_thread(vec![
+        background("c1", "exec sleep 1000"),
+        text_reply("done", 4),
+        text_reply("again", 4),
+    ]);
+    let out = run(&ws, &server);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = command(&ws).arg("sessions").output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert!(list.contains("background running: bg1"), "{list}");
+    let json = command(&ws)
+        .args(["sessions", "--output-format", "json"])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&json.stdout).into_owned();
+    assert!(json.contains("exec sleep 1000"), "{json}");
+    let resumed = command(&ws)
+        .args(["--yes", "--continue", "again"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&resumed.stderr).into_owned();
+    assert!(
+        said.contains("not restarted") && said.contains("bg1"),
+        "{said}"
+    );
+}
+
+#[test]
+fn the_small_profile_offers_no_background_unless_asked() {
+    let (_tmp, ws) = crate::support::workspace();
+    let server = MockServer::start_in_thread(vec![text_reply("hi", 4)]);
+    write_config(&ws, &server);
+    let config = ws.join(".minicode/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("[model]\n", "[model]\nprofile = \"small\"\n"),
+    )
+    .unwrap();
+    command(&ws).args(["--yes", "go"]).output().unwrap();
+    let requests = server.requests();
+    let tools = &requests[0].body["tools"];
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"bash_output"), "{names:?}");
+    let bash = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "bash")
+        .unwrap();
+    assert!(
+        bash["function"]["parameters"]["properties"]
+            .get("background")
+            .is_none(),
+        "{bash}"
+    );
+}
