@@ -205,6 +205,17 @@ fn processes_naming(ws: &Path) -> Vec<String> {
 
 #[test]
 fn background_processes_and_the_network_holder_die_with_a_sigkilled_minicode() {
+    dies_with_a_sigkilled_minicode(&[]);
+}
+
+#[test]
+fn unsandboxed_background_processes_die_with_a_sigkilled_minicode_too() {
+    dies_with_a_sigkilled_minicode(&["--sandbox", "off"]);
+}
+
+/// Starts a background process in a one-shot run with `flags`, SIGKILLs minicode, and checks
+/// that nothing naming the workspace is left (the process, its supervisor, the holder).
+fn dies_with_a_sigkilled_minicode(flags: &[&str]) {
     let (_tmp, ws) = crate::support::workspace();
     // The model never answers the second request: minicode waits while the process runs.
     let server = MockServer::start_in_thread(vec![
@@ -216,6 +227,7 @@ fn background_processes_and_the_network_holder_die_with_a_sigkilled_minicode() {
     ]);
     write_config(&ws, &server);
     let mut child = command(&ws)
+        .args(flags)
         .args(["--yes", "go"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
