@@ -5,6 +5,7 @@
 //! sub-agents are parts it holds, each owning its state (see `Core`).
 
 mod approvals;
+mod background;
 pub mod budget;
 mod busy;
 pub(crate) mod checkpoints;
@@ -271,10 +272,10 @@ impl Core {
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
         let (events, skills, mcp) = (self.events.clone(), self.skills.clone(), self.mcp.clone());
-        let workspace = self.tool_ctx.workspace.clone();
+        let tools = self.tool_ctx.clone();
         let running = turn::run(self, input, cancel.clone(), &mut decide_rx);
         let busy = Busy {
-            workspace: &workspace,
+            tools,
             events: &events,
             skills: &skills,
             mcp: &mcp,
@@ -305,7 +306,7 @@ impl Core {
             .upkeep
             .manual_compact(&mut self.store.session, instructions, &cancel);
         let busy = Busy {
-            workspace: &self.tool_ctx.workspace,
+            tools: self.tool_ctx.clone(),
             events: &self.events,
             skills: &self.skills,
             mcp: &self.mcp,
@@ -427,6 +428,9 @@ impl Core {
             Op::Resume { id } => self.resume(&id),
             Op::Shell { command } => return self.shell(command, ops, queue).await,
             Op::CompletePath { prefix } => self.complete_path(prefix),
+            Op::KillBackground { id } => {
+                background::kill(&self.tool_ctx, id, Emitter(self.events.clone()))
+            }
             Op::Shutdown => return true,
         }
         false
@@ -435,9 +439,10 @@ impl Core {
     /// Saves and releases the session (and its lock) before saying the core is done. The
     /// sandbox's private temporary folder of the session goes with it: every host (one-shot,
     /// full-screen, ACP, the daemon) ends a session here, after its last `bash` call.
-    fn shut_down(self) {
+    fn shut_down(mut self) {
         let events = self.events.clone();
         let tmpdir = self.tool_ctx.sandbox().tmpdir.clone();
+        background::end(&self.tool_ctx, &mut self.store.session);
         self.store.close();
         crate::sandbox::tmpdir::remove(&tmpdir);
         let _ = events.send(Event::ShutdownComplete);

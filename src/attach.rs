@@ -334,6 +334,7 @@ async fn forward_ops(
             | Op::Resume { .. }
             | Op::Shell { .. }
             | Op::CompletePath { .. }
+            | Op::KillBackground { .. }
             | Op::SetPlan { .. } => {
                 let _ = events.send(Event::Error {
                     message: "not available while attached to a daemon: use a local session".into(),

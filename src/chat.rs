@@ -6,6 +6,7 @@
 //! Messages serialize exactly as `/chat/completions` expects, so the same type is sent to the
 //! server, kept in history and stored in session files.
 
+mod background;
 mod names;
 pub(crate) mod schema;
 mod tokens;
@@ -14,6 +15,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+pub use background::{Background, BackgroundState};
 pub(crate) use names::serde_name;
 pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
 

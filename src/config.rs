@@ -184,6 +184,8 @@ pub struct Config {
     pub outputs_max_file_bytes: u64,
     pub outputs_max_bytes: u64,
     pub outputs_max_age: Duration,
+    /// `[tools] max_background`: background processes running at once in a session.
+    pub max_background: usize,
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
     /// Sub-agents (`delegate`) running at once across the process.

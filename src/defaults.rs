@@ -8,7 +8,9 @@ use std::time::Duration;
 
 /// Tools of minicode's own the small model profile leaves out unless `[model] tools` names
 /// them (goal tools, skills and MCP tools come only when the user asked for them, so they stay).
-pub const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 3] = ["find", "delegate", "fetch"];
+/// The background tools go together: without them `bash` declares no `background` either.
+pub const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 5] =
+    ["find", "delegate", "fetch", "bash_output", "bash_kill"];
 
 /// The model's context window when neither the configuration nor the server says otherwise.
 pub(crate) const CONTEXT_WINDOW: u64 = 262_144;
@@ -37,6 +39,10 @@ pub(crate) const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
 
 /// How long one bash call may run unless it asks for more.
 pub(crate) const BASH_TIMEOUT: Duration = Duration::from_secs(120);
+/// Background processes (`bash` with `background: true`) that may run at once in a session
+/// (`[tools] max_background`), and the most that setting may ask for.
+pub(crate) const MAX_BACKGROUND: usize = 4;
+pub(crate) const MAX_BACKGROUND_CEILING: usize = 32;
 /// The most one bash call may run, whatever the configuration or the model asks for.
 pub(crate) const BASH_TIMEOUT_CEILING: Duration = Duration::from_secs(600);
 

@@ -125,6 +125,9 @@ pub enum Op {
     /// Complete a path being typed after `@` (answered by `PathCompletions`, also while a
     /// turn runs).
     CompletePath { prefix: String },
+    /// End background process `id` (`/ps kill bg1`): SIGTERM, SIGKILL after a grace period;
+    /// the change arrives as `BackgroundChanged`. Served at once, also while a turn runs.
+    KillBackground { id: String },
     /// Finish: interrupt whatever runs, save, emit `ShutdownComplete`, stop.
     Shutdown,
 }
@@ -637,6 +640,11 @@ pub enum Event {
     /// The answer to `Op::ListSessions`, newest first.
     SessionsListed {
         sessions: Vec<SessionSummary>,
+    },
+    /// The session's background processes changed (one started or ended): the whole
+    /// listing, running and recently ended (`/ps`, the status bar's count).
+    BackgroundChanged {
+        processes: Vec<crate::chat::Background>,
     },
     /// The answer to `Op::CompletePath`: workspace paths starting with `prefix` (folders end
     /// in `/`), sorted.

@@ -83,6 +83,8 @@ pub struct SessionInfo {
     pub parent: Option<String>,
     /// For a fork, the session it was copied from.
     pub forked_from: Option<String>,
+    /// Background processes that were running when the session last ended.
+    pub background: Vec<crate::chat::Background>,
     /// The history holds no user message (a run killed before its prompt was saved, or a file
     /// planted so): there is no conversation to continue. False when the file cannot be read.
     pub empty: bool,
@@ -177,6 +179,9 @@ pub struct Session {
     checkpoint: Option<Checkpoint>,
     parent: Option<Parent>,
     forked_from: Option<String>,
+    /// The background processes running when the session last ended (see
+    /// [`Session::set_background`]).
+    background: Vec<crate::chat::Background>,
     repaired: Vec<String>,
     /// The messages as stored, serialized once each: a save adds only the new ones.
     serialized: stored::Appended,
@@ -275,6 +280,7 @@ impl Session {
             checkpoint: None,
             parent,
             forked_from: None,
+            background: Vec::new(),
             repaired: Vec::new(),
             serialized: stored::Appended::default(),
             settled: 0,
@@ -326,6 +332,7 @@ impl Session {
             checkpoint: loaded.checkpoint,
             parent: loaded.parent,
             forked_from: loaded.forked_from,
+            background: loaded.background,
             repaired: loaded.repaired,
             serialized: stored::Appended::default(),
             settled: 0,
@@ -502,6 +509,21 @@ impl Session {
     /// Takes back the "interrupted" results the load gave to calls left open, leaving those
     /// calls open again, and returns their ids in call order. For a host that knows more
     /// about them (which had started, see `protocol::Recovery`) and answers them itself.
+    /// Records the background processes running as the session ends (none clears the
+    /// record). A snapshot field: the next save rewrites the snapshot when it changed.
+    pub fn set_background(&mut self, running: Vec<crate::chat::Background>) {
+        if running != self.background {
+            self.background = running;
+            self.changed = true;
+            self.disk = None;
+        }
+    }
+
+    /// The background processes that were running when the session last ended.
+    pub fn background(&self) -> &[crate::chat::Background] {
+        &self.background
+    }
+
     pub fn reopen_repaired(&mut self) -> Vec<String> {
         let open = std::mem::take(&mut self.repaired);
         self.changed = true;

@@ -4,7 +4,10 @@
 //! A tool failure is not a Rust error: it is output the model reads. Tools never prompt the
 //! user; the agent asks for approval with what `prepare` describes, then calls `run`.
 
+pub mod background;
 pub mod bash;
+pub(crate) mod bash_kill;
+pub(crate) mod bash_output;
 pub(crate) mod diff;
 pub mod edit;
 pub mod fetch;
@@ -71,6 +74,12 @@ pub trait Tool: Send + Sync {
     /// the parameters' descriptions; `None` keeps [`Tool::spec`] as it is.
     fn brief(&self) -> Option<&'static str> {
         None
+    }
+
+    /// Parameters the small profile leaves out of the declaration while the tool `needs`
+    /// is hidden (`bash`'s `background` without `bash_output`), as (parameter, tool).
+    fn lean_drops(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
     }
 
     /// What its calls do, for frontends to show them by.
@@ -289,6 +298,11 @@ pub struct ToolCtx {
     /// The sandbox policy `bash` calls run under now (see [`ToolCtx::sandbox`]): replaced
     /// whole when the session's profile changes (plan mode), read once per call.
     sandbox: RwLock<Arc<crate::sandbox::Policy>>,
+    /// The session's background processes (`bash` with `background: true`): they end when
+    /// the session does.
+    pub background: background::Jobs,
+    /// The session's network namespace that confined calls join with the network off.
+    pub session_net: bash::network::SessionNet,
 }
 
 /// The most output one tool call hands the model, whatever the window.
@@ -314,6 +328,8 @@ impl ToolCtx {
             texts: Mutex::new(HashMap::new()),
             sandbox: RwLock::new(Arc::new(crate::sandbox::Policy::unconfined())),
             permissions: None,
+            background: background::Jobs::new(crate::defaults::MAX_BACKGROUND),
+            session_net: bash::network::SessionNet::default(),
         }
     }
 
@@ -423,7 +439,7 @@ impl Catalog {
         let specs = offered
             .iter()
             .map(|t| match &lean {
-                Some(_) => lean::spec(t.as_ref()),
+                Some(view) => lean::spec(t.as_ref(), view),
                 None => t.spec(),
             })
             .collect();
@@ -452,11 +468,14 @@ impl Registry {
         }
     }
 
-    /// The built-in tools: `bash`, `read`, `write`, `edit`, the read-only `list`, `search`
-    /// and `find`, and `fetch` (web pages).
+    /// The built-in tools: `bash` (with `bash_output` and `bash_kill` for its background
+    /// processes), `read`, `write`, `edit`, the read-only `list`, `search` and `find`, and
+    /// `fetch` (web pages).
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(bash::Bash),
+            Box::new(bash_output::BashOutput),
+            Box::new(bash_kill::BashKill),
             Box::new(read::Read),
             Box::new(write::Write),
             Box::new(edit::Edit),

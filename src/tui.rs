@@ -19,6 +19,7 @@ mod mention;
 pub mod palette;
 pub(crate) mod panel;
 pub mod permissions;
+mod processes;
 pub(crate) mod reasoning;
 pub(crate) mod resume;
 pub(crate) mod rewind;

@@ -140,6 +140,8 @@ fn path_of(paths: &[String], cwd: &Path) -> Option<PathBuf> {
 fn title(tool: &str, summary: &str) -> String {
     match tool {
         "bash" => format!("Run `{summary}`"),
+        "bash_output" => format!("Read the output of {summary}"),
+        "bash_kill" => format!("Stop {summary}"),
         "read" => format!("Read {summary}"),
         "write" => format!("Write {summary}"),
         "edit" => format!("Edit {summary}"),

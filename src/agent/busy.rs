@@ -13,8 +13,9 @@ use crate::protocol::{CallId, Decision, Event, Op};
 /// What the core answers while a turn or a compaction runs: events, and the read-only
 /// questions (`ListSkills`, `McpServers`) and MCP restarts that do not touch the conversation.
 pub(super) struct Busy<'a> {
-    /// For `CompletePath`, answered while busy (typing the next prompt goes on meanwhile).
-    pub workspace: &'a std::path::Path,
+    /// For `CompletePath`, answered while busy (typing the next prompt goes on meanwhile),
+    /// and `KillBackground`.
+    pub tools: std::sync::Arc<crate::tools::ToolCtx>,
     pub events: &'a mpsc::UnboundedSender<Event>,
     pub skills: &'a skills::View,
     pub mcp: &'a mcp::Servers,
@@ -34,7 +35,7 @@ pub(super) async fn serve_ops<T>(
     busy: Busy<'_>,
 ) -> (T, bool) {
     let Busy {
-        workspace,
+        tools,
         events,
         skills,
         mcp,
@@ -78,11 +79,14 @@ pub(super) async fn serve_ops<T>(
                 }
                 Some(Op::CompletePath { prefix }) => {
                     let paths = crate::tools::walk::complete(
-                        workspace,
+                        &tools.workspace,
                         &prefix,
                         super::mentions::MAX_COMPLETIONS,
                     );
                     let _ = events.send(Event::PathCompletions { prefix, paths });
+                }
+                Some(Op::KillBackground { id }) => {
+                    super::background::kill(&tools, id, super::Emitter(events.clone()));
                 }
                 Some(Op::Compact(_))
                 | Some(Op::NewSession)

@@ -62,10 +62,10 @@ impl Core {
         let cancel = CancellationToken::new();
         let (decide_tx, mut decide_rx) = mpsc::unbounded_channel::<(CallId, Decision)>();
         let (events, skills, mcp) = (self.events.clone(), self.skills.clone(), self.mcp.clone());
-        let workspace = self.tool_ctx.workspace.clone();
+        let tools = self.tool_ctx.clone();
         let running = resume(self, runnable, cancel.clone(), &mut decide_rx);
         let busy = Busy {
-            workspace: &workspace,
+            tools,
             events: &events,
             skills: &skills,
             mcp: &mcp,

@@ -14,6 +14,7 @@ impl Core {
     pub(crate) fn new_session(&mut self) {
         match Session::begin(&self.tool_ctx.workspace) {
             Ok(session) => {
+                super::background::end(&self.tool_ctx, &mut self.store.session);
                 self.store.save();
                 let old = self.store.replace(session);
                 self.checkpoints.follow(&self.store.session);
@@ -121,11 +122,15 @@ impl Core {
                 return;
             }
         };
+        super::background::end(&self.tool_ctx, &mut self.store.session);
         self.store.save();
         let old = self.store.replace(session);
         self.checkpoints.follow(&self.store.session);
         if let Err(e) = old.discard_if_empty() {
             tracing::warn!(error = %e, "could not remove an empty session");
+        }
+        if let Some(notice) = super::background::resumed(&self.store.session) {
+            self.emit(notice);
         }
         if let Err(e) = self.upkeep.reset(&self.store.session) {
             self.emit(Event::Warning {

@@ -79,7 +79,7 @@ impl Core {
             crate::tools::bash::Bash.run(args, &ctx, cancel.clone()),
         );
         let busy = super::busy::Busy {
-            workspace: &self.tool_ctx.workspace,
+            tools: self.tool_ctx.clone(),
             events: &self.events,
             skills: &self.skills,
             mcp: &self.mcp,

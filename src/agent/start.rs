@@ -104,6 +104,9 @@ impl Core {
             options: setup.options,
             events,
         };
+        if !child {
+            super::background::watch(&core.tool_ctx, emitter);
+        }
         let startup = Startup {
             refused_tools,
             checkpoint_problem,
@@ -139,6 +142,9 @@ impl Core {
             self.emit(warning);
         }
         self.restore_history();
+        if let Some(notice) = super::background::resumed(&self.store.session) {
+            self.emit(notice);
+        }
         for warning in self.skills.warnings() {
             self.emit(Event::Warning {
                 message: warning.clone(),

@@ -315,6 +315,7 @@ fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
     };
     ctx.fetch = config.fetch;
     ctx.supervisor = crate::process::supervisor::program();
+    ctx.background = crate::tools::background::Jobs::new(config.max_background);
     if !config.permissions.is_empty() {
         ctx.permissions = Some(Arc::new(config.permissions.clone()));
     }

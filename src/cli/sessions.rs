@@ -74,6 +74,7 @@ fn json(s: &SessionInfo, now: SystemTime) -> serde_json::Value {
         "path": s.path.display().to_string(),
         "forked_from": s.forked_from,
         "parent": s.parent,
+        "background": s.background,
         "problem": s.problem.as_deref().map(visible),
         "continue_skips": s.passed_over(now),
     })
@@ -90,6 +91,16 @@ fn about(s: &SessionInfo, now: SystemTime) -> String {
         (Some(parent), _) => format!("(sub-agent of {}) {about}", visible(parent)),
         (None, Some(origin)) => format!("(fork of {}) {about}", visible(origin)),
         (None, None) => about,
+    };
+    let about = match s.background.len() {
+        0 => about,
+        n => {
+            let ids: Vec<&str> = s.background.iter().map(|b| b.id.as_str()).collect();
+            format!(
+                "(ended with {n} background running: {}) {about}",
+                ids.join(", ")
+            )
+        }
     };
     // What `--continue` passes over is marked, so the choice it makes can be understood.
     match s.passed_over(now) {

@@ -128,6 +128,7 @@ pub(super) struct ToolsTable {
     pub outputs_max_file_bytes: Option<u64>,
     pub outputs_max_bytes: Option<u64>,
     pub outputs_max_age_days: Option<u64>,
+    pub max_background: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]

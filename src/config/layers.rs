@@ -339,7 +339,7 @@ impl Layers {
             model.recover_tool_calls,
             model.profile, model.tools,
             tools.bash_timeout_secs, tools.max_rounds, tools.outputs_max_file_bytes,
-            tools.outputs_max_bytes, tools.outputs_max_age_days,
+            tools.outputs_max_bytes, tools.outputs_max_age_days, tools.max_background,
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns, ui.syntax_highlighting,
             subagents.max_concurrent, subagents.timeout_secs,
@@ -376,6 +376,7 @@ impl Layers {
                     outputs_max_file_bytes: _,
                     outputs_max_bytes: _,
                     outputs_max_age_days: _,
+                    max_background: _,
                 },
             context:
                 ContextTable {

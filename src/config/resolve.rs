@@ -75,6 +75,7 @@ pub(super) fn resolve(
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
         outputs_max_bytes: limits.outputs_max_bytes,
         outputs_max_age: limits.outputs_max_age,
+        max_background: limits.max_background,
         subagents_max_concurrent: limits.subagents_max_concurrent,
         subagents_timeout: limits.subagents_timeout,
         fetch: fetch_limits(&Bounded(&layers))?,
@@ -162,6 +163,7 @@ struct Limits {
     outputs_max_file_bytes: u64,
     outputs_max_bytes: u64,
     outputs_max_age: Duration,
+    max_background: usize,
     subagents_max_concurrent: usize,
     subagents_timeout: Duration,
     goal_max_rounds: u32,
@@ -273,6 +275,14 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
             )
             .map(|days| Duration::from_secs(days.saturating_mul(24 * 60 * 60)))?,
         // Checked against its ceiling, so it fits.
+        max_background: b
+            .check(
+                f.tools.max_background,
+                defaults::MAX_BACKGROUND as u64,
+                "tools.max_background",
+                defaults::MAX_BACKGROUND_CEILING as u64,
+            )
+            .map(|n| usize::try_from(n).unwrap_or(1))?,
         subagents_max_concurrent: b
             .check(
                 f.subagents.max_concurrent.map(u64::from),

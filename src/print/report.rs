@@ -81,6 +81,7 @@ fn line(event: &Event) -> Option<String> {
         | Event::SkillsListed { .. }
         | Event::SessionsListed { .. }
         | Event::PathCompletions { .. }
+        | Event::BackgroundChanged { .. }
         | Event::ModelsListed { .. }
         | Event::RewindList { .. }
         | Event::Rewound { .. }

@@ -170,6 +170,7 @@ impl RunState {
             | Event::Rewound { .. }
             | Event::SessionsListed { .. }
             | Event::PathCompletions { .. }
+            | Event::BackgroundChanged { .. }
             | Event::SkillsListed { .. } => {}
         }
         if self.goal_mode && !self.stopping && self.run.over() {

@@ -27,6 +27,7 @@ pub(crate) fn run(launch: &Launch, command: &std::ffi::OsStr, mut control: UnixS
     bash.arg("-c")
         .arg(command)
         .env("TMPDIR", &launch.policy.tmpdir);
+    super::supervisor::restore_sigterm(&mut bash);
     let current = |name: &str| std::env::var_os(name).map(std::path::PathBuf::from);
     for (name, dir) in crate::sandbox::cache::vars(&launch.policy, &current) {
         bash.env(name, dir);

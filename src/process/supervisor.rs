@@ -82,8 +82,25 @@ pub(crate) fn run(launch: &OsStr, command: &OsStr) -> u8 {
     let Ok(watch) = control.try_clone() else {
         return 125;
     };
+    // A SIGTERM to the group (`bash_kill` of a background process) is meant for the command:
+    // the supervisor stays, to report how it ended and to kill what is left. The command
+    // gets the default back (`restore_sigterm`).
+    // SAFETY: changing this process's disposition of one signal; no handler runs.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
+    let launch = match Launch::from_arg(launch) {
+        Ok(launch) if launch.hold => return hold(&launch, control),
+        Ok(launch) => launch,
+        Err(unavailable) => {
+            report_unavailable(control, &unavailable);
+            kill_own_group();
+            return 126;
+        }
+    };
     // Before the watcher thread: a user namespace can only be entered single-threaded.
-    let launch = match Launch::from_arg(launch).and_then(|l| launch::enter(&l).map(|()| l)) {
+    let launch = match launch::enter(&launch).map(|()| launch) {
         Ok(launch) => launch,
         Err(unavailable) => {
             report_unavailable(control, &unavailable);
@@ -96,6 +113,27 @@ pub(crate) fn run(launch: &OsStr, command: &OsStr) -> u8 {
     } else {
         watch_minicode(watch);
         unconfined(command, control)
+    }
+}
+
+/// The session's network holder: makes the namespaces later calls join
+/// (`sandbox::launch::hold`), says `ready` (or why not), then waits until minicode's end of
+/// the socket closes (the session ended, or minicode died) and exits. It runs no command.
+fn hold(launch: &Launch, mut control: std::os::unix::net::UnixStream) -> u8 {
+    match launch::hold(launch) {
+        Ok(()) => {
+            if control.write_all(b"ready\n").is_err() {
+                return 125;
+            }
+            let mut byte = [0u8; 1];
+            // Nothing is ever sent this way: any return means minicode's end is closed.
+            let _ = control.read(&mut byte);
+            0
+        }
+        Err(unavailable) => {
+            report_unavailable(control, &unavailable);
+            126
+        }
     }
 }
 
@@ -209,11 +247,10 @@ fn confined(
 
 /// Runs `bash -c command` as a plain child, reports its status, then kills the group.
 fn unconfined(command: &OsStr, mut control: std::os::unix::net::UnixStream) -> u8 {
-    let status = match std::process::Command::new("bash")
-        .arg("-c")
-        .arg(command)
-        .status()
-    {
+    let mut bash = std::process::Command::new("bash");
+    bash.arg("-c").arg(command);
+    restore_sigterm(&mut bash);
+    let status = match bash.status() {
         Ok(status) => status.into_raw(),
         // As a shell reports a command it cannot run.
         Err(_) => 127 << 8,
@@ -221,6 +258,20 @@ fn unconfined(command: &OsStr, mut control: std::os::unix::net::UnixStream) -> u
     let _ = control.write_all(format!("status {status} 0\n").as_bytes());
     kill_own_group();
     126
+}
+
+/// Gives the command the default action of SIGTERM back (the supervisor ignores it, and an
+/// ignored signal stays ignored across `exec`).
+pub(crate) fn restore_sigterm(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe; the closure touches nothing else.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
 }
 
 /// SIGKILL to the supervisor's own process group (the command and everything it started,

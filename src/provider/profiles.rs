@@ -26,7 +26,7 @@ pub enum Profile {
 pub const CORE_TOOLS: [&str; 6] = ["bash", "read", "write", "edit", "list", "search"];
 
 /// Tools of minicode's own the small profile leaves out unless `[model] tools` names them.
-pub const OPTIONAL_TOOLS: [&str; 3] = crate::defaults::SMALL_PROFILE_OPTIONAL_TOOLS;
+pub const OPTIONAL_TOOLS: [&str; 5] = crate::defaults::SMALL_PROFILE_OPTIONAL_TOOLS;
 
 /// `[model] profile` and `[model] tools`, as configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

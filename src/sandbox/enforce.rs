@@ -26,9 +26,19 @@ use super::{Layer, Policy, Unavailable, probe};
 
 /// The helper's part: `no_new_privs` and the namespaces of `policy`. Its next child is the
 /// init of the new PID namespace.
-pub(crate) fn enter(policy: &Policy) -> Result<(), Unavailable> {
+pub(crate) fn enter(policy: &Policy, join: Option<i32>) -> Result<(), Unavailable> {
     no_new_privs()?;
-    namespace::enter(&namespace::Plan::of(policy))
+    let mut plan = namespace::Plan::of(policy);
+    if plan.own_network {
+        plan.join = join;
+    }
+    namespace::enter(&plan)
+}
+
+/// The session network holder's part: its user and network namespaces, loopback up.
+pub(crate) fn hold() -> Result<(), Unavailable> {
+    no_new_privs()?;
+    namespace::hold()
 }
 
 /// The namespace init's part, before it starts the command: the layers that confine the

@@ -22,6 +22,15 @@ pub(crate) struct Launch {
     /// The layer the test switch says is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) missing: Option<Layer>,
+    /// The session's network holder to join (its pid): the call enters the holder's user and
+    /// network namespaces instead of making its own, so what one call of the session serves
+    /// on loopback another reaches (see `sandbox::enforce::namespace`). Only with the network
+    /// off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) join: Option<i32>,
+    /// Be that holder instead of running a command (see [`hold`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) hold: bool,
 }
 
 impl Launch {
@@ -33,6 +42,8 @@ impl Launch {
         Launch {
             policy: policy.clone(),
             missing,
+            join: None,
+            hold: false,
         }
     }
 
@@ -69,7 +80,7 @@ pub(crate) fn enter(launch: &Launch) -> Result<(), Unavailable> {
     }
     #[cfg(target_os = "linux")]
     {
-        super::enforce::enter(&launch.policy)
+        super::enforce::enter(&launch.policy, launch.join)
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -86,6 +97,26 @@ pub(crate) fn seal(launch: &Launch) -> Result<(), Unavailable> {
     #[cfg(target_os = "linux")]
     {
         super::enforce::seal(&launch.policy)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(super::probe::platform())
+    }
+}
+
+/// The holder's step (single-threaded): a user namespace with a network namespace whose
+/// loopback is up, that later calls of the session join. The holder then only waits.
+pub(crate) fn hold(launch: &Launch) -> Result<(), Unavailable> {
+    if let Some(layer) = launch.missing {
+        return Err(Unavailable {
+            layer,
+            reason: format!("reported missing by the test switch {TEST_MISSING_ENV}"),
+            fix: super::probe::fix(layer),
+        });
+    }
+    #[cfg(target_os = "linux")]
+    {
+        super::enforce::hold()
     }
     #[cfg(not(target_os = "linux"))]
     {

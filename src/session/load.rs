@@ -21,6 +21,7 @@ pub(super) struct Loaded {
     pub(super) checkpoint: Option<Checkpoint>,
     pub(super) parent: Option<Parent>,
     pub(super) forked_from: Option<String>,
+    pub(super) background: Vec<crate::chat::Background>,
     pub(super) repaired: Vec<String>,
 }
 
@@ -80,6 +81,7 @@ pub(super) fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, Se
         checkpoint: snapshot.checkpoint,
         parent: snapshot.parent,
         forked_from: snapshot.forked_from,
+        background: snapshot.background,
         repaired: open,
     })
 }
@@ -198,5 +200,6 @@ pub fn saved_json(path: &Path) -> Result<serde_json::Value, SessionError> {
         "checkpoint": snapshot.checkpoint,
         "parent": snapshot.parent,
         "forked_from": snapshot.forked_from,
+        "background": snapshot.background,
     }))
 }

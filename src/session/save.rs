@@ -108,6 +108,7 @@ impl Session {
             checkpoint: self.checkpoint.as_ref(),
             parent: self.parent.as_ref(),
             forked_from: self.forked_from.as_deref(),
+            background: &self.background,
         };
         let head = serde_json::to_vec(&head).map_err(cannot)?;
         let tail = serde_json::to_vec(&tail).map_err(cannot)?;

@@ -41,6 +41,10 @@ pub(super) struct Snapshot {
     /// so older files load unchanged.
     #[serde(default)]
     pub forked_from: Option<String>,
+    /// The background processes that were running when the session last ended (they are
+    /// not restarted). Absent when there were none, so older files load unchanged.
+    #[serde(default)]
+    pub background: Vec<crate::chat::Background>,
 }
 
 /// The fields before `messages`, borrowed, for writing. A snapshot is written as this object,
@@ -64,6 +68,8 @@ pub(super) struct SnapshotTail<'a> {
     pub parent: Option<&'a Parent>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub background: &'a [crate::chat::Background],
 }
 
 /// Where a sub-agent's session came from: the parent session, the parent's `delegate` call

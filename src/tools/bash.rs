@@ -18,9 +18,10 @@
 //! the call must not create are watched (`sandbox::guard`); after it, a denial its failure
 //! shows is told apart (`sandbox::denial`). Each output carries the call's `sandbox::Report`.
 
+pub(crate) mod network;
 mod piped;
 mod sink;
-mod spawn;
+pub(crate) mod spawn;
 
 pub(crate) use piped::{Piped, run_piped};
 
@@ -53,7 +54,9 @@ const BRIEF: &str =
 
 const DESCRIPTION: &str = "Run a command with `bash -c` in the workspace root. Each call is a \
 fresh shell with no stdin and no terminal: use non-interactive flags. Returns stdout and \
-stderr (long output keeps head and tail; the full log is saved) and the exit status.";
+stderr (long output keeps head and tail; the full log is saved) and the exit status. For a \
+dev server, a watcher or a long build, set `background: true`: it returns an id at once; \
+read new output with `bash_output` and end it with `bash_kill`.";
 
 pub struct Bash;
 
@@ -62,11 +65,14 @@ pub struct Bash;
 struct Args {
     command: String,
     timeout_secs: Option<u64>,
+    #[serde(default)]
+    background: bool,
 }
 
 struct Call {
     command: String,
     timeout: Duration,
+    background: bool,
 }
 
 fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
@@ -82,6 +88,7 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     Ok(Call {
         command: args.command,
         timeout: timeout.min(crate::defaults::BASH_TIMEOUT_CEILING),
+        background: args.background,
     })
 }
 
@@ -98,7 +105,8 @@ impl Tool for Bash {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "Shell command"},
-                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Seconds before it is killed"}
+                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Seconds before it is killed"},
+                    "background": {"type": "boolean", "description": "Keep it running and return an id at once"}
                 },
                 "required": ["command"],
                 "additionalProperties": false
@@ -110,6 +118,10 @@ impl Tool for Bash {
         Some(BRIEF)
     }
 
+    fn lean_drops(&self) -> &'static [(&'static str, &'static str)] {
+        &[("background", "bash_output")]
+    }
+
     fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
         let call = check(args, ctx)?;
         let first = call
@@ -117,11 +129,14 @@ impl Tool for Bash {
             .lines()
             .find(|l| !l.trim().is_empty())
             .unwrap_or_default();
-        let summary = if call.command.trim_end().contains('\n') {
+        let mut summary = if call.command.trim_end().contains('\n') {
             format!("{} …", first.trim_end())
         } else {
             first.trim_end().to_string()
         };
+        if call.background {
+            summary.push_str(" (background)");
+        }
         Ok(Prepared {
             summary,
             approval: Some(ApprovalRequest::Command {
@@ -159,10 +174,30 @@ pub(crate) async fn run_with_policy(
     if cancel.is_cancelled() {
         return ToolOutput::interrupted("interrupted by the user; the command did not run");
     }
+    if call.background {
+        return in_background(&call, ctx, policy);
+    }
     tracing::debug!(timeout_s = call.timeout.as_secs(), sandbox = ?policy.mode, "bash start");
     let mut out = execute(&call, ctx, policy, &cancel).await;
     tracing::debug!(status = ?out.status, "bash end");
     out.sandbox.get_or_insert_with(|| Report::ran(policy));
+    out
+}
+
+/// Starts `call` as a background process of the session: its id, at once.
+fn in_background(call: &Call, ctx: &ToolCtx, policy: &Policy) -> ToolOutput {
+    if policy.is_confined() && ctx.supervisor.is_none() {
+        let reason = "no helper process to confine the command in (the program is not minicode)";
+        return unavailable(policy, Layer::Platform, reason);
+    }
+    let mut out = match ctx.background.start(&call.command, ctx, policy) {
+        Ok(id) => ToolOutput::ok(format!(
+            "started in the background as {id}; read its output with bash_output (id {id:?}) \
+             and end it with bash_kill"
+        )),
+        Err(e) => ToolOutput::failed(e),
+    };
+    out.sandbox = Some(Report::ran(policy));
     out
 }
 
@@ -357,8 +392,9 @@ async fn wind_down(run: &mut Running, sink: &mut Sink<'_>, live: &mut super::liv
 
 /// Told to the model when the command left processes running: they ended with the call.
 const LEFTOVER_NOTICE: &str = "\n[processes the command left running in the background were \
-     stopped when it ended (each call runs in its own PID namespace): long-running servers \
-     and background jobs are not supported yet; a tool for them comes later]";
+     stopped when it ended (each call runs in its own PID namespace); to keep a server, a \
+     watcher or a long build running, run it with `background: true` instead (then \
+     bash_output reads it and bash_kill ends it)]";
 
 /// The output for the model: the text and how the call ended.
 fn conclude(

@@ -77,6 +77,11 @@ impl<'a> Saved<'a> {
         })
     }
 
+    /// The file being written.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The next bytes of output. Past the cap they are only counted: a command that prints
     /// forever (`yes`) costs no more disk than the cap.
     pub(crate) fn write(&mut self, data: &[u8]) {

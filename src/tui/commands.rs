@@ -34,6 +34,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/skills", "list the skills and which are loaded"),
     (
+        "/ps",
+        "background processes: id, state, runtime; /ps kill <id> ends one",
+    ),
+    (
         "/hooks",
         "configured hooks: event, matcher, command, file, runs or not",
     ),
@@ -311,6 +315,7 @@ impl State {
                 _ => self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>"),
             },
             "/skills" => return vec![Effect::Op(Op::ListSkills)],
+            "/ps" => return self.ps_command(arg),
             "/memory" => {
                 let none = "no instruction file in use (MiniCode.md or AGENTS.md at the \
                             workspace root, AGENTS.md up to the git root or in your config folder)";

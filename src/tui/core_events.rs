@@ -100,6 +100,7 @@ impl State {
                 self.sessions_listed(sessions, std::time::SystemTime::now());
             }
             Event::PathCompletions { prefix, paths } => self.path_completions(prefix, paths),
+            Event::BackgroundChanged { processes } => self.background_changed(processes),
             e @ (Event::GoalChanged { .. }
             | Event::GoalStatus { .. }
             | Event::GoalRoundStarted { .. }

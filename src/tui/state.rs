@@ -149,6 +149,8 @@ pub struct State {
     pub custom: Vec<crate::protocol::CustomCommand>,
     /// The configured hooks as `/hooks` lists them (found by the CLI).
     pub hooks: Vec<String>,
+    /// The session's background processes, as the core last listed them (`/ps`).
+    pub background: Vec<crate::chat::Background>,
     /// Why the model server could not be reached at session start, shown in the header.
     pub server_problem: Option<String>,
     /// What the terminal can show (`NO_COLOR`, colour depth).
@@ -209,6 +211,7 @@ impl State {
             memory: Vec::new(),
             custom: Vec::new(),
             hooks: Vec::new(),
+            background: Vec::new(),
             server_problem: None,
             colors: super::palette::Depth::default(),
             goal: None,

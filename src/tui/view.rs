@@ -397,6 +397,10 @@ fn status(state: &State, area: Rect, buf: &mut Buffer) {
     if let Some(goal) = &state.goal {
         parts.push(goal.status());
     }
+    match state.running_background() {
+        0 => {}
+        n => parts.push(format!("{n} bg (/ps)")),
+    }
     if let Some(profile) = &state.sandbox {
         parts.push(profile.describe());
     }

@@ -11,6 +11,7 @@ mod acp;
 mod agent_loop;
 mod agents_md;
 mod architecture;
+mod background;
 mod bash_outputs;
 mod checkpoints;
 mod checkpoints_cli;

@@ -211,13 +211,9 @@ async fn the_model_is_told_that_background_processes_ended_with_the_call() {
     ));
     let out = bash(&ctx, "setsid -f sleep 30; echo served").await;
     assert!(out.content.contains("served"), "{}", out.content);
-    assert!(
-        out.content.contains("long-running servers"),
-        "{}",
-        out.content
-    );
+    assert!(out.content.contains("background: true"), "{}", out.content);
     let out = bash(&ctx, "echo alone").await;
-    assert!(!out.content.contains("long-running"), "{}", out.content);
+    assert!(!out.content.contains("background: true"), "{}", out.content);
 }
 
 async fn bash(ctx: &ToolCtx, command: &str) -> minicode::tools::ToolOutput {

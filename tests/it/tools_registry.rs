@@ -76,14 +76,35 @@ fn a_group_is_replaced_whole_and_keeps_its_place() {
     assert_eq!(
         names(&registry),
         [
-            "bash", "read", "write", "edit", "list", "search", "find", "fetch", "a_three", "b_one"
+            "bash",
+            "bash_output",
+            "bash_kill",
+            "read",
+            "write",
+            "edit",
+            "list",
+            "search",
+            "find",
+            "fetch",
+            "a_three",
+            "b_one"
         ]
     );
     registry.set_group("mcp:a", Vec::new());
     assert_eq!(
         names(&registry),
         [
-            "bash", "read", "write", "edit", "list", "search", "find", "fetch", "b_one"
+            "bash",
+            "bash_output",
+            "bash_kill",
+            "read",
+            "write",
+            "edit",
+            "list",
+            "search",
+            "find",
+            "fetch",
+            "b_one"
         ]
     );
 }
@@ -99,7 +120,17 @@ fn a_name_taken_by_another_group_is_refused_not_shadowed() {
     assert_eq!(
         names(&registry),
         [
-            "bash", "read", "write", "edit", "list", "search", "find", "fetch", "ok"
+            "bash",
+            "bash_output",
+            "bash_kill",
+            "read",
+            "write",
+            "edit",
+            "list",
+            "search",
+            "find",
+            "fetch",
+            "ok"
         ]
     );
     // The built-in bash is still the one that resolves.
@@ -127,12 +158,12 @@ fn a_subset_offers_only_the_named_tools() {
 fn the_lean_view_hides_tools_from_declarations_and_calls_and_keeps_later_groups() {
     use minicode::tools::lean::Lean;
     let registry = Registry::builtin();
-    let full_read = registry.specs()[1].clone();
+    let full_read = registry.specs()[3].clone();
     let before = registry.generation();
-    registry.set_lean(Some(Lean::hiding(vec![
-        "find".to_string(),
-        "fetch".to_string(),
-    ])));
+    let hidden = ["find", "bash_output", "bash_kill"]
+        .map(String::from)
+        .to_vec();
+    registry.set_lean(Some(Lean::hiding(hidden)));
     assert!(registry.generation() > before);
     assert_eq!(
         names(&registry),

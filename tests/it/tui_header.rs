@@ -74,7 +74,7 @@ fn memory_loaded_after_the_first_prompt_is_a_notice_and_the_header_stays_as_it_w
 
 #[test]
 fn help_lists_every_key_and_command_on_one_screen() {
-    let mut s = started(100, 50);
+    let mut s = started(100, 52);
     command(&mut s, "/clear");
     command(&mut s, "/help");
     let text = screen(&s);

@@ -153,6 +153,7 @@ impl Pump {
             | Event::SkillsListed { .. }
             | Event::SessionsListed { .. }
             | Event::PathCompletions { .. }
+            | Event::BackgroundChanged { .. }
             | Event::ModelsListed { .. }
             | Event::ModelSwitched { .. }
             | Event::McpServers { .. }

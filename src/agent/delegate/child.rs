@@ -88,6 +88,11 @@ impl Context {
         ctx.secrets = p.secrets.clone();
         ctx.outputs = p.outputs;
         ctx.permissions = p.permissions.clone();
+        // A child's work ends with its answer: nothing of it may keep running after.
+        ctx.background = crate::tools::background::Jobs::refusing(
+            "not started: a sub-agent cannot start background processes (they would outlive \
+             its task); run the command in the foreground",
+        );
         ctx
     }
 

@@ -40,6 +40,9 @@ pub(super) struct Plan<'a> {
     pub(super) keep: Vec<&'a Path>,
     /// A network namespace of the call's own, with only loopback (the network is off).
     pub(super) own_network: bool,
+    /// With the network off: the session holder whose user and network namespaces the call
+    /// joins rather than making its own (see [`join`]).
+    pub(super) join: Option<i32>,
 }
 
 impl<'a> Plan<'a> {
@@ -59,6 +62,7 @@ impl<'a> Plan<'a> {
             hidden: &policy.hidden,
             keep,
             own_network: !policy.network,
+            join: None,
         }
     }
 }
@@ -67,27 +71,23 @@ impl<'a> Plan<'a> {
 /// out the mounts of `plan`.
 pub(super) fn enter(plan: &Plan<'_>) -> Result<(), Unavailable> {
     let userns = |e: &dyn std::fmt::Display| unavailable(Layer::UserNamespace, e);
-    let uid = nix::unistd::getuid().as_raw();
-    let gid = nix::unistd::getgid().as_raw();
-    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
-    if plan.own_network {
-        flags |= libc::CLONE_NEWNET;
-    }
-    // SAFETY: unshare takes flags only; the helper is single-threaded here, as a new user
-    // namespace requires.
-    #[allow(unsafe_code)]
-    if unsafe { libc::unshare(flags) } != 0 {
-        let err = std::io::Error::last_os_error();
-        return Err(userns(&format!("a user namespace was refused: {err}")));
-    }
-    let write = |file: &str, text: String| {
-        std::fs::write(file, text).map_err(|e| userns(&format!("{file}: {e}")))
-    };
-    write("/proc/self/setgroups", "deny".to_string())?;
-    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
-    if plan.own_network {
-        super::loopback::up().map_err(|e| userns(&format!("bringing up loopback: {e}")))?;
+    match plan.join {
+        Some(holder) => {
+            join(holder)?;
+            unshare(libc::CLONE_NEWNS | libc::CLONE_NEWPID)?;
+        }
+        None => {
+            let ids = own_ids();
+            let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+            if plan.own_network {
+                flags |= libc::CLONE_NEWNET;
+            }
+            unshare(flags)?;
+            map_ids(ids)?;
+            if plan.own_network {
+                super::loopback::up().map_err(|e| userns(&format!("bringing up loopback: {e}")))?;
+            }
+        }
     }
     mount(None, Path::new("/"), libc::MS_REC | libc::MS_PRIVATE)
         .map_err(|e| userns(&format!("making the mounts private: {e}")))?;
@@ -109,6 +109,81 @@ pub(super) fn enter(plan: &Plan<'_>) -> Result<(), Unavailable> {
             .map_err(|e| userns(&format!("binding {} read-only: {e}", path.display())))?;
     }
     Ok(())
+}
+
+/// The session's network holder (`sandbox::launch::hold`): a user namespace of its own with
+/// a network namespace holding loopback, up. Calls of the session with the network off join
+/// both ([`join`]) and make only their mount and PID namespaces, so a server one call keeps
+/// running in the background answers on 127.0.0.1 in the next.
+pub(super) fn hold() -> Result<(), Unavailable> {
+    let ids = own_ids();
+    unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET)?;
+    map_ids(ids)?;
+    super::loopback::up()
+        .map_err(|e| unavailable(Layer::UserNamespace, format!("bringing up loopback: {e}")))
+}
+
+/// Enters the user, then the network namespace of process `holder`. In that order: joining
+/// the user namespace (allowed to its owner, single-threaded) gives every capability in it,
+/// which joining its network namespace and making mount and PID namespaces below it need.
+fn join(holder: i32) -> Result<(), Unavailable> {
+    use std::os::fd::AsRawFd;
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        unavailable(
+            Layer::UserNamespace,
+            format!("joining the session's network namespace ({what}): {e}"),
+        )
+    };
+    // Both opened before the first join: /proc is read as it is seen from here.
+    let user =
+        std::fs::File::open(format!("/proc/{holder}/ns/user")).map_err(|e| fail("user", &e))?;
+    let net = std::fs::File::open(format!("/proc/{holder}/ns/net")).map_err(|e| fail("net", &e))?;
+    for (file, flag, what) in [
+        (&user, libc::CLONE_NEWUSER, "user"),
+        (&net, libc::CLONE_NEWNET, "net"),
+    ] {
+        // SAFETY: setns on a namespace file we opened; single-threaded (see above).
+        #[allow(unsafe_code)]
+        if unsafe { libc::setns(file.as_raw_fd(), flag) } != 0 {
+            return Err(fail(what, &std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+fn unshare(flags: libc::c_int) -> Result<(), Unavailable> {
+    // SAFETY: unshare takes flags only; the helper is single-threaded here, as a new user
+    // namespace requires.
+    #[allow(unsafe_code)]
+    if unsafe { libc::unshare(flags) } != 0 {
+        let err = std::io::Error::last_os_error();
+        return Err(unavailable(
+            Layer::UserNamespace,
+            format!("a user namespace was refused: {err}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The helper's user and group, read before it leaves the namespace they are named in (in
+/// the new one they are unmapped until [`map_ids`]).
+fn own_ids() -> (u32, u32) {
+    (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    )
+}
+
+/// Maps the helper's own user and group (`ids`, from [`own_ids`]) to themselves in its new
+/// user namespace.
+fn map_ids((uid, gid): (u32, u32)) -> Result<(), Unavailable> {
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text)
+            .map_err(|e| unavailable(Layer::UserNamespace, format!("{file}: {e}")))
+    };
+    write("/proc/self/setgroups", "deny".to_string())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))
 }
 
 /// A fresh `/proc` for the PID namespace the caller is init of, so that `ps` and `/proc/<pid>`

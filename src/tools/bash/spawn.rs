@@ -12,16 +12,16 @@ use crate::sandbox::launch::Launch;
 use crate::tools::ToolCtx;
 
 /// The standard streams of a started command.
-pub(super) struct Streams {
-    pub stdin: Stdio,
-    pub stdout: Stdio,
-    pub stderr: Stdio,
+pub(crate) struct Streams {
+    pub(crate) stdin: Stdio,
+    pub(crate) stdout: Stdio,
+    pub(crate) stderr: Stdio,
 }
 
 /// Starts `command` under `policy`; also returns minicode's end of the supervisor's socket
 /// pair, which must stay open while the command runs. A `bash` call's stdin is /dev/null and
 /// its stdout and stderr the two write ends of one output pipe; a hook's are three pipes.
-pub(super) fn spawn(
+pub(crate) fn spawn(
     command: &str,
     ctx: &ToolCtx,
     policy: &Policy,
@@ -36,11 +36,13 @@ pub(super) fn spawn(
                 control: theirs.as_raw_fd(),
             };
             let mut cmd = child::command(program, &ctx.scrub_env, death);
+            let mut launch = Launch::new(policy);
+            launch.join = ctx.session_net.join_for(policy, ctx);
             // Named as what it is in `ps` (the program path may be `/proc/self/exe`).
             cmd.arg0("minicode")
                 .arg(supervisor::ARG)
                 .arg(tag)
-                .arg(Launch::new(policy).to_arg());
+                .arg(launch.to_arg());
             (cmd, Some((ours, theirs)))
         }
         None => {
@@ -65,7 +67,7 @@ pub(super) fn spawn(
 
 /// The supervisor's end, moved above the standard streams, so setting those up in the child
 /// cannot clobber it.
-fn above_std_streams(theirs: UnixStream) -> std::io::Result<OwnedFd> {
+pub(super) fn above_std_streams(theirs: UnixStream) -> std::io::Result<OwnedFd> {
     let theirs = OwnedFd::from(theirs);
     if theirs.as_raw_fd() > 2 {
         return Ok(theirs);
