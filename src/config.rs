@@ -192,8 +192,10 @@ pub struct Config {
     pub subagents_max_concurrent: usize,
     /// How long one sub-agent may take before it is stopped.
     pub subagents_timeout: Duration,
-    /// `[fetch]`: the time and size caps of one `fetch`, handed to the tool whole.
-    pub fetch: crate::tools::fetch::Limits,
+    /// `[fetch] timeout_secs`: how long one `fetch` may take.
+    pub fetch_timeout: Duration,
+    /// `[fetch] max_bytes`: bytes of a page one `fetch` downloads.
+    pub fetch_max_bytes: u64,
     /// Goal rounds a goal may use unless `--goal-rounds` says otherwise (`[goal] max_rounds`).
     pub goal_max_rounds: u32,
     /// Goal rounds in a row without progress before a goal blocks (`[goal] stall_rounds`).

@@ -416,3 +416,17 @@ pub(super) fn is_plan_mode(mode: &str) -> Result<bool, String> {
         other => Err(format!("unknown mode {other:?} (expected default or plan)")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fetch_is_titled_by_its_url_and_declared_a_fetch() {
+        assert_eq!(
+            title("fetch", "https://docs.rs/htmd"),
+            "Fetch https://docs.rs/htmd"
+        );
+        assert_eq!(kind(chat::ToolKind::Fetch), ToolKind::Fetch);
+    }
+}

@@ -21,6 +21,8 @@ pub(crate) fn system_prompt(workspace: &Path) -> String {
          description in words; use `search` for an exact string or identifier.\n\
          - `bash` builds, tests and runs git; each call is a fresh shell in the root, so use \
          `cd dir && cmd`.\n\
+         - `fetch` reads a web page (documentation, an issue) as Markdown when the user \
+         points to one or the answer is online.\n\
          - The user approves commands and file changes. When a call is denied, follow the \
          reason instead of retrying.\n\
          - Keep going until the task is done, then summarise in Markdown what you changed and \

@@ -313,7 +313,8 @@ fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
         max_total_bytes: config.outputs_max_bytes,
         max_age: config.outputs_max_age,
     };
-    ctx.fetch = config.fetch;
+    ctx.fetch.timeout = config.fetch_timeout;
+    ctx.fetch.max_bytes = config.fetch_max_bytes;
     ctx.supervisor = crate::process::supervisor::program();
     ctx.background = crate::tools::background::Jobs::new(config.max_background);
     if !config.permissions.is_empty() {

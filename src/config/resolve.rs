@@ -27,6 +27,7 @@ pub(super) fn resolve(
         layers.file.model.provider.unwrap_or_default()
     };
     let limits = limits(&layers)?;
+    let fetch = fetch_limits(&Bounded(&layers))?;
     let mut layers = layers;
     let (mcp_servers, mcp_approvals) = mcp(&mut layers)?;
     let permissions = super::permissions::rules(&layers.permissions)?;
@@ -78,7 +79,8 @@ pub(super) fn resolve(
         max_background: limits.max_background,
         subagents_max_concurrent: limits.subagents_max_concurrent,
         subagents_timeout: limits.subagents_timeout,
-        fetch: fetch_limits(&Bounded(&layers))?,
+        fetch_timeout: fetch.0,
+        fetch_max_bytes: fetch.1,
         goal_max_rounds: limits.goal_max_rounds,
         goal_stall_rounds: limits.goal_stall_rounds,
         checkpoints_enabled: layers.file.checkpoints.enabled.unwrap_or(true),
@@ -326,24 +328,23 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
     Ok(limits)
 }
 
-/// `[fetch]`: the time and size caps of one `fetch`.
-fn fetch_limits(b: &Bounded<'_>) -> Result<crate::tools::fetch::Limits, ConfigError> {
+/// `[fetch]`: the time and size caps of one `fetch` (timeout, bytes).
+fn fetch_limits(b: &Bounded<'_>) -> Result<(Duration, u64), ConfigError> {
     let f = &b.0.file.fetch;
-    Ok(crate::tools::fetch::Limits {
-        timeout: b.secs(
+    Ok((
+        b.secs(
             f.timeout_secs,
             defaults::FETCH_TIMEOUT,
             "fetch.timeout_secs",
             bounds::TIMEOUT_SECS,
         )?,
-        max_bytes: b.check(
+        b.check(
             f.max_bytes,
             defaults::FETCH_MAX_BYTES,
             "fetch.max_bytes",
             bounds::FETCH_MAX_BYTES,
         )?,
-        ..Default::default()
-    })
+    ))
 }
 
 /// The numbers of `[model]`, checked first.

@@ -551,3 +551,69 @@ fn the_fetch_table_sets_the_time_cap_and_rejects_a_zero_size() {
     assert!(err.contains("fetch.max_bytes"), "{err}");
     assert!(asked.is_empty());
 }
+
+/// The calls asked about in `events`, with the rule "always" offered for each.
+fn asked(events: &[minicode::protocol::Event]) -> Vec<(String, Option<String>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            minicode::protocol::Event::ApprovalRequested { call, always, .. } => {
+                Some((call.clone(), always.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn always_on_a_fetch_covers_that_host_only_and_opens_no_private_address() {
+    use crate::support::events::run_turn;
+    use crate::support::fake::{Fake, text_reply, tool_reply};
+    use minicode::protocol::Decision;
+    let dir = tempfile::tempdir().unwrap();
+    let call = |url: &str| json!({ "url": url }).to_string();
+    let (a, b, c) = (
+        call("http://127.0.0.1:9/a"),
+        call("http://127.0.0.1:9/b"),
+        call("http://localhost:9/c"),
+    );
+    let model = Fake::new(vec![
+        tool_reply(&[("c1", "fetch", &a)]),
+        tool_reply(&[("c2", "fetch", &b)]),
+        tool_reply(&[("c3", "fetch", &c)]),
+        text_reply("ok"),
+    ]);
+    let options = minicode::agent::Options::default();
+    let mut handle = crate::support::agent::spawn(dir.path(), model, options);
+    let mut answers = 0;
+    let (events, _, _) = run_turn(&mut handle, "go", |_| {
+        answers += 1;
+        Some(if answers == 1 {
+            Decision::ApproveTool
+        } else {
+            Decision::Deny { reason: None }
+        })
+    })
+    .await;
+    let asked = asked(&events);
+    let ids: Vec<&str> = asked.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(ids, ["c1", "c3"], "{asked:?}");
+    assert_eq!(asked[0].1.as_deref(), Some("fetch(domain:127.0.0.1)"));
+    assert_eq!(asked[1].1.as_deref(), Some("fetch(domain:localhost)"));
+    // Approved, but no rule of the user's names 127.0.0.1: refused by the address check.
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            minicode::protocol::Event::ToolCallEnded { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        results
+            .iter()
+            .filter(|r| r.contains("a loopback address"))
+            .count()
+            == 2,
+        "{results:?}"
+    );
+}

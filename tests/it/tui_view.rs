@@ -1210,6 +1210,42 @@ fn an_mcp_call_approval_shows_the_server_the_tool_and_the_arguments() {
 }
 
 #[test]
+fn a_fetch_call_shows_its_url_and_an_approval_offers_the_host_rule() {
+    let mut s = state(80, 20);
+    start_turn(&mut s, "read the docs");
+    let url = "https://docs.rs/htmd/latest/htmd/";
+    ev(
+        &mut s,
+        Event::ToolCallBegan {
+            kind: minicode::chat::ToolKind::Fetch,
+            paths: Vec::new(),
+            call: "c1".into(),
+            tool: "fetch".into(),
+            summary: url.into(),
+            arguments: serde_json::json!({ "url": url }),
+        },
+    );
+    ev(
+        &mut s,
+        Event::ApprovalRequested {
+            call: "c1".into(),
+            tool: "fetch".into(),
+            request: ApprovalRequest::Fetch { url: url.into() },
+            always: Some("fetch(domain:docs.rs)".into()),
+        },
+    );
+    let text = rows(&s).join("\n");
+    assert!(text.contains(&format!("fetch {url}")), "{text}");
+    assert_eq!(
+        key(&mut s, KeyCode::Char('y')),
+        vec![Effect::Op(Op::Decide {
+            call: "c1".into(),
+            decision: Decision::Approve
+        })]
+    );
+}
+
+#[test]
 fn custom_commands_are_listed_completed_and_sent_expanded() {
     let mut s = state(100, 30);
     s.custom = vec![minicode::protocol::CustomCommand {
