@@ -160,7 +160,7 @@ fn the_lean_view_hides_tools_from_declarations_and_calls_and_keeps_later_groups(
     let registry = Registry::builtin();
     let full_read = registry.specs()[3].clone();
     let before = registry.generation();
-    let hidden = ["find", "bash_output", "bash_kill"]
+    let hidden = ["find", "fetch", "bash_output", "bash_kill"]
         .map(String::from)
         .to_vec();
     registry.set_lean(Some(Lean::hiding(hidden)));
