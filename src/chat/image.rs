@@ -103,6 +103,8 @@ impl PartialEq for Image {
     }
 }
 
+impl Eq for Image {}
+
 impl Image {
     /// Checks `data` (format by signature, size) and makes an image of it.
     pub fn new(data: Vec<u8>) -> Result<Image, ImageError> {

@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::support::binary;
-use crate::support::mock_openai::{MockReply, MockServer, text_reply};
+use crate::support::mock_openai::{MockReply, MockServer, text_reply, tool_calls_reply};
 
 /// A PNG of `size` bytes: the signature, then filler a server never decodes here.
 fn png(size: usize) -> Vec<u8> {
@@ -167,4 +167,31 @@ fn session_keeps_the_image_once_and_a_resumed_session_sends_it_again() {
         stored.push(std::fs::read(entry.unwrap().path()).unwrap());
     }
     assert_eq!(stored, vec![picture]);
+}
+
+#[test]
+fn read_of_a_png_shows_the_model_the_picture_after_the_results() {
+    let (dir, server) = workspace(vec![
+        tool_calls_reply(&[("c1", "read", r#"{"path": "logo.png"}"#)], 8),
+        text_reply("a logo", 4),
+    ]);
+    let picture = png(2048);
+    std::fs::write(dir.path().join("logo.png"), &picture).unwrap();
+    let out = run(dir.path(), &["describe logo.png"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let second = server.requests()[1].body.clone();
+    let messages = second["messages"].as_array().unwrap();
+    let at = messages.iter().position(|m| m["role"] == "tool").unwrap();
+    let note = messages[at]["content"].as_str().unwrap();
+    assert!(
+        note.contains("logo.png is an image (image/png, 2 KB)"),
+        "{note}"
+    );
+    let follow = &messages[at + 1];
+    assert_eq!(follow["role"], "user");
+    assert_eq!(
+        follow["content"][1]["image_url"]["url"],
+        data_url("image/png", &picture),
+        "{follow}"
+    );
 }
