@@ -79,7 +79,8 @@ pub(crate) async fn run(
                 // The files it mentions go with it, and what `!command`s printed since the
                 // last prompt goes before it.
                 Ok(text) => {
-                    let text = core.attach_mentions(text, &cancel).await;
+                    let (text, mentioned) = core.attach_mentions(text, &cancel).await;
+                    images.extend(mentioned);
                     (core.shell.with_pending(text), triggered)
                 }
                 Err(error) => {

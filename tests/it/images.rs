@@ -195,3 +195,19 @@ fn read_of_a_png_shows_the_model_the_picture_after_the_results() {
         "{follow}"
     );
 }
+
+#[test]
+fn a_mentioned_image_goes_with_the_prompt_as_an_image_part() {
+    let (dir, server) = workspace(vec![text_reply("a logo", 4)]);
+    let picture = png(3000);
+    std::fs::write(dir.path().join("logo.png"), &picture).unwrap();
+    let out = run(dir.path(), &["what is in @logo.png?"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let content = last_user_content(&server, 0);
+    let text = content[0]["text"].as_str().unwrap();
+    assert!(text.ends_with("[image: logo.png 3 KB]"), "{text}");
+    assert_eq!(
+        content[1]["image_url"]["url"],
+        data_url("image/png", &picture)
+    );
+}
