@@ -146,6 +146,14 @@ impl Shared {
             )));
         };
         let text = convert::prompt_text(&request.prompt);
+        let images = match convert::prompt_images(&request.prompt) {
+            Ok(images) => images,
+            Err(message) => return responder.respond_with_error(invalid_params(message)),
+        };
+        if !images.is_empty() {
+            live.prompt(Op::SubmitImages { text, images }, responder);
+            return Ok(());
+        }
         if text.trim().is_empty() {
             return responder.respond_with_error(invalid_params("the prompt is empty"));
         }
@@ -327,7 +335,7 @@ fn initialize_response() -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
                 .session_capabilities(
                     SessionCapabilities::new().list(SessionListCapabilities::new()),
                 ),

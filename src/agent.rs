@@ -408,7 +408,10 @@ impl Core {
         queue: &mut VecDeque<Op>,
     ) -> bool {
         match op {
-            Op::Submit(text) => return self.turn(Input::User(text), ops, queue).await,
+            Op::Submit(text) => return self.turn(Input::User(text, Vec::new()), ops, queue).await,
+            Op::SubmitImages { text, images } => {
+                return self.turn(Input::User(text, images), ops, queue).await;
+            }
             Op::Goal(command) => self.goal.command(command, &mut self.store),
             Op::Fork => self.fork(),
             Op::SetPlan { on } => self.set_plan(on),

@@ -282,6 +282,11 @@ async fn forward_ops(
                     failed(e);
                 }
             }
+            // The daemon's `run.start` takes text only.
+            Op::SubmitImages { .. } => failed(AttachError::Refused {
+                method: "run.start".into(),
+                message: "images cannot be sent to a daemon session yet".into(),
+            }),
             Op::Interrupt => {
                 let run = lock(&shared).run.clone();
                 if let Some(run_id) = run

@@ -7,6 +7,7 @@
 //! server, kept in history and stored in session files.
 
 mod background;
+mod image;
 mod names;
 pub(crate) mod schema;
 mod tokens;
@@ -16,6 +17,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 pub use background::{Background, BackgroundState};
+pub use image::{Image, ImageError, ImageFormat, MAX_IMAGE_BYTES};
 pub(crate) use names::serde_name;
 pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
 
@@ -83,6 +85,12 @@ pub struct Message {
         skip_serializing_if = "Option::is_none"
     )]
     pub reasoning: Option<String>,
+    /// Images attached to a user message (`--image`, `@image.png`, a `read` of an image, ACP
+    /// image blocks). Sent as `image_url` parts after the text; a message without any keeps
+    /// the plain string `content` on the wire, byte for byte. Session files hold only each
+    /// image's reference (see [`Image`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 impl Message {
@@ -101,6 +109,7 @@ impl Message {
             tool_calls,
             tool_call_id: None,
             reasoning: None,
+            images: Vec::new(),
         }
     }
 
@@ -111,6 +120,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),
             reasoning: None,
+            images: Vec::new(),
         }
     }
 
@@ -121,7 +131,15 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             reasoning: None,
+            images: Vec::new(),
         }
+    }
+
+    /// A user message carrying `images` after its text.
+    pub fn user_with_images(text: impl Into<String>, images: Vec<Image>) -> Self {
+        let mut message = Self::user(text);
+        message.images = images;
+        message
     }
 
     /// The text content, or "" when there is none.

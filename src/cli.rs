@@ -105,6 +105,10 @@ pub struct Args {
     /// second try with the errors; still invalid exits 1, a bad schema file exits 2).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["goal", "goal_resume"])]
     pub output_schema: Option<std::path::PathBuf>,
+    /// One-shot: attach the image at PATH to the prompt (PNG, JPEG, GIF or WebP, at most
+    /// 5 MiB; any path you name). Repeatable.
+    #[arg(long = "image", value_name = "PATH", conflicts_with_all = ["goal", "goal_resume"])]
+    pub images: Vec<std::path::PathBuf>,
     /// One-shot: answer approvals of TOOL without a terminal (`approve` or `deny`; `*` for
     /// every other tool). Repeatable. The question is still recorded (see docs/headless.md).
     #[arg(long = "approval-answer", value_name = "TOOL=ANSWER")]
@@ -410,6 +414,17 @@ fn run_session(
         }
         (Some(path), Some(_)) => Some(print::OutputSchema::load(path).map_err(usage)?),
     };
+    let images = match (&args.images[..], &prompt) {
+        ([], _) => Vec::new(),
+        (_, None) => return Err(usage("--image goes with a one-shot prompt: give a prompt")),
+        (paths, Some(_)) => paths
+            .iter()
+            .map(|path| {
+                crate::chat::Image::read(path)
+                    .map_err(|e| usage(format!("--image {}: {e}", path.display())))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     if prompt.is_some() {
         for warning in &commands.warnings {
             note(warning);
@@ -460,6 +475,7 @@ fn run_session(
                     show_reasoning,
                     schema,
                     answers,
+                    images,
                 };
                 print::run(started.handle, task, output).await
             }

@@ -137,6 +137,8 @@ pub(crate) struct Options<'a> {
     pub(crate) schema: Option<OutputSchema>,
     /// `--approval-answer`: approvals a program answers instead of the terminal.
     pub(crate) answers: Answers,
+    /// `--image`: sent with the prompt.
+    pub(crate) images: Vec<crate::chat::Image>,
 }
 
 /// Runs `task` (one prompt, or a goal) and prints the outcome.
@@ -150,12 +152,20 @@ pub(crate) async fn run(handle: AgentHandle, task: Task, options: Options<'_>) -
         show_reasoning,
         schema,
         answers,
+        images,
     } = options;
     ops.send(match task {
-        Task::Prompt(prompt) => Op::Submit(match &schema {
-            Some(schema) => schema.instruct(&prompt),
-            None => prompt,
-        }),
+        Task::Prompt(prompt) => {
+            let text = match &schema {
+                Some(schema) => schema.instruct(&prompt),
+                None => prompt,
+            };
+            if images.is_empty() {
+                Op::Submit(text)
+            } else {
+                Op::SubmitImages { text, images }
+            }
+        }
         Task::Goal {
             objective,
             max_rounds,

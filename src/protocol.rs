@@ -72,6 +72,12 @@ pub(crate) type CallId = String;
 pub enum Op {
     /// Run a user turn (queued if a turn is running).
     Submit(String),
+    /// Run a user turn whose message carries images (`--image`, `@image.png`, ACP image
+    /// blocks), checked where they entered (format, size).
+    SubmitImages {
+        text: String,
+        images: Vec<crate::chat::Image>,
+    },
     /// Answer an `ApprovalRequested` event.
     Decide { call: CallId, decision: Decision },
     /// Stop the running turn: drop the stream, kill the running tool, keep history valid.

@@ -145,6 +145,8 @@ pub struct ServerInfo {
     pub models: Option<Vec<String>>,
     /// Whether the server's chat template can render tools, when it says (llama.cpp).
     pub supports_tools: Option<bool>,
+    /// Whether the model takes images, when the server says (see `probe/vision.rs`).
+    pub supports_images: Option<bool>,
     /// The kind of server, recognised by the endpoints that answered (see `profiles`).
     pub server: Option<profiles::ServerKind>,
     /// The answer came from the cache of an earlier probe.
@@ -222,6 +224,10 @@ pub enum ProviderError {
     /// chat template that cannot render them, a server started without tool parsing).
     #[error("this model or server does not support tool calls ({status}): {message}")]
     NoTools { status: u16, message: String },
+    /// The model does not take images and the request holds one: `status` 0 when the probe
+    /// learnt it and nothing was sent, else the status of the server's refusal.
+    #[error("this model does not take images ({status}): {message}")]
+    NoImages { status: u16, message: String },
     #[error("network error: {0}")]
     Network(String),
     /// A connection failure before any response byte arrived; safe to send again.
@@ -264,6 +270,7 @@ impl ProviderError {
             ProviderError::ContextLength { .. } => "context_length",
             ProviderError::Request { .. } => "request_refused",
             ProviderError::NoTools { .. } => "no_tools",
+            ProviderError::NoImages { .. } => "no_images",
             ProviderError::Network(_) => "network",
             ProviderError::Connect(_) => "connect",
             ProviderError::Closed => "connection_closed",

@@ -6,6 +6,7 @@
 //! know about providers' transports, tools' effects or terminals; the system prompt is never
 //! stored.
 
+mod images;
 mod journal;
 mod listing;
 mod load;

@@ -162,6 +162,10 @@ pub struct ToolOutput {
     pub sandbox: Option<crate::sandbox::Report>,
     /// For `edit`: the tier that found `old_string` (see [`edit::Tier`]), counted per model.
     pub matched: Option<edit::Tier>,
+    /// For `read` of an image file: the image, shown to the model in a user message after
+    /// the batch's results (tool messages cannot carry images on most servers).
+    /// Boxed: most outputs have none, and every output travels through `Result`s.
+    pub image: Option<Box<crate::chat::Image>>,
 }
 
 impl ToolOutput {
@@ -171,12 +175,19 @@ impl ToolOutput {
         self
     }
 
+    /// The same output, carrying `image`.
+    pub(crate) fn with_image(mut self, image: crate::chat::Image) -> Self {
+        self.image = Some(Box::new(image));
+        self
+    }
+
     pub fn ok(content: impl Into<String>) -> Self {
         Self {
             status: ToolStatus::Succeeded,
             content: content.into(),
             sandbox: None,
             matched: None,
+            image: None,
         }
     }
 
@@ -186,6 +197,7 @@ impl ToolOutput {
             content: content.into(),
             sandbox: None,
             matched: None,
+            image: None,
         }
     }
 
@@ -195,6 +207,7 @@ impl ToolOutput {
             content: content.into(),
             sandbox: None,
             matched: None,
+            image: None,
         }
     }
 
@@ -205,6 +218,7 @@ impl ToolOutput {
             content: content.into(),
             sandbox: None,
             matched: None,
+            image: None,
         }
     }
 }

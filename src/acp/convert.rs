@@ -21,8 +21,8 @@ const ALLOW_ALWAYS: &str = "allow_always";
 const REJECT: &str = "reject";
 
 /// The prompt's blocks as the text of one user message: text as it is, a linked resource as
-/// its URI, an embedded text resource fenced under its URI; images and audio are left out
-/// (we did not offer them).
+/// its URI, an embedded text resource fenced under its URI; images go beside the text (see
+/// [`prompt_images`]), audio is left out (we did not offer it).
 pub(super) fn prompt_text(blocks: &[ContentBlock]) -> String {
     let mut text = String::new();
     for block in blocks {
@@ -43,6 +43,28 @@ pub(super) fn prompt_text(blocks: &[ContentBlock]) -> String {
         text.push_str(&piece);
     }
     text
+}
+
+/// The prompt's image blocks as checked images (the same formats and limit as `--image`);
+/// the error names the block for the client.
+pub(super) fn prompt_images(blocks: &[ContentBlock]) -> Result<Vec<chat::Image>, String> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut images = Vec::new();
+    for block in blocks {
+        let ContentBlock::Image(image) = block else {
+            continue;
+        };
+        let bytes = b64
+            .decode(image.data.trim())
+            .map_err(|e| format!("image block: not base64: {e}"))?;
+        let checked = chat::Image::new(bytes).map_err(|e| format!("image block: {e}"))?;
+        if chat::ImageFormat::from_media_type(&image.mime_type) != Some(checked.format) {
+            tracing::debug!(stated = %image.mime_type, "image block's type differs from its bytes");
+        }
+        images.push(checked);
+    }
+    Ok(images)
 }
 
 /// The client's MCP servers we can start (stdio), and a note for each we cannot.

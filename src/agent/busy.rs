@@ -62,7 +62,7 @@ pub(super) async fn serve_ops<T>(
                     }
                 },
                 Some(
-                    op @ (Op::Submit(_) | Op::Goal(_) | Op::SetPlan { .. } | Op::Model { .. }
+                    op @ (Op::Submit(_) | Op::SubmitImages { .. } | Op::Goal(_) | Op::SetPlan { .. } | Op::Model { .. }
                         | Op::Rewind { .. } | Op::Shell { .. }),
                 ) => {
                     queue.push_back(op)

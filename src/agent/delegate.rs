@@ -330,6 +330,7 @@ fn report(outcomes: &[Outcome], ctx: &ToolCtx, interrupted: bool) -> ToolOutput 
         content: out,
         sandbox: None,
         matched: None,
+        image: None,
     }
 }
 

@@ -1,13 +1,15 @@
 //! `@path` mentions in a prompt: each mentioned workspace file's content goes with the prompt,
 //! read by the `read` tool itself, so a mention is confined exactly as the model's reads are
 //! (inside the workspace, `read()` deny rules, size and line caps, binary files refused,
-//! secrets redacted). A word after `@` that names nothing on disk is left as text. Also the
+//! secrets redacted). A mentioned image (`@shot.png`) goes with the prompt as an image part,
+//! named in the text as `[image: shot.png 120 KB]`. A word after `@` that names nothing on
+//! disk is left as text. Also the
 //! completion of a path being typed after `@` (`Op::CompletePath`).
 
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use crate::chat::ToolStatus;
+use crate::chat::{Image, ToolStatus};
 use crate::protocol::Event;
 use crate::tools::Tool as _;
 
@@ -36,9 +38,14 @@ pub(crate) fn mentioned(text: &str) -> Vec<String> {
 impl Core {
     /// `text` with the content of each file it mentions appended, as the `read` tool shows it.
     /// A mention that names nothing is left alone; one the `read` tool refuses is not attached
-    /// and the user is told why.
-    pub(super) async fn attach_mentions(&self, text: String, cancel: &CancellationToken) -> String {
+    /// and the user is told why. Mentioned images are returned beside the text.
+    pub(super) async fn attach_mentions(
+        &self,
+        text: String,
+        cancel: &CancellationToken,
+    ) -> (String, Vec<Image>) {
         let mut attached = String::new();
+        let mut images = Vec::new();
         let paths = mentioned(&text);
         for (n, path) in paths.iter().enumerate() {
             let target = self.tool_ctx.workspace.join(path);
@@ -61,6 +68,11 @@ impl Core {
                 });
                 continue;
             }
+            if let Some(image) = output.image {
+                attached.push_str(&format!("\n\n{}", image.label(path)));
+                images.push(*image);
+                continue;
+            }
             attached.push_str(&format!(
                 "\n\n<attached-file path=\"{}\">\n{}\n</attached-file>",
                 path.replace('"', "'"),
@@ -68,9 +80,9 @@ impl Core {
             ));
         }
         if attached.is_empty() {
-            return text;
+            return (text, images);
         }
-        format!("{text}{attached}")
+        (format!("{text}{attached}"), images)
     }
 
     /// Answers `Op::CompletePath`.

@@ -43,7 +43,7 @@ user should do next.";
 /// What starts a turn: the user's prompt, or the instruction that opens a goal round (written
 /// by the goal driver, already attributed to the goal; it never loads skills by trigger).
 pub(crate) enum Input {
-    User(String),
+    User(String, Vec<crate::chat::Image>),
     GoalRound(String),
 }
 
@@ -64,10 +64,12 @@ pub(crate) async fn run(
 ) -> (TurnEnd, TurnStats) {
     let started = Instant::now();
     let mut stats = TurnStats::default();
+    let mut images = Vec::new();
     let (input, triggered) = match input {
         // A prompt that looks like a goal message is the user's text, not a record: it is
         // kept apart from them by a leading space.
-        Input::User(text) => {
+        Input::User(text, attached) => {
+            images = attached;
             let text = super::goal::record::escape_user_text(text);
             let triggered = core.skills.triggered(&text);
             // `UserPromptSubmit` hooks see the prompt before the model: one may refuse it
@@ -77,7 +79,8 @@ pub(crate) async fn run(
                 // The files it mentions go with it, and what `!command`s printed since the
                 // last prompt goes before it.
                 Ok(text) => {
-                    let text = core.attach_mentions(text, &cancel).await;
+                    let (text, mentioned) = core.attach_mentions(text, &cancel).await;
+                    images.extend(mentioned);
                     (core.shell.with_pending(text), triggered)
                 }
                 Err(error) => {
@@ -103,7 +106,9 @@ pub(crate) async fn run(
         stats.wall = started.elapsed();
         return (TurnEnd::Failed { error }, stats);
     }
-    core.store.session.push(Message::user(input));
+    core.store
+        .session
+        .push(Message::user_with_images(input, images));
     // A goal round counts from here on.
     core.goal.sync(core.store.session.messages());
     // The prompt is on disk before any request goes out: a crash or a kill during the reply

@@ -7,6 +7,10 @@ use super::{Message, ToolSpec};
 const MESSAGE_OVERHEAD: u64 = 4;
 /// Fixed cost of one tool call's framing (type, function wrapper).
 const CALL_OVERHEAD: u64 = 6;
+/// What one image is counted as: vision encoders turn a picture into a few hundred to a
+/// couple of thousand tokens whatever its file size (llama.cpp's Qwen2.5-VL: up to ~1,300 for
+/// a screenshot; OpenAI: 85 + 170 per 512-pixel tile). The server's real count corrects it.
+const IMAGE_TOKENS: u64 = 1_000;
 /// Fixed cost of one tool declaration's framing.
 const TOOL_OVERHEAD: u64 = 8;
 
@@ -99,7 +103,7 @@ pub fn estimate_message(message: &Message) -> u64 {
     if let Some(reasoning) = &message.reasoning {
         tokens += estimate_text(reasoning);
     }
-    tokens
+    tokens + IMAGE_TOKENS * message.images.len() as u64
 }
 
 /// Estimated tokens of the tool declarations sent with every main request.

@@ -110,6 +110,10 @@ pub(crate) fn scrub(e: ProviderError, key: Option<&str>) -> ProviderError {
             status,
             message: s(message),
         },
+        E::NoImages { status, message } => E::NoImages {
+            status,
+            message: s(message),
+        },
         E::Network(m) => E::Network(s(m)),
         E::Connect(m) => E::Connect(s(m)),
         E::Timeout(m) => E::Timeout(s(m)),

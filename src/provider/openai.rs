@@ -11,6 +11,7 @@
 //! the server cache; the probe at session start (`probe`) uses the same client and headers.
 
 mod completion;
+mod images;
 mod request;
 
 pub use request::Extras;
@@ -119,6 +120,9 @@ pub struct OpenAi {
     /// The kind of server the probe recognised (shared with `with_model`: same server), which
     /// picks its row of the model profiles.
     server_kind: Arc<Mutex<Option<ServerKind>>>,
+    /// Whether the model takes images, once the probe (or its cache) learnt it: a request
+    /// with an image is refused here, unsent, when the server said no.
+    images: Arc<Mutex<Option<bool>>>,
 }
 
 impl std::fmt::Debug for OpenAiOptions {
@@ -230,6 +234,7 @@ impl OpenAi {
             },
             quirks: Arc::new(Mutex::new(quirks)),
             server_kind: Arc::new(Mutex::new(cache.window().and_then(|w| w.server))),
+            images: Arc::new(Mutex::new(cache.window().and_then(|w| w.images))),
             cache: Arc::new(cache),
             encoded: Arc::default(),
             send_reasoning: opts.send_reasoning,
@@ -268,9 +273,11 @@ impl OpenAi {
         let info = tokio::time::timeout(limit, target.probe()).await.ok()?;
         // An unreachable server said nothing about its window: nothing to remember.
         if info.unreachable.is_none() {
+            let (window, via) = (info.context_window, info.via.as_deref());
             self.cache
-                .store_window(info.context_window, info.via.as_deref(), info.server);
+                .store_window(window, via, info.server, info.supports_images);
             *lock(&self.server_kind) = info.server;
+            *lock(&self.images) = info.supports_images;
         }
         Some(info)
     }
@@ -321,6 +328,10 @@ impl OpenAi {
     /// Streams a reply with parameters beyond [`ChatRequest`] (a forced tool call).
     pub fn stream_with(&self, request: &ChatRequest<'_>, extras: Extras) -> EventStream {
         let span = tracing::debug_span!("http_request", model = %self.model, stream = true);
+        let with_images = images::any(request.messages);
+        if let Some(refused) = images::refuse(with_images, *lock(&self.images), &self.model) {
+            return Box::pin(futures_util::stream::once(async move { Err(refused) }));
+        }
         let payload = {
             let mut encoded = lock(&self.encoded);
             Payload::new(
@@ -352,7 +363,7 @@ impl OpenAi {
                     Err(e) => {
                         return match this.adapt(&e, &payload, &used) {
                             Some(reason) => Ok(Opened::Adapted { reason }),
-                            None => Err(e),
+                            None => Err(images::explain(e, with_images)),
                         };
                     }
                 };
@@ -513,6 +524,7 @@ impl Provider for OpenAi {
         next.model = model.to_string();
         let cache = self.cache.for_model(&self.base, model);
         next.quirks = Arc::new(Mutex::new(cache.quirks().unwrap_or_default()));
+        next.images = Arc::new(Mutex::new(cache.window().and_then(|w| w.images)));
         next.cache = Arc::new(cache);
         next.encoded = Arc::default();
         Some(Arc::new(next))
@@ -540,10 +552,12 @@ impl Provider for OpenAi {
             if let Some(hit) = this.cache.window() {
                 tracing::debug!(tokens = ?hit.tokens, "context window from the server cache");
                 *lock(&this.server_kind) = hit.server;
+                *lock(&this.images) = hit.images;
                 return Some(ServerInfo {
                     context_window: hit.tokens,
                     via: hit.via,
                     server: hit.server,
+                    supports_images: hit.images,
                     cached: true,
                     ..ServerInfo::default()
                 });

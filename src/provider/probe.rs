@@ -10,6 +10,7 @@
 
 pub mod cache;
 pub(crate) mod parse;
+pub(crate) mod vision;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -164,6 +165,7 @@ impl Target {
         if let Some(models) = models {
             info.models = Some(parse::listed_ids(&models, MAX_LISTED));
             found = parse::window_from_models(&models, &self.model);
+            info.supports_images = vision::from_models(&models, &self.model);
         }
         let show = serde_json::to_vec(&serde_json::json!({"model": self.model})).ok();
         let (props_url, lmstudio_url, show_url) = (
@@ -192,6 +194,7 @@ impl Target {
         info.server = parse::server_kind(props.as_ref(), lmstudio.as_ref(), ollama.as_ref());
         if let Some(props) = &props {
             info.supports_tools = parse::tools_from_props(props);
+            info.supports_images = vision::from_props(props).or(info.supports_images);
             // llama.cpp's per-slot context (what one request gets) wins over its model list,
             // whose n_ctx may be the total of all slots.
             found = parse::window_from_props(props).or(found);
@@ -201,6 +204,9 @@ impl Target {
         }
         if let Some(v) = &ollama {
             info.supports_tools = info.supports_tools.or_else(|| parse::tools_from_ollama(v));
+            info.supports_images = info
+                .supports_images
+                .or_else(|| vision::from_capabilities(v));
             found = found.or_else(|| parse::window_from_ollama(v));
         }
         if found.is_none()

@@ -62,6 +62,7 @@ pub(super) fn load(path: &Path, id: &str, workspace: &Path) -> Result<Loaded, Se
         mut messages,
         mut results,
     } = snapshot.messages;
+    super::images::fill(workspace, path, &mut messages);
     for call_id in &open {
         results.push((
             messages.len(),

@@ -59,6 +59,8 @@ impl Session {
         if let Some(checkpoint) = &self.checkpoint {
             snapshot::check_checkpoint(checkpoint, &self.messages).map_err(invalid)?;
         }
+        // An image a new message shows is on disk before the message that names it.
+        super::images::store(&self.path, &self.messages[stored..]).map_err(io_error(&self.path))?;
         let rewrite = match &self.disk {
             None => true,
             Some(disk) => {

@@ -9,7 +9,7 @@
 use serde::de::{Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::chat::{Message, Role, ToolCall, ToolStatus};
+use crate::chat::{Image, Message, Role, ToolCall, ToolStatus};
 
 use super::ResultInfo;
 
@@ -83,6 +83,9 @@ struct StoredRef<'a> {
     reasoning: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<&'a crate::sandbox::Report>,
+    /// References only: the bytes are in the image store (`session/images.rs`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    images: &'a [Image],
 }
 
 impl<'a> StoredRef<'a> {
@@ -96,6 +99,7 @@ impl<'a> StoredRef<'a> {
             summary: info.and_then(|i| i.summary.as_deref()),
             reasoning: m.reasoning.as_deref(),
             sandbox: info.and_then(|i| i.sandbox.as_ref()),
+            images: &m.images,
         }
     }
 }
@@ -117,6 +121,8 @@ struct Stored {
     reasoning: Option<String>,
     #[serde(default)]
     sandbox: Option<crate::sandbox::Report>,
+    #[serde(default)]
+    images: Vec<Image>,
 }
 
 impl<'de> Deserialize<'de> for History {
@@ -164,6 +170,7 @@ impl<'de> Visitor<'de> for HistoryVisitor {
                 tool_calls: stored.tool_calls,
                 tool_call_id: stored.tool_call_id,
                 reasoning: stored.reasoning,
+                images: stored.images,
             });
         }
         Ok(history)

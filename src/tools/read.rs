@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Fingerprint, Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
-use crate::chat::{ToolKind, ToolSpec};
+use crate::chat::{Image, ImageFormat, MAX_IMAGE_BYTES, ToolKind, ToolSpec};
 use crate::fsutil;
 use crate::memory;
 
@@ -166,13 +166,16 @@ impl Tool for Read {
                 };
             }
             let job = tokio::task::spawn_blocking(move || {
+                if let Some(image) = read_image(&path, &display) {
+                    return image.map(|(text, image)| (text, None, Some(image)));
+                }
                 let window = Window {
                     offset,
                     limit,
                     max_bytes,
                     secrets: &secrets,
                 };
-                read_file(&path, &display, &window, detail)
+                read_file(&path, &display, &window, detail).map(|(t, f)| (t, f, None))
             });
             let result = tokio::select! {
                 biased;
@@ -180,7 +183,8 @@ impl Tool for Read {
                 r = job => r,
             };
             match result {
-                Ok(Ok((text, fingerprint))) => {
+                Ok(Ok((text, _, Some(image)))) => ToolOutput::ok(text).with_image(image),
+                Ok(Ok((text, fingerprint, None))) => {
                     // Any successful read counts, even a window: `edit` matches exact
                     // text and re-checks the whole file's hash, so a stale or partial view
                     // cannot silently clobber changes.
@@ -194,6 +198,33 @@ impl Tool for Read {
             }
         })
     }
+}
+
+/// An image file (by its first bytes): the note the model reads as the result and the
+/// image, which follows in a user message; `None` for any other file.
+fn read_image(path: &Path, display: &str) -> Option<Result<(String, Image), String>> {
+    let (mut file, _) = fsutil::open_regular(path).ok()?;
+    let mut head = [0u8; 12];
+    let got = file.read(&mut head).ok()?;
+    ImageFormat::sniff(&head[..got])?;
+    // The rest from the same descriptor: the confined path is not looked up again.
+    let mut data = head[..got].to_vec();
+    let rest = file
+        .take(MAX_IMAGE_BYTES as u64 + 1 - got as u64)
+        .read_to_end(&mut data);
+    Some(
+        rest.map_err(|e| e.to_string())
+            .and_then(|_| Image::new(data).map_err(|e| e.to_string()))
+            .map(|image| {
+                let note = format!(
+                    "{display} is an image ({}, {} KB): it is attached in the next message",
+                    image.format.media_type(),
+                    image.bytes.div_ceil(1024)
+                );
+                (note, image)
+            })
+            .map_err(|e| format!("cannot show the image {display}: {e}")),
+    )
 }
 
 /// Which lines to show, within which caps, with which values blanked out.

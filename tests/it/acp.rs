@@ -1301,3 +1301,39 @@ async fn a_custom_command_is_offered_and_sent_expanded() {
     let last = body["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(last["content"], "Review src/lib.rs carefully.");
 }
+
+#[tokio::test]
+async fn an_image_block_reaches_the_model_as_an_image_part() {
+    use agent_client_protocol::v1::schema::ImageContent;
+    use base64::Engine;
+    let (_tmp, dir, server) = workspace_with(vec![text_reply("A tiny GIF.", 3)]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let gif = base64::engine::general_purpose::STANDARD.encode(b"GIF89a\x01\x00\x01\x00");
+    let cwd = dir.clone();
+    let block = ContentBlock::Image(ImageContent::new(gif.clone(), "image/gif"));
+    let (stop, _, _) = drive(&dir, harness, async move |cx, _rx| {
+        let id = new_session(&cx, &cwd).await;
+        let mut prompt = text("what is this?");
+        prompt.push(block);
+        let response = cx
+            .send_request(PromptRequest::new(id, prompt))
+            .block_task()
+            .await
+            .unwrap();
+        response.stop_reason
+    })
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let body = &server.requests()[0].body;
+    let messages = body["messages"].as_array().unwrap();
+    let user = messages.iter().rfind(|m| m["role"] == "user").unwrap();
+    assert_eq!(user["content"][0]["text"], "what is this?");
+    assert_eq!(
+        user["content"][1]["image_url"]["url"],
+        format!("data:image/gif;base64,{gif}")
+    );
+}

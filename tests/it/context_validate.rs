@@ -143,6 +143,7 @@ fn role_fields_are_checked() {
         tool_calls: vec![],
         tool_call_id: None,
         reasoning: None,
+        images: vec![],
     };
     assert!(matches!(
         check(&[no_content]),
@@ -158,6 +159,7 @@ fn role_fields_are_checked() {
         tool_calls: vec![call("a", "{}")],
         tool_call_id: None,
         reasoning: None,
+        images: vec![],
     };
     assert!(matches!(
         check(&[user_with_calls]),

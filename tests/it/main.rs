@@ -59,6 +59,7 @@ mod goal_tui;
 mod harbor;
 mod hooks;
 mod hostile_server;
+mod images;
 mod key_env;
 mod mcp;
 mod mcp_binary;

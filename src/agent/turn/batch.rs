@@ -59,6 +59,7 @@ pub(in crate::agent) async fn run_batch(
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
     stats: &mut TurnStats,
 ) -> Batch {
+    let mut images = Vec::new();
     for (index, call) in calls.iter().enumerate() {
         if cancel.is_cancelled() {
             for skipped in &calls[index..] {
@@ -69,6 +70,7 @@ pub(in crate::agent) async fn run_batch(
                     None,
                 );
             }
+            show_images(core, std::mem::take(&mut images));
             return Batch::Interrupted;
         }
         stats.tool_calls += 1;
@@ -82,6 +84,7 @@ pub(in crate::agent) async fn run_batch(
         let kind = core.registry.get(&call.name).map(|t| t.kind());
         core.goal.note_result(call, kind, output.status);
         crate::agent::tally::edit_result(&*core.provider, call, &output, stats);
+        images.extend(output.image.map(|image| *image));
         core.store
             .session
             .push_result(call.id.clone(), output.content, output.status, summary);
@@ -101,11 +104,33 @@ pub(in crate::agent) async fn run_batch(
             }
         }
     }
+    show_images(core, images);
     if cancel.is_cancelled() {
         Batch::Interrupted
     } else {
         Batch::Done
     }
+}
+
+/// The images `read` calls of the batch returned, shown to the model in one user message
+/// after all their results (a tool message cannot carry an image on most servers, and no
+/// other message may come between an assistant's calls and their results).
+fn show_images(core: &mut Core, images: Vec<crate::chat::Image>) {
+    if images.is_empty() {
+        return;
+    }
+    let text = format!(
+        "{}\nThe image{} read above (this is not the user speaking).\n</session-notice>",
+        crate::chat::NOTICE_OPEN,
+        if images.len() == 1 {
+            " is the one"
+        } else {
+            "s are the ones"
+        }
+    );
+    core.store
+        .session
+        .push(crate::chat::Message::user_with_images(text, images));
 }
 
 /// One call inside its `tool_call` span, which records its status (and, with
@@ -145,11 +170,11 @@ async fn prepare_and_run(
 ) -> (Option<String>, ToolOutput) {
     let (tool, args) = match resolve(core, call) {
         Ok(found) => found,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let (summary, prepared) = match announce(core, call, &tool, &args) {
         Ok(ready) => ready,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     if let Some(refused) = gate(
         core,
@@ -184,8 +209,9 @@ async fn prepare_and_run(
     (summary, output)
 }
 
-/// What a stage answers when the call goes no further: the summary and the output.
-type Refused = (Option<String>, ToolOutput);
+/// What a stage answers when the call goes no further: the summary and the output (boxed:
+/// the rare path should not widen every `Result` it travels in).
+type Refused = Box<(Option<String>, ToolOutput)>;
 
 /// Finds the tool the call names and checks its arguments against the tool's schema; an
 /// unknown tool is still announced, under its (redacted) name.
@@ -198,7 +224,7 @@ fn resolve(
         .map_err(|message| {
             let name = core.tool_ctx.secrets.redact(call.name.clone());
             core.emit(began(call, None, name.clone(), serde_json::Value::Null));
-            (Some(name), rejected(core.tool_ctx.secrets.redact(message)))
+            Box::new((Some(name), rejected(core.tool_ctx.secrets.redact(message))))
         })
 }
 
@@ -225,7 +251,10 @@ fn announce(
     let summary = Some(summary);
     match prepared {
         Ok(p) => Ok((summary, p)),
-        Err(message) => Err((summary, rejected(core.tool_ctx.secrets.redact(message)))),
+        Err(message) => Err(Box::new((
+            summary,
+            rejected(core.tool_ctx.secrets.redact(message)),
+        ))),
     }
 }
 
@@ -317,6 +346,7 @@ async fn execute(
             content: format!("not run: could not record that the call starts: {e}"),
             sandbox: None,
             matched: None,
+            image: None,
         };
     }
     let subagents = core.options.subagents.clone();
@@ -387,5 +417,6 @@ fn rejected(message: String) -> ToolOutput {
         content: message,
         sandbox: None,
         matched: None,
+        image: None,
     }
 }

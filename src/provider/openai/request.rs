@@ -53,9 +53,60 @@ struct Plain<'a> {
     tool_call_id: &'a Option<String>,
 }
 
+/// One part of a message whose content is a list (a message with images).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+/// A message with images: `content` is its text part, then one `image_url` part (a data URL)
+/// per image. Only these messages take the list form, so a text-only history is sent exactly
+/// as before and its prompt-cache prefix stays the same.
+#[derive(Serialize)]
+struct WithImages<'a> {
+    role: Role,
+    content: Vec<Part<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: &'a Option<String>,
+}
+
+fn with_images(m: &Message) -> WithImages<'_> {
+    let mut content = Vec::with_capacity(m.images.len() + 1);
+    if !m.text().is_empty() {
+        content.push(Part::Text { text: m.text() });
+    }
+    for image in &m.images {
+        content.push(if image.has_data() {
+            Part::ImageUrl {
+                image_url: ImageUrl {
+                    url: image.data_url(),
+                },
+            }
+        } else {
+            Part::Text {
+                text: "[an image that is no longer stored]",
+            }
+        });
+    }
+    WithImages {
+        role: m.role,
+        content,
+        tool_call_id: &m.tool_call_id,
+    }
+}
+
 /// One message in its wire shape: reasoning only when it is sent back.
 fn write_message(out: &mut Vec<u8>, m: &Message, send_reasoning: bool) -> serde_json::Result<()> {
-    if send_reasoning || m.reasoning.is_none() {
+    if !m.images.is_empty() {
+        serde_json::to_writer(out, &with_images(m))
+    } else if send_reasoning || m.reasoning.is_none() {
         serde_json::to_writer(out, m)
     } else {
         serde_json::to_writer(

@@ -38,6 +38,9 @@ pub(crate) struct CachedWindow {
     /// The kind of server the probe recognised (its model profile knobs follow it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::provider::profiles::ServerKind>,
+    /// Whether the model takes images, when the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
     /// Seconds since the Unix epoch.
     pub at: u64,
 }
@@ -111,12 +114,14 @@ impl Cache {
         tokens: Option<u64>,
         via: Option<&str>,
         server: Option<crate::provider::profiles::ServerKind>,
+        images: Option<bool>,
     ) {
         self.update(|e| {
             e.window = Some(CachedWindow {
                 tokens,
                 via: via.map(str::to_string),
                 server,
+                images,
                 at: now(),
             });
         });
