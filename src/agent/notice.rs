@@ -21,6 +21,13 @@ pub(crate) fn message(parts: &[String]) -> Message {
     ))
 }
 
+/// A reminder to the model (a nudge of the small-model path) framed as a notice, so that
+/// everything reading the user's own words (the ledger, the transcript, a session's title)
+/// passes over it like over any notice.
+pub(crate) fn reminder(text: &str) -> Message {
+    Message::user(format!("{OPEN}\n{text}\n{CLOSE}"))
+}
+
 /// Whether `message` is a notice (the model's reply to it is not an answer to the user).
 pub(crate) fn is_notice(message: &Message) -> bool {
     message.is_notice()

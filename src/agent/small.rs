@@ -16,7 +16,7 @@ pub(crate) use runaway::Runaway;
 
 use super::Core;
 use super::notice;
-use crate::chat::{Message, Role, ToolCall, ToolSpec};
+use crate::chat::{Role, ToolCall, ToolSpec};
 use crate::protocol::{Event, TurnStats};
 use crate::provider::recover;
 use crate::provider::tally::Count;
@@ -219,7 +219,9 @@ pub(super) fn send_nudge(core: &mut Core, text: String, why: &str, stats: &mut T
     core.emit(Event::Warning {
         message: format!("{why}; reminding it once"),
     });
-    core.store.session.push(Message::user(text));
+    // Framed as a session notice: minicode's words, not the user's, so the ledger, the
+    // transcript, the session's title and the next reminder's prompt search pass over it.
+    core.store.session.push(notice::reminder(&text));
 }
 
 /// Says when a reply was cut (at the token limit, or stopped on runaway repetition), counted.
