@@ -1,8 +1,8 @@
 //! Checking a JSON value against a JSON Schema: a tool's declared parameters (recovered text
 //! calls) and the user's `--output-schema`. With the `schema` cargo feature (on by default) the
 //! full validator (`boon`, drafts 4 to 2020-12) does it; a build without it falls back to
-//! [`light`], which checks `type`, `required`, `properties`, `items` and `enum` only, so a
-//! size-conscious build still rejects an answer of the wrong shape.
+//! [`light`], which checks `type`, `required`, `properties`, `additionalProperties`, `items`
+//! and `enum` only, so a size-conscious build still rejects an answer of the wrong shape.
 //!
 //! Plain functions of data like the rest of `chat`: no I/O, nothing else of ours.
 
@@ -109,6 +109,22 @@ mod tests {
             schema()
                 .validate(&json!({"path": "a", "mode": "append"}))
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn an_undeclared_key_fails_only_where_the_object_is_closed() {
+        let closed = Schema::compile(
+            "urn:test",
+            json!({"type": "object", "properties": {"path": {"type": "string"}},
+                   "additionalProperties": false}),
+        )
+        .unwrap();
+        assert!(closed.validate(&json!({"path": "a", "glob": "*"})).is_err());
+        assert_eq!(closed.validate(&json!({"path": "a"})), Ok(()));
+        assert_eq!(
+            schema().validate(&json!({"path": "a", "glob": "*"})),
+            Ok(())
         );
     }
 

@@ -1,6 +1,6 @@
 //! The fallback JSON Schema check of a build without the `schema` feature: `type` (one name or
-//! a list), `required`, `properties`, `items` (one schema) and `enum`, recursively, and the
-//! boolean schemas. Every other keyword is ignored, so it accepts more than the full
+//! a list), `required`, `properties`, `additionalProperties`, `items` (one schema) and `enum`,
+//! recursively, and the boolean schemas. Every other keyword is ignored, so it accepts more than the full
 //! validator, never less of what a schema allows.
 
 use serde_json::Value;
@@ -52,11 +52,22 @@ fn check(schema: &Value, value: &Value, at: &str, errors: &mut Vec<String>) {
                 errors.push(format!("at '{at}': missing property '{key}'"));
             }
         }
-        if let Some(Value::Object(properties)) = rules.get("properties") {
-            for (key, sub) in properties {
-                if let Some(v) = map.get(key) {
-                    check(sub, v, &format!("{at}/{key}"), errors);
-                }
+        let properties = match rules.get("properties") {
+            Some(Value::Object(properties)) => Some(properties),
+            _ => None,
+        };
+        for (key, v) in map {
+            let at = format!("{at}/{key}");
+            match properties.and_then(|p| p.get(key)) {
+                Some(sub) => check(sub, v, &at, errors),
+                // Tool schemas close their objects: an undeclared key is the model's invention.
+                None => match rules.get("additionalProperties") {
+                    Some(Value::Bool(false)) => {
+                        errors.push(format!("at '{at}': property '{key}' is not allowed"));
+                    }
+                    Some(sub @ Value::Object(_)) => check(sub, v, &at, errors),
+                    _ => {}
+                },
             }
         }
     }
