@@ -1,20 +1,20 @@
 //! `minicode attach`: a client of a running daemon that hands the full-screen UI an ordinary
-//! `AgentHandle`. The daemon's event notifications become `protocol::Event`s again and the
-//! UI's ops become requests (`run.start`, `run.cancel`, `approval.decide`), so the UI runs
-//! unchanged. Leaving detaches: the session and its run go on in the daemon. It owns no agent
-//! logic and draws nothing.
+//! `AgentHandle`. The wire carries the protocol's own types: each UI `Op` goes out as it is
+//! (an `op` request), each `event` notification's `Event` comes back as it is, so the UI runs
+//! unchanged and nothing is translated. Leaving detaches: the session and its run go on in the
+//! daemon. It owns no agent logic and draws nothing.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::protocol::{AgentHandle, Decision, Event, HistoryEntry, Op, RunMarker};
+use crate::protocol::envelope::{self, Notification, Streamed};
+use crate::protocol::{AgentHandle, Event, HistoryEntry, Op, RunMarker};
 use crate::sync::lock;
 
 /// The largest line accepted from the daemon (a restored history can be large).
@@ -37,7 +37,11 @@ pub(crate) enum AttachError {
         source: std::io::Error,
     },
     #[error("the daemon refused {method}: {message}")]
-    Refused { method: String, message: String },
+    Refused {
+        method: String,
+        code: i64,
+        message: String,
+    },
     #[error("the daemon closed the connection")]
     Closed,
 }
@@ -51,7 +55,10 @@ pub(crate) struct Attached {
 trait Io: AsyncRead + AsyncWrite + Send {}
 impl<T: AsyncRead + AsyncWrite + Send> Io for T {}
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
+/// An error answer: its code and message.
+type Refusal = (i64, String);
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, Refusal>>>>>;
 
 /// Requests over one connection, answers matched by id.
 #[derive(Clone)]
@@ -72,8 +79,9 @@ impl Client {
             .map_err(|_| AttachError::Closed)?;
         match rx.await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(message)) => Err(AttachError::Refused {
+            Ok(Err((code, message))) => Err(AttachError::Refused {
                 method: method.to_string(),
+                code,
                 message,
             }),
             Err(_) => Err(AttachError::Closed),
@@ -187,7 +195,10 @@ async fn read_lines<R: AsyncRead + Unpin>(
         };
         if let Some(id) = message.get("id").and_then(Value::as_u64) {
             let answer = match message.get("error") {
-                Some(error) => Err(error["message"].as_str().unwrap_or("error").to_string()),
+                Some(error) => Err((
+                    error["code"].as_i64().unwrap_or_default(),
+                    error["message"].as_str().unwrap_or("error").to_string(),
+                )),
                 None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
             };
             let waiting = lock(&pending).remove(&id);
@@ -196,23 +207,21 @@ async fn read_lines<R: AsyncRead + Unpin>(
             }
             continue;
         }
-        match message["method"].as_str() {
-            Some("event") => {
-                let event = message["params"]["event"].clone();
-                if let Some(event) = to_core_event(event, &shared) {
+        match serde_json::from_value::<Notification>(message) {
+            Ok(Notification::Event(envelope)) => {
+                if let Some(event) = to_core_event(envelope.event, &shared) {
                     let _ = events.send(event);
                 }
             }
-            Some("subscription.ended") => {
-                let reason = message["params"]["message"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string();
+            Ok(Notification::SubscriptionEnded(ended)) => {
                 let _ = events.send(Event::Error {
-                    message: format!("the daemon ended this view of the session: {reason}"),
+                    message: format!(
+                        "the daemon ended this view of the session: {}",
+                        ended.message
+                    ),
                 });
             }
-            _ => {}
+            Err(e) => tracing::debug!(error = %e, "ignoring a line from the daemon"),
         }
     }
     let _ = events.send(Event::Error {
@@ -220,18 +229,9 @@ async fn read_lines<R: AsyncRead + Unpin>(
     });
 }
 
-/// An event as the daemon streams it: one of its run markers or a core event.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Streamed {
-    Marker(RunMarker),
-    Core(Event),
-}
-
 /// A logged event → what the UI shows: core events as they are; the daemon's run markers
 /// keep the run id, and another client's prompt appears as a user entry.
-fn to_core_event(event: Value, shared: &Mutex<Shared>) -> Option<Event> {
-    let event = serde_json::from_value::<Streamed>(event).ok()?;
+fn to_core_event(event: Streamed, shared: &Mutex<Shared>) -> Option<Event> {
     let mut shared = lock(shared);
     match event {
         Streamed::Marker(RunMarker::RunStarted { run_id, prompt, .. }) => {
@@ -259,7 +259,8 @@ fn to_core_event(event: Value, shared: &Mutex<Shared>) -> Option<Event> {
     }
 }
 
-/// The UI's ops → requests. `Shutdown` detaches (the daemon's session goes on).
+/// The UI's ops, each sent as it is in an `op` request. `Shutdown` detaches (the daemon's
+/// session goes on); what the daemon refuses comes back as an `error` event.
 async fn forward_ops(
     mut ops: mpsc::UnboundedReceiver<Op>,
     client: Client,
@@ -267,84 +268,35 @@ async fn forward_ops(
     shared: Arc<Mutex<Shared>>,
     events: mpsc::UnboundedSender<Event>,
 ) {
-    let failed = |e: AttachError| {
-        let _ = events.send(Event::Error {
-            message: e.to_string(),
-        });
-    };
     while let Some(op) = ops.recv().await {
-        match op {
-            Op::Submit(prompt) => {
-                lock(&shared).own_prompts.push_back(prompt.clone());
-                let params = json!({"session_id": session_id, "prompt": prompt});
-                if let Err(e) = client.call("run.start", params).await {
-                    lock(&shared).own_prompts.retain(|p| *p != prompt);
-                    failed(e);
-                }
-            }
-            // The daemon's `run.start` takes text only.
-            Op::SubmitImages { .. } => failed(AttachError::Refused {
-                method: "run.start".into(),
-                message: "images cannot be sent to a daemon session yet".into(),
-            }),
-            Op::Interrupt => {
-                let run = lock(&shared).run.clone();
-                if let Some(run_id) = run
-                    && let Err(e) = client.call("run.cancel", json!({ "run_id": run_id })).await
-                {
-                    failed(e);
-                }
-            }
-            Op::Decide { call, decision } => {
-                // The decision's own fields (`decision`, `reason`) beside the call's.
-                let decision = match decision {
-                    Decision::NoTerminal => Decision::Deny { reason: None },
-                    decision => decision,
-                };
-                let mut params = json!({"session_id": session_id, "call_id": call});
-                if let (Some(params), Ok(Value::Object(fields))) =
-                    (params.as_object_mut(), serde_json::to_value(&decision))
-                {
-                    params.extend(fields);
-                }
-                if let Err(e) = client.call("approval.decide", params).await {
-                    failed(e);
-                }
-            }
+        let prompt = match &op {
             Op::Shutdown => {
                 let _ = events.send(Event::ShutdownComplete);
                 return;
             }
-            Op::Goal(command) => {
-                let mut params = serde_json::to_value(&command).unwrap_or_default();
-                let method = format!("goal.{}", params["command"].as_str().unwrap_or("show"));
-                if let Some(fields) = params.as_object_mut() {
-                    fields.remove("command");
-                    fields.insert("session_id".into(), json!(session_id));
-                }
-                if let Err(e) = client.call(&method, params).await {
-                    failed(e);
-                }
-            }
-            Op::Compact(_)
-            | Op::NewSession
-            | Op::Fork
-            | Op::McpServers
-            | Op::McpRestart { .. }
-            | Op::ListSkills
-            | Op::Model { .. }
-            | Op::ListRewind
-            | Op::Rewind { .. }
-            | Op::ListSessions
-            | Op::Resume { .. }
-            | Op::Shell { .. }
-            | Op::CompletePath { .. }
-            | Op::KillBackground { .. }
-            | Op::SetPlan { .. } => {
-                let _ = events.send(Event::Error {
-                    message: "not available while attached to a daemon: use a local session".into(),
-                });
-            }
+            // The UI shows its own prompt already: its `run_started` is not shown again.
+            Op::Submit(text) | Op::SubmitImages { text, .. } => Some(text.clone()),
+            _ => None,
+        };
+        if let Some(prompt) = &prompt {
+            lock(&shared).own_prompts.push_back(prompt.clone());
         }
+        let interrupt = op == Op::Interrupt;
+        let params = json!({ "session_id": session_id, "op": op });
+        let Err(e) = client.call(envelope::OP_METHOD, params).await else {
+            continue;
+        };
+        if let Some(prompt) = prompt {
+            lock(&shared).own_prompts.retain(|p| *p != prompt);
+        }
+        // An interrupt that found nothing running (the turn had just ended) is no news.
+        if interrupt
+            && matches!(&e, AttachError::Refused { code, .. } if *code == envelope::UNKNOWN_RUN)
+        {
+            continue;
+        }
+        let _ = events.send(Event::Error {
+            message: e.to_string(),
+        });
     }
 }

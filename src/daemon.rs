@@ -10,6 +10,7 @@ mod connection;
 mod hub;
 mod live;
 mod log;
+mod ops;
 mod outbox;
 mod pump;
 pub(crate) mod wire;

@@ -12,8 +12,10 @@ use tokio::sync::mpsc;
 use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
 
 mod commands;
+pub(crate) mod envelope;
 mod goal;
 mod goal_command;
+mod op_fields;
 mod open;
 pub(crate) mod rewind;
 mod run;
@@ -67,10 +69,14 @@ impl Profile {
 /// Identifies a tool call within a session (the model's call id).
 pub(crate) type CallId = String;
 
-/// What a frontend asks the core to do.
-#[derive(Debug, Clone, PartialEq)]
+/// What a frontend asks the core to do. Serialized with a `type` tag like `Event` (the
+/// daemon's wire carries it as it is, docs/headless.md); the two variants holding one bare
+/// value name it (`{"type":"submit","text":…}`, `{"type":"compact","focus":…}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Op {
     /// Run a user turn (queued if a turn is running).
+    #[serde(with = "op_fields::text")]
     Submit(String),
     /// Run a user turn whose message carries images (`--image`, `@image.png`, ACP image
     /// blocks), checked where they entered (format, size).
@@ -85,6 +91,7 @@ pub enum Op {
     /// Compact the context now, with optional focus instructions for the summariser. Reported
     /// like a turn (`TurnStarted` … `TurnEnded`, summary usage in its stats); `Interrupt`
     /// cancels it.
+    #[serde(with = "op_fields::focus")]
     Compact(Option<String>),
     /// Start a fresh session in the same workspace.
     NewSession,
@@ -140,7 +147,7 @@ pub enum Op {
 
 /// The user's answer to an approval request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
+#[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Decision {
     /// Run this call.
     Approve,

@@ -1,12 +1,13 @@
 //! One client connection: the token handshake first (anything else closes it), then requests
 //! answered in order and subscriptions' events, all through one writer so lines never
-//! interleave. A client going away ends its subscriptions, never its runs.
+//! interleave. Its methods are the daemon's own (sessions, subscriptions, shutdown) plus `op`,
+//! which hands the protocol's `Op` to `ops.rs`. A client going away ends its subscriptions,
+//! never its runs.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::task::JoinHandle;
@@ -14,8 +15,7 @@ use tokio::task::JoinHandle;
 use super::admission::{HANDSHAKE_DEADLINE, HANDSHAKE_MAX_LINE, Ticket};
 use super::hub::Hub;
 use super::outbox::{self, Inbox, Outbox};
-use super::wire::{self, Line, ReadError, RpcError};
-use crate::protocol::Decision;
+use super::wire::{self, Line, OpRequest, ReadError, RpcError};
 
 /// Lines queued for one connection's writer; a subscriber that gets this far ahead waits.
 const WRITE_QUEUE: usize = 1024;
@@ -94,37 +94,16 @@ struct Open {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct Unsubscribe {
+    session_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Subscribe {
     session_id: String,
     #[serde(default)]
     after_sequence: u64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Start {
-    session_id: String,
-    prompt: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Cancel {
-    run_id: String,
-}
-
-/// `approval.decide`'s shape, checked strictly; the decision itself (`decision`, `reason`) is
-/// the protocol's `Decision`, read from the same params (serde cannot refuse unknown fields
-/// beside a flattened enum).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Decide {
-    session_id: String,
-    call_id: String,
-    #[serde(rename = "decision")]
-    _decision: IgnoredAny,
-    #[serde(default, rename = "reason")]
-    _reason: Option<IgnoredAny>,
 }
 
 /// Compares in constant time through `subtle`, a maintained and audited primitive, rather than
@@ -252,39 +231,18 @@ impl Connection {
     async fn call(&mut self, id: &Value, method: &str, params: &Value) -> Result<Value, RpcError> {
         let hub = self.shared.hub.clone();
         match method {
-            "handshake" => Err(RpcError::new(
-                wire::INVALID_REQUEST,
-                "already authenticated",
-            )),
+            wire::OP_METHOD => {
+                let request: OpRequest = wire::params(params)?;
+                let live = hub.get(&request.session_id)?;
+                super::ops::apply(&live, request.op)
+            }
             "session.open" => {
                 let p: Open = wire::params(params)?;
                 hub.open(&p.workspace, p.session_id).await
             }
             "session.list" => Ok(hub.list()),
-            "session.subscribe" => {
-                let p: Subscribe = wire::params(params)?;
-                let live = hub.get(&p.session_id)?;
-                if let Some(old) = self.subscriptions.remove(&p.session_id) {
-                    old.abort();
-                }
-                live.check_after(p.after_sequence)?;
-                // The answer is queued before the first event (the queue keeps order).
-                let info = live.info();
-                let answer = json!({
-                    "session_id": p.session_id,
-                    "after_sequence": p.after_sequence,
-                    "last_sequence": info["last_sequence"],
-                });
-                self.send(wire::result(id, answer)).await;
-                let task = live.subscribe(p.after_sequence, self.out.clone());
-                self.subscriptions.insert(p.session_id.clone(), task);
-                Ok(Value::Null)
-            }
+            "session.subscribe" => self.subscribe(id, params).await,
             "session.unsubscribe" => {
-                #[derive(Deserialize)]
-                struct Unsubscribe {
-                    session_id: String,
-                }
                 let p: Unsubscribe = wire::params(params)?;
                 let had = self.subscriptions.remove(&p.session_id);
                 if let Some(task) = &had {
@@ -292,99 +250,35 @@ impl Connection {
                 }
                 Ok(json!({ "unsubscribed": had.is_some() }))
             }
-            "run.start" => {
-                let p: Start = wire::params(params)?;
-                if p.prompt.trim().is_empty() {
-                    return Err(RpcError::params("the prompt is empty"));
-                }
-                let live = hub.get(&p.session_id)?;
-                let run_id = live.start_run(p.prompt)?;
-                Ok(json!({ "run_id": run_id }))
-            }
-            "run.cancel" => {
-                let p: Cancel = wire::params(params)?;
-                hub.cancel(&p.run_id)
-            }
-            "approval.decide" => {
-                let p: Decide = wire::params(params)?;
-                let decision: Decision = wire::params(params)?;
-                if decision == Decision::NoTerminal {
-                    // Only a one-shot run without a terminal decides so, never a client.
-                    return Err(RpcError::params(
-                        "decision must be approve, approve_tool or deny, not \"no_terminal\"",
-                    ));
-                }
-                let live = hub.get(&p.session_id)?;
-                live.decide(&p.call_id, decision)?;
-                Ok(json!({ "session_id": p.session_id, "call_id": p.call_id }))
-            }
-            goal if goal.starts_with("goal.") => {
-                // `goal.create {session_id, objective, max_rounds?}`, `goal.show`,
-                // `goal.pause` / `goal.clear {expected?}`, `goal.resume {expected?,
-                // max_rounds?}`, `goal.edit {expected?, objective}`: the protocol's GoalOp.
-                let mut fields = match params {
-                    Value::Object(map) => map.clone(),
-                    Value::Null => serde_json::Map::new(),
-                    _ => return Err(RpcError::params("params must be an object")),
-                };
-                let session_id = match fields.remove("session_id") {
-                    Some(Value::String(id)) => id,
-                    _ => return Err(RpcError::params("session_id is required")),
-                };
-                let command = &goal["goal.".len()..];
-                if !matches!(
-                    command,
-                    "create" | "show" | "pause" | "resume" | "edit" | "clear"
-                ) {
-                    return Err(RpcError::new(
-                        wire::METHOD_NOT_FOUND,
-                        format!("no method {goal:?}"),
-                    ));
-                }
-                fields.insert("command".into(), Value::String(command.into()));
-                let op: crate::protocol::GoalOp = serde_json::from_value(Value::Object(fields))
-                    .map_err(|e| RpcError::params(format!("invalid params: {e}")))?;
-                hub.get(&session_id)?.goal(op)?;
-                Ok(json!({ "session_id": session_id }))
-            }
-            "session.rewind" => {
-                // The code only: a conversation rewind forks the session, which a daemon
-                // session does not follow; a client forks with `minicode rewind
-                // --conversation` on the stopped session.
-                #[derive(Deserialize)]
-                struct Rewind {
-                    session_id: String,
-                    turn: u32,
-                    #[serde(default)]
-                    force: bool,
-                }
-                let p: Rewind = wire::params(params)?;
-                if p.turn == 0 {
-                    return Err(RpcError::params("turn counts from 1"));
-                }
-                hub.get(&p.session_id)?
-                    .rewind(crate::protocol::Op::Rewind {
-                        turn: p.turn,
-                        scope: crate::protocol::RewindScope::Code,
-                        force: p.force,
-                    })?;
-                Ok(json!({ "session_id": p.session_id, "turn": p.turn }))
-            }
-            "session.rewind_list" => {
-                #[derive(Deserialize)]
-                struct List {
-                    session_id: String,
-                }
-                let p: List = wire::params(params)?;
-                hub.get(&p.session_id)?
-                    .rewind(crate::protocol::Op::ListRewind)?;
-                Ok(json!({ "session_id": p.session_id }))
-            }
             "server.shutdown" => Ok(json!({ "stopping": true })),
+            "handshake" => Err(RpcError::new(
+                wire::INVALID_REQUEST,
+                "already authenticated",
+            )),
             other => Err(RpcError::new(
                 wire::METHOD_NOT_FOUND,
                 format!("no method {other:?}"),
             )),
         }
+    }
+
+    /// `session.subscribe`: answers before the first event (the queue keeps order).
+    async fn subscribe(&mut self, id: &Value, params: &Value) -> Result<Value, RpcError> {
+        let p: Subscribe = wire::params(params)?;
+        let live = self.shared.hub.get(&p.session_id)?;
+        if let Some(old) = self.subscriptions.remove(&p.session_id) {
+            old.abort();
+        }
+        live.check_after(p.after_sequence)?;
+        let info = live.info();
+        let answer = json!({
+            "session_id": p.session_id,
+            "after_sequence": p.after_sequence,
+            "last_sequence": info["last_sequence"],
+        });
+        self.send(wire::result(id, answer)).await;
+        let task = live.subscribe(p.after_sequence, self.out.clone());
+        self.subscriptions.insert(p.session_id.clone(), task);
+        Ok(Value::Null)
     }
 }

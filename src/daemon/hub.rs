@@ -313,22 +313,6 @@ impl Hub {
         json!({ "sessions": sessions })
     }
 
-    /// `run.cancel`.
-    pub(crate) fn cancel(&self, run_id: &str) -> Result<Value, RpcError> {
-        let live = self
-            .sessions()
-            .values()
-            .find(|l| l.has_run(run_id))
-            .cloned();
-        match live.and_then(|l| l.cancel(run_id).map(|()| l)) {
-            Some(live) => Ok(json!({ "session_id": live.id, "run_id": run_id })),
-            None => Err(RpcError::new(
-                wire::UNKNOWN_RUN,
-                format!("no run {run_id:?} is in progress"),
-            )),
-        }
-    }
-
     /// Stops every core (each interrupts its run and saves) and waits, bounded, for them.
     pub(crate) async fn close_all(&self, wait: Duration) {
         let open: Vec<Arc<Live>> = self.sessions().values().cloned().collect();

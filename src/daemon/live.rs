@@ -86,15 +86,7 @@ struct Batch {
 impl State {
     fn line(&mut self, session: &str, run: Option<&str>, event: &str, batch: &mut Batch) {
         self.last += 1;
-        let run = match run {
-            Some(id) => format!("\"{id}\""),
-            None => "null".to_string(),
-        };
-        let line = format!(
-            "{{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{{\"session_id\":\"{session}\",\
-             \"sequence\":{},\"run_id\":{run},\"event\":{event}}}}}\n",
-            self.last
-        );
+        let line = event_line(session, self.last, run, event);
         batch.bytes.push_str(&line);
         batch.lines.push((self.last, Line::from(line)));
     }
@@ -147,6 +139,20 @@ impl State {
         }
         true
     }
+}
+
+/// The `event` notification for an event already serialized: written by hand (the event's
+/// JSON is made once and stored as it is sent), in the shape of `protocol::envelope::
+/// EventEnvelope`.
+fn event_line(session: &str, sequence: u64, run: Option<&str>, event: &str) -> String {
+    let run = match run {
+        Some(id) => format!("\"{id}\""),
+        None => "null".to_string(),
+    };
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{{\"session_id\":\"{session}\",\
+         \"sequence\":{sequence},\"run_id\":{run},\"event\":{event}}}}}\n"
+    )
 }
 
 fn stopped_session() -> RpcError {
@@ -333,8 +339,9 @@ impl Live {
         self.publish(last);
     }
 
-    /// `run.start`: refused while a run is in progress (never queued).
-    pub(crate) fn start_run(&self, prompt: String) -> Result<String, RpcError> {
+    /// A prompt (`submit`, or `submit_images` with `prompt` its text): refused while a run is
+    /// in progress (never queued).
+    pub(super) fn start_run(&self, op: Op, prompt: String) -> Result<String, RpcError> {
         let mut state = lock(&self.state);
         if state.closed || state.broken.is_some() {
             return Err(stopped_session());
@@ -374,14 +381,34 @@ impl Live {
             bound: false,
         });
         // Sent under the lock, so the core's events for it follow `run_started`.
-        self.ops.send(Op::Submit(prompt));
+        self.ops.send(op);
         let last = state.last;
         drop(state);
         self.publish(last);
         Ok(run_id)
     }
 
-    /// `run.cancel` for this session's run: `None` when `run_id` is not its run in progress.
+    /// `interrupt`: cancels the run in progress (recorded first), or stops a turn that is no
+    /// run (a compaction, a `shell` command). Returns the run cancelled; an error when nothing
+    /// runs.
+    pub(super) fn interrupt(&self) -> Result<Option<String>, RpcError> {
+        let run = lock(&self.state).run.as_ref().map(|r| r.id.clone());
+        if let Some(run_id) = run
+            && self.cancel(&run_id).is_some()
+        {
+            return Ok(Some(run_id));
+        }
+        if lock(&self.state).turn_active {
+            self.ops.send(Op::Interrupt);
+            return Ok(None);
+        }
+        Err(RpcError::new(
+            wire::UNKNOWN_RUN,
+            "no run is in progress in this session",
+        ))
+    }
+
+    /// Cancels this session's run: `None` when `run_id` is not its run in progress.
     pub(crate) fn cancel(&self, run_id: &str) -> Option<()> {
         let mut state = lock(&self.state);
         let run = state.run.as_mut().filter(|r| r.id == run_id)?;
@@ -403,8 +430,8 @@ impl Live {
         Some(())
     }
 
-    /// `approval.decide`: the first answer to a pending approval wins.
-    pub(crate) fn decide(&self, call: &str, decision: Decision) -> Result<(), RpcError> {
+    /// `decide`: the first answer to a pending approval wins.
+    pub(super) fn decide(&self, call: &str, decision: Decision) -> Result<(), RpcError> {
         let mut state = lock(&self.state);
         if !state.pending.remove(call) {
             return Err(RpcError::new(
@@ -421,22 +448,9 @@ impl Live {
         Ok(())
     }
 
-    /// A goal command (`goal.*`): the core answers with `goal_changed`, `goal_status` or
-    /// `goal_refused`; while a turn runs it applies the command when the turn ends.
-    pub(super) fn goal(&self, op: crate::protocol::GoalOp) -> Result<(), RpcError> {
-        if self.is_closed() {
-            return Err(RpcError::new(
-                wire::UNKNOWN_SESSION,
-                "the session is closed",
-            ));
-        }
-        self.ops.send(Op::Goal(op));
-        Ok(())
-    }
-
-    /// `session.rewind` / `session.rewind_list`: the core answers with `rewound` /
-    /// `rewind_list` on the event stream; while a turn runs a rewind waits for its end.
-    pub(super) fn rewind(&self, op: Op) -> Result<(), RpcError> {
+    /// An op the core answers on the event stream (a goal command, a rewind, a listing…);
+    /// while a turn runs the core applies or queues it as in any frontend.
+    pub(super) fn forward(&self, op: Op) -> Result<(), RpcError> {
         if self.is_closed() {
             return Err(RpcError::new(
                 wire::UNKNOWN_SESSION,
@@ -478,14 +492,6 @@ impl Live {
             "pending_approvals": state.pending.iter().collect::<Vec<_>>(),
             "closed": state.closed,
         })
-    }
-
-    /// Whether `run_id` is this session's run in progress.
-    pub(crate) fn has_run(&self, run_id: &str) -> bool {
-        lock(&self.state)
-            .run
-            .as_ref()
-            .is_some_and(|r| r.id == run_id)
     }
 
     /// Whether a subscription may start after `after`: not beyond the last event, not before
@@ -582,5 +588,35 @@ impl Live {
     /// Why the session stopped storing events, if it did.
     pub(super) fn broken(&self) -> Option<String> {
         lock(&self.state).broken.clone()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::event_line;
+    use crate::protocol::envelope::{Notification, Streamed};
+    use crate::protocol::{Event, RunMarker};
+
+    #[test]
+    fn an_event_line_reads_back_as_the_typed_envelope() {
+        let event = Event::TextDelta { text: "hi".into() };
+        let json = serde_json::to_string(&event).unwrap();
+        let line = event_line("s1", 7, Some("r1"), &json);
+        let Notification::Event(envelope) = serde_json::from_str(&line).unwrap() else {
+            panic!("not an event: {line}");
+        };
+        assert_eq!((envelope.session_id.as_str(), envelope.sequence), ("s1", 7));
+        assert_eq!(envelope.run_id.as_deref(), Some("r1"));
+        assert_eq!(envelope.event, Streamed::Core(event));
+        let marker = RunMarker::RunResumed {
+            run_id: "r1".into(),
+        };
+        let line = event_line("s1", 8, None, &serde_json::to_string(&marker).unwrap());
+        let Notification::Event(envelope) = serde_json::from_str(&line).unwrap() else {
+            panic!("not an event: {line}");
+        };
+        assert_eq!(envelope.run_id, None);
+        assert_eq!(envelope.event, Streamed::Marker(marker));
     }
 }

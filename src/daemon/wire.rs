@@ -1,13 +1,18 @@
 //! The daemon's wire: JSON-RPC 2.0, one message per line, each at most a configured number of
-//! bytes. Reading a line stops at the limit (an oversize message is never buffered whole);
-//! answers, errors and notifications are built here as ready-to-write lines. It knows no
-//! method and no session.
+//! bytes, carrying the protocol's `Op` in (`op`) and `Event` out (`event`) inside a session
+//! and sequence envelope. Reading a line stops at the limit (an oversize message is never
+//! buffered whole); answers, errors and notifications are built here as ready-to-write lines.
+//! It knows no session.
 
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+pub(crate) use crate::protocol::envelope::{
+    EndReason, OP_METHOD, OpRequest, SubscriptionEnded, UNKNOWN_RUN,
+};
 
 /// The largest message a client may send, by default (1 MiB): far above any prompt typed or
 /// pasted, far below what would let one client exhaust the daemon's memory.
@@ -25,9 +30,10 @@ pub(crate) const UNKNOWN_SESSION: i64 = -32003;
 pub(crate) const BUSY: i64 = -32004;
 pub(crate) const NO_PENDING_APPROVAL: i64 = -32005;
 pub(crate) const EVENTS_GONE: i64 = -32006;
-pub(crate) const UNKNOWN_RUN: i64 = -32007;
 pub(crate) const OPEN_FAILED: i64 = -32008;
 pub(crate) const SHUTTING_DOWN: i64 = -32009;
+/// An op a daemon session cannot carry out (it would change which session the daemon serves).
+pub(crate) const NOT_REMOTE: i64 = -32010;
 
 /// A line ready to write (with its newline), shared between the subscribers it goes to.
 pub(crate) type Line = Arc<str>;
@@ -162,36 +168,6 @@ pub(crate) fn notification(method: &str, params: Value) -> Line {
     let mut line = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
     line.push('\n');
     line.into()
-}
-
-/// Why a subscription ended: the `reason` of `subscription.ended`, one code per cause.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum EndReason {
-    /// The session closed (the daemon stopped it or is shutting down).
-    SessionClosed,
-    /// The subscriber's cursor is older than anything the log still holds.
-    FellBehind,
-    /// The subscriber did not read and its queue reached its bound.
-    QueueFull,
-    /// The event log could not be written: the session stopped, nothing unstored was sent.
-    LogWriteFailed,
-    /// The event log could not be read back.
-    LogUnreadable,
-}
-
-/// The `subscription.ended` notification: after it, no more events of that session come on
-/// this connection. `first_sequence` is the oldest event still available (subscribe again
-/// from `after_sequence` when it is not above it, else from `first_sequence - 1`).
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct SubscriptionEnded {
-    pub session_id: String,
-    /// The last event this subscription delivered.
-    pub after_sequence: u64,
-    pub reason: EndReason,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_sequence: Option<u64>,
 }
 
 impl SubscriptionEnded {

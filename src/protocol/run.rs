@@ -11,7 +11,7 @@ use super::TurnEnd;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunMarker {
-    /// `run.start` was accepted (`prompt`), or a goal round began (`goal_id`, after the
+    /// A `submit` op was accepted (`prompt`), or a goal round began (`goal_id`, after the
     /// core's `goal_round_started`); the core's `turn_started` follows.
     RunStarted {
         run_id: String,
@@ -23,7 +23,7 @@ pub enum RunMarker {
     /// A restarted daemon reopened the session with this run still open; the core answers it
     /// with one turn (see docs/headless.md, "Restarts").
     RunResumed { run_id: String },
-    /// `run.cancel` was received (recorded before the core is told).
+    /// An `interrupt` of the run was received (recorded before the core is told).
     CancelRequested { run_id: String },
     /// The run is over; `end` is the core's `turn_ended` status.
     RunEnded { run_id: String, end: TurnEnd },

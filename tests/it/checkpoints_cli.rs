@@ -248,17 +248,18 @@ fn the_daemons_session_rewind_restores_the_code_and_says_so_on_the_stream() {
     client.subscribe(&session, 0);
     client.start_run(&session, "make a file");
     client.events_until("approval_requested");
-    client.ok(
-        "approval.decide",
-        json!({"session_id": session, "call_id": "call_1", "decision": "approve"}),
-    );
+    let answer = client.decide(&session, "call_1", json!({"decision": "approve"}));
+    assert!(answer.get("result").is_some(), "{answer}");
     client.events_until("run_ended");
     assert!(ws.join("made.txt").exists());
-    client.ok("session.rewind_list", json!({"session_id": session}));
+    client.op_ok(&session, json!({"type": "list_rewind"}));
     let listed = client.events_until("rewind_list");
     let turns = &listed.last().unwrap()["event"]["turns"];
     assert_eq!(turns[0]["turn"], 1, "{turns}");
-    client.ok("session.rewind", json!({"session_id": session, "turn": 1}));
+    client.op_ok(
+        &session,
+        json!({"type": "rewind", "turn": 1, "scope": "code", "force": false}),
+    );
     let rewound = client.events_until("rewound");
     let event = &rewound.last().unwrap()["event"];
     assert_eq!(
@@ -272,7 +273,10 @@ fn the_daemons_session_rewind_restores_the_code_and_says_so_on_the_stream() {
         "mine\n"
     );
     assert_eq!(
-        client.error_code("session.rewind", json!({"session_id": session, "turn": 0})),
+        client.op_error(
+            &session,
+            json!({"type": "rewind", "turn": 0, "scope": "code", "force": false})
+        ),
         -32602
     );
 }

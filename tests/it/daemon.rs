@@ -205,9 +205,11 @@ fn the_first_answer_to_an_approval_wins_and_the_other_client_is_told() {
     a.start_run(&session, "count");
     a.events_until("approval_requested");
     b.events_until("approval_requested");
-    let decide = json!({"session_id": session, "call_id": "call_1", "decision": "approve"});
-    b.ok("approval.decide", decide.clone());
-    assert_eq!(a.error_code("approval.decide", decide), -32005);
+    let approve = json!({"decision": "approve"});
+    let answer = b.decide(&session, "call_1", approve.clone());
+    assert!(answer.get("result").is_some(), "{answer}");
+    let answer = a.decide(&session, "call_1", approve);
+    assert_eq!(answer["error"]["code"], -32005, "{answer}");
     for client in [&mut a, &mut b] {
         let rest = client.events_until("run_ended");
         let decided = rest
@@ -269,30 +271,21 @@ fn approval_decide_reads_the_protocols_decision_and_refuses_any_other() {
     client.subscribe(&session, 0);
     client.start_run(&session, "count");
     client.events_until("approval_requested");
-    let decide = |fields: Value| {
-        let mut params = json!({"session_id": session, "call_id": "call_1"});
-        params
-            .as_object_mut()
-            .unwrap()
-            .extend(fields.as_object().unwrap().clone());
-        params
-    };
     for refused in [
         json!({"decision": "maybe"}),
         json!({"decision": "no_terminal"}),
         json!({}),
         json!({"decision": "deny", "reason": "no", "extra": 1}),
     ] {
-        assert_eq!(
-            client.error_code("approval.decide", decide(refused.clone())),
-            -32602,
-            "{refused}"
-        );
+        let answer = client.decide(&session, "call_1", refused.clone());
+        assert_eq!(answer["error"]["code"], -32602, "{refused}: {answer}");
     }
-    client.ok(
-        "approval.decide",
-        decide(json!({"decision": "deny", "reason": "not now"})),
+    let answer = client.decide(
+        &session,
+        "call_1",
+        json!({"decision": "deny", "reason": "not now"}),
     );
+    assert!(answer.get("result").is_some(), "{answer}");
     let rest = client.events_until("run_ended");
     let decided = rest
         .iter()
@@ -352,10 +345,7 @@ fn a_second_run_in_one_session_is_refused() {
     let session = client.open(&ws, None);
     client.subscribe(&session, 0);
     let run = client.start_run(&session, "first");
-    let code = client.error_code(
-        "run.start",
-        json!({"session_id": session, "prompt": "second"}),
-    );
+    let code = client.op_error(&session, json!({"type": "submit", "text": "second"}));
     assert_eq!(code, -32004);
     gate.open();
     let events = client.events_until("run_ended");
@@ -363,10 +353,7 @@ fn a_second_run_in_one_session_is_refused() {
     // Once it ended, the next one is accepted.
     assert!(
         client
-            .call(
-                "run.start",
-                json!({"session_id": session, "prompt": "third"})
-            )
+            .op(&session, json!({"type": "submit", "text": "third"}))
             .get("result")
             .is_some()
     );
@@ -419,7 +406,8 @@ fn run_cancel_ends_the_run_cancelled() {
     client.subscribe(&session, 0);
     let run = client.start_run(&session, "wait");
     client.events_until("model_request_started");
-    client.ok("run.cancel", json!({ "run_id": run }));
+    let cancelled = client.op_ok(&session, json!({"type": "interrupt"}));
+    assert_eq!(cancelled["run_id"], json!(run));
     let events = client.events_until("run_ended");
     assert!(kinds(&events).contains(&"cancel_requested".to_string()));
     assert_eq!(
@@ -427,7 +415,7 @@ fn run_cancel_ends_the_run_cancelled() {
         "interrupted"
     );
     assert_eq!(
-        client.error_code("run.cancel", json!({ "run_id": run })),
+        client.op_error(&session, json!({"type": "interrupt"})),
         -32007
     );
     gate.open();
@@ -472,10 +460,8 @@ fn an_approval_pending_at_sigkill_survives_the_restart_and_the_tool_runs_once() 
     assert!(k.contains(&"run_resumed".to_string()), "{k:?}");
     assert_eq!(resumed.last().unwrap()["event"]["call"], "call_1");
     assert_eq!(resumed[0]["sequence"].as_u64().unwrap(), last_before + 1);
-    client.ok(
-        "approval.decide",
-        json!({"session_id": session, "call_id": "call_1", "decision": "approve"}),
-    );
+    let answer = client.decide(&session, "call_1", json!({"decision": "approve"}));
+    assert!(answer.get("result").is_some(), "{answer}");
     let rest = client.events_until("run_ended");
     assert_eq!(rest.last().unwrap()["event"]["end"]["status"], "completed");
     assert_eq!(rest.last().unwrap()["run_id"], json!(run));
@@ -507,10 +493,8 @@ fn sigkill_during_a_bash_call_records_execution_unknown_and_never_reruns_it() {
     client.subscribe(&session, 0);
     let run = client.start_run(&session, "run it");
     client.events_until("approval_requested");
-    client.ok(
-        "approval.decide",
-        json!({"session_id": session, "call_id": "call_1", "decision": "approve"}),
-    );
+    let answer = client.decide(&session, "call_1", json!({"decision": "approve"}));
+    assert!(answer.get("result").is_some(), "{answer}");
     // Wait for what the command wrote, not for the file: `>>` creates it before `echo`
     // writes, and the kill below (the supervisor then kills the command's group at once) may
     // fall between the two.
@@ -568,7 +552,7 @@ fn a_cancel_recorded_before_a_crash_ends_the_run_cancelled_after_restart() {
     let run = client.start_run(&session, "count");
     let seen = client.events_until("approval_requested");
     daemon.kill();
-    // The daemon died right after writing a `run.cancel` to the log, before the core acted on
+    // The daemon died right after writing a cancel to the log, before the core acted on
     // it: the log's last line is that record (the cancel is written before the core is told).
     let last = seen.last().unwrap()["sequence"].as_u64().unwrap();
     let events_dir = ws.join(".minicode/events").join(&session);
@@ -614,7 +598,7 @@ fn a_cancel_recorded_before_a_crash_ends_the_run_cancelled_after_restart() {
     );
 }
 
-/// The real sequence, end to end: `run.cancel` answered, SIGKILL at once. Whether the core had
+/// The real sequence, end to end: an `interrupt` answered, SIGKILL at once. Whether the core had
 /// ended the run before the kill or not (the timing varies), after the restart the run is over,
 /// interrupted, the call it was asking about never ran and nobody is asked about it again.
 #[test]
@@ -631,7 +615,8 @@ fn a_cancel_answered_just_before_sigkill_leaves_the_run_cancelled_after_restart(
     client.subscribe(&session, 0);
     let run = client.start_run(&session, "count");
     client.events_until("approval_requested");
-    client.ok("run.cancel", json!({ "run_id": run }));
+    let cancelled = client.op_ok(&session, json!({"type": "interrupt"}));
+    assert_eq!(cancelled["run_id"], json!(run));
     daemon.kill();
     let requests_before = server.request_count();
 
@@ -776,9 +761,9 @@ fn goal_methods_drive_goal_mode_and_each_round_is_a_run() {
     let mut client = daemon.client();
     let session = client.open(&ws, None);
     client.subscribe(&session, 0);
-    client.ok(
-        "goal.create",
-        json!({"session_id": session, "objective": "tidy the README", "max_rounds": 1}),
+    client.op_ok(
+        &session,
+        json!({"type": "goal", "command": "create", "objective": "tidy the README", "max_rounds": 1}),
     );
     let events = client.events_until("run_ended");
     let k = kinds(&events);
@@ -794,15 +779,20 @@ fn goal_methods_drive_goal_mode_and_each_round_is_a_run() {
     assert!(run_started.get("prompt").is_none());
     assert_eq!(k[round + 2], "turn_started");
     // The goal can be read back and paused like from any frontend.
-    client.ok("goal.show", json!({ "session_id": session }));
+    client.op_ok(&session, json!({"type": "goal", "command": "show"}));
     let status = client.events_until("goal_status");
     assert!(status.last().unwrap()["event"]["goal"]["objective"] == "tidy the README");
-    assert_eq!(
-        client.error_code("goal.launch", json!({ "session_id": session })),
-        -32601
+    let unknown = client.op(&session, json!({"type": "goal", "command": "launch"}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("launch"),
+        "{unknown}"
     );
     assert_eq!(
-        client.error_code("goal.edit", json!({ "session_id": session })),
+        client.op_error(&session, json!({"type": "goal", "command": "edit"})),
         -32602,
         "edit needs an objective"
     );

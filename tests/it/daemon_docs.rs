@@ -1,7 +1,7 @@
-//! Keeps docs/headless.md in step with the daemon: every method the connection dispatches and
-//! every event a subscriber can receive (the core's protocol events and the daemon's run
-//! markers) is named there with an example, read from the source so a new one cannot be added
-//! without its documentation.
+//! Keeps docs/headless.md in step with the daemon: every method the connection dispatches,
+//! every op a client can send, and every event a subscriber can receive (the core's protocol
+//! events and the daemon's run markers) is named there with an example, read from the source
+//! so a new one cannot be added without its documentation.
 
 use std::path::Path;
 
@@ -49,10 +49,10 @@ fn variants(source: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The methods the connection answers: its `"handshake"` and `"a.b" =>` arms (other arms match
-/// values such as decisions) and the `goal.*` commands.
+/// The daemon's own methods the connection answers: its `"handshake"` and `"a.b" =>` arms
+/// (other arms match values such as decisions), and `op`.
 fn methods(source: &str) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = vec!["op".to_string()];
     for line in source.lines() {
         let line = line.trim();
         if let Some(rest) = line.strip_prefix('"')
@@ -62,11 +62,6 @@ fn methods(source: &str) -> Vec<String> {
         {
             out.push(name.to_string());
         }
-        if line.starts_with("\"create\" |") {
-            for word in line.split('|') {
-                out.push(format!("goal.{}", word.trim().trim_matches('"')));
-            }
-        }
     }
     out
 }
@@ -75,15 +70,12 @@ fn methods(source: &str) -> Vec<String> {
 fn headless_docs_show_every_daemon_method_with_an_example() {
     let docs = read("docs/headless.md");
     let methods = methods(&read("src/daemon/connection.rs"));
-    assert!(methods.len() >= 15, "parsed too few methods: {methods:?}");
+    assert!(methods.len() >= 6, "parsed too few methods: {methods:?}");
     let missing: Vec<_> = methods
         .iter()
         .filter(|m| {
             let named = docs.contains(&format!("`{m}")) || docs.contains(&format!("| `{m}` |"));
             let example = docs.contains(&format!("\"method\":\"{m}\""));
-            // The goal table lists each goal method; one request example stands for them all.
-            let example =
-                example || (m.starts_with("goal.") && docs.contains("\"method\":\"goal."));
             !(named && example)
         })
         .collect();
@@ -93,16 +85,37 @@ fn headless_docs_show_every_daemon_method_with_an_example() {
     );
 }
 
+/// The wire carries the protocol's `Op` itself: every op a client can send is shown as JSON.
+#[test]
+fn headless_docs_show_every_op_a_client_can_send() {
+    let docs = read("docs/headless.md");
+    let ops = variants(&read("src/protocol.rs"), "Op");
+    assert!(ops.len() >= 20, "parsed too few ops: {ops:?}");
+    let missing: Vec<_> = ops
+        .iter()
+        .filter(|op| {
+            let example = docs.contains(&format!("{{\"type\":\"{op}\""));
+            // The refused ones are named in the paragraph that says why.
+            let refused = docs.contains(&format!("`{op}`"));
+            !(example || refused)
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/headless.md lacks these ops: {missing:?}"
+    );
+}
+
 #[test]
 fn headless_docs_show_every_event_a_subscriber_can_receive() {
     let docs = read("docs/headless.md");
     let mut events = variants(&read("src/protocol.rs"), "Event");
     assert!(events.len() >= 25, "parsed too few events: {events:?}");
     events.extend(variants(&read("src/protocol/run.rs"), "RunMarker"));
-    // Events that answer ops the daemon does not offer are named, in the paragraph that says
-    // they do not occur, without an example.
+    // Events that answer ops the daemon refuses are named, in the paragraph that says they do
+    // not occur, without an example.
     let before = docs
-        .split("they do not occur")
+        .split("does not occur")
         .next()
         .filter(|b| b.len() < docs.len())
         .unwrap_or("");

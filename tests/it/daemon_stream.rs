@@ -133,10 +133,7 @@ fn an_event_that_cannot_be_stored_is_never_sent_and_numbering_never_goes_back() 
         !events.iter().any(|e| e["event"]["type"] == "run_ended"),
         "the run never got to end normally"
     );
-    let refused = client.call(
-        "run.start",
-        json!({"session_id": session, "prompt": "more"}),
-    );
+    let refused = client.op(&session, json!({"type": "submit", "text": "more"}));
     assert!(refused.get("error").is_some(), "{refused}");
 
     // Restarted without the limit: the session goes on above what the client saw.

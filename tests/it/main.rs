@@ -36,6 +36,7 @@ mod context_validate;
 mod custom_commands;
 mod daemon;
 mod daemon_assembly;
+mod daemon_attach;
 mod daemon_docs;
 mod daemon_hostile;
 mod daemon_stream;

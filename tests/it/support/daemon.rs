@@ -205,12 +205,40 @@ impl Client {
         );
     }
 
+    /// Sends the protocol's `op` (its JSON, `{"type": …}`) to `session`; the whole answer.
+    pub fn op(&mut self, session: &str, op: Value) -> Value {
+        self.call("op", json!({"session_id": session, "op": op}))
+    }
+
+    /// `op`, expecting a result.
+    pub fn op_ok(&mut self, session: &str, op: Value) -> Value {
+        let answer = self.op(session, op.clone());
+        answer
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{op} failed: {answer}"))
+    }
+
+    /// `op`, expecting an error; returns its code.
+    pub fn op_error(&mut self, session: &str, op: Value) -> i64 {
+        let answer = self.op(session, op.clone());
+        answer["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{op} did not fail: {answer}"))
+    }
+
+    /// Submits a prompt (a run); returns its run id.
     pub fn start_run(&mut self, session: &str, prompt: &str) -> String {
-        let result = self.ok(
-            "run.start",
-            json!({"session_id": session, "prompt": prompt}),
-        );
+        let result = self.op_ok(session, json!({"type": "submit", "text": prompt}));
         result["run_id"].as_str().unwrap().to_string()
+    }
+
+    /// Answers the approval of `call` with `decision` (`{"decision": "approve"}` …).
+    pub fn decide(&mut self, session: &str, call: &str, decision: Value) -> Value {
+        self.op(
+            session,
+            json!({"type": "decide", "call": call, "decision": decision}),
+        )
     }
 
     /// The next event notification's params (`session_id`, `sequence`, `run_id`, `event`);
