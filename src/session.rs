@@ -26,7 +26,7 @@ use crate::chat::{Message, ToolStatus};
 use crate::fsutil;
 
 use load::load;
-pub use load::saved_json;
+pub use load::{Saved, saved};
 pub use save::ENV_FAIL_SAVES;
 pub use snapshot::{INTERRUPTED_RESULT, Parent};
 

@@ -1,7 +1,8 @@
 //! `minicode export SESSION --format atif|jsonl`: a session of this workspace (its id or a
 //! unique prefix) or a session file (such as one `minicode eval` kept) written to stdout as an
-//! ATIF trajectory or as our own event lines. Reads the file as it is on disk, without taking
-//! the session's lock: saves are atomic, so a session in use exports as last saved.
+//! ATIF trajectory or as the protocol's events, one per line. Reads the file as it is on disk,
+//! without taking the session's lock: saves are atomic, so a session in use exports as last
+//! saved.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use super::{Failure, usage};
 pub(crate) enum Format {
     /// Harbor's Agent Trajectory Interchange Format (one JSON object).
     Atif,
-    /// minicode's own events, one JSON object per line.
+    /// The protocol's events (`protocol::Event`), one JSON object per line.
     Jsonl,
 }
 
@@ -38,18 +39,16 @@ pub(super) fn run(args: &ExportArgs, workspace: &Path) -> Result<ExitCode, Failu
     if size > MAX_SESSION_BYTES {
         return Err(usage(format!("{}: larger than 512 MiB", path.display())));
     }
-    let session = crate::session::saved_json(&path).map_err(usage)?;
-    let named = |e: String| usage(format!("{}: {e}", path.display()));
+    let session = crate::session::saved(&path).map_err(usage)?;
     let text = match args.format {
         Format::Atif => {
-            let trajectory =
-                crate::eval::export::atif(&session, env!("CARGO_PKG_VERSION")).map_err(named)?;
+            let trajectory = crate::eval::export::atif(&session, env!("CARGO_PKG_VERSION"));
             serde_json::to_string_pretty(&trajectory).unwrap_or_default() + "\n"
         }
-        Format::Jsonl => crate::eval::export::events(&session)
-            .map_err(named)?
+        Format::Jsonl => crate::eval::export::events(&session, &path.display().to_string())
             .iter()
-            .map(|e| e.to_string() + "\n")
+            .filter_map(|e| serde_json::to_string(e).ok())
+            .map(|line| line + "\n")
             .collect(),
     };
     let mut out = std::io::stdout().lock();

@@ -146,12 +146,39 @@ fn keep_backup(path: &Path, version: u32, bytes: &[u8]) -> Result<(), SessionErr
     }
 }
 
-/// The whole saved history of the session file at `path`, its journal applied, as JSON in the
-/// file's own shape (each tool result with its `status` and `summary`), for `minicode export`.
-/// Read without the session's lock and never modified; not checked against a workspace, so a
-/// file copied elsewhere (an eval run keeps `<id>.json` and `<id>.journal`) exports too. Only
-/// regular files are read: a link is refused.
-pub fn saved_json(path: &Path) -> Result<serde_json::Value, SessionError> {
+/// A session file as saved (snapshot and journal), parsed and migrated by the session's own
+/// types, for `minicode export` and `minicode eval`: read without the session's lock and never
+/// modified; not checked against a workspace, so a file copied elsewhere (an eval run keeps
+/// `<id>.json` and `<id>.journal`) reads too.
+#[derive(Debug, Clone)]
+pub struct Saved {
+    pub id: String,
+    pub workspace: PathBuf,
+    /// RFC 3339 times, as stored.
+    pub created: String,
+    pub updated: String,
+    pub messages: Vec<crate::chat::Message>,
+    /// By message index, ascending: what is known about tool results.
+    pub results: Vec<(usize, super::ResultInfo)>,
+    pub totals: super::Totals,
+    pub checkpoint: Option<super::Checkpoint>,
+    pub parent: Option<super::Parent>,
+    pub forked_from: Option<String>,
+}
+
+impl Saved {
+    /// What is known about the tool result at message `index`.
+    pub fn result(&self, index: usize) -> Option<&super::ResultInfo> {
+        self.results
+            .binary_search_by_key(&index, |(at, _)| *at)
+            .ok()
+            .map(|i| &self.results[i].1)
+    }
+}
+
+/// Reads the session file at `path` with its journal. Only regular files are read: a link is
+/// refused.
+pub fn saved(path: &Path) -> Result<Saved, SessionError> {
     let read = |p: &Path| -> std::io::Result<Option<Vec<u8>>> {
         match std::fs::symlink_metadata(p) {
             Ok(meta) if meta.file_type().is_file() => std::fs::read(p).map(Some),
@@ -179,28 +206,16 @@ pub fn saved_json(path: &Path) -> Result<serde_json::Value, SessionError> {
         journal::replay(&mut snapshot, &lines).map_err(corrupt)?;
     }
     let stored::History { messages, results } = snapshot.messages;
-    let messages: Vec<serde_json::Value> = messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let mut v = serde_json::to_value(m).unwrap_or_default();
-            if let Some((_, info)) = results.iter().find(|(at, _)| *at == i) {
-                v["status"] = serde_json::to_value(info.status).unwrap_or_default();
-                v["summary"] = serde_json::to_value(&info.summary).unwrap_or_default();
-            }
-            v
-        })
-        .collect();
-    Ok(serde_json::json!({
-        "id": snapshot.id,
-        "workspace": snapshot.workspace,
-        "created": snapshot.created,
-        "updated": snapshot.updated,
-        "messages": messages,
-        "totals": snapshot.totals,
-        "checkpoint": snapshot.checkpoint,
-        "parent": snapshot.parent,
-        "forked_from": snapshot.forked_from,
-        "background": snapshot.background,
-    }))
+    Ok(Saved {
+        id: snapshot.id,
+        workspace: snapshot.workspace,
+        created: snapshot.created,
+        updated: snapshot.updated,
+        messages,
+        results,
+        totals: snapshot.totals,
+        checkpoint: snapshot.checkpoint,
+        parent: snapshot.parent,
+        forked_from: snapshot.forked_from,
+    })
 }

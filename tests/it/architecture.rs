@@ -182,10 +182,11 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "eval",
-        may_use: Some(&["process"]),
-        why: "the evaluator runs this binary as a process and reads its stream-json output: \
-              what it measures is what users run, so it names nothing of the core; its \
-              children start with the environment process::child scrubs",
+        may_use: Some(&["process", "protocol", "chat", "session"]),
+        why: "the evaluator runs this binary as a process, as users run it, and reads its \
+              stream-json output as the protocol's events (and export reads sessions through \
+              the session module's types): one vocabulary end to end, nothing of the core's \
+              logic; its children start with the environment process::child scrubs",
     },
     Rule {
         module: "cli",

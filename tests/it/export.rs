@@ -2,7 +2,7 @@
 //! trajectory and checked against the field definitions of Harbor's RFC 0001 (v1.4): every
 //! required field present with its type, no field the RFC does not define, steps numbered from
 //! 1, sources from the allowed set, every observation result tied to a call of its step. And
-//! `--format jsonl`, and the errors.
+//! `--format jsonl`, whose every line reads back as a `protocol::Event`, and the errors.
 
 use std::path::Path;
 
@@ -290,10 +290,47 @@ fn export_jsonl_writes_our_events_and_reads_a_copied_session_file_by_path() {
         .collect();
     assert_eq!(events[0]["session_id"], id.as_str());
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds[1], "user_message");
+    assert_eq!(kinds[0], "session_configured");
+    assert_eq!(kinds[1], "history_restored");
+    assert_eq!(events[1]["entries"][0]["text"], "fix notes.txt");
     assert_eq!(kinds.iter().filter(|k| **k == "tool_call_began").count(), 3);
     assert_eq!(kinds.iter().filter(|k| **k == "tool_call_ended").count(), 3);
     assert_eq!(*kinds.last().unwrap(), "assistant_message");
+}
+
+/// The jsonl export speaks the protocol: every line reads back as a `protocol::Event` and
+/// writes out again as the same JSON, so a consumer needs one vocabulary, not a look-alike.
+#[test]
+fn every_exported_jsonl_line_reads_back_as_a_protocol_event() {
+    let (_tmp, dir) = workspace();
+    let id = demo_session(&dir);
+    let output = command(&dir)
+        .args(["export", "--format", "jsonl", &id])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.lines().count() > 5, "{text}");
+    let mut calls = 0;
+    for line in text.lines() {
+        let event: minicode::protocol::Event = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a protocol event ({e}): {line}"));
+        let again = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            again,
+            serde_json::from_str::<Value>(line).unwrap(),
+            "{line}"
+        );
+        if let minicode::protocol::Event::ToolCallBegan { summary, .. } = &event {
+            calls += 1;
+            assert!(!summary.is_empty(), "the call's summary is kept: {line}");
+        }
+    }
+    assert_eq!(calls, 3);
 }
 
 #[test]
