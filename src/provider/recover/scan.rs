@@ -30,6 +30,11 @@ pub(super) fn candidates(text: &str) -> Vec<Candidate> {
         } else if rest.starts_with("<function=") {
             let (end, value) = function_block(text, start);
             (end, value.into_iter().collect())
+        } else if rest.starts_with("<tools>") {
+            tools_block(text, start)
+        } else if rest.starts_with("<function>") {
+            let (end, value) = element_block(text, start);
+            (end, value.into_iter().collect())
         } else if rest.starts_with("```") {
             fence(text, start)
         } else if let Some(marker) = MARKERS.iter().find(|m| rest.starts_with(**m)) {
@@ -120,6 +125,68 @@ fn parameters(body: &str) -> Option<Value> {
     (rest.trim().is_empty() || !map.is_empty()).then_some(Value::Object(map))
 }
 
+/// `<tools>…</tools>` around calls in any form: the calls inside, the wrapper with them.
+fn tools_block(text: &str, start: usize) -> (usize, Vec<Value>) {
+    let open = start + "<tools>".len();
+    let (body_end, end) = closing(text, open, "</tools>");
+    let inside = candidates(&text[open..body_end]);
+    (end, inside.into_iter().flat_map(|c| c.values).collect())
+}
+
+/// `<function><name>list</name><arguments><path>data</path></arguments></function>`, the
+/// element form small Qwen models write (often inside `<tools>`): the arguments are child
+/// elements, or one JSON object. Up to `</function>` (or the end of the text).
+fn element_block(text: &str, start: usize) -> (usize, Option<Value>) {
+    let open = start + "<function>".len();
+    let (body_end, end) = closing(text, open, "</function>");
+    let body = &text[open..body_end];
+    let Some(name) = element(body, "name").map(str::trim) else {
+        return (end, None);
+    };
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return (end, None);
+    }
+    let arguments = element(body, "arguments").unwrap_or("").trim();
+    let arguments = if arguments.starts_with('{') {
+        repair::values(arguments).into_iter().next()
+    } else {
+        children(arguments)
+    };
+    let value = arguments.map(|a| serde_json::json!({ "name": name, "arguments": a }));
+    (end, value)
+}
+
+/// The text inside the first `<tag>…</tag>` of `body`.
+fn element<'a>(body: &'a str, tag: &str) -> Option<&'a str> {
+    let open = format!("<{tag}>");
+    let at = body.find(&open)? + open.len();
+    let len = body[at..].find(&format!("</{tag}>"))?;
+    Some(&body[at..at + len])
+}
+
+/// `<key>value</key>` elements one after another as an object (values as in [`parameters`]);
+/// `None` when anything else is there.
+fn children(body: &str) -> Option<Value> {
+    let mut map = Map::new();
+    let mut rest = body.trim();
+    while !rest.is_empty() {
+        let head = rest.strip_prefix('<')?;
+        let key = &head[..head.find('>')?];
+        if key.is_empty() || key.contains(['/', ' ', '<']) {
+            return None;
+        }
+        let value = element(rest, key)?;
+        let parsed = match serde_json::from_str::<Value>(value.trim()) {
+            Ok(v @ (Value::Number(_) | Value::Bool(_) | Value::Array(_) | Value::Object(_))) => v,
+            _ => Value::String(value.to_string()),
+        };
+        map.insert(key.to_string(), parsed);
+        let consumed = format!("<{key}>").len() + value.len() + format!("</{key}>").len();
+        rest = rest[consumed..].trim_start();
+    }
+    Some(Value::Object(map))
+}
+
 /// A fenced code block: its body when it is JSON or a tagged call. Other code blocks (and
 /// their contents) are skipped whole: a dict in Python is not a call.
 fn fence(text: &str, start: usize) -> (usize, Vec<Value>) {
@@ -137,6 +204,9 @@ fn fence(text: &str, start: usize) -> (usize, Vec<Value>) {
     }
     if body.starts_with("<function=") {
         return (end, function_block(body, 0).1.into_iter().collect());
+    }
+    if let Some(at) = body.find("<function>") {
+        return (end, element_block(body, at).1.into_iter().collect());
     }
     if !body.starts_with(['{', '[']) {
         return (end, Vec::new());

@@ -75,6 +75,25 @@ fn function_blocks_with_parameters_are_recovered() {
 }
 
 #[test]
+fn function_elements_inside_tools_are_recovered() {
+    // Qwen2.5-Coder 1.5B on llama.cpp, asked how many .txt files a folder holds.
+    let text = "<tools>\n  <function>\n    <name>list</name>\n    <arguments>\n      \
+                <path>data</path>\n      <limit>1</limit>\n    </arguments>\n  </function>\n\
+                </tools>";
+    let r = one(text);
+    assert_eq!(r.calls.len(), 1, "{r:?}");
+    assert_eq!(r.calls[0].name, "list");
+    assert_eq!(r.calls[0].arguments, r#"{"path":"data","limit":1}"#);
+    assert_eq!(r.text, "");
+    let r = one("<function><name>read</name><arguments>{\"path\": \"a\"}</arguments></function>");
+    assert_eq!(r.calls[0].arguments, r#"{"path":"a"}"#);
+    let r =
+        one("<function><name>read</name><arguments><path>a</path> stray</arguments></function>");
+    assert!(r.calls.is_empty(), "{r:?}");
+    assert!(one("<tools></tools>").calls.is_empty());
+}
+
+#[test]
 fn bare_json_and_family_markers_are_recovered() {
     let r = one("Sure: {\"name\": \"list\", \"arguments\": {\"path\": \".\"}} and then I'll see.");
     assert_eq!(r.calls.len(), 1);
