@@ -31,6 +31,7 @@ pub(super) fn edit_result(
             Tier::TrailingWhitespace => Count::EditTrailingWhitespace,
             Tier::Indentation => Count::EditIndentation,
             Tier::Punctuation => Count::EditPunctuation,
+            Tier::Words => Count::EditWords,
         },
         (ToolStatus::Failed | ToolStatus::Rejected, _) => Count::EditFailed,
         _ => return,

@@ -15,6 +15,7 @@ pub enum Count {
     EditTrailingWhitespace,
     EditIndentation,
     EditPunctuation,
+    EditWords,
     /// An edit that failed (its text not found or not unique, or refused otherwise).
     EditFailed,
     /// A streamed reply whose tool-call arguments were not valid JSON, asked again without
@@ -36,6 +37,7 @@ pub struct Tally {
     pub edits_trailing_whitespace: u64,
     pub edits_indentation: u64,
     pub edits_punctuation: u64,
+    pub edits_words: u64,
     pub edit_failures: u64,
     pub stream_fallbacks: u64,
     pub recovered_calls: u64,
@@ -50,6 +52,7 @@ impl Tally {
             Count::EditTrailingWhitespace => &mut self.edits_trailing_whitespace,
             Count::EditIndentation => &mut self.edits_indentation,
             Count::EditPunctuation => &mut self.edits_punctuation,
+            Count::EditWords => &mut self.edits_words,
             Count::EditFailed => &mut self.edit_failures,
             Count::StreamFallback => &mut self.stream_fallbacks,
             Count::RecoveredCall => &mut self.recovered_calls,
@@ -65,6 +68,7 @@ impl Tally {
             + self.edits_trailing_whitespace
             + self.edits_indentation
             + self.edits_punctuation
+            + self.edits_words
     }
 
     /// One line for a person: `12 edits: 9 exact, 2 trailing whitespace, 1 indentation, 0
@@ -88,9 +92,15 @@ impl Tally {
 
     fn describe_edits(&self) -> String {
         let landed = self.edits_landed();
+        // Word-for-word matches are named only when there were any, so a tally without them
+        // reads as it always did.
+        let words = match self.edits_words {
+            0 => String::new(),
+            n => format!(", {n} word for word"),
+        };
         format!(
             "{landed} edit{} landed: {} exact, {} ignoring trailing whitespace, {} ignoring \
-             indentation, {} with punctuation normalised; {} failed; {} streamed repl{} with \
+             indentation, {} with punctuation normalised{words}; {} failed; {} streamed repl{} with \
              broken tool arguments asked again",
             if landed == 1 { "" } else { "s" },
             self.edits_exact,

@@ -19,6 +19,7 @@ use crate::memory;
 mod nearest;
 mod tiers;
 mod unread;
+mod words;
 use tiers::Found;
 pub use tiers::Tier;
 

@@ -195,7 +195,7 @@ async fn indentation_is_ignored_and_the_replacement_takes_the_files_indentation(
 }
 
 #[tokio::test]
-async fn unicode_punctuation_is_normalised_last() {
+async fn unicode_punctuation_is_normalised_before_words_are_matched() {
     check_tier(
         Tier::Punctuation,
         &[
@@ -237,6 +237,41 @@ async fn unicode_punctuation_is_normalised_last() {
         "1, 3",
     )
     .await;
+}
+
+#[tokio::test]
+async fn words_match_last_and_keep_the_files_quoting() {
+    check_tier(
+        Tier::Words,
+        &[
+            // What Qwen2.5-Coder-1.5B sent three times in a real run, shown the file each time.
+            Case {
+                shape: "a JSON key without its quotes",
+                file: "{\n  \"name\": \"svc\",\n  \"debug\": false,\n  \"workers\": 4\n}\n",
+                old: "debug: false",
+                new: "debug: true",
+                after: "{\n  \"name\": \"svc\",\n  \"debug\": true,\n  \"workers\": 4\n}\n",
+            },
+            Case {
+                shape: "a colon for an equals sign",
+                file: "[server]\nport = 8743\nhost = local\n",
+                old: "port: 8743",
+                new: "port: 9000",
+                after: "[server]\nport = 9000\nhost = local\n",
+            },
+        ],
+    )
+    .await;
+    // Two places: refused, naming both, nothing changed.
+    let file = "a: 1\nb: 2\na: 1\n";
+    let (out, after) = edit(file, args("a = 1", "a = 3")).await;
+    let e = out.expect_err("an ambiguous edit is refused");
+    assert!(e.contains("starting on lines 1, 3"), "{e}");
+    assert_eq!(after, file);
+    // More than words changed: not guessed.
+    let (out, after) = edit(file, args("b = 2", "b == 2")).await;
+    assert!(out.is_err());
+    assert_eq!(after, file);
 }
 
 #[tokio::test]

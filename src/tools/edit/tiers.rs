@@ -23,14 +23,20 @@ pub enum Tier {
     /// Equal once curly quotes, dashes and non-breaking spaces read as their ASCII forms
     /// (with whitespace ignored as in the tiers before).
     Punctuation,
+    /// Equal word for word (letters, digits and `_`), whatever the quoting and spacing between
+    /// the words: `debug: false` for `"debug": false`. Only when `new_string` changes words
+    /// alone (the same number of words, the same marks between them), and only those words
+    /// change in the file, so its quoting stays.
+    Words,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 4] = [
+    pub const ALL: [Tier; 5] = [
         Tier::Exact,
         Tier::TrailingWhitespace,
         Tier::Indentation,
         Tier::Punctuation,
+        Tier::Words,
     ];
 
     /// How the result names it to the model.
@@ -41,6 +47,10 @@ impl Tier {
             Tier::Indentation => "matched ignoring indentation; new_string re-indented to the file",
             Tier::Punctuation => {
                 "matched with Unicode punctuation normalised (quotes, dashes, spaces)"
+            }
+            Tier::Words => {
+                "matched word for word; only the words new_string changes were changed, the \
+                 file's quoting and spacing kept"
             }
         }
     }
@@ -108,6 +118,13 @@ pub(crate) fn replace(text: &str, needle: &str, with: &str, all: bool) -> Found 
         if !splices.is_empty() {
             return finish(text, tier, splices, all);
         }
+    }
+    let splices = super::words::splices(text, needle, with)
+        .into_iter()
+        .map(|(start, end, with)| Splice { start, end, with })
+        .collect::<Vec<_>>();
+    if !splices.is_empty() {
+        return finish(text, Tier::Words, splices, all);
     }
     Found::Missing
 }

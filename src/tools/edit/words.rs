@@ -57,7 +57,10 @@ pub(super) fn splices(text: &str, needle: &str, with: &str) -> Vec<(usize, usize
     let mut i = 0;
     while i + old.len() <= file.len() {
         let window = &file[i..i + old.len()];
-        let same = window.iter().zip(&old).all(|(&(s, e), w)| &text[s..e] == *w);
+        let same = window
+            .iter()
+            .zip(&old)
+            .all(|(&(s, e), w)| &text[s..e] == *w);
         let close = window.windows(2).all(|p| p[1].0 - p[0].1 <= MAX_GAP);
         if !(same && close) {
             i += 1;
