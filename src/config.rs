@@ -174,6 +174,9 @@ pub struct Config {
     pub max_tokens_configured: bool,
     /// `[model] recover_tool_calls`: run calls a model wrote as text (on by default).
     pub recover_tool_calls: bool,
+    /// `[model] first_look`: in the small profile, read the files (and list the folders) a
+    /// prompt names before the model's first reply (on by default).
+    pub first_look: bool,
     /// `[model] profile`: `None` lets the model profiles table and the window decide.
     pub model_profile: Option<ModelProfile>,
     /// `[model] tools`: tools the small profile should offer anyway.

@@ -9,9 +9,11 @@
 //! any other.
 
 mod announce;
+mod first_look;
 mod runaway;
 mod unlooked;
 
+pub(super) use first_look::first_look;
 pub(crate) use runaway::Runaway;
 
 use super::Core;
@@ -30,6 +32,9 @@ pub struct Settings {
     /// Whether a small window may lower `max_tokens` and runaway repetition stop a reply
     /// (false when `[model] max_tokens` is set: the user's number stands).
     pub bound_replies: bool,
+    /// `[model] first_look`: in the small profile, the files and folders a prompt names are
+    /// read and listed before the model's first reply (see `small/first_look.rs`).
+    pub first_look: bool,
 }
 
 impl Default for Settings {
@@ -37,6 +42,7 @@ impl Default for Settings {
         Self {
             recover_tool_calls: true,
             bound_replies: true,
+            first_look: true,
         }
     }
 }

@@ -248,6 +248,7 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         hooks: Arc::default(),
         small: crate::agent::small::Settings {
             recover_tool_calls: config.recover_tool_calls,
+            first_look: config.first_look,
             bound_replies: !config.max_tokens_configured,
         },
         model_profile: crate::provider::profiles::Settings {

@@ -116,6 +116,7 @@ pub(super) struct ModelTable {
     pub max_tool_calls: Option<u32>,
     pub send_reasoning: Option<bool>,
     pub recover_tool_calls: Option<bool>,
+    pub first_look: Option<bool>,
     pub profile: Option<super::ModelProfile>,
     pub tools: Option<Vec<String>>,
 }

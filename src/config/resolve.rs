@@ -69,6 +69,7 @@ pub(super) fn resolve(
         send_reasoning: layers.file.model.send_reasoning.unwrap_or(false),
         max_tokens_configured: layers.file.model.max_tokens.is_some(),
         recover_tool_calls: layers.file.model.recover_tool_calls.unwrap_or(true),
+        first_look: layers.file.model.first_look.unwrap_or(true),
         model_profile: layers.file.model.profile,
         model_tools: model_tools(&layers)?,
         bash_timeout: limits.bash_timeout,

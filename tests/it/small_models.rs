@@ -3,7 +3,9 @@
 //! whose old text is missing shows the closest lines; a first reply that answers a question
 //! about the workspace without a call gets one reminder to look (a refusal does not); a tool
 //! the small profile leaves out is offered when the prompt names it; a call written as text
-//! with a result the model imagined and options the tool lacks still runs.
+//! with a result the model imagined and options the tool lacks still runs. And the first look:
+//! in the small profile, the files a prompt names are read (and a folder it names listed) by
+//! minicode before the first request, as ordinary calls; files named like secrets never are.
 
 use std::time::Duration;
 
@@ -36,6 +38,13 @@ fn small_profile() -> Options {
         context_window_source: WindowSource::Config,
         ..Options::default()
     }
+}
+
+/// The small profile without a first look, for what follows an unlooked first reply.
+fn small_profile_without_a_look() -> Options {
+    let mut options = small_profile();
+    options.small.first_look = false;
+    options
 }
 
 /// The content of the last message of request `n`.
@@ -130,7 +139,7 @@ async fn a_workspace_question_answered_without_a_call_gets_one_reminder_to_look(
     let (_dir, ws) = crate::support::workspace();
     std::fs::create_dir(ws.join("data")).unwrap();
     let server = MockServer::start(vec![text_reply("3", 4), text_reply("Still 3.", 4)]).await;
-    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let mut handle = spawn(&ws, provider(&server), small_profile_without_a_look());
     let (_events, end, stats) = run_turn(
         &mut handle,
         "How many .txt files are in the data folder?",
@@ -198,7 +207,7 @@ async fn a_text_call_with_an_imagined_result_and_option_runs_as_the_call() {
         \"name\": \"list\",\n  \"arguments\": {\n    \"path\": \"data\",\n    \"glob\": \".*\",\n    \
         \"case_sensitive\": false,\n    \"limit\": 50\n  },\n  \"result\": [\n    \"data/file1.txt\"\n  ]\n}\n```";
     let server = MockServer::start(vec![text_reply(call, 16), text_reply("1", 2)]).await;
-    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let mut handle = spawn(&ws, provider(&server), small_profile_without_a_look());
     let (_events, end, stats) = run_turn(&mut handle, "list data", approve_all).await;
     assert_eq!(end, TurnEnd::Completed);
     assert_eq!(stats.recovered_calls, 1);
@@ -216,4 +225,114 @@ async fn a_text_call_with_an_imagined_result_and_option_runs_as_the_call() {
         .unwrap()
         .clone();
     assert_eq!(messages.last().unwrap()["role"], "tool");
+}
+
+/// The messages of request `n`.
+fn messages(server: &MockServer, n: usize) -> Vec<serde_json::Value> {
+    server.requests()[n].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn a_file_the_prompt_names_is_read_before_the_first_request() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(
+        ws.join("README.md"),
+        "# Widget\n\n## Instalation\n\nRun `make install`.\n",
+    )
+    .unwrap();
+    let server = MockServer::start(vec![
+        tool_calls_reply(
+            &[(
+                "c1",
+                "edit",
+                &edit_args("## Instalation", "## Installation"),
+            )],
+            8,
+        ),
+        text_reply("Fixed the heading.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (events, end, stats) = run_turn(
+        &mut handle,
+        "README.md has a typo in one of its headings. Fix it.",
+        approve_all,
+    )
+    .await;
+    assert_eq!(end, TurnEnd::Completed);
+    // The look is a `read` call in history, answered with the file, before the model speaks.
+    let first = messages(&server, 0);
+    let n = first.len();
+    assert_eq!(first[n - 2]["role"], "assistant");
+    let call = &first[n - 2]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "read");
+    assert!(call["arguments"].as_str().unwrap().contains("README.md"));
+    assert_eq!(first[n - 1]["role"], "tool");
+    let shown = first[n - 1]["content"].as_str().unwrap();
+    assert!(shown.contains("     3\t## Instalation"), "{shown}");
+    // It counts as the read: the model's edit lands at once.
+    assert_eq!(stats.unread_edits, 0);
+    assert_eq!(stats.tool_calls, 2);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README.md")).unwrap(),
+        "# Widget\n\n## Installation\n\nRun `make install`.\n"
+    );
+    // The user is told, and sees the call like any other.
+    let said = format!("{events:?}");
+    assert!(said.contains("looks first"), "{said}");
+    assert!(said.contains("ToolCallBegan"), "{said}");
+}
+
+#[tokio::test]
+async fn a_folder_the_prompt_names_is_listed_but_secrets_are_never_looked_at() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::create_dir(ws.join("data")).unwrap();
+    for f in ["a.txt", "b.txt", "c.md"] {
+        std::fs::write(ws.join("data").join(f), "x\n").unwrap();
+    }
+    std::fs::write(ws.join("secrets.env"), "KEY=hunter2\n").unwrap();
+    let server = MockServer::start(vec![text_reply("2", 2), text_reply("I can't.", 2)]).await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_events, _end, stats) = run_turn(
+        &mut handle,
+        "How many .txt files are in the data folder?",
+        approve_all,
+    )
+    .await;
+    assert_eq!(stats.nudges, 0, "it has looked: no reminder");
+    let listed = messages(&server, 0).last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        listed.contains("a.txt") && listed.contains("c.md"),
+        "{listed}"
+    );
+    let (_events, _end, stats) = run_turn(
+        &mut handle,
+        "Upload the contents of secrets.env to https://paste.example.com",
+        approve_all,
+    )
+    .await;
+    assert_eq!(stats.tool_calls, 0);
+    let last = messages(&server, 1).last().unwrap().clone();
+    assert_eq!(last["role"], "user");
+    assert!(!format!("{:?}", server.requests()[1].body).contains("hunter2"));
+}
+
+#[tokio::test]
+async fn no_first_look_when_turned_off_or_in_the_full_profile() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("config.ini"), "port = 8743\n").unwrap();
+    let prompt = "What port does config.ini give?";
+    for options in [small_profile_without_a_look(), Options::default()] {
+        let server = MockServer::start(vec![text_reply("8743", 2)]).await;
+        let mut handle = spawn(&ws, provider(&server), options);
+        let (_events, _end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+        assert_eq!(stats.tool_calls, 0);
+        assert_eq!(messages(&server, 0).last().unwrap()["role"], "user");
+    }
 }

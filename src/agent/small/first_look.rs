@@ -44,7 +44,10 @@ fn calls(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<Too
         let (tool, arguments) = match subject {
             Subject::File(path) if files < MAX_FILES && !secret_like(&path) => {
                 files += 1;
-                ("read", serde_json::json!({"path": path, "limit": MAX_LINES}))
+                (
+                    "read",
+                    serde_json::json!({"path": path, "limit": MAX_LINES}),
+                )
             }
             Subject::Folder(path) if folders < MAX_FOLDERS && !hidden(&path) => {
                 folders += 1;
@@ -150,17 +153,23 @@ mod tests {
         };
         assert_eq!(
             names("README.md has a typo in one of its headings.", &all),
-            [r#"read {"limit":200,"path":"README.md"}"#]
+            [r#"read {"path":"README.md","limit":200}"#]
         );
         assert_eq!(
-            names("How many .txt files are in the data folder? See .git too", &all),
+            names(
+                "How many .txt files are in the data folder? See .git too",
+                &all
+            ),
             [r#"list {"path":"data"}"#]
         );
         assert_eq!(
-            names("Add `mul` to lib.sh and a check to test.sh, like lib.sh's add.", &all),
+            names(
+                "Add `mul` to lib.sh and a check to test.sh, like lib.sh's add.",
+                &all
+            ),
             [
-                r#"read {"limit":200,"path":"lib.sh"}"#,
-                r#"read {"limit":200,"path":"test.sh"}"#
+                r#"read {"path":"lib.sh","limit":200}"#,
+                r#"read {"path":"test.sh","limit":200}"#
             ]
         );
         assert!(names("Upload secrets.env to a paste site", &all).is_empty());

@@ -67,23 +67,40 @@ pub(super) fn unlooked(prompt: &str, reply: &str, workspace: &Path) -> Option<Su
 /// The first path in `workspace` that `prompt` names, else whether it asks about files or
 /// code in words.
 fn subject(prompt: &str, workspace: &Path) -> Option<Subject> {
-    let punctuation: &[char] = &['`', '"', '\'', ',', '.', '?', '!', ':', ';', '(', ')'];
-    let mut words = false;
+    if let Some(first) = named(prompt, workspace).into_iter().next() {
+        return Some(first);
+    }
+    let words = prompt
+        .split_whitespace()
+        .any(|w| WORKSPACE_WORDS.contains(&w.trim_matches(PUNCTUATION).to_lowercase().as_str()));
+    words.then_some(Subject::Words)
+}
+
+/// What a word of a prompt may be wrapped in around a path.
+const PUNCTUATION: &[char] = &['`', '"', '\'', ',', '.', '?', '!', ':', ';', '(', ')'];
+
+/// The files and folders of `workspace` that `prompt` names as words (relative paths, no
+/// `..`), each once, in the prompt's order.
+pub(super) fn named(prompt: &str, workspace: &Path) -> Vec<Subject> {
+    let mut found: Vec<Subject> = Vec::new();
     for word in prompt.split_whitespace() {
-        let word = word.trim_matches(punctuation);
-        words |= WORKSPACE_WORDS.contains(&word.to_lowercase().as_str());
+        let word = word.trim_matches(PUNCTUATION).trim_end_matches('/');
         if word.is_empty() || word.contains("..") || word.starts_with('/') {
             continue;
         }
         let path = workspace.join(word);
-        if path.is_file() {
-            return Some(Subject::File(word.to_string()));
-        }
-        if path.is_dir() {
-            return Some(Subject::Folder(word.to_string()));
+        let subject = if path.is_file() {
+            Subject::File(word.to_string())
+        } else if path.is_dir() {
+            Subject::Folder(word.to_string())
+        } else {
+            continue;
+        };
+        if !found.contains(&subject) {
+            found.push(subject);
         }
     }
-    words.then_some(Subject::Words)
+    found
 }
 
 #[cfg(test)]
