@@ -197,6 +197,12 @@ pub(super) fn look_first(core: &Core, reply: &str, tools: &[ToolSpec]) -> Option
         .iter()
         .rev()
         .find(|m| m.role == Role::User && !m.is_notice())?;
+    // A prompt that came with files or a listing (`@file`, a first look) was answered with
+    // them in view.
+    let text = prompt.text();
+    if text.contains("\n<attached-file path=\"") || text.contains("\n<attached-listing path=\"") {
+        return None;
+    }
     let example = match unlooked::unlooked(prompt.text(), reply, &core.tool_ctx.workspace)? {
         unlooked::Subject::File(path) => format!(" For example: {}.", call_example("read", &path)),
         unlooked::Subject::Folder(path) => {

@@ -65,8 +65,6 @@ pub(crate) async fn run(
     let started = Instant::now();
     let mut stats = TurnStats::default();
     let mut images = Vec::new();
-    // What the user asked, before attachments: a small model's first look reads what it names.
-    let mut asked = None;
     let (input, triggered) = match input {
         // A prompt that looks like a goal message is the user's text, not a record: it is
         // kept apart from them by a leading space.
@@ -81,9 +79,17 @@ pub(crate) async fn run(
                 // The files it mentions go with it, and what `!command`s printed since the
                 // last prompt goes before it.
                 Ok(text) => {
-                    asked = Some(text.clone());
+                    let asked = text.clone();
                     let (text, mentioned) = core.attach_mentions(text, &cancel).await;
                     images.extend(mentioned);
+                    // In the small profile, what the prompt names goes with it too.
+                    let text = match small::first_look(core, &asked, text, &cancel).await {
+                        Ok(text) => text,
+                        Err(end) => {
+                            stats.wall = started.elapsed();
+                            return (end, stats);
+                        }
+                    };
                     (core.shell.with_pending(text), triggered)
                 }
                 Err(error) => {
@@ -127,19 +133,9 @@ pub(crate) async fn run(
     skills
         .load_triggered(triggered, &mut core.store.session, &ctx)
         .await;
-    let end = match asked {
-        Some(asked) => small::first_look(core, &asked, &cancel, decisions, &mut stats).await,
-        None => Ok(false),
-    };
-    let end = match end {
-        // A first look is the turn's first round of calls.
-        Ok(looked) => {
-            rounds(core, &cancel, decisions, &mut stats, u32::from(looked))
-                .instrument(span.clone())
-                .await
-        }
-        Err(end) => end,
-    };
+    let end = rounds(core, &cancel, decisions, &mut stats, 0)
+        .instrument(span.clone())
+        .await;
     stats.wall = started.elapsed();
     spans::end_turn(&span, &end, &stats);
     if let (Some(content), TurnEnd::Completed | TurnEnd::RoundLimit { .. }) = (content, &end)

@@ -4,8 +4,8 @@
 //! about the workspace without a call gets one reminder to look (a refusal does not); a tool
 //! the small profile leaves out is offered when the prompt names it; a call written as text
 //! with a result the model imagined and options the tool lacks still runs. And the first look:
-//! in the small profile, the files a prompt names are read (and a folder it names listed) by
-//! minicode before the first request, as ordinary calls; files named like secrets never are.
+//! in the small profile, the files a prompt names go with it (and a folder it names with its
+//! listing), counted as read; files named like secrets never do.
 
 use std::time::Duration;
 
@@ -227,16 +227,8 @@ async fn a_text_call_with_an_imagined_result_and_option_runs_as_the_call() {
     assert_eq!(messages.last().unwrap()["role"], "tool");
 }
 
-/// The messages of request `n`.
-fn messages(server: &MockServer, n: usize) -> Vec<serde_json::Value> {
-    server.requests()[n].body["messages"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 #[tokio::test]
-async fn a_file_the_prompt_names_is_read_before_the_first_request() {
+async fn a_file_the_prompt_names_goes_with_it_and_counts_as_read() {
     let (_dir, ws) = crate::support::workspace();
     std::fs::write(
         ws.join("README.md"),
@@ -263,31 +255,33 @@ async fn a_file_the_prompt_names_is_read_before_the_first_request() {
     )
     .await;
     assert_eq!(end, TurnEnd::Completed);
-    // The look is a `read` call in history, answered with the file, before the model speaks.
-    let first = messages(&server, 0);
-    let n = first.len();
-    assert_eq!(first[n - 2]["role"], "assistant");
-    let call = &first[n - 2]["tool_calls"][0]["function"];
-    assert_eq!(call["name"], "read");
-    assert!(call["arguments"].as_str().unwrap().contains("README.md"));
-    assert_eq!(first[n - 1]["role"], "tool");
-    let shown = first[n - 1]["content"].as_str().unwrap();
-    assert!(shown.contains("     3\t## Instalation"), "{shown}");
+    // The prompt is the last message of the first request, with the file after it.
+    let prompt = last_message(&server, 0);
+    assert!(
+        prompt.starts_with("README.md has a typo in one of its headings. Fix it."),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("<attached-file path=\"README.md\">")
+            && prompt.contains("     3\t## Instalation"),
+        "{prompt}"
+    );
     // It counts as the read: the model's edit lands at once.
     assert_eq!(stats.unread_edits, 0);
-    assert_eq!(stats.tool_calls, 2);
+    assert_eq!(stats.tool_calls, 1);
     assert_eq!(
         std::fs::read_to_string(ws.join("README.md")).unwrap(),
         "# Widget\n\n## Installation\n\nRun `make install`.\n"
     );
-    // The user is told, and sees the call like any other.
     let said = format!("{events:?}");
-    assert!(said.contains("looks first"), "{said}");
-    assert!(said.contains("ToolCallBegan"), "{said}");
+    assert!(
+        said.contains("minicode attached what the prompt names (README.md)"),
+        "{said}"
+    );
 }
 
 #[tokio::test]
-async fn a_folder_the_prompt_names_is_listed_but_secrets_are_never_looked_at() {
+async fn a_folder_the_prompt_names_goes_with_its_listing_but_secrets_never_do() {
     let (_dir, ws) = crate::support::workspace();
     std::fs::create_dir(ws.join("data")).unwrap();
     for f in ["a.txt", "b.txt", "c.md"] {
@@ -302,14 +296,15 @@ async fn a_folder_the_prompt_names_is_listed_but_secrets_are_never_looked_at() {
         approve_all,
     )
     .await;
-    assert_eq!(stats.nudges, 0, "it has looked: no reminder");
-    let listed = messages(&server, 0).last().unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert_eq!(
+        stats.nudges, 0,
+        "answered with the listing in view: no reminder"
+    );
+    assert_eq!(server.requests().len(), 1);
+    let prompt = last_message(&server, 0);
     assert!(
-        listed.contains("a.txt") && listed.contains("c.md"),
-        "{listed}"
+        prompt.contains("<attached-listing path=\"data\">") && prompt.contains("a.txt"),
+        "{prompt}"
     );
     let (_events, _end, stats) = run_turn(
         &mut handle,
@@ -318,9 +313,8 @@ async fn a_folder_the_prompt_names_is_listed_but_secrets_are_never_looked_at() {
     )
     .await;
     assert_eq!(stats.tool_calls, 0);
-    let last = messages(&server, 1).last().unwrap().clone();
-    assert_eq!(last["role"], "user");
     assert!(!format!("{:?}", server.requests()[1].body).contains("hunter2"));
+    assert!(!last_message(&server, 1).contains("attached"));
 }
 
 #[tokio::test]
@@ -333,6 +327,6 @@ async fn no_first_look_when_turned_off_or_in_the_full_profile() {
         let mut handle = spawn(&ws, provider(&server), options);
         let (_events, _end, stats) = run_turn(&mut handle, prompt, approve_all).await;
         assert_eq!(stats.tool_calls, 0);
-        assert_eq!(messages(&server, 0).last().unwrap()["role"], "user");
+        assert_eq!(last_message(&server, 0), prompt);
     }
 }

@@ -1,21 +1,21 @@
 //! A first look for small models: before a turn's first request in the small profile, the
-//! files a prompt names are read and the folders it names listed, by minicode, as ordinary
-//! `read` and `list` calls: the same approvals, confinement, events and session record as the
-//! model's own calls, only chosen by minicode and said so in a warning. Small models asked
-//! about a file guess its content (a port number, a heading's typo, an `old_string` that is not
-//! there) instead of reading it, and the reminder that follows a guess often brings an essay
-//! rather than a call (docs/models.md); the calls in history also show the model its call
-//! format. Files that look like secrets are never looked at unasked, and neither is anything
-//! the prompt does not name.
+//! files a prompt names go with it, as `@file` mentions do, read by the `read` tool itself (so
+//! confined as the model's reads are, and counting as read for `edit`), and a folder it names
+//! goes with its listing from the `list` tool; a warning says what was attached. Small models
+//! asked about a file guess its content (a port, a heading's typo, an `old_string` that is not
+//! there) instead of reading it, and a reminder after the guess mostly brings an essay
+//! (docs/models.md). Given as calls in history instead, the same reads made the 1.5B model
+//! repeat calls or report the task done: attached to the prompt, the content is the user's
+//! question's context. Files named like secrets are never attached unasked, nor anything the
+//! prompt does not name.
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::unlooked::{Subject, named};
 use crate::agent::Core;
-use crate::agent::turn::batch::{not_run, run_batch, settle};
-use crate::chat::{Message, ToolCall};
-use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
+use crate::chat::ToolStatus;
+use crate::protocol::{Event, TurnEnd};
+use crate::tools::Tool as _;
 
 /// Most files a first look reads.
 const MAX_FILES: usize = 3;
@@ -36,34 +36,35 @@ const SECRET_WORDS: [&str; 8] = [
     ".key",
 ];
 
-/// The calls of a first look at what `prompt` names in `workspace`, among the `offered` tools.
-fn calls(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<ToolCall> {
+/// One thing a first look attaches: a file's first lines or a folder's listing.
+#[derive(Debug, PartialEq, Eq)]
+enum Look {
+    File(String),
+    Folder(String),
+}
+
+/// What a first look attaches for `prompt` in `workspace`, among the `offered` tools.
+fn looks(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<Look> {
     let (mut files, mut folders) = (0, 0);
-    let mut calls = Vec::new();
+    let mut looks = Vec::new();
     for subject in named(prompt, workspace) {
-        let (tool, arguments) = match subject {
+        match subject {
             Subject::File(path) if files < MAX_FILES && !secret_like(&path) => {
-                files += 1;
-                (
-                    "read",
-                    serde_json::json!({"path": path, "limit": MAX_LINES}),
-                )
+                if offered.contains(&"read") {
+                    files += 1;
+                    looks.push(Look::File(path));
+                }
             }
             Subject::Folder(path) if folders < MAX_FOLDERS && !hidden(&path) => {
-                folders += 1;
-                ("list", serde_json::json!({"path": path}))
+                if offered.contains(&"list") {
+                    folders += 1;
+                    looks.push(Look::Folder(path));
+                }
             }
-            _ => continue,
-        };
-        if offered.contains(&tool) {
-            calls.push(ToolCall {
-                id: format!("first_look_{}", calls.len() + 1),
-                name: tool.to_string(),
-                arguments: arguments.to_string(),
-            });
+            _ => {}
         }
     }
-    calls
+    looks
 }
 
 /// Whether a file's name says it holds secrets (`.env`, `secrets.toml`, `id_rsa`, …).
@@ -77,18 +78,17 @@ fn hidden(path: &str) -> bool {
     path.split('/').any(|part| part.starts_with('.'))
 }
 
-/// Runs a first look at what `prompt` names when the session is in the small profile with
-/// `[model] first_look` on; returns whether it looked, or how the turn ends (interrupted, or a
-/// save failed).
+/// `text` with a first look at what `asked` (the prompt as the user wrote it) names attached,
+/// when the session is in the small profile with `[model] first_look` on; a file the prompt
+/// already attaches (`@file`) is not attached twice. Ends the turn only when interrupted.
 pub(in crate::agent) async fn first_look(
     core: &mut Core,
-    prompt: &str,
+    asked: &str,
+    text: String,
     cancel: &CancellationToken,
-    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
-    stats: &mut TurnStats,
-) -> Result<bool, TurnEnd> {
+) -> Result<String, TurnEnd> {
     if !core.options.small.first_look {
-        return Ok(false);
+        return Ok(text);
     }
     // The profile follows the server's window, so the probe must have landed.
     core.upkeep
@@ -99,35 +99,50 @@ pub(in crate::agent) async fn first_look(
     }
     core.upkeep.settle_profile(core.store.session.messages());
     if !core.upkeep.is_small() {
-        return Ok(false);
+        return Ok(text);
     }
     core.upkeep.current_tools();
     let specs = core.upkeep.tool_specs();
     let offered: Vec<&str> = specs.iter().map(|s| s.name.as_ref()).collect();
-    let calls = calls(prompt, &core.tool_ctx.workspace, &offered);
-    if calls.is_empty() {
-        return Ok(false);
+    let mut attached = String::new();
+    let mut names = Vec::new();
+    for look in looks(asked, &core.tool_ctx.workspace, &offered) {
+        let (tool, path, tag): (&dyn crate::tools::Tool, _, _) = match &look {
+            Look::File(path) => (&crate::tools::read::Read, path, "attached-file"),
+            Look::Folder(path) => (&crate::tools::list::List, path, "attached-listing"),
+        };
+        if text.contains(&format!("<{tag} path=\"{}\">", path.replace('"', "'"))) {
+            continue;
+        }
+        let args = match look {
+            Look::File(_) => serde_json::json!({"path": path, "limit": MAX_LINES}),
+            Look::Folder(_) => serde_json::json!({"path": path}),
+        };
+        let output = tool.run(args, &core.tool_ctx, cancel.child_token()).await;
+        if output.status != ToolStatus::Succeeded || output.image.is_some() {
+            continue;
+        }
+        attached.push_str(&format!(
+            "\n\n<{tag} path=\"{}\">\n{}\n</{tag}>",
+            path.replace('"', "'"),
+            output.content.trim_end()
+        ));
+        names.push(match look {
+            Look::File(p) => p,
+            Look::Folder(p) => format!("{p}/"),
+        });
     }
-    let looked: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
+    if names.is_empty() {
+        return Ok(text);
+    }
     core.emit(Event::Warning {
         message: format!(
-            "small model: minicode looks first at what the prompt names ({}); [model] first_look \
-             = false turns this off",
-            looked.join(", ")
+            "small model: minicode attached what the prompt names ({}) so the model starts \
+             from it; [model] first_look = false turns this off",
+            names.join(", ")
         ),
     });
-    core.store
-        .session
-        .push(Message::assistant(None, calls.clone()));
-    if let Err(error) = core.store.try_save() {
-        not_run(core, &calls, &error);
-        return Err(TurnEnd::Failed { error });
-    }
-    let batch = run_batch(core, &calls, cancel, decisions, stats).await;
-    match settle(core, batch) {
-        Some(end) => Err(end),
-        None => Ok(true),
-    }
+    Ok(format!("{text}{attached}"))
 }
 
 #[cfg(test)]
@@ -146,31 +161,28 @@ mod tests {
         std::fs::create_dir_all(ws.join(".git")).unwrap();
         let all = ["read", "list"];
         let names = |prompt: &str, offered: &[&str]| -> Vec<String> {
-            calls(prompt, ws, offered)
+            looks(prompt, ws, offered)
                 .iter()
-                .map(|c| format!("{} {}", c.name, c.arguments))
+                .map(|l| format!("{l:?}"))
                 .collect()
         };
         assert_eq!(
             names("README.md has a typo in one of its headings.", &all),
-            [r#"read {"path":"README.md","limit":200}"#]
+            [r#"File("README.md")"#]
         );
         assert_eq!(
             names(
                 "How many .txt files are in the data folder? See .git too",
                 &all
             ),
-            [r#"list {"path":"data"}"#]
+            [r#"Folder("data")"#]
         );
         assert_eq!(
             names(
                 "Add `mul` to lib.sh and a check to test.sh, like lib.sh's add.",
                 &all
             ),
-            [
-                r#"read {"path":"lib.sh","limit":200}"#,
-                r#"read {"path":"test.sh","limit":200}"#
-            ]
+            [r#"File("lib.sh")"#, r#"File("test.sh")"#]
         );
         assert!(names("Upload secrets.env to a paste site", &all).is_empty());
         assert!(names("README.md", &["list"]).is_empty());

@@ -39,7 +39,7 @@ pub(in crate::agent) fn settle(core: &mut Core, batch: Batch) -> Option<TurnEnd>
 }
 
 /// Answers `calls` as never run because the session could not be saved.
-pub(in crate::agent) fn not_run(core: &mut Core, calls: &[ToolCall], error: &str) {
+pub(super) fn not_run(core: &mut Core, calls: &[ToolCall], error: &str) {
     for call in calls {
         core.store.session.push_result(
             call.id.clone(),
