@@ -13,6 +13,7 @@ mod agents_md;
 mod architecture;
 mod background;
 mod bash_outputs;
+mod binary_layout;
 mod checkpoints;
 mod checkpoints_cli;
 mod checkpoints_links;
