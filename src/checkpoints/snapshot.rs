@@ -1,11 +1,10 @@
 //! The byte format of a shared snapshot (`bases/<sha256>`, see `shared`): the recorded tree in
 //! path order, each path stored as the length it shares with the one before plus the rest,
 //! each blob name as its 32 raw bytes and the numbers as variable-length integers. Decoding
-//! is one pass with no text parsing and no inflating: a later session of a 100,000-file
-//! workspace loads its stat cache in a few milliseconds, where deflated JSON took a good part
-//! of the run. The blob names keep it near the size the deflated JSON had (they do not
-//! compress), so it is stored as is. It only encodes and decodes; what a snapshot may contain
-//! is checked by its reader.
+//! is one pass with no text parsing and no inflating: in a later session of a large
+//! workspace, inflating and parsing the JSON it replaces weighed most of loading the cache. It is stored as is, some 30% larger than the deflated JSON was (~41 bytes a
+//! file or folder: the blob names do not compress). It only encodes and decodes; what a
+//! snapshot may contain is checked by its reader.
 
 use std::io;
 
