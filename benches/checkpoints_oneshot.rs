@@ -7,7 +7,11 @@
 //! CPU on against off (target: within 10%).
 //!
 //! `cargo bench --bench checkpoints_oneshot`; `MINICODE_BENCH_FILES=N` changes the large
-//! tree's size (a). `cargo test --benches` runs a 2,000-file tree once as a check.
+//! tree's size (a), `MINICODE_BENCH_ONLY=a|b|c` runs one part, `MINICODE_BENCH_RUNS=N` sets
+//! (c)'s runs per round, and `MINICODE_BENCH_WRAP` runs each `minicode` under a tool
+//! (`valgrind --tool=callgrind --callgrind-out-file=/tmp/cg/%q{MINICODE_BENCH_TAG}.%p`: `on` or
+//! `off`, for instruction counts).
+//! `cargo test --benches` runs a 2,000-file tree once as a check.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Resource usage is read with libc (wait4): measurement only.
@@ -62,10 +66,19 @@ fn five_calls(ws: &Path) -> (Duration, Duration) {
     std::fs::write(&config, text).unwrap();
     // The edit needs its text back.
     std::fs::write(ws.join("README.md"), "# Bench\n\nhello world\n").unwrap();
+    let user = std::fs::read_to_string(ws.join(".config/minicode/config.toml")).unwrap();
+    let tag = if user.contains("enabled = false") {
+        "off"
+    } else {
+        "on"
+    };
     let mut cmd = Command::new("env");
-    cmd.arg("-C")
-        .arg(ws)
-        .arg(env!("CARGO_BIN_EXE_minicode"))
+    cmd.arg("-C").arg(ws).env("MINICODE_BENCH_TAG", tag);
+    // A measuring tool to run minicode under (`valgrind --tool=callgrind ...`).
+    if let Ok(wrap) = std::env::var("MINICODE_BENCH_WRAP") {
+        cmd.args(wrap.split_whitespace());
+    }
+    cmd.arg(env!("CARGO_BIN_EXE_minicode"))
         .args(["--yes", "do the five steps"])
         .env_remove("MINICODE_LOG")
         .env("HOME", ws);
@@ -207,6 +220,10 @@ fn main() {
         capped_store(10_000);
     }
     if only.is_empty() || only.contains('c') {
-        s1(5, 15);
+        let runs = std::env::var("MINICODE_BENCH_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(15);
+        s1(5, runs);
     }
 }

@@ -24,6 +24,7 @@ mod packs;
 mod rewind;
 mod scan;
 mod shared;
+mod snapshot;
 mod store;
 mod watch;
 
@@ -361,8 +362,12 @@ impl Recorder {
         match began {
             Ok(seq) => {
                 self.open = Some(seq);
+                // A call that names its paths (`write`, `edit`) is over in a moment: a beat
+                // would come after it, and the thread costs more than the call's record.
                 let path = self.state.as_ref().map(|j| j.path.clone());
-                self.heartbeat = path.map(|p| attribution::Heartbeat::start(&p));
+                self.heartbeat = path
+                    .filter(|_| paths.is_none())
+                    .map(|p| attribution::Heartbeat::start(&p));
                 Ok(())
             }
             Err(e) => {

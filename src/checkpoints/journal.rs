@@ -21,6 +21,9 @@ use super::{Change, FileState, Position, Settings, Tree, scan};
 /// set-up and its teardown.
 const WATCH_FROM: usize = 1_000;
 
+/// The threads a whole walk of a tree of [`WATCH_FROM`] entries or more takes.
+const PARALLEL_WALK: usize = 2;
+
 /// The journal format's version (in the base line; 1: the base holds the file list).
 pub(crate) const VERSION: u32 = 2;
 
@@ -553,6 +556,7 @@ impl Journal {
                 blobs: &mut self.blobs,
                 max_file_bytes: self.max_file_bytes,
                 guard: &self.guard,
+                threads: 1,
             };
             return scan::paths(&self.workspace, paths, against);
         }
@@ -581,6 +585,11 @@ impl Journal {
                 blobs: &mut self.blobs,
                 max_file_bytes: self.max_file_bytes,
                 guard: &self.guard,
+                threads: if self.tree.len() >= WATCH_FROM {
+                    PARALLEL_WALK
+                } else {
+                    1
+                },
             },
         )?;
         if self.watcher.as_ref().is_some_and(|w| !w.healthy()) {

@@ -100,14 +100,15 @@ fn relative(workspace: &Path, path: &Path) -> Option<String> {
 
 /// Every regular file the walk yields in `scope`, relative to `workspace`, with its
 /// metadata. Each folder is watched before it is listed, so nothing created in it later goes
-/// unseen. A whole-tree walk runs on the calling thread: the parallel walker starts threads for
-/// every walk and idles in 1 ms sleeps while they drain, which cost a small workspace's call
-/// more than the walk itself (12 threads and 3.5 ms of sleeps in a five-call one-shot run),
-/// while on a large tree reading and hashing the changed files, not listing them, is the cost.
+/// unseen. A whole-tree walk of a small tree runs on the calling thread (`threads` 1): the
+/// parallel walker starts threads for every walk and idles in 1 ms sleeps while they drain,
+/// which cost a small workspace's call more than the walk itself (12 threads and 3.5 ms of
+/// sleeps in a five-call one-shot run).
 fn walk(
     workspace: &Path,
     scope: &Arc<Scope>,
     watcher: Option<&Arc<Watcher>>,
+    threads: usize,
 ) -> Vec<(String, std::fs::Metadata)> {
     let mut builder = crate::fsutil::with_ignore_rules(WalkBuilder::new(workspace));
     let root = workspace.to_path_buf();
@@ -132,7 +133,7 @@ fn walk(
         }
         enter
     });
-    if scope.dirty.is_none() {
+    if scope.dirty.is_none() && threads <= 1 {
         return builder
             .build()
             .flatten()
@@ -141,9 +142,11 @@ fn walk(
     }
     // The sequential walker lists a folder before asking the filter whether to enter it; a
     // scoped scan skips almost every folder, so it takes the parallel walker on one thread,
-    // which asks first.
+    // which asks first. A whole walk of a large tree takes it on `threads` threads: there the
+    // listing and the `lstat`s are the cost, and they run side by side.
+    let threads = if scope.dirty.is_none() { threads } else { 1 };
     let found: Mutex<Vec<(String, std::fs::Metadata)>> = Mutex::new(Vec::new());
-    builder.threads(1).build_parallel().run(|| {
+    builder.threads(threads).build_parallel().run(|| {
         let found = &found;
         Box::new(move |entry| {
             if let Some(item) = entry.ok().and_then(|e| kept(workspace, scope, &e)) {
@@ -183,6 +186,8 @@ pub(crate) struct Against<'a> {
     pub blobs: &'a mut Blobs,
     pub max_file_bytes: u64,
     pub guard: &'a Guard,
+    /// Threads for a whole-tree walk (1: the calling thread alone).
+    pub threads: usize,
 }
 
 /// Scans the workspace against `tree`: unchanged files (same metadata) are not read; changed
@@ -239,7 +244,7 @@ fn compare(
 ) -> io::Result<(Found, HashSet<String>)> {
     let mut found = Found::default();
     let mut seen = HashSet::new();
-    for (rel, meta) in walk(workspace, scope, watcher) {
+    for (rel, meta) in walk(workspace, scope, watcher, against.threads) {
         let known = against.tree.get(&rel);
         if known.is_some_and(|state| state.matches(&meta)) {
             seen.insert(rel);

@@ -1,7 +1,7 @@
 //! What the sessions of one workspace share, so that a later session does not read and hash the
 //! whole tree again: the stat cache (every tracked path's size, times, inode, mode and blob).
 //! It is kept as an immutable, content-addressed snapshot, `.minicode/checkpoints/bases/<sha256>`
-//! (the tree as JSON, deflated), and the pointer file `.minicode/checkpoints/workspace.json`
+//! (the tree in the byte format of `snapshot`), and the pointer file `.minicode/checkpoints/workspace.json`
 //! naming the newest snapshot plus the paths that changed since (the delta).
 //!
 //! A journal's base line names a snapshot instead of holding the file list. A session's first
@@ -116,15 +116,9 @@ fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
-/// Stores `tree` as a snapshot; returns its name.
+/// Stores `tree` as a snapshot (see `snapshot`); returns its name.
 pub(crate) fn save_base(workspace: &Path, tree: &Tree) -> io::Result<String> {
-    let json = serde_json::to_vec(tree).map_err(io::Error::other)?;
-    let mut deflate = flate2::write::DeflateEncoder::new(
-        Vec::with_capacity(json.len() / 3),
-        flate2::Compression::fast(),
-    );
-    deflate.write_all(&json)?;
-    let bytes = deflate.finish()?;
+    let bytes = super::snapshot::encode(tree);
     let hash = Blobs::hash(&bytes);
     let dir = crate::fsutil::private_dir(workspace, &format!("{}/{BASES}", super::SUBDIR))?;
     let path = dir.join(&hash);
@@ -146,11 +140,16 @@ pub(crate) fn load_base(workspace: &Path, hash: &str) -> io::Result<Tree> {
             "checkpoint snapshot {hash} is damaged"
         )));
     }
-    let mut json = Vec::with_capacity(bytes.len() * 3);
-    flate2::read::DeflateDecoder::new(bytes.as_slice())
-        .take(READ_LIMIT)
-        .read_to_end(&mut json)?;
-    let tree: Tree = serde_json::from_slice(&json).map_err(io::Error::other)?;
+    let tree = if bytes.starts_with(super::snapshot::MAGIC) {
+        super::snapshot::decode(&bytes)?
+    } else {
+        // Written before the byte format: deflated JSON.
+        let mut json = Vec::with_capacity(bytes.len() * 3);
+        flate2::read::DeflateDecoder::new(bytes.as_slice())
+            .take(READ_LIMIT)
+            .read_to_end(&mut json)?;
+        serde_json::from_slice(&json).map_err(io::Error::other)?
+    };
     if !tree.iter().all(|(p, s)| valid_state(p, Some(s))) {
         return Err(io::Error::other(format!(
             "checkpoint snapshot {hash} names an invalid path or blob"
