@@ -39,6 +39,7 @@ mod daemon_assembly;
 mod daemon_docs;
 mod daemon_hostile;
 mod daemon_stream;
+mod diagnostics;
 mod doctor;
 mod durability;
 mod edit_tiers;
