@@ -11,7 +11,8 @@ use super::Settings;
 use super::language::Language;
 use crate::tools::ToolCtx;
 
-/// One language's server.
+/// One language's server (without the `lsp` feature there is never one).
+#[cfg_attr(not(feature = "lsp"), allow(dead_code))]
 enum Slot {
     #[cfg(feature = "lsp")]
     Running(Box<super::client::Client>),
