@@ -19,14 +19,12 @@ use lsp_types::notification::{
     DidChangeTextDocument, DidOpenTextDocument, Exit, Initialized, PublishDiagnostics,
 };
 use lsp_types::request::{
-    Initialize, RegisterCapability, Shutdown, UnregisterCapability, WorkDoneProgressCreate,
+    RegisterCapability, Shutdown, UnregisterCapability, WorkDoneProgressCreate,
     WorkspaceConfiguration,
 };
 use lsp_types::{
-    ClientCapabilities, DiagnosticSeverity, DidChangeTextDocumentParams, DidOpenTextDocumentParams,
-    InitializeParams, InitializedParams, PublishDiagnosticsClientCapabilities,
-    TextDocumentClientCapabilities, TextDocumentContentChangeEvent, TextDocumentItem, Url,
-    VersionedTextDocumentIdentifier, WorkspaceFolder,
+    DiagnosticSeverity, DidChangeTextDocumentParams, DidOpenTextDocumentParams, InitializedParams,
+    TextDocumentContentChangeEvent, TextDocumentItem, Url, VersionedTextDocumentIdentifier,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -309,35 +307,33 @@ fn router(shared: Shared) -> Router<Shared> {
     router
 }
 
+/// `initialize` as plain JSON both ways: we offer one capability and read none of the
+/// server's, and lsp-types' full `ClientCapabilities`/`InitializeResult` serde code would
+/// cost the binary far more than this request is worth.
+enum InitializeJson {}
+
+impl lsp_types::request::Request for InitializeJson {
+    type Params = serde_json::Value;
+    type Result = serde_json::Value;
+    const METHOD: &'static str = "initialize";
+}
+
 /// `initialize` with the workspace as the one root, then `initialized`.
 async fn handshake(socket: &ServerSocket, root: &Path) -> Result<(), String> {
     let uri = Url::from_file_path(root).map_err(|()| "the workspace is no file URI".to_string())?;
-    let capabilities = ClientCapabilities {
-        text_document: Some(TextDocumentClientCapabilities {
-            publish_diagnostics: Some(PublishDiagnosticsClientCapabilities {
-                version_support: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    #[allow(deprecated)] // `root_uri`: older servers still read it.
-    let params = InitializeParams {
-        // No process id: the server runs in a PID namespace of its own, where ours does not
-        // exist, and servers that watch it (pyright) would exit at once. Its group dies with
-        // us anyway (the supervisor).
-        process_id: None,
-        root_uri: Some(uri.clone()),
-        workspace_folders: Some(vec![WorkspaceFolder {
-            uri,
-            name: "workspace".into(),
-        }]),
-        capabilities,
-        ..Default::default()
-    };
+    // No process id: the server runs in a PID namespace of its own, where ours does not
+    // exist, and servers that watch it (pyright) would exit at once. Its group dies with us
+    // anyway (the supervisor). `rootUri`: older servers still read it.
+    let params = serde_json::json!({
+        "processId": null,
+        "rootUri": uri.as_str(),
+        "workspaceFolders": [{ "uri": uri.as_str(), "name": "workspace" }],
+        "capabilities": {
+            "textDocument": { "publishDiagnostics": { "versionSupport": true } }
+        }
+    });
     socket
-        .request::<Initialize>(params)
+        .request::<InitializeJson>(params)
         .await
         .map_err(|e| format!("failed to initialise ({e})"))?;
     socket
