@@ -13,6 +13,7 @@ pub mod compact;
 pub mod context;
 mod context_upkeep;
 pub mod delegate;
+mod diagnostics;
 pub mod goal;
 mod history;
 mod hooks;
@@ -106,6 +107,8 @@ pub struct Options {
     /// `[model] profile` and `[model] tools`: whether the lean prompt and core tools are used
     /// (see `model_profile`).
     pub model_profile: crate::provider::profiles::Settings,
+    /// `[lsp]`: the language servers asked for diagnostics after an edit.
+    pub lsp: crate::lsp::Settings,
 }
 
 impl Default for Options {
@@ -131,6 +134,7 @@ impl Default for Options {
             hooks: Arc::default(),
             small: small::Settings::default(),
             model_profile: crate::provider::profiles::Settings::default(),
+            lsp: crate::lsp::Settings::default(),
         }
     }
 }
@@ -225,6 +229,8 @@ pub(crate) struct Core {
     hooks: hooks::Hooks,
     /// `!command` outputs waiting for the next prompt.
     shell: shell::Shell,
+    /// The language servers asked about a file after `write` and `edit`.
+    diagnostics: diagnostics::Diagnostics,
 }
 
 impl Core {
@@ -479,5 +485,6 @@ async fn run_core(
     let site = core.hook_site();
     core.hooks.session_start(source, &site).await;
     core.serve(&mut ops, recovery).await;
+    core.diagnostics.end().await;
     core.shut_down();
 }

@@ -13,6 +13,7 @@
 mod file;
 mod hooks;
 mod layers;
+mod lsp;
 mod mcp;
 mod model_setup;
 mod permissions;
@@ -209,6 +210,8 @@ pub struct Config {
     pub checkpoints_max_file_bytes: u64,
     /// `[checkpoints] max_bytes`: the store's cap, kept by pruning the oldest turns.
     pub checkpoints_max_bytes: u64,
+    /// `[lsp]`: the language servers asked for diagnostics after an edit.
+    pub lsp: crate::lsp::Settings,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:
     /// `None` = all, `Some(0)` = none.
     pub exit_transcript_turns: Option<u32>,

@@ -64,6 +64,14 @@ pub(crate) const CHECKPOINT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// (`[checkpoints] max_bytes`).
 pub(crate) const CHECKPOINT_MAX_BYTES: u64 = 512 * 1024 * 1024;
 
+/// How long one edit waits for a running language server's diagnostics (`[lsp] timeout_ms`).
+pub(crate) const LSP_TIMEOUT_MS: u64 = 3_000;
+/// How long the first edit of a language waits, the server's start-up included
+/// (`[lsp] start_timeout_ms`): a cold pyright or rust-analyzer takes seconds.
+pub(crate) const LSP_START_TIMEOUT_MS: u64 = 10_000;
+/// The most diagnostics appended to one tool result (`[lsp] max_errors`).
+pub(crate) const LSP_MAX_ERRORS: usize = 5;
+
 /// Environment variables that may hold a model key whatever the configuration says; the
 /// configured `api_key_env` joins them. They are wiped from minicode's own environment once
 /// read and never reach a child process.

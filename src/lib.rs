@@ -35,6 +35,7 @@ pub(crate) mod eval;
 pub mod fsutil;
 pub mod hooks;
 pub mod logging;
+pub mod lsp;
 pub mod memory;
 pub mod permissions;
 pub(crate) mod print;

@@ -15,6 +15,7 @@ impl Core {
         match Session::begin(&self.tool_ctx.workspace) {
             Ok(session) => {
                 super::background::end(&self.tool_ctx, &mut self.store.session);
+                self.diagnostics.end_soon();
                 self.store.save();
                 let old = self.store.replace(session);
                 self.checkpoints.follow(&self.store.session);
@@ -123,6 +124,7 @@ impl Core {
             }
         };
         super::background::end(&self.tool_ctx, &mut self.store.session);
+        self.diagnostics.end_soon();
         self.store.save();
         let old = self.store.replace(session);
         self.checkpoints.follow(&self.store.session);

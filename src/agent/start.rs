@@ -98,6 +98,7 @@ impl Core {
             checkpoints,
             hooks: super::hooks::Hooks::new(options.hooks.clone(), emitter.clone()),
             shell: super::shell::Shell::default(),
+            diagnostics: super::diagnostics::Diagnostics::new(options.lsp.clone()),
             provider: setup.provider,
             registry: setup.registry,
             tool_ctx: setup.tool_ctx,

@@ -244,6 +244,7 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         plan: config.plan,
         ask_outside_sandbox: false,
         checkpoints: checkpoint_settings(config),
+        lsp: config.lsp.clone(),
         user_memory: None,
         hooks: Arc::default(),
         small: crate::agent::small::Settings {

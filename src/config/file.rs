@@ -41,6 +41,9 @@ pub(super) struct FileConfig {
     pub telemetry: TelemetryTable,
     #[serde(default)]
     pub checkpoints: CheckpointsTable,
+    /// `[lsp]` (see `config/lsp.rs`); a workspace's file may name servers only once the
+    /// workspace is trusted.
+    pub lsp: Option<super::lsp::LspTable>,
     /// `[sandbox]`: kept apart from the field-by-field merge (a workspace may only narrow it).
     pub sandbox: Option<super::sandbox::SandboxTable>,
     /// MCP servers by id (`[mcp_servers.<id>]`); a workspace's file may set them only once the

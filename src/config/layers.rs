@@ -34,6 +34,8 @@ pub(super) struct Layers {
     pub notices: Vec<String>,
     /// Files found in the workspace that were not read, with why.
     pub ignored: Vec<(PathBuf, &'static str)>,
+    /// The `[lsp]` tables, merged key by key.
+    pub lsp: super::lsp::Merged,
     /// The `[sandbox]` tables, kept apart: a workspace's may only narrow the user's.
     pub sandbox: super::sandbox::Tables,
     /// Each file's `[hooks]`, with the file and whether it is the workspace's own.
@@ -69,6 +71,7 @@ impl Layers {
             sources: Vec::new(),
             trust,
             mcp_servers: BTreeMap::new(),
+            lsp: super::lsp::Merged::default(),
             approvals: Vec::new(),
             permissions: Vec::new(),
             notices: Vec::new(),
@@ -114,6 +117,9 @@ pub(super) fn redirecting_fields(f: &FileConfig) -> Vec<&'static str> {
     // A server is a program the repository would have minicode run.
     if f.mcp_servers.is_some() {
         fields.push("mcp_servers");
+    }
+    if f.lsp.as_ref().is_some_and(|t| t.servers.is_some()) {
+        fields.push("lsp.servers");
     }
     fields
 }
@@ -312,6 +318,9 @@ impl Layers {
                 self.mcp_servers.insert(id, (table, path.clone()));
             }
         }
+        if let Some(lsp) = over.lsp.take() {
+            self.lsp.add(lsp, path.clone());
+        }
         if let Some(permissions) = over.permissions.take() {
             self.permissions.push((permissions, path.clone()));
         }
@@ -390,6 +399,7 @@ impl Layers {
                     syntax_highlighting: _,
                 },
             mcp_servers: _,
+            lsp: _,
             approved_mcp_servers: _,
             permissions: _,
             hooks: _,

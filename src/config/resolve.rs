@@ -38,6 +38,7 @@ pub(super) fn resolve(
     } else {
         hooks
     };
+    let lsp = std::mem::take(&mut layers.lsp).resolve()?;
     let hook_approvals = super::hooks::approvals(std::mem::take(&mut layers.hook_approvals));
     let mut notices = Vec::new();
     let telemetry = super::telemetry::resolve(&layers, env, &mut notices)?;
@@ -87,6 +88,7 @@ pub(super) fn resolve(
         checkpoints_enabled: layers.file.checkpoints.enabled.unwrap_or(true),
         checkpoints_max_file_bytes: limits.checkpoints_max_file_bytes,
         checkpoints_max_bytes: limits.checkpoints_max_bytes,
+        lsp,
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
         exit_transcript_turns: layers.file.ui.exit_transcript_turns,

@@ -2,7 +2,8 @@
 //! SHA-256 of its value, recorded with the trust entry so that a later change (a `git pull`
 //! that adds `[mcp_servers]` or a new `base_url`) is asked about again instead of taking
 //! effect silently. The items are the workspace config's trust-only fields, each of its
-//! `[mcp_servers]`, its `[permissions] allow` rules, and its `.mcp.json` as a whole.
+//! `[mcp_servers]` and `[lsp.servers]`, its `[permissions] allow` rules, and its `.mcp.json`
+//! as a whole.
 //!
 //! It reads the workspace's files (confined, like every read of them) and compares; it never
 //! records a value, only digests, and shows a new value only for fields that hold no secret.
@@ -143,6 +144,14 @@ pub(super) fn current(workspace: &Path) -> Result<Current, ConfigError> {
         if let Some(toml::Value::Table(servers)) = table.get("mcp_servers") {
             for (id, server) in servers {
                 items.insert(format!("mcp_servers.{id}"), (value_digest(server), None));
+            }
+        }
+        // A language server is a program too (`[lsp.servers.<language>]`).
+        let lsp_servers = table.get("lsp").and_then(|t| t.get("servers"));
+        if let Some(toml::Value::Table(servers)) = lsp_servers {
+            for (language, server) in servers {
+                let key = format!("lsp.servers.{language}");
+                items.insert(key, (value_digest(server), None));
             }
         }
     }

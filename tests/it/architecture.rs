@@ -110,11 +110,19 @@ const RULES: &[Rule] = &[
               children only through process::child",
     },
     Rule {
+        module: "lsp",
+        may_use: Some(&["defaults", "fsutil", "process", "sanitize", "tools"]),
+        why: "the language servers asked after an edit sit between the tools and the agent: \
+              they start through the same sandboxed supervisor as `bash` (tools' ToolCtx) and \
+              know nothing of the agent, the protocol or a frontend",
+    },
+    Rule {
         module: "config",
         may_use: Some(&[
             "defaults",
             "fsutil",
             "hooks",
+            "lsp",
             "permissions",
             "sanitize",
             "sandbox",
@@ -145,6 +153,7 @@ const RULES: &[Rule] = &[
             "memory",
             "fsutil",
             "hooks",
+            "lsp",
             "permissions",
             "sandbox",
             "process",

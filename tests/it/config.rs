@@ -773,3 +773,73 @@ fn openai_s_own_service_reads_openai_api_key_when_nothing_names_a_key() {
     .unwrap();
     assert_eq!(c.api_key.as_ref().map(|k| k.expose()), Some("sk-mine"));
 }
+
+#[test]
+fn lsp_table_is_laid_key_by_key_and_checked() {
+    let d = trusted_dirs();
+    write(
+        &user_file(&d),
+        &format!(
+            "{}[lsp]\ntimeout_ms = 1500\nwarnings = true\n[lsp.servers.python]\ncommand = \"basedpyright-langserver\"\nargs = [\"--stdio\"]\n",
+            trust_line(&d)
+        ),
+    );
+    write(
+        &project_file(&d),
+        &format!("{BASIC}[lsp]\nmax_errors = 2\n[lsp.servers.go]\ncommand = \"gopls\"\n"),
+    );
+    let config = load(&d, &[], &Overrides::default()).unwrap();
+    let lsp = &config.lsp;
+    assert!(lsp.enabled);
+    assert_eq!(lsp.timeout, std::time::Duration::from_millis(1500));
+    assert_eq!(lsp.start_timeout, std::time::Duration::from_secs(10));
+    assert_eq!(lsp.max_errors, 2);
+    assert!(lsp.warnings);
+    assert_eq!(lsp.servers["python"].command, "basedpyright-langserver");
+    assert_eq!(lsp.servers["python"].args, vec!["--stdio"]);
+    assert_eq!(lsp.servers["go"].command, "gopls");
+
+    write(
+        &project_file(&d),
+        &format!("{BASIC}[lsp]\ntimeout_ms = 0\n"),
+    );
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(err.to_string().contains("lsp.timeout_ms"), "{err}");
+    write(
+        &project_file(&d),
+        &format!("{BASIC}[lsp.servers.cobol]\ncommand = \"cobol-ls\"\n"),
+    );
+    let err = load(&d, &[], &Overrides::default()).unwrap_err();
+    assert!(err.to_string().contains("lsp.servers"), "{err}");
+}
+
+#[test]
+fn an_untrusted_workspace_may_not_name_a_language_server() {
+    let d = dirs();
+    write(
+        &project_file(&d),
+        "[lsp]\nmax_errors = 1\n[lsp.servers.python]\ncommand = \"./evil.sh\"\n",
+    );
+    match load(&d, &[], &Overrides::default()).unwrap_err() {
+        ConfigError::UntrustedWorkspace { fields, .. } => {
+            assert!(fields.contains(&"lsp.servers"), "{fields:?}")
+        }
+        other => panic!("{other}"),
+    }
+    // Without servers the table is the workspace's to set.
+    write(
+        &project_file(&d),
+        "[lsp]\nmax_errors = 1\nenabled = false\n",
+    );
+    let config = load(
+        &d,
+        &[],
+        &Overrides {
+            demo: true,
+            ..Overrides::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(config.lsp.max_errors, 1);
+    assert!(!config.lsp.enabled);
+}

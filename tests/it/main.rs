@@ -41,6 +41,7 @@ mod daemon_attach;
 mod daemon_docs;
 mod daemon_hostile;
 mod daemon_stream;
+mod diagnostics;
 mod doctor;
 mod durability;
 mod edit_tiers;

@@ -391,6 +391,28 @@ fn servers_added_after_trust_are_a_change_and_a_path_only_entry_still_works() {
 }
 
 #[test]
+fn a_language_server_added_after_trust_is_a_change() {
+    let ws = Ws::new();
+    ws.write_user_file("[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\n");
+    ws.write_workspace_file("[lsp]\nmax_errors = 2\n");
+    assert_eq!(ws.run(&["trust"]).status.code(), Some(0));
+    assert_eq!(
+        ws.load(&[], &Overrides::default()).unwrap().lsp.max_errors,
+        2
+    );
+    ws.write_workspace_file("[lsp]\nmax_errors = 2\n[lsp.servers.python]\ncommand = \"./x.sh\"\n");
+    match ws.load(&[], &Overrides::default()).unwrap_err() {
+        ConfigError::TrustChanged { changes, .. } => {
+            assert_eq!(changes, vec!["config `lsp.servers.python` added"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(ws.run(&["trust"]).status.code(), Some(0));
+    let config = ws.load(&[], &Overrides::default()).unwrap();
+    assert_eq!(config.lsp.servers["python"].command, "./x.sh");
+}
+
+#[test]
 fn trust_creates_a_private_user_config_and_keeps_an_existing_one_intact() {
     let ws = Ws::new();
     let out = ws.run(&["trust"]);

@@ -197,11 +197,16 @@ async fn prepare_and_run(
         && core
             .checkpoints
             .before(&core.store.session, call, tool.kind());
+    let edited = core.diagnostics.target(call, &args, &core.tool_ctx);
     let output = execute(core, call, &tool, args, cancel, stats).await;
     let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
     if recorded {
         core.checkpoints.after();
     }
+    let ctx = core.tool_ctx.clone();
+    core.diagnostics
+        .after(edited, &mut output, &ctx, cancel)
+        .await;
     output.content = core.tool_ctx.secrets.redact(output.content);
     if let Some(args) = seen {
         core.post_tool_hooks(call, &args, &mut output, cancel).await;
