@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use crate::chat::{ToolKind, ToolSpec, ToolStatus};
+use crate::chat::{Builtin, ToolKind, ToolSpec, ToolStatus};
 use crate::protocol::{SubagentStatus, TokenStats};
 use crate::sanitize::text::floor_boundary;
 use crate::tools::{CoreTool, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed, parse_args};
@@ -33,7 +33,13 @@ pub(crate) const NAME: &str = "delegate";
 pub(crate) const GROUP: &str = "subagents";
 /// The only tools a child may call: nothing that writes, runs commands, reaches MCP servers
 /// or delegates again.
-pub(crate) const CHILD_TOOLS: [&str; 5] = ["read", "list", "search", "find", "fetch"];
+pub(crate) const CHILD_TOOLS: [Builtin; 5] = [
+    Builtin::Read,
+    Builtin::List,
+    Builtin::Search,
+    Builtin::Find,
+    Builtin::Fetch,
+];
 /// Tasks one call may hand out.
 pub(crate) const MAX_TASKS: usize = 4;
 

@@ -112,7 +112,7 @@ impl Typed for Bash {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "bash".into(),
+            name: crate::chat::Builtin::Bash.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

@@ -33,7 +33,7 @@ impl Typed for BashKill {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "bash_kill".into(),
+            name: crate::chat::Builtin::BashKill.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

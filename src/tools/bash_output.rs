@@ -48,7 +48,7 @@ impl Typed for BashOutput {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "bash_output".into(),
+            name: crate::chat::Builtin::BashOutput.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

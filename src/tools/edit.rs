@@ -228,7 +228,7 @@ impl Typed for Edit {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "edit".into(),
+            name: crate::chat::Builtin::Edit.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

@@ -74,7 +74,7 @@ impl Typed for Fetch {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "fetch".into(),
+            name: crate::chat::Builtin::Fetch.name().into(),
             description: "Fetch one web page (http or https) and return it as Markdown (text \
                           and JSON as they are). Use it to read documentation, an issue or an \
                           API reference the user points to. Private and local addresses are \

@@ -129,7 +129,7 @@ impl Typed for Find {
     fn spec(&self) -> ToolSpec {
         let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
         ToolSpec {
-            name: "find".into(),
+            name: crate::chat::Builtin::Find.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

@@ -84,7 +84,7 @@ impl Typed for List {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "list".into(),
+            name: crate::chat::Builtin::List.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

@@ -100,7 +100,7 @@ impl Typed for Read {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "read".into(),
+            name: crate::chat::Builtin::Read.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

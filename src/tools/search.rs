@@ -126,7 +126,7 @@ impl Typed for Search {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "search".into(),
+            name: crate::chat::Builtin::Search.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

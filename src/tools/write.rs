@@ -152,7 +152,7 @@ impl Typed for Write {
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "write".into(),
+            name: crate::chat::Builtin::Write.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",

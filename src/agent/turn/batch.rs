@@ -197,7 +197,7 @@ async fn prepare_and_run(
     let recorded = crate::agent::goal::driver::Driver::which(&*tool).is_none()
         && core
             .checkpoints
-            .before(&core.store.session, call, tool.kind());
+            .before(&core.store.session, call, (tool.kind(), &aim));
     let output = execute(core, call, (&tool, &*invocation), args, cancel, stats).await;
     let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
     if recorded {
