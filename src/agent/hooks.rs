@@ -117,7 +117,7 @@ impl Hooks {
             };
             span.record("hook.outcome", ended.as_str());
             self.emitter.emit(Event::Hook {
-                event: event.as_str().to_string(),
+                event,
                 hook: site.ctx.secrets.redact(name.clone()),
                 outcome: ended,
                 ms: started.elapsed().as_millis() as u64,
@@ -141,7 +141,7 @@ impl Hooks {
 
     /// `SessionStart` (`source`: `startup` or `resume`): context it gives waits for the next
     /// prompt.
-    pub(crate) async fn session_start(&mut self, source: &str, site: &Site) {
+    pub(crate) async fn session_start(&mut self, source: crate::hooks::SessionSource, site: &Site) {
         if !self.has(HookEvent::SessionStart) {
             return;
         }
@@ -346,7 +346,11 @@ impl super::Core {
     /// `PreCompact` (`trigger`: `manual` for `/compact`, `auto` before an automatic
     /// compaction or one after the server said the context is too long); what it says is
     /// only shown.
-    pub(crate) async fn pre_compact_hooks(&self, trigger: &str, instructions: Option<&str>) {
+    pub(crate) async fn pre_compact_hooks(
+        &self,
+        trigger: crate::hooks::CompactTrigger,
+        instructions: Option<&str>,
+    ) {
         if !self.hooks.has(HookEvent::PreCompact) {
             return;
         }

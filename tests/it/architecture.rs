@@ -85,7 +85,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "protocol",
-        may_use: Some(&["chat", "sanitize", "sandbox"]),
+        may_use: Some(&["chat", "hooks", "sanitize", "sandbox"]),
         why: "the contract between frontends and core depends only on the data model",
     },
     Rule {
