@@ -17,6 +17,16 @@ pub enum SessionSource {
     Resume,
 }
 
+/// The approval mode in force, as every hook reads it (`permission_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    /// Calls are approved as usual.
+    Default,
+    /// Plan mode: nothing but the plan file may change.
+    Plan,
+}
+
 /// What starts a compaction, as `PreCompact` hooks read it (`trigger`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

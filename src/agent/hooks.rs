@@ -37,7 +37,7 @@ pub(crate) struct Site {
     pub ctx: Arc<ToolCtx>,
     pub session_id: String,
     pub transcript: PathBuf,
-    pub plan: bool,
+    pub mode: crate::hooks::PermissionMode,
 }
 
 /// What every hook of one event said together.
@@ -226,10 +226,7 @@ fn common(event: HookEvent, site: &Site) -> Map<String, Value> {
         ),
         ("cwd", json!(site.ctx.workspace.display().to_string())),
         ("hook_event_name", json!(event.as_str())),
-        (
-            "permission_mode",
-            json!(if site.plan { "plan" } else { "default" }),
-        ),
+        ("permission_mode", json!(site.mode)),
     ])
 }
 
@@ -246,7 +243,11 @@ impl super::Core {
             ctx: self.tool_ctx.clone(),
             session_id: session.id().to_string(),
             transcript: session.path().to_path_buf(),
-            plan: self.plan.is_on(),
+            mode: if self.plan.is_on() {
+                crate::hooks::PermissionMode::Plan
+            } else {
+                crate::hooks::PermissionMode::Default
+            },
         }
     }
 
