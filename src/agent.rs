@@ -304,8 +304,11 @@ impl Core {
         ops: &mut mpsc::UnboundedReceiver<Op>,
         queue: &mut VecDeque<Op>,
     ) -> bool {
-        self.pre_compact_hooks("manual", instructions.as_deref())
-            .await;
+        self.pre_compact_hooks(
+            crate::hooks::CompactTrigger::Manual,
+            instructions.as_deref(),
+        )
+        .await;
         let turn = self.store.start_turn();
         let cancel = CancellationToken::new();
         let running = self
@@ -478,9 +481,9 @@ async fn run_core(
     let (mut core, startup) = Core::assemble(setup, events, system_prompt, hooks.journal);
     let recovery = core.start_up(startup, hooks.recovery);
     let source = if core.store.session.messages().is_empty() {
-        "startup"
+        crate::hooks::SessionSource::Startup
     } else {
-        "resume"
+        crate::hooks::SessionSource::Resume
     };
     let site = core.hook_site();
     core.hooks.session_start(source, &site).await;

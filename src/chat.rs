@@ -43,6 +43,60 @@ impl Role {
     }
 }
 
+/// minicode's own tools, by name: what code outside `tools` compares a call's tool with (ACP
+/// titles, tallies, checkpoints, permission rule families, the sub-agents' tools) rather than
+/// a string of its own. Each tool declares its name from here, so the two cannot drift.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    Bash,
+    BashOutput,
+    BashKill,
+    Read,
+    Write,
+    Edit,
+    List,
+    Search,
+    Find,
+    Fetch,
+}
+
+impl Builtin {
+    /// Every built-in tool.
+    pub const ALL: [Builtin; 10] = [
+        Builtin::Bash,
+        Builtin::BashOutput,
+        Builtin::BashKill,
+        Builtin::Read,
+        Builtin::Write,
+        Builtin::Edit,
+        Builtin::List,
+        Builtin::Search,
+        Builtin::Find,
+        Builtin::Fetch,
+    ];
+
+    /// The name the model calls it by.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Builtin::Bash => "bash",
+            Builtin::BashOutput => "bash_output",
+            Builtin::BashKill => "bash_kill",
+            Builtin::Read => "read",
+            Builtin::Write => "write",
+            Builtin::Edit => "edit",
+            Builtin::List => "list",
+            Builtin::Search => "search",
+            Builtin::Find => "find",
+            Builtin::Fetch => "fetch",
+        }
+    }
+
+    /// The built-in tool called `name`, if one is (an MCP tool or a skill is not).
+    pub fn of(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
 /// What a tool call does, as its tool declares it: frontends show a call by its kind, never by
 /// the tool's name, so renaming a tool changes nothing they do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,36 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// Why a session starts, as `SessionStart` hooks read it (`source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionSource {
+    /// A new conversation.
+    Startup,
+    /// A saved conversation goes on.
+    Resume,
+}
+
+/// The approval mode in force, as every hook reads it (`permission_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    /// Calls are approved as usual.
+    Default,
+    /// Plan mode: nothing but the plan file may change.
+    Plan,
+}
+
+/// What starts a compaction, as `PreCompact` hooks read it (`trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// The user asked (`/compact`).
+    Manual,
+    /// The context was nearly full, or the server said it was too long.
+    Auto,
+}
+
 /// When a hook runs. The names are the ones Claude Code's hook scripts are written against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum HookEvent {

@@ -15,6 +15,8 @@ pub mod shell;
 
 use std::fmt;
 
+use crate::chat::Builtin;
+
 /// What a rule does to the calls it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Action {
@@ -43,6 +45,9 @@ pub struct Rule {
     /// Where it came from, as shown to the user (a config file's path).
     pub origin: String,
     tool: String,
+    /// The built-in tool `tool` names, if it names one: the rule's family (`read`, `write`)
+    /// and whether it may take a pattern follow from it.
+    builtin: Option<Builtin>,
     pattern: Option<String>,
 }
 
@@ -65,7 +70,13 @@ impl fmt::Display for RuleError {
 }
 
 /// The tools whose rules may carry a pattern: the shell, the file tools and `fetch`.
-const PATTERNED: &[&str] = &["bash", "read", "write", "edit", "fetch"];
+const PATTERNED: [Builtin; 5] = [
+    Builtin::Bash,
+    Builtin::Read,
+    Builtin::Write,
+    Builtin::Edit,
+    Builtin::Fetch,
+];
 
 /// What starts the pattern of a `fetch` rule: the host it names follows.
 const DOMAIN: &str = "domain:";
@@ -101,13 +112,14 @@ impl Rule {
                 "a tool name may hold only letters, digits, `_`, `-`, `.`, `*` and `?`",
             ));
         }
-        if pattern.is_some() && !PATTERNED.contains(&tool) {
+        let builtin = Builtin::of(tool);
+        if pattern.is_some() && !builtin.is_some_and(|b| PATTERNED.contains(&b)) {
             return Err(error(
                 "only bash, read, write, edit and fetch rules take a pattern; other tools are \
                  named whole (a tool-name glob such as `mcp_github__*` is fine)",
             ));
         }
-        if tool == "fetch"
+        if builtin == Some(Builtin::Fetch)
             && pattern
                 .as_deref()
                 .is_some_and(|p| p.strip_prefix(DOMAIN).is_none_or(|h| h.trim().is_empty()))
@@ -121,13 +133,14 @@ impl Rule {
             text: trimmed.to_string(),
             origin: origin.to_string(),
             tool: tool.to_string(),
+            builtin,
             pattern,
         })
     }
 
     /// The host glob of a `fetch(domain:…)` rule.
     fn domain(&self) -> Option<&str> {
-        (self.tool == "fetch")
+        (self.builtin == Some(Builtin::Fetch))
             .then(|| self.pattern.as_deref()?.strip_prefix(DOMAIN))
             .flatten()
             .map(str::trim)
@@ -135,10 +148,14 @@ impl Rule {
 
     /// Whether the rule speaks about calls of `tool` at all.
     fn covers_tool(&self, tool: &str) -> bool {
-        match self.tool.as_str() {
-            "read" => matches!(tool, "read" | "list" | "search" | "find"),
-            "write" => matches!(tool, "write" | "edit"),
-            name => glob::text(name, tool),
+        let called = Builtin::of(tool);
+        match self.builtin {
+            Some(Builtin::Read) => matches!(
+                called,
+                Some(Builtin::Read | Builtin::List | Builtin::Search | Builtin::Find)
+            ),
+            Some(Builtin::Write) => matches!(called, Some(Builtin::Write | Builtin::Edit)),
+            _ => glob::text(&self.tool, tool),
         }
     }
 }
@@ -237,13 +254,13 @@ impl Rules {
     /// loopback or link-local address.
     pub fn names_host(&self, host: &str) -> bool {
         let covers = |r: &&Rule| {
-            r.covers_tool("fetch")
+            r.covers_tool(Builtin::Fetch.name())
                 && r.domain()
                     .is_some_and(|p| !p.trim_matches('*').is_empty() && glob::text(p, host))
         };
         let denied = self.rules.iter().any(|r| {
             r.action == Action::Deny
-                && r.covers_tool("fetch")
+                && r.covers_tool(Builtin::Fetch.name())
                 && (r.pattern.is_none() || covers(&r))
         });
         !denied
@@ -256,9 +273,9 @@ impl Rules {
 
     /// Whether any `read(…)` rule denies paths.
     pub(crate) fn denies_reads(&self) -> bool {
-        self.rules
-            .iter()
-            .any(|r| r.action == Action::Deny && r.tool == "read" && r.pattern.is_some())
+        self.rules.iter().any(|r| {
+            r.action == Action::Deny && r.builtin == Some(Builtin::Read) && r.pattern.is_some()
+        })
     }
 
     /// The deny rule that keeps a tool that shows files (`read`, `list`, `search`) from
@@ -266,7 +283,7 @@ impl Rules {
     pub fn read_denied(&self, path: &str) -> Option<&Rule> {
         self.rules.iter().find(|r| {
             r.action == Action::Deny
-                && r.tool == "read"
+                && r.builtin == Some(Builtin::Read)
                 && r.pattern.as_deref().is_some_and(|p| glob::path(p, path))
         })
     }
@@ -341,7 +358,7 @@ pub fn suggest_domain(host: &str) -> Option<String> {
 /// `bash(cargo test*)`); for any other tool, the tool. `None` when no safe rule can be
 /// written (an empty command, or words a rule cannot hold).
 pub fn suggest(tool: &str, command: Option<&str>) -> Option<String> {
-    if tool != "bash" {
+    if Builtin::of(tool) != Some(Builtin::Bash) {
         return Rule::parse(tool, Action::Allow, "").ok().map(|r| r.text);
     }
     let script = shell::split(command?);

@@ -537,7 +537,7 @@ pub enum Event {
     /// A hook ran (docs/hooks.md): at which event (Claude Code's name), which hook (event,
     /// matcher and command, sanitised), how it ended and how long it took.
     Hook {
-        event: String,
+        event: crate::hooks::HookEvent,
         hook: String,
         outcome: HookOutcome,
         ms: u64,

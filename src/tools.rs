@@ -24,10 +24,12 @@ pub(crate) mod running;
 pub(crate) mod search;
 pub(crate) mod secrets;
 pub mod skills;
+pub(crate) mod typed;
 pub(crate) mod walk;
 pub(crate) mod write;
 
 pub use secrets::Secrets;
+pub(crate) use typed::Typed;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -65,11 +67,6 @@ pub trait Tool: Send + Sync {
     /// Name, description and JSON schema, as declared to the model.
     fn spec(&self) -> ToolSpec;
 
-    /// Checks the arguments (no side effects) and describes the call: a one-line summary for
-    /// display and, for tools that change something, what the user must see to approve it.
-    /// An `Err` is a message for the model; nothing runs.
-    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String>;
-
     /// A one-sentence description for the small profile (see [`lean`]), which also drops
     /// the parameters' descriptions; `None` keeps [`Tool::spec`] as it is.
     fn brief(&self) -> Option<&'static str> {
@@ -87,26 +84,151 @@ pub trait Tool: Send + Sync {
         ToolKind::Other
     }
 
-    /// The workspace paths a call with `args` touches, as the model wrote them.
-    fn paths(&self, _args: &serde_json::Value) -> Vec<String> {
-        Vec::new()
+    /// `Some` for a tool the core runs itself (see [`CoreTool`]).
+    fn core(&self) -> Option<CoreTool> {
+        None
     }
 
+    /// Reads a call's arguments, once: the agent then prepares, shows and runs what this
+    /// returns. An `Err` is a message for the model; nothing runs.
+    fn parse<'t>(&'t self, args: &serde_json::Value) -> Result<Box<dyn Invocation + 't>, String>;
+}
+
+/// What a call aims at, as permission rules, "always" answers and frontends see it: read from
+/// the parsed call, so nothing outside a tool digs into its arguments by key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Aim {
+    /// A command line (`bash`).
+    Command(String),
+    /// A web host (`fetch` with a valid URL).
+    Host(String),
+    /// Workspace paths, as the model wrote them (the file tools; none: the workspace).
+    Paths(Vec<String>),
+    /// Nothing more specific than the call itself.
+    Call,
+}
+
+impl Aim {
+    /// The workspace paths the call touches, as the model wrote them.
+    pub fn paths(&self) -> &[String] {
+        match self {
+            Aim::Paths(paths) => paths,
+            _ => &[],
+        }
+    }
+}
+
+/// One call of a tool, its arguments parsed (see [`Tool::parse`]).
+pub trait Invocation: Send + Sync {
+    /// What the call aims at.
+    fn aim(&self) -> Aim {
+        Aim::Call
+    }
+
+    /// Checks the call (no side effects) and describes it: a one-line summary for display
+    /// and, for a call that changes something, what the user must see to approve it. An `Err`
+    /// is a message for the model; nothing runs.
+    fn prepare(&self, ctx: &ToolCtx) -> Result<Prepared, String>;
+
     /// Runs the call. Must return promptly once `cancel` fires, killing anything it started.
-    fn run<'a>(
+    fn run<'a>(&'a self, ctx: &'a ToolCtx, cancel: CancellationToken) -> ToolFuture<'a>;
+}
+
+impl dyn Tool + '_ {
+    /// Parses `args` and prepares the call (see [`Invocation::prepare`]).
+    pub fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
+        self.parse(args)?.prepare(ctx)
+    }
+
+    /// Parses `args` and runs the call; arguments that do not parse fail it.
+    pub fn run<'a>(
         &'a self,
         args: serde_json::Value,
+        ctx: &'a ToolCtx,
+        cancel: CancellationToken,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move {
+            match self.parse(&args) {
+                Ok(call) => call.run(ctx, cancel).await,
+                Err(e) => ToolOutput::failed(e),
+            }
+        })
+    }
+
+    /// The workspace paths a call with `args` touches; none when they do not parse.
+    pub fn paths(&self, args: &serde_json::Value) -> Vec<String> {
+        self.parse(args)
+            .map(|call| call.aim().paths().to_vec())
+            .unwrap_or_default()
+    }
+}
+
+/// A tool whose calls the core runs itself: they change the session (its goal) or need the
+/// core (sub-agents). Such a tool declares and checks its calls like any other; the agent
+/// recognises it by this, never by its name or instance, and runs the call itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoreTool {
+    /// `goal_status`: the goal's snapshot.
+    GoalStatus,
+    /// `goal_update`: the goal is complete or blocked.
+    GoalUpdate,
+    /// `delegate`: read-only sub-agents.
+    Delegate,
+}
+
+impl CoreTool {
+    /// What a call answers when a registry holding the tool is used without a core that runs
+    /// it (a library user's own loop).
+    pub(crate) fn outside_core(self) -> ToolFuture<'static> {
+        let text = match self {
+            CoreTool::GoalStatus | CoreTool::GoalUpdate => {
+                "goal tools only run in the session that owns the goal"
+            }
+            CoreTool::Delegate => "delegate can only run inside an agent session with sub-agents",
+        };
+        Box::pin(async move { ToolOutput::failed(text) })
+    }
+}
+
+/// A tool whose arguments stay JSON: an MCP server's tool (its server declares them) or a
+/// skill. It prepares and runs from the arguments as they came.
+pub(crate) trait JsonTool: Send + Sync {
+    /// See [`Invocation::prepare`].
+    fn prepare_json(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String>;
+
+    /// See [`Invocation::run`].
+    fn run_json<'a>(
+        &'a self,
+        args: &'a serde_json::Value,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a>;
 }
 
-/// The `path` argument of a call, when it has one: the path the file tools touch.
-pub(crate) fn path_arg(args: &serde_json::Value) -> Vec<String> {
-    args.get("path")
-        .and_then(serde_json::Value::as_str)
-        .map(|p| vec![p.to_string()])
-        .unwrap_or_default()
+/// A call of a [`JsonTool`]: its arguments as they came.
+pub(crate) struct JsonCall<'t, T: ?Sized> {
+    tool: &'t T,
+    args: serde_json::Value,
+}
+
+impl<'t, T: JsonTool + ?Sized> JsonCall<'t, T> {
+    /// The call of `tool` with `args`, boxed as [`Tool::parse`] answers it.
+    pub(crate) fn boxed(tool: &'t T, args: &serde_json::Value) -> Box<dyn Invocation + 't> {
+        Box::new(Self {
+            tool,
+            args: args.clone(),
+        })
+    }
+}
+
+impl<T: JsonTool + ?Sized> Invocation for JsonCall<'_, T> {
+    fn prepare(&self, ctx: &ToolCtx) -> Result<Prepared, String> {
+        self.tool.prepare_json(&self.args, ctx)
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolCtx, cancel: CancellationToken) -> ToolFuture<'a> {
+        self.tool.run_json(&self.args, ctx, cancel)
+    }
 }
 
 /// What `prepare` learned about a call.

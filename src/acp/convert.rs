@@ -160,19 +160,24 @@ fn path_of(paths: &[String], cwd: &Path) -> Option<PathBuf> {
 }
 
 fn title(tool: &str, summary: &str) -> String {
-    match tool {
-        "bash" => format!("Run `{summary}`"),
-        "bash_output" => format!("Read the output of {summary}"),
-        "bash_kill" => format!("Stop {summary}"),
-        "read" => format!("Read {summary}"),
-        "write" => format!("Write {summary}"),
-        "edit" => format!("Edit {summary}"),
-        "list" => format!("List {summary}"),
-        "search" => format!("Search {summary}"),
-        "find" => format!("Find {summary}"),
-        "fetch" => format!("Fetch {summary}"),
-        _ if summary.is_empty() => tool.to_string(),
-        _ => format!("{tool}: {summary}"),
+    let Some(builtin) = chat::Builtin::of(tool) else {
+        return if summary.is_empty() {
+            tool.to_string()
+        } else {
+            format!("{tool}: {summary}")
+        };
+    };
+    match builtin {
+        chat::Builtin::Bash => format!("Run `{summary}`"),
+        chat::Builtin::BashOutput => format!("Read the output of {summary}"),
+        chat::Builtin::BashKill => format!("Stop {summary}"),
+        chat::Builtin::Read => format!("Read {summary}"),
+        chat::Builtin::Write => format!("Write {summary}"),
+        chat::Builtin::Edit => format!("Edit {summary}"),
+        chat::Builtin::List => format!("List {summary}"),
+        chat::Builtin::Search => format!("Search {summary}"),
+        chat::Builtin::Find => format!("Find {summary}"),
+        chat::Builtin::Fetch => format!("Fetch {summary}"),
     }
 }
 
@@ -254,7 +259,9 @@ pub(super) fn approval_fields(
             format!("Run `{command}`"),
             Some(vec![text_content(&format!("```sh\n{command}\n```"))]),
         ),
-        ApprovalRequest::Diff { path, diff } if tool == "write" => {
+        ApprovalRequest::Diff { path, diff }
+            if chat::Builtin::of(tool) == Some(chat::Builtin::Write) =>
+        {
             let whole = str_arg(arguments, "content").zip(path_of(paths, cwd));
             let content = match whole {
                 Some((text, file)) if diff.starts_with("--- /dev/null") => {

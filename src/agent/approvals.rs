@@ -17,7 +17,7 @@ use super::spans;
 use crate::chat::{ApprovalRequest, ToolCall};
 use crate::permissions::{Action, Rule, Rules, Target, Verdict};
 use crate::protocol::{CallId, Decision, Event};
-use crate::tools::{Tool, ToolCtx, ToolOutput, protected};
+use crate::tools::{Aim, ToolCtx, ToolOutput, protected};
 
 /// The session's approvals: the allow rules "always" answers added (forgotten with the
 /// session).
@@ -61,36 +61,24 @@ impl Approvals {
     /// The allow rule an "always" answer to `call` adds for the session: the rule
     /// `/permissions save` would keep. `None` when no safe rule can be written (then
     /// "always" approves this one call only).
-    pub(crate) fn offer(call: &ToolCall) -> Option<String> {
-        let args = serde_json::from_str::<serde_json::Value>(&call.arguments).ok();
-        if call.name == "fetch" {
-            let host = args.as_ref().and_then(crate::tools::fetch::host_of)?;
-            return crate::permissions::suggest_domain(&host);
+    pub(crate) fn offer(call: &ToolCall, aim: &Aim) -> Option<String> {
+        match aim {
+            Aim::Host(host) => crate::permissions::suggest_domain(host),
+            Aim::Command(line) => crate::permissions::suggest(&call.name, Some(line)),
+            _ => crate::permissions::suggest(&call.name, None),
         }
-        let command = args
-            .as_ref()
-            .and_then(|a| a.get("command"))
-            .and_then(serde_json::Value::as_str);
-        crate::permissions::suggest(&call.name, command)
     }
 
     /// Whether an earlier "always" covers `call`: every simple command of a `bash` line must
     /// match a rule added so (`ls && rm x` is not covered by `bash(ls*)`), and nothing in it
     /// may be opaque or write a protected path.
-    fn covers(&self, call: &ToolCall, workspace: &std::path::Path) -> bool {
+    fn covers(&self, call: &ToolCall, aim: &Aim, workspace: &std::path::Path) -> bool {
         if self.always.is_empty() {
             return false;
         }
-        let args = serde_json::from_str::<serde_json::Value>(&call.arguments).ok();
-        let command = args
-            .as_ref()
-            .and_then(|a| a.get("command"))
-            .and_then(serde_json::Value::as_str);
-        let host = fetch_host(&call.name, args.as_ref());
-        let target = match (call.name.as_str(), command, host.as_deref()) {
-            ("bash", Some(line), _) => Target::Command(line),
-            ("bash", None, _) => return false,
-            (_, _, Some(host)) => Target::Domain(host),
+        let target = match aim {
+            Aim::Command(line) => Target::Command(line),
+            Aim::Host(host) => Target::Domain(host),
             _ => Target::Call,
         };
         let protected_write = |raw: &str| {
@@ -107,13 +95,8 @@ impl Approvals {
         }
     }
 
-    /// The rules' ruling on a call of `tool` (named `name`) with `args`.
-    pub(crate) fn ruling(
-        ctx: &ToolCtx,
-        name: &str,
-        tool: &dyn Tool,
-        args: &serde_json::Value,
-    ) -> Ruling {
+    /// The rules' ruling on a call of the tool `name` aiming at `aim`.
+    pub(crate) fn ruling(ctx: &ToolCtx, name: &str, aim: &Aim) -> Ruling {
         let Some(rules) = &ctx.permissions else {
             return Ruling::Usual;
         };
@@ -129,14 +112,11 @@ impl Approvals {
             crate::fsutil::resolve_in_workspace(workspace, raw)
                 .is_ok_and(|p| protected::reason(workspace, &p).is_some())
         };
-        let paths = tool.paths(args);
-        let command = args.get("command").and_then(serde_json::Value::as_str);
-        let rel = paths.first().and_then(|p| relative(p));
-        let host = fetch_host(name, Some(args));
-        let target = match (name, command, host.as_deref()) {
-            ("bash", Some(line), _) => Target::Command(line),
-            (_, _, Some(host)) => Target::Domain(host),
-            _ if !paths.is_empty() => Target::Path(rel.as_deref()),
+        let rel = aim.paths().first().and_then(|p| relative(p));
+        let target = match aim {
+            Aim::Command(line) => Target::Command(line),
+            Aim::Host(host) => Target::Domain(host),
+            Aim::Paths(paths) if !paths.is_empty() => Target::Path(rel.as_deref()),
             _ => Target::Call,
         };
         let shown = |r: &crate::permissions::Rule| format!("`{}` (from {})", r.text, r.origin);
@@ -151,13 +131,6 @@ impl Approvals {
             )),
         }
     }
-}
-
-/// The host a `fetch` call names, which its rules match (`None` for other tools).
-fn fetch_host(tool: &str, args: Option<&serde_json::Value>) -> Option<String> {
-    (tool == "fetch")
-        .then(|| args.and_then(crate::tools::fetch::host_of))
-        .flatten()
 }
 
 /// Why this call must be asked even though `--yes`, "always" or a rule would cover it (a
@@ -202,14 +175,14 @@ fn forced(
 /// with nobody to ask refuses it.
 pub(super) async fn approve(
     core: &mut Core,
-    call: &ToolCall,
+    (call, aim): (&ToolCall, &Aim),
     request: ApprovalRequest,
     protected: Option<(&str, &'static str)>,
     ruling: &Ruling,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> Option<Decision> {
-    let always = core.approvals.covers(call, &core.tool_ctx.workspace);
+    let always = core.approvals.covers(call, aim, &core.tool_ctx.workspace);
     let forced = forced(core, call, protected, ruling, always);
     let allowed = core.options.auto_approve || always || *ruling == Ruling::Allowed;
     if forced.is_none() && allowed {
@@ -225,7 +198,7 @@ pub(super) async fn approve(
         });
         return Some(Decision::Approve);
     }
-    let offer = Approvals::offer(call);
+    let offer = Approvals::offer(call, aim);
     let decision = ask(core, (call, offer.clone()), request, cancel, decisions).await?;
     if decision == Decision::ApproveTool
         && let Some(rule) = &offer

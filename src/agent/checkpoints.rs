@@ -5,10 +5,11 @@
 //! record never stops a call: it is said as a warning for every call it hits, the call runs
 //! unrecorded, and the listing names it under its turn.
 
-use crate::chat::{Role, ToolCall, ToolKind};
+use crate::chat::{Builtin, Role, ToolCall, ToolKind};
 use crate::checkpoints::{FileChange, Position, Recorder, Settings, TurnChanges};
 use crate::protocol::{Event, FileChangeKind, RewindTurn};
 use crate::session::Session;
+use crate::tools::Aim;
 
 use super::Emitter;
 
@@ -56,7 +57,12 @@ impl Checkpoints {
 
     /// Before an approved call runs. Returns whether its `after` is owed (also when recording
     /// failed: the call is then noted as unrecorded).
-    pub(crate) fn before(&mut self, session: &Session, call: &ToolCall, kind: ToolKind) -> bool {
+    pub(crate) fn before(
+        &mut self,
+        session: &Session,
+        call: &ToolCall,
+        (kind, aim): (ToolKind, &Aim),
+    ) -> bool {
         if !self.recorder.enabled() || !Self::records(kind) {
             return false;
         }
@@ -65,7 +71,7 @@ impl Checkpoints {
             call: call.id.clone(),
             tool: call.name.clone(),
         };
-        let scope = named_path(session.workspace(), call, kind);
+        let scope = named_path(session.workspace(), call, aim);
         let began = self.recorder.before_scoped(&position, scope.as_deref());
         if let Some((entries, took)) = self.recorder.take_slow_base() {
             self.emitter.emit(Event::Warning {
@@ -138,12 +144,16 @@ impl Checkpoints {
 /// resolve it (links followed): its records look at that path alone. `None` for any other
 /// call, or when the path does not resolve inside the workspace (the tool then fails; the
 /// whole tree is scanned anyway).
-fn named_path(workspace: &std::path::Path, call: &ToolCall, kind: ToolKind) -> Option<Vec<String>> {
-    if kind != ToolKind::Edit || !matches!(call.name.as_str(), "write" | "edit") {
+fn named_path(workspace: &std::path::Path, call: &ToolCall, aim: &Aim) -> Option<Vec<String>> {
+    if !matches!(
+        Builtin::of(&call.name),
+        Some(Builtin::Write | Builtin::Edit)
+    ) {
         return None;
     }
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
-    let raw = args.get("path")?.as_str()?;
+    let [raw] = aim.paths() else {
+        return None;
+    };
     let path = crate::fsutil::resolve_in_workspace(workspace, raw).ok()?;
     let root = workspace.canonicalize().ok()?;
     let rel = path.strip_prefix(&root).ok()?.to_str()?;
@@ -193,7 +203,10 @@ fn caveats(t: &TurnChanges) -> Vec<String> {
              or after a crash); a rewind keeps it unless forced"
         ));
     }
-    if t.tools.iter().any(|t| t == "bash") {
+    if t.tools
+        .iter()
+        .any(|t| Builtin::of(t) == Some(Builtin::Bash))
+    {
         out.push(
             "ran commands: what they did outside the workspace (network, other programs, \
              files elsewhere) is not undone"

@@ -22,10 +22,10 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use crate::chat::{ToolKind, ToolSpec, ToolStatus};
+use crate::chat::{Builtin, ToolKind, ToolSpec, ToolStatus};
 use crate::protocol::{SubagentStatus, TokenStats};
 use crate::sanitize::text::floor_boundary;
-use crate::tools::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use crate::tools::{CoreTool, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed, parse_args};
 
 /// The tool's name.
 pub(crate) const NAME: &str = "delegate";
@@ -33,7 +33,13 @@ pub(crate) const NAME: &str = "delegate";
 pub(crate) const GROUP: &str = "subagents";
 /// The only tools a child may call: nothing that writes, runs commands, reaches MCP servers
 /// or delegates again.
-pub(crate) const CHILD_TOOLS: [&str; 5] = ["read", "list", "search", "find", "fetch"];
+pub(crate) const CHILD_TOOLS: [Builtin; 5] = [
+    Builtin::Read,
+    Builtin::List,
+    Builtin::Search,
+    Builtin::Find,
+    Builtin::Fetch,
+];
 /// Tasks one call may hand out.
 pub(crate) const MAX_TASKS: usize = 4;
 
@@ -78,7 +84,7 @@ pub(crate) struct Delegate;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     tasks: Vec<Task>,
 }
 
@@ -104,8 +110,8 @@ impl Task {
     }
 }
 
-fn check(args: &serde_json::Value) -> Result<Vec<Task>, String> {
-    let Args { tasks } = parse_args(args)?;
+fn check(args: &Args) -> Result<Vec<Task>, String> {
+    let tasks = &args.tasks;
     if tasks.is_empty() || tasks.len() > MAX_TASKS {
         return Err(format!("give 1 to {MAX_TASKS} tasks (got {})", tasks.len()));
     }
@@ -148,10 +154,21 @@ fn check(args: &serde_json::Value) -> Result<Vec<Task>, String> {
             ));
         }
     }
-    Ok(tasks)
+    Ok(tasks.clone())
 }
 
-impl Tool for Delegate {
+impl Typed for Delegate {
+    type Args = Args;
+    type Checked = Vec<Task>;
+
+    fn core(&self) -> Option<CoreTool> {
+        Some(CoreTool::Delegate)
+    }
+
+    fn check(&self, args: &Args, _ctx: &ToolCtx) -> Result<Vec<Task>, String> {
+        check(args)
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Think
     }
@@ -185,8 +202,7 @@ impl Tool for Delegate {
         }
     }
 
-    fn prepare(&self, args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        let tasks = check(args)?;
+    fn describe(&self, tasks: Vec<Task>, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
         let summary = match tasks.len() {
             1 => format!("1 task: {}", ids[0]),
@@ -197,15 +213,11 @@ impl Tool for Delegate {
 
     fn run<'a>(
         &'a self,
-        _args: serde_json::Value,
+        _tasks: Vec<Task>,
         _ctx: &'a ToolCtx,
         _cancel: CancellationToken,
     ) -> ToolFuture<'a> {
-        // Only reached when a registry holding this tool is used without a core that runs
-        // sub-agents (the core intercepts its own instance): say so instead of doing nothing.
-        Box::pin(async {
-            ToolOutput::failed("delegate can only run inside an agent session with sub-agents")
-        })
+        CoreTool::Delegate.outside_core()
     }
 }
 
@@ -243,7 +255,7 @@ pub(crate) async fn run(
     args: &serde_json::Value,
     cancel: CancellationToken,
 ) -> (ToolOutput, Tally) {
-    let tasks = match check(args) {
+    let tasks = match parse_args::<Args>(args).and_then(|args| check(&args)) {
         Ok(tasks) => tasks,
         Err(e) => return (ToolOutput::failed(e), Tally::default()),
     };
@@ -346,4 +358,14 @@ fn cut(text: &str, max: usize, session: Option<&str>) -> String {
         None => String::new(),
     };
     format!("{}\n[answer cut: {rest} more bytes{whole}]", &text[..end])
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use crate::tools::typed::schema_check::agrees;
+
+    #[test]
+    fn the_delegate_schema_matches_its_argument_struct() {
+        agrees(&super::Delegate);
+    }
 }

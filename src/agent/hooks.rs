@@ -37,7 +37,7 @@ pub(crate) struct Site {
     pub ctx: Arc<ToolCtx>,
     pub session_id: String,
     pub transcript: PathBuf,
-    pub plan: bool,
+    pub mode: crate::hooks::PermissionMode,
 }
 
 /// What every hook of one event said together.
@@ -117,7 +117,7 @@ impl Hooks {
             };
             span.record("hook.outcome", ended.as_str());
             self.emitter.emit(Event::Hook {
-                event: event.as_str().to_string(),
+                event,
                 hook: site.ctx.secrets.redact(name.clone()),
                 outcome: ended,
                 ms: started.elapsed().as_millis() as u64,
@@ -141,7 +141,7 @@ impl Hooks {
 
     /// `SessionStart` (`source`: `startup` or `resume`): context it gives waits for the next
     /// prompt.
-    pub(crate) async fn session_start(&mut self, source: &str, site: &Site) {
+    pub(crate) async fn session_start(&mut self, source: crate::hooks::SessionSource, site: &Site) {
         if !self.has(HookEvent::SessionStart) {
             return;
         }
@@ -226,10 +226,7 @@ fn common(event: HookEvent, site: &Site) -> Map<String, Value> {
         ),
         ("cwd", json!(site.ctx.workspace.display().to_string())),
         ("hook_event_name", json!(event.as_str())),
-        (
-            "permission_mode",
-            json!(if site.plan { "plan" } else { "default" }),
-        ),
+        ("permission_mode", json!(site.mode)),
     ])
 }
 
@@ -246,7 +243,11 @@ impl super::Core {
             ctx: self.tool_ctx.clone(),
             session_id: session.id().to_string(),
             transcript: session.path().to_path_buf(),
-            plan: self.plan.is_on(),
+            mode: if self.plan.is_on() {
+                crate::hooks::PermissionMode::Plan
+            } else {
+                crate::hooks::PermissionMode::Default
+            },
         }
     }
 
@@ -346,7 +347,11 @@ impl super::Core {
     /// `PreCompact` (`trigger`: `manual` for `/compact`, `auto` before an automatic
     /// compaction or one after the server said the context is too long); what it says is
     /// only shown.
-    pub(crate) async fn pre_compact_hooks(&self, trigger: &str, instructions: Option<&str>) {
+    pub(crate) async fn pre_compact_hooks(
+        &self,
+        trigger: crate::hooks::CompactTrigger,
+        instructions: Option<&str>,
+    ) {
         if !self.hooks.has(HookEvent::PreCompact) {
             return;
         }

@@ -11,7 +11,6 @@ use tokio_util::sync::CancellationToken;
 use super::Core;
 use crate::chat::{Image, ToolStatus};
 use crate::protocol::Event;
-use crate::tools::Tool as _;
 
 /// Most files one prompt attaches (the rest are named in a warning).
 const MAX_MENTIONS: usize = 10;
@@ -58,10 +57,14 @@ impl Core {
                 });
                 continue;
             }
-            let args = serde_json::json!({ "path": path });
-            let output = crate::tools::read::Read
-                .run(args, &self.tool_ctx, cancel.child_token())
-                .await;
+            let args = crate::tools::read::Args::whole(path.clone());
+            let output = crate::tools::typed::check_and_run(
+                &crate::tools::read::Read,
+                &args,
+                &self.tool_ctx,
+                cancel.child_token(),
+            )
+            .await;
             if output.status != ToolStatus::Succeeded {
                 self.emit(Event::Warning {
                     message: format!("@{path} not attached: {}", output.content),

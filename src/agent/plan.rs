@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::chat::ToolKind;
 use crate::sandbox::{Mode, Policy};
-use crate::tools::{Tool, ToolCtx};
+use crate::tools::{Aim, Tool, ToolCtx};
 
 /// The folder below the workspace that holds plan files.
 const PLANS: &str = ".minicode/plans";
@@ -98,7 +98,7 @@ impl Plan {
     pub(crate) fn refusal(
         &self,
         tool: &dyn Tool,
-        args: &serde_json::Value,
+        aim: &Aim,
         ctx: &ToolCtx,
         session: &str,
     ) -> Option<String> {
@@ -106,7 +106,7 @@ impl Plan {
             return None;
         }
         let plan = ctx.workspace.join(Self::file(session));
-        let targets = tool.paths(args);
+        let targets = aim.paths();
         let only_plan = !targets.is_empty()
             && targets.iter().all(|raw| {
                 crate::fsutil::resolve_in_workspace(&ctx.workspace, raw)

@@ -77,11 +77,10 @@ pub(super) async fn after_run(
     ) else {
         return output;
     };
-    let command = args
-        .get("command")
-        .and_then(|c| c.as_str())
-        .unwrap_or_default()
-        .to_string();
+    let Ok(args) = crate::tools::parse_args::<crate::tools::bash::Args>(&args) else {
+        return output;
+    };
+    let command = args.command.clone();
     let reason = blocked.reason();
     if let Blocked::Unavailable(_) = &blocked {
         // Whatever the tool said, the model and the user read the reason and the way out.
@@ -115,7 +114,7 @@ pub(super) async fn after_run(
             let ctx = core.tool_ctx.clone();
             let unconfined = Policy::unconfined();
             let run =
-                crate::tools::bash::run_with_policy(args, &ctx, &unconfined, cancel.child_token());
+                crate::tools::bash::run_with_policy(&args, &ctx, &unconfined, cancel.child_token());
             let mut out = super::turn::observed(core, call, run).await;
             out.content = format!(
                 "[ran outside the sandbox, approved by the user]\n{}",

@@ -14,7 +14,6 @@ use super::Core;
 use super::busy::serve_ops;
 use crate::chat::{ToolCall, ToolKind, ToolStatus};
 use crate::protocol::{Event, Op, TurnEnd, TurnStats};
-use crate::tools::Tool as _;
 
 /// The part: the commands run since the last prompt, waiting to be sent with the next one.
 #[derive(Debug, Default)]
@@ -71,12 +70,17 @@ impl Core {
         });
         let cancel = CancellationToken::new();
         let started = std::time::Instant::now();
-        let args = serde_json::json!({ "command": command });
+        let args = crate::tools::bash::Args::command(command.clone());
         let ctx = self.tool_ctx.clone();
         let running = super::turn::batch::observed(
             self,
             &call,
-            crate::tools::bash::Bash.run(args, &ctx, cancel.clone()),
+            crate::tools::typed::check_and_run(
+                &crate::tools::bash::Bash,
+                &args,
+                &ctx,
+                cancel.clone(),
+            ),
         );
         let busy = super::busy::Busy {
             tools: self.tool_ctx.clone(),

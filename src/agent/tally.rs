@@ -18,7 +18,7 @@ pub(super) fn edit_result(
     output: &ToolOutput,
     stats: &mut TurnStats,
 ) {
-    if call.name != "edit" {
+    if crate::chat::Builtin::of(&call.name) != Some(crate::chat::Builtin::Edit) {
         return;
     }
     if output.status == ToolStatus::Rejected && output.content.contains(NOT_READ) {

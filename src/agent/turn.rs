@@ -279,7 +279,8 @@ async fn request(
     }
     let mut outcome = stream_reply(core, cancel, stats, extra).await;
     if let StreamOutcome::Failed(ProviderError::ContextLength { window, message }) = &outcome {
-        core.pre_compact_hooks("auto", None).await;
+        core.pre_compact_hooks(crate::hooks::CompactTrigger::Auto, None)
+            .await;
         let session = &mut core.store.session;
         match core
             .upkeep
@@ -344,7 +345,8 @@ async fn make_room(
     if core.hooks.has(crate::hooks::HookEvent::PreCompact)
         && core.upkeep.will_compact(&core.store.session)
     {
-        core.pre_compact_hooks("auto", None).await;
+        core.pre_compact_hooks(crate::hooks::CompactTrigger::Auto, None)
+            .await;
     }
     let budget = core
         .upkeep

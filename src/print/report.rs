@@ -91,13 +91,18 @@ fn line(event: &Event) -> Option<String> {
     })
 }
 
+/// The end of a call refused because nobody could be asked: its reason alone, which says it
+/// did not run (not "denied:", which would read as the user's answer).
+pub(super) fn unasked(err: &mut impl Write, event: &Event) {
+    if let Event::ToolCallEnded { output, .. } = event {
+        let _ = writeln!(err, "{}", sanitize(&format!("  {output}")));
+    }
+}
+
 /// A tool call's start (its summary) and end (its status and first line).
 fn tool_line(event: &Event) -> Option<String> {
     Some(match event {
         Event::ToolCallBegan { tool, summary, .. } => format!("▶ {tool} {summary}"),
-        Event::ToolCallEnded { output, .. } if output == crate::protocol::NO_TERMINAL_REFUSAL => {
-            format!("  {output}")
-        }
         Event::ToolCallEnded { status, output, .. } => {
             let output = crate::sanitize::collapse_rewrites(output);
             let first = output.lines().next().unwrap_or("");

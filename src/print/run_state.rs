@@ -45,6 +45,9 @@ pub(super) struct RunState {
     out: io::StdoutLock<'static>,
     err: io::StderrLock<'static>,
     ended: Option<(TurnEnd, TurnStats)>,
+    /// Calls refused because nobody could be asked (this frontend answered
+    /// `Decision::NoTerminal`): their end is told by its reason alone.
+    unasked: std::collections::HashSet<crate::protocol::CallId>,
     /// `--output-schema`, and what checking the answer found: the parsed answer, or why it
     /// failed after the second try; `retried` once the second try was asked for.
     pub(super) schema: Option<super::OutputSchema>,
@@ -92,6 +95,7 @@ impl RunState {
             out: io::stdout().lock(),
             err: io::stderr().lock(),
             ended: None,
+            unasked: Default::default(),
             schema: None,
             structured: None,
             schema_error: None,
@@ -141,6 +145,17 @@ impl RunState {
             | Event::GoalRefused { .. }
             | Event::GoalRunEnded { .. } => self.goal(event),
             Event::ShutdownComplete => return false,
+            Event::ApprovalDecided {
+                call,
+                decision: crate::protocol::Decision::NoTerminal,
+            } => {
+                self.unasked.insert(call);
+            }
+            Event::ToolCallEnded { ref call, .. } if self.unasked.remove(call) => {
+                if self.format != OutputFormat::StreamJson {
+                    super::report::unasked(&mut self.err, &event);
+                }
+            }
             Event::ToolCallEnded { .. }
             | Event::SubagentStarted { .. }
             | Event::SubagentEnded { .. }

@@ -37,7 +37,7 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Aim, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::ApprovalRequest;
 use crate::chat::{ToolKind, ToolSpec};
 use crate::process::child::GroupGuard;
@@ -60,23 +60,25 @@ read new output with `bash_output` and end it with `bash_kill`.";
 
 pub struct Bash;
 
-#[derive(Debug, Deserialize)]
+/// A `bash` call's arguments.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
-    command: String,
+pub(crate) struct Args {
+    /// The command line, run with `bash -c`.
+    pub(crate) command: String,
     timeout_secs: Option<u64>,
     #[serde(default)]
     background: bool,
 }
 
-struct Call {
+/// A checked call.
+pub(crate) struct Call {
     command: String,
     timeout: Duration,
     background: bool,
 }
 
-fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
-    let args: Args = parse_args(args)?;
+fn check(args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
     if args.command.trim().is_empty() {
         return Err("command is empty".to_string());
     }
@@ -86,20 +88,31 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
         None => ctx.bash_timeout,
     };
     Ok(Call {
-        command: args.command,
+        command: args.command.clone(),
         timeout: timeout.min(crate::defaults::BASH_TIMEOUT_CEILING),
         background: args.background,
     })
 }
 
-impl Tool for Bash {
+impl Typed for Bash {
+    type Args = Args;
+    type Checked = Call;
+
+    fn aim(args: &Args) -> Aim {
+        Aim::Command(args.command.clone())
+    }
+
+    fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
+        check(args, ctx)
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "bash".into(),
+            name: crate::chat::Builtin::Bash.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -122,8 +135,7 @@ impl Tool for Bash {
         &[("background", "bash_output")]
     }
 
-    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
-        let call = check(args, ctx)?;
+    fn describe(&self, call: Call, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let first = call
             .command
             .lines()
@@ -148,29 +160,49 @@ impl Tool for Bash {
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        call: Call,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
             let policy = ctx.sandbox();
-            run_with_policy(args, ctx, &policy, cancel).await
+            run_checked(call, ctx, &policy, cancel).await
         })
     }
 }
 
-/// Runs one `bash` call under `policy`: what [`Tool::run`] does with the session's policy
+impl Args {
+    /// A plain command: the session's timeout, in the foreground.
+    pub(crate) fn command(command: String) -> Self {
+        Self {
+            command,
+            timeout_secs: None,
+            background: false,
+        }
+    }
+}
+
+/// Runs one `bash` call under `policy`: what [`Typed::run`] does with the session's policy
 /// ([`ToolCtx::sandbox`]); "retry outside the sandbox" passes [`Policy::unconfined`].
 pub(crate) async fn run_with_policy(
-    args: serde_json::Value,
+    args: &Args,
     ctx: &ToolCtx,
     policy: &Policy,
     cancel: CancellationToken,
 ) -> ToolOutput {
-    let call = match check(&args, ctx) {
-        Ok(c) => c,
-        Err(e) => return ToolOutput::failed(e),
-    };
+    match check(args, ctx) {
+        Ok(call) => run_checked(call, ctx, policy, cancel).await,
+        Err(e) => ToolOutput::failed(e),
+    }
+}
+
+/// Runs a checked call under `policy`.
+async fn run_checked(
+    call: Call,
+    ctx: &ToolCtx,
+    policy: &Policy,
+    cancel: CancellationToken,
+) -> ToolOutput {
     if cancel.is_cancelled() {
         return ToolOutput::interrupted("interrupted by the user; the command did not run");
     }

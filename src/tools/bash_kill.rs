@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Prepared, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{ToolKind, ToolSpec};
 
 const DESCRIPTION: &str = "End a background process started with `bash` and \
@@ -13,20 +13,27 @@ const DESCRIPTION: &str = "End a background process started with `bash` and \
 
 pub(crate) struct BashKill;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     id: String,
 }
 
-impl Tool for BashKill {
+impl Typed for BashKill {
+    type Args = Args;
+    type Checked = Args;
+
+    fn check(&self, args: &Args, _ctx: &ToolCtx) -> Result<Args, String> {
+        Ok(args.clone())
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "bash_kill".into(),
+            name: crate::chat::Builtin::BashKill.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -39,22 +46,17 @@ impl Tool for BashKill {
         }
     }
 
-    fn prepare(&self, args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        let args: Args = parse_args(args)?;
+    fn describe(&self, args: Args, _ctx: &ToolCtx) -> Result<Prepared, String> {
         Ok(Prepared::unasked(args.id))
     }
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: Args,
         ctx: &'a ToolCtx,
         _cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let args: Args = match parse_args(&args) {
-                Ok(a) => a,
-                Err(e) => return ToolOutput::failed(e),
-            };
             let Some(job) = ctx.background.get(&args.id) else {
                 return ToolOutput::failed(super::bash_output::unknown(ctx, &args.id));
             };

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Prepared, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{BackgroundState, ToolKind, ToolSpec};
 
 const DESCRIPTION: &str = "Read the new output of a background process started with `bash` \
@@ -16,19 +16,39 @@ pub(crate) struct BashOutput;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     id: String,
     filter: Option<String>,
 }
 
-impl Tool for BashOutput {
+/// A checked call: the process and the compiled filter.
+pub(crate) struct Call {
+    id: String,
+    filter: Option<grep_regex::RegexMatcher>,
+}
+
+impl Typed for BashOutput {
+    type Args = Args;
+    type Checked = Call;
+
+    fn check(&self, args: &Args, _ctx: &ToolCtx) -> Result<Call, String> {
+        let filter = match args.filter.as_deref() {
+            Some(filter) => Some(super::background::unread::filter(filter)?),
+            None => None,
+        };
+        Ok(Call {
+            id: args.id.clone(),
+            filter,
+        })
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Read
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "bash_output".into(),
+            name: crate::chat::Builtin::BashOutput.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -42,36 +62,20 @@ impl Tool for BashOutput {
         }
     }
 
-    fn prepare(&self, args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        let args: Args = parse_args(args)?;
-        if let Some(filter) = &args.filter {
-            super::background::unread::filter(filter)?;
-        }
-        Ok(Prepared::unasked(args.id))
+    fn describe(&self, call: Call, _ctx: &ToolCtx) -> Result<Prepared, String> {
+        Ok(Prepared::unasked(call.id))
     }
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: Call,
         ctx: &'a ToolCtx,
         _cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let args: Args = match parse_args(&args) {
-                Ok(a) => a,
-                Err(e) => return ToolOutput::failed(e),
-            };
-            let filter = match args
-                .filter
-                .as_deref()
-                .map(super::background::unread::filter)
-            {
-                Some(Err(e)) => return ToolOutput::failed(e),
-                Some(Ok(m)) => Some(m),
-                None => None,
-            };
-            let Some(job) = ctx.background.get(&args.id) else {
-                return ToolOutput::failed(unknown(ctx, &args.id));
+            let Call { id, filter } = args;
+            let Some(job) = ctx.background.get(&id) else {
+                return ToolOutput::failed(unknown(ctx, &id));
             };
             let (taken, state, log) = {
                 let mut inner = crate::sync::lock(&job.inner);

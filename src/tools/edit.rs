@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
+use super::{Aim, Fingerprint, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed, diff};
 use crate::chat::ApprovalRequest;
 use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing};
@@ -44,9 +44,9 @@ old_string must match exactly (whitespace too) and once, unless replace_all. Ret
 
 pub(crate) struct Edit;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: String,
     old_string: String,
     new_string: String,
@@ -65,14 +65,14 @@ struct Plan {
 }
 
 /// The checked arguments of a call and the file they name.
-struct Target {
+pub(crate) struct Target {
     args: Args,
     path: PathBuf,
     display: String,
 }
 
-fn target(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Target, String> {
-    let args: Args = parse_args(args)?;
+fn target(args: &Args, ctx: &ToolCtx) -> Result<Target, String> {
+    let args = args.clone();
     if args.old_string.is_empty() {
         return Err("old_string must not be empty; use the write tool to create a file".into());
     }
@@ -90,8 +90,7 @@ fn target(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Target, String> {
 }
 
 /// The plan against the file on disk.
-fn plan(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Plan, String> {
-    let target = target(args, ctx)?;
+fn plan(target: Target, ctx: &ToolCtx) -> Result<Plan, String> {
     let display = &target.display;
     let (bytes, meta) = match fsutil::load_existing(&target.path, MAX_EDIT_BYTES) {
         Ok(Existing::File { bytes, meta }) => (bytes, meta),
@@ -212,18 +211,25 @@ fn same_content(a: &Fingerprint, b: &Fingerprint) -> bool {
     a.len == b.len && a.hash == b.hash
 }
 
-impl Tool for Edit {
+impl Typed for Edit {
+    type Args = Args;
+    type Checked = Target;
+
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
     }
 
-    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
-        crate::tools::path_arg(args)
+    fn aim(args: &Args) -> Aim {
+        Aim::Paths(vec![args.path.clone()])
+    }
+
+    fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Target, String> {
+        target(args, ctx)
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "edit".into(),
+            name: crate::chat::Builtin::Edit.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -243,18 +249,17 @@ impl Tool for Edit {
         Some(BRIEF)
     }
 
-    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
+    fn describe(&self, target: Target, ctx: &ToolCtx) -> Result<Prepared, String> {
         let plan = match &ctx.files {
             // Through an editor, the change is described against the text the model read
             // there; `run` fetches the text again and checks it is still the same.
             Some(_) => {
-                let target = target(args, ctx)?;
                 let Some(text) = ctx.recall_text(&target.path) else {
                     return Err(format!("cannot edit {}: {NOT_READ}", target.display));
                 };
                 plan_text(target, &text, ctx)?
             }
-            None => plan(args, ctx)?,
+            None => plan(target, ctx)?,
         };
         // Redacted before it is cut, so a cut cannot leave part of a secret.
         let full = ctx
@@ -277,7 +282,7 @@ impl Tool for Edit {
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        target: Target,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
@@ -286,9 +291,9 @@ impl Tool for Edit {
                 return ToolOutput::interrupted("interrupted by the user; nothing was changed");
             }
             if let Some(files) = &ctx.files {
-                return edit_through(files.as_ref(), &args, ctx, &cancel).await;
+                return edit_through(files.as_ref(), target, ctx, &cancel).await;
             }
-            let plan = match plan(&args, ctx) {
+            let plan = match plan(target, ctx) {
                 Ok(p) => p,
                 Err(e) => return ToolOutput::failed(e),
             };
@@ -325,14 +330,10 @@ fn edited(plan: &Plan, ctx: &ToolCtx) -> String {
 /// model read, changed and written back.
 async fn edit_through(
     files: &dyn super::FileAccess,
-    args: &serde_json::Value,
+    target: Target,
     ctx: &ToolCtx,
     cancel: &CancellationToken,
 ) -> ToolOutput {
-    let target = match target(args, ctx) {
-        Ok(t) => t,
-        Err(e) => return ToolOutput::failed(e),
-    };
     let path = target.path.clone();
     let display = target.display.clone();
     let text = tokio::select! {

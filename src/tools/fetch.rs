@@ -18,7 +18,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::bash::Sink;
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
+use super::{Aim, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{ApprovalRequest, ToolKind, ToolSpec};
 
 /// How far one `fetch` may go.
@@ -44,7 +44,7 @@ impl Default for Limits {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     url: String,
 }
 
@@ -52,8 +52,7 @@ struct Args {
 pub(crate) struct Fetch;
 
 /// The URL of a call, checked (scheme, host, no credentials), and its host.
-fn checked(args: &serde_json::Value) -> Result<(Url, String), String> {
-    let args: Args = super::parse_args(args)?;
+fn checked(args: &Args) -> Result<(Url, String), String> {
     let mut url =
         Url::parse(args.url.trim()).map_err(|e| format!("invalid arguments: url: {e}"))?;
     url.set_fragment(None);
@@ -61,15 +60,21 @@ fn checked(args: &serde_json::Value) -> Result<(Url, String), String> {
     Ok((url, host))
 }
 
-/// The host a `fetch` call names, as permission rules see it (`None`: not a valid call).
-pub(crate) fn host_of(args: &serde_json::Value) -> Option<String> {
-    checked(args).ok().map(|(_, host)| host)
-}
+impl Typed for Fetch {
+    type Args = Args;
+    type Checked = Url;
 
-impl Tool for Fetch {
+    fn aim(args: &Args) -> Aim {
+        checked(args).map_or(Aim::Call, |(_, host)| Aim::Host(host))
+    }
+
+    fn check(&self, args: &Args, _ctx: &ToolCtx) -> Result<Url, String> {
+        checked(args).map(|(url, _)| url)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "fetch".into(),
+            name: crate::chat::Builtin::Fetch.name().into(),
             description: "Fetch one web page (http or https) and return it as Markdown (text \
                           and JSON as they are). Use it to read documentation, an issue or an \
                           API reference the user points to. Private and local addresses are \
@@ -97,8 +102,7 @@ impl Tool for Fetch {
         ToolKind::Fetch
     }
 
-    fn prepare(&self, args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        let (url, _) = checked(args)?;
+    fn describe(&self, url: Url, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let url = request::shown(&url);
         Ok(Prepared {
             summary: url.clone(),
@@ -107,17 +111,8 @@ impl Tool for Fetch {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        args: serde_json::Value,
-        ctx: &'a ToolCtx,
-        cancel: CancellationToken,
-    ) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, url: Url, ctx: &'a ToolCtx, cancel: CancellationToken) -> ToolFuture<'a> {
         Box::pin(async move {
-            let url = match checked(&args) {
-                Ok((url, _)) => url,
-                Err(e) => return ToolOutput::failed(e),
-            };
             let limits = ctx.fetch;
             let rules = ctx.permissions.as_deref();
             let got = tokio::select! {

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::walk;
-use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Aim, Prepared, Secrets, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil;
 use symbols::Kind;
@@ -55,22 +55,22 @@ pub(crate) struct Find {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     query: String,
     path: Option<String>,
     limit: Option<usize>,
     kind: Option<String>,
 }
 
-struct Call {
+/// A checked call.
+pub(crate) struct Call {
     query: String,
     start: walk::Start,
     limit: usize,
     kind: Option<Kind>,
 }
 
-fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
-    let args: Args = parse_args(args)?;
+fn check(args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
     let query = args.query.trim().to_string();
     if query.is_empty() {
         return Err("query must not be empty".to_string());
@@ -110,19 +110,26 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     })
 }
 
-impl Tool for Find {
+impl Typed for Find {
+    type Args = Args;
+    type Checked = Call;
+
+    fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
+        check(args, ctx)
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Search
     }
 
-    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
-        crate::tools::path_arg(args)
+    fn aim(args: &Args) -> Aim {
+        Aim::Paths(args.path.iter().cloned().collect())
     }
 
     fn spec(&self) -> ToolSpec {
         let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
         ToolSpec {
-            name: "find".into(),
+            name: crate::chat::Builtin::Find.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -138,8 +145,7 @@ impl Tool for Find {
         }
     }
 
-    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
-        let call = check(args, ctx)?;
+    fn describe(&self, call: Call, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let mut summary = format!("{:?} in {}", call.query, call.start.display);
         if let Some(k) = call.kind {
             summary.push_str(&format!(" ({})", k.name()));
@@ -149,15 +155,11 @@ impl Tool for Find {
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        call: Call,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let call = match check(&args, ctx) {
-                Ok(c) => c,
-                Err(e) => return ToolOutput::failed(e),
-            };
             let workspace = ctx.workspace.clone();
             let max_bytes = ctx.output_limit();
             let secrets = ctx.secrets.clone();

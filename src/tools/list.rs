@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::walk::{self, Start};
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Aim, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil;
 use crate::sync::lock;
@@ -31,20 +31,20 @@ pub(crate) struct List;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: Option<String>,
     pattern: Option<String>,
     limit: Option<usize>,
 }
 
-struct Call {
+/// A checked call.
+pub(crate) struct Call {
     start: Start,
     pattern: Option<String>,
     limit: usize,
 }
 
-fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
-    let args: Args = parse_args(args)?;
+fn check(args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
     let limit = match args.limit {
         Some(0) => return Err("limit must be at least 1".to_string()),
         Some(n) => n.min(MAX_LIMIT),
@@ -52,7 +52,7 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     };
     let start = walk::start(&ctx.workspace, args.path.as_deref())
         .map_err(|e| format!("cannot list: {e}"))?;
-    let pattern = args.pattern.filter(|p| !p.trim().is_empty());
+    let pattern = args.pattern.clone().filter(|p| !p.trim().is_empty());
     if let Some(p) = &pattern {
         // Checked now, so a bad glob is reported before anything runs.
         ignore::overrides::OverrideBuilder::new(&start.root)
@@ -66,18 +66,25 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     })
 }
 
-impl Tool for List {
+impl Typed for List {
+    type Args = Args;
+    type Checked = Call;
+
+    fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
+        check(args, ctx)
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Read
     }
 
-    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
-        crate::tools::path_arg(args)
+    fn aim(args: &Args) -> Aim {
+        Aim::Paths(args.path.iter().cloned().collect())
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "list".into(),
+            name: crate::chat::Builtin::List.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -95,8 +102,7 @@ impl Tool for List {
         Some(BRIEF)
     }
 
-    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
-        let call = check(args, ctx)?;
+    fn describe(&self, call: Call, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let summary = match &call.pattern {
             Some(p) => format!("{} ({p})", call.start.display),
             None => call.start.display,
@@ -106,15 +112,11 @@ impl Tool for List {
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        call: Call,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let call = match check(&args, ctx) {
-                Ok(c) => c,
-                Err(e) => return ToolOutput::failed(e),
-            };
             let workspace = ctx.workspace.clone();
             let max_bytes = ctx.output_limit();
             let secrets = ctx.secrets.clone();

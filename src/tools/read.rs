@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Fingerprint, Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Aim, Fingerprint, Prepared, Secrets, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{Image, ImageFormat, MAX_IMAGE_BYTES, ToolKind, ToolSpec};
 use crate::fsutil;
 use crate::memory;
@@ -35,7 +35,7 @@ pub(crate) struct Read;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     /// Relative to the workspace root (absolute paths inside the workspace also work).
     path: String,
     /// First line to show, 1-based.
@@ -44,16 +44,26 @@ struct Args {
     limit: Option<u64>,
 }
 
+impl Args {
+    /// The whole file at `path` (up to the usual cap).
+    pub(crate) fn whole(path: String) -> Self {
+        Self {
+            path,
+            offset: None,
+            limit: None,
+        }
+    }
+}
+
 /// A validated call.
-struct Call {
+pub(crate) struct Call {
     path: PathBuf,
     display: String,
     offset: u64,
     limit: u64,
 }
 
-fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
-    let args: Args = parse_args(args)?;
+fn check(args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
     // Models often count from 0; treat it as the first line rather than failing the call.
     let offset = args.offset.unwrap_or(1).max(1);
     let limit = match args.limit {
@@ -72,18 +82,25 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     })
 }
 
-impl Tool for Read {
+impl Typed for Read {
+    type Args = Args;
+    type Checked = Call;
+
     fn kind(&self) -> ToolKind {
         ToolKind::Read
     }
 
-    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
-        crate::tools::path_arg(args)
+    fn aim(args: &Args) -> Aim {
+        Aim::Paths(vec![args.path.clone()])
+    }
+
+    fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
+        check(args, ctx)
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "read".into(),
+            name: crate::chat::Builtin::Read.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -102,8 +119,7 @@ impl Tool for Read {
         Some(BRIEF)
     }
 
-    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
-        let call = check(args, ctx)?;
+    fn describe(&self, call: Call, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let summary = match (call.offset, call.limit) {
             (1, MAX_LINES) => call.display,
             (o, MAX_LINES) => format!("{} (from line {o})", call.display),
@@ -114,15 +130,11 @@ impl Tool for Read {
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        call: Call,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let call = match check(&args, ctx) {
-                Ok(c) => c,
-                Err(e) => return ToolOutput::failed(e),
-            };
             tracing::debug!(path = %call.display, offset = call.offset, limit = call.limit, "read");
             if cancel.is_cancelled() {
                 return ToolOutput::interrupted("interrupted by the user");

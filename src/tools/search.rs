@@ -22,7 +22,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::walk::{self, Start};
-use super::{Prepared, Secrets, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Aim, Prepared, Secrets, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil;
 use crate::sync::lock;
@@ -51,7 +51,7 @@ pub(crate) struct Search;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     pattern: String,
     path: Option<String>,
     glob: Option<String>,
@@ -59,7 +59,8 @@ struct Args {
     limit: Option<usize>,
 }
 
-struct Call {
+/// A checked call.
+pub(crate) struct Call {
     pattern: String,
     matcher: RegexMatcher,
     start: Start,
@@ -67,8 +68,7 @@ struct Call {
     limit: usize,
 }
 
-fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
-    let args: Args = parse_args(args)?;
+fn check(args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
     if args.pattern.is_empty() {
         return Err("pattern must not be empty".to_string());
     }
@@ -93,14 +93,14 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
         })?;
     let start = walk::start(&ctx.workspace, args.path.as_deref())
         .map_err(|e| format!("cannot search: {e}"))?;
-    let glob = args.glob.filter(|g| !g.trim().is_empty());
+    let glob = args.glob.clone().filter(|g| !g.trim().is_empty());
     if let Some(g) = &glob {
         ignore::overrides::OverrideBuilder::new(&start.root)
             .add(g)
             .map_err(|e| format!("invalid glob {g:?}: {e}"))?;
     }
     Ok(Call {
-        pattern: args.pattern,
+        pattern: args.pattern.clone(),
         matcher,
         start,
         glob,
@@ -108,18 +108,25 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     })
 }
 
-impl Tool for Search {
+impl Typed for Search {
+    type Args = Args;
+    type Checked = Call;
+
+    fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
+        check(args, ctx)
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Search
     }
 
-    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
-        crate::tools::path_arg(args)
+    fn aim(args: &Args) -> Aim {
+        Aim::Paths(args.path.iter().cloned().collect())
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "search".into(),
+            name: crate::chat::Builtin::Search.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -140,8 +147,7 @@ impl Tool for Search {
         Some(BRIEF)
     }
 
-    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
-        let call = check(args, ctx)?;
+    fn describe(&self, call: Call, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let mut summary = format!("/{}/ in {}", call.pattern, call.start.display);
         if let Some(g) = &call.glob {
             summary.push_str(&format!(" ({g})"));
@@ -151,15 +157,11 @@ impl Tool for Search {
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        call: Call,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let call = match check(&args, ctx) {
-                Ok(c) => c,
-                Err(e) => return ToolOutput::failed(e),
-            };
             let workspace = ctx.workspace.clone();
             let max_bytes = ctx.output_limit();
             let secrets = ctx.secrets.clone();

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args};
+use super::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{Message, Role, ToolKind, ToolSpec};
 use crate::sanitize::text::floor_boundary;
 
@@ -196,12 +196,14 @@ pub(crate) struct SkillTool {
     skills: Arc<Skills>,
 }
 
+/// A checked call: the skill and the file of it to load (`None`: its `SKILL.md`).
+pub(crate) struct Call {
+    skill: Skill,
+    file: Option<String>,
+}
+
 impl SkillTool {
-    fn check<'a>(
-        &'a self,
-        args: &serde_json::Value,
-    ) -> Result<(&'a Skill, Option<String>), String> {
-        let args: Args = parse_args(args)?;
+    fn find(&self, args: &Args) -> Result<Call, String> {
         let Some(skill) = self.skills.get(&args.name) else {
             let names: Vec<&str> = self.skills.all().iter().map(|s| s.name.as_str()).collect();
             return Err(format!(
@@ -210,16 +212,26 @@ impl SkillTool {
                 names.join(", ")
             ));
         };
-        let file = match args.file {
+        let file = match &args.file {
             Some(f) if f.trim().is_empty() || f == SKILL_FILE => None,
-            Some(f) => Some(load::relative(&f)?),
+            Some(f) => Some(load::relative(f)?),
             None => None,
         };
-        Ok((skill, file))
+        Ok(Call {
+            skill: skill.clone(),
+            file,
+        })
     }
 }
 
-impl Tool for SkillTool {
+impl Typed for SkillTool {
+    type Args = Args;
+    type Checked = Call;
+
+    fn check(&self, args: &Args, _ctx: &ToolCtx) -> Result<Call, String> {
+        self.find(args)
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Think
     }
@@ -240,8 +252,8 @@ impl Tool for SkillTool {
         }
     }
 
-    fn prepare(&self, args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        let (skill, file) = self.check(args)?;
+    fn describe(&self, call: Call, _ctx: &ToolCtx) -> Result<Prepared, String> {
+        let Call { skill, file } = call;
         let summary = match file {
             Some(file) => format!("{} · {file}", skill.name),
             None => skill.name.clone(),
@@ -251,15 +263,12 @@ impl Tool for SkillTool {
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        call: Call,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            let (skill, file) = match self.check(&args) {
-                Ok(found) => (found.0.clone(), found.1),
-                Err(e) => return ToolOutput::failed(e),
-            };
+            let Call { skill, file } = call;
             let job = tokio::task::spawn_blocking(move || match file {
                 None => load::body(&skill),
                 Some(file) => load::file(&skill, &file),
@@ -289,4 +298,17 @@ pub(crate) fn fit(text: String, limit: usize) -> String {
         &text[..cut],
         text.len()
     )
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use std::sync::Arc;
+
+    use crate::tools::typed::schema_check::agrees;
+
+    #[test]
+    fn the_skill_schema_matches_its_argument_struct() {
+        let skills = Arc::new(super::Skills::new(Vec::new(), Vec::new()));
+        agrees(skills.tool().as_ref());
+    }
 }

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
-use super::{Fingerprint, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, diff, parse_args};
+use super::{Aim, Fingerprint, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed, diff};
 use crate::chat::ApprovalRequest;
 use crate::chat::{ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing, LoadError};
@@ -26,19 +26,19 @@ pub(crate) struct Write;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: String,
     content: String,
 }
 
-struct Call {
+/// A checked call: the file, as resolved and as shown, and its new content.
+pub(crate) struct Call {
     path: PathBuf,
     display: String,
     content: String,
 }
 
-fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
-    let args: Args = parse_args(args)?;
+fn check(args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
     let path = fsutil::resolve_in_workspace(&ctx.workspace, &args.path)
         .map_err(|e| format!("cannot write: {e}"))?;
     let display = fsutil::display_path(&ctx.workspace, &path);
@@ -58,7 +58,7 @@ fn check(args: &serde_json::Value, ctx: &ToolCtx) -> Result<Call, String> {
     Ok(Call {
         path,
         display,
-        content: args.content,
+        content: args.content.clone(),
     })
 }
 
@@ -134,18 +134,25 @@ fn line_count(text: &str) -> usize {
     }
 }
 
-impl Tool for Write {
+impl Typed for Write {
+    type Args = Args;
+    type Checked = Call;
+
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
     }
 
-    fn paths(&self, args: &serde_json::Value) -> Vec<String> {
-        crate::tools::path_arg(args)
+    fn aim(args: &Args) -> Aim {
+        Aim::Paths(vec![args.path.clone()])
+    }
+
+    fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
+        check(args, ctx)
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "write".into(),
+            name: crate::chat::Builtin::Write.name().into(),
             description: DESCRIPTION.into(),
             parameters: serde_json::json!({
                 "type": "object",
@@ -163,8 +170,7 @@ impl Tool for Write {
         Some(BRIEF)
     }
 
-    fn prepare(&self, args: &serde_json::Value, ctx: &ToolCtx) -> Result<Prepared, String> {
-        let call = check(args, ctx)?;
+    fn describe(&self, call: Call, ctx: &ToolCtx) -> Result<Prepared, String> {
         let diff = approval_diff(&call, ctx)?;
         Ok(Prepared {
             protected: super::protected::reason(&ctx.workspace, &call.path),
@@ -178,7 +184,7 @@ impl Tool for Write {
 
     fn run<'a>(
         &'a self,
-        args: serde_json::Value,
+        call: Call,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
@@ -186,10 +192,6 @@ impl Tool for Write {
             if cancel.is_cancelled() {
                 return ToolOutput::interrupted("interrupted by the user; nothing was written");
             }
-            let call = match check(&args, ctx) {
-                Ok(c) => c,
-                Err(e) => return ToolOutput::failed(e),
-            };
             tracing::debug!(path = %call.display, bytes = call.content.len(), "write");
             if let Some(files) = &ctx.files {
                 let existed = ctx.recall_text(&call.path).is_some() || call.path.exists();

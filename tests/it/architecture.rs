@@ -51,9 +51,9 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "permissions",
-        may_use: Some(&["sanitize"]),
-        why: "permission rules are pure functions of text: config reads them, the agent and \
-              the file tools apply them",
+        may_use: Some(&["sanitize", "chat"]),
+        why: "permission rules are pure functions of text (tools named by `chat::Builtin`): \
+              config reads them, the agent and the file tools apply them",
     },
     Rule {
         module: "hooks",
@@ -85,7 +85,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "protocol",
-        may_use: Some(&["chat", "sanitize", "sandbox"]),
+        may_use: Some(&["chat", "hooks", "sanitize", "sandbox"]),
         why: "the contract between frontends and core depends only on the data model",
     },
     Rule {

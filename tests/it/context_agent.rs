@@ -755,7 +755,7 @@ async fn pre_compact_hooks_run_before_an_automatic_compaction_too() {
     assert_eq!(end, TurnEnd::Completed);
     let ran = events
         .iter()
-        .position(|e| matches!(e, Event::Hook { event, .. } if event == "PreCompact"))
+        .position(|e| matches!(e, Event::Hook { event, .. } if *event == minicode::hooks::HookEvent::PreCompact))
         .unwrap_or_else(|| panic!("no PreCompact run: {events:?}"));
     let compacted = events
         .iter()

@@ -601,3 +601,29 @@ async fn the_core_says_once_when_a_goal_run_ends_and_how() {
     assert!(!armed);
     shutdown(&mut handle).await;
 }
+
+#[tokio::test]
+async fn goal_status_refuses_arguments_its_schema_does_not_declare() {
+    // The schema declares no parameters and closes the object: an argument the model invents
+    // is refused like any other tool's, not silently ignored.
+    let (_dir, ws) = workspace();
+    let status = tool_reply(&[("s1", "goal_status", r#"{"verbose":true}"#)]);
+    let fake = Fake::new(vec![status, complete(), text_reply("all done")]);
+    let mut handle = spawn(&ws, fake.clone(), options(256));
+    let id = configured(&mut handle).await;
+    handle.send(create("tidy the readme"));
+    run_out(&mut handle).await;
+    shutdown(&mut handle).await;
+    let messages = session_messages(&ws, &id);
+    let result = messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("s1"))
+        .unwrap();
+    assert!(
+        result
+            .text()
+            .contains("invalid arguments: unknown field `verbose`"),
+        "{}",
+        result.text()
+    );
+}

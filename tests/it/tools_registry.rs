@@ -9,7 +9,7 @@ use std::time::Duration;
 use minicode::agent::{self, Options, Setup};
 use minicode::chat::ToolSpec;
 use minicode::session::Session;
-use minicode::tools::{Prepared, Registry, Tool, ToolCtx, ToolFuture, ToolOutput};
+use minicode::tools::{Invocation, Prepared, Registry, Tool, ToolCtx, ToolFuture, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::events::run_turn;
@@ -28,7 +28,16 @@ impl Tool for Named {
         }
     }
 
-    fn prepare(&self, _args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
+    fn parse<'t>(&'t self, _args: &serde_json::Value) -> Result<Box<dyn Invocation + 't>, String> {
+        Ok(Box::new(NamedCall(self.0)))
+    }
+}
+
+/// A call of [`Named`]: it only answers "done".
+struct NamedCall(&'static str);
+
+impl Invocation for NamedCall {
+    fn prepare(&self, _ctx: &ToolCtx) -> Result<Prepared, String> {
         Ok(Prepared {
             summary: self.0.to_string(),
             approval: None,
@@ -36,12 +45,7 @@ impl Tool for Named {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        _args: serde_json::Value,
-        _ctx: &'a ToolCtx,
-        _cancel: CancellationToken,
-    ) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, _ctx: &'a ToolCtx, _cancel: CancellationToken) -> ToolFuture<'a> {
         Box::pin(async { ToolOutput::ok("done") })
     }
 }

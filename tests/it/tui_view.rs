@@ -1304,7 +1304,7 @@ fn each_hook_run_is_a_dim_line_in_the_transcript() {
     ev(
         &mut s,
         Event::Hook {
-            event: "PreToolUse".into(),
+            event: minicode::hooks::HookEvent::PreToolUse,
             hook: "PreToolUse (bash) hook `./check.sh`".into(),
             outcome: minicode::protocol::HookOutcome::Blocked,
             ms: 12,

@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use super::{CHILD_TOOLS, Outcome, Subagents, Task};
 use crate::agent::{Core, Options, Setup};
+use crate::chat::Builtin;
 use crate::protocol::{Decision, Event, Op, SubagentStatus, TokenStats, TurnEnd, TurnStats};
 use crate::provider::Provider;
 use crate::session::{Parent, Session};
@@ -65,7 +66,7 @@ impl Context {
         };
         Self {
             provider: core.provider.clone(),
-            registry: Arc::new(core.registry.subset(&CHILD_TOOLS)),
+            registry: Arc::new(core.registry.subset(&CHILD_TOOLS.map(Builtin::name))),
             workspace: core.tool_ctx.workspace.clone(),
             parent_ctx: core.tool_ctx.clone(),
             options,

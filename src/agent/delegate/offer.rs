@@ -34,9 +34,10 @@ impl Offer {
         }
     }
 
-    /// Whether `tool` is the core's own `delegate`, whose calls need the core.
-    pub(crate) fn owns(&self, tool: &Arc<dyn Tool>) -> bool {
-        self.tool.as_ref().is_some_and(|d| Arc::ptr_eq(d, tool))
+    /// Whether `tool` is a `delegate` this core runs: it offers one, and the tool is of that
+    /// kind (another tool that took the name is not).
+    pub(crate) fn owns(&self, tool: &dyn Tool) -> bool {
+        self.tool.is_some() && tool.core() == Some(crate::tools::CoreTool::Delegate)
     }
 
     /// For start-up: the warning that sub-agents are off, when the name was taken.

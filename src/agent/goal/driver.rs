@@ -18,7 +18,7 @@ use crate::chat::{Message, ToolCall, ToolKind, ToolStatus};
 use crate::protocol::{BlockCode, Event, GoalOp, GoalPhase, GoalRef, TurnEnd};
 use crate::provider::ProviderError;
 use crate::session::Session;
-use crate::tools::{Registry, Tool, ToolOutput};
+use crate::tools::{CoreTool, Registry, Tool, ToolOutput};
 
 /// Why a goal round whose every call was refused for lack of a terminal blocks the goal.
 const NO_TERMINAL_BLOCK: &str = "every tool call of the round needed approval and no terminal \
@@ -49,8 +49,7 @@ impl Goals {
 pub(crate) struct Driver {
     /// The session's goal: the fold of its records and the live activation.
     goals: Goals,
-    /// The goal tools this core runs, and whether they are declared now.
-    tools: tools::Set,
+    /// Whether the goal tools are declared now.
     tools_declared: bool,
     /// The last turn failed on an exhausted quota (a goal round then blocks with
     /// `usage-limit`).
@@ -76,7 +75,6 @@ impl Driver {
     pub(crate) fn new(registry: Arc<Registry>, limits: Limits, events: Emitter) -> Self {
         Self {
             goals: Goals::default(),
-            tools: tools::Set::default(),
             tools_declared: false,
             quota_failure: false,
             default_max_rounds: limits.max_rounds,
@@ -182,9 +180,10 @@ impl Driver {
         );
     }
 
-    /// Which goal tool `tool` is, when it is one of those this core runs itself.
-    pub(crate) fn which(&self, tool: &Arc<dyn Tool>) -> Option<&'static str> {
-        self.tools.which(tool)
+    /// Which goal tool `tool` is, when it is one (the core runs those itself).
+    pub(crate) fn which(tool: &dyn Tool) -> Option<CoreTool> {
+        tool.core()
+            .filter(|c| matches!(c, CoreTool::GoalStatus | CoreTool::GoalUpdate))
     }
 
     /// Serves one goal command while idle.
@@ -278,7 +277,7 @@ impl Driver {
         if want == self.tools_declared {
             return;
         }
-        let tools = if want { self.tools.tools() } else { Vec::new() };
+        let tools = if want { tools::tools() } else { Vec::new() };
         let refused = self.registry.set_group(tools::GROUP, tools);
         self.tools_declared = want;
         for name in refused {
@@ -378,12 +377,12 @@ impl Driver {
     /// tool batch ends (see [`Driver::flush`]); frontends hear of it at once.
     pub(crate) fn tool(
         &mut self,
-        which: &str,
+        which: CoreTool,
         args: &serde_json::Value,
         messages: &[Message],
     ) -> ToolOutput {
         self.goals.sync(messages);
-        if which == tools::STATUS {
+        if which == CoreTool::GoalStatus {
             return self.status_output();
         }
         let args: UpdateArgs = match crate::tools::parse_args(args) {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::ToolSpec;
-use crate::tools::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
+use crate::chat::{ToolKind, ToolSpec};
+use crate::tools::{CoreTool, Prepared, Tool, ToolCtx, ToolFuture, Typed};
 
 /// The registry group the goal tools live in.
 pub(crate) const GROUP: &str = "goal";
@@ -23,8 +23,13 @@ pub(crate) struct Status;
 /// `goal_update`.
 pub(crate) struct Update;
 
-/// What `goal_update` asks.
+/// `goal_status` takes no arguments.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StatusArgs {}
+
+/// What `goal_update` asks.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpdateArgs {
     pub status: UpdateStatus,
@@ -39,44 +44,27 @@ pub(crate) enum UpdateStatus {
     Blocked,
 }
 
-/// The core's instances, so it recognises its own calls (see `turn.rs`).
-#[derive(Clone)]
-pub(crate) struct Set {
-    pub status: Arc<dyn Tool>,
-    pub update: Arc<dyn Tool>,
+/// The goal tools, as the registry's `goal` group holds them.
+pub(crate) fn tools() -> Vec<Arc<dyn Tool>> {
+    vec![Arc::new(Status), Arc::new(Update)]
 }
 
-impl Default for Set {
-    fn default() -> Self {
-        Set {
-            status: Arc::new(Status),
-            update: Arc::new(Update),
-        }
-    }
-}
+impl Typed for Status {
+    type Args = StatusArgs;
+    type Checked = ();
 
-impl Set {
-    pub(crate) fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![self.status.clone(), self.update.clone()]
+    fn kind(&self) -> ToolKind {
+        ToolKind::Other
     }
 
-    /// Which of ours `tool` is, if any.
-    pub(crate) fn which(&self, tool: &Arc<dyn Tool>) -> Option<&'static str> {
-        if Arc::ptr_eq(tool, &self.status) {
-            Some(STATUS)
-        } else if Arc::ptr_eq(tool, &self.update) {
-            Some(UPDATE)
-        } else {
-            None
-        }
+    fn core(&self) -> Option<CoreTool> {
+        Some(CoreTool::GoalStatus)
     }
-}
 
-fn outside_core() -> ToolFuture<'static> {
-    Box::pin(async { ToolOutput::failed("goal tools only run in the session that owns the goal") })
-}
+    fn check(&self, _args: &StatusArgs, _ctx: &ToolCtx) -> Result<(), String> {
+        Ok(())
+    }
 
-impl Tool for Status {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: STATUS.into(),
@@ -88,25 +76,36 @@ impl Tool for Status {
         }
     }
 
-    fn prepare(&self, _args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        Ok(Prepared {
-            summary: String::new(),
-            approval: None,
-            protected: None,
-        })
+    fn describe(&self, _call: (), _ctx: &ToolCtx) -> Result<Prepared, String> {
+        Ok(Prepared::unasked(String::new()))
     }
 
     fn run<'a>(
         &'a self,
-        _args: serde_json::Value,
+        _call: (),
         _ctx: &'a ToolCtx,
         _cancel: CancellationToken,
     ) -> ToolFuture<'a> {
-        outside_core()
+        CoreTool::GoalStatus.outside_core()
     }
 }
 
-impl Tool for Update {
+impl Typed for Update {
+    type Args = UpdateArgs;
+    type Checked = UpdateArgs;
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Other
+    }
+
+    fn core(&self) -> Option<CoreTool> {
+        Some(CoreTool::GoalUpdate)
+    }
+
+    fn check(&self, args: &UpdateArgs, _ctx: &ToolCtx) -> Result<UpdateArgs, String> {
+        Ok(args.clone())
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: UPDATE.into(),
@@ -126,8 +125,7 @@ impl Tool for Update {
         }
     }
 
-    fn prepare(&self, args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
-        let args = crate::tools::parse_args::<UpdateArgs>(args)?;
+    fn describe(&self, args: UpdateArgs, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let summary = match (args.status, args.code) {
             (UpdateStatus::Complete, _) => "complete".to_string(),
             (UpdateStatus::Blocked, Some(code)) => format!("blocked ({code})"),
@@ -138,10 +136,22 @@ impl Tool for Update {
 
     fn run<'a>(
         &'a self,
-        _args: serde_json::Value,
+        _call: UpdateArgs,
         _ctx: &'a ToolCtx,
         _cancel: CancellationToken,
     ) -> ToolFuture<'a> {
-        outside_core()
+        CoreTool::GoalUpdate.outside_core()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tools::typed::schema_check::agrees;
+
+    #[test]
+    fn the_goal_tools_schemas_match_their_argument_structs() {
+        for tool in super::tools() {
+            agrees(tool.as_ref());
+        }
     }
 }

@@ -15,7 +15,7 @@ use crate::agent::{delegate, history, sandboxing, spans};
 use crate::chat::{ToolCall, ToolKind, ToolStatus};
 use crate::hooks::HookEvent;
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
-use crate::tools::{Tool, ToolOutput};
+use crate::tools::{Aim, Invocation, Tool, ToolOutput};
 
 /// How a batch of calls ended.
 pub(in crate::agent) enum Batch {
@@ -172,14 +172,15 @@ async fn prepare_and_run(
         Ok(found) => found,
         Err(refused) => return *refused,
     };
-    let (summary, prepared) = match announce(core, call, &tool, &args) {
+    let (summary, prepared, invocation) = match announce(core, call, &tool, &args) {
         Ok(ready) => ready,
         Err(refused) => return *refused,
     };
+    let aim = invocation.aim();
     if let Some(refused) = gate(
         core,
         call,
-        (&tool, &args),
+        (&tool, &args, &aim),
         prepared,
         &summary,
         cancel,
@@ -193,12 +194,12 @@ async fn prepare_and_run(
     let again = (tool.kind() == ToolKind::Execute).then(|| args.clone());
     let seen = core.hooks.has(HookEvent::PostToolUse).then(|| args.clone());
     // The checkpoint spans the call and its run outside the sandbox, if the user allows one.
-    let recorded = core.goal.which(&tool).is_none()
+    let recorded = crate::agent::goal::driver::Driver::which(&*tool).is_none()
         && core
             .checkpoints
-            .before(&core.store.session, call, tool.kind());
+            .before(&core.store.session, call, (tool.kind(), &aim));
     let edited = core.diagnostics.target(call, &args, &core.tool_ctx);
-    let output = execute(core, call, &tool, args, cancel, stats).await;
+    let output = execute(core, call, (&tool, &*invocation), args, cancel, stats).await;
     let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
     if recorded {
         core.checkpoints.after();
@@ -228,22 +229,44 @@ fn resolve(
         .resolve(&call.name, &call.arguments)
         .map_err(|message| {
             let name = core.tool_ctx.secrets.redact(call.name.clone());
-            core.emit(began(call, None, name.clone(), serde_json::Value::Null));
+            core.emit(began(
+                call,
+                (ToolKind::Other, Vec::new()),
+                name.clone(),
+                serde_json::Value::Null,
+            ));
             Box::new((Some(name), rejected(core.tool_ctx.secrets.redact(message))))
         })
 }
 
-/// Lets the tool prepare the call and announces it (`ToolCallBegan`), refused or not.
-fn announce(
+/// What [`announce`] hands on: the summary, what the tool prepared, and the parsed call.
+type Announced<'t> = (
+    Option<String>,
+    crate::tools::Prepared,
+    Box<dyn Invocation + 't>,
+);
+
+/// Parses the arguments (once), lets the tool prepare the call and announces it
+/// (`ToolCallBegan`), refused or not.
+fn announce<'t>(
     core: &mut Core,
     call: &ToolCall,
-    tool: &Arc<dyn Tool>,
+    tool: &'t Arc<dyn Tool>,
     args: &serde_json::Value,
-) -> Result<(Option<String>, crate::tools::Prepared), Refused> {
-    let prepared = tool.prepare(args, &core.tool_ctx);
+) -> Result<Announced<'t>, Refused> {
+    let parsed = tool.parse(args);
+    // A call its tool refuses still names the paths it aimed at.
+    let paths = match &parsed {
+        Ok(invocation) => invocation.aim().paths().to_vec(),
+        Err(_) => Vec::new(),
+    };
+    let prepared = parsed.and_then(|invocation| {
+        let prepared = invocation.prepare(&core.tool_ctx)?;
+        Ok((prepared, invocation))
+    });
     // A refused call still names its target, so the user sees what was attempted.
     let summary = match &prepared {
-        Ok(p) => p.summary.clone(),
+        Ok((p, _)) => p.summary.clone(),
         Err(_) => history::summary_from_arguments(args).unwrap_or_default(),
     };
     // What frontends see of the call is redacted like its result: they may print it, and
@@ -252,10 +275,15 @@ fn announce(
     let summary = secrets.redact(summary);
     let mut shown_args = args.clone();
     secrets.redact_json(&mut shown_args);
-    core.emit(began(call, Some(&**tool), summary.clone(), shown_args));
+    core.emit(began(
+        call,
+        (tool.kind(), paths),
+        summary.clone(),
+        shown_args,
+    ));
     let summary = Some(summary);
     match prepared {
-        Ok(p) => Ok((summary, p)),
+        Ok((p, invocation)) => Ok((summary, p, invocation)),
         Err(message) => Err(Box::new((
             summary,
             rejected(core.tool_ctx.secrets.redact(message)),
@@ -268,17 +296,17 @@ fn announce(
 async fn gate(
     core: &mut Core,
     call: &ToolCall,
-    (tool, args): (&Arc<dyn Tool>, &serde_json::Value),
+    (tool, args, aim): (&Arc<dyn Tool>, &serde_json::Value, &Aim),
     prepared: crate::tools::Prepared,
     summary: &Option<String>,
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
 ) -> Option<ToolOutput> {
     let session = core.store.session.id().to_string();
-    if let Some(text) = core.plan.refusal(&**tool, args, &core.tool_ctx, &session) {
+    if let Some(text) = core.plan.refusal(&**tool, aim, &core.tool_ctx, &session) {
         return Some(ToolOutput::denied(text));
     }
-    let mut ruling = Approvals::ruling(&core.tool_ctx, &call.name, &**tool, args);
+    let mut ruling = Approvals::ruling(&core.tool_ctx, &call.name, aim);
     if let Some(output) = ruling.refusal(&call.name) {
         return Some(output);
     }
@@ -308,7 +336,17 @@ async fn gate(
         .protected
         .or(plan_asks)
         .map(|reason| (summary.as_deref().unwrap_or_default(), reason));
-    match approve(core, call, request, protected, &ruling, cancel, decisions).await {
+    match approve(
+        core,
+        (call, aim),
+        request,
+        protected,
+        &ruling,
+        cancel,
+        decisions,
+    )
+    .await
+    {
         Some(Decision::Deny { reason }) => {
             let mut text = "the user denied this call; it did not run".to_string();
             if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
@@ -334,12 +372,12 @@ async fn gate(
 async fn execute(
     core: &mut Core,
     call: &ToolCall,
-    tool: &Arc<dyn Tool>,
+    (tool, invocation): (&Arc<dyn Tool>, &dyn Invocation),
     args: serde_json::Value,
     cancel: &CancellationToken,
     stats: &mut TurnStats,
 ) -> ToolOutput {
-    if let Some(which) = core.goal.which(tool) {
+    if let Some(which) = crate::agent::goal::driver::Driver::which(&**tool) {
         let messages = core.store.session.messages();
         return core.goal.tool(which, &args, messages);
     }
@@ -355,7 +393,7 @@ async fn execute(
         };
     }
     let subagents = core.options.subagents.clone();
-    let ours = core.delegate.owns(tool);
+    let ours = core.delegate.owns(&**tool);
     if let Some(subagents) = subagents.filter(|_| ours) {
         // The core's own `delegate`: its children need the core, not just a tool context.
         let (output, tally) =
@@ -365,7 +403,8 @@ async fn execute(
         stats.subagent_tokens.merge(&tally.tokens);
         return output;
     }
-    let run = tool.run(args, &core.tool_ctx, cancel.child_token());
+    let ctx = core.tool_ctx.clone();
+    let run = invocation.run(&ctx, cancel.child_token());
     observed(core, call, run).await
 }
 
@@ -402,7 +441,7 @@ pub(in crate::agent) async fn observed<F: std::future::Future>(
 
 fn began(
     call: &ToolCall,
-    tool: Option<&dyn Tool>,
+    (kind, paths): (ToolKind, Vec<String>),
     summary: String,
     arguments: serde_json::Value,
 ) -> Event {
@@ -410,8 +449,8 @@ fn began(
         call: call.id.clone(),
         tool: call.name.clone(),
         summary,
-        kind: tool.map_or(ToolKind::Other, |t| t.kind()),
-        paths: tool.map(|t| t.paths(&arguments)).unwrap_or_default(),
+        kind,
+        paths,
         arguments,
     }
 }

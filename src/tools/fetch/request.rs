@@ -116,7 +116,11 @@ pub(crate) fn shown(url: &Url) -> String {
 
 /// The deny rule that covers `host`, as shown to the model.
 fn denial(rules: Option<&Rules>, host: &str) -> Option<String> {
-    match rules?.check("fetch", Target::Domain(host), &|_| false) {
+    match rules?.check(
+        crate::chat::Builtin::Fetch.name(),
+        Target::Domain(host),
+        &|_| false,
+    ) {
         Verdict::Deny(rule) => Some(format!("`{}` (from {})", rule.text, rule.origin)),
         _ => None,
     }
@@ -128,7 +132,11 @@ fn allowed(rules: Option<&Rules>, url: &Url) -> bool {
     let (Some(rules), Some(host)) = (rules, host(url)) else {
         return false;
     };
-    rules.check("fetch", Target::Domain(&host), &|_| false) == Verdict::Allow
+    rules.check(
+        crate::chat::Builtin::Fetch.name(),
+        Target::Domain(&host),
+        &|_| false,
+    ) == Verdict::Allow
 }
 
 /// The addresses `url`'s host stands for, every one checked: a private, loopback or

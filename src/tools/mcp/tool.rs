@@ -17,7 +17,9 @@ use super::{Server, schema};
 use crate::chat::{ApprovalRequest, ToolSpec};
 use crate::sanitize::text::truncate;
 use crate::tools::bash::Sink;
-use crate::tools::{Prepared, Tool, ToolCtx, ToolFuture, ToolOutput};
+use crate::tools::{
+    Invocation, JsonCall, JsonTool, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput,
+};
 
 /// The longest tool name servers accept from OpenAI-compatible clients.
 pub(crate) const MAX_NAME: usize = 64;
@@ -142,7 +144,14 @@ impl Tool for McpTool {
         }
     }
 
-    fn prepare(&self, args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
+    fn parse<'t>(&'t self, args: &serde_json::Value) -> Result<Box<dyn Invocation + 't>, String> {
+        Ok(JsonCall::boxed(self, args))
+    }
+}
+
+/// Its arguments are whatever the server declares: checked against its schema, sent as JSON.
+impl JsonTool for McpTool {
+    fn prepare_json(&self, args: &serde_json::Value, _ctx: &ToolCtx) -> Result<Prepared, String> {
         schema::check(&self.schema, args).map_err(|e| format!("invalid arguments: {e}"))?;
         let compact = serde_json::to_string(args).unwrap_or_default();
         let mut summary = format!("{} · {}", self.server.id(), self.remote);
@@ -161,9 +170,9 @@ impl Tool for McpTool {
         })
     }
 
-    fn run<'a>(
+    fn run_json<'a>(
         &'a self,
-        args: serde_json::Value,
+        args: &'a serde_json::Value,
         ctx: &'a ToolCtx,
         cancel: CancellationToken,
     ) -> ToolFuture<'a> {
@@ -187,7 +196,7 @@ impl Tool for McpTool {
                 return ToolOutput::interrupted("interrupted by the user; the call was not sent");
             }
             let mut params = CallToolRequestParams::new(self.remote.clone());
-            if let serde_json::Value::Object(map) = args {
+            if let serde_json::Value::Object(map) = args.clone() {
                 params = params.with_arguments(map);
             }
             let limit = self.server.call_timeout();
