@@ -62,6 +62,16 @@ struct Shared {
 }
 
 impl Shared {
+    /// A connection's state before `initialize`: no capabilities known, no session open.
+    fn new(opener: Arc<dyn Opener>) -> Arc<Self> {
+        Arc::new(Self {
+            opener,
+            capabilities: Mutex::new(ClientCapabilities::new()),
+            sessions: Mutex::new(HashMap::new()),
+            endings: Mutex::new(Vec::new()),
+        })
+    }
+
     fn session(&self, id: &str) -> Option<Arc<session::Live>> {
         lock(&self.sessions).get(id).cloned()
     }
@@ -164,6 +174,44 @@ impl Shared {
         Ok(())
     }
 
+    /// `initialize`: the client's capabilities are kept (they decide whether sessions read
+    /// and write files through the editor), and ours are the answer.
+    fn initialize(
+        &self,
+        request: &InitializeRequest,
+        responder: Responder<InitializeResponse>,
+    ) -> Result<(), Error> {
+        *lock(&self.capabilities) = request.client_capabilities.clone();
+        responder.respond(initialize_response())
+    }
+
+    /// `session/set_mode`: the session's permission mode, or an error for an unknown session
+    /// or mode.
+    fn set_mode(
+        &self,
+        request: &SetSessionModeRequest,
+        responder: Responder<SetSessionModeResponse>,
+    ) -> Result<(), Error> {
+        let Some(live) = self.session(&request.session_id.0) else {
+            return responder.respond_with_error(invalid_params(format!(
+                "no session {} is open",
+                request.session_id.0
+            )));
+        };
+        match live.set_mode(&request.mode_id.0) {
+            Ok(()) => responder.respond(SetSessionModeResponse::new()),
+            Err(message) => responder.respond_with_error(invalid_params(message)),
+        }
+    }
+
+    /// `session/cancel`: interrupts the session's turn; a notification, so an unknown session
+    /// is ignored.
+    fn cancel(&self, notification: &CancelNotification) {
+        if let Some(live) = self.session(&notification.session_id.0) {
+            live.cancel();
+        }
+    }
+
     /// `session/list`: the stored sessions of the workspace asked for.
     fn list(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
         let listed = self.opener.list(request.cwd).map_err(invalid_params)?;
@@ -235,12 +283,7 @@ fn rewind_op(arg: &str) -> Result<Op, String> {
 /// Serves ACP on stdin/stdout until the client closes stdin, then shuts every session down
 /// (each core saves its session) and stops their MCP servers.
 pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
-    let shared = Arc::new(Shared {
-        opener,
-        capabilities: Mutex::new(ClientCapabilities::new()),
-        sessions: Mutex::new(HashMap::new()),
-        endings: Mutex::new(Vec::new()),
-    });
+    let shared = Shared::new(opener);
     let transport = ByteStreams::new(
         tokio::io::stdout().compat_write(),
         tokio::io::stdin().compat(),
@@ -259,8 +302,7 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         .name("minicode")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
-                *lock(&on_init.capabilities) = request.client_capabilities.clone();
-                responder.respond(initialize_response())
+                on_init.initialize(&request, responder)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -302,24 +344,13 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
         )
         .on_receive_request(
             async move |request: SetSessionModeRequest, responder, _cx| {
-                let Some(live) = on_mode.session(&request.session_id.0) else {
-                    return responder.respond_with_error(invalid_params(format!(
-                        "no session {} is open",
-                        request.session_id.0
-                    )));
-                };
-                match live.set_mode(&request.mode_id.0) {
-                    Ok(()) => responder.respond(SetSessionModeResponse::new()),
-                    Err(message) => responder.respond_with_error(invalid_params(message)),
-                }
+                on_mode.set_mode(&request, responder)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
-                if let Some(live) = on_cancel.session(&notification.session_id.0) {
-                    live.cancel();
-                }
+                on_cancel.cancel(&notification);
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),

@@ -276,7 +276,24 @@ async fn forward_ops(
             }
             // The UI shows its own prompt already: its `run_started` is not shown again.
             Op::Submit(text) | Op::SubmitImages { text, .. } => Some(text.clone()),
-            _ => None,
+            Op::Decide { .. }
+            | Op::Interrupt
+            | Op::Compact(_)
+            | Op::NewSession
+            | Op::McpServers
+            | Op::McpRestart { .. }
+            | Op::ListSkills
+            | Op::Goal(_)
+            | Op::Fork
+            | Op::SetPlan { .. }
+            | Op::Model { .. }
+            | Op::ListRewind
+            | Op::Rewind { .. }
+            | Op::ListSessions
+            | Op::Resume { .. }
+            | Op::Shell { .. }
+            | Op::CompletePath { .. }
+            | Op::KillBackground { .. } => None,
         };
         if let Some(prompt) = &prompt {
             lock(&shared).own_prompts.push_back(prompt.clone());

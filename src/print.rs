@@ -211,31 +211,8 @@ fn finish_goal(
 ) -> ExitCode {
     let mut out = io::stdout().lock();
     let mut err = io::stderr().lock();
-    let phase = run.goal.as_ref().map(|g| g.phase);
-    let interrupted = matches!(last, Some((TurnEnd::Interrupted, _))) || signal.is_some();
-    let (status, error) = match (phase, interrupted) {
-        (Some(GoalPhase::Complete), _) => ("completed", None),
-        (_, true) => ("interrupted", Some("interrupted".to_string())),
-        (Some(GoalPhase::Blocked), _) => {
-            let reason = run.goal.as_ref().and_then(|g| g.reason.as_ref());
-            let error = reason.map(|r| format!("{}: {}", r.code, r.message));
-            ("blocked", error)
-        }
-        _ => (
-            "failed",
-            Some("the goal stopped before it was complete".to_string()),
-        ),
-    };
-    let closing = match &run.goal {
-        Some(goal) => format!(
-            "{} · {}",
-            // The reason was reported when the goal was blocked, just above.
-            report::goal_line(goal, run.armed, false),
-            describe_end(&TurnEnd::Completed, &run.stats).trim_start_matches("completed ")
-        ),
-        None => "no goal".to_string(),
-    };
-    let _ = writeln!(err, "{}", sanitize(&closing));
+    let (status, error) = goal_status(run, last.as_ref(), signal);
+    let _ = writeln!(err, "{}", sanitize(&goal_closing(run)));
     let answer = if status == "completed" {
         o.last_text
     } else {
@@ -258,39 +235,87 @@ fn finish_goal(
                 sandbox: o.sandbox,
                 structured_output: None,
             };
-            if let Ok(line) = serde_json::to_string(&result) {
-                let line = if o.stdout_tty {
-                    sanitize::json_escaped(&line)
-                } else {
-                    line
-                };
-                let _ = writeln!(out, "{line}");
-            }
+            write_json_line(&mut out, &result, o.stdout_tty);
         }
-        _ => {}
+        OutputFormat::Text | OutputFormat::StreamJson => {}
     }
     let _ = out.flush();
-    if std::path::Path::new(o.session_path).exists() {
-        let id = o.session_id;
-        let flags = o.resume_flags;
-        // A finished goal cannot be resumed (the command would be refused): the session can.
-        let _ = if status == "completed" {
-            writeln!(
-                err,
-                "session {id} (resume with: minicode{flags} --session {id})"
-            )
-        } else {
-            writeln!(
-                err,
-                "session {id} (continue the goal with: minicode{flags} --session {id} --goal-resume)"
-            )
-        };
-    }
+    goal_resume_hint(&mut err, &o, status);
     match (status, signal) {
         ("completed", _) => ExitCode::SUCCESS,
         (_, Some(Signal::Interrupt)) => ExitCode::from(EXIT_SIGINT),
         _ => ExitCode::FAILURE,
     }
+}
+
+/// How a goal run ended, as the JSON `status` word and `error`: the goal's own phase first,
+/// then an interruption (of the last turn or by a signal), and otherwise a failure.
+fn goal_status(
+    run: &GoalRun,
+    last: Option<&(TurnEnd, TurnStats)>,
+    signal: Option<Signal>,
+) -> (&'static str, Option<String>) {
+    let phase = run.goal.as_ref().map(|g| g.phase);
+    let interrupted = matches!(last, Some((TurnEnd::Interrupted, _))) || signal.is_some();
+    match (phase, interrupted) {
+        (Some(GoalPhase::Complete), _) => ("completed", None),
+        (_, true) => ("interrupted", Some("interrupted".to_string())),
+        (Some(GoalPhase::Blocked), _) => {
+            let reason = run.goal.as_ref().and_then(|g| g.reason.as_ref());
+            let error = reason.map(|r| format!("{}: {}", r.code, r.message));
+            ("blocked", error)
+        }
+        _ => (
+            "failed",
+            Some("the goal stopped before it was complete".to_string()),
+        ),
+    }
+}
+
+/// The goal's last line on stderr: where it stands, and what the whole run cost.
+fn goal_closing(run: &GoalRun) -> String {
+    match &run.goal {
+        Some(goal) => format!(
+            "{} · {}",
+            // The reason was reported when the goal was blocked, just above.
+            report::goal_line(goal, run.armed, false),
+            describe_end(&TurnEnd::Completed, &run.stats).trim_start_matches("completed ")
+        ),
+        None => "no goal".to_string(),
+    }
+}
+
+/// One JSON result line on stdout, escaped when stdout is a terminal.
+fn write_json_line(out: &mut impl Write, result: &JsonResult<'_>, stdout_tty: bool) {
+    if let Ok(line) = serde_json::to_string(result) {
+        let line = if stdout_tty {
+            sanitize::json_escaped(&line)
+        } else {
+            line
+        };
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// How to come back to a kept session: a finished goal cannot be resumed (the command would
+/// be refused), so it gets the plain resume; any other end continues the goal.
+fn goal_resume_hint(err: &mut impl Write, o: &Output<'_>, status: &str) {
+    if !std::path::Path::new(o.session_path).exists() {
+        return;
+    }
+    let id = o.session_id;
+    let flags = o.resume_flags;
+    let _ = if status == "completed" {
+        writeln!(
+            err,
+            "session {id} (resume with: minicode{flags} --session {id})"
+        )
+    } else {
+        writeln!(
+            err,
+            "session {id} (continue the goal with: minicode{flags} --session {id} --goal-resume)"
+        )
+    };
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

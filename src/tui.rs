@@ -44,7 +44,7 @@ use crossterm::terminal::{Clear, ClearType};
 use futures_util::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::protocol::{AgentHandle, OpSender};
@@ -133,6 +133,9 @@ pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Out
     })
 }
 
+/// The one loop that owns the terminal: it waits for whichever comes first (a signal, a key,
+/// an agent event, a timer), lets the state turn it into effects, and carries them out. Each
+/// source has its own step below, so the loop itself only dispatches.
 async fn session(
     state: &mut State,
     ops: &OpSender,
@@ -142,10 +145,7 @@ async fn session(
     let size = term.size()?;
     state.size = (size.width, size.height);
 
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigtstp = signal(SignalKind::from_raw(libc::SIGTSTP))?;
+    let mut signals = Signals::install()?;
     let mut reader = EventStream::new();
 
     let mut dirty = true;
@@ -156,36 +156,19 @@ async fn session(
         // moves on: redraw then.
         let wake_at = state.wake_at().map(tokio::time::Instant::from_std);
         let effects = tokio::select! {
-            _ = sigterm.recv() => return Ok(Some(libc::SIGTERM)),
-            _ = sighup.recv() => return Ok(Some(libc::SIGHUP)),
-            _ = sigint.recv() => return Ok(Some(libc::SIGINT)),
-            _ = sigtstp.recv() => vec![Effect::Suspend],
+            _ = signals.term.recv() => return Ok(Some(libc::SIGTERM)),
+            _ = signals.hup.recv() => return Ok(Some(libc::SIGHUP)),
+            _ = signals.int.recv() => return Ok(Some(libc::SIGINT)),
+            _ = signals.tstp.recv() => vec![Effect::Suspend],
             input = reader.next() => match input {
-                Some(Ok(ev)) => match to_msg(ev) {
-                    Some(msg) => {
-                        dirty = true;
-                        if matches!(msg, Msg::Resize(..)) {
-                            term = fresh_terminal()?;
-                        }
-                        state.update(msg)
-                    }
-                    None => Vec::new(),
-                },
+                Some(Ok(ev)) => terminal_input(state, &mut term, &mut dirty, ev)?,
                 Some(Err(e)) => return Err(e),
                 None => return Ok(None),
             },
             event = events.recv() => {
                 let Some(event) = event else { return Ok(None) };
                 dirty = true;
-                let mut effects = state.update(Msg::Agent(event));
-                // Take whatever else is already waiting, so a burst costs one frame.
-                for _ in 0..EVENT_BATCH {
-                    match events.try_recv() {
-                        Ok(e) => effects.extend(state.update(Msg::Agent(e))),
-                        Err(_) => break,
-                    }
-                }
-                effects
+                agent_burst(state, event, events)
             }
             _ = tokio::time::sleep_until(wake_at.unwrap_or(next_frame)), if wake_at.is_some() => {
                 dirty = true;
@@ -200,20 +183,96 @@ async fn session(
                 Vec::new()
             }
         };
-        for effect in effects {
-            match effect {
-                Effect::Op(op) => ops.send(op),
-                Effect::Exit => return Ok(None),
-                Effect::Copy(text) => terminal::copy_to_clipboard(&text)?,
-                Effect::MouseCapture(on) => terminal::set_mouse(on)?,
-                Effect::Suspend => {
-                    terminal::suspend()?;
-                    term = fresh_terminal()?;
-                    dirty = true;
-                }
+        if carry_out(effects, ops, &mut term, &mut dirty)? == Flow::Exit {
+            return Ok(None);
+        }
+    }
+}
+
+/// The signals the loop answers: the first three end the session (the caller reports which),
+/// SIGTSTP suspends it. Installed once, before the loop, so none is missed between frames.
+struct Signals {
+    term: Signal,
+    hup: Signal,
+    int: Signal,
+    tstp: Signal,
+}
+
+impl Signals {
+    fn install() -> io::Result<Self> {
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+            int: signal(SignalKind::interrupt())?,
+            tstp: signal(SignalKind::from_raw(libc::SIGTSTP))?,
+        })
+    }
+}
+
+/// One terminal event (key, mouse, paste, resize) into the state. A resize gets a fresh
+/// terminal, so the next frame repaints everything at the new size.
+fn terminal_input(
+    state: &mut State,
+    term: &mut Screen,
+    dirty: &mut bool,
+    ev: TermEvent,
+) -> io::Result<Vec<Effect>> {
+    let Some(msg) = to_msg(ev) else {
+        return Ok(Vec::new());
+    };
+    *dirty = true;
+    if matches!(msg, Msg::Resize(..)) {
+        *term = fresh_terminal()?;
+    }
+    Ok(state.update(msg))
+}
+
+/// One agent event and whatever else is already waiting (up to `EVENT_BATCH`), so a burst of
+/// stream deltas costs one frame rather than one each.
+fn agent_burst(
+    state: &mut State,
+    first: Event,
+    events: &mut UnboundedReceiver<Event>,
+) -> Vec<Effect> {
+    let mut effects = state.update(Msg::Agent(first));
+    for _ in 0..EVENT_BATCH {
+        match events.try_recv() {
+            Ok(e) => effects.extend(state.update(Msg::Agent(e))),
+            Err(_) => break,
+        }
+    }
+    effects
+}
+
+/// Whether the loop goes on after a batch of effects.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Exit,
+}
+
+/// Carries out what the state asked for: ops to the core, clipboard and mouse changes, a
+/// suspension (after which the screen is repainted whole), or the end of the session.
+fn carry_out(
+    effects: Vec<Effect>,
+    ops: &OpSender,
+    term: &mut Screen,
+    dirty: &mut bool,
+) -> io::Result<Flow> {
+    for effect in effects {
+        match effect {
+            Effect::Op(op) => ops.send(op),
+            Effect::Exit => return Ok(Flow::Exit),
+            Effect::Copy(text) => terminal::copy_to_clipboard(&text)?,
+            Effect::MouseCapture(on) => terminal::set_mouse(on)?,
+            Effect::Suspend => {
+                terminal::suspend()?;
+                *term = fresh_terminal()?;
+                *dirty = true;
             }
         }
     }
+    Ok(Flow::Continue)
 }
 
 /// A terminal with empty buffers over a cleared screen, so the next frame paints everything.

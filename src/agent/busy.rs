@@ -34,12 +34,6 @@ pub(super) async fn serve_ops<T>(
     decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
     busy: Busy<'_>,
 ) -> (T, bool) {
-    let Busy {
-        tools,
-        events,
-        skills,
-        mcp,
-    } = busy;
     tokio::pin!(work);
     let mut shutdown = false;
     let mut ops_open = true;
@@ -50,58 +44,7 @@ pub(super) async fn serve_ops<T>(
         tokio::select! {
             biased;
             op = ops.recv(), if ops_open => match op {
-                Some(Op::Interrupt) => cancel.cancel(),
-                Some(Op::Decide { call, decision }) => match decisions {
-                    Some(tx) => {
-                        let _ = tx.send((call, decision));
-                    }
-                    None => {
-                        let _ = events.send(Event::Error {
-                            message: format!("no approval is pending for call {call:?}"),
-                        });
-                    }
-                },
-                Some(
-                    op @ (Op::Submit(_) | Op::SubmitImages { .. } | Op::Goal(_) | Op::SetPlan { .. } | Op::Model { .. }
-                        | Op::Rewind { .. } | Op::Shell { .. }),
-                ) => {
-                    queue.push_back(op)
-                }
-                // Reading or restarting a server does not touch the conversation.
-                Some(Op::McpServers) => {
-                    let _ = events.send(mcp.listed());
-                }
-                Some(Op::McpRestart { server }) => {
-                    let _ = events.send(mcp.restart(&server));
-                }
-                Some(Op::ListSkills) => {
-                    let _ = events.send(skills.listed());
-                }
-                Some(Op::CompletePath { prefix }) => {
-                    let paths = crate::tools::walk::complete(
-                        &tools.workspace,
-                        &prefix,
-                        super::mentions::MAX_COMPLETIONS,
-                    );
-                    let _ = events.send(Event::PathCompletions { prefix, paths });
-                }
-                Some(Op::KillBackground { id }) => {
-                    super::background::kill(&tools, id, super::Emitter(events.clone()));
-                }
-                Some(Op::Compact(_))
-                | Some(Op::NewSession)
-                | Some(Op::Fork)
-                | Some(Op::ListRewind)
-                | Some(Op::ListSessions)
-                | Some(Op::Resume { .. }) => {
-                    let _ = events.send(Event::Error {
-                        message: "busy: wait for the turn to end or interrupt it".into(),
-                    });
-                }
-                Some(Op::Shutdown) => {
-                    shutdown = true;
-                    cancel.cancel();
-                }
+                Some(op) => shutdown |= busy.serve(op, queue, cancel, decisions),
                 None => {
                     ops_open = false;
                     shutdown = true;
@@ -110,5 +53,74 @@ pub(super) async fn serve_ops<T>(
             },
             output = &mut work => return (output, shutdown),
         }
+    }
+}
+
+impl Busy<'_> {
+    /// One op that arrived while busy; `true` when it was `Shutdown` (the work is cancelled
+    /// and the core stops once it has ended).
+    fn serve(
+        &self,
+        op: Op,
+        queue: &mut VecDeque<Op>,
+        cancel: &CancellationToken,
+        decisions: Option<&mpsc::UnboundedSender<(CallId, Decision)>>,
+    ) -> bool {
+        match op {
+            Op::Interrupt => cancel.cancel(),
+            Op::Decide { call, decision } => match decisions {
+                Some(tx) => {
+                    let _ = tx.send((call, decision));
+                }
+                None => {
+                    let _ = self.events.send(Event::Error {
+                        message: format!("no approval is pending for call {call:?}"),
+                    });
+                }
+            },
+            op @ (Op::Submit(_)
+            | Op::SubmitImages { .. }
+            | Op::Goal(_)
+            | Op::SetPlan { .. }
+            | Op::Model { .. }
+            | Op::Rewind { .. }
+            | Op::Shell { .. }) => queue.push_back(op),
+            // Reading or restarting a server does not touch the conversation.
+            Op::McpServers => {
+                let _ = self.events.send(self.mcp.listed());
+            }
+            Op::McpRestart { server } => {
+                let _ = self.events.send(self.mcp.restart(&server));
+            }
+            Op::ListSkills => {
+                let _ = self.events.send(self.skills.listed());
+            }
+            Op::CompletePath { prefix } => {
+                let paths = crate::tools::walk::complete(
+                    &self.tools.workspace,
+                    &prefix,
+                    super::mentions::MAX_COMPLETIONS,
+                );
+                let _ = self.events.send(Event::PathCompletions { prefix, paths });
+            }
+            Op::KillBackground { id } => {
+                super::background::kill(&self.tools, id, super::Emitter(self.events.clone()));
+            }
+            Op::Compact(_)
+            | Op::NewSession
+            | Op::Fork
+            | Op::ListRewind
+            | Op::ListSessions
+            | Op::Resume { .. } => {
+                let _ = self.events.send(Event::Error {
+                    message: "busy: wait for the turn to end or interrupt it".into(),
+                });
+            }
+            Op::Shutdown => {
+                cancel.cancel();
+                return true;
+            }
+        }
+        false
     }
 }

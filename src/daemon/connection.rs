@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use super::admission::{HANDSHAKE_DEADLINE, HANDSHAKE_MAX_LINE, Ticket};
 use super::hub::Hub;
 use super::outbox::{self, Inbox, Outbox};
-use super::wire::{self, Line, OpRequest, ReadError, RpcError};
+use super::wire::{self, Line, OpRequest, ReadError, Request, RpcError};
 
 /// Lines queued for one connection's writer; a subscriber that gets this far ahead waits.
 const WRITE_QUEUE: usize = 1024;
@@ -145,15 +145,8 @@ impl Connection {
                     return;
                 }
             };
-            match line {
-                Ok(true) => {}
-                Ok(false) | Err(ReadError::Io(_)) => return,
-                Err(e @ ReadError::TooLarge(_)) => {
-                    // The rest of the message is never read: answer and close.
-                    let error = RpcError::new(wire::INVALID_REQUEST, e.to_string());
-                    self.send(wire::error(&Value::Null, &error)).await;
-                    return;
-                }
+            if !self.line_read(line).await {
+                return;
             }
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
@@ -169,38 +162,70 @@ impl Connection {
                     continue;
                 }
             };
-            let id = request.id.clone().unwrap_or(Value::Null);
-            if !authenticated {
-                let answer = self.handshake(&request.method, &request.params);
-                let ok = answer.is_ok();
-                let line = match answer {
-                    Ok(result) => wire::result(&id, result),
-                    Err(error) => wire::error(&id, &error),
-                };
-                self.send(line).await;
-                if !ok {
-                    return;
-                }
-                authenticated = true;
-                self.ticket.authenticated();
-                continue;
-            }
-            let answer = self.call(&id, &request.method, &request.params).await;
-            // A notification (no id) gets no answer; a subscribe answered itself.
-            if request.id.is_some() && answer != Ok(Value::Null) {
-                let line = match answer {
-                    Ok(result) => wire::result(&id, result),
-                    Err(error) => wire::error(&id, &error),
-                };
-                if !self.send(line).await {
-                    return;
-                }
-            }
-            if request.method == "server.shutdown" {
-                self.shared.hub.stop.cancel();
+            let go_on = if authenticated {
+                self.answer(&request).await
+            } else {
+                authenticated = self.greet(&request).await;
+                authenticated
+            };
+            if !go_on {
                 return;
             }
         }
+    }
+
+    /// Whether the loop goes on after reading a line: not at the end of the stream or after
+    /// an I/O error, and not after a line over the limit (answered, then the connection
+    /// closes, since the rest of that message is never read).
+    async fn line_read(&self, line: Result<bool, ReadError>) -> bool {
+        match line {
+            Ok(true) => true,
+            Ok(false) | Err(ReadError::Io(_)) => false,
+            Err(e @ ReadError::TooLarge(_)) => {
+                let error = RpcError::new(wire::INVALID_REQUEST, e.to_string());
+                self.send(wire::error(&Value::Null, &error)).await;
+                false
+            }
+        }
+    }
+
+    /// The first request, which must be the handshake; `false` (after the answer) closes the
+    /// connection.
+    async fn greet(&self, request: &Request) -> bool {
+        let id = request.id.clone().unwrap_or(Value::Null);
+        let answer = self.handshake(&request.method, &request.params);
+        let ok = answer.is_ok();
+        let line = match answer {
+            Ok(result) => wire::result(&id, result),
+            Err(error) => wire::error(&id, &error),
+        };
+        self.send(line).await;
+        if ok {
+            self.ticket.authenticated();
+        }
+        ok
+    }
+
+    /// A request after the handshake, answered; `false` when the connection ends (the client
+    /// stopped reading, or asked the daemon to shut down).
+    async fn answer(&mut self, request: &Request) -> bool {
+        let id = request.id.clone().unwrap_or(Value::Null);
+        let answer = self.call(&id, &request.method, &request.params).await;
+        // A notification (no id) gets no answer; a subscribe answered itself.
+        if request.id.is_some() && answer != Ok(Value::Null) {
+            let line = match answer {
+                Ok(result) => wire::result(&id, result),
+                Err(error) => wire::error(&id, &error),
+            };
+            if !self.send(line).await {
+                return false;
+            }
+        }
+        if request.method == "server.shutdown" {
+            self.shared.hub.stop.cancel();
+            return false;
+        }
+        true
     }
 
     fn handshake(&self, method: &str, params: &Value) -> Result<Value, RpcError> {

@@ -4,6 +4,8 @@
 //! Subscribers follow the log with their own cursor (memory first, disk for older lines), so
 //! a replay and the live stream are one sequence. It never runs agent logic: ops go to the core.
 
+mod track;
+
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -231,32 +233,12 @@ impl Live {
         let mut state = lock(&self.state);
         let mut batch = empty_batch();
         for event in events {
-            match event {
-                Event::TextDelta { .. } | Event::ReasoningDelta { .. } => {}
-                _ => urgent = true,
-            }
-            match event {
-                Event::ApprovalRequested { call, .. } => {
-                    state.pending.insert(call.clone());
-                    // Announced only once it is on disk: it must survive a crash.
-                    batch.sync = true;
-                }
-                Event::ApprovalDecided { call, .. } => {
-                    state.pending.remove(call);
-                }
-                Event::SessionConfigured { .. } => state.configured = state.last + 1,
-                Event::ShutdownComplete => state.closed = true,
-                Event::TurnStarted { .. } => {
-                    state.turn_active = true;
-                    let foreign = state.foreign_turn;
-                    if let Some(run) = state.run.as_mut()
-                        && !foreign
-                    {
-                        run.bound = true;
-                    }
-                }
-                _ => {}
-            }
+            // Streamed text waits for the next publication; anything else goes out at once.
+            urgent |= !matches!(
+                event,
+                Event::TextDelta { .. } | Event::ReasoningDelta { .. }
+            );
+            state.track(event, &mut batch);
             let text = match serde_json::to_string(event) {
                 Ok(text) => text,
                 Err(e) => {

@@ -71,40 +71,18 @@ pub(super) async fn follow(
     out: Outbox,
     mut published: watch::Receiver<u64>,
 ) {
-    let end = |cursor: u64, ended: Ended| {
-        SubscriptionEnded {
-            session_id: live.id.clone(),
-            after_sequence: cursor,
-            reason: ended.reason,
-            message: ended.message,
-            first_sequence: ended.first_sequence,
-        }
-        .line()
-    };
     loop {
         published.borrow_and_update();
-        let mut lines = match live.lines_after(cursor, FOLLOW_BATCH).await {
+        let lines = match live.lines_after(cursor, FOLLOW_BATCH).await {
             Ok(lines) => lines,
             Err(ended) => {
-                out.send(end(cursor, ended)).await;
+                out.send(end_line(&live, cursor, ended)).await;
                 return;
             }
         };
         if lines.is_empty() {
-            let ended = if let Some(message) = live.broken() {
-                Some((EndReason::LogWriteFailed, message))
-            } else if live.is_closed() {
-                Some((EndReason::SessionClosed, "the session closed".to_string()))
-            } else {
-                None
-            };
-            if let Some((reason, message)) = ended {
-                let ended = Ended {
-                    reason,
-                    message,
-                    first_sequence: Some(live.first_available()),
-                };
-                out.send(end(cursor, ended)).await;
+            if let Some(ended) = ended_at_tail(&live) {
+                out.send(end_line(&live, cursor, ended)).await;
                 return;
             }
             if published.changed().await.is_err() {
@@ -112,41 +90,12 @@ pub(super) async fn follow(
             }
             continue;
         }
-        // One chunk per batch (one queue entry and one write for many events), of a bounded
-        // size so the queue's bound is checked often enough.
-        let mut bytes = 0;
-        let keep = lines
-            .iter()
-            .position(|(_, line)| {
-                bytes += line.len();
-                bytes > CHUNK_BYTES
-            })
-            .map_or(lines.len(), |i| i.max(1));
-        lines.truncate(keep);
-        let Some((last, _)) = lines.last() else {
+        let Some((last, chunk)) = chunk(lines) else {
             continue;
-        };
-        let last = *last;
-        let chunk: Line = if lines.len() == 1 {
-            lines[0].1.clone()
-        } else {
-            let mut text = String::with_capacity(lines.iter().map(|(_, l)| l.len()).sum());
-            for (_, line) in &lines {
-                text.push_str(line);
-            }
-            text.into()
         };
         let queued = out.queued();
         if queued > 0 && queued + chunk.len() > SUBSCRIBER_QUEUE_BYTES {
-            let ended = Ended {
-                reason: EndReason::QueueFull,
-                message: format!(
-                    "this client did not read {SUBSCRIBER_QUEUE_BYTES} bytes of events; \
-                     subscribe again from after_sequence"
-                ),
-                first_sequence: Some(live.first_available()),
-            };
-            out.send(end(cursor, ended)).await;
+            out.send(end_line(&live, cursor, queue_full(&live))).await;
             return;
         }
         if !out.send(chunk).await {
@@ -154,4 +103,71 @@ pub(super) async fn follow(
         }
         cursor = last;
     }
+}
+
+/// The `subscription.ended` line for a subscriber whose last line sent is `cursor`.
+fn end_line(live: &Live, cursor: u64, ended: Ended) -> Line {
+    SubscriptionEnded {
+        session_id: live.id.clone(),
+        after_sequence: cursor,
+        reason: ended.reason,
+        message: ended.message,
+        first_sequence: ended.first_sequence,
+    }
+    .line()
+}
+
+/// Why a subscriber that has read everything stops, if it does: the log could not be written
+/// or the session closed. `None`: it waits for more.
+fn ended_at_tail(live: &Live) -> Option<Ended> {
+    let (reason, message) = if let Some(message) = live.broken() {
+        (EndReason::LogWriteFailed, message)
+    } else if live.is_closed() {
+        (EndReason::SessionClosed, "the session closed".to_string())
+    } else {
+        return None;
+    };
+    Some(Ended {
+        reason,
+        message,
+        first_sequence: Some(live.first_available()),
+    })
+}
+
+/// The end of a subscriber that let its queue fill: it resubscribes from its last sequence.
+fn queue_full(live: &Live) -> Ended {
+    Ended {
+        reason: EndReason::QueueFull,
+        message: format!(
+            "this client did not read {SUBSCRIBER_QUEUE_BYTES} bytes of events; \
+             subscribe again from after_sequence"
+        ),
+        first_sequence: Some(live.first_available()),
+    }
+}
+
+/// One chunk per batch (one queue entry and one write for many events), of a bounded size so
+/// the queue's bound is checked often enough; with the sequence of its last line.
+fn chunk(mut lines: Vec<(u64, Line)>) -> Option<(u64, Line)> {
+    let mut bytes = 0;
+    let keep = lines
+        .iter()
+        .position(|(_, line)| {
+            bytes += line.len();
+            bytes > CHUNK_BYTES
+        })
+        .map_or(lines.len(), |i| i.max(1));
+    lines.truncate(keep);
+    let (last, _) = lines.last()?;
+    let last = *last;
+    let chunk: Line = if lines.len() == 1 {
+        lines.swap_remove(0).1
+    } else {
+        let mut text = String::with_capacity(lines.iter().map(|(_, l)| l.len()).sum());
+        for (_, line) in &lines {
+            text.push_str(line);
+        }
+        text.into()
+    };
+    Some((last, chunk))
 }

@@ -90,7 +90,42 @@ impl Trajectory {
             Event::Retrying { .. } => self.retries += 1,
             Event::Compacted { .. } => self.compactions += 1,
             Event::TurnEnded { end, stats, .. } => self.turn_ended(&end, &stats),
-            _ => {}
+            // Not part of a trajectory's figures: every event is named, so a new one is a
+            // decision here too.
+            Event::HistoryRestored { .. }
+            | Event::TurnStarted { .. }
+            | Event::TextDelta { .. }
+            | Event::ReasoningDelta { .. }
+            | Event::SandboxChanged { .. }
+            | Event::ApprovalDecided { .. }
+            | Event::ToolOutputDelta { .. }
+            | Event::SubagentStarted { .. }
+            | Event::SubagentProgress { .. }
+            | Event::SubagentEnded { .. }
+            | Event::Warning { .. }
+            | Event::Hook { .. }
+            | Event::MemoryLoaded { .. }
+            | Event::ContextWindowSet { .. }
+            | Event::ServerUnreachable { .. }
+            | Event::SkillLoaded { .. }
+            | Event::SkillsListed { .. }
+            | Event::ModelsListed { .. }
+            | Event::ModelSwitched { .. }
+            | Event::GoalChanged { .. }
+            | Event::GoalStatus { .. }
+            | Event::GoalRoundStarted { .. }
+            | Event::GoalRunEnded { .. }
+            | Event::GoalRefused { .. }
+            | Event::RewindList { .. }
+            | Event::Rewound { .. }
+            | Event::SessionsListed { .. }
+            | Event::BackgroundChanged { .. }
+            | Event::PathCompletions { .. }
+            | Event::SessionForked { .. }
+            | Event::ContextUsage { .. }
+            | Event::McpServers { .. }
+            | Event::Error { .. }
+            | Event::ShutdownComplete => {}
         }
     }
 

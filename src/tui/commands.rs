@@ -258,6 +258,9 @@ impl State {
         }
     }
 
+    /// One slash command typed in the draft: the dispatcher names each command and hands it
+    /// to its own method (or to a custom command of the same name); an unknown one is a
+    /// warning, never sent to the model.
     pub(crate) fn command(&mut self, line: &str) -> Vec<Effect> {
         let (cmd, arg) = line
             .split_once(' ')
@@ -280,86 +283,115 @@ impl State {
                 })];
             }
             "/clear" => return self.clear(),
-            "/session" => {
-                let text = match (&self.session_id, &self.session_path) {
-                    (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
-                    _ => "no session yet".to_string(),
-                };
-                self.notice(Level::Info, text);
-            }
+            "/session" => self.session_command(),
             "/plan" => return self.plan(arg),
             "/status" => self.status(),
             "/copy" => return self.copy(arg),
             "/find" => self.find(arg),
-            "/compact" => {
-                if self.busy {
-                    self.notice(Level::Warning, "/compact waits for an idle session");
-                    return Vec::new();
-                }
-                self.notice(Level::Info, "compacting the context…");
-                return vec![Effect::Op(Op::Compact(
-                    (!arg.is_empty()).then(|| arg.to_string()),
-                ))];
-            }
-            "/mcp" => match arg
-                .split_once(' ')
-                .map_or((arg, ""), |(a, b)| (a, b.trim()))
-            {
-                ("", _) => return vec![Effect::Op(Op::McpServers)],
-                ("restart", id) if !id.is_empty() => {
-                    self.notice(Level::Info, format!("restarting MCP server {id}…"));
-                    return vec![Effect::Op(Op::McpRestart {
-                        server: id.to_string(),
-                    })];
-                }
-                _ => self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>"),
-            },
+            "/compact" => return self.compact_command(arg),
+            "/mcp" => return self.mcp_command(arg),
             "/skills" => return vec![Effect::Op(Op::ListSkills)],
             "/ps" => return self.ps_command(arg),
-            "/memory" => {
-                let none = "no instruction file in use (MiniCode.md or AGENTS.md at the \
-                            workspace root, AGENTS.md up to the git root or in your config folder)";
-                let text = super::help::memory_text(self, none).replace(", ", "\n");
-                self.notice(Level::Info, text);
-            }
+            "/memory" => self.memory_command(),
             "/permissions" => self.permissions_command(arg),
-            "/hooks" => {
-                let text = if self.hooks.is_empty() {
-                    "no hooks configured ([[hooks.<Event>]] in the config; see docs/hooks.md)"
-                        .to_string()
-                } else {
-                    format!("hooks:\n{}", self.hooks.join("\n"))
-                };
-                self.notice(Level::Info, text);
-            }
+            "/hooks" => self.hooks_command(),
             "/goal" => return self.goal_command(arg),
             "/resume" => return self.resume_command(arg),
-            "/init" => {
-                if self.busy {
-                    self.notice(Level::Warning, "/init waits for an idle session");
-                    return Vec::new();
-                }
-                return self.submit(INIT_PROMPT.to_string());
-            }
+            "/init" => return self.init_command(),
             "/rewind" => return self.rewind_command(arg),
-            "/fork" => {
-                if self.busy {
-                    self.notice(Level::Warning, "/fork waits for an idle session");
-                    return Vec::new();
-                }
-                return vec![Effect::Op(Op::Fork)];
+            "/fork" => return self.fork_command(),
+            other => return self.custom_command(other, line),
+        }
+        Vec::new()
+    }
+
+    /// `/session`: the session's id and file, once the core has said them.
+    fn session_command(&mut self) {
+        let text = match (&self.session_id, &self.session_path) {
+            (Some(id), Some(path)) => format!("session {id}\nfile {path}"),
+            _ => "no session yet".to_string(),
+        };
+        self.notice(Level::Info, text);
+    }
+
+    /// `/compact [focus]`: a summary of the conversation so far, once idle.
+    fn compact_command(&mut self, arg: &str) -> Vec<Effect> {
+        if self.busy {
+            self.notice(Level::Warning, "/compact waits for an idle session");
+            return Vec::new();
+        }
+        self.notice(Level::Info, "compacting the context…");
+        vec![Effect::Op(Op::Compact(
+            (!arg.is_empty()).then(|| arg.to_string()),
+        ))]
+    }
+
+    /// `/mcp` (the servers and their state) or `/mcp restart <id>`.
+    fn mcp_command(&mut self, arg: &str) -> Vec<Effect> {
+        match arg
+            .split_once(' ')
+            .map_or((arg, ""), |(a, b)| (a, b.trim()))
+        {
+            ("", _) => vec![Effect::Op(Op::McpServers)],
+            ("restart", id) if !id.is_empty() => {
+                self.notice(Level::Info, format!("restarting MCP server {id}…"));
+                vec![Effect::Op(Op::McpRestart {
+                    server: id.to_string(),
+                })]
             }
-            other => {
-                if let Some((custom, args)) = crate::protocol::find_custom(&self.custom, line) {
-                    let prompt = custom.expand(args);
-                    return self.submit(prompt);
-                }
-                self.notice(
-                    Level::Warning,
-                    format!("unknown command {other} (try /help)"),
-                )
+            _ => {
+                self.notice(Level::Warning, "usage: /mcp, or /mcp restart <id>");
+                Vec::new()
             }
         }
+    }
+
+    /// `/memory`: the instruction files in use, one a line.
+    fn memory_command(&mut self) {
+        let none = "no instruction file in use (MiniCode.md or AGENTS.md at the \
+                    workspace root, AGENTS.md up to the git root or in your config folder)";
+        let text = super::help::memory_text(self, none).replace(", ", "\n");
+        self.notice(Level::Info, text);
+    }
+
+    /// `/hooks`: the hooks configured, or where to configure them.
+    fn hooks_command(&mut self) {
+        let text = if self.hooks.is_empty() {
+            "no hooks configured ([[hooks.<Event>]] in the config; see docs/hooks.md)".to_string()
+        } else {
+            format!("hooks:\n{}", self.hooks.join("\n"))
+        };
+        self.notice(Level::Info, text);
+    }
+
+    /// `/init`: asks the model to write the project's memory file, once idle.
+    fn init_command(&mut self) -> Vec<Effect> {
+        if self.busy {
+            self.notice(Level::Warning, "/init waits for an idle session");
+            return Vec::new();
+        }
+        self.submit(INIT_PROMPT.to_string())
+    }
+
+    /// `/fork`: a copy of the session to go on in, once idle.
+    fn fork_command(&mut self) -> Vec<Effect> {
+        if self.busy {
+            self.notice(Level::Warning, "/fork waits for an idle session");
+            return Vec::new();
+        }
+        vec![Effect::Op(Op::Fork)]
+    }
+
+    /// A custom command (its expanded prompt is submitted), or a warning for an unknown one.
+    fn custom_command(&mut self, name: &str, line: &str) -> Vec<Effect> {
+        if let Some((custom, args)) = crate::protocol::find_custom(&self.custom, line) {
+            let prompt = custom.expand(args);
+            return self.submit(prompt);
+        }
+        self.notice(
+            Level::Warning,
+            format!("unknown command {name} (try /help)"),
+        );
         Vec::new()
     }
 

@@ -201,46 +201,20 @@ impl Renderer {
         }
     }
 
+    /// A Markdown element opens: one arm per tag, the longer ones in a method of their own.
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
             Tag::Paragraph => self.block_start(),
             Tag::Heading { level, .. } => {
                 self.block_start();
-                let style = match level {
-                    HeadingLevel::H1 => Style::new()
-                        .fg(Color::Magenta)
-                        .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
-                    HeadingLevel::H2 => Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-                    _ => Style::new().add_modifier(Modifier::BOLD),
-                };
-                self.push_style(style);
+                self.push_style(heading_style(level));
             }
             Tag::BlockQuote(_) => {
                 self.flush();
                 self.block_start();
                 self.containers.push(Container::Quote);
             }
-            Tag::CodeBlock(kind) => {
-                self.block_start();
-                self.lang = match &kind {
-                    // The first word of the info string (```rust,ignore → rust).
-                    CodeBlockKind::Fenced(info) => info
-                        .split(|c: char| c.is_whitespace() || c == ',' || c == '{')
-                        .next()
-                        .unwrap_or("")
-                        .to_string(),
-                    CodeBlockKind::Indented => String::new(),
-                };
-                if let CodeBlockKind::Fenced(lang) = kind
-                    && !lang.is_empty()
-                {
-                    let (first, _) = self.prefixes();
-                    let mut spans = first;
-                    spans.push(Span::styled(format!("  {}", sanitize(&lang)), dim()));
-                    self.lines.push(Line::from(spans));
-                }
-                self.code = Some(String::new());
-            }
+            Tag::CodeBlock(kind) => self.code_block_start(kind),
             Tag::HtmlBlock => self.block_start(),
             Tag::List(start) => {
                 self.flush();
@@ -249,23 +223,7 @@ impl Renderer {
                 }
                 self.lists.push(start);
             }
-            Tag::Item => {
-                self.flush();
-                let marker = match self.lists.last_mut() {
-                    Some(Some(n)) => {
-                        let m = format!("{n}. ");
-                        *n += 1;
-                        m
-                    }
-                    _ => "• ".to_string(),
-                };
-                let indent = wrap::width(&marker);
-                self.containers.push(Container::Item {
-                    marker: Some(marker),
-                    indent,
-                });
-                self.need_blank = false;
-            }
+            Tag::Item => self.item_start(),
             Tag::Table(aligns) => {
                 self.block_start();
                 self.table = Some(Table {
@@ -273,22 +231,7 @@ impl Renderer {
                     ..Table::default()
                 });
             }
-            Tag::TableHead => {
-                if let Some(t) = &mut self.table {
-                    t.in_head = true;
-                    t.rows.push(Vec::new());
-                }
-            }
-            Tag::TableRow => {
-                if let Some(t) = &mut self.table {
-                    t.rows.push(Vec::new());
-                }
-            }
-            Tag::TableCell => {
-                if let Some(t) = &mut self.table {
-                    t.cell.clear();
-                }
-            }
+            Tag::TableHead | Tag::TableRow | Tag::TableCell => self.table_part_start(&tag),
             Tag::Emphasis => self.push_style(Style::new().add_modifier(Modifier::ITALIC)),
             Tag::Strong => self.push_style(Style::new().add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self.push_style(Style::new().add_modifier(Modifier::CROSSED_OUT)),
@@ -316,6 +259,7 @@ impl Renderer {
         }
     }
 
+    /// A Markdown element closes: one arm per tag, the longer ones in a method of their own.
     fn end(&mut self, tag: TagEnd) {
         match tag {
             TagEnd::Paragraph | TagEnd::HtmlBlock => self.end_block(),
@@ -328,22 +272,7 @@ impl Renderer {
                 self.containers.pop();
                 self.need_blank = true;
             }
-            TagEnd::CodeBlock => {
-                let code = self.code.take().unwrap_or_default();
-                let lang = std::mem::take(&mut self.lang);
-                let highlighted = if self.highlight && !lang.is_empty() {
-                    let body = sanitize(&code);
-                    let body = body.strip_suffix('\n').unwrap_or(&body).to_string();
-                    super::highlight::code(&lang, &body, code_style())
-                } else {
-                    None
-                };
-                match highlighted {
-                    Some(lines) => self.highlighted_lines(&lines),
-                    None => self.code_lines(&code),
-                }
-                self.need_blank = true;
-            }
+            TagEnd::CodeBlock => self.code_block_end(),
             TagEnd::List(_) => {
                 self.flush();
                 self.lists.pop();
@@ -375,21 +304,7 @@ impl Renderer {
                 }
             }
             TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => self.pop_style(),
-            TagEnd::Link => {
-                self.pop_style();
-                if let Some(url) = self.links.pop() {
-                    let shown: String = self
-                        .runs
-                        .iter()
-                        .rev()
-                        .take(1)
-                        .map(|r| r.text.clone())
-                        .collect();
-                    if !url.is_empty() && shown != url {
-                        self.text(&format!(" ({url})"), dim());
-                    }
-                }
-            }
+            TagEnd::Link => self.link_end(),
             TagEnd::Image => {
                 self.pop_style();
                 self.links.pop();
@@ -397,6 +312,100 @@ impl Renderer {
                 self.text("]", s);
             }
             _ => self.end_block(),
+        }
+    }
+
+    /// A code block opens: its language (the first word of a fence's info string, shown above
+    /// the code) and an empty body to collect.
+    fn code_block_start(&mut self, kind: CodeBlockKind<'_>) {
+        self.block_start();
+        self.lang = match &kind {
+            // The first word of the info string (```rust,ignore → rust).
+            CodeBlockKind::Fenced(info) => info
+                .split(|c: char| c.is_whitespace() || c == ',' || c == '{')
+                .next()
+                .unwrap_or("")
+                .to_string(),
+            CodeBlockKind::Indented => String::new(),
+        };
+        if let CodeBlockKind::Fenced(lang) = kind
+            && !lang.is_empty()
+        {
+            let (first, _) = self.prefixes();
+            let mut spans = first;
+            spans.push(Span::styled(format!("  {}", sanitize(&lang)), dim()));
+            self.lines.push(Line::from(spans));
+        }
+        self.code = Some(String::new());
+    }
+
+    /// A code block closes: its body highlighted when the language is known, plain otherwise.
+    fn code_block_end(&mut self) {
+        let code = self.code.take().unwrap_or_default();
+        let lang = std::mem::take(&mut self.lang);
+        let highlighted = if self.highlight && !lang.is_empty() {
+            let body = sanitize(&code);
+            let body = body.strip_suffix('\n').unwrap_or(&body).to_string();
+            super::highlight::code(&lang, &body, code_style())
+        } else {
+            None
+        };
+        match highlighted {
+            Some(lines) => self.highlighted_lines(&lines),
+            None => self.code_lines(&code),
+        }
+        self.need_blank = true;
+    }
+
+    /// A list item opens with its marker: the next number of an ordered list, a bullet else.
+    fn item_start(&mut self) {
+        self.flush();
+        let marker = match self.lists.last_mut() {
+            Some(Some(n)) => {
+                let m = format!("{n}. ");
+                *n += 1;
+                m
+            }
+            _ => "• ".to_string(),
+        };
+        let indent = wrap::width(&marker);
+        self.containers.push(Container::Item {
+            marker: Some(marker),
+            indent,
+        });
+        self.need_blank = false;
+    }
+
+    /// A table's head, row or cell opens: rows and cells are collected, laid out at its end.
+    fn table_part_start(&mut self, tag: &Tag<'_>) {
+        let Some(t) = &mut self.table else {
+            return;
+        };
+        match tag {
+            Tag::TableHead => {
+                t.in_head = true;
+                t.rows.push(Vec::new());
+            }
+            Tag::TableRow => t.rows.push(Vec::new()),
+            Tag::TableCell => t.cell.clear(),
+            _ => {}
+        }
+    }
+
+    /// A link closes: its address follows in brackets unless the text already shows it.
+    fn link_end(&mut self) {
+        self.pop_style();
+        if let Some(url) = self.links.pop() {
+            let shown: String = self
+                .runs
+                .iter()
+                .rev()
+                .take(1)
+                .map(|r| r.text.clone())
+                .collect();
+            if !url.is_empty() && shown != url {
+                self.text(&format!(" ({url})"), dim());
+            }
         }
     }
 
@@ -570,4 +579,15 @@ fn fit_columns(natural: &[usize], avail: usize) -> Vec<usize> {
         widths[i] = w - 1;
     }
     widths
+}
+
+/// A heading's look: the two top levels stand out, the others are bold.
+fn heading_style(level: HeadingLevel) -> Style {
+    match level {
+        HeadingLevel::H1 => Style::new()
+            .fg(Color::Magenta)
+            .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+        HeadingLevel::H2 => Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        _ => Style::new().add_modifier(Modifier::BOLD),
+    }
 }

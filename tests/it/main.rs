@@ -53,6 +53,7 @@ mod find_build;
 mod find_planted;
 mod find_vocabulary;
 mod full_disk;
+mod function_length;
 mod goal_agent;
 mod goal_binary;
 mod goal_demo;

@@ -81,29 +81,14 @@ pub(super) async fn run(
     shared.update(&server, run, |live| live.log = log);
     let (tx, mut list_changed) = mpsc::unbounded_channel();
     let startup = server.config.startup_timeout;
-    let handshake = async {
-        let service = Handler { list_changed: tx }
-            .serve(pipes)
-            .await
-            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-        let tools = list_tools(service.peer()).await?;
-        Ok::<_, String>((service, tools))
-    };
-    let started = tokio::select! {
-        biased;
-        _ = stop.cancelled() => Started::Stop,
-        status = child.wait() => Started::Failed(format!(
-            "it {} during start-up", child.describe_exit(status.ok())
-        )),
-        result = tokio::time::timeout(startup, handshake) => match result {
-            Err(_) => Started::Failed(format!(
-                "no answer within its start-up timeout of {} s", startup.as_secs()
-            )),
-            Ok(Err(why)) => Started::Failed(with_stderr(why, &child)),
-            Ok(Ok((service, tools))) => Started::Ready(service, tools),
-        },
-    };
-    let (service, tools) = match started {
+    let started = start_up(
+        &mut child,
+        pipes,
+        Handler { list_changed: tx },
+        startup,
+        &stop,
+    );
+    let (service, tools) = match started.await {
         Started::Stop => return child.terminate().await,
         Started::Failed(why) => {
             shared.fail(&server, run, why);
@@ -114,15 +99,7 @@ pub(super) async fn run(
     let ended = CancellationToken::new();
     let peer = service.peer().clone();
     let count = tools.len();
-    shared.register(
-        &server,
-        run,
-        Conn {
-            peer: peer.clone(),
-            ended: ended.clone(),
-        },
-        tools,
-    );
+    shared.register(&server, run, conn(&peer, &ended), tools);
     tracing::info!(server = %id, tools = count, "mcp server ready");
     // Boxed, so it can be dropped (closing the server's stdin) before the child is stopped.
     let mut closed = Box::pin(service.waiting());
@@ -142,37 +119,10 @@ pub(super) async fn run(
                 break;
             }
             Next::Closed => {
-                // Usually the server is exiting: give its status a moment, it says more.
-                let why = match tokio::time::timeout(CLOSE_GRACE, child.wait()).await {
-                    Ok(status) => format!("it {}", child.describe_exit(status.ok())),
-                    Err(_) => with_stderr("it closed its connection".to_string(), &child),
-                };
-                shared.fail(&server, run, why);
+                shared.fail(&server, run, closed_reason(&mut child).await);
                 break;
             }
-            Next::ListChanged => match tokio::time::timeout(startup, list_tools(&peer)).await {
-                Ok(Ok(tools)) => {
-                    tracing::info!(server = %id, tools = tools.len(), "mcp tools changed");
-                    shared.register(
-                        &server,
-                        run,
-                        Conn {
-                            peer: peer.clone(),
-                            ended: ended.clone(),
-                        },
-                        tools,
-                    );
-                }
-                Ok(Err(why)) => shared.notice(format!(
-                    "MCP server `{id}` changed its tools but listing them failed: {why}; \
-                         the previous list stays"
-                )),
-                Err(_) => shared.notice(format!(
-                    "MCP server `{id}` changed its tools but did not list them within {} s; \
-                         the previous list stays",
-                    startup.as_secs()
-                )),
-            },
+            Next::ListChanged => refresh(&shared, &server, run, conn(&peer, &ended)).await,
         }
     }
     ended.cancel();
@@ -180,6 +130,78 @@ pub(super) async fn run(
     drop(closed);
     child.terminate().await;
     tracing::info!(server = %id, "mcp server stopped");
+}
+
+/// The handshake and the first list of tools, bounded by the start-up timeout, raced against
+/// the stop token and the child's exit.
+async fn start_up(
+    child: &mut process::Child,
+    pipes: process::Pipes,
+    handler: Handler,
+    startup: std::time::Duration,
+    stop: &CancellationToken,
+) -> Started {
+    let handshake = async {
+        let service = handler
+            .serve(pipes)
+            .await
+            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+        let tools = list_tools(service.peer()).await?;
+        Ok::<_, String>((service, tools))
+    };
+    tokio::select! {
+        biased;
+        _ = stop.cancelled() => Started::Stop,
+        status = child.wait() => Started::Failed(format!(
+            "it {} during start-up", child.describe_exit(status.ok())
+        )),
+        result = tokio::time::timeout(startup, handshake) => match result {
+            Err(_) => Started::Failed(format!(
+                "no answer within its start-up timeout of {} s", startup.as_secs()
+            )),
+            Ok(Err(why)) => Started::Failed(with_stderr(why, child)),
+            Ok(Ok((service, tools))) => Started::Ready(service, tools),
+        },
+    }
+}
+
+/// The connection the registered tools call through; `ended` tells them the server is gone.
+fn conn(peer: &Peer<RoleClient>, ended: &CancellationToken) -> Conn {
+    Conn {
+        peer: peer.clone(),
+        ended: ended.clone(),
+    }
+}
+
+/// Why a server whose connection closed stopped. Usually it is exiting: its status, given a
+/// moment, says more than the closed pipe.
+async fn closed_reason(child: &mut process::Child) -> String {
+    match tokio::time::timeout(CLOSE_GRACE, child.wait()).await {
+        Ok(status) => format!("it {}", child.describe_exit(status.ok())),
+        Err(_) => with_stderr("it closed its connection".to_string(), child),
+    }
+}
+
+/// `tools/list_changed`: the server's tools listed again and registered in place of the old
+/// ones; a failed or late listing keeps the previous list and says so.
+async fn refresh(shared: &Shared, server: &Arc<Server>, run: u64, conn: Conn) {
+    let id = &server.config.id;
+    let startup = server.config.startup_timeout;
+    match tokio::time::timeout(startup, list_tools(&conn.peer)).await {
+        Ok(Ok(tools)) => {
+            tracing::info!(server = %id, tools = tools.len(), "mcp tools changed");
+            shared.register(server, run, conn, tools);
+        }
+        Ok(Err(why)) => shared.notice(format!(
+            "MCP server `{id}` changed its tools but listing them failed: {why}; \
+                 the previous list stays"
+        )),
+        Err(_) => shared.notice(format!(
+            "MCP server `{id}` changed its tools but did not list them within {} s; \
+                 the previous list stays",
+            startup.as_secs()
+        )),
+    }
 }
 
 /// `why`, with the server's last stderr line when it left one (often the real reason).

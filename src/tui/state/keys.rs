@@ -14,10 +14,26 @@ use crate::tui::transcript::Scroll;
 const DOUBLE_ESC: Duration = Duration::from_millis(800);
 
 impl State {
+    /// One key press, tried in order: an open picker, the keys that work everywhere (exit,
+    /// scrolling, folding), a pending approval, and last the draft. Each layer is its own step
+    /// so the order stays readable here.
     pub(super) fn key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        self.forget_ctrl_c(&k);
+        if let Some(effects) = self.picker_key(&k) {
+            return effects;
+        }
+        if let Some(effects) = self.global_key(&k) {
+            return effects;
+        }
+        if let Some(effects) = self.approval_key(&k) {
+            return effects;
+        }
+        self.draft_key(&k)
+    }
+
+    /// Any key but Ctrl+C ends the "press Ctrl+C again to quit" window and its hint.
+    fn forget_ctrl_c(&mut self, k: &KeyEvent) {
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
-        let alt = k.modifiers.contains(KeyModifiers::ALT);
-        let shift = k.modifiers.contains(KeyModifiers::SHIFT);
         if !matches!(k.code, KeyCode::Char('c') if ctrl) {
             self.last_ctrl_c = None;
             if self
@@ -28,35 +44,39 @@ impl State {
                 self.hint = None;
             }
         }
-        if let Some(effects) = self.picker_key(&k) {
-            return effects;
-        }
-        match k.code {
-            KeyCode::Char('c') if ctrl => return self.ctrl_c(),
-            KeyCode::Char('z') if ctrl => return vec![Effect::Suspend],
+    }
+
+    /// Keys that act whatever has the focus (interrupt, exit, suspend, mouse, folding,
+    /// scrolling, find); `None` passes the key on to the approval and the draft.
+    fn global_key(&mut self, k: &KeyEvent) -> Option<Vec<Effect>> {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        let effects = match k.code {
+            KeyCode::Char('c') if ctrl => self.ctrl_c(),
+            KeyCode::Char('z') if ctrl => vec![Effect::Suspend],
             KeyCode::Char('d') if ctrl => {
                 if self.draft.is_empty() {
-                    return vec![Effect::Exit];
+                    return Some(vec![Effect::Exit]);
                 }
                 self.draft.delete();
-                return Vec::new();
+                Vec::new()
             }
             KeyCode::F(2) => {
                 self.mouse_capture = !self.mouse_capture;
                 self.selection = None;
-                return vec![Effect::MouseCapture(self.mouse_capture)];
+                vec![Effect::MouseCapture(self.mouse_capture)]
             }
             KeyCode::Char('o') if ctrl => {
                 self.transcript.toggle_expanded();
-                return Vec::new();
+                Vec::new()
             }
             KeyCode::Char('f') if ctrl => {
                 self.find_key();
-                return Vec::new();
+                Vec::new()
             }
             KeyCode::Up | KeyCode::Down if (ctrl || alt) && self.draft.is_empty() => {
                 self.select_entry(if k.code == KeyCode::Up { -1 } else { 1 });
-                return Vec::new();
+                Vec::new()
             }
             KeyCode::Enter | KeyCode::Char('o')
                 if self.selected.is_some()
@@ -65,30 +85,36 @@ impl State {
                     && self.approval.is_none() =>
             {
                 self.toggle_selected();
-                return Vec::new();
+                Vec::new()
             }
-            KeyCode::Esc => return self.escape(),
+            KeyCode::Esc => self.escape(),
             KeyCode::PageUp => {
                 self.scroll_up(self.page());
-                return Vec::new();
+                Vec::new()
             }
             KeyCode::PageDown => {
                 self.scroll_down(self.page());
-                return Vec::new();
+                Vec::new()
             }
             KeyCode::Home if ctrl || self.draft.is_empty() => {
                 self.scroll_top();
-                return Vec::new();
+                Vec::new()
             }
             KeyCode::End if ctrl || self.draft.is_empty() => {
                 self.scroll = Scroll::Tail;
-                return Vec::new();
+                Vec::new()
             }
-            _ => {}
-        }
-        if let Some(effects) = self.approval_key(&k) {
-            return effects;
-        }
+            _ => return None,
+        };
+        Some(effects)
+    }
+
+    /// Keys that edit the draft, submit it or complete a mention; the last layer, so it sees
+    /// only what nothing above took.
+    fn draft_key(&mut self, k: &KeyEvent) -> Vec<Effect> {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        let shift = k.modifiers.contains(KeyModifiers::SHIFT);
         match k.code {
             KeyCode::Enter if shift || alt => self.draft.newline(),
             KeyCode::Char('j') if ctrl => self.draft.newline(),
