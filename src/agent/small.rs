@@ -10,10 +10,12 @@
 
 mod announce;
 mod first_look;
+mod repeat;
 mod runaway;
 mod unlooked;
 
 pub(super) use first_look::first_look;
+pub(super) use repeat::Repeats;
 pub(crate) use runaway::Runaway;
 
 use super::Core;
@@ -234,6 +236,47 @@ pub(super) fn send_nudge(core: &mut Core, text: String, why: &str, stats: &mut T
     // Framed as a session notice: minicode's words, not the user's, so the ledger, the
     // transcript, the session's title and the next reminder's prompt search pass over it.
     core.store.session.push(notice::reminder(&text));
+}
+
+/// Answers `calls` without running them when, in the small profile, every one repeats a
+/// read-only call made since the last change (see `small/repeat.rs`): the model is pointed at
+/// the earlier results, told in a warning and counted as a nudge. Returns whether it did.
+pub(super) fn held_back(
+    core: &mut Core,
+    calls: &[ToolCall],
+    repeats: &Repeats,
+    stats: &mut TurnStats,
+) -> bool {
+    if calls.is_empty() || !core.upkeep.is_small() {
+        return false;
+    }
+    let kind = |c: &ToolCall| core.registry.get(&c.name).map(|t| t.kind());
+    if !calls.iter().all(|c| repeats.repeats(c, kind(c))) {
+        return false;
+    }
+    stats.nudges += 1;
+    core.provider.count(Count::Nudge);
+    core.emit(Event::Warning {
+        message: "the model repeated a call it had just made; it was pointed at the earlier \
+                  result instead of running it again"
+            .to_string(),
+    });
+    for call in calls {
+        core.store.session.push_result(
+            call.id.clone(),
+            repeat::REPEATED,
+            crate::chat::ToolStatus::Rejected,
+            None,
+        );
+    }
+    true
+}
+
+/// Notes the calls of a batch that ran, for [`held_back`].
+pub(super) fn ran(core: &Core, calls: &[ToolCall], repeats: &mut Repeats) {
+    for call in calls {
+        repeats.ran(call, core.registry.get(&call.name).map(|t| t.kind()));
+    }
 }
 
 /// Says when a reply was cut (at the token limit, or stopped on runaway repetition), counted.

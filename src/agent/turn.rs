@@ -164,6 +164,7 @@ pub(super) async fn rounds(
     let mut nudged = false;
     // Whether a tool may have run in this turn (a reply after one has looked at something).
     let mut looked = round > 0;
+    let mut repeats = small::Repeats::default();
     loop {
         if round >= core.options.max_rounds {
             return final_summary(core, cancel, stats, round).await;
@@ -219,7 +220,12 @@ pub(super) async fn rounds(
             not_run(core, &reply.tool_calls, &error);
             return TurnEnd::Failed { error };
         }
+        // A small model sending back calls it just made is pointed at their results.
+        if small::held_back(core, &reply.tool_calls, &repeats, stats) {
+            continue;
+        }
         let batch = run_batch(core, &reply.tool_calls, cancel, decisions, stats).await;
+        small::ran(core, &reply.tool_calls, &mut repeats);
         looked = true;
         if let Some(end) = settle(core, batch) {
             return end;

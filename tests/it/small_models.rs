@@ -278,6 +278,17 @@ async fn a_file_the_prompt_names_goes_with_it_and_counts_as_read() {
         said.contains("minicode attached what the prompt names (README.md)"),
         "{said}"
     );
+    // The read shows as a call before the model's edit, though only minicode made it.
+    let calls: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            minicode::protocol::Event::ToolCallBegan { call, tool, .. } => {
+                Some(format!("{call} {tool}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, ["first_look_1 read", "c1 edit"]);
 }
 
 #[tokio::test]
@@ -329,4 +340,65 @@ async fn no_first_look_when_turned_off_or_in_the_full_profile() {
         assert_eq!(stats.tool_calls, 0);
         assert_eq!(last_message(&server, 0), prompt);
     }
+}
+
+#[tokio::test]
+async fn a_read_only_call_sent_back_unchanged_is_pointed_at_its_result_not_run_again() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(
+        ws.join("backoff.py"),
+        "def retry_delay(attempt):\n    return 1\n",
+    )
+    .unwrap();
+    let search = json!({"pattern": "retry_delay", "path": "backoff.py"}).to_string();
+    // What Qwen2.5-Coder-1.5B did in a real run: the same search three times in a row.
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "search", &search)], 8),
+        tool_calls_reply(&[("c2", "search", &search)], 8),
+        text_reply("It is defined on line 1 of backoff.py.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (events, end, stats) =
+        run_turn(&mut handle, "where is retry_delay defined?", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(stats.tool_calls, 1, "the second search did not run");
+    assert_eq!(stats.nudges, 1);
+    let answer = last_message(&server, 2);
+    assert!(
+        answer.starts_with("Not run: you made this exact call"),
+        "{answer}"
+    );
+    assert!(format!("{events:?}").contains("the model repeated a call"));
+}
+
+#[tokio::test]
+async fn a_call_repeated_after_a_change_or_in_the_full_profile_runs_again() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    let read = json!({"path": "a.txt"}).to_string();
+    let edit = json!({"path": "a.txt", "old_string": "one", "new_string": "two"}).to_string();
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "read", &read)], 8),
+        tool_calls_reply(&[("c2", "edit", &edit)], 8),
+        tool_calls_reply(&[("c3", "read", &read)], 8),
+        text_reply("done", 2),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile_without_a_look());
+    let (_events, _end, stats) = run_turn(&mut handle, "change it", approve_all).await;
+    assert_eq!(stats.tool_calls, 3);
+    assert_eq!(stats.nudges, 0);
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "read", &read)], 8),
+        tool_calls_reply(&[("c2", "read", &read)], 8),
+        text_reply("done", 2),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), Options::default());
+    let (_events, _end, stats) = run_turn(&mut handle, "look twice", approve_all).await;
+    assert_eq!(
+        stats.tool_calls, 2,
+        "the full profile runs what it is asked"
+    );
 }

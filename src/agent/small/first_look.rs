@@ -1,7 +1,8 @@
 //! A first look for small models: before a turn's first request in the small profile, the
 //! files a prompt names go with it, as `@file` mentions do, read by the `read` tool itself (so
 //! confined as the model's reads are, and counting as read for `edit`), and a folder it names
-//! goes with its listing from the `list` tool; a warning says what was attached. Small models
+//! goes with its listing from the `list` tool; a warning says what was attached, and each
+//! read shows as a call (`first_look_N`) though only minicode made it. Small models
 //! asked about a file guess its content (a port, a heading's typo, an `old_string` that is not
 //! there) instead of reading it, and a reminder after the guess mostly brings an essay
 //! (docs/models.md). Given as calls in history instead, the same reads made the 1.5B model
@@ -15,7 +16,6 @@ use super::unlooked::{Subject, named};
 use crate::agent::Core;
 use crate::chat::ToolStatus;
 use crate::protocol::{Event, TurnEnd};
-use crate::tools::Tool as _;
 
 /// Most files a first look reads.
 const MAX_FILES: usize = 3;
@@ -49,17 +49,17 @@ fn looks(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<Loo
     let mut looks = Vec::new();
     for subject in named(prompt, workspace) {
         match subject {
-            Subject::File(path) if files < MAX_FILES && !secret_like(&path) => {
-                if offered.contains(&"read") {
-                    files += 1;
-                    looks.push(Look::File(path));
-                }
+            Subject::File(path)
+                if files < MAX_FILES && !secret_like(&path) && offered.contains(&"read") =>
+            {
+                files += 1;
+                looks.push(Look::File(path));
             }
-            Subject::Folder(path) if folders < MAX_FOLDERS && !hidden(&path) => {
-                if offered.contains(&"list") {
-                    folders += 1;
-                    looks.push(Look::Folder(path));
-                }
+            Subject::Folder(path)
+                if folders < MAX_FOLDERS && !hidden(&path) && offered.contains(&"list") =>
+            {
+                folders += 1;
+                looks.push(Look::Folder(path));
             }
             _ => {}
         }
@@ -118,7 +118,23 @@ pub(in crate::agent) async fn first_look(
             Look::File(_) => serde_json::json!({"path": path, "limit": MAX_LINES}),
             Look::Folder(_) => serde_json::json!({"path": path}),
         };
+        // Shown like any call (and so counted by eval), though the model never made it: what
+        // minicode read for it is no secret from the user.
+        let call = format!("first_look_{}", names.len() + 1);
+        core.emit(Event::ToolCallBegan {
+            call: call.clone(),
+            tool: tool.spec().name.to_string(),
+            summary: path.clone(),
+            arguments: args.clone(),
+            kind: tool.kind(),
+            paths: vec![path.clone()],
+        });
         let output = tool.run(args, &core.tool_ctx, cancel.child_token()).await;
+        core.emit(Event::ToolCallEnded {
+            call,
+            status: output.status,
+            output: output.content.clone(),
+        });
         if output.status != ToolStatus::Succeeded || output.image.is_some() {
             continue;
         }

@@ -35,6 +35,9 @@ pub(super) fn candidates(text: &str) -> Vec<Candidate> {
         } else if rest.starts_with("<function>") {
             let (end, value) = element_block(text, start);
             (end, value.into_iter().collect())
+        } else if rest.starts_with("<function ") {
+            let (end, value) = attribute_block(text, start);
+            (end, value.into_iter().collect())
         } else if rest.starts_with("```") {
             fence(text, start)
         } else if let Some(marker) = MARKERS.iter().find(|m| rest.starts_with(**m)) {
@@ -154,6 +157,40 @@ fn element_block(text: &str, start: usize) -> (usize, Option<Value>) {
     };
     let value = arguments.map(|a| serde_json::json!({ "name": name, "arguments": a }));
     (end, value)
+}
+
+/// `<function name="edit" arguments='{"path": …}' />`: the name and the arguments (one JSON
+/// object) as attributes, the element closed by `/>` or `</function>`.
+fn attribute_block(text: &str, start: usize) -> (usize, Option<Value>) {
+    let open = start + "<function ".len();
+    let (head_end, mut end) = closing(text, open, ">");
+    let head = text[open..head_end].trim_end_matches('/');
+    if !text[..head_end].ends_with('/') {
+        end = closing(text, end, "</function>").1;
+    }
+    let (Some(name), Some(arguments)) = (attribute(head, "name"), attribute(head, "arguments"))
+    else {
+        return (end, None);
+    };
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return (end, None);
+    }
+    let value = repair::values(arguments)
+        .into_iter()
+        .next()
+        .map(|a| serde_json::json!({ "name": name, "arguments": a }));
+    (end, value)
+}
+
+/// The value of `key="…"` or `key='…'` in an element's head.
+fn attribute<'a>(head: &'a str, key: &str) -> Option<&'a str> {
+    let at = head.find(&format!("{key}="))? + key.len() + 1;
+    let quote = head[at..]
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '"' | '\''))?;
+    let body = &head[at + 1..];
+    Some(&body[..body.find(quote)?])
 }
 
 /// The text inside the first `<tag>…</tag>` of `body`.

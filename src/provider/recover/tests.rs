@@ -94,6 +94,21 @@ fn function_elements_inside_tools_are_recovered() {
 }
 
 #[test]
+fn a_function_element_with_its_arguments_as_an_attribute_is_recovered() {
+    // Qwen2.5-Coder 1.5B on llama.cpp, asked to fix a typo in README.md.
+    let text =
+        "<tools>\n  <function name=\"read\" arguments='{\"path\": \"README.md\"}' />\n</tools>";
+    let r = one(text);
+    assert_eq!(r.calls.len(), 1, "{r:?}");
+    assert_eq!(r.calls[0].arguments, r#"{"path":"README.md"}"#);
+    assert_eq!(r.text, "");
+    let r = one("<function name=\"read\" arguments=\"{'path': 'a'}\"></function> ok");
+    assert_eq!(r.calls[0].arguments, r#"{"path":"a"}"#);
+    assert_eq!(r.text, "ok");
+    assert!(one("<function name=\"read\">x</function>").calls.is_empty());
+}
+
+#[test]
 fn bare_json_and_family_markers_are_recovered() {
     let r = one("Sure: {\"name\": \"list\", \"arguments\": {\"path\": \".\"}} and then I'll see.");
     assert_eq!(r.calls.len(), 1);
