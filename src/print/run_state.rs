@@ -109,16 +109,7 @@ impl RunState {
     pub(super) fn handle(&mut self, event: Event) -> bool {
         self.before(&event);
         match event {
-            Event::SessionConfigured {
-                session_id,
-                session_path,
-                context_window,
-                ..
-            } => {
-                self.session_id = session_id;
-                self.session_path = session_path;
-                self.window.tokens = context_window;
-            }
+            Event::SessionConfigured { .. } => self.configured(event),
             Event::ContextWindowSet { tokens, source } => {
                 self.window = WindowJson { tokens, source };
             }
@@ -152,9 +143,7 @@ impl RunState {
                 self.unasked.insert(call);
             }
             Event::ToolCallEnded { ref call, .. } if self.unasked.remove(call) => {
-                if self.format != OutputFormat::StreamJson {
-                    super::report::unasked(&mut self.err, &event);
-                }
+                self.unasked_ended(&event);
             }
             Event::ToolCallEnded { .. }
             | Event::SubagentStarted { .. }
@@ -193,6 +182,28 @@ impl RunState {
             self.ops.send(Op::Shutdown);
         }
         true
+    }
+
+    /// The session's id, file and window, from `SessionConfigured`.
+    fn configured(&mut self, event: Event) {
+        if let Event::SessionConfigured {
+            session_id,
+            session_path,
+            context_window,
+            ..
+        } = event
+        {
+            self.session_id = session_id;
+            self.session_path = session_path;
+            self.window.tokens = context_window;
+        }
+    }
+
+    /// The end of a call no one was there to approve: said on stderr (stream-json printed it).
+    fn unasked_ended(&mut self, event: &Event) {
+        if self.format != OutputFormat::StreamJson {
+            super::report::unasked(&mut self.err, event);
+        }
     }
 
     /// What every event does first: erase the tail, print the stream-json line, close a
