@@ -100,7 +100,7 @@ fn check(args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
                 })?,
         ),
     };
-    let start = walk::start(&ctx.workspace, args.path.as_deref())
+    let start = walk::start_or_workspace(&ctx.workspace, args.path.as_deref())
         .map_err(|e| format!("cannot find: {e}"))?;
     Ok(Call {
         query,
@@ -170,7 +170,7 @@ impl Typed for Find {
                 let report = index.refresh(&workspace, rules.as_deref(), &stop)?;
                 let text = index
                     .with(|stored| answer(&workspace, &call, stored, &report, &secrets, max_bytes));
-                Ok::<_, String>(text)
+                Ok::<_, String>(walk::noted(&call.start, text))
             };
             match crate::tools::off_runtime(&cancel, "find", job).await {
                 Ok(text) => ToolOutput::ok(text),

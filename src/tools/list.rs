@@ -141,6 +141,38 @@ struct Found {
     link: Option<String>,
 }
 
+/// Most extensions a listing's closing count names.
+const TALLIED_EXTENSIONS: usize = 6;
+
+/// The closing count of a complete listing: `[9 files: 7 .txt, 2 .md]`, the most common
+/// extensions first. Asked how many files of a kind a folder holds, small models miscount a
+/// listing (Qwen2.5-Coder 1.5B answered 4 for 7 `.txt` files in every run); a count in the
+/// result is also what a person reads first.
+fn tally<'a>(paths: impl Iterator<Item = &'a str>, total: usize) -> String {
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for path in paths {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let kind = match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => {
+                format!(".{}", ext.to_lowercase())
+            }
+            _ => "no extension".to_string(),
+        };
+        *counts.entry(kind).or_default() += 1;
+    }
+    let mut kinds: Vec<(String, usize)> = counts.into_iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut named: Vec<String> = kinds
+        .iter()
+        .take(TALLIED_EXTENSIONS)
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
+    if kinds.len() > TALLIED_EXTENSIONS {
+        named.push("…".to_string());
+    }
+    format!("[{total} files: {}]\n", named.join(", "))
+}
+
 fn list(
     workspace: &Path,
     call: &Call,
@@ -219,6 +251,8 @@ fn list(
             Some(p) => format!("no files matching {p} under {}\n", call.start.display),
             None => format!("no files under {}\n", call.start.display),
         });
+    } else if shown == total && total > 1 {
+        out.push_str(&tally(found.iter().map(|f| f.path.as_str()), total));
     } else if shown < total {
         out.push_str(&format!(
             "[… and {} more files ({total} in all); narrow with path or pattern{}]\n",
@@ -281,5 +315,28 @@ impl Batch {
 impl Drop for Batch {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tally_tests {
+    use super::tally;
+
+    #[test]
+    fn a_complete_listing_ends_with_its_files_counted_by_extension() {
+        let paths = [
+            "data/s1.txt",
+            "data/s2.TXT",
+            "data/index.md",
+            "data/s3.txt",
+            "Makefile",
+            ".env",
+        ];
+        assert_eq!(
+            tally(paths.into_iter(), 6),
+            "[6 files: 3 .txt, 2 no extension, 1 .md]\n"
+        );
+        let many = ["a.a", "b.b", "c.c", "d.d", "e.e", "f.f", "g.g"];
+        assert!(tally(many.into_iter(), 7).ends_with(", …]\n"));
     }
 }

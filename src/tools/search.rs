@@ -91,7 +91,7 @@ fn check(args: &Args, ctx: &ToolCtx) -> Result<Call, String> {
                  + ? with a backslash to search for them literally)"
             )
         })?;
-    let start = walk::start(&ctx.workspace, args.path.as_deref())
+    let start = walk::start_or_workspace(&ctx.workspace, args.path.as_deref())
         .map_err(|e| format!("cannot search: {e}"))?;
     let glob = args.glob.clone().filter(|g| !g.trim().is_empty());
     if let Some(g) = &glob {
@@ -176,6 +176,7 @@ impl Typed for Search {
                     max_bytes,
                     &stop,
                 )
+                .map(|text| walk::noted(&call.start, text))
             };
             crate::tools::off_runtime(&cancel, "search", job)
                 .await

@@ -34,6 +34,9 @@ pub(crate) struct Start {
     /// As shown to the model: relative to the workspace (`.` for the workspace itself).
     pub display: String,
     pub is_dir: bool,
+    /// Said before the result when the start is not the one asked for (see
+    /// [`start_or_workspace`]).
+    pub note: Option<String>,
 }
 
 /// Resolves the `path` argument of `list` or `search` (default: the workspace root).
@@ -65,7 +68,44 @@ pub(crate) fn start(workspace: &Path, path: Option<&str>) -> Result<Start, Strin
         root,
         display,
         is_dir: meta.is_dir(),
+        note: None,
     })
+}
+
+/// Like [`start`] for the tools that look for something (`search`, `find`): a `path` that does
+/// not exist, or `/` (which small models write for the project's root), scopes the whole
+/// workspace instead, with a note saying so. The model asked for a pattern; a wrong guess of
+/// where it is should cost a note, not the call (Qwen2.5-Coder 1.5B passed `MiniCode.md` or
+/// `src/main.rs` as the path of a search for a function in every run, and stopped at the
+/// refusal). A path outside the workspace or inside `.git` is still refused.
+pub(crate) fn start_or_workspace(workspace: &Path, path: Option<&str>) -> Result<Start, String> {
+    let raw = path.map(str::trim).filter(|p| !p.is_empty());
+    let note = match raw {
+        Some("/") => Some("\"/\" is read as the workspace's root".to_string()),
+        Some(raw) => fsutil::resolve_in_workspace(workspace, raw)
+            .ok()
+            .filter(|resolved| {
+                std::fs::symlink_metadata(resolved)
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+            })
+            .map(|_| format!("{raw} does not exist; looked in the whole workspace instead")),
+        None => None,
+    };
+    match note {
+        Some(note) => Ok(Start {
+            note: Some(note),
+            ..start(workspace, None)?
+        }),
+        None => start(workspace, path),
+    }
+}
+
+/// `text` after the start's note, if it has one.
+pub(crate) fn noted(start: &Start, text: String) -> String {
+    match &start.note {
+        Some(note) => format!("[{note}]\n{text}"),
+        None => text,
+    }
 }
 
 /// Folders left out because of a bad ignore file, for the closing notes.

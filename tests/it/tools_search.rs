@@ -86,6 +86,7 @@ async fn list_honours_gitignore_ignore_files_and_git_excludes() {
             "keep.log",
             "src/lib.rs",
             "src/main.rs",
+            "[8 files: 2 .md, 2 .rs, 2 no extension, 1 .log, 1 .yml]",
         ],
         "{out}"
     );
@@ -116,10 +117,19 @@ async fn list_filters_by_glob_anchored_or_at_any_depth() {
     let any = ok(&ctx, "list", json!({"pattern": "*.rs"})).await;
     assert_eq!(
         lines(&any),
-        ["a.rs", "src/b.rs", "src/deep/c.rs", "tests/e.rs"]
+        [
+            "a.rs",
+            "src/b.rs",
+            "src/deep/c.rs",
+            "tests/e.rs",
+            "[4 files: 4 .rs]"
+        ]
     );
     let anchored = ok(&ctx, "list", json!({"pattern": "src/**/*.rs"})).await;
-    assert_eq!(lines(&anchored), ["src/b.rs", "src/deep/c.rs"]);
+    assert_eq!(
+        lines(&anchored),
+        ["src/b.rs", "src/deep/c.rs", "[2 files: 2 .rs]"]
+    );
     let within = ok(&ctx, "list", json!({"path": "src", "pattern": "*.md"})).await;
     assert_eq!(lines(&within), ["src/d.md"]);
     let excluded = ok(&ctx, "list", json!({"pattern": "!*.rs"})).await;
@@ -194,6 +204,7 @@ async fn links_are_shown_but_never_followed_out_of_the_workspace() {
             "out-dir (symbolic link leading outside the workspace, not followed)",
             "out-file.txt (symbolic link leading outside the workspace, not followed)",
             "real/inside.txt",
+            "[5 files: 3 no extension, 2 .txt]",
         ],
         "{out}"
     );
@@ -386,7 +397,7 @@ async fn a_fifo_is_never_opened_and_a_fifo_ignore_file_skips_its_folder() {
     );
     let listed = ok(&ctx, "list", json!({})).await;
     assert!(
-        listed.starts_with("a.txt\npipe.txt\n[skipped trap"),
+        listed.starts_with("a.txt\npipe.txt\n[2 files: 2 .txt]\n[skipped trap"),
         "{listed}"
     );
     // An ignore file linking out of the workspace is not read either.
@@ -441,4 +452,78 @@ async fn a_cancelled_search_returns_at_once_as_interrupted() {
     .await
     .unwrap();
     assert_eq!(out.status, ToolStatus::Interrupted);
+}
+
+#[tokio::test]
+async fn a_search_or_find_scoped_to_a_path_that_does_not_exist_looks_everywhere_and_says_so() {
+    let (_d, ws, ctx) = tool_workspace();
+    std::fs::create_dir_all(ws.join("src/net")).unwrap();
+    std::fs::write(
+        ws.join("src/net/headers.rs"),
+        "pub fn parse_header(line: &str) {}\n",
+    )
+    .unwrap();
+    // What Qwen2.5-Coder 1.5B passed as the path of a search for a function.
+    let out = call(
+        &ctx,
+        "search",
+        json!({"pattern": "parse_header", "path": "MiniCode.md"}),
+    )
+    .await
+    .unwrap()
+    .content;
+    assert!(
+        out.starts_with("[MiniCode.md does not exist; looked in the whole workspace instead]\n"),
+        "{out}"
+    );
+    assert!(out.contains("src/net/headers.rs:1:"), "{out}");
+    let out = call(
+        &ctx,
+        "search",
+        json!({"pattern": "parse_header", "path": "/"}),
+    )
+    .await
+    .unwrap()
+    .content;
+    assert!(
+        out.contains("workspace's root") && out.contains("headers.rs"),
+        "{out}"
+    );
+    let out = call(
+        &ctx,
+        "find",
+        json!({"query": "parse a header line", "path": "src/http"}),
+    )
+    .await
+    .unwrap()
+    .content;
+    assert!(out.starts_with("[src/http does not exist;"), "{out}");
+    // Outside the workspace is still refused, and `list` still says a folder is missing.
+    let err = call(&ctx, "search", json!({"pattern": "x", "path": "/etc"})).await;
+    assert!(err.is_err());
+    let err = call(&ctx, "list", json!({"path": "missing"})).await;
+    assert!(err.unwrap_err().contains("does not exist"));
+}
+
+#[tokio::test]
+async fn a_complete_listing_ends_with_its_files_counted_by_extension() {
+    let (_d, ws, ctx) = tool_workspace();
+    std::fs::create_dir_all(ws.join("data")).unwrap();
+    for f in ["s1.txt", "s2.txt", "s3.txt", "index.md"] {
+        std::fs::write(ws.join("data").join(f), "x\n").unwrap();
+    }
+    let out = call(&ctx, "list", json!({"path": "data"}))
+        .await
+        .unwrap()
+        .content;
+    assert!(out.ends_with("[4 files: 3 .txt, 1 .md]\n"), "{out}");
+    // A cut listing says how many there are in all instead.
+    let out = call(&ctx, "list", json!({"path": "data", "limit": 2}))
+        .await
+        .unwrap()
+        .content;
+    assert!(
+        !out.contains("[4 files:") && out.contains("4 in all"),
+        "{out}"
+    );
 }
