@@ -16,6 +16,17 @@ use crate::support::user_config;
 const PYRIGHT_ENV: &str = "MINICODE_TEST_PYRIGHT";
 
 /// The pyright language server `.ci/run` installed; fails the test when it is not there.
+/// Runs a one-shot `--yes` turn with `prompt` in `dir` and checks it succeeded.
+fn run_yes(dir: &Path, prompt: &str) {
+    let out = command(dir).args(["--yes", prompt]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn pyright() -> String {
     let path = std::env::var(PYRIGHT_ENV).unwrap_or_else(|_| {
         panic!(
@@ -124,12 +135,7 @@ fn an_edit_introducing_a_type_error_gets_the_error_with_its_line_and_the_server_
         MockServer::start_in_thread(vec![reply(&first), reply(&second), text_reply("done", 8)]);
     let dir = setup(&server, &pyright_config());
     require_working_sandbox(dir.path());
-    let out = command(dir.path())
-        .args(["--yes", "write calc.py"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    run_yes(dir.path(), "write calc.py");
     // The correct write: nothing appended.
     let results = tool_results(&server, 1);
     assert!(!results[0].contains("language server"), "{results:?}");
@@ -166,16 +172,7 @@ fn a_correct_edit_gets_nothing_and_a_fixed_error_is_not_reported_again() {
     ]);
     let dir = setup(&server, &pyright_config());
     require_working_sandbox(dir.path());
-    let out = command(dir.path())
-        .args(["--yes", "fix it"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_yes(dir.path(), "fix it");
     let results = tool_results(&server, 3);
     assert!(
         results[0].contains("\nfix.py:1:"),
@@ -194,16 +191,7 @@ fn a_file_no_server_is_for_gets_nothing_and_starts_nothing() {
     let lsp = "[lsp]\nstart_timeout_ms = 60000\n[lsp.servers.python]\ncommand = \"sleep\"\nargs = [\"60\"]\n";
     let dir = setup(&server, lsp);
     let started = Instant::now();
-    let out = command(dir.path())
-        .args(["--yes", "write notes"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_yes(dir.path(), "write notes");
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "{:?}",
@@ -223,16 +211,7 @@ fn a_missing_server_gives_one_note_and_the_edits_succeed() {
         MockServer::start_in_thread(vec![reply(&first), reply(&second), text_reply("done", 8)]);
     let lsp = "[lsp.servers.python]\ncommand = \"/nonexistent/pyright-langserver\"\n";
     let dir = setup(&server, lsp);
-    let out = command(dir.path())
-        .args(["--yes", "write two files"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_yes(dir.path(), "write two files");
     let results = tool_results(&server, 2);
     assert!(
         results[0].contains(
@@ -273,16 +252,7 @@ fn a_crashing_server_gives_one_note_and_leaves_nothing_running() {
     );
     user_config::write_trusting(&dir.path().join("home"), dir.path(), &lsp);
     require_working_sandbox(dir.path());
-    let out = command(dir.path())
-        .args(["--yes", "write"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_yes(dir.path(), "write");
     let results = tool_results(&server, 2);
     assert!(
         results[0].contains("[note: the python language server"),
