@@ -12,6 +12,7 @@ mod announce;
 mod first_look;
 mod repeat;
 mod runaway;
+mod unchanged;
 mod unlooked;
 
 pub(super) use first_look::first_look;
@@ -20,7 +21,7 @@ pub(crate) use runaway::Runaway;
 
 use super::Core;
 use super::notice;
-use crate::chat::{Role, ToolCall, ToolSpec};
+use crate::chat::{Role, ToolCall, ToolKind, ToolSpec, ToolStatus};
 use crate::protocol::{Event, TurnStats};
 use crate::provider::recover;
 use crate::provider::tally::Count;
@@ -54,6 +55,11 @@ pub(crate) const SMALL_WINDOW: u64 = 32_768;
 
 /// The finish reason given to a reply stopped on runaway repetition.
 pub(crate) const REPETITION: &str = "repetition";
+
+/// The reminder after an empty reply in the small profile: Qwen2.5-Coder 1.5B, after a few
+/// reads, sometimes sends nothing at all, which would fail a turn whose answer is in view.
+pub(super) const EMPTY_REPLY_NUDGE: &str = "Your last reply was empty. Answer the user now \
+from the tool results above, or make the tool call you need next.";
 
 /// The note that shows the call format, once per session, after the first recovered call. Its
 /// bytes never change, so it keeps the prompt cache's prefix like any other message.
@@ -192,13 +198,7 @@ pub(super) fn look_first(core: &Core, reply: &str, tools: &[ToolSpec]) -> Option
     if tools.is_empty() || !core.upkeep.is_small() {
         return None;
     }
-    let prompt = core
-        .store
-        .session
-        .messages()
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::User && !m.is_notice())?;
+    let prompt = last_prompt(core)?;
     // A prompt that came with files or a listing (`@file`, a first look) was answered with
     // them in view.
     let text = prompt.text();
@@ -219,6 +219,64 @@ pub(super) fn look_first(core: &Core, reply: &str, tools: &[ToolSpec]) -> Option
          tool now (one of: {}) to look or to act, then answer from what it shows.{example}",
         offered.join(", ")
     ))
+}
+
+/// The reminder for a turn that, in the small profile, would end with nothing changed though
+/// its prompt orders a change (see `small/unchanged.rs`): the model described or planned the
+/// change instead of making it, or its one attempt was refused. `None` when the reply declines
+/// or asks back.
+pub(super) fn change_first(core: &Core, reply: &str, tools: &[ToolSpec]) -> Option<String> {
+    if tools.is_empty() || !core.upkeep.is_small() || unlooked::declines_or_asks(reply) {
+        return None;
+    }
+    let prompt = last_prompt(core)?;
+    if !unchanged::asks_for_change(prompt.text()) {
+        return None;
+    }
+    let offered: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    Some(format!(
+        "Nothing in the workspace has changed yet, but the task asks for a change: describing \
+         it does not make it. Make the change now with a tool call (one of: {}). If it cannot \
+         or should not be made, say so and why.",
+        offered.join(", ")
+    ))
+}
+
+/// Whether one of `calls` that can change the workspace (an edit or a command) succeeded:
+/// their results are the last messages of the session.
+pub(super) fn changed_something(core: &Core, calls: &[ToolCall]) -> bool {
+    let messages = core.store.session.messages();
+    // One more: a user message showing images `read` returned may follow the results.
+    let first = messages.len().saturating_sub(calls.len() + 1);
+    (first..messages.len()).any(|index| {
+        let message = &messages[index];
+        let Some(call) = calls
+            .iter()
+            .find(|c| message.tool_call_id.as_deref() == Some(c.id.as_str()))
+        else {
+            return false;
+        };
+        let acts = core
+            .registry
+            .get(&call.name)
+            .is_some_and(|t| matches!(t.kind(), ToolKind::Edit | ToolKind::Execute));
+        let succeeded = core
+            .store
+            .session
+            .result_info(index)
+            .is_some_and(|info| info.status == Some(ToolStatus::Succeeded));
+        acts && succeeded
+    })
+}
+
+/// The user's last prompt (not a notice of minicode's).
+fn last_prompt(core: &Core) -> Option<&crate::chat::Message> {
+    core.store
+        .session
+        .messages()
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User && !m.is_notice())
 }
 
 /// A call of `tool` on `path`, in the JSON form the format note shows.

@@ -164,6 +164,8 @@ pub(super) async fn rounds(
     let mut nudged = false;
     // Whether a tool may have run in this turn (a reply after one has looked at something).
     let mut looked = round > 0;
+    // Whether an edit or a command succeeded in this turn (see `small::change_first`).
+    let mut changed = false;
     let mut repeats = small::Repeats::default();
     loop {
         if round >= core.options.max_rounds {
@@ -174,6 +176,19 @@ pub(super) async fn rounds(
             Ok(done) => done,
             Err(end) => return end,
         };
+        // Only the small profile lets an empty reply through: it is reminded once, as a
+        // reply that only announced a call is, and fails the turn after that.
+        if is_empty(&reply) {
+            if nudged {
+                return TurnEnd::Failed {
+                    error: empty_reply_error(&reply),
+                };
+            }
+            nudged = true;
+            let why = "the model sent an empty reply";
+            small::send_nudge(core, small::EMPTY_REPLY_NUDGE.to_string(), why, stats);
+            continue;
+        }
         // Calls written as text join the reply as native ones (see agent/small.rs).
         let specs = core.upkeep.tool_specs();
         let recovered = small::recover_calls(core, &mut reply, &specs, stats);
@@ -207,6 +222,16 @@ pub(super) async fn rounds(
                 small::send_nudge(core, text, why, stats);
                 continue;
             }
+            // And a turn asked for a change that would end with nothing changed.
+            if !nudged
+                && !changed
+                && let Some(text) = small::change_first(core, &reply.text, &specs)
+            {
+                nudged = true;
+                let why = "the model described a change without making it";
+                small::send_nudge(core, text, why, stats);
+                continue;
+            }
             // A `Stop` hook may send the model back to work, with its reason.
             if stop_hooks_let_end(core, cancel, &mut stop_blocks).await {
                 return TurnEnd::Completed;
@@ -227,6 +252,7 @@ pub(super) async fn rounds(
         let batch = run_batch(core, &reply.tool_calls, cancel, decisions, stats).await;
         small::ran(core, &reply.tool_calls, &mut repeats);
         looked = true;
+        changed = changed || small::changed_something(core, &reply.tool_calls);
         if let Some(end) = settle(core, batch) {
             return end;
         }
@@ -308,7 +334,10 @@ async fn request(
         }
         outcome = stream_reply(core, cancel, stats, extra).await;
     }
-    let mut reply = answered(core, outcome)?;
+    // A small model's empty reply inside the rounds gets a reminder there instead of ending
+    // the turn (see `small::empty_reply`).
+    let empty_allowed = round.is_some() && extra.is_none() && core.upkeep.is_small();
+    let mut reply = answered(core, outcome, empty_allowed)?;
     // Tool calls are only offered (and run) without `extra`: broken arguments there are
     // asked for again before any of them runs.
     if extra.is_none() {
@@ -379,15 +408,17 @@ async fn make_room(
 
 /// The reply a request produced, or how the turn ends: an empty reply, a failure (an exhausted
 /// quota is noted for goal mode) or the user's interrupt.
-fn answered(core: &mut Core, outcome: StreamOutcome) -> Result<Reply, TurnEnd> {
+fn answered(
+    core: &mut Core,
+    outcome: StreamOutcome,
+    empty_allowed: bool,
+) -> Result<Reply, TurnEnd> {
     match outcome {
         // Nothing is added to history: the prompt stays unanswered, and the context puts its
         // NO_REPLY filler before the next one, as after any failed request.
-        StreamOutcome::Reply(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
-            Err(TurnEnd::Failed {
-                error: empty_reply_error(&reply),
-            })
-        }
+        StreamOutcome::Reply(reply) if is_empty(&reply) && !empty_allowed => Err(TurnEnd::Failed {
+            error: empty_reply_error(&reply),
+        }),
         StreamOutcome::Reply(reply) => Ok(reply),
         StreamOutcome::Failed(e @ ProviderError::NoTools { .. }) => Err(TurnEnd::Failed {
             error: format!(
@@ -403,6 +434,11 @@ fn answered(core: &mut Core, outcome: StreamOutcome) -> Result<Reply, TurnEnd> {
         }
         StreamOutcome::Cancelled => Err(TurnEnd::Interrupted),
     }
+}
+
+/// Whether a reply has neither text nor a tool call.
+fn is_empty(reply: &Reply) -> bool {
+    reply.text.is_empty() && reply.tool_calls.is_empty()
 }
 
 /// [`EMPTY_REPLY`] (or [`REASONING_ONLY`] when the model did think), with the server's finish

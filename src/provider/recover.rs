@@ -77,14 +77,20 @@ pub(crate) fn recover(text: &str, tools: &[ToolSpec]) -> Recovery {
 }
 
 /// `(name, arguments)` of a value shaped like a call: `{"name", "arguments"}` (or Llama's
-/// `"parameters"`), or the wire's `{"function": {"name", "arguments"}}`. Arguments may be an
+/// `"parameters"`, or the name under `"function"`), or the wire's `{"function": {"name", "arguments"}}`. Arguments may be an
 /// object or a string holding one; missing arguments are `{}`.
 fn call_shape(value: &Value) -> Option<(String, Value)> {
     let object = value.as_object()?;
     if let Some(function) = object.get("function").filter(|f| f.is_object()) {
         return call_shape(function);
     }
-    let name = object.get("name")?.as_str()?.trim();
+    // Qwen2.5-Coder also writes `{"function": "list", "arguments": {…}}`, the name under the
+    // key the wire uses for the call's object.
+    let name = object
+        .get("name")
+        .or_else(|| object.get("function"))?
+        .as_str()?
+        .trim();
     if name.is_empty() || name.len() > 128 {
         return None;
     }
@@ -104,7 +110,7 @@ fn call_shape(value: &Value) -> Option<(String, Value)> {
     let extra = object.keys().any(|k| {
         !matches!(
             k.as_str(),
-            "name" | "arguments" | "parameters" | "type" | "id" | "result" | "output"
+            "name" | "function" | "arguments" | "parameters" | "type" | "id" | "result" | "output"
         )
     });
     (!extra).then(|| (name.to_string(), arguments))

@@ -264,7 +264,12 @@ async fn a_runaway_reply_is_stopped_and_said_to_be_cut() {
     let again = sse_event(&chunk_text(
         "The file has been updated with the new content.\n",
     ));
-    let server = MockServer::start(vec![MockReply::endless(first, again, Duration::ZERO)]).await;
+    // The cut reply claims a change that was never made, so the turn's one reminder follows.
+    let server = MockServer::start(vec![
+        MockReply::endless(first, again, Duration::ZERO),
+        text_reply("There was nothing to update.", 8),
+    ])
+    .await;
     let mut handle = spawn(&ws, provider(&server), small_window());
     let (events, end, stats) = tokio::time::timeout(
         Duration::from_secs(30),
@@ -283,6 +288,7 @@ async fn a_runaway_reply_is_stopped_and_said_to_be_cut() {
     assert_eq!(end, TurnEnd::Completed, "{shown:?}");
     assert_eq!(stats.cut_replies, 1, "{shown:?}");
     assert!(warned(&events, "repeating itself"), "{events:?}");
+    assert!(warned(&events, "described a change"), "{events:?}");
 }
 
 #[tokio::test]

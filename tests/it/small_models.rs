@@ -175,6 +175,89 @@ async fn a_refusal_or_a_question_about_nothing_here_gets_no_reminder() {
 }
 
 #[tokio::test]
+async fn a_change_described_but_not_made_gets_one_reminder_then_the_edit_lands() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("README.md"), "# Tool\n\n## Instalation\n").unwrap();
+    let plan = "Here are the steps:\n\n1. Open the `README.md` file.\n2. Correct the \
+                heading.\n\nAfter performing these steps, I will provide the updated file.";
+    let server = MockServer::start(vec![
+        text_reply(plan, 30),
+        tool_calls_reply(
+            &[("c1", "edit", &edit_args("Instalation", "Installation"))],
+            8,
+        ),
+        text_reply("Fixed the heading.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "README.md has a typo in one of its headings. Fix it.";
+    let (_events, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(stats.nudges, 1);
+    let reminder = last_message(&server, 1);
+    assert!(
+        reminder.contains("Nothing in the workspace has changed yet") && reminder.contains("edit"),
+        "{reminder}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README.md")).unwrap(),
+        "# Tool\n\n## Installation\n"
+    );
+}
+
+#[tokio::test]
+async fn no_change_reminder_after_a_change_a_refusal_or_in_the_full_profile() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("README.md"), "# Tool\n").unwrap();
+    let write = json!({"path": "NOTES.md", "content": "x\n"}).to_string();
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "write", &write)], 8),
+        text_reply("I created NOTES.md and will describe it later.", 4),
+        text_reply("I cannot make that change: README.md is generated.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_e, _end, stats) = run_turn(&mut handle, "Create NOTES.md.", approve_all).await;
+    assert_eq!(stats.nudges, 0, "a change was made");
+    let (_e, _end, stats) = run_turn(&mut handle, "Fix README.md.", approve_all).await;
+    assert_eq!(stats.nudges, 0, "a refusal is an answer");
+    assert_eq!(server.requests().len(), 3);
+
+    let server = MockServer::start(vec![text_reply("1. Open it. 2. Fix it.", 8)]).await;
+    let mut handle = spawn(&ws, provider(&server), Options::default());
+    let (_e, end, stats) = run_turn(&mut handle, "Fix README.md.", approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 0), "full profile");
+}
+
+#[tokio::test]
+async fn an_empty_reply_in_the_small_profile_gets_one_reminder_then_fails_the_turn() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("config.ini"), "[server]\nport = 8743\n").unwrap();
+    let read = json!({"path": "config.ini"}).to_string();
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "read", &read)], 8),
+        text_reply("", 1),
+        text_reply("8743", 2),
+        text_reply("", 1),
+        text_reply("", 1),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile_without_a_look());
+    let prompt = "What port is in config.ini?";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 1));
+    assert!(last_message(&server, 2).contains("Your last reply was empty"));
+    // Once per turn: a second empty reply ends it as before.
+    let (_e, end, _stats) = run_turn(&mut handle, "And the host?", approve_all).await;
+    assert_eq!(
+        end,
+        TurnEnd::Failed {
+            error: "the model returned an empty reply".into()
+        }
+    );
+}
+
+#[tokio::test]
 async fn a_left_out_tool_named_in_the_prompt_is_offered() {
     let (_dir, ws) = crate::support::workspace();
     let server = MockServer::start(vec![

@@ -28,8 +28,10 @@ const WORKSPACE_WORDS: [&str; 16] = [
 ];
 
 /// Openings of a reply that declines the task: those need no look at the workspace.
-const REFUSALS: [&str; 12] = [
+const REFUSALS: [&str; 14] = [
     "can't",
+    "couldn't",
+    "could not",
     "can not",
     "cannot",
     "won't",
@@ -57,11 +59,16 @@ pub(super) enum Subject {
 /// What `reply`, with no call, left unlooked-at of a `prompt` about `workspace`; `None` when
 /// the prompt is about nothing there, or the reply declines or asks back.
 pub(super) fn unlooked(prompt: &str, reply: &str, workspace: &Path) -> Option<Subject> {
-    let reply = reply.trim().replace('\u{2019}', "'").to_lowercase();
-    if reply.ends_with('?') || REFUSALS.iter().any(|r| reply.contains(r)) {
+    if declines_or_asks(reply) {
         return None;
     }
     subject(prompt, workspace)
+}
+
+/// Whether `reply` declines the task or asks back: such a reply needs no look and no change.
+pub(super) fn declines_or_asks(reply: &str) -> bool {
+    let reply = reply.trim().replace('\u{2019}', "'").to_lowercase();
+    reply.ends_with('?') || REFUSALS.iter().any(|r| reply.contains(r))
 }
 
 /// The first path in `workspace` that `prompt` names, else whether it asks about files or

@@ -217,3 +217,21 @@ fn a_call_with_an_imagined_result_and_options_runs_without_them() {
     let bad = r#"{"name": "read", "arguments": {"file": "a.txt"}}"#;
     assert!(recover(bad, &tools).calls.is_empty());
 }
+
+#[test]
+fn a_call_naming_its_tool_under_function_is_recovered() {
+    // Qwen2.5-Coder 1.5B on llama.cpp, `evals/basics` count_files, byte for byte.
+    let text = "<json>\n{\n  \"function\": \"list\",\n  \"arguments\": {\n    \"path\": \
+                \"data\",\n    \"pattern\": \"\\\\.txt\",\n    \"limit\": 9\n  }\n}\n</json>";
+    let r = one(text);
+    assert_eq!(r.calls.len(), 1, "{r:?}");
+    assert_eq!(r.calls[0].name, "list");
+    let args: Value = serde_json::from_str(&r.calls[0].arguments).unwrap();
+    assert_eq!(args["path"], "data");
+    // The wire's own shape, `{"function": {"name", "arguments"}}`, still is one too; a
+    // "function" that names no offered tool is not.
+    let wire = one(r#"{"function": {"name": "read", "arguments": {"path": "a"}}}"#);
+    assert_eq!(wire.calls[0].name, "read");
+    let other = one(r#"{"function": "sqrt", "arguments": {"x": 2}}"#);
+    assert!(other.calls.is_empty());
+}
