@@ -204,12 +204,17 @@ impl Message {
     /// Whether this is a session notice (`agent::notice`): a user-role message minicode
     /// wrote, not the user. Defined here so a session's listing can pass it over too.
     pub(crate) fn is_notice(&self) -> bool {
-        self.role == Role::User && self.text().starts_with(NOTICE_OPEN)
+        self.role == Role::User
+            && (self.text().starts_with(NOTICE_OPEN) || self.text().starts_with(REMINDER_OPEN))
     }
 }
 
 /// How a session notice opens (see [`Message::is_notice`]).
 pub(crate) const NOTICE_OPEN: &str = "<session-notice>";
+
+/// How a reminder to a small model opens: a notice too, in plain words rather than a tag,
+/// because Qwen2.5-Coder 1.5B copied a tagged reminder back as its answer.
+pub(crate) const REMINDER_OPEN: &str = "Reminder from minicode (not the user):";
 
 /// A tool call as the model made it. `arguments` is the raw JSON text from the wire; it is
 /// parsed and validated by the tool registry, never trusted.

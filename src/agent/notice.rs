@@ -23,9 +23,10 @@ pub(crate) fn message(parts: &[String]) -> Message {
 
 /// A reminder to the model (a nudge of the small-model path) framed as a notice, so that
 /// everything reading the user's own words (the ledger, the transcript, a session's title)
-/// passes over it like over any notice.
+/// passes over it like over any notice. Plain words, not the notice's tag: a small model
+/// shown a tagged block tends to copy it back as its reply.
 pub(crate) fn reminder(text: &str) -> Message {
-    Message::user(format!("{OPEN}\n{text}\n{CLOSE}"))
+    Message::user(format!("{} {text}", crate::chat::REMINDER_OPEN))
 }
 
 /// Whether `message` is a notice (the model's reply to it is not an answer to the user).

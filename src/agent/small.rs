@@ -179,14 +179,15 @@ pub(super) fn nudge(text: &str, unknown: &[String], tools: &[ToolSpec]) -> Optio
         return Some(format!(
             "There is no tool named \"{name}\", and nothing was run. The tools you can call \
              are: {offered}. Call one of them through the tool-call interface, or give your \
-             final answer if the task is done."
+             final answer if the task is done (or cannot or should not be done: then say why)."
         ));
     }
     announce::announces(text).then(|| {
         format!(
             "You said what you would do next but made no tool call, so nothing happened. The \
              tools you can call are: {offered}. Make the call now through the tool-call \
-             interface, or give your final answer if the task is done."
+             interface, or give your final answer if the task is done (or cannot or should \
+             not be done: then say why)."
         )
     })
 }
@@ -216,7 +217,8 @@ pub(super) fn look_first(core: &Core, reply: &str, tools: &[ToolSpec]) -> Option
     Some(format!(
         "You replied without calling any tool, so nothing in the workspace was looked at or \
          changed, and your reply may be a guess. The task is about the files here: call a \
-         tool now (one of: {}) to look or to act, then answer from what it shows.{example}",
+         tool now (one of: {}) to look or to act, then answer from what it shows (or, if the \
+         task should not be done, say why).{example}",
         offered.join(", ")
     ))
 }
@@ -327,6 +329,32 @@ pub(super) fn held_back(
             None,
         );
     }
+    true
+}
+
+/// Drops the calls of a reply that, in the small profile, answers in words and sends back
+/// only read-only calls it already made since the last change: Qwen2.5-Coder 1.5B signs off
+/// an answer with the call that found it, and running that again (or pointing it at the
+/// earlier result) sent it round once more, where it changed a right answer into a wrong one.
+/// The answer stands. Returns whether it did.
+pub(super) fn answer_beside_repeats(core: &Core, reply: &mut Reply, repeats: &Repeats) -> bool {
+    if !core.upkeep.is_small()
+        || reply.tool_calls.is_empty()
+        || reply.text.trim().is_empty()
+        || announce::announces(&reply.text)
+    {
+        return false;
+    }
+    let kind = |c: &ToolCall| core.registry.get(&c.name).map(|t| t.kind());
+    if !reply.tool_calls.iter().all(|c| repeats.repeats(c, kind(c))) {
+        return false;
+    }
+    reply.tool_calls.clear();
+    core.emit(Event::Warning {
+        message: "the model answered and sent back a call it had just made; the answer stands \
+                  and the call was not run again"
+            .to_string(),
+    });
     true
 }
 

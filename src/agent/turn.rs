@@ -193,6 +193,7 @@ pub(super) async fn rounds(
         let specs = core.upkeep.tool_specs();
         let recovered = small::recover_calls(core, &mut reply, &specs, stats);
         small::note_cut(core, &reply, stats);
+        small::answer_beside_repeats(core, &mut reply, &repeats);
         super::validate::unique_call_ids(&mut reply.tool_calls);
         let mut message = reply.to_message();
         if core.options.send_reasoning && !reply.reasoning.is_empty() {

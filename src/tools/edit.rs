@@ -132,7 +132,13 @@ fn replace(
         display,
     } = target;
     let Some(seen) = ctx.recall(&path) else {
-        return Err(unread::refusal(&display, &path, &bytes, current, ctx));
+        let wanted = unread::Wanted {
+            old: &args.old_string,
+            all: args.replace_all,
+        };
+        return Err(unread::refusal(
+            &display, &path, &bytes, current, wanted, ctx,
+        ));
     };
     if !same_content(&seen, &current) {
         return Err(format!(

@@ -168,15 +168,29 @@ impl Typed for Search {
             let rules = ctx.permissions.clone();
             let stop = cancel.clone();
             let job = move || {
-                search(
-                    &workspace,
-                    &call,
-                    &secrets,
-                    rules.as_deref(),
-                    max_bytes,
-                    &stop,
-                )
-                .map(|text| walk::noted(&call.start, text))
+                let mut call = call;
+                let run = |call: &Call| {
+                    search(
+                        &workspace,
+                        call,
+                        &secrets,
+                        rules.as_deref(),
+                        max_bytes,
+                        &stop,
+                    )
+                };
+                let (mut text, searched) = run(&call)?;
+                // A glob that matched no file is a wrong guess of the files' kind (a small
+                // model searched `**/*.md` for a Rust function): it costs a note, not the call.
+                if searched == 0
+                    && let Some(glob) = call.glob.take()
+                {
+                    let (all, _) = run(&call)?;
+                    text = format!(
+                        "[the glob {glob:?} matched no file here; searched every file instead]\n{all}"
+                    );
+                }
+                Ok(walk::noted(&call.start, text))
             };
             crate::tools::off_runtime(&cancel, "search", job)
                 .await
@@ -250,7 +264,7 @@ fn search(
     rules: Option<&crate::permissions::Rules>,
     max_bytes: usize,
     cancel: &CancellationToken,
-) -> Result<String, String> {
+) -> Result<(String, usize), String> {
     let walk = walk::build(workspace, &call.start, call.glob.as_deref())
         .map_err(|e| format!("cannot search: {e}"))?;
     let shared = Shared {
@@ -357,7 +371,7 @@ fn search(
         out.push_str(&note);
         out.push('\n');
     }
-    Ok(out)
+    Ok((out, searched))
 }
 
 fn search_file(shared: &Shared, searcher: &mut Searcher, path: &Path, limit: usize) {

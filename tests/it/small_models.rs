@@ -110,6 +110,51 @@ async fn a_refused_edit_of_an_unread_file_shows_it_and_the_next_edit_lands() {
 }
 
 #[tokio::test]
+async fn a_refused_edit_whose_old_text_is_there_is_told_to_send_the_same_call_again() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::create_dir(ws.join("app")).unwrap();
+    let util = "def fetch_data(path):\n    return path\n# fetch_data ends\n";
+    std::fs::write(ws.join("app/util.py"), util).unwrap();
+    let rename = json!({"path": "app/util.py", "old_string": "fetch_data",
+        "new_string": "load_data", "replace_all": true})
+    .to_string();
+    let missing = json!({"path": "app/util.py", "old_string": "fetch(", "new_string": "x"});
+    // What Qwen2.5-Coder 1.5B sent for a rename with the folder's listing in view.
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "edit", &rename)], 8),
+        tool_calls_reply(&[("c2", "edit", &rename)], 8),
+        text_reply("Renamed.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile_without_a_look());
+    let prompt = "Rename fetch_data to load_data in app/util.py";
+    let (_events, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.unread_edits), (TurnEnd::Completed, 1));
+    let refusal = last_message(&server, 1);
+    assert!(
+        refusal.contains("in it 2 times and replace_all is set")
+            && refusal.contains("send the same edit call again"),
+        "{refusal}"
+    );
+    let renamed = std::fs::read_to_string(ws.join("app/util.py")).unwrap();
+    assert_eq!(renamed, util.replace("fetch_data", "load_data"));
+    // Old text that is not there keeps the instruction to copy it from the lines shown.
+    std::fs::write(ws.join("app/other.py"), "x = 1\n").unwrap();
+    let server = MockServer::start(vec![
+        tool_calls_reply(
+            &[("c3", "edit", &missing.to_string().replace("util", "other"))],
+            8,
+        ),
+        text_reply("I could not edit it.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile_without_a_look());
+    run_turn(&mut handle, "Change app/other.py", approve_all).await;
+    let refusal = last_message(&server, 1);
+    assert!(refusal.contains("old_string copied exactly"), "{refusal}");
+}
+
+#[tokio::test]
 async fn an_edit_whose_old_text_is_missing_shows_the_closest_lines() {
     let (_dir, ws) = crate::support::workspace();
     std::fs::write(
@@ -453,6 +498,33 @@ async fn a_read_only_call_sent_back_unchanged_is_pointed_at_its_result_not_run_a
         "{answer}"
     );
     assert!(format!("{events:?}").contains("the model repeated a call"));
+}
+
+#[tokio::test]
+async fn an_answer_signed_off_with_a_call_it_already_made_ends_the_turn() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::create_dir_all(ws.join("src/net")).unwrap();
+    std::fs::write(ws.join("src/net/headers.rs"), "pub fn parse_header() {}\n").unwrap();
+    let search = json!({"pattern": "parse_header"}).to_string();
+    // What Qwen2.5-Coder 1.5B wrote after a `find` that had the answer: the right path, then
+    // the same call again as text; sent round once more, it answered with the wrong file.
+    let answer = format!(
+        "The function is in `src/net/headers.rs`.\n```json\n{{\"name\": \"search\", \
+         \"arguments\": {search}}}\n```"
+    );
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "search", &search)], 8),
+        text_reply(&answer, 16),
+        text_reply("It is in src/ui/view.rs.", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (events, end, stats) =
+        run_turn(&mut handle, "Which file defines parse_header?", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    assert_eq!(server.requests().len(), 2, "no third request");
+    assert_eq!((stats.tool_calls, stats.recovered_calls), (1, 1));
+    assert!(format!("{events:?}").contains("the answer stands"));
 }
 
 #[tokio::test]

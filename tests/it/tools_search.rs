@@ -527,3 +527,38 @@ async fn a_complete_listing_ends_with_its_files_counted_by_extension() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn a_search_whose_glob_matches_no_file_searches_every_file_and_says_so() {
+    let (_d, ws, ctx) = tool_workspace();
+    std::fs::create_dir_all(ws.join("src/net")).unwrap();
+    std::fs::write(
+        ws.join("src/net/headers.rs"),
+        "pub fn parse_header(line: &str) {}\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("notes.txt"), "nothing here\n").unwrap();
+    // What Qwen2.5-Coder 1.5B sent for a Rust function in a tree with no Markdown file.
+    let out = ok(
+        &ctx,
+        "search",
+        json!({"pattern": "parse_header", "glob": "**/*.md"}),
+    )
+    .await;
+    assert!(
+        out.starts_with(
+            "[the glob \"**/*.md\" matched no file here; searched every file instead]\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("src/net/headers.rs:1:"), "{out}");
+    // A glob that matches files keeps its scope, even when nothing in them matches.
+    let out = ok(
+        &ctx,
+        "search",
+        json!({"pattern": "parse_header", "glob": "*.txt"}),
+    )
+    .await;
+    assert!(out.starts_with("no matches for \"parse_header\""), "{out}");
+    assert!(out.contains("(1 files searched)"), "{out}");
+}

@@ -14,6 +14,12 @@ const SHOWN_LINES: u64 = 400;
 /// Bytes of the file a refusal shows at most.
 const SHOWN_BYTES: usize = 16 * 1024;
 
+/// What the refused edit asked to replace.
+pub(super) struct Wanted<'a> {
+    pub(super) old: &'a str,
+    pub(super) all: bool,
+}
+
 /// The refusal of an edit of `path` (content `bytes`, fingerprint `current`), which the model
 /// has not read; when it shows the content, the file counts as read from now on.
 pub(super) fn refusal(
@@ -21,6 +27,7 @@ pub(super) fn refusal(
     path: &Path,
     bytes: &[u8],
     current: Fingerprint,
+    wanted: Wanted,
     ctx: &ToolCtx,
 ) -> String {
     let bare = format!("cannot edit {display}: {NOT_READ}");
@@ -39,7 +46,29 @@ pub(super) fn refusal(
     ctx.remember(path, current);
     format!(
         "{bare}. Nothing was changed. Its current content follows, and it now counts as read: \
-         call edit again with old_string copied exactly from these lines (without the line \
-         numbers).\n{shown}"
+         {}\n{shown}",
+        next_step(bytes, &wanted)
     )
+}
+
+/// What the model should do next. Qwen2.5-Coder 1.5B, refused three right edits of a rename,
+/// read "copy old_string from these lines" as the end of the task; when its old text is in
+/// the file as the edit needs it (once, or at all with `replace_all`), the step is plainer.
+fn next_step(bytes: &[u8], wanted: &Wanted) -> String {
+    let found = match std::str::from_utf8(bytes) {
+        Ok(text) if !wanted.old.is_empty() => text.matches(wanted.old).count(),
+        _ => 0,
+    };
+    match (found, wanted.all) {
+        (1, _) => "your old_string is in it once, so the same edit applies now: send the same \
+                   edit call again."
+            .to_string(),
+        (n, true) if n > 1 => format!(
+            "your old_string is in it {n} times and replace_all is set, so the same edit \
+             applies now: send the same edit call again."
+        ),
+        _ => "call edit again with old_string copied exactly from these lines (without the \
+              line numbers)."
+            .to_string(),
+    }
 }
