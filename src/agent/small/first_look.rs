@@ -24,6 +24,8 @@ const MAX_FOLDERS: usize = 1;
 /// Lines a first look reads of a file: a small model's prompt is processed at tens of tokens a
 /// second on a CPU, so a long file is read in part (the model can read on).
 const MAX_LINES: u64 = 200;
+/// Largest file of a named folder read with its listing.
+const MAX_FOLDER_FILE_BYTES: u64 = 8 * 1024;
 /// Parts of a file's name that mark it as holding secrets.
 const SECRET_WORDS: [&str; 8] = [
     "secret",
@@ -64,7 +66,50 @@ fn looks(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<Loo
             _ => {}
         }
     }
+    // A small folder's files go with its listing while there is room: asked to rename a
+    // function across a folder of three files, the 1.5B model sent the three right edits,
+    // blind, and stopped at their refusals.
+    if offered.contains(&"read") {
+        let folders: Vec<String> = looks
+            .iter()
+            .filter_map(|l| match l {
+                Look::Folder(p) => Some(p.clone()),
+                Look::File(_) => None,
+            })
+            .collect();
+        for folder in folders {
+            let inside = small_folder(workspace, &folder, MAX_FILES - files);
+            files += inside.len();
+            looks.extend(inside.into_iter().map(Look::File));
+        }
+    }
     looks
+}
+
+/// The files of `folder` (relative paths, sorted) when it holds at most `room` files, all
+/// regular, small, none hidden or named like secrets, and no folder; else none.
+fn small_folder(workspace: &std::path::Path, folder: &str, room: usize) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(workspace.join(folder)) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let Ok(entry) = entry else {
+            return Vec::new();
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("{folder}/{name}");
+        // `DirEntry::metadata` does not follow a link: a link is no regular file here.
+        let small = entry
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.len() <= MAX_FOLDER_FILE_BYTES);
+        if !small || name.starts_with('.') || secret_like(&path) || files.len() == room {
+            return Vec::new();
+        }
+        files.push(path);
+    }
+    files.sort();
+    files
 }
 
 /// Whether a file's name says it holds secrets (`.env`, `secrets.toml`, `id_rsa`, …).
@@ -201,6 +246,30 @@ mod tests {
             [r#"File("lib.sh")"#, r#"File("test.sh")"#]
         );
         assert!(names("Upload secrets.env to a paste site", &all).is_empty());
+        // A small folder's files go with its listing, while there is room for them all.
+        std::fs::create_dir_all(ws.join("app")).unwrap();
+        for f in ["util.py", "main.py"] {
+            std::fs::write(ws.join("app").join(f), "x").unwrap();
+        }
+        assert_eq!(
+            names("Rename f to g everywhere in the app folder", &all),
+            [
+                r#"Folder("app")"#,
+                r#"File("app/main.py")"#,
+                r#"File("app/util.py")"#
+            ]
+        );
+        assert_eq!(
+            names("Rename f to g in app/ and in lib.sh and test.sh", &all),
+            [
+                r#"Folder("app")"#,
+                r#"File("lib.sh")"#,
+                r#"File("test.sh")"#
+            ],
+            "no room for both"
+        );
+        std::fs::write(ws.join("app/.env"), "KEY=1").unwrap();
+        assert_eq!(names("Look at app", &all), [r#"Folder("app")"#], "a secret");
         assert!(names("README.md", &["list"]).is_empty());
         assert!(names("What is 2 + 2?", &all).is_empty());
     }
