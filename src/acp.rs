@@ -5,11 +5,12 @@
 //! disk or a session file, or write anything but protocol messages to stdout (logs go to the
 //! log file). The per-session event pump is in `acp/session/pump.rs`, the pure mappings in
 //! `acp/convert.rs`, the editor's file access in `acp/files.rs`, goal mode's commands and plan
-//! in `acp/goal.rs`.
+//! in `acp/goal.rs`, `/ps` in `acp/processes.rs`.
 
 mod convert;
 mod files;
 mod goal;
+mod processes;
 mod session;
 
 pub(crate) use files::ClientFiles;
@@ -49,6 +50,11 @@ pub(crate) const COMMANDS: &[(&str, &str, Option<&str>)] = &[
         "rewind",
         "Undo: alone, list the turns that changed files; with N, restore the files to before turn N",
         Some("N, optionally followed by force"),
+    ),
+    (
+        "ps",
+        "Background processes: id, state, runtime, command; /ps kill <id> ends one",
+        Some("nothing to list, or kill <id>"),
     ),
 ];
 
@@ -148,6 +154,7 @@ impl Shared {
         &self,
         request: PromptRequest,
         responder: Responder<PromptResponse>,
+        cx: &Connection,
     ) -> Result<(), Error> {
         let Some(live) = self.session(&request.session_id.0) else {
             return responder.respond_with_error(invalid_params(format!(
@@ -166,6 +173,9 @@ impl Shared {
         }
         if text.trim().is_empty() {
             return responder.respond_with_error(invalid_params("the prompt is empty"));
+        }
+        if let Some(arg) = processes::command_arg(&text) {
+            return live.ps(arg, cx, responder);
         }
         match prompt_op(text, live.commands()) {
             Ok(op) => live.prompt(op, responder),
@@ -331,8 +341,8 @@ pub(crate) async fn serve(opener: Arc<dyn Opener>) -> Result<(), String> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: PromptRequest, responder, _cx| {
-                on_prompt.prompt(request, responder)
+            async move |request: PromptRequest, responder, cx| {
+                on_prompt.prompt(request, responder, &cx)
             },
             agent_client_protocol::on_receive_request!(),
         )

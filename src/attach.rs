@@ -1,7 +1,8 @@
 //! `minicode attach`: a client of a running daemon that hands the full-screen UI an ordinary
 //! `AgentHandle`. The wire carries the protocol's own types: each UI `Op` goes out as it is
 //! (an `op` request), each `event` notification's `Event` comes back as it is, so the UI runs
-//! unchanged and nothing is translated. Leaving detaches: the session and its run go on in the
+//! unchanged and nothing is translated; a prompt's images go ahead of it, their bytes once each
+//! (`session.store_image`), since the op names them by reference. Leaving detaches: the session and its run go on in the
 //! daemon. It owns no agent logic and draws nothing.
 
 use std::collections::{HashMap, VecDeque};
@@ -299,6 +300,17 @@ async fn forward_ops(
             lock(&shared).own_prompts.push_back(prompt.clone());
         }
         let interrupt = op == Op::Interrupt;
+        if let Op::SubmitImages { images, .. } = &op
+            && let Err(e) = send_images(&client, &session_id, images).await
+        {
+            if let Some(prompt) = prompt {
+                lock(&shared).own_prompts.retain(|p| *p != prompt);
+            }
+            let _ = events.send(Event::Error {
+                message: e.to_string(),
+            });
+            continue;
+        }
         let params = json!({ "session_id": session_id, "op": op });
         let Err(e) = client.call(envelope::OP_METHOD, params).await else {
             continue;
@@ -316,4 +328,20 @@ async fn forward_ops(
             message: e.to_string(),
         });
     }
+}
+
+/// The bytes of a prompt's images, each sent once (`session.store_image`) before the op that
+/// names them by reference: the op itself carries no bytes.
+async fn send_images(
+    client: &Client,
+    session_id: &str,
+    images: &[crate::chat::Image],
+) -> Result<(), AttachError> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for image in images {
+        let params = json!({ "session_id": session_id, "data": b64.encode(&image.data) });
+        client.call(envelope::STORE_IMAGE_METHOD, params).await?;
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@
 mod admission;
 mod connection;
 mod hub;
+mod images;
 mod live;
 mod log;
 mod ops;

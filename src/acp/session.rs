@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::Responder;
-use agent_client_protocol::v1::schema::{LoadSessionResponse, NewSessionResponse, PromptResponse};
+use agent_client_protocol::v1::schema::{
+    LoadSessionResponse, NewSessionResponse, PromptResponse, SessionNotification,
+};
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -65,6 +67,8 @@ pub(super) struct Live {
     prompts: Mutex<VecDeque<Pending>>,
     /// The custom commands it offers, besides the built-in ones.
     commands: Vec<crate::protocol::CustomCommand>,
+    /// Its background processes as the core last listed them, for `/ps`.
+    processes: super::processes::Processes,
 }
 
 impl Live {
@@ -80,7 +84,24 @@ impl Live {
             cwd,
             commands,
             prompts: Mutex::new(VecDeque::new()),
+            processes: super::processes::Processes::default(),
         }
+    }
+
+    /// `/ps` (the listing) or `/ps kill <id>`: answered here, never queued behind a turn.
+    pub(super) fn ps(
+        &self,
+        arg: &str,
+        cx: &Connection,
+        responder: Responder<PromptResponse>,
+    ) -> Result<(), Error> {
+        let say = |update| {
+            let note = SessionNotification::new(self.id.clone(), update);
+            if let Err(e) = cx.send_notification(note) {
+                tracing::debug!(error = %e, "could not send a session update");
+            }
+        };
+        self.processes.command(arg, &self.ops, say, responder)
     }
 
     pub(super) fn commands(&self) -> &[crate::protocol::CustomCommand] {

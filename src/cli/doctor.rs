@@ -9,10 +9,12 @@
 //! (no redirects, the key only in the header and scrubbed from every message, the report
 //! redacted once more as a whole), and starts no session or tool. Its sandbox section
 //! (`doctor/sandbox.rs`) tries the `bash` helper once, confined, running `true`; it and the
-//! config files looked at (`doctor/files.rs`) are shown even when no model is configured.
+//! config files looked at (`doctor/files.rs`) are shown even when no model is configured, and
+//! so is the language-server section (`doctor/lsp.rs`), which only looks servers up.
 
 mod files;
 mod findings;
+mod lsp;
 mod report;
 mod sandbox;
 mod tally;
@@ -62,7 +64,13 @@ pub(super) fn run(
     if let Err(missing @ crate::config::ConfigError::Missing { .. }) =
         crate::config::load(launch, env, &overrides)
     {
-        return Err(unconfigured(missing.to_string(), config_files, env, format));
+        return Err(unconfigured(
+            missing.to_string(),
+            config_files,
+            env,
+            launch,
+            format,
+        ));
     }
     let super::prelude::Started {
         mut config,
@@ -84,6 +92,7 @@ pub(super) fn run(
     let provider = super::provider::openai(&config, env)?;
     let mut findings = runtime.block_on(examine(&provider, &config));
     findings.sandbox = sandbox::checks(&config.sandbox.hidden);
+    findings.lsp = language_servers(&config.lsp, launch, env);
     findings.config_files = config_files;
     files::mark_read(&mut findings.config_files, &config);
     // Server text reaches the details (a model id, a streamed reply, an error message): a
@@ -99,12 +108,23 @@ pub(super) fn run(
     })
 }
 
+/// The language-server rows, looked up on the `PATH` a session would search.
+fn language_servers(
+    settings: &crate::lsp::Settings,
+    workspace: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<findings::Check> {
+    let path_var = env("PATH").map(std::ffi::OsString::from);
+    lsp::checks(settings, workspace, path_var.as_deref())
+}
+
 /// No model is configured: the config files looked at and the sandbox section are printed
 /// all the same (a new user may check the sandbox first), then the set-up message, exit 2.
 fn unconfigured(
     setup: String,
     config_files: Vec<files::ConfigFile>,
     env: &dyn Fn(&str) -> Option<String>,
+    launch: &Path,
     format: OutputFormat,
 ) -> Failure {
     let findings = Findings {
@@ -113,6 +133,7 @@ fn unconfigured(
             crate::config::user_config_path(env).as_deref(),
             &[],
         )),
+        lsp: language_servers(&crate::lsp::Settings::default(), launch, env),
         config_files,
         setup: Some(setup.clone()),
         ..Findings::default()

@@ -15,7 +15,9 @@ use tokio::task::JoinHandle;
 use super::admission::{HANDSHAKE_DEADLINE, HANDSHAKE_MAX_LINE, Ticket};
 use super::hub::Hub;
 use super::outbox::{self, Inbox, Outbox};
-use super::wire::{self, Line, OpRequest, ReadError, Request, RpcError};
+use super::wire::{
+    self, Line, OpRequest, ReadError, Request, RpcError, StoreImageRequest, StoredImage,
+};
 
 /// Lines queued for one connection's writer; a subscriber that gets this far ahead waits.
 const WRITE_QUEUE: usize = 1024;
@@ -261,6 +263,8 @@ impl Connection {
                 let live = hub.get(&request.session_id)?;
                 super::ops::apply(&live, request.op)
             }
+            // `protocol::envelope::STORE_IMAGE_METHOD`, spelled out for the docs' check.
+            "session.store_image" => store_image(&hub, params),
             "session.open" => {
                 let p: Open = wire::params(params)?;
                 hub.open(&p.workspace, p.session_id).await
@@ -306,4 +310,17 @@ impl Connection {
         self.subscriptions.insert(p.session_id.clone(), task);
         Ok(Value::Null)
     }
+}
+
+/// `session.store_image`: the image checked and held by its session; its reference is the
+/// answer.
+fn store_image(hub: &Hub, params: &Value) -> Result<Value, RpcError> {
+    let request: StoreImageRequest = wire::params(params)?;
+    let live = hub.get(&request.session_id)?;
+    let image = live.images.store(&request.data)?;
+    let stored = StoredImage {
+        session_id: request.session_id,
+        image,
+    };
+    serde_json::to_value(stored).map_err(|e| RpcError::new(wire::INVALID_PARAMS, e.to_string()))
 }

@@ -76,6 +76,8 @@ pub(crate) struct Live {
     state: Mutex<State>,
     published: watch::Sender<u64>,
     journal: Arc<CallJournal>,
+    /// Images a client sent for its next prompts (`session.store_image`).
+    pub(super) images: super::images::Held,
 }
 
 /// Lines to append, built under the lock.
@@ -205,6 +207,7 @@ impl Live {
             }),
             published,
             journal,
+            images: super::images::Held::default(),
         });
         if let Some(run) = run {
             let mut state = lock(&live.state);

@@ -1,6 +1,7 @@
 //! A client's `Op` applied to a daemon session: one exhaustive match, so a new op is a
 //! decision here rather than an unknown method. Prompts become runs, interrupts cancel them,
-//! approvals go to the first answer; everything else goes to the core as it is, which answers
+//! approvals go to the first answer, a prompt's image references are swapped for the images a
+//! client sent before (`images.rs`); everything else goes to the core as it is, which answers
 //! on the event stream. It owns no state: `live.rs` does.
 
 use serde_json::{Value, json};
@@ -18,12 +19,13 @@ pub(super) fn apply(live: &Live, op: Op) -> Result<Value, RpcError> {
             run(live, Op::Submit(text), prompt)
         }
         Op::SubmitImages { text, images } => {
-            // An image travels by its reference (`data` is never serialized): the bytes it
-            // names are not in the daemon's store.
-            let _ = (text, images);
-            Err(not_remote(
-                "images cannot be sent to a daemon session: the wire carries an image's reference, not its bytes",
-            ))
+            // The op names the images by reference; their bytes came before, once each.
+            let images = live.images.resolve(images)?;
+            let prompt = text.clone();
+            if images.is_empty() {
+                return run(live, Op::Submit(text), prompt);
+            }
+            start(live, Op::SubmitImages { text, images }, prompt)
         }
         Op::Interrupt => {
             let run_id = live.interrupt()?;
@@ -77,6 +79,11 @@ fn run(live: &Live, op: Op, prompt: String) -> Result<Value, RpcError> {
     if prompt.trim().is_empty() {
         return Err(RpcError::params("the prompt is empty"));
     }
+    start(live, op, prompt)
+}
+
+/// Starts a run for a prompt that may be images alone.
+fn start(live: &Live, op: Op, prompt: String) -> Result<Value, RpcError> {
     let run_id = live.start_run(op, prompt)?;
     Ok(json!({ "session_id": live.id, "run_id": run_id }))
 }

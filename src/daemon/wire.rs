@@ -11,12 +11,13 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 pub(crate) use crate::protocol::envelope::{
-    EndReason, OP_METHOD, OpRequest, SubscriptionEnded, UNKNOWN_RUN,
+    EndReason, OP_METHOD, OpRequest, StoreImageRequest, StoredImage, SubscriptionEnded, UNKNOWN_RUN,
 };
 
-/// The largest message a client may send, by default (1 MiB): far above any prompt typed or
-/// pasted, far below what would let one client exhaust the daemon's memory.
-pub(crate) const DEFAULT_MAX_MESSAGE: usize = 1024 * 1024;
+/// The largest message a client may send, by default (8 MiB): room for one image at
+/// `chat::MAX_IMAGE_BYTES` in base64 (`session.store_image`), far below what would let one
+/// client exhaust the daemon's memory.
+pub(crate) const DEFAULT_MAX_MESSAGE: usize = 8 * 1024 * 1024;
 
 /// JSON-RPC's own error codes.
 pub(crate) const PARSE_ERROR: i64 = -32700;

@@ -17,6 +17,32 @@ pub(crate) enum Language {
 }
 
 impl Language {
+    /// Every language, in the order `doctor` lists them.
+    pub(crate) const ALL: [Language; 5] = [
+        Language::Python,
+        Language::Rust,
+        Language::TypeScript,
+        Language::Go,
+        Language::C,
+    ];
+
+    /// How to get a server for it, for a user who has none (`doctor`).
+    pub(crate) fn install_hint(self) -> &'static str {
+        match self {
+            Language::Python => {
+                "install pyright (`npm install -g pyright`) or basedpyright (`pip install \
+                 basedpyright`), or set [lsp.servers.python]"
+            }
+            Language::Rust => "`rustup component add rust-analyzer`, or set [lsp.servers.rust]",
+            Language::TypeScript => {
+                "`npm install -g typescript-language-server typescript`, or set \
+                 [lsp.servers.typescript]"
+            }
+            Language::Go => "`go install golang.org/x/tools/gopls@latest`, or set [lsp.servers.go]",
+            Language::C => "install clangd (your system's package), or set [lsp.servers.c]",
+        }
+    }
+
     /// The language of `path`, by its extension; `None`: no server is asked about it.
     pub(crate) fn of(path: &Path) -> Option<Language> {
         let ext = path.extension()?.to_str()?;

@@ -21,6 +21,27 @@ pub(crate) struct OpRequest {
     pub op: Op,
 }
 
+/// The daemon's method that takes an image's bytes for a later `submit_images` op: the wire's
+/// `Op` carries an image by its reference only (`chat::Image` serializes format, hash and
+/// size), so the bytes travel once, here, and the op names what this returned.
+pub(crate) const STORE_IMAGE_METHOD: &str = "session.store_image";
+
+/// The params of `session.store_image`: the session and the image file's bytes in base64
+/// (standard alphabet, padded).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StoreImageRequest {
+    pub session_id: String,
+    pub data: String,
+}
+
+/// The result of `session.store_image`: the image's reference, to name in `submit_images`.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct StoredImage {
+    pub session_id: String,
+    pub image: crate::chat::Image,
+}
+
 /// The params of an `event` notification: the session, the event's place in its log, the run
 /// in progress, and the event (the protocol's `Event`, or one of the daemon's run markers).
 /// The daemon writes these lines itself (`daemon/live.rs`, for speed); a test there checks

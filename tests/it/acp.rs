@@ -1337,3 +1337,77 @@ async fn an_image_block_reaches_the_model_as_an_image_part() {
         format!("data:image/gif;base64,{gif}")
     );
 }
+
+/// Sends one prompt in session `id` and returns how it ended and the message text it added.
+async fn prompt_text(
+    cx: &ConnectionTo<Agent>,
+    rx: &mut mpsc::UnboundedReceiver<SessionUpdate>,
+    id: &str,
+    prompt: &str,
+) -> (StopReason, String) {
+    let response = cx
+        .send_request(PromptRequest::new(id.to_string(), text(prompt)))
+        .block_task()
+        .await
+        .unwrap();
+    (response.stop_reason, message_text(&drain(rx)))
+}
+
+#[tokio::test]
+async fn ps_lists_a_background_process_and_ps_kill_ends_it() {
+    let arguments = r#"{"command":"exec sleep 300","background":true}"#;
+    let (_tmp, dir, _server) = workspace_with(vec![
+        tool_calls_reply(&[("call_1", "bash", arguments)], 7),
+        text_reply("It runs.", 3),
+    ]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let cwd = dir.clone();
+    let (results, _, output) = drive(&dir, harness, async move |cx, mut rx| {
+        let id = new_session(&cx, &cwd).await;
+        let started = prompt_text(&cx, &mut rx, &id, "start a server").await;
+        let listed = prompt_text(&cx, &mut rx, &id, "/ps").await;
+        let killed = prompt_text(&cx, &mut rx, &id, "/ps kill bg1").await;
+        let after = prompt_text(&cx, &mut rx, &id, "/ps").await;
+        let unknown = prompt_text(&cx, &mut rx, &id, "/ps kill bg9").await;
+        [started, listed, killed, after, unknown]
+    })
+    .await;
+    assert!(output.status.success(), "{output:?}");
+    let [started, listed, killed, after, unknown] = results;
+    assert_eq!(started, (StopReason::EndTurn, "It runs.".to_string()));
+    assert_eq!(listed.0, StopReason::EndTurn);
+    assert!(
+        listed.1.contains("bg1  running") && listed.1.contains("exec sleep 300"),
+        "{}",
+        listed.1
+    );
+    assert_eq!(killed.0, StopReason::EndTurn);
+    assert!(killed.1.contains("Ended: bg1  killed"), "{}", killed.1);
+    assert!(
+        after.1.contains("bg1  killed") && !after.1.contains("running"),
+        "{}",
+        after.1
+    );
+    assert!(
+        unknown.1.contains("No background process bg9"),
+        "{}",
+        unknown.1
+    );
+}
+
+#[tokio::test]
+async fn ps_is_offered_among_the_slash_commands() {
+    let (_tmp, dir, _server) = workspace_with(vec![text_reply("Hi.", 2)]);
+    let harness = Harness {
+        answer: Answer::Allow,
+        envs: Vec::new(),
+        buffers: None,
+    };
+    let ((_, updates, _), _, _) = prompt_in_new_session(&dir, harness, "hello").await;
+    assert!(updates.iter().any(|u| matches!(u,
+        SessionUpdate::AvailableCommandsUpdate(c) if c.available_commands.iter().any(|c| c.name == "ps"))));
+}

@@ -468,3 +468,106 @@ fn a_model_that_calls_as_text_is_told_apart_from_one_that_never_calls() {
     assert!(row(&table, "tools").contains("never calls"), "{table}");
     assert_eq!(out.status.code(), Some(1), "{table}");
 }
+
+/// A folder holding an executable `name` that leaves `ran` behind if it is ever started.
+fn fake_server(bin: &std::path::Path, name: &str, ran: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(bin).unwrap();
+    let script = bin.join(name);
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn the_language_servers_section_names_what_a_session_would_start_without_starting_it() {
+    let server = MockServer::start_in_thread(healthy_script());
+    healthy(&server);
+    let (_dir, ws) = crate::support::workspace();
+    write_config(&ws, &server);
+    let config = ws.join(".minicode/config.toml");
+    let text_before = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text_before}\n[lsp.servers.go]\ncommand = \"my-gopls\"\n"),
+    )
+    .unwrap();
+    let bin = ws.join("fake-bin");
+    let ran = ws.join("server-ran");
+    fake_server(&bin, "pyright-langserver", &ran);
+    let out = command(&ws)
+        .arg("doctor")
+        .env("MINICODE_API_KEY", KEY)
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    let table = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{table}");
+    assert!(
+        table.contains("language servers (diagnostics after write/edit"),
+        "{table}"
+    );
+    let python = row(&table, "python");
+    assert!(python.trim_start().starts_with("ok"), "{python}");
+    assert!(
+        python.contains(&format!(
+            "found on PATH: {} --stdio",
+            bin.join("pyright-langserver").display()
+        )),
+        "{python}"
+    );
+    let go = row(&table, "go");
+    assert!(
+        go.trim_start().starts_with("warn") && go.contains("configured `my-gopls` is not found"),
+        "{go}"
+    );
+    assert!(row(&table, "typescript").contains("none found"), "{table}");
+    assert!(
+        table.contains("fix: `npm install -g typescript-language-server typescript`"),
+        "{table}"
+    );
+    assert!(!ran.exists(), "doctor started a language server");
+}
+
+#[test]
+fn with_an_empty_path_every_language_says_none_found_and_how_to_get_one() {
+    let (_dir, ws) = crate::support::workspace();
+    let empty = ws.join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = command(&ws)
+        .args(["doctor", "--output-format", "json"])
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = json["language_servers"].as_array().unwrap();
+    let names: Vec<_> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["python", "rust", "typescript", "go", "c"],
+        "{json:#}"
+    );
+    for row in rows {
+        assert_eq!(row["status"], "skip", "{row}");
+        assert_eq!(row["detail"], "none found", "{row}");
+        assert!(
+            row["fix"].as_str().unwrap().contains("[lsp.servers."),
+            "{row}"
+        );
+    }
+    let out = command(&ws)
+        .arg("doctor")
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(row(&table, "rust").contains("none found"), "{table}");
+    assert!(
+        table.contains("rustup component add rust-analyzer"),
+        "{table}"
+    );
+}

@@ -40,6 +40,7 @@ mod daemon_assembly;
 mod daemon_attach;
 mod daemon_docs;
 mod daemon_hostile;
+mod daemon_images;
 mod daemon_stream;
 mod diagnostics;
 mod doctor;

@@ -153,13 +153,15 @@ impl Pump {
             | Event::SkillsListed { .. }
             | Event::SessionsListed { .. }
             | Event::PathCompletions { .. }
-            | Event::BackgroundChanged { .. }
             | Event::ModelsListed { .. }
             | Event::ModelSwitched { .. }
             | Event::McpServers { .. }
             | Event::ServerUnreachable { .. }
             | Event::SessionForked { .. } => {}
             Event::RewindList { .. } | Event::Rewound { .. } => self.rewound(&event),
+            Event::BackgroundChanged { processes } => {
+                self.live.processes.changed(processes, |u| self.notify(u));
+            }
             Event::ShutdownComplete => return false,
         }
         true
@@ -400,6 +402,7 @@ impl Pump {
 
     /// The core is gone: nothing it was doing will end any more.
     fn close(mut self) {
+        self.live.processes.close();
         while let Some(responder) = self.live.next_prompt() {
             let _ = responder.respond(PromptResponse::new(StopReason::Cancelled));
         }

@@ -41,6 +41,8 @@ pub(super) struct Findings {
     pub tokens_per_second: Option<f64>,
     /// The sandbox section (it does not change the verdict, which is about the server).
     pub sandbox: Vec<Check>,
+    /// The language-server section: which server diagnostics would use, per language.
+    pub lsp: Vec<Check>,
     /// What earlier runs counted for this model (see `doctor/tally.rs`).
     pub tally: Option<crate::provider::tally::Tally>,
     /// Where the configuration was looked for.

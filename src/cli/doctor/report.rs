@@ -23,6 +23,8 @@ struct Json<'a> {
     tokens_per_second: Option<f64>,
     checks: &'a [Check],
     sandbox: &'a [Check],
+    /// Per language, the server diagnostics after an edit would start (looked up only).
+    language_servers: &'a [Check],
     config_files: &'a [super::files::ConfigFile],
     /// Per-model counters of earlier runs: edit tiers, failed edits, stream fallbacks.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,6 +55,7 @@ pub(super) fn print(f: &Findings, format: OutputFormat) {
                 tokens_per_second: f.tokens_per_second.map(|t| (t * 10.0).round() / 10.0),
                 checks: &f.checks,
                 sandbox: &f.sandbox,
+                language_servers: &f.lsp,
                 config_files: &f.config_files,
                 edits: f.tally.as_ref(),
             };
@@ -84,6 +87,7 @@ fn table(f: &Findings) -> String {
         .checks
         .iter()
         .chain(&f.sandbox)
+        .chain(&f.lsp)
         .map(|c| c.name.len())
         .max()
         .unwrap_or(0);
@@ -109,6 +113,12 @@ fn table(f: &Findings) -> String {
     if !f.sandbox.is_empty() {
         text.push_str("\nsandbox (bash commands):\n");
         rows(&mut text, &f.sandbox, width);
+    }
+    if !f.lsp.is_empty() {
+        text.push_str(
+            "\nlanguage servers (diagnostics after write/edit; looked up, not started):\n",
+        );
+        rows(&mut text, &f.lsp, width);
     }
     text.push('\n');
     text.push_str(match (&f.setup, f.usable()) {
