@@ -7,8 +7,10 @@
 //! closure so tests never mutate it), and no error or `Debug` output may ever contain the key.
 //!
 //! The parts: `file` reads and parses one file, `layers` finds the files, enforces trust and
-//! merges them field by field, `resolve` applies precedence and checks every value, `trust`
-//! reads and edits the user's list of trusted workspaces.
+//! merges them field by field, `parts` merges the tables that are a part's own settings struct
+//! (`[fetch]`, `[goal]`, `[checkpoints]`) key by key and reads each into that struct whole,
+//! `resolve` applies precedence and checks every value, `trust` reads and edits the user's
+//! list of trusted workspaces.
 
 mod file;
 mod hooks;
@@ -16,6 +18,7 @@ mod layers;
 mod lsp;
 mod mcp;
 mod model_setup;
+mod parts;
 mod permissions;
 mod resolve;
 mod sandbox;
@@ -196,20 +199,13 @@ pub struct Config {
     pub subagents_max_concurrent: usize,
     /// How long one sub-agent may take before it is stopped.
     pub subagents_timeout: Duration,
-    /// `[fetch] timeout_secs`: how long one `fetch` may take.
-    pub fetch_timeout: Duration,
-    /// `[fetch] max_bytes`: bytes of a page one `fetch` downloads.
-    pub fetch_max_bytes: u64,
-    /// Goal rounds a goal may use unless `--goal-rounds` says otherwise (`[goal] max_rounds`).
-    pub goal_max_rounds: u32,
-    /// Goal rounds in a row without progress before a goal blocks (`[goal] stall_rounds`).
-    pub goal_stall_rounds: u32,
-    /// `[checkpoints] enabled`: record checkpoints around mutating tool calls.
-    pub checkpoints_enabled: bool,
-    /// `[checkpoints] max_file_bytes`: larger files are not recorded.
-    pub checkpoints_max_file_bytes: u64,
-    /// `[checkpoints] max_bytes`: the store's cap, kept by pruning the oldest turns.
-    pub checkpoints_max_bytes: u64,
+    /// `[fetch]`: how long and how much one `fetch` of a web page may take.
+    pub fetch: crate::tools::fetch::Limits,
+    /// `[goal]`: goal mode's round limits.
+    pub goal: crate::agent::goal::Settings,
+    /// `[checkpoints]`: the undo record of tool calls (its `guard` is left empty here: the
+    /// CLI fills it when it hands the settings to a session).
+    pub checkpoints: crate::checkpoints::Settings,
     /// `[lsp]`: the language servers asked for diagnostics after an edit.
     pub lsp: crate::lsp::Settings,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:

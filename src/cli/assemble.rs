@@ -239,8 +239,7 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         trace_content: false,
         subagents: None,
         skills,
-        goal_max_rounds: config.goal_max_rounds,
-        goal_stall_rounds: config.goal_stall_rounds,
+        goal: config.goal,
         plan: config.plan,
         ask_outside_sandbox: false,
         checkpoints: checkpoint_settings(config),
@@ -269,9 +268,6 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
 pub(crate) fn checkpoint_settings(config: &Config) -> crate::checkpoints::Settings {
     let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
     crate::checkpoints::Settings {
-        enabled: config.checkpoints_enabled,
-        max_file_bytes: config.checkpoints_max_file_bytes,
-        max_bytes: config.checkpoints_max_bytes,
         guard: crate::checkpoints::Guard {
             protected: Some(crate::tools::protected::reason),
             session_exists: Some(session_exists),
@@ -282,6 +278,7 @@ pub(crate) fn checkpoint_settings(config: &Config) -> crate::checkpoints::Settin
                 .map(|k| k.expose().to_string())
                 .collect(),
         },
+        ..config.checkpoints.clone()
     }
 }
 
@@ -315,8 +312,7 @@ fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
         max_total_bytes: config.outputs_max_bytes,
         max_age: config.outputs_max_age,
     };
-    ctx.fetch.timeout = config.fetch_timeout;
-    ctx.fetch.max_bytes = config.fetch_max_bytes;
+    ctx.fetch = config.fetch;
     ctx.supervisor = crate::process::supervisor::program();
     ctx.background = crate::tools::background::Jobs::new(config.max_background);
     if !config.permissions.is_empty() {
