@@ -48,8 +48,6 @@ pub(super) struct Inputs<'a> {
     /// Someone can answer "run outside the sandbox?" for a call the sandbox stopped (the
     /// full-screen session, an editor); otherwise such a call fails with the way out.
     pub ask_outside_sandbox: bool,
-    /// Message contents in the exported trace spans (only where an exporter runs).
-    pub trace_content: bool,
     /// The sub-agent slots this session shares; `None`: no delegation.
     pub subagents: Option<Subagents>,
     /// The daemon's journal of tool calls and the run a crash left open.
@@ -179,7 +177,6 @@ impl Prepared<'_> {
             options: Options {
                 auto_approve: inputs.auto_approve,
                 ask_outside_sandbox: inputs.ask_outside_sandbox,
-                trace_content: inputs.trace_content,
                 subagents: inputs.subagents,
                 user_memory: crate::config::user_config_path(inputs.env)
                     .and_then(|c| Some(c.parent()?.join(crate::memory::AGENTS_FILE))),
@@ -221,7 +218,7 @@ pub(super) fn scrubbed_env(config: &Config) -> Vec<String> {
 }
 
 /// The agent options taken from `config` alone. What differs by frontend is left off: no
-/// auto-approval, no message content in traces, no sub-agents.
+/// auto-approval, no sub-agents.
 fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
     Options {
         max_rounds: config.max_rounds,
@@ -236,7 +233,8 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         auto_approve: false,
         reserve_tokens: config.reserve_tokens,
         keep_recent_tokens: config.keep_recent_tokens,
-        trace_content: false,
+        // Message contents in the exported spans only where an exporter runs and was asked to.
+        trace_content: super::prelude::trace_content(config),
         subagents: None,
         skills,
         goal: config.goal,
