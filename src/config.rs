@@ -173,18 +173,11 @@ pub struct Config {
     pub max_tool_calls: u32,
     /// Send the model's reasoning back to the server in later requests.
     pub send_reasoning: bool,
-    /// Whether `[model] max_tokens` was set in a file: otherwise a small window bounds
-    /// replies tighter (`agent::small`).
-    pub max_tokens_configured: bool,
-    /// `[model] recover_tool_calls`: run calls a model wrote as text (on by default).
-    pub recover_tool_calls: bool,
-    /// `[model] first_look`: in the small profile, read the files (and list the folders) a
-    /// prompt names before the model's first reply (on by default).
-    pub first_look: bool,
-    /// `[model] profile`: `None` lets the model profiles table and the window decide.
-    pub model_profile: Option<ModelProfile>,
-    /// `[model] tools`: tools the small profile should offer anyway.
-    pub model_tools: Vec<String>,
+    /// What the core does for small local models (`[model] recover_tool_calls`,
+    /// `first_look`, and whether `max_tokens` was set), handed to the agent whole.
+    pub small: crate::agent::small::Settings,
+    /// `[model] profile` and `[model] tools`, handed to the agent whole.
+    pub model_profile: crate::provider::profiles::Settings,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.

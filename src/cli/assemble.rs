@@ -244,18 +244,8 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         lsp: config.lsp.clone(),
         user_memory: None,
         hooks: Arc::default(),
-        small: crate::agent::small::Settings {
-            recover_tool_calls: config.recover_tool_calls,
-            first_look: config.first_look,
-            bound_replies: !config.max_tokens_configured,
-        },
-        model_profile: crate::provider::profiles::Settings {
-            profile: config.model_profile.map(|p| match p {
-                crate::config::ModelProfile::Small => crate::provider::profiles::Profile::Small,
-                crate::config::ModelProfile::Full => crate::provider::profiles::Profile::Full,
-            }),
-            tools: config.model_tools.clone(),
-        },
+        small: config.small,
+        model_profile: config.model_profile.clone(),
     }
 }
 

@@ -68,11 +68,8 @@ pub(super) fn resolve(
         stream_idle_timeout: limits.model.stream_idle_timeout,
         max_tool_calls: limits.model.max_tool_calls,
         send_reasoning: layers.file.model.send_reasoning.unwrap_or(false),
-        max_tokens_configured: layers.file.model.max_tokens.is_some(),
-        recover_tool_calls: layers.file.model.recover_tool_calls.unwrap_or(true),
-        first_look: layers.file.model.first_look.unwrap_or(true),
-        model_profile: layers.file.model.profile,
-        model_tools: model_tools(&layers)?,
+        small: small_model(&layers),
+        model_profile: model_profile(&layers)?,
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
@@ -562,9 +559,26 @@ fn check_base_url(url: String, origin: String) -> Result<String, ConfigError> {
     Ok(trimmed.to_string())
 }
 
-/// `[model] tools`: it may name only the tools the small profile leaves out (the others are
-/// always offered, or come with their feature).
-fn model_tools(layers: &Layers) -> Result<Vec<String>, ConfigError> {
+/// The small-model knobs of `[model]`: what a file leaves out keeps the part's default.
+fn small_model(layers: &Layers) -> crate::agent::small::Settings {
+    let m = &layers.file.model;
+    let default = crate::agent::small::Settings::default();
+    crate::agent::small::Settings {
+        recover_tool_calls: m.recover_tool_calls.unwrap_or(default.recover_tool_calls),
+        first_look: m.first_look.unwrap_or(default.first_look),
+        // The user's own `max_tokens` stands: replies are bounded only without one.
+        bound_replies: m.max_tokens.is_none() && default.bound_replies,
+    }
+}
+
+/// `[model] profile` and `[model] tools`: `tools` may name only the tools the small profile
+/// leaves out (the others are always offered, or come with their feature).
+fn model_profile(layers: &Layers) -> Result<crate::provider::profiles::Settings, ConfigError> {
+    use crate::provider::profiles::Profile;
+    let profile = layers.file.model.profile.map(|p| match p {
+        super::ModelProfile::Small => Profile::Small,
+        super::ModelProfile::Full => Profile::Full,
+    });
     use crate::defaults::SMALL_PROFILE_OPTIONAL_TOOLS as OPTIONAL;
     let tools = layers.file.model.tools.clone().unwrap_or_default();
     if let Some(name) = tools.iter().find(|t| !OPTIONAL.contains(&t.as_str())) {
@@ -577,5 +591,5 @@ fn model_tools(layers: &Layers) -> Result<Vec<String>, ConfigError> {
             ),
         });
     }
-    Ok(tools)
+    Ok(crate::provider::profiles::Settings { profile, tools })
 }

@@ -126,6 +126,7 @@ const RULES: &[Rule] = &[
             "hooks",
             "lsp",
             "permissions",
+            "provider",
             "sanitize",
             "sandbox",
             "tools",
