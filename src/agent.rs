@@ -83,11 +83,8 @@ pub struct Options {
     /// Attach prompts, replies, tool arguments and results to the exported spans
     /// (`[telemetry] include_content`); metadata only when false.
     pub trace_content: bool,
-    /// Goal rounds a new goal may use unless its command names a limit (`[goal] max_rounds`).
-    pub goal_max_rounds: u32,
-    /// Goal rounds in a row without progress after which a goal blocks as `awaiting-human`
-    /// (`[goal] stall_rounds`).
-    pub goal_stall_rounds: u32,
+    /// `[goal]`: goal mode's round limits.
+    pub goal: goal::Settings,
     /// Start in plan mode (`--plan`).
     pub plan: bool,
     /// A `bash` call the sandbox stopped may be offered to run outside it (the full-screen
@@ -125,8 +122,7 @@ impl Default for Options {
             subagents: None,
             skills: Arc::new(Skills::default()),
             trace_content: false,
-            goal_max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
-            goal_stall_rounds: crate::defaults::GOAL_STALL_ROUNDS,
+            goal: goal::Settings::default(),
             plan: false,
             ask_outside_sandbox: false,
             checkpoints: crate::checkpoints::Settings::default(),

@@ -126,8 +126,11 @@ impl Guard {
 /// `.minicode/<SUBDIR>`: everything checkpoints keep.
 pub(crate) const SUBDIR: &str = "checkpoints";
 
-/// `[checkpoints]` in the configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `[checkpoints]` in the configuration: the table deserialises straight into this struct
+/// (unknown keys refused, a missing key takes its value from [`Default`], the only place the
+/// defaults are written), and the store is handed it whole.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// `enabled`: record checkpoints around mutating calls.
     pub enabled: bool,
@@ -135,7 +138,9 @@ pub struct Settings {
     pub max_file_bytes: u64,
     /// `max_bytes`: the store's size above which the oldest turns' checkpoints are pruned.
     pub max_bytes: u64,
-    /// Protected paths, known sessions and secrets.
+    /// Protected paths, known sessions and secrets: not configuration (no key sets it), the
+    /// CLI fills it from what it knows.
+    #[serde(skip)]
     pub guard: Guard,
 }
 

@@ -447,7 +447,6 @@ fn run_session(
         auto_approve: args.yes,
         // Someone answers only in the full-screen session.
         ask_outside_sandbox: interactive,
-        trace_content: prelude::trace_content(&config),
         // One value for the process: every delegation shares its slots.
         subagents: Some(agent::delegate::Subagents::new(
             config.subagents_max_concurrent,

@@ -7,8 +7,10 @@
 //! closure so tests never mutate it), and no error or `Debug` output may ever contain the key.
 //!
 //! The parts: `file` reads and parses one file, `layers` finds the files, enforces trust and
-//! merges them field by field, `resolve` applies precedence and checks every value, `trust`
-//! reads and edits the user's list of trusted workspaces.
+//! merges them field by field, `parts` merges the tables that are a part's own settings struct
+//! (`[fetch]`, `[goal]`, `[checkpoints]`) key by key and reads each into that struct whole,
+//! `resolve` applies precedence and checks every value, `trust` reads and edits the user's
+//! list of trusted workspaces.
 
 mod file;
 mod hooks;
@@ -16,6 +18,7 @@ mod layers;
 mod lsp;
 mod mcp;
 mod model_setup;
+mod parts;
 mod permissions;
 mod resolve;
 mod sandbox;
@@ -170,18 +173,11 @@ pub struct Config {
     pub max_tool_calls: u32,
     /// Send the model's reasoning back to the server in later requests.
     pub send_reasoning: bool,
-    /// Whether `[model] max_tokens` was set in a file: otherwise a small window bounds
-    /// replies tighter (`agent::small`).
-    pub max_tokens_configured: bool,
-    /// `[model] recover_tool_calls`: run calls a model wrote as text (on by default).
-    pub recover_tool_calls: bool,
-    /// `[model] first_look`: in the small profile, read the files (and list the folders) a
-    /// prompt names before the model's first reply (on by default).
-    pub first_look: bool,
-    /// `[model] profile`: `None` lets the model profiles table and the window decide.
-    pub model_profile: Option<ModelProfile>,
-    /// `[model] tools`: tools the small profile should offer anyway.
-    pub model_tools: Vec<String>,
+    /// What the core does for small local models (`[model] recover_tool_calls`,
+    /// `first_look`, and whether `max_tokens` was set), handed to the agent whole.
+    pub small: crate::agent::small::Settings,
+    /// `[model] profile` and `[model] tools`, handed to the agent whole.
+    pub model_profile: crate::provider::profiles::Settings,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.
@@ -196,20 +192,13 @@ pub struct Config {
     pub subagents_max_concurrent: usize,
     /// How long one sub-agent may take before it is stopped.
     pub subagents_timeout: Duration,
-    /// `[fetch] timeout_secs`: how long one `fetch` may take.
-    pub fetch_timeout: Duration,
-    /// `[fetch] max_bytes`: bytes of a page one `fetch` downloads.
-    pub fetch_max_bytes: u64,
-    /// Goal rounds a goal may use unless `--goal-rounds` says otherwise (`[goal] max_rounds`).
-    pub goal_max_rounds: u32,
-    /// Goal rounds in a row without progress before a goal blocks (`[goal] stall_rounds`).
-    pub goal_stall_rounds: u32,
-    /// `[checkpoints] enabled`: record checkpoints around mutating tool calls.
-    pub checkpoints_enabled: bool,
-    /// `[checkpoints] max_file_bytes`: larger files are not recorded.
-    pub checkpoints_max_file_bytes: u64,
-    /// `[checkpoints] max_bytes`: the store's cap, kept by pruning the oldest turns.
-    pub checkpoints_max_bytes: u64,
+    /// `[fetch]`: how long and how much one `fetch` of a web page may take.
+    pub fetch: crate::tools::fetch::Limits,
+    /// `[goal]`: goal mode's round limits.
+    pub goal: crate::agent::goal::Settings,
+    /// `[checkpoints]`: the undo record of tool calls (its `guard` is left empty here: the
+    /// CLI fills it when it hands the settings to a session).
+    pub checkpoints: crate::checkpoints::Settings,
     /// `[lsp]`: the language servers asked for diagnostics after an edit.
     pub lsp: crate::lsp::Settings,
     /// How many of the last turns the full-screen UI prints to the normal screen on exit:

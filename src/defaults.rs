@@ -1,7 +1,7 @@
 //! Every default and ceiling that more than one layer needs, in one place: the configuration
 //! fills unset fields from here, and the core's own `Default`s (for library callers and tests)
-//! use the same values, so the two can never drift apart. A leaf: plain constants and the
-//! default locations derived from the environment, nothing else.
+//! use the same values, so the two can never drift apart. A leaf: plain constants, the
+//! default locations derived from the environment, and how settings tables write a duration.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -125,4 +125,10 @@ pub(crate) fn runtime_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
         Some(dir) => Path::new(&dir).join("minicode"),
         None => PathBuf::from(format!("/tmp/minicode-{}", nix::unistd::getuid())),
     }
+}
+
+/// How a settings table writes a duration: whole seconds (`timeout_secs = 30`), read into the
+/// part's `Duration` field with `#[serde(deserialize_with = "crate::defaults::secs")]`.
+pub(crate) fn secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    <u64 as serde::Deserialize>::deserialize(d).map(Duration::from_secs)
 }

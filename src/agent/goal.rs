@@ -15,7 +15,31 @@ pub mod record;
 pub(crate) mod stall;
 pub(crate) mod tools;
 
+/// `[goal]` in the configuration: the table deserialises straight into this struct (unknown
+/// keys refused; a missing key takes its value from [`Default`], the one place the defaults
+/// are written), and the goal driver is handed it whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Goal rounds a new goal may use unless its command names a limit (`--goal-rounds`).
+    pub max_rounds: u32,
+    /// Goal rounds in a row without progress after which the goal blocks as
+    /// `awaiting-human`.
+    pub stall_rounds: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            max_rounds: crate::defaults::GOAL_MAX_ROUNDS,
+            stall_rounds: crate::defaults::GOAL_STALL_ROUNDS,
+        }
+    }
+}
+
 use std::time::SystemTime;
+
+use serde::Deserialize;
 
 use crate::chat::Message;
 use crate::protocol::{BlockCode, Goal, GoalBlock, GoalChange, GoalPhase, GoalRef};

@@ -80,14 +80,7 @@ impl Core {
             emitter.clone(),
         );
         let core = Core {
-            goal: goal::driver::Driver::new(
-                setup.registry.clone(),
-                goal::driver::Limits {
-                    max_rounds: options.goal_max_rounds,
-                    stall_rounds: options.goal_stall_rounds,
-                },
-                emitter.clone(),
-            ),
+            goal: goal::driver::Driver::new(setup.registry.clone(), options.goal, emitter.clone()),
             skills: skills::View::new(options.skills.clone(), emitter.clone()),
             mcp: mcp::Servers::new(setup.mcp, emitter.clone()),
             store: store::Store::new(setup.session, journal, emitter.clone()),

@@ -48,8 +48,6 @@ pub(super) struct Inputs<'a> {
     /// Someone can answer "run outside the sandbox?" for a call the sandbox stopped (the
     /// full-screen session, an editor); otherwise such a call fails with the way out.
     pub ask_outside_sandbox: bool,
-    /// Message contents in the exported trace spans (only where an exporter runs).
-    pub trace_content: bool,
     /// The sub-agent slots this session shares; `None`: no delegation.
     pub subagents: Option<Subagents>,
     /// The daemon's journal of tool calls and the run a crash left open.
@@ -179,7 +177,6 @@ impl Prepared<'_> {
             options: Options {
                 auto_approve: inputs.auto_approve,
                 ask_outside_sandbox: inputs.ask_outside_sandbox,
-                trace_content: inputs.trace_content,
                 subagents: inputs.subagents,
                 user_memory: crate::config::user_config_path(inputs.env)
                     .and_then(|c| Some(c.parent()?.join(crate::memory::AGENTS_FILE))),
@@ -221,7 +218,7 @@ pub(super) fn scrubbed_env(config: &Config) -> Vec<String> {
 }
 
 /// The agent options taken from `config` alone. What differs by frontend is left off: no
-/// auto-approval, no message content in traces, no sub-agents.
+/// auto-approval, no sub-agents.
 fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
     Options {
         max_rounds: config.max_rounds,
@@ -236,29 +233,19 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         auto_approve: false,
         reserve_tokens: config.reserve_tokens,
         keep_recent_tokens: config.keep_recent_tokens,
-        trace_content: false,
+        // Message contents in the exported spans only where an exporter runs and was asked to.
+        trace_content: super::prelude::trace_content(config),
         subagents: None,
         skills,
-        goal_max_rounds: config.goal_max_rounds,
-        goal_stall_rounds: config.goal_stall_rounds,
+        goal: config.goal,
         plan: config.plan,
         ask_outside_sandbox: false,
         checkpoints: checkpoint_settings(config),
         lsp: config.lsp.clone(),
         user_memory: None,
         hooks: Arc::default(),
-        small: crate::agent::small::Settings {
-            recover_tool_calls: config.recover_tool_calls,
-            first_look: config.first_look,
-            bound_replies: !config.max_tokens_configured,
-        },
-        model_profile: crate::provider::profiles::Settings {
-            profile: config.model_profile.map(|p| match p {
-                crate::config::ModelProfile::Small => crate::provider::profiles::Profile::Small,
-                crate::config::ModelProfile::Full => crate::provider::profiles::Profile::Full,
-            }),
-            tools: config.model_tools.clone(),
-        },
+        small: config.small,
+        model_profile: config.model_profile.clone(),
     }
 }
 
@@ -269,9 +256,6 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
 pub(crate) fn checkpoint_settings(config: &Config) -> crate::checkpoints::Settings {
     let header_values = config.telemetry.iter().flat_map(|t| &t.headers);
     crate::checkpoints::Settings {
-        enabled: config.checkpoints_enabled,
-        max_file_bytes: config.checkpoints_max_file_bytes,
-        max_bytes: config.checkpoints_max_bytes,
         guard: crate::checkpoints::Guard {
             protected: Some(crate::tools::protected::reason),
             session_exists: Some(session_exists),
@@ -282,6 +266,7 @@ pub(crate) fn checkpoint_settings(config: &Config) -> crate::checkpoints::Settin
                 .map(|k| k.expose().to_string())
                 .collect(),
         },
+        ..config.checkpoints.clone()
     }
 }
 
@@ -315,8 +300,7 @@ fn tool_ctx(config: &Config, workspace: &Path) -> ToolCtx {
         max_total_bytes: config.outputs_max_bytes,
         max_age: config.outputs_max_age,
     };
-    ctx.fetch.timeout = config.fetch_timeout;
-    ctx.fetch.max_bytes = config.fetch_max_bytes;
+    ctx.fetch = config.fetch;
     ctx.supervisor = crate::process::supervisor::program();
     ctx.background = crate::tools::background::Jobs::new(config.max_background);
     if !config.permissions.is_empty() {

@@ -166,7 +166,7 @@ async fn examine(provider: &OpenAi, config: &Config) -> Findings {
         Some(reply) => {
             check_usage(reply, &mut f);
             formats.extend(reply.reasoning_format);
-            let recover = config.recover_tool_calls;
+            let recover = config.small.recover_tool_calls;
             let tooled = check_tools(provider, probed.as_ref(), recover, &mut f).await;
             formats.extend(tooled.and_then(|r| r.reasoning_format));
         }

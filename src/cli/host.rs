@@ -173,7 +173,6 @@ impl Opener for Host {
             // Every approval goes to the client: a host has no --yes.
             auto_approve: false,
             ask_outside_sandbox: editor,
-            trace_content: super::prelude::trace_content(&config),
             subagents: Some(subagents),
             hosted: request.hosted.map(|hosted| Hooks {
                 journal: Some(hosted.journal),

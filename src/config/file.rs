@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::parts::Checked;
 use super::{ConfigError, OtlpProtocol, ProviderKind, Secret};
 use crate::sanitize::text::floor_boundary;
 use crate::sanitize::visible;
@@ -33,14 +34,29 @@ pub(super) struct FileConfig {
     pub ui: UiTable,
     #[serde(default)]
     pub subagents: SubagentsTable,
+    /// `[fetch]`: the `fetch` tool's own limits (see `config/parts.rs`).
     #[serde(default)]
-    pub fetch: FetchTable,
+    #[expect(
+        dead_code,
+        reason = "read only to check the table; its values come key by key"
+    )]
+    pub fetch: Checked<crate::tools::fetch::Limits>,
+    /// `[goal]`: goal mode's own settings (see `config/parts.rs`).
     #[serde(default)]
-    pub goal: GoalTable,
+    #[expect(
+        dead_code,
+        reason = "read only to check the table; its values come key by key"
+    )]
+    pub goal: Checked<crate::agent::goal::Settings>,
     #[serde(default)]
     pub telemetry: TelemetryTable,
+    /// `[checkpoints]`: the part's own settings (see `config/parts.rs`).
     #[serde(default)]
-    pub checkpoints: CheckpointsTable,
+    #[expect(
+        dead_code,
+        reason = "read only to check the table; its values come key by key"
+    )]
+    pub checkpoints: Checked<crate::checkpoints::Settings>,
     /// `[lsp]` (see `config/lsp.rs`); a workspace's file may name servers only once the
     /// workspace is trusted.
     pub lsp: Option<super::lsp::LspTable>,
@@ -57,6 +73,10 @@ pub(super) struct FileConfig {
     pub hooks: Option<super::hooks::HooksTable>,
     /// A workspace's hooks the user approved; honoured only in the user's file.
     pub approved_hooks: Option<Vec<super::hooks::ApprovedHook>>,
+    /// The file as written: which keys it sets, so the parts' tables (whose typed fields are
+    /// already filled with defaults) are laid over each other key by key.
+    #[serde(skip)]
+    pub written: toml::Table,
 }
 
 /// One entry of `trusted_workspaces`: a canonical path, as older versions wrote it, or the
@@ -149,31 +169,6 @@ pub(super) struct SubagentsTable {
     pub timeout_secs: Option<u64>,
 }
 
-/// `[fetch]`: how long and how much one `fetch` of a web page may take.
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct FetchTable {
-    pub timeout_secs: Option<u64>,
-    pub max_bytes: Option<u64>,
-}
-
-/// `[goal]`: goal mode.
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct GoalTable {
-    pub max_rounds: Option<u32>,
-    pub stall_rounds: Option<u32>,
-}
-
-/// `[checkpoints]`: the undo record of tool calls.
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct CheckpointsTable {
-    pub enabled: Option<bool>,
-    pub max_file_bytes: Option<u64>,
-    pub max_bytes: Option<u64>,
-}
-
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct UiTable {
@@ -253,16 +248,18 @@ pub(super) fn read_text(path: &Path, confined_to: Option<&Path>) -> Result<Strin
 /// Parses the text of a configuration file; `path` only names it in errors.
 pub(super) fn parse(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
     // Syntax first, so a malformed file is reported as such and not as a field problem.
-    if let Err(e) = text.parse::<toml::Table>() {
+    let written = text.parse::<toml::Table>().map_err(|e| {
         let (line, column) = line_column(text, e.span().map_or(0, |s| s.start));
-        return Err(ConfigError::Syntax {
+        ConfigError::Syntax {
             path: path.to_path_buf(),
             line,
             column,
             message: visible(first_line(e.message())),
-        });
-    }
-    toml::from_str::<FileConfig>(text).map_err(|e| field_error(path, text, &e))
+        }
+    })?;
+    let mut parsed = toml::from_str::<FileConfig>(text).map_err(|e| field_error(path, text, &e))?;
+    parsed.written = written;
+    Ok(parsed)
 }
 
 fn field_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::file::{
-    self, ApprovedMcpServer, CheckpointsTable, ContextTable, FetchTable, FileConfig, GoalTable,
-    McpServerTable, ModelTable, SubagentsTable, TelemetryTable, ToolsTable, UiTable,
+    self, ApprovedMcpServer, ContextTable, FileConfig, McpServerTable, ModelTable, SubagentsTable,
+    TelemetryTable, ToolsTable, UiTable,
 };
 use super::trust::{self, Listed, Trust};
 use super::trust_record::{self, TRUST_ONLY};
@@ -19,7 +19,10 @@ use super::{ConfigError, Overrides};
 pub(super) struct Layers {
     pub file: FileConfig,
     /// Dotted field name → the file that set it (the highest one that did).
-    origins: HashMap<&'static str, PathBuf>,
+    origins: HashMap<String, PathBuf>,
+    /// The parts' own tables (`[fetch]`, `[goal]`, `[checkpoints]`), laid over each other key
+    /// by key; [`Layers::part`] reads one into its part's settings.
+    parts: super::parts::Parts,
     /// The files read, lowest precedence first.
     pub sources: Vec<PathBuf>,
     pub trust: Trust,
@@ -64,10 +67,19 @@ impl Layers {
         }
     }
 
+    /// Part `name`'s settings (see `config/parts.rs`): what the files set, the rest default.
+    pub(super) fn part<T>(&self, name: &'static str) -> Result<T, ConfigError>
+    where
+        T: serde::de::DeserializeOwned + Default,
+    {
+        self.parts.get(name, self.origin(name))
+    }
+
     fn empty(trust: Trust) -> Self {
         Self {
             file: FileConfig::default(),
             origins: HashMap::new(),
+            parts: super::parts::Parts::default(),
             sources: Vec::new(),
             trust,
             mcp_servers: BTreeMap::new(),
@@ -295,7 +307,7 @@ macro_rules! lay {
             if let Some(value) = $over.$table.$field.take() {
                 $layers.file.$table.$field = Some(value);
                 $layers.origins.insert(
-                    concat!(stringify!($table), ".", stringify!($field)),
+                    concat!(stringify!($table), ".", stringify!($field)).to_string(),
                     $path.clone(),
                 );
             }
@@ -340,6 +352,7 @@ impl Layers {
         if let Some(table) = over.sandbox.take() {
             self.sandbox.user = Some((table, path.clone()));
         }
+        self.parts.lay(&mut over.written, &path, &mut self.origins);
         let layers = self;
         lay!(layers, over, path;
             model.provider, model.base_url, model.name, model.api_key, model.api_key_env,
@@ -352,9 +365,6 @@ impl Layers {
             context.reserve_tokens, context.keep_recent_tokens,
             ui.exit_transcript_turns, ui.syntax_highlighting,
             subagents.max_concurrent, subagents.timeout_secs,
-            fetch.timeout_secs, fetch.max_bytes,
-            goal.max_rounds, goal.stall_rounds,
-            checkpoints.enabled, checkpoints.max_file_bytes, checkpoints.max_bytes,
             telemetry.otlp_endpoint, telemetry.headers, telemetry.protocol,
             telemetry.service_name, telemetry.include_content,
         );
@@ -409,22 +419,10 @@ impl Layers {
                     max_concurrent: _,
                     timeout_secs: _,
                 },
-            fetch:
-                FetchTable {
-                    timeout_secs: _,
-                    max_bytes: _,
-                },
-            goal:
-                GoalTable {
-                    max_rounds: _,
-                    stall_rounds: _,
-                },
-            checkpoints:
-                CheckpointsTable {
-                    enabled: _,
-                    max_file_bytes: _,
-                    max_bytes: _,
-                },
+            fetch: _,
+            goal: _,
+            checkpoints: _,
+            written: _,
             sandbox: _,
             telemetry:
                 TelemetryTable {

@@ -68,11 +68,8 @@ pub(super) fn resolve(
         stream_idle_timeout: limits.model.stream_idle_timeout,
         max_tool_calls: limits.model.max_tool_calls,
         send_reasoning: layers.file.model.send_reasoning.unwrap_or(false),
-        max_tokens_configured: layers.file.model.max_tokens.is_some(),
-        recover_tool_calls: layers.file.model.recover_tool_calls.unwrap_or(true),
-        first_look: layers.file.model.first_look.unwrap_or(true),
-        model_profile: layers.file.model.profile,
-        model_tools: model_tools(&layers)?,
+        small: small_model(&layers),
+        model_profile: model_profile(&layers)?,
         bash_timeout: limits.bash_timeout,
         max_rounds: limits.max_rounds,
         outputs_max_file_bytes: limits.outputs_max_file_bytes,
@@ -81,13 +78,9 @@ pub(super) fn resolve(
         max_background: limits.max_background,
         subagents_max_concurrent: limits.subagents_max_concurrent,
         subagents_timeout: limits.subagents_timeout,
-        fetch_timeout: fetch.0,
-        fetch_max_bytes: fetch.1,
-        goal_max_rounds: limits.goal_max_rounds,
-        goal_stall_rounds: limits.goal_stall_rounds,
-        checkpoints_enabled: layers.file.checkpoints.enabled.unwrap_or(true),
-        checkpoints_max_file_bytes: limits.checkpoints_max_file_bytes,
-        checkpoints_max_bytes: limits.checkpoints_max_bytes,
+        fetch,
+        goal: limits.goal,
+        checkpoints: limits.checkpoints,
         lsp,
         reserve_tokens: layers.file.context.reserve_tokens,
         keep_recent_tokens: layers.file.context.keep_recent_tokens,
@@ -171,10 +164,8 @@ struct Limits {
     max_background: usize,
     subagents_max_concurrent: usize,
     subagents_timeout: Duration,
-    goal_max_rounds: u32,
-    goal_stall_rounds: u32,
-    checkpoints_max_file_bytes: u64,
-    checkpoints_max_bytes: u64,
+    goal: crate::agent::goal::Settings,
+    checkpoints: crate::checkpoints::Settings,
 }
 
 /// The numbers of `[model]`.
@@ -213,6 +204,11 @@ impl Bounded<'_> {
             Some(v) => Ok(v),
             None => Ok(default),
         }
+    }
+
+    /// A part's number, its default already filled in: checked only against its bounds.
+    fn within(&self, value: u64, field: &'static str, max: u64) -> Result<u64, ConfigError> {
+        self.check(Some(value), value, field, max)
     }
 
     /// A count the file gives as a u32: the value came from a u32, so it cannot saturate.
@@ -302,52 +298,55 @@ fn limits(layers: &Layers) -> Result<Limits, ConfigError> {
             "subagents.timeout_secs",
             bounds::TIMEOUT_SECS,
         )?,
-        goal_max_rounds: b.count(
-            f.goal.max_rounds,
-            defaults::GOAL_MAX_ROUNDS,
-            "goal.max_rounds",
-            bounds::ROUNDS,
-        )?,
-        goal_stall_rounds: b.count(
-            f.goal.stall_rounds,
-            defaults::GOAL_STALL_ROUNDS,
-            "goal.stall_rounds",
-            bounds::ROUNDS,
-        )?,
-        checkpoints_max_file_bytes: b.check(
-            f.checkpoints.max_file_bytes,
-            defaults::CHECKPOINT_MAX_FILE_BYTES,
-            "checkpoints.max_file_bytes",
-            bounds::CHECKPOINT_MAX_FILE_BYTES,
-        )?,
-        checkpoints_max_bytes: b.check(
-            f.checkpoints.max_bytes,
-            defaults::CHECKPOINT_MAX_BYTES,
-            "checkpoints.max_bytes",
-            bounds::CHECKPOINT_MAX_BYTES,
-        )?,
+        goal: goal(&b)?,
+        checkpoints: checkpoints(&b)?,
     };
     relative_limits(&b, context_window)?;
     Ok(limits)
 }
 
-/// `[fetch]`: the time and size caps of one `fetch` (timeout, bytes).
-fn fetch_limits(b: &Bounded<'_>) -> Result<(Duration, u64), ConfigError> {
-    let f = &b.0.file.fetch;
-    Ok((
-        b.secs(
-            f.timeout_secs,
-            defaults::FETCH_TIMEOUT,
-            "fetch.timeout_secs",
-            bounds::TIMEOUT_SECS,
-        )?,
-        b.check(
-            f.max_bytes,
-            defaults::FETCH_MAX_BYTES,
-            "fetch.max_bytes",
-            bounds::FETCH_MAX_BYTES,
-        )?,
-    ))
+/// `[goal]`, with its round limits checked.
+fn goal(b: &Bounded<'_>) -> Result<crate::agent::goal::Settings, ConfigError> {
+    let settings: crate::agent::goal::Settings = b.0.part("goal")?;
+    b.within(
+        settings.max_rounds.into(),
+        "goal.max_rounds",
+        bounds::ROUNDS,
+    )?;
+    b.within(
+        settings.stall_rounds.into(),
+        "goal.stall_rounds",
+        bounds::ROUNDS,
+    )?;
+    Ok(settings)
+}
+
+/// `[checkpoints]`, with its sizes checked.
+fn checkpoints(b: &Bounded<'_>) -> Result<crate::checkpoints::Settings, ConfigError> {
+    let settings: crate::checkpoints::Settings = b.0.part("checkpoints")?;
+    b.within(
+        settings.max_file_bytes,
+        "checkpoints.max_file_bytes",
+        bounds::CHECKPOINT_MAX_FILE_BYTES,
+    )?;
+    b.within(
+        settings.max_bytes,
+        "checkpoints.max_bytes",
+        bounds::CHECKPOINT_MAX_BYTES,
+    )?;
+    Ok(settings)
+}
+
+/// `[fetch]`: the time and size caps of one `fetch`, checked.
+fn fetch_limits(b: &Bounded<'_>) -> Result<crate::tools::fetch::Limits, ConfigError> {
+    let limits: crate::tools::fetch::Limits = b.0.part("fetch")?;
+    b.within(
+        limits.timeout.as_secs(),
+        "fetch.timeout_secs",
+        bounds::TIMEOUT_SECS,
+    )?;
+    b.within(limits.max_bytes, "fetch.max_bytes", bounds::FETCH_MAX_BYTES)?;
+    Ok(limits)
 }
 
 /// The numbers of `[model]`, checked first.
@@ -560,9 +559,26 @@ fn check_base_url(url: String, origin: String) -> Result<String, ConfigError> {
     Ok(trimmed.to_string())
 }
 
-/// `[model] tools`: it may name only the tools the small profile leaves out (the others are
-/// always offered, or come with their feature).
-fn model_tools(layers: &Layers) -> Result<Vec<String>, ConfigError> {
+/// The small-model knobs of `[model]`: what a file leaves out keeps the part's default.
+fn small_model(layers: &Layers) -> crate::agent::small::Settings {
+    let m = &layers.file.model;
+    let default = crate::agent::small::Settings::default();
+    crate::agent::small::Settings {
+        recover_tool_calls: m.recover_tool_calls.unwrap_or(default.recover_tool_calls),
+        first_look: m.first_look.unwrap_or(default.first_look),
+        // The user's own `max_tokens` stands: replies are bounded only without one.
+        bound_replies: m.max_tokens.is_none() && default.bound_replies,
+    }
+}
+
+/// `[model] profile` and `[model] tools`: `tools` may name only the tools the small profile
+/// leaves out (the others are always offered, or come with their feature).
+fn model_profile(layers: &Layers) -> Result<crate::provider::profiles::Settings, ConfigError> {
+    use crate::provider::profiles::Profile;
+    let profile = layers.file.model.profile.map(|p| match p {
+        super::ModelProfile::Small => Profile::Small,
+        super::ModelProfile::Full => Profile::Full,
+    });
     use crate::defaults::SMALL_PROFILE_OPTIONAL_TOOLS as OPTIONAL;
     let tools = layers.file.model.tools.clone().unwrap_or_default();
     if let Some(name) = tools.iter().find(|t| !OPTIONAL.contains(&t.as_str())) {
@@ -575,5 +591,5 @@ fn model_tools(layers: &Layers) -> Result<Vec<String>, ConfigError> {
             ),
         });
     }
-    Ok(tools)
+    Ok(crate::provider::profiles::Settings { profile, tools })
 }

@@ -21,14 +21,19 @@ use super::bash::Sink;
 use super::{Aim, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::{ApprovalRequest, ToolKind, ToolSpec};
 
-/// How far one `fetch` may go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How far one `fetch` may go: `[fetch]` in the configuration deserialises straight into it
+/// (unknown keys refused; a missing key takes its value from [`Default`], the one place the
+/// defaults are written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
-    /// The whole fetch, redirects and reading included.
+    /// The whole fetch, redirects and reading included (`timeout_secs`).
+    #[serde(rename = "timeout_secs", deserialize_with = "crate::defaults::secs")]
     pub timeout: Duration,
     /// Bytes of body read; the rest is not downloaded.
     pub max_bytes: u64,
-    /// Redirects followed (on the same host) before the fetch is refused.
+    /// Redirects followed (on the same host) before the fetch is refused: not a setting.
+    #[serde(skip)]
     pub max_redirects: u32,
 }
 

@@ -119,15 +119,20 @@ const RULES: &[Rule] = &[
     Rule {
         module: "config",
         may_use: Some(&[
+            "agent",
+            "checkpoints",
             "defaults",
             "fsutil",
             "hooks",
             "lsp",
             "permissions",
+            "provider",
             "sanitize",
             "sandbox",
+            "tools",
         ]),
-        why: "configuration is read once by the CLI and handed down as plain values",
+        why: "configuration is read once by the CLI and handed down as plain values; a \
+              part's table deserialises straight into the part's own settings struct",
     },
     Rule {
         module: "logging",

@@ -22,7 +22,10 @@ use minicode::session::Session;
 fn options(max_rounds: u32) -> Options {
     Options {
         auto_approve: true,
-        goal_max_rounds: max_rounds,
+        goal: minicode::agent::goal::Settings {
+            max_rounds,
+            ..Default::default()
+        },
         ..Options::default()
     }
 }

@@ -12,11 +12,14 @@ use minicode::protocol::{AgentHandle, BlockCode, Event, Goal, GoalOp, GoalPhase,
 fn options(stall_rounds: Option<u32>) -> Options {
     let mut options = Options {
         auto_approve: true,
-        goal_max_rounds: 256,
+        goal: minicode::agent::goal::Settings {
+            max_rounds: 256,
+            ..Default::default()
+        },
         ..Options::default()
     };
     if let Some(n) = stall_rounds {
-        options.goal_stall_rounds = n;
+        options.goal.stall_rounds = n;
     }
     options
 }
@@ -145,11 +148,12 @@ fn stall_rounds_is_read_from_the_goal_table() {
         };
         minicode::config::load(dir.path(), &env, &overrides)
     };
-    assert_eq!(load("").unwrap().goal_stall_rounds, 3);
+    assert_eq!(load("").unwrap().goal.stall_rounds, 3);
     assert_eq!(
         load("[goal]\nstall_rounds = 5\n")
             .unwrap()
-            .goal_stall_rounds,
+            .goal
+            .stall_rounds,
         5
     );
     let err = load("[goal]\nstall_rounds = 0\n").unwrap_err();

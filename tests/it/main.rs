@@ -101,6 +101,7 @@ mod server_wire;
 mod session;
 mod session_cli;
 mod session_journal;
+mod settings_parts;
 mod skills;
 mod small_models;
 mod startup_cost;

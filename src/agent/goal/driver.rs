@@ -62,17 +62,8 @@ pub(crate) struct Driver {
     events: Emitter,
 }
 
-/// The goal settings the driver is built with (`[goal]`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    /// Rounds a new goal may use unless its command names a limit.
-    pub max_rounds: u32,
-    /// Goal rounds in a row without progress after which the goal blocks.
-    pub stall_rounds: u32,
-}
-
 impl Driver {
-    pub(crate) fn new(registry: Arc<Registry>, limits: Limits, events: Emitter) -> Self {
+    pub(crate) fn new(registry: Arc<Registry>, limits: super::Settings, events: Emitter) -> Self {
         Self {
             goals: Goals::default(),
             tools_declared: false,
