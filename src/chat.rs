@@ -62,7 +62,7 @@ pub enum Builtin {
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 10] = [
+    pub const ALL: [Builtin; 11] = [
         Builtin::Bash,
         Builtin::BashOutput,
         Builtin::BashKill,
@@ -309,6 +309,17 @@ impl Usage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ApprovalRequest {
+/// What a call that changes a file will put there, as its tool parsed the arguments: a
+/// frontend previews the change (ACP's diffs) from this, never from the call's JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// `edit`: the piece `old` replaced by `new`.
+    Replace { old: String, new: String },
+    /// `write`: the file's whole new text.
+    Whole { text: String },
+}
+
     /// A shell command to run in the workspace.
     Command { command: String },
     /// A file change as a unified diff against the current file (empty old side for new files).

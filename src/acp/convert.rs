@@ -150,23 +150,13 @@ fn kind(kind: chat::ToolKind) -> ToolKind {
     }
 }
 
-fn str_arg<'a>(arguments: &'a serde_json::Value, name: &str) -> Option<&'a str> {
-    arguments.get(name).and_then(serde_json::Value::as_str)
-}
-
 /// The first path the tool said the call touches, absolute.
 fn path_of(paths: &[String], cwd: &Path) -> Option<PathBuf> {
     paths.first().map(|p| cwd.join(p))
 }
 
 fn title(tool: &str, summary: &str) -> String {
-    let Some(builtin) = chat::Builtin::of(tool) else {
-        return if summary.is_empty() {
-            tool.to_string()
-        } else {
-            format!("{tool}: {summary}")
-        };
-    };
+    let builtin = chat::Builtin::of(tool);
     match builtin {
         chat::Builtin::Bash => format!("Run `{summary}`"),
         chat::Builtin::BashOutput => format!("Read the output of {summary}"),
@@ -187,14 +177,10 @@ fn diff(shown: &Announced<'_>, cwd: &Path) -> Vec<ToolCallContent> {
     let Some(path) = path_of(shown.paths, cwd) else {
         return Vec::new();
     };
-    match (
-        shown.kind,
-        str_arg(shown.arguments, "old_string"),
-        str_arg(shown.arguments, "new_string"),
-    ) {
-        (chat::ToolKind::Edit, Some(old), Some(new)) => {
+    match shown.change {
+        Some(chat::Change::Replace { old, new }) => {
             vec![ToolCallContent::Diff(
-                Diff::new(path, new).old_text(old.to_string()),
+                Diff::new(path, new.as_str()).old_text(old.clone()),
             )]
         }
         _ => Vec::new(),
@@ -202,7 +188,7 @@ fn diff(shown: &Announced<'_>, cwd: &Path) -> Vec<ToolCallContent> {
 }
 
 /// What the core announced of a call: the tool's name, its summary and arguments, and the
-/// kind and paths the tool declared.
+/// kind, paths and change the tool declared.
 pub(super) struct Announced<'a> {
     pub tool: &'a str,
     pub summary: &'a str,
@@ -212,6 +198,7 @@ pub(super) struct Announced<'a> {
 }
 
 /// Whether the call is announced with a diff (an edit's replaced piece).
+    pub change: Option<&'a chat::Change>,
 pub(super) fn shows_diff(shown: &Announced<'_>, cwd: &Path) -> bool {
     !diff(shown, cwd).is_empty()
 }
@@ -250,11 +237,11 @@ pub(super) fn approval_fields(
 ) -> ToolCallUpdateFields {
     let Announced {
         tool,
-        arguments,
         paths,
         ..
     } = *shown;
     let (title, content) = match request {
+        change,
         ApprovalRequest::Command { command } => (
             format!("Run `{command}`"),
             Some(vec![text_content(&format!("```sh\n{command}\n```"))]),
@@ -262,10 +249,13 @@ pub(super) fn approval_fields(
         ApprovalRequest::Diff { path, diff }
             if chat::Builtin::of(tool) == Some(chat::Builtin::Write) =>
         {
-            let whole = str_arg(arguments, "content").zip(path_of(paths, cwd));
+            let whole = match change {
+                Some(chat::Change::Whole { text }) => path_of(paths, cwd).map(|f| (text, f)),
+                _ => None,
+            };
             let content = match whole {
                 Some((text, file)) if diff.starts_with("--- /dev/null") => {
-                    ToolCallContent::Diff(Diff::new(file, text))
+                    ToolCallContent::Diff(Diff::new(file, text.as_str()))
                 }
                 _ => text_content(&format!("```diff\n{diff}```")),
             };
@@ -392,6 +382,7 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
             } => {
                 let shown = Announced {
                     tool,
+                change,
                     summary,
                     arguments,
                     kind: *tool_kind,
@@ -399,6 +390,7 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
                 };
                 updates.push(tool_call(call, &shown, cwd));
                 let result = ended.unwrap_or(ToolStatus::Failed);
+                    change: change.as_deref(),
                 updates.push(tool_ended(call, result, output, shows_diff(&shown, cwd)));
             }
         }

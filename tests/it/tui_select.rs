@@ -33,6 +33,7 @@ fn tool(s: &mut State, call: &str, lines: usize) {
         tool: "bash".into(),
         summary: format!("run {call}"),
         arguments: json!({}),
+        change: None,
     }));
     let output: Vec<String> = (1..=lines).map(|i| format!("{call} line {i}")).collect();
     s.update(Msg::Agent(Event::ToolCallEnded {
