@@ -58,6 +58,8 @@ pub enum Builtin {
     Search,
     Find,
     Fetch,
+    /// Read-only sub-agents; the core runs its calls itself.
+    Delegate,
 }
 
 impl Builtin {
@@ -73,6 +75,7 @@ impl Builtin {
         Builtin::Search,
         Builtin::Find,
         Builtin::Fetch,
+        Builtin::Delegate,
     ];
 
     /// The name the model calls it by.
@@ -88,6 +91,7 @@ impl Builtin {
             Builtin::Search => "search",
             Builtin::Find => "find",
             Builtin::Fetch => "fetch",
+            Builtin::Delegate => "delegate",
         }
     }
 
@@ -305,10 +309,6 @@ impl Usage {
     }
 }
 
-/// What the user must see to decide on a call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ApprovalRequest {
 /// What a call that changes a file will put there, as its tool parsed the arguments: a
 /// frontend previews the change (ACP's diffs) from this, never from the call's JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,6 +320,10 @@ pub enum Change {
     Whole { text: String },
 }
 
+/// What the user must see to decide on a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ApprovalRequest {
     /// A shell command to run in the workspace.
     Command { command: String },
     /// A file change as a unified diff against the current file (empty old side for new files).

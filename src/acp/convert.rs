@@ -158,16 +158,19 @@ fn path_of(paths: &[String], cwd: &Path) -> Option<PathBuf> {
 fn title(tool: &str, summary: &str) -> String {
     let builtin = chat::Builtin::of(tool);
     match builtin {
-        chat::Builtin::Bash => format!("Run `{summary}`"),
-        chat::Builtin::BashOutput => format!("Read the output of {summary}"),
-        chat::Builtin::BashKill => format!("Stop {summary}"),
-        chat::Builtin::Read => format!("Read {summary}"),
-        chat::Builtin::Write => format!("Write {summary}"),
-        chat::Builtin::Edit => format!("Edit {summary}"),
-        chat::Builtin::List => format!("List {summary}"),
-        chat::Builtin::Search => format!("Search {summary}"),
-        chat::Builtin::Find => format!("Find {summary}"),
-        chat::Builtin::Fetch => format!("Fetch {summary}"),
+        Some(chat::Builtin::Bash) => format!("Run `{summary}`"),
+        Some(chat::Builtin::BashOutput) => format!("Read the output of {summary}"),
+        Some(chat::Builtin::BashKill) => format!("Stop {summary}"),
+        Some(chat::Builtin::Read) => format!("Read {summary}"),
+        Some(chat::Builtin::Write) => format!("Write {summary}"),
+        Some(chat::Builtin::Edit) => format!("Edit {summary}"),
+        Some(chat::Builtin::List) => format!("List {summary}"),
+        Some(chat::Builtin::Search) => format!("Search {summary}"),
+        Some(chat::Builtin::Find) => format!("Find {summary}"),
+        Some(chat::Builtin::Fetch) => format!("Fetch {summary}"),
+        // Sub-agents, MCP tools and skills: the tool's own name.
+        Some(chat::Builtin::Delegate) | None if summary.is_empty() => tool.to_string(),
+        Some(chat::Builtin::Delegate) | None => format!("{tool}: {summary}"),
     }
 }
 
@@ -195,10 +198,10 @@ pub(super) struct Announced<'a> {
     pub arguments: &'a serde_json::Value,
     pub kind: chat::ToolKind,
     pub paths: &'a [String],
+    pub change: Option<&'a chat::Change>,
 }
 
 /// Whether the call is announced with a diff (an edit's replaced piece).
-    pub change: Option<&'a chat::Change>,
 pub(super) fn shows_diff(shown: &Announced<'_>, cwd: &Path) -> bool {
     !diff(shown, cwd).is_empty()
 }
@@ -238,10 +241,10 @@ pub(super) fn approval_fields(
     let Announced {
         tool,
         paths,
+        change,
         ..
     } = *shown;
     let (title, content) = match request {
-        change,
         ApprovalRequest::Command { command } => (
             format!("Run `{command}`"),
             Some(vec![text_content(&format!("```sh\n{command}\n```"))]),
@@ -379,18 +382,18 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
                 output,
                 tool_kind,
                 paths,
+                change,
             } => {
                 let shown = Announced {
                     tool,
-                change,
                     summary,
                     arguments,
                     kind: *tool_kind,
                     paths,
+                    change: change.as_deref(),
                 };
                 updates.push(tool_call(call, &shown, cwd));
                 let result = ended.unwrap_or(ToolStatus::Failed);
-                    change: change.as_deref(),
                 updates.push(tool_ended(call, result, output, shows_diff(&shown, cwd)));
             }
         }

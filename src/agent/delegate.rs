@@ -30,7 +30,7 @@ use crate::tools::{
 };
 
 /// The tool's name.
-pub(crate) const NAME: &str = "delegate";
+pub(crate) const NAME: &str = Builtin::Delegate.name();
 /// The registry group the core puts it in.
 pub(crate) const GROUP: &str = "subagents";
 /// The only tools a child may call: nothing that writes, runs commands, reaches MCP servers
