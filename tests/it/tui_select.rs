@@ -191,6 +191,18 @@ fn find_highlights_matches_and_ctrl_f_jumps_between_them() {
 }
 
 #[test]
+fn a_find_hint_that_reads_like_the_exit_warning_stays_after_another_key() {
+    let mut s = state(60, 14);
+    reply(&mut s, "it said: press Ctrl+C again to exit");
+    command(&mut s, "/find Ctrl+C again");
+    let shown = "find “Ctrl+C again”: 1/1";
+    assert!(screen_text(&s).contains(shown), "{}", screen_text(&s));
+    // Only the exit warning ends with the next key; a hint is told by what it is.
+    key(&mut s, KeyCode::Left, KeyModifiers::NONE);
+    assert!(screen_text(&s).contains(shown), "{}", screen_text(&s));
+}
+
+#[test]
 fn model_lists_the_servers_models_and_model_name_switches_in_the_status_bar() {
     use minicode::protocol::Op;
     let mut s = state(120, 30);
