@@ -167,13 +167,6 @@ impl dyn Tool + '_ {
             }
         })
     }
-
-    /// The workspace paths a call with `args` touches; none when they do not parse.
-    pub fn paths(&self, args: &serde_json::Value) -> Vec<String> {
-        self.parse(args)
-            .map(|call| call.aim().paths().to_vec())
-            .unwrap_or_default()
-    }
 }
 
 /// A tool whose arguments stay JSON: an MCP server's tool (its server declares them) or a
