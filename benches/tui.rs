@@ -87,6 +87,7 @@ fn fill(s: &mut State, n: usize, entry_bytes: usize) {
                         tool: "bash".into(),
                         summary: "ls".into(),
                         arguments: serde_json::json!({}),
+                        change: None,
                     },
                 );
                 ev(
@@ -218,6 +219,7 @@ fn live_output() {
             tool: "bash".into(),
             summary: "./build.sh".into(),
             arguments: serde_json::Value::Null,
+            change: None,
         },
     );
     let mut piece = String::new();

@@ -58,11 +58,13 @@ pub enum Builtin {
     Search,
     Find,
     Fetch,
+    /// Read-only sub-agents; the core runs its calls itself.
+    Delegate,
 }
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 10] = [
+    pub const ALL: [Builtin; 11] = [
         Builtin::Bash,
         Builtin::BashOutput,
         Builtin::BashKill,
@@ -73,6 +75,7 @@ impl Builtin {
         Builtin::Search,
         Builtin::Find,
         Builtin::Fetch,
+        Builtin::Delegate,
     ];
 
     /// The name the model calls it by.
@@ -88,6 +91,7 @@ impl Builtin {
             Builtin::Search => "search",
             Builtin::Find => "find",
             Builtin::Fetch => "fetch",
+            Builtin::Delegate => "delegate",
         }
     }
 
@@ -308,6 +312,17 @@ impl Usage {
             cached_tokens: None,
         }
     }
+}
+
+/// What a call that changes a file will put there, as its tool parsed the arguments: a
+/// frontend previews the change (ACP's diffs) from this, never from the call's JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// `edit`: the piece `old` replaced by `new`.
+    Replace { old: String, new: String },
+    /// `write`: the file's whole new text.
+    Whole { text: String },
 }
 
 /// What the user must see to decide on a call.

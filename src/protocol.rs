@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::chat::{ApprovalRequest, ToolKind, ToolStatus, Usage};
+use crate::chat::{ApprovalRequest, Change, ToolKind, ToolStatus, Usage};
 
 mod commands;
 pub(crate) mod envelope;
@@ -470,6 +470,10 @@ pub enum Event {
         kind: ToolKind,
         #[serde(default)]
         paths: Vec<String>,
+        /// For a call that changes a file: what it will write, as the tool read it (redacted
+        /// like `arguments`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        change: Option<Change>,
     },
     /// The sandbox profile `bash` calls run under now, and plan mode: sent after
     /// `SessionConfigured` and whenever plan mode turns on or off.
@@ -783,6 +787,10 @@ pub enum HistoryEntry {
         tool_kind: ToolKind,
         #[serde(default)]
         paths: Vec<String>,
+        /// What the call would write to a file, as its tool reads the arguments (boxed: most
+        /// entries have none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        change: Option<Box<Change>>,
     },
 }
 

@@ -15,7 +15,7 @@ pub mod tally;
 
 use std::pin::Pin;
 
-use crate::chat::{Message, ToolCall, ToolSpec, Usage};
+use crate::chat::{Message, ToolCall, ToolSpec, ToolStatus, Usage};
 use futures_util::Stream;
 
 /// What to ask the model. Borrows the history so building a request never clones it.
@@ -28,6 +28,9 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [ToolSpec],
     /// `max_tokens`; 0 leaves it to the server.
     pub max_tokens: u32,
+    /// How the tool calls answered in `messages` ended, by call id. A server is sent only
+    /// the results' text; the offline demo model decides its next step by these.
+    pub statuses: &'a [(&'a str, ToolStatus)],
 }
 
 /// A complete reply, assembled from a stream or returned by a non-streaming call.

@@ -452,6 +452,18 @@ impl Session {
             .map(|at| &self.results[at].1)
     }
 
+    /// How each answered tool call ended, by call id, in order (calls whose status is not
+    /// known are left out).
+    pub(crate) fn statuses(&self) -> Vec<(&str, ToolStatus)> {
+        self.results
+            .iter()
+            .filter_map(|(at, info)| {
+                let id = self.messages.get(*at)?.tool_call_id.as_deref()?;
+                Some((id, info.status?))
+            })
+            .collect()
+    }
+
     pub fn totals(&self) -> &Totals {
         &self.totals
     }

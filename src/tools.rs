@@ -8,6 +8,7 @@ pub mod background;
 pub mod bash;
 pub(crate) mod bash_kill;
 pub(crate) mod bash_output;
+pub(crate) mod core_calls;
 pub(crate) mod diff;
 pub mod edit;
 pub mod fetch;
@@ -28,6 +29,7 @@ pub(crate) mod typed;
 pub(crate) mod walk;
 pub(crate) mod write;
 
+pub use core_calls::{CoreCall, CoreTool, DelegateTask, GoalUpdate, GoalUpdateStatus};
 pub use secrets::Secrets;
 pub(crate) use typed::Typed;
 
@@ -132,6 +134,17 @@ pub trait Invocation: Send + Sync {
 
     /// Runs the call. Must return promptly once `cancel` fires, killing anything it started.
     fn run<'a>(&'a self, ctx: &'a ToolCtx, cancel: CancellationToken) -> ToolFuture<'a>;
+
+    /// For a call of a tool the core runs itself (see [`CoreTool`]): the call with its
+    /// arguments as parsed here, so the core never reads them from JSON again.
+    fn core_call(&self) -> Option<CoreCall> {
+        None
+    }
+
+    /// For a call that changes a file: what it will write, for frontends to preview.
+    fn change(&self) -> Option<crate::chat::Change> {
+        None
+    }
 }
 
 impl dyn Tool + '_ {
@@ -153,40 +166,6 @@ impl dyn Tool + '_ {
                 Err(e) => ToolOutput::failed(e),
             }
         })
-    }
-
-    /// The workspace paths a call with `args` touches; none when they do not parse.
-    pub fn paths(&self, args: &serde_json::Value) -> Vec<String> {
-        self.parse(args)
-            .map(|call| call.aim().paths().to_vec())
-            .unwrap_or_default()
-    }
-}
-
-/// A tool whose calls the core runs itself: they change the session (its goal) or need the
-/// core (sub-agents). Such a tool declares and checks its calls like any other; the agent
-/// recognises it by this, never by its name or instance, and runs the call itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CoreTool {
-    /// `goal_status`: the goal's snapshot.
-    GoalStatus,
-    /// `goal_update`: the goal is complete or blocked.
-    GoalUpdate,
-    /// `delegate`: read-only sub-agents.
-    Delegate,
-}
-
-impl CoreTool {
-    /// What a call answers when a registry holding the tool is used without a core that runs
-    /// it (a library user's own loop).
-    pub(crate) fn outside_core(self) -> ToolFuture<'static> {
-        let text = match self {
-            CoreTool::GoalStatus | CoreTool::GoalUpdate => {
-                "goal tools only run in the session that owns the goal"
-            }
-            CoreTool::Delegate => "delegate can only run inside an agent session with sub-agents",
-        };
-        Box::pin(async move { ToolOutput::failed(text) })
     }
 }
 

@@ -150,34 +150,27 @@ fn kind(kind: chat::ToolKind) -> ToolKind {
     }
 }
 
-fn str_arg<'a>(arguments: &'a serde_json::Value, name: &str) -> Option<&'a str> {
-    arguments.get(name).and_then(serde_json::Value::as_str)
-}
-
 /// The first path the tool said the call touches, absolute.
 fn path_of(paths: &[String], cwd: &Path) -> Option<PathBuf> {
     paths.first().map(|p| cwd.join(p))
 }
 
 fn title(tool: &str, summary: &str) -> String {
-    let Some(builtin) = chat::Builtin::of(tool) else {
-        return if summary.is_empty() {
-            tool.to_string()
-        } else {
-            format!("{tool}: {summary}")
-        };
-    };
+    let builtin = chat::Builtin::of(tool);
     match builtin {
-        chat::Builtin::Bash => format!("Run `{summary}`"),
-        chat::Builtin::BashOutput => format!("Read the output of {summary}"),
-        chat::Builtin::BashKill => format!("Stop {summary}"),
-        chat::Builtin::Read => format!("Read {summary}"),
-        chat::Builtin::Write => format!("Write {summary}"),
-        chat::Builtin::Edit => format!("Edit {summary}"),
-        chat::Builtin::List => format!("List {summary}"),
-        chat::Builtin::Search => format!("Search {summary}"),
-        chat::Builtin::Find => format!("Find {summary}"),
-        chat::Builtin::Fetch => format!("Fetch {summary}"),
+        Some(chat::Builtin::Bash) => format!("Run `{summary}`"),
+        Some(chat::Builtin::BashOutput) => format!("Read the output of {summary}"),
+        Some(chat::Builtin::BashKill) => format!("Stop {summary}"),
+        Some(chat::Builtin::Read) => format!("Read {summary}"),
+        Some(chat::Builtin::Write) => format!("Write {summary}"),
+        Some(chat::Builtin::Edit) => format!("Edit {summary}"),
+        Some(chat::Builtin::List) => format!("List {summary}"),
+        Some(chat::Builtin::Search) => format!("Search {summary}"),
+        Some(chat::Builtin::Find) => format!("Find {summary}"),
+        Some(chat::Builtin::Fetch) => format!("Fetch {summary}"),
+        // Sub-agents, MCP tools and skills: the tool's own name.
+        Some(chat::Builtin::Delegate) | None if summary.is_empty() => tool.to_string(),
+        Some(chat::Builtin::Delegate) | None => format!("{tool}: {summary}"),
     }
 }
 
@@ -187,14 +180,10 @@ fn diff(shown: &Announced<'_>, cwd: &Path) -> Vec<ToolCallContent> {
     let Some(path) = path_of(shown.paths, cwd) else {
         return Vec::new();
     };
-    match (
-        shown.kind,
-        str_arg(shown.arguments, "old_string"),
-        str_arg(shown.arguments, "new_string"),
-    ) {
-        (chat::ToolKind::Edit, Some(old), Some(new)) => {
+    match shown.change {
+        Some(chat::Change::Replace { old, new }) => {
             vec![ToolCallContent::Diff(
-                Diff::new(path, new).old_text(old.to_string()),
+                Diff::new(path, new.as_str()).old_text(old.clone()),
             )]
         }
         _ => Vec::new(),
@@ -202,13 +191,14 @@ fn diff(shown: &Announced<'_>, cwd: &Path) -> Vec<ToolCallContent> {
 }
 
 /// What the core announced of a call: the tool's name, its summary and arguments, and the
-/// kind and paths the tool declared.
+/// kind, paths and change the tool declared.
 pub(super) struct Announced<'a> {
     pub tool: &'a str,
     pub summary: &'a str,
     pub arguments: &'a serde_json::Value,
     pub kind: chat::ToolKind,
     pub paths: &'a [String],
+    pub change: Option<&'a chat::Change>,
 }
 
 /// Whether the call is announced with a diff (an edit's replaced piece).
@@ -250,8 +240,8 @@ pub(super) fn approval_fields(
 ) -> ToolCallUpdateFields {
     let Announced {
         tool,
-        arguments,
         paths,
+        change,
         ..
     } = *shown;
     let (title, content) = match request {
@@ -262,10 +252,13 @@ pub(super) fn approval_fields(
         ApprovalRequest::Diff { path, diff }
             if chat::Builtin::of(tool) == Some(chat::Builtin::Write) =>
         {
-            let whole = str_arg(arguments, "content").zip(path_of(paths, cwd));
+            let whole = match change {
+                Some(chat::Change::Whole { text }) => path_of(paths, cwd).map(|f| (text, f)),
+                _ => None,
+            };
             let content = match whole {
                 Some((text, file)) if diff.starts_with("--- /dev/null") => {
-                    ToolCallContent::Diff(Diff::new(file, text))
+                    ToolCallContent::Diff(Diff::new(file, text.as_str()))
                 }
                 _ => text_content(&format!("```diff\n{diff}```")),
             };
@@ -389,6 +382,7 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
                 output,
                 tool_kind,
                 paths,
+                change,
             } => {
                 let shown = Announced {
                     tool,
@@ -396,6 +390,7 @@ pub(super) fn history(entries: &[HistoryEntry], cwd: &Path) -> Vec<SessionUpdate
                     arguments,
                     kind: *tool_kind,
                     paths,
+                    change: change.as_deref(),
                 };
                 updates.push(tool_call(call, &shown, cwd));
                 let result = ended.unwrap_or(ToolStatus::Failed);

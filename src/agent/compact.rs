@@ -228,6 +228,7 @@ async fn summary_call(
         tools: &[],
         // Servers refuse `input + max_tokens > window`; `room` fits in u32 by the clamp.
         max_tokens: request.max_tokens.min(room as u32),
+        statuses: &[],
     };
     if cancel.is_cancelled() {
         return Err(CompactError::Cancelled);

@@ -25,10 +25,12 @@ use super::Core;
 use crate::chat::{Builtin, ToolKind, ToolSpec, ToolStatus};
 use crate::protocol::{SubagentStatus, TokenStats};
 use crate::sanitize::text::floor_boundary;
-use crate::tools::{CoreTool, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed, parse_args};
+use crate::tools::{
+    CoreCall, CoreTool, DelegateTask as Task, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed,
+};
 
 /// The tool's name.
-pub(crate) const NAME: &str = "delegate";
+pub(crate) const NAME: &str = Builtin::Delegate.name();
 /// The registry group the core puts it in.
 pub(crate) const GROUP: &str = "subagents";
 /// The only tools a child may call: nothing that writes, runs commands, reaches MCP servers
@@ -88,30 +90,19 @@ pub(crate) struct Args {
     tasks: Vec<Task>,
 }
 
-/// One task as the model wrote it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Task {
-    pub id: String,
-    pub instruction: String,
-    pub context: Option<String>,
-}
-
-impl Task {
-    /// The child's only user message.
-    fn prompt(&self) -> String {
-        match self.context.as_deref().filter(|c| !c.trim().is_empty()) {
-            Some(context) => format!(
-                "{}\n\nContext from the agent that delegated this task:\n{context}",
-                self.instruction
-            ),
-            None => self.instruction.clone(),
-        }
+/// The child's only user message for `task`.
+fn prompt(task: &Task) -> String {
+    match task.context.as_deref().filter(|c| !c.trim().is_empty()) {
+        Some(context) => format!(
+            "{}\n\nContext from the agent that delegated this task:\n{context}",
+            task.instruction
+        ),
+        None => task.instruction.clone(),
     }
 }
 
-fn check(args: &Args) -> Result<Vec<Task>, String> {
-    let tasks = &args.tasks;
+/// The tasks of one call, checked: how many, their ids, their sizes.
+fn check(tasks: &[Task]) -> Result<(), String> {
     if tasks.is_empty() || tasks.len() > MAX_TASKS {
         return Err(format!("give 1 to {MAX_TASKS} tasks (got {})", tasks.len()));
     }
@@ -154,7 +145,7 @@ fn check(args: &Args) -> Result<Vec<Task>, String> {
             ));
         }
     }
-    Ok(tasks.clone())
+    Ok(())
 }
 
 impl Typed for Delegate {
@@ -165,8 +156,13 @@ impl Typed for Delegate {
         Some(CoreTool::Delegate)
     }
 
+    fn core_call(args: &Args) -> Option<CoreCall> {
+        Some(CoreCall::Delegate(args.tasks.clone()))
+    }
+
     fn check(&self, args: &Args, _ctx: &ToolCtx) -> Result<Vec<Task>, String> {
-        check(args)
+        check(&args.tasks)?;
+        Ok(args.tasks.clone())
     }
 
     fn kind(&self) -> ToolKind {
@@ -252,13 +248,14 @@ pub(crate) async fn run(
     core: &Core,
     subagents: &Subagents,
     call_id: &str,
-    args: &serde_json::Value,
+    tasks: &[Task],
     cancel: CancellationToken,
 ) -> (ToolOutput, Tally) {
-    let tasks = match parse_args::<Args>(args).and_then(|args| check(&args)) {
-        Ok(tasks) => tasks,
-        Err(e) => return (ToolOutput::failed(e), Tally::default()),
-    };
+    // Checked when the call was prepared; checked again (no parse) as every tool re-checks
+    // right before it runs.
+    if let Err(e) = check(tasks) {
+        return (ToolOutput::failed(e), Tally::default());
+    }
     let ctx = child::Context::new(core, subagents, call_id);
     let runs = tasks.iter().map(|task| ctx.run(task, &cancel));
     // `join_all` keeps submission order whatever order they finish in.

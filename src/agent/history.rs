@@ -2,8 +2,8 @@
 //! tool outcomes turned into `protocol::HistoryEntry`s. Frontends read only these entries, never
 //! the session, so none of them needs to know how a session file stores a call.
 
-use crate::chat::Role;
 use crate::chat::ToolKind;
+use crate::chat::{Change, Role};
 use crate::protocol::HistoryEntry;
 use crate::sanitize::text::truncate;
 use crate::session::Session;
@@ -48,9 +48,14 @@ pub(crate) fn entries(
                         serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
                     open.push((call.id.as_str(), entries.len()));
                     let tool = registry.get(&call.name);
+                    let parsed = tool.as_ref().and_then(|t| t.parse(&arguments).ok());
+                    let (paths, change) = parsed.map_or((Vec::new(), None), |c| {
+                        (c.aim().paths().to_vec(), c.change().map(Box::new))
+                    });
                     entries.push(HistoryEntry::ToolCall {
                         tool_kind: tool.as_ref().map_or(ToolKind::Other, |t| t.kind()),
-                        paths: tool.map(|t| t.paths(&arguments)).unwrap_or_default(),
+                        paths,
+                        change,
                         call: call.id.clone(),
                         tool: call.name.clone(),
                         summary: summary_from_arguments(&arguments).unwrap_or_else(|| {
@@ -103,6 +108,7 @@ fn redact(entry: &mut HistoryEntry, secrets: &Secrets) {
             arguments,
             output,
             paths,
+            change,
             ..
         } => {
             text(tool);
@@ -110,6 +116,14 @@ fn redact(entry: &mut HistoryEntry, secrets: &Secrets) {
             text(output);
             paths.iter_mut().for_each(text);
             secrets.redact_json(arguments);
+            match change.as_deref_mut() {
+                Some(Change::Replace { old, new }) => {
+                    text(old);
+                    text(new);
+                }
+                Some(Change::Whole { text: whole }) => text(whole),
+                None => {}
+            }
         }
     }
 }

@@ -67,6 +67,7 @@ impl Core {
             arguments: serde_json::json!({ "command": command }),
             kind: ToolKind::Execute,
             paths: Vec::new(),
+            change: None,
         });
         let cancel = CancellationToken::new();
         let started = std::time::Instant::now();

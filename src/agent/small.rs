@@ -21,7 +21,7 @@ pub(crate) use runaway::Runaway;
 
 use super::Core;
 use super::notice;
-use crate::chat::{Role, ToolCall, ToolKind, ToolSpec, ToolStatus};
+use crate::chat::{Builtin, Role, ToolCall, ToolKind, ToolSpec, ToolStatus};
 use crate::protocol::{Event, TurnStats};
 use crate::provider::recover;
 use crate::provider::tally::Count;
@@ -207,9 +207,11 @@ pub(super) fn look_first(core: &Core, reply: &str, tools: &[ToolSpec]) -> Option
         return None;
     }
     let example = match unlooked::unlooked(prompt.text(), reply, &core.tool_ctx.workspace)? {
-        unlooked::Subject::File(path) => format!(" For example: {}.", call_example("read", &path)),
+        unlooked::Subject::File(path) => {
+            format!(" For example: {}.", call_example(Builtin::Read, &path))
+        }
         unlooked::Subject::Folder(path) => {
-            format!(" For example: {}.", call_example("list", &path))
+            format!(" For example: {}.", call_example(Builtin::List, &path))
         }
         unlooked::Subject::Words => String::new(),
     };
@@ -282,8 +284,8 @@ fn last_prompt(core: &Core) -> Option<&crate::chat::Message> {
 }
 
 /// A call of `tool` on `path`, in the JSON form the format note shows.
-fn call_example(tool: &str, path: &str) -> String {
-    serde_json::json!({"name": tool, "arguments": {"path": path}}).to_string()
+fn call_example(tool: Builtin, path: &str) -> String {
+    serde_json::json!({"name": tool.name(), "arguments": {"path": path}}).to_string()
 }
 
 /// Pushes a nudge into history, counted; `why` is what the user is told.

@@ -494,10 +494,12 @@ async fn stream_reply(
     // The reply must fit beside the input: `ensure_budget` compacted if less than
     // MIN_REPLY_TOKENS would remain, so this only trims a too-large configured value.
     let input = core.upkeep.used_tokens() + extra.map_or(0, estimate_message);
+    let statuses = core.store.session.statuses();
     let request = ChatRequest {
         messages: &messages,
         tools,
         max_tokens: core.upkeep.reply_tokens(input, reply_limit(core)),
+        statuses: &statuses,
     };
     let purpose = if extra.is_some() {
         Purpose::RoundLimitSummary
@@ -516,7 +518,7 @@ async fn stream_reply(
     }
     // Opened inside the span, so the provider's own `http_request` span is its child.
     let stream = span.in_scope(|| core.provider.stream(&request));
-    drop(messages);
+    drop((messages, statuses));
     stats.model_calls += 1;
     let outcome = forward(core, stream, cancel).instrument(span.clone()).await;
     match &outcome {

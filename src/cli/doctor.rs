@@ -385,6 +385,7 @@ async fn check_streaming(provider: &OpenAi, f: &mut Findings) -> Option<Reply> {
         messages: &messages,
         tools: &[],
         max_tokens: STREAM_TOKENS,
+        statuses: &[],
     };
     let s = stream(provider, &request, Extras::default()).await;
     match s.reply {
@@ -454,6 +455,7 @@ async fn check_tools(
         messages: &messages,
         tools: &tools,
         max_tokens: TOOL_TOKENS,
+        statuses: &[],
     };
     let extras = Extras {
         tool_choice: Some(TOOL.to_string()),
@@ -509,6 +511,7 @@ async fn check_tools(
         messages: &messages,
         tools: &tools,
         max_tokens: TOOL_TOKENS,
+        statuses: &[],
     };
     match stream(provider, &request, Extras::default()).await.reply {
         Ok(_) => f.add(

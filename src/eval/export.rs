@@ -189,6 +189,7 @@ pub(crate) fn events(session: &Saved, path: &str) -> Vec<Event> {
                     arguments: arguments(call),
                     kind: ToolKind::Other,
                     paths: Vec::new(),
+                    change: None,
                 }));
             }
             Role::Tool => out.push(Event::ToolCallEnded {

@@ -176,6 +176,7 @@ mod tests {
                 arguments: serde_json::json!({}),
                 kind: ToolKind::Edit,
                 paths: vec!["a.txt".into()],
+                change: None,
             },
             Event::ToolCallEnded {
                 call: "c1".into(),

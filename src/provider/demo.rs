@@ -8,7 +8,8 @@
 //!
 //! In a goal round it works on the goal's objective (read from the latest goal record, as a
 //! model would) and then reports the goal complete, or blocked when its edit was refused, with
-//! `goal_update`; it never writes the goal's protocol markers into a file.
+//! `goal_update`; it never writes the goal's protocol markers into a file. Whether a call went
+//! through it learns from the results' statuses the request carries, never from their text.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use futures_util::stream;
 
 use super::{ChatRequest, EventStream, FinishReason, Provider, Reply, ReplyFuture, StreamEvent};
-use crate::chat::{Message, Role, ToolCall, Usage};
+use crate::chat::{Builtin, Message, Role, ToolCall, ToolStatus, Usage};
 
 /// Pause between streamed pieces, so the reply visibly arrives like a real model's.
 const PIECE_DELAY: Duration = Duration::from_millis(6);
@@ -101,7 +102,8 @@ struct Progress<'a> {
     prompt: Cow<'a, str>,
     listing: Option<&'a str>,
     read: Option<(String, &'a str)>,
-    edit: Option<(String, &'a str)>,
+    /// The edit's path, result and how it ended (`None`: not known).
+    edit: Option<(String, &'a str, Option<ToolStatus>)>,
     /// In a goal round (the goal tools are offered): whether `goal_update` was called.
     goal_round: bool,
     goal_updated: bool,
@@ -110,7 +112,7 @@ struct Progress<'a> {
 
 /// Decides the next reply from the conversation.
 fn plan(request: &ChatRequest<'_>) -> Reply {
-    let mut progress = progress(request.messages);
+    let mut progress = progress(request.messages, request.statuses);
     progress.goal_round &= request.tools.iter().any(|t| t.name == GOAL_UPDATE);
     let tools_tokens = serde_json::to_string(request.tools).map_or(0, |t| t.len() as u64 / 4);
     let input_tokens: u64 = tools_tokens
@@ -144,7 +146,7 @@ fn plan(request: &ChatRequest<'_>) -> Reply {
     reply
 }
 
-fn progress<'a>(messages: &[&'a Message]) -> Progress<'a> {
+fn progress<'a>(messages: &[&'a Message], statuses: &[(&str, ToolStatus)]) -> Progress<'a> {
     let start = messages
         .iter()
         .rposition(|m| {
@@ -183,11 +185,15 @@ fn progress<'a>(messages: &[&'a Message]) -> Progress<'a> {
                 };
                 p.calls += 1;
                 let path = argument(call, "path");
-                match call.name.as_str() {
-                    "bash" => p.listing = Some(message.text()),
-                    "read" => p.read = Some((path, message.text())),
-                    "edit" => p.edit = Some((path, message.text())),
-                    GOAL_UPDATE => p.goal_updated = true,
+                let status = statuses
+                    .iter()
+                    .find(|(id, _)| *id == call.id)
+                    .map(|(_, status)| *status);
+                match Builtin::of(&call.name) {
+                    Some(Builtin::Bash) => p.listing = Some(message.text()),
+                    Some(Builtin::Read) => p.read = Some((path, message.text())),
+                    Some(Builtin::Edit) => p.edit = Some((path, message.text(), status)),
+                    _ if call.name == GOAL_UPDATE => p.goal_updated = true,
                     _ => {}
                 }
             }
@@ -230,7 +236,7 @@ fn next_step(p: &Progress<'_>) -> Reply {
     };
     let Some(listing) = p.listing else {
         return call(
-            "bash",
+            Builtin::Bash.name(),
             serde_json::json!({ "command": LIST_COMMAND }),
             "I'll start by looking at what is in this workspace.\n",
         );
@@ -240,7 +246,7 @@ fn next_step(p: &Progress<'_>) -> Reply {
         && let Some(target) = target_file(&p.prompt, &files)
     {
         return call(
-            "read",
+            Builtin::Read.name(),
             serde_json::json!({ "path": target }),
             &format!("Let me read `{target}`.\n"),
         );
@@ -250,18 +256,20 @@ fn next_step(p: &Progress<'_>) -> Reply {
         && let Some((old, new)) = proposed_edit(path, content, &p.prompt)
     {
         return call(
-            "edit",
+            Builtin::Edit.name(),
             serde_json::json!({ "path": path, "old_string": old, "new_string": new }),
             &format!("You asked for a change, so I'll propose a small edit to `{path}`.\n"),
         );
     }
     if p.goal_round && !p.goal_updated {
         let args = match &p.edit {
-            Some((path, result)) if !result.starts_with("edited ") => serde_json::json!({
-                "status": "blocked",
-                "code": "awaiting-human",
-                "message": format!("the edit to {path} did not go through; it needs approval"),
-            }),
+            Some((path, _, status)) if *status != Some(ToolStatus::Succeeded) => {
+                serde_json::json!({
+                    "status": "blocked",
+                    "code": "awaiting-human",
+                    "message": format!("the edit to {path} did not go through; it needs approval"),
+                })
+            }
             _ => serde_json::json!({ "status": "complete" }),
         };
         return call(
@@ -427,14 +435,14 @@ fn summary(p: &Progress<'_>) -> String {
             }
         }
     }
-    if let Some((path, result)) = &p.edit {
-        let verdict = if result.starts_with("edited ") {
-            "was applied".to_string()
-        } else if result.contains("denied") {
-            "was **denied**, so nothing changed".to_string()
-        } else {
-            let why = result.lines().next().unwrap_or("no result");
-            format!("did not go through ({why})")
+    if let Some((path, result, status)) = &p.edit {
+        let verdict = match status {
+            Some(ToolStatus::Succeeded) => "was applied".to_string(),
+            Some(ToolStatus::Denied) => "was **denied**, so nothing changed".to_string(),
+            _ => {
+                let why = result.lines().next().unwrap_or("no result");
+                format!("did not go through ({why})")
+            }
         };
         out.push_str(&format!("\nThe proposed edit to `{path}` {verdict}.\n"));
     }

@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::chat::Builtin;
+
 /// How much prompt the model gets: the full system prompt and every tool, or a lean one for
 /// small windows and small models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,11 +24,17 @@ pub enum Profile {
     Full,
 }
 
-/// The tools the small profile offers.
-pub const CORE_TOOLS: [&str; 6] = ["bash", "read", "write", "edit", "list", "search"];
-
-/// Tools of minicode's own the small profile leaves out unless `[model] tools` names them.
+/// Tools of minicode's own the small profile leaves out unless `[model] tools` names them:
+/// the one list of the small profile's tools (it offers every other tool of minicode's own,
+/// see [`core_tools`]).
 pub const OPTIONAL_TOOLS: [&str; 5] = crate::defaults::SMALL_PROFILE_OPTIONAL_TOOLS;
+
+/// The tools of minicode's own the small profile always offers: all but [`OPTIONAL_TOOLS`].
+pub fn core_tools() -> impl Iterator<Item = Builtin> {
+    Builtin::ALL
+        .into_iter()
+        .filter(|b| !OPTIONAL_TOOLS.contains(&b.name()))
+}
 
 /// `[model] profile` and `[model] tools`, as configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -203,6 +211,17 @@ fn billions(model: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_small_profile_splits_minicodes_own_tools_by_one_list() {
+        assert!(
+            OPTIONAL_TOOLS
+                .iter()
+                .all(|name| Builtin::of(name).is_some())
+        );
+        let core: Vec<&str> = core_tools().map(Builtin::name).collect();
+        assert_eq!(core, ["bash", "read", "write", "edit", "list", "search"]);
+    }
 
     #[test]
     fn sizes_are_read_from_common_model_names() {

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Aim, Fingerprint, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed, diff};
 use crate::chat::ApprovalRequest;
-use crate::chat::{ToolKind, ToolSpec};
+use crate::chat::{Change, ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing};
 use crate::memory;
 
@@ -227,6 +227,13 @@ impl Typed for Edit {
 
     fn aim(args: &Args) -> Aim {
         Aim::Paths(vec![args.path.clone()])
+    }
+
+    fn change(args: &Args) -> Option<Change> {
+        Some(Change::Replace {
+            old: args.old_string.clone(),
+            new: args.new_string.clone(),
+        })
     }
 
     fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Target, String> {

@@ -10,9 +10,10 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Aim, CoreTool, Invocation, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput, parse_args,
+    Aim, CoreCall, CoreTool, Invocation, Prepared, Tool, ToolCtx, ToolFuture, ToolOutput,
+    parse_args,
 };
-use crate::chat::{ToolKind, ToolSpec};
+use crate::chat::{Change, ToolKind, ToolSpec};
 
 /// A tool whose arguments are a struct, parsed once from the model's JSON.
 pub(crate) trait Typed: Send + Sync {
@@ -46,6 +47,16 @@ pub(crate) trait Typed: Send + Sync {
     /// What a call aims at (see [`Aim`]).
     fn aim(_args: &Self::Args) -> Aim {
         Aim::Call
+    }
+
+    /// For a tool the core runs itself: the call it runs, from the arguments parsed here.
+    fn core_call(_args: &Self::Args) -> Option<CoreCall> {
+        None
+    }
+
+    /// For a tool that changes a file: what the call will write (see [`Invocation::change`]).
+    fn change(_args: &Self::Args) -> Option<Change> {
+        None
     }
 
     /// Checks the arguments against the workspace, with no side effects; an `Err` is a message
@@ -97,6 +108,14 @@ impl<T: Typed> Invocation for Parsed<'_, T> {
 
     fn run<'a>(&'a self, ctx: &'a ToolCtx, cancel: CancellationToken) -> ToolFuture<'a> {
         Box::pin(check_and_run(self.tool, &self.args, ctx, cancel))
+    }
+
+    fn core_call(&self) -> Option<CoreCall> {
+        T::core_call(&self.args)
+    }
+
+    fn change(&self) -> Option<Change> {
+        T::change(&self.args)
     }
 }
 

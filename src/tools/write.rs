@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::edit::{APPROVAL_DIFF_BYTES, APPROVAL_DIFF_LINES, MAX_EDIT_BYTES, fingerprint_written};
 use super::{Aim, Fingerprint, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed, diff};
 use crate::chat::ApprovalRequest;
-use crate::chat::{ToolKind, ToolSpec};
+use crate::chat::{Change, ToolKind, ToolSpec};
 use crate::fsutil::{self, Existing, LoadError};
 use crate::memory;
 
@@ -144,6 +144,12 @@ impl Typed for Write {
 
     fn aim(args: &Args) -> Aim {
         Aim::Paths(vec![args.path.clone()])
+    }
+
+    fn change(args: &Args) -> Option<Change> {
+        Some(Change::Whole {
+            text: args.content.clone(),
+        })
     }
 
     fn check(&self, args: &Args, ctx: &ToolCtx) -> Result<Call, String> {

@@ -4,7 +4,7 @@
 //!
 //! Part of `update`; no I/O and no agent logic (commands become `Op`s or local notices).
 
-use super::state::{Effect, State};
+use super::state::{Effect, Hint, State};
 use super::transcript::{Kind, Level, Scroll};
 use crate::protocol::Op;
 
@@ -126,7 +126,7 @@ impl State {
         };
         match text {
             Some(text) => {
-                self.hint = Some(format!("copied {what} ({} bytes)", text.len()));
+                self.hint = Some(Hint::Text(format!("copied {what} ({} bytes)", text.len())));
                 vec![Effect::Copy(text)]
             }
             None => {

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::live::Running;
-use super::state::{Activity, Effect, PendingApproval, State};
+use super::state::{Activity, Effect, Hint, PendingApproval, State};
 use super::transcript::{Kind, Level, Reply, ToolEntry};
 use crate::protocol::{Event, HistoryEntry, SkillEntry, TurnEnd, TurnStats};
 
@@ -435,7 +435,7 @@ impl State {
         self.busy = false;
         self.activity = Activity::Idle;
         self.approval = None;
-        if self.hint.as_deref() == Some("interrupting…") {
+        if self.hint == Some(Hint::Interrupting) {
             self.hint = None;
         }
         match &end {

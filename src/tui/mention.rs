@@ -5,7 +5,7 @@
 //!
 //! Part of `update`; no I/O.
 
-use super::state::{Effect, State};
+use super::state::{Effect, Hint, State};
 use super::transcript::Level;
 use crate::protocol::Op;
 
@@ -36,7 +36,7 @@ impl State {
         let text = self.draft.text();
         let base = &text[..text.len() - prefix.len()];
         match paths.as_slice() {
-            [] => self.hint = Some(format!("no path starts with {prefix:?}")),
+            [] => self.hint = Some(Hint::Text(format!("no path starts with {prefix:?}"))),
             [one] => {
                 let space = if one.ends_with('/') { "" } else { " " };
                 self.draft.set_text(&format!("{base}{one}{space}"));
@@ -53,7 +53,7 @@ impl State {
                 if many.len() > HINT_MATCHES {
                     names.push("…");
                 }
-                self.hint = Some(names.join("  "));
+                self.hint = Some(Hint::Text(names.join("  ")));
             }
         }
     }
@@ -74,7 +74,9 @@ impl State {
             return Vec::new();
         }
         self.header_live = false;
-        self.hint = Some("its output goes with your next prompt".to_string());
+        self.hint = Some(Hint::Text(
+            "its output goes with your next prompt".to_string(),
+        ));
         vec![Effect::Op(Op::Shell {
             command: command.to_string(),
         })]

@@ -8,7 +8,7 @@
 
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 
-use super::state::{Effect, State, WHEEL_ROWS};
+use super::state::{Effect, Hint, State, WHEEL_ROWS};
 use super::transcript::Level;
 use super::wrap;
 
@@ -109,7 +109,9 @@ impl State {
                     let text = self.selected_text();
                     let chars = text.chars().count();
                     let lines = text.lines().count().max(1);
-                    self.hint = Some(format!("copied {chars} characters ({lines} lines)"));
+                    self.hint = Some(Hint::Text(format!(
+                        "copied {chars} characters ({lines} lines)"
+                    )));
                     return vec![Effect::Copy(text)];
                 }
             }
@@ -175,29 +177,29 @@ impl State {
         };
         self.selected = Some(next);
         self.reveal(next, 0);
-        self.hint = Some(if self.transcript.foldable(next) {
+        self.hint = Some(Hint::Text(if self.transcript.foldable(next) {
             "entry selected · Enter or o folds/unfolds · Esc done".to_string()
         } else {
             "entry selected · Alt+Up/Down moves · Esc done".to_string()
-        });
+        }));
     }
 
     /// Enter or `o` on a selected entry.
     pub(crate) fn toggle_selected(&mut self) {
         let Some(i) = self.selected else { return };
         if !self.transcript.foldable(i) {
-            self.hint = Some("nothing to fold in this entry".into());
+            self.hint = Some(Hint::Text("nothing to fold in this entry".into()));
             return;
         }
         let open = self.transcript.toggle_fold(i);
-        self.hint = Some(
+        self.hint = Some(Hint::Text(
             if open == Some(true) {
                 "unfolded"
             } else {
                 "folded"
             }
             .to_string(),
-        );
+        ));
     }
 
     /// `/find text`: every line holding `text` (case-insensitive), the first one after the
@@ -246,7 +248,7 @@ impl State {
             }
             None if self.draft.is_empty() => {
                 self.draft.set_text("/find ");
-                self.hint = Some("type what to find, Enter searches".into());
+                self.hint = Some(Hint::Text("type what to find, Enter searches".into()));
             }
             None => {}
         }
@@ -262,7 +264,7 @@ impl State {
             s.hits.len()
         );
         self.reveal(entry, line);
-        self.hint = Some(hint);
+        self.hint = Some(Hint::Text(hint));
     }
 
     /// Esc closes a selection, an entry selection or a search before it interrupts anything.

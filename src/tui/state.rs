@@ -91,6 +91,30 @@ pub struct PendingApproval {
     pub armed_at: Instant,
 }
 
+/// The transient line above the input box: a message, or a state of the session that ends
+/// on its own (the turn ends, another key comes), which the session clears by what it is,
+/// never by comparing the line's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Hint {
+    /// A message: a copy, a fold, completions, what a key does.
+    Text(String),
+    /// The interrupt was sent; the turn's end clears it.
+    Interrupting,
+    /// A first Ctrl+C: a second one soon exits; any other key clears it.
+    ExitConfirm,
+}
+
+impl Hint {
+    /// The line as shown.
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            Hint::Text(text) => text,
+            Hint::Interrupting => "interrupting…",
+            Hint::ExitConfirm => "press Ctrl+C again to exit",
+        }
+    }
+}
+
 /// Everything the view shows.
 pub struct State {
     pub transcript: Transcript,
@@ -117,7 +141,7 @@ pub struct State {
     pub approval: Option<PendingApproval>,
     pub mouse_capture: bool,
     /// A transient line above the input box.
-    pub hint: Option<String>,
+    pub(crate) hint: Option<Hint>,
     /// A mouse selection of characters, in transcript positions (it follows the text while
     /// the view moves).
     pub(crate) selection: Option<super::select::Selection>,

@@ -237,7 +237,7 @@ fn hint(state: &State, area: Rect, buf: &mut Buffer) {
     } else if !state.completions().is_empty() {
         completion_line(state, area.width as usize)
     } else if let Some(h) = &state.hint {
-        Line::styled(format!(" {h}"), Style::new().fg(Color::Yellow))
+        Line::styled(format!(" {}", h.text()), Style::new().fg(Color::Yellow))
     } else if state.queue_paused() {
         Line::styled(format!(" {QUEUE_PAUSED}"), Style::new().fg(Color::Yellow))
     } else {

@@ -8,8 +8,8 @@ use crate::support::events::run_turn;
 use crate::support::fake::{Answer, Fake, bash, text_reply, tool_reply};
 use crate::support::mock_openai::wait_until;
 use minicode::agent::Options;
+use minicode::chat::{Change, ToolKind, ToolStatus};
 use minicode::chat::{Message, Role};
-use minicode::chat::{ToolKind, ToolStatus};
 use minicode::protocol::AgentHandle;
 use minicode::protocol::{Decision, Event, Op, TurnEnd};
 use minicode::provider::ProviderError;
@@ -145,6 +145,50 @@ async fn a_call_is_announced_with_the_kind_and_paths_its_tool_declares() {
     .unwrap();
     assert_eq!(line["kind"], "read");
     assert_eq!(line["paths"], serde_json::json!(["a.txt"]));
+}
+
+#[tokio::test]
+async fn a_file_change_is_announced_with_what_it_writes_as_its_tool_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let model = Fake::new(vec![
+        Ok(tool_reply(&[
+            ("c1", "read", r#"{"path":"a.txt"}"#),
+            (
+                "c2",
+                "edit",
+                r#"{"path":"a.txt","old_string":"alpha","new_string":"beta"}"#,
+            ),
+            ("c3", "write", r#"{"path":"b.txt","content":"gamma\n"}"#),
+            ("c4", "edit", r#"{"path":"a.txt","old_string":1}"#),
+        ])),
+        Ok(text_reply("changed")),
+    ]);
+    let mut handle = start(dir.path(), model, Options::default());
+    let (events, end, _) = run_turn(&mut handle, "change", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    let changes: Vec<Option<Change>> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallBegan { change, .. } => Some(change.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            None,
+            Some(Change::Replace {
+                old: "alpha".into(),
+                new: "beta".into()
+            }),
+            Some(Change::Whole {
+                text: "gamma\n".into()
+            }),
+            // Arguments its tool refuses preview nothing.
+            None,
+        ]
+    );
 }
 
 #[tokio::test]

@@ -475,6 +475,22 @@ fn demo_change_request_proposes_an_edit_that_yes_applies() {
 }
 
 #[test]
+fn demo_edit_refused_for_want_of_a_terminal_is_summarised_as_denied() {
+    let ws = Workspace::new();
+    std::fs::write(ws.path().join("notes.md"), "# Notes\n\nfirst note\n").unwrap();
+    let out = ws.run(&["--demo", "add a line to notes.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let notes = std::fs::read_to_string(ws.path().join("notes.md")).unwrap();
+    assert!(!notes.contains("minicode demo"), "{notes}");
+    // The refusal's text never says "denied": its status does.
+    assert!(
+        stdout(&out).contains("was **denied**, so nothing changed"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
 fn crash_mid_call_is_marked_unknown_on_resume_and_never_rerun() {
     let server = MockServer::start_in_thread(vec![
         tool_calls_reply(

@@ -177,6 +177,7 @@ async fn real_compactions_keep_the_facts_a_second_request_needs() {
             messages: &messages,
             tools: &[],
             max_tokens: budget.summary_max_tokens(),
+            statuses: &[],
         })
         .await
         .unwrap_or_else(|e| panic!("question request failed: {}", chain(&e)));

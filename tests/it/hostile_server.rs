@@ -414,6 +414,7 @@ async fn requests_carry_the_minicode_user_agent() {
             messages: &[&user],
             tools: &[],
             max_tokens: 0,
+            statuses: &[],
         })
         .await
         .unwrap();

@@ -514,6 +514,7 @@ fn always_offers_a_rule_that_permissions_save_writes_and_permissions_lists() {
         tool: "bash".into(),
         summary: "cargo test --lib".into(),
         arguments: serde_json::json!({}),
+        change: None,
     }));
     s.update(Msg::Agent(Event::ApprovalRequested {
         call: "c1".into(),

@@ -370,6 +370,7 @@ async fn non_streaming_chat_maps_errors_and_times_out() {
         messages: &[&user],
         tools: &[],
         max_tokens: 0,
+        statuses: &[],
     };
     assert!(matches!(
         p.chat(&request).await,

@@ -335,6 +335,7 @@ async fn request_body_has_streaming_fields_tools_and_auth_but_no_strict() {
         messages: &messages,
         tools: &tools,
         max_tokens: 321,
+        statuses: &[],
     });
     while s.next().await.is_some() {}
     drop(s);
@@ -342,6 +343,7 @@ async fn request_body_has_streaming_fields_tools_and_auth_but_no_strict() {
         messages: &messages,
         tools: &[],
         max_tokens: 0,
+        statuses: &[],
     });
     while s.next().await.is_some() {}
 
@@ -419,6 +421,7 @@ async fn dropping_the_stream_closes_the_connection() {
         messages: &messages,
         tools: &[],
         max_tokens: 0,
+        statuses: &[],
     });
     assert!(matches!(
         stream.next().await,
@@ -463,6 +466,7 @@ async fn chat_returns_a_whole_reply_without_streaming() {
             messages: &[&user],
             tools: &[],
             max_tokens: 0,
+            statuses: &[],
         })
         .await
         .unwrap();

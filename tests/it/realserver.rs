@@ -63,6 +63,7 @@ async fn real_server_streams_text_and_reports_usage() {
         messages: &messages,
         tools: &[],
         max_tokens: 8,
+        statuses: &[],
     });
     let (mut deltas, mut reply) = (0, None);
     while let Some(event) = stream.next().await {
@@ -104,6 +105,7 @@ async fn real_context_overflow_names_the_servers_window() {
         messages: &messages,
         tools: &[],
         max_tokens: 8,
+        statuses: &[],
     });
     let mut error = None;
     while let Some(event) = stream.next().await {

@@ -48,6 +48,7 @@ async fn ask(p: &OpenAi, extras: Extras) -> (Vec<StreamEvent>, Option<ProviderEr
         messages: &messages,
         tools: &tools,
         max_tokens: 100,
+        statuses: &[],
     };
     drain(p.stream_with(&request, extras)).await
 }
@@ -234,6 +235,7 @@ async fn the_non_streamed_summary_call_adapts_too() {
             messages: &messages,
             tools: &[],
             max_tokens: 50,
+            statuses: &[],
         })
         .await
         .unwrap();

@@ -56,6 +56,7 @@ async fn a_whole_completion_with_object_arguments_is_accepted_too() {
             messages: &messages,
             tools: &[],
             max_tokens: 0,
+            statuses: &[],
         })
         .await
         .unwrap();

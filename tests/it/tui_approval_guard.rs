@@ -25,6 +25,7 @@ fn pending_approval(t0: Instant) -> State {
             tool: "bash".into(),
             summary: "rm -rf build".into(),
             arguments: serde_json::json!({}),
+            change: None,
         }),
         t0,
     );

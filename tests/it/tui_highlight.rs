@@ -89,6 +89,7 @@ fn a_write_diff_highlights_the_new_side() {
         tool: "write".into(),
         summary: "src/lib.rs".into(),
         arguments: serde_json::json!({}),
+        change: None,
     }));
     s.update(Msg::Agent(Event::ApprovalRequested {
         call: "c1".into(),

@@ -133,6 +133,7 @@ fn live_tail_under_a_running_call_then_the_result_replaces_it() {
             tool: "bash".into(),
             summary: "./build.sh".into(),
             arguments: json!({"command": "./build.sh"}),
+            change: None,
         },
         t0,
     );
@@ -292,6 +293,7 @@ fn a_finished_call_shows_each_progress_line_in_its_last_state() {
             tool: "fetch".into(),
             summary: "model.bin".into(),
             arguments: json!({}),
+            change: None,
         },
         t0,
     );

@@ -33,6 +33,7 @@ fn tool(s: &mut State, call: &str, lines: usize) {
         tool: "bash".into(),
         summary: format!("run {call}"),
         arguments: json!({}),
+        change: None,
     }));
     let output: Vec<String> = (1..=lines).map(|i| format!("{call} line {i}")).collect();
     s.update(Msg::Agent(Event::ToolCallEnded {
@@ -187,6 +188,18 @@ fn find_highlights_matches_and_ctrl_f_jumps_between_them() {
     assert!(s.search.is_none());
     command(&mut s, "/find nothing-like-this");
     assert!(screen_text(&s).contains("no match for “nothing-like-this”"));
+}
+
+#[test]
+fn a_find_hint_that_reads_like_the_exit_warning_stays_after_another_key() {
+    let mut s = state(60, 14);
+    reply(&mut s, "it said: press Ctrl+C again to exit");
+    command(&mut s, "/find Ctrl+C again");
+    let shown = "find “Ctrl+C again”: 1/1";
+    assert!(screen_text(&s).contains(shown), "{}", screen_text(&s));
+    // Only the exit warning ends with the next key; a hint is told by what it is.
+    key(&mut s, KeyCode::Left, KeyModifiers::NONE);
+    assert!(screen_text(&s).contains(shown), "{}", screen_text(&s));
 }
 
 #[test]

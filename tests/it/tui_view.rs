@@ -159,6 +159,7 @@ fn tool_call_shows_summary_and_folded_output() {
             tool: "bash".into(),
             summary: "ls -la".into(),
             arguments: serde_json::json!({"command": "ls -la"}),
+            change: None,
         },
     );
     assert!(rows(&s).join("\n").contains("running bash"));
@@ -195,6 +196,7 @@ fn approval_with_diff_is_shown_and_answered_with_keys() {
             tool: "edit".into(),
             summary: "src/lib.rs".into(),
             arguments: serde_json::json!({}),
+            change: None,
         },
     );
     let diff = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,2 +1,2 @@\n fn a() {}\n-fn b() {}\n+fn b() { todo!() }\n";
@@ -270,6 +272,7 @@ fn request_bash_approval(s: &mut State, call: &str, command: &str) {
             tool: "bash".into(),
             summary: command.into(),
             arguments: serde_json::json!({}),
+            change: None,
         },
     );
     ev(
@@ -651,6 +654,7 @@ fn resumed_history_rebuilds_the_transcript() {
         HistoryEntry::ToolCall {
             tool_kind: minicode::chat::ToolKind::Other,
             paths: Vec::new(),
+            change: None,
             call: "t1".into(),
             tool: "read".into(),
             summary: "a".into(),
@@ -809,6 +813,7 @@ fn resumed_tool_results_show_their_status() {
         entries.push(HistoryEntry::ToolCall {
             tool_kind: minicode::chat::ToolKind::Other,
             paths: Vec::new(),
+            change: None,
             call: (*id).into(),
             tool: format!("tool_{id}"),
             summary: String::new(),
@@ -1044,6 +1049,7 @@ fn a_delegate_call_shows_one_live_line_per_sub_agent() {
             tool: "delegate".into(),
             summary: "2 tasks: tests, api".into(),
             arguments: serde_json::json!({}),
+            change: None,
         },
     );
     for task in ["tests", "api"] {
@@ -1182,6 +1188,7 @@ fn an_mcp_call_approval_shows_the_server_the_tool_and_the_arguments() {
             tool: "mcp_files__read".into(),
             summary: "files · read {\"path\":\"a.txt\"}".into(),
             arguments: serde_json::json!({"path": "a.txt"}),
+            change: None,
         },
     );
     ev(
@@ -1223,6 +1230,7 @@ fn a_fetch_call_shows_its_url_and_an_approval_offers_the_host_rule() {
             tool: "fetch".into(),
             summary: url.into(),
             arguments: serde_json::json!({ "url": url }),
+            change: None,
         },
     );
     ev(

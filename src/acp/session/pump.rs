@@ -14,12 +14,12 @@ use tokio::sync::mpsc;
 
 use super::super::{Connection, convert, goal};
 use super::{Live, Ready, plan_approval};
-use crate::chat::{ApprovalRequest, ToolKind, ToolStatus};
+use crate::chat::{ApprovalRequest, Change, ToolKind, ToolStatus};
 use crate::protocol::{Decision, Event, Op, TurnEnd};
 
 /// A tool call of the running turn, as the pump knows it.
 struct Call {
-    arguments: serde_json::Value,
+    change: Option<Change>,
     kind: ToolKind,
     paths: Vec<String>,
     /// A diff was shown for it (an edit's piece, or a write's approval).
@@ -38,7 +38,7 @@ pub(super) struct Pump {
     ready: Option<Ready>,
     /// Lines for the client once the session is ready.
     notes: Vec<String>,
-    /// The calls of the running turn: their tool and arguments, and whether they showed a diff.
+    /// The calls of the running turn: their kind, paths and change, and whether they showed a diff.
     calls: HashMap<String, Call>,
     /// An event taken while joining deltas, handled next.
     held: Option<Event>,
@@ -199,6 +199,7 @@ impl Pump {
                 arguments,
                 kind,
                 paths,
+                change,
             } => {
                 let shown = convert::Announced {
                     tool: &tool,
@@ -206,11 +207,12 @@ impl Pump {
                     arguments: &arguments,
                     kind,
                     paths: &paths,
+                    change: change.as_ref(),
                 };
                 self.notify(convert::tool_call(&call, &shown, &self.live.cwd));
                 let shown_diff = convert::shows_diff(&shown, &self.live.cwd);
                 let known = Call {
-                    arguments,
+                    change,
                     kind,
                     paths,
                     shown_diff,
@@ -252,7 +254,7 @@ impl Pump {
         request: &ApprovalRequest,
     ) {
         let unknown = Call {
-            arguments: serde_json::Value::Null,
+            change: None,
             kind: ToolKind::Other,
             paths: Vec::new(),
             shown_diff: false,
@@ -267,9 +269,10 @@ impl Pump {
         let shown = convert::Announced {
             tool,
             summary: "",
-            arguments: &known.arguments,
+            arguments: &serde_json::Value::Null,
             kind: known.kind,
             paths: &known.paths,
+            change: known.change.as_ref(),
         };
         let fields = convert::approval_fields(request, &shown, &self.live.cwd);
         let shown = ToolCallUpdate::new(call.clone(), fields.clone());

@@ -183,7 +183,7 @@ impl Context {
         outcome: &mut Outcome,
     ) {
         let started = Instant::now();
-        handle.send(Op::Submit(task.prompt()));
+        handle.send(Op::Submit(super::prompt(task)));
         let deadline = tokio::time::sleep(self.subagents.timeout);
         tokio::pin!(deadline);
         // Armed when the child is asked to stop: how long it may take to do so.

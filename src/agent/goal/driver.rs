@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::stall::Stall;
-use super::tools::{self, UpdateArgs, UpdateStatus};
+use super::tools;
 use super::{Accepted, GoalError, Goals, Round};
 use crate::agent::Emitter;
 use crate::agent::store::Store;
@@ -18,7 +18,7 @@ use crate::chat::{Message, ToolCall, ToolKind, ToolStatus};
 use crate::protocol::{BlockCode, Event, GoalOp, GoalPhase, GoalRef, TurnEnd};
 use crate::provider::ProviderError;
 use crate::session::Session;
-use crate::tools::{CoreTool, Registry, Tool, ToolOutput};
+use crate::tools::{GoalUpdate, GoalUpdateStatus, Registry, ToolOutput};
 
 /// Why a goal round whose every call was refused for lack of a terminal blocks the goal.
 const NO_TERMINAL_BLOCK: &str = "every tool call of the round needed approval and no terminal \
@@ -169,12 +169,6 @@ impl Driver {
                 ..
             }
         );
-    }
-
-    /// Which goal tool `tool` is, when it is one (the core runs those itself).
-    pub(crate) fn which(tool: &dyn Tool) -> Option<CoreTool> {
-        tool.core()
-            .filter(|c| matches!(c, CoreTool::GoalStatus | CoreTool::GoalUpdate))
     }
 
     /// Serves one goal command while idle.
@@ -364,26 +358,18 @@ impl Driver {
         }
     }
 
-    /// Runs `goal_status` or `goal_update` for the model. The change is recorded when the
-    /// tool batch ends (see [`Driver::flush`]); frontends hear of it at once.
-    pub(crate) fn tool(
-        &mut self,
-        which: CoreTool,
-        args: &serde_json::Value,
-        messages: &[Message],
-    ) -> ToolOutput {
+    /// Runs `goal_status` (`update` is `None`) or `goal_update` for the model, its arguments
+    /// as the tool parsed them. The change is recorded when the tool batch ends (see
+    /// [`Driver::flush`]); frontends hear of it at once.
+    pub(crate) fn tool(&mut self, update: Option<&GoalUpdate>, messages: &[Message]) -> ToolOutput {
         self.goals.sync(messages);
-        if which == CoreTool::GoalStatus {
+        let Some(args) = update else {
             return self.status_output();
-        }
-        let args: UpdateArgs = match crate::tools::parse_args(args) {
-            Ok(args) => args,
-            Err(e) => return ToolOutput::failed(e),
         };
         let now = SystemTime::now();
         let result = self.goals.current_ref().and_then(|r| match args.status {
-            UpdateStatus::Complete => self.goals.complete(&r, now),
-            UpdateStatus::Blocked => {
+            GoalUpdateStatus::Complete => self.goals.complete(&r, now),
+            GoalUpdateStatus::Blocked => {
                 let code = args
                     .code
                     .as_deref()

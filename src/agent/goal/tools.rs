@@ -10,7 +10,9 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::{ToolKind, ToolSpec};
-use crate::tools::{CoreTool, Prepared, Tool, ToolCtx, ToolFuture, Typed};
+use crate::tools::{
+    CoreCall, CoreTool, GoalUpdate, GoalUpdateStatus, Prepared, Tool, ToolCtx, ToolFuture, Typed,
+};
 
 /// The registry group the goal tools live in.
 pub(crate) const GROUP: &str = "goal";
@@ -28,22 +30,6 @@ pub(crate) struct Update;
 #[serde(deny_unknown_fields)]
 pub(crate) struct StatusArgs {}
 
-/// What `goal_update` asks.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct UpdateArgs {
-    pub status: UpdateStatus,
-    pub code: Option<String>,
-    pub message: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum UpdateStatus {
-    Complete,
-    Blocked,
-}
-
 /// The goal tools, as the registry's `goal` group holds them.
 pub(crate) fn tools() -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(Status), Arc::new(Update)]
@@ -59,6 +45,10 @@ impl Typed for Status {
 
     fn core(&self) -> Option<CoreTool> {
         Some(CoreTool::GoalStatus)
+    }
+
+    fn core_call(_args: &StatusArgs) -> Option<CoreCall> {
+        Some(CoreCall::GoalStatus)
     }
 
     fn check(&self, _args: &StatusArgs, _ctx: &ToolCtx) -> Result<(), String> {
@@ -91,8 +81,8 @@ impl Typed for Status {
 }
 
 impl Typed for Update {
-    type Args = UpdateArgs;
-    type Checked = UpdateArgs;
+    type Args = GoalUpdate;
+    type Checked = GoalUpdate;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Other
@@ -102,7 +92,11 @@ impl Typed for Update {
         Some(CoreTool::GoalUpdate)
     }
 
-    fn check(&self, args: &UpdateArgs, _ctx: &ToolCtx) -> Result<UpdateArgs, String> {
+    fn core_call(args: &GoalUpdate) -> Option<CoreCall> {
+        Some(CoreCall::GoalUpdate(args.clone()))
+    }
+
+    fn check(&self, args: &GoalUpdate, _ctx: &ToolCtx) -> Result<GoalUpdate, String> {
         Ok(args.clone())
     }
 
@@ -125,18 +119,18 @@ impl Typed for Update {
         }
     }
 
-    fn describe(&self, args: UpdateArgs, _ctx: &ToolCtx) -> Result<Prepared, String> {
+    fn describe(&self, args: GoalUpdate, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let summary = match (args.status, args.code) {
-            (UpdateStatus::Complete, _) => "complete".to_string(),
-            (UpdateStatus::Blocked, Some(code)) => format!("blocked ({code})"),
-            (UpdateStatus::Blocked, None) => "blocked".to_string(),
+            (GoalUpdateStatus::Complete, _) => "complete".to_string(),
+            (GoalUpdateStatus::Blocked, Some(code)) => format!("blocked ({code})"),
+            (GoalUpdateStatus::Blocked, None) => "blocked".to_string(),
         };
         Ok(Prepared::unasked(summary))
     }
 
     fn run<'a>(
         &'a self,
-        _call: UpdateArgs,
+        _call: GoalUpdate,
         _ctx: &'a ToolCtx,
         _cancel: CancellationToken,
     ) -> ToolFuture<'a> {

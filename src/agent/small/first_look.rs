@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::unlooked::{Subject, named};
 use crate::agent::Core;
-use crate::chat::ToolStatus;
+use crate::chat::{Builtin, ToolStatus};
 use crate::protocol::{Event, TurnEnd};
 
 /// Most files a first look reads.
@@ -52,13 +52,17 @@ fn looks(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<Loo
     for subject in named(prompt, workspace) {
         match subject {
             Subject::File(path)
-                if files < MAX_FILES && !secret_like(&path) && offered.contains(&"read") =>
+                if files < MAX_FILES
+                    && !secret_like(&path)
+                    && offered.contains(&Builtin::Read.name()) =>
             {
                 files += 1;
                 looks.push(Look::File(path));
             }
             Subject::Folder(path)
-                if folders < MAX_FOLDERS && !hidden(&path) && offered.contains(&"list") =>
+                if folders < MAX_FOLDERS
+                    && !hidden(&path)
+                    && offered.contains(&Builtin::List.name()) =>
             {
                 folders += 1;
                 looks.push(Look::Folder(path));
@@ -69,7 +73,7 @@ fn looks(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<Loo
     // A small folder's files go with its listing while there is room: asked to rename a
     // function across a folder of three files, the 1.5B model sent the three right edits,
     // blind, and stopped at their refusals.
-    if offered.contains(&"read") {
+    if offered.contains(&Builtin::Read.name()) {
         let folders: Vec<String> = looks
             .iter()
             .filter_map(|l| match l {
@@ -173,6 +177,7 @@ pub(in crate::agent) async fn first_look(
             arguments: args.clone(),
             kind: tool.kind(),
             paths: vec![path.clone()],
+            change: None,
         });
         let output = tool.run(args, &core.tool_ctx, cancel.child_token()).await;
         core.emit(Event::ToolCallEnded {

@@ -12,10 +12,10 @@ use crate::agent::Core;
 use crate::agent::approvals::{Approvals, Ruling, approve};
 use crate::agent::hooks::Permission;
 use crate::agent::{delegate, history, sandboxing, spans};
-use crate::chat::{ToolCall, ToolKind, ToolStatus};
+use crate::chat::{Change, ToolCall, ToolKind, ToolStatus};
 use crate::hooks::HookEvent;
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
-use crate::tools::{Aim, Invocation, Tool, ToolOutput};
+use crate::tools::{Aim, CoreCall, Invocation, Tool, ToolOutput};
 
 /// How a batch of calls ended.
 pub(in crate::agent) enum Batch {
@@ -194,12 +194,16 @@ async fn prepare_and_run(
     let again = (tool.kind() == ToolKind::Execute).then(|| args.clone());
     let seen = core.hooks.has(HookEvent::PostToolUse).then(|| args.clone());
     // The checkpoint spans the call and its run outside the sandbox, if the user allows one.
-    let recorded = crate::agent::goal::driver::Driver::which(&*tool).is_none()
+    let goal_call = matches!(
+        invocation.core_call(),
+        Some(CoreCall::GoalStatus | CoreCall::GoalUpdate(_))
+    );
+    let recorded = !goal_call
         && core
             .checkpoints
             .before(&core.store.session, call, (tool.kind(), &aim));
     let edited = core.diagnostics.target(call, &args, &core.tool_ctx);
-    let output = execute(core, call, (&tool, &*invocation), args, cancel, stats).await;
+    let output = execute(core, call, (&tool, &*invocation), cancel, stats).await;
     let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
     if recorded {
         core.checkpoints.after();
@@ -231,7 +235,7 @@ fn resolve(
             let name = core.tool_ctx.secrets.redact(call.name.clone());
             core.emit(began(
                 call,
-                (ToolKind::Other, Vec::new()),
+                (ToolKind::Other, Vec::new(), None),
                 name.clone(),
                 serde_json::Value::Null,
             ));
@@ -255,10 +259,10 @@ fn announce<'t>(
     args: &serde_json::Value,
 ) -> Result<Announced<'t>, Refused> {
     let parsed = tool.parse(args);
-    // A call its tool refuses still names the paths it aimed at.
-    let paths = match &parsed {
-        Ok(invocation) => invocation.aim().paths().to_vec(),
-        Err(_) => Vec::new(),
+    // A call its tool refuses still names the paths it aimed at and what it would write.
+    let (paths, change) = match &parsed {
+        Ok(invocation) => (invocation.aim().paths().to_vec(), invocation.change()),
+        Err(_) => (Vec::new(), None),
     };
     let prepared = parsed.and_then(|invocation| {
         let prepared = invocation.prepare(&core.tool_ctx)?;
@@ -275,9 +279,10 @@ fn announce<'t>(
     let summary = secrets.redact(summary);
     let mut shown_args = args.clone();
     secrets.redact_json(&mut shown_args);
+    let change = change.map(|c| redacted(secrets, c));
     core.emit(began(
         call,
-        (tool.kind(), paths),
+        (tool.kind(), paths, change),
         summary.clone(),
         shown_args,
     ));
@@ -373,13 +378,18 @@ async fn execute(
     core: &mut Core,
     call: &ToolCall,
     (tool, invocation): (&Arc<dyn Tool>, &dyn Invocation),
-    args: serde_json::Value,
     cancel: &CancellationToken,
     stats: &mut TurnStats,
 ) -> ToolOutput {
-    if let Some(which) = crate::agent::goal::driver::Driver::which(&**tool) {
-        let messages = core.store.session.messages();
-        return core.goal.tool(which, &args, messages);
+    let core_call = invocation.core_call();
+    match &core_call {
+        Some(CoreCall::GoalStatus) => {
+            return core.goal.tool(None, core.store.session.messages());
+        }
+        Some(CoreCall::GoalUpdate(update)) => {
+            return core.goal.tool(Some(update), core.store.session.messages());
+        }
+        _ => {}
     }
     if let Some(journal) = &core.store.journal
         && let Err(e) = journal.starting(&call.id)
@@ -394,10 +404,12 @@ async fn execute(
     }
     let subagents = core.options.subagents.clone();
     let ours = core.delegate.owns(&**tool);
-    if let Some(subagents) = subagents.filter(|_| ours) {
+    if let (Some(subagents), Some(CoreCall::Delegate(tasks))) =
+        (subagents.filter(|_| ours), &core_call)
+    {
         // The core's own `delegate`: its children need the core, not just a tool context.
         let (output, tally) =
-            delegate::run(core, &subagents, &call.id, &args, cancel.child_token()).await;
+            delegate::run(core, &subagents, &call.id, tasks, cancel.child_token()).await;
         stats.subagents += tally.children;
         stats.subagent_calls += tally.model_calls;
         stats.subagent_tokens.merge(&tally.tokens);
@@ -441,7 +453,7 @@ pub(in crate::agent) async fn observed<F: std::future::Future>(
 
 fn began(
     call: &ToolCall,
-    (kind, paths): (ToolKind, Vec<String>),
+    (kind, paths, change): (ToolKind, Vec<String>, Option<Change>),
     summary: String,
     arguments: serde_json::Value,
 ) -> Event {
@@ -452,6 +464,20 @@ fn began(
         kind,
         paths,
         arguments,
+        change,
+    }
+}
+
+/// `change` with the session's secrets taken out, as the call's arguments are.
+fn redacted(secrets: &crate::tools::Secrets, change: Change) -> Change {
+    match change {
+        Change::Replace { old, new } => Change::Replace {
+            old: secrets.redact(old),
+            new: secrets.redact(new),
+        },
+        Change::Whole { text } => Change::Whole {
+            text: secrets.redact(text),
+        },
     }
 }
 

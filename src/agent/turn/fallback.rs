@@ -114,12 +114,14 @@ async fn whole_reply(
         .upkeep
         .request_messages(&core.store.session, None)
         .map_err(|e| e.to_string())?;
+    let statuses = core.store.session.statuses();
     let request = ChatRequest {
         messages: &messages,
         tools: &specs,
         max_tokens: core
             .upkeep
             .reply_tokens(core.upkeep.used_tokens(), super::reply_limit(core)),
+        statuses: &statuses,
     };
     let span = spans::model_call(
         core.provider.model(),

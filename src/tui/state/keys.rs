@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{EXIT_CONFIRM, Effect, State};
+use super::{EXIT_CONFIRM, Effect, Hint, State};
 use crate::protocol::{Decision, Op};
 use crate::tui::transcript::Scroll;
 
@@ -36,11 +36,7 @@ impl State {
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
         if !matches!(k.code, KeyCode::Char('c') if ctrl) {
             self.last_ctrl_c = None;
-            if self
-                .hint
-                .as_deref()
-                .is_some_and(|h| h.contains("Ctrl+C again"))
-            {
+            if self.hint == Some(Hint::ExitConfirm) {
                 self.hint = None;
             }
         }
@@ -233,7 +229,7 @@ impl State {
         }
         self.last_ctrl_c = Some(now);
         self.draft.clear();
-        self.hint = Some("press Ctrl+C again to exit".into());
+        self.hint = Some(Hint::ExitConfirm);
         Vec::new()
     }
 
@@ -273,7 +269,7 @@ impl State {
     fn interrupt(&mut self) -> Vec<Effect> {
         self.approval = None;
         self.interrupted_during = Some(self.activity.label());
-        self.hint = Some("interrupting…".into());
+        self.hint = Some(Hint::Interrupting);
         vec![Effect::Op(Op::Interrupt)]
     }
 

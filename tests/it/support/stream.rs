@@ -18,6 +18,7 @@ pub async fn run_messages(
         messages,
         tools: &[],
         max_tokens: 0,
+        statuses: &[],
     });
     let mut events = Vec::new();
     while let Some(item) = stream.next().await {
