@@ -95,6 +95,8 @@ pub(crate) struct Notifier {
 impl Notifier {
     /// Receives the listener init sends (see `enforce::notify::hand_over`); `None` when init
     /// sent none or ended first. The record starts here: without its header the call has none.
+    /// Once received, the listener is kept until the call ends whatever fails, since the
+    /// trapped calls of a closed listener fail (ENOSYS).
     pub(crate) fn receive(prepared: Prepared) -> Option<Notifier> {
         use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
         let Prepared {
@@ -121,7 +123,9 @@ impl Notifier {
         // SAFETY: the kernel just installed this descriptor for us; nothing else owns it.
         #[allow(unsafe_code)]
         let listener = unsafe { OwnedFd::from_raw_fd(fd) };
-        log.write_all(written::header()).ok()?;
+        // Without its header the record is no record; the calls are still answered (closing
+        // the listener would make them fail).
+        let given_up = log.write_all(written::header()).is_err();
         Some(Notifier {
             listener,
             proc,
@@ -129,7 +133,7 @@ impl Notifier {
             seen: HashSet::new(),
             count: 0,
             size: notif_size(),
-            given_up: false,
+            given_up,
         })
     }
 
