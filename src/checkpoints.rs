@@ -258,6 +258,18 @@ pub(crate) struct Change {
     pub after: Option<FileState>,
 }
 
+/// What a confined command's calls named as they changed paths (the sandbox's attribution
+/// record, see `docs/security.md`): with it, a change in the call's window that none of them
+/// named is someone else's, so a rewind keeps it unless forced. Without it (an unconfined
+/// command, another tool), everything the window holds is the call's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Noted {
+    /// Absolute paths.
+    pub paths: Vec<PathBuf>,
+    /// How many calls trapped (at least the number of paths when the count was not told).
+    pub notified: u64,
+}
+
 /// Where a call sits in its session: the user turn (1 for the first user message) and the
 /// call's id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -386,6 +398,11 @@ impl Recorder {
     /// After the call: records what it changed (or, when its `before` failed, that it ran
     /// unrecorded). Returns the paths not stored (too large, holding a secret).
     pub fn after(&mut self) -> io::Result<Vec<String>> {
+        self.after_noted(None)
+    }
+
+    /// [`Recorder::after`] for a call that says what it named (see [`Noted`]).
+    pub fn after_noted(&mut self, noted: Option<&Noted>) -> io::Result<Vec<String>> {
         self.heartbeat = None;
         if let Some(position) = self.unrecorded.take() {
             // Best effort: the disk may still be full; the warning was given already.
@@ -397,7 +414,7 @@ impl Recorder {
         };
         let max_bytes = self.settings.max_bytes;
         let ended = self.journal().and_then(|journal| {
-            let ended = journal.end(seq, false);
+            let ended = journal.end(seq, false, noted);
             journal.scope = None;
             let skipped = ended?;
             journal.enforce_cap(max_bytes)?;

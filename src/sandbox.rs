@@ -16,14 +16,18 @@ mod gitdir;
 pub(crate) mod guard;
 pub(crate) mod hidden;
 pub(crate) mod launch;
+#[cfg(target_os = "linux")]
+pub(crate) mod notifier;
 mod policy;
 pub mod probe;
 mod report;
 pub(crate) mod tmpdir;
 pub(crate) mod way_out;
+pub(crate) mod written;
 
 pub use launch::TEST_MISSING_ENV;
 pub use report::{Blocked, Report};
+pub use written::Written;
 
 use std::path::PathBuf;
 

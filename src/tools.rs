@@ -404,6 +404,10 @@ pub struct ToolCtx {
     /// `None` (a library user whose binary is not minicode) runs `bash` directly, killed with
     /// minicode on Linux but not what it started.
     pub supervisor: Option<PathBuf>,
+    /// Whether a confined `bash` call's supervisor records the paths the command's calls name
+    /// (the sandbox's attribution filter, see `sandbox::notifier`), for the checkpoints. On by
+    /// default; `benches/sandbox_notify.rs` turns it off to measure what it costs.
+    pub record_writes: bool,
     /// The last text of each file read or written through `files`, by canonical path: what
     /// `edit` and `write` compare against when they describe a change for approval.
     texts: Mutex<HashMap<PathBuf, Arc<str>>>,
@@ -440,6 +444,7 @@ impl ToolCtx {
             fetch: fetch::Limits::default(),
             files: None,
             supervisor: None,
+            record_writes: true,
             texts: Mutex::new(HashMap::new()),
             sandbox: RwLock::new(Arc::new(crate::sandbox::Policy::unconfined())),
             permissions: None,

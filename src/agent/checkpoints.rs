@@ -93,9 +93,14 @@ impl Checkpoints {
         }
     }
 
-    /// After the call: records what it changed.
-    pub(crate) fn after(&mut self) {
-        if let Err(e) = self.recorder.after() {
+    /// After the call: records what it changed; `written`, the sandbox's record of what a
+    /// confined command named, narrows what the call may claim (see `checkpoints::Noted`).
+    pub(crate) fn after(&mut self, written: Option<&crate::sandbox::Written>) {
+        let noted = written.map(|w| crate::checkpoints::Noted {
+            paths: w.paths.clone(),
+            notified: w.notified.unwrap_or(w.paths.len() as u64),
+        });
+        if let Err(e) = self.recorder.after_noted(noted.as_ref()) {
             self.failed(&e);
         }
     }

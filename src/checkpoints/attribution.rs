@@ -9,6 +9,10 @@
 //!   A journal not owned by this user, or whose session does not exist, is not evidence.
 //! - Another session's open call overlapping this one: what it will claim is not known yet, so
 //!   whatever this call's record holds that it does not claim is uncertain.
+//! - What a confined command named: the calls of a sandboxed `bash` command that can change a
+//!   path trap to its supervisor, which notes the path (`sandbox::notifier`); a change in the
+//!   call's window under no noted path (nor a noted folder above it: a rename or a removal of
+//!   a folder) was made by someone else, the user most likely, so it is uncertain.
 //! - The heartbeat: while a call runs, the journal's modification time is moved to "now" every
 //!   [`BEAT`]; after a crash, that time is the last moment the process was known alive, and a
 //!   change made after it (its status-change time newer) cannot be sure to be the call's.
@@ -69,6 +73,47 @@ impl Others {
                 .iter()
                 .any(|(call, s)| s == state && !own.contains(call))
         })
+    }
+}
+
+/// The workspace-relative paths a confined command's calls named (see `checkpoints::Noted`).
+pub(crate) struct Covered(HashSet<String>);
+
+impl Covered {
+    /// `paths` are absolute; those outside the workspace (as given or as its canonical form
+    /// names it), and the workspace itself, say nothing about its files.
+    pub(crate) fn new(workspace: &Path, paths: &[PathBuf]) -> Covered {
+        let canonical = std::fs::canonicalize(workspace).ok();
+        let roots: Vec<&Path> = std::iter::once(workspace)
+            .chain(canonical.as_deref())
+            .collect();
+        let rels = paths
+            .iter()
+            .filter_map(|path| roots.iter().find_map(|root| path.strip_prefix(root).ok()))
+            .filter_map(Path::to_str)
+            .filter(|rel| !rel.is_empty())
+            .map(str::to_string)
+            .collect();
+        Covered(rels)
+    }
+
+    /// Whether the change at `rel` (a folder's ends with `/`) is under a named path: the path
+    /// itself or a folder above it.
+    pub(crate) fn covers(&self, rel: &str) -> bool {
+        let rel = rel.trim_end_matches('/');
+        self.0.contains(rel)
+            || rel
+                .match_indices('/')
+                .any(|(i, _)| self.0.contains(&rel[..i]))
+    }
+}
+
+/// Whether `change` is one a rewind would undo (not only new times on the same content).
+pub(crate) fn reverts(change: &super::Change) -> bool {
+    match (&change.before, &change.after) {
+        (Some(before), Some(after)) => !before.same_file(after),
+        (None, None) => false,
+        _ => true,
     }
 }
 
@@ -255,4 +300,31 @@ fn touch(path: &Path) {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::Covered;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_named_path_covers_itself_and_what_lies_below_it_only() {
+        let covered = Covered::new(
+            Path::new("/w"),
+            &[
+                PathBuf::from("/w/src/a.rs"),
+                PathBuf::from("/w/moved"),
+                PathBuf::from("/w"),
+                PathBuf::from("/elsewhere/b"),
+            ],
+        );
+        assert!(covered.covers("src/a.rs"));
+        assert!(covered.covers("moved/"));
+        assert!(covered.covers("moved/deep/x"));
+        assert!(!covered.covers("src/b.rs"));
+        assert!(!covered.covers("src/"));
+        assert!(!covered.covers("movedx"));
+        assert!(!covered.covers("b"));
+    }
 }

@@ -67,6 +67,10 @@ pub(crate) enum Line {
         recovered: bool,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         uncertain: Vec<String>,
+        /// For a confined command with a record of what it named (`checkpoints::Noted`):
+        /// how many of its calls trapped to say so (read-only commands: 0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        notified: Option<u64>,
     },
     /// A call that ran unrecorded (recording failed): a rewind cannot undo it.
     Unrecorded {
@@ -281,7 +285,7 @@ impl Journal {
             Err(e) => return Err(e),
         }
         if let Some(seq) = journal.calls.iter().find(|c| c.pending).map(|c| c.seq) {
-            journal.end(seq, true)?;
+            journal.end(seq, true, None)?;
         }
         Ok(journal)
     }
@@ -327,6 +331,7 @@ impl Journal {
                 skipped,
                 recovered,
                 uncertain,
+                ..
             } => {
                 for (path, change) in &changes {
                     self.set(path.clone(), change.after.clone());
@@ -468,9 +473,15 @@ impl Journal {
     }
 
     /// Records what call `seq` changed (a scan against the tree recorded before it), less
-    /// what another session recorded as its own (a drift line). Returns the paths not stored
-    /// (too large, holding a secret).
-    pub(crate) fn end(&mut self, seq: u64, recovered: bool) -> io::Result<Vec<String>> {
+    /// what another session recorded as its own (a drift line); with `noted`, what the call
+    /// named, a change it did not name is uncertain. Returns the paths not stored (too large,
+    /// holding a secret).
+    pub(crate) fn end(
+        &mut self,
+        seq: u64,
+        recovered: bool,
+        noted: Option<&super::Noted>,
+    ) -> io::Result<Vec<String>> {
         let found = self.scan()?;
         self.grew(found.grown);
         let began = self
@@ -489,10 +500,14 @@ impl Journal {
                 changes.insert(path, change);
             }
         }
+        let covered = noted.map(|n| super::attribution::Covered::new(&self.workspace, &n.paths));
         let uncertain: Vec<String> = changes
             .iter()
             .filter(|(path, change)| {
                 others.open_call
+                    || covered
+                        .as_ref()
+                        .is_some_and(|c| !c.covers(path) && super::attribution::reverts(change))
                     || (recovered
                         && !super::attribution::before_crash(
                             &self.workspace,
@@ -513,6 +528,7 @@ impl Journal {
             skipped: Vec::new(),
             recovered,
             uncertain: uncertain.clone(),
+            notified: noted.map(|n| n.notified),
         })?;
         if let Some(call) = self.calls.iter_mut().find(|c| c.seq == seq) {
             call.changes = changes;

@@ -225,7 +225,7 @@ impl Journal {
         };
         let mut outcome = rewind::restore(self, from, how)?;
         if let Some((seq, number)) = record {
-            self.end(seq, false)?;
+            self.end(seq, false, None)?;
             outcome.record = Some(number);
             // With conflicts left, the turn is not marked undone (the listing's word): some
             // of it still stands.

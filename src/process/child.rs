@@ -15,7 +15,12 @@ pub(crate) enum Death {
     Signal,
     /// The child watches its end of a socket pair (see `process::supervisor`), handed to it
     /// on descriptor 3 from `control`, and kills its whole group when minicode's end closes.
-    Watched { control: std::os::fd::RawFd },
+    /// `log`, when given, goes on descriptor 4: the file the supervisor records what the
+    /// command may have changed in (`sandbox::written`).
+    Watched {
+        control: std::os::fd::RawFd,
+        log: Option<std::os::fd::RawFd>,
+    },
 }
 
 /// A `tokio` command for `program` with the secrets removed from its environment (see
@@ -41,7 +46,7 @@ pub(crate) fn command(
             nix::unistd::setsid()?;
             match death {
                 Death::Signal => die_with_parent(parent),
-                Death::Watched { control } => hand_over(control),
+                Death::Watched { control, log } => hand_over(control, log),
             }
         });
     }
@@ -93,11 +98,20 @@ pub(crate) fn die_with_parent(_parent: libc::pid_t) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Puts `control` on the supervisor's descriptor, without close-on-exec. Runs in the child
-/// between fork and exec (dup2 and fcntl are async-signal-safe). `control` is never 0–2 (see
-/// `tools::bash`), so the standard streams set up before this stay intact.
-fn hand_over(control: std::os::fd::RawFd) -> std::io::Result<()> {
-    let target = super::supervisor::CONTROL_FD;
+/// Puts `control` (and `log`) on the supervisor's descriptors, without close-on-exec. Runs in
+/// the child between fork and exec (dup2 and fcntl are async-signal-safe). `control` is never
+/// 0–2 and `log` is 10 or above (see `tools::bash::spawn`), so neither the standard streams
+/// set up before this nor `log` is overwritten by the first `dup2`.
+fn hand_over(control: std::os::fd::RawFd, log: Option<std::os::fd::RawFd>) -> std::io::Result<()> {
+    put(control, super::supervisor::CONTROL_FD)?;
+    match log {
+        Some(log) => put(log, crate::sandbox::written::LOG_FD),
+        None => Ok(()),
+    }
+}
+
+/// `fd` on descriptor `target`, inherited across exec.
+fn put(control: std::os::fd::RawFd, target: std::os::fd::RawFd) -> std::io::Result<()> {
     // SAFETY: plain descriptor calls on descriptors of this (child) process.
     #[allow(unsafe_code)]
     let done = unsafe {

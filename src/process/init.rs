@@ -1,6 +1,7 @@
 //! The init (PID 1) of a confined call's PID namespace: the supervisor's child, forked after
 //! it entered the namespaces. It seals itself (`sandbox::launch::seal`: Landlock, no
-//! capabilities, seccomp), starts `bash -c <command>` (with `TMPDIR` and the cache variables
+//! capabilities, seccomp), hands the supervisor the listener of the attribution filter
+//! (`sandbox::launch::notify`) when it asked for one, starts `bash -c <command>` (with `TMPDIR` and the cache variables
 //! of `sandbox::cache`), reaps every process orphaned into it
 //! and, when `bash` exits, reports bash's raw wait status (and whether anything it started was
 //! still running) on the control socket and exits. The kernel then kills everything left in
@@ -16,12 +17,22 @@ use std::os::unix::net::UnixStream;
 use crate::sandbox::launch::{self, Launch};
 
 /// The init's main: never returns.
-pub(crate) fn run(launch: &Launch, command: &std::ffi::OsStr, mut control: UnixStream) -> ! {
+pub(crate) fn run(
+    launch: &Launch,
+    command: &std::ffi::OsStr,
+    mut control: UnixStream,
+    notify: Option<UnixStream>,
+) -> ! {
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
     if let Err(unavailable) = launch::seal(launch) {
         let json = serde_json::to_string(&unavailable).unwrap_or_default();
         let _ = control.write_all(format!("unavailable {json}\n").as_bytes());
         std::process::exit(126);
+    }
+    // Last, after every layer that confines: the filter that tells the supervisor what the
+    // command changes (attribution only; without it the call simply has no record).
+    if let Some(channel) = notify {
+        launch::notify(&channel);
     }
     let mut bash = std::process::Command::new("bash");
     bash.arg("-c")

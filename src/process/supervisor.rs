@@ -69,6 +69,10 @@ pub(crate) fn run(launch: &OsStr, command: &OsStr) -> u8 {
     if !valid {
         return 125;
     }
+    #[cfg(target_os = "linux")]
+    let log = crate::sandbox::notifier::take_log();
+    #[cfg(not(target_os = "linux"))]
+    let log: Option<std::fs::File> = None;
     // SAFETY: descriptor 3 is open (checked above) and handed to us by minicode; nothing else
     // in this process owns it.
     #[allow(unsafe_code)]
@@ -109,7 +113,7 @@ pub(crate) fn run(launch: &OsStr, command: &OsStr) -> u8 {
         }
     };
     if launch.policy.is_confined() {
-        confined(&launch, command, control, watch)
+        confined(&launch, command, control, (watch, log))
     } else {
         watch_minicode(watch);
         unconfined(command, control)
@@ -152,26 +156,29 @@ fn report_unavailable(mut control: std::os::unix::net::UnixStream, unavailable: 
     let _ = control.write_all(format!("unavailable {json}\n").as_bytes());
 }
 
-/// Forks the init of the call's PID namespace (which reports), waits for it, then kills the
-/// group.
+/// Forks the init of the call's PID namespace (which reports), waits for it (answering the
+/// attribution filter's notifications meanwhile, when minicode handed a record file), then
+/// kills the group.
 #[cfg(target_os = "linux")]
 fn confined(
     launch: &Launch,
     command: &OsStr,
     control: std::os::unix::net::UnixStream,
-    watch: std::os::unix::net::UnixStream,
+    (watch, log): (std::os::unix::net::UnixStream, Option<std::fs::File>),
 ) -> u8 {
+    use crate::sandbox::notifier::Prepared;
+    let prepared = Prepared::new(log);
     // SAFETY: the supervisor is single-threaded here (the watcher starts after the fork), so
     // the child may run any code.
     #[allow(unsafe_code)]
     match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(watch);
-            super::init::run(launch, command, control)
+            super::init::run(launch, command, control, prepared.map(Prepared::into_init))
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => {
             drop(control);
-            wait_for_init(child.as_raw(), &watch);
+            wait_for_init(child.as_raw(), &watch, prepared);
         }
         Err(e) => {
             let unavailable = crate::sandbox::Unavailable {
@@ -188,10 +195,16 @@ fn confined(
 
 /// Waits until `init` ends or minicode's end of `watch` closes, whichever comes first. No
 /// thread can do the watching here: after `unshare(CLONE_NEWPID)` the kernel refuses new
-/// threads, so one `poll` waits on both the socket and a pidfd of init (or, on a kernel
-/// without pidfds, wakes every 50 ms to look).
+/// threads, so one `poll` waits on the socket, a pidfd of init (or, on a kernel without
+/// pidfds, wakes every 50 ms to look) and the attribution filter: first the channel its
+/// listener comes on, then the listener, whose notifications are answered here.
 #[cfg(target_os = "linux")]
-fn wait_for_init(init: libc::pid_t, watch: &std::os::unix::net::UnixStream) {
+fn wait_for_init(
+    init: libc::pid_t,
+    watch: &std::os::unix::net::UnixStream,
+    prepared: Option<crate::sandbox::notifier::Prepared>,
+) {
+    use crate::sandbox::notifier::Notifier;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     // SAFETY: pidfd_open takes a pid and flags; a non-negative result is a new descriptor.
     #[allow(unsafe_code)]
@@ -199,37 +212,56 @@ fn wait_for_init(init: libc::pid_t, watch: &std::os::unix::net::UnixStream) {
     // SAFETY: the descriptor was just returned to us and is owned by nothing else.
     #[allow(unsafe_code)]
     let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) });
-    let mut fds = [
-        libc::pollfd {
-            fd: watch.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
+    let pollfd = |fd: i32| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let mut waiting = prepared;
+    let mut notifier: Option<Notifier> = None;
     let timeout = if pidfd.is_some() { -1 } else { 50 };
     loop {
-        // SAFETY: `fds` is a valid array of two pollfd entries (a negative fd is ignored).
+        let third = match (&waiting, &notifier) {
+            (Some(prepared), _) => prepared.ours.as_raw_fd(),
+            (None, Some(notifier)) => notifier.fd(),
+            (None, None) => -1,
+        };
+        let mut fds = [
+            pollfd(watch.as_raw_fd()),
+            pollfd(pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd)),
+            pollfd(third),
+        ];
+        // SAFETY: `fds` is a valid array of three pollfd entries (a negative fd is ignored).
         #[allow(unsafe_code)]
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 3, timeout) };
         if ready < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
+            break;
         }
         // Nothing is ever sent on the socket: readable or hung up means minicode is gone.
         if fds[0].revents != 0 {
-            return;
+            break;
+        }
+        if fds[2].revents != 0 {
+            if let Some(prepared) = waiting.take() {
+                notifier = Notifier::receive(prepared);
+            } else if (fds[2].revents & libc::POLLIN == 0
+                || notifier.as_mut().is_some_and(|n| !n.answer()))
+                && let Some(done) = notifier.take()
+            {
+                // Hung up: no process of the call is left under the filter.
+                done.finish();
+            }
         }
         let mut status = 0;
         // SAFETY: waitpid writes the status into a local integer.
         #[allow(unsafe_code)]
         let reaped = unsafe { libc::waitpid(init, &mut status, libc::WNOHANG) };
         if reaped != 0 {
-            return;
+            break;
         }
+    }
+    if let Some(notifier) = notifier {
+        notifier.finish();
     }
 }
 
@@ -238,7 +270,7 @@ fn confined(
     _launch: &Launch,
     _command: &OsStr,
     control: std::os::unix::net::UnixStream,
-    _watch: std::os::unix::net::UnixStream,
+    _watch: (std::os::unix::net::UnixStream, Option<std::fs::File>),
 ) -> u8 {
     report_unavailable(control, &crate::sandbox::probe::platform());
     kill_own_group();

@@ -14,6 +14,7 @@ mod filter;
 mod hide;
 mod loopback;
 mod namespace;
+pub(super) mod notify;
 
 use std::path::Path;
 

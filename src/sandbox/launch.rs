@@ -104,6 +104,13 @@ pub(crate) fn seal(launch: &Launch) -> Result<(), Unavailable> {
     }
 }
 
+/// The namespace init's last step before it starts the command, when the supervisor listens:
+/// the attribution filter, its listener sent over `channel` (see `sandbox::notifier`).
+#[cfg(target_os = "linux")]
+pub(crate) fn notify(channel: &std::os::unix::net::UnixStream) {
+    super::enforce::notify::hand_over(channel);
+}
+
 /// The holder's step (single-threaded): a user namespace with a network namespace whose
 /// loopback is up, that later calls of the session join. The holder then only waits.
 pub(crate) fn hold(launch: &Launch) -> Result<(), Unavailable> {

@@ -13,6 +13,12 @@ pub struct Report {
     pub network: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<Blocked>,
+    /// What the command may have changed, as the attribution filter noted it (see
+    /// `sandbox::written`); `None` when the call has no complete record (unconfined, a
+    /// background start, a kernel without the filter). Handed to the checkpoints after the
+    /// call; never saved nor sent.
+    #[serde(skip)]
+    pub written: Option<std::sync::Arc<super::Written>>,
 }
 
 /// Why the sandbox stopped a call.
@@ -62,6 +68,7 @@ impl Report {
             mode: policy.mode,
             network: policy.network,
             blocked: None,
+            written: None,
         }
     }
 }

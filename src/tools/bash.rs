@@ -245,6 +245,8 @@ enum End {
 struct Running {
     child: tokio::process::Child,
     control: Option<UnixStream>,
+    /// The supervisor's record of what the command may have changed (`sandbox::written`).
+    record: Option<std::fs::File>,
     group: GroupGuard,
     rx: tokio::net::unix::pipe::Receiver,
     /// The shell has been waited for.
@@ -308,6 +310,13 @@ async fn execute(
         out.content.push_str(LEFTOVER_NOTICE);
     }
     judge(&mut out, status, policy, ctx, &created);
+    if let Some(report) = out.sandbox.as_mut() {
+        report.written = run
+            .record
+            .as_ref()
+            .and_then(spawn::read_record)
+            .map(std::sync::Arc::new);
+    }
     out
 }
 
@@ -323,8 +332,9 @@ fn start(call: &Call, ctx: &ToolCtx, policy: &Policy) -> Result<Running, String>
         stdout: writer.into(),
         stderr: writer2.into(),
     };
-    let (child, control) = spawn::spawn(&call.command, ctx, policy, &tag, streams)
-        .map_err(|e| format!("could not start bash: {e}"))?;
+    let (child, control, record) =
+        spawn::spawn_recorded(&call.command, ctx, policy, &tag, streams, true)
+            .map_err(|e| format!("could not start bash: {e}"))?;
     let pid = child.id().ok_or("could not start bash: no process id")?;
     let group = GroupGuard(pid as libc::pid_t);
     // Recorded only under a supervisor: a bare shell's group cannot be recognised later.
@@ -339,6 +349,7 @@ fn start(call: &Call, ctx: &ToolCtx, policy: &Policy) -> Result<Running, String>
     Ok(Running {
         child,
         control,
+        record,
         group,
         rx,
         reaped: false,

@@ -17,6 +17,7 @@ mod binary_layout;
 mod checkpoints;
 mod checkpoints_cli;
 mod checkpoints_links;
+mod checkpoints_notified;
 mod checkpoints_scoped;
 mod checkpoints_shared;
 mod checkpoints_trust;

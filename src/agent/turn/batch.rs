@@ -206,7 +206,10 @@ async fn prepare_and_run(
     let output = execute(core, call, (&tool, &*invocation), cancel, stats).await;
     let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
     if recorded {
-        core.checkpoints.after();
+        // The record of a confined run covers the call only when no unconfined run followed
+        // (that one's report, with no record, replaces it).
+        let written = output.sandbox.as_ref().and_then(|r| r.written.as_deref());
+        core.checkpoints.after(written);
     }
     let ctx = core.tool_ctx.clone();
     core.diagnostics

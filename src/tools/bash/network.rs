@@ -77,6 +77,7 @@ fn start(program: &std::path::Path, ctx: &ToolCtx, policy: &Policy) -> Result<Ho
     let theirs = super::spawn::above_std_streams(theirs).map_err(|e| e.to_string())?;
     let death = child::Death::Watched {
         control: theirs.as_raw_fd(),
+        log: None,
     };
     let mut launch = Launch::new(policy);
     launch.hold = true;
