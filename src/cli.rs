@@ -670,6 +670,7 @@ async fn full_screen(handle: crate::protocol::AgentHandle, screen: Screen<'_>) -
         commands: commands.commands,
         command_warnings: commands.warnings,
         hooks,
+        workspace: workspace.to_path_buf(),
     };
     match crate::tui::run(handle, options).await {
         Ok(outcome) => {

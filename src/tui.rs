@@ -18,6 +18,7 @@ mod mcp;
 mod mention;
 pub mod palette;
 pub(crate) mod panel;
+pub mod pasted;
 pub mod permissions;
 mod processes;
 pub(crate) mod reasoning;
@@ -75,6 +76,8 @@ pub struct Options {
     pub command_warnings: Vec<String>,
     /// Every configured hook and whether it runs, one line each, for `/hooks`.
     pub hooks: Vec<String>,
+    /// Where a pasted relative path is looked up (`tui::pasted`).
+    pub workspace: std::path::PathBuf,
 }
 
 /// What the caller needs after the session.
@@ -104,7 +107,7 @@ pub(crate) async fn run(handle: AgentHandle, options: Options) -> io::Result<Out
     // Without colour, highlighting would only cost time and memory.
     highlight::set_enabled(options.highlight && state.colors != palette::Depth::NoColor);
     let guard = terminal::Guard::enter(true)?;
-    let result = session(&mut state, &ops, &mut events).await;
+    let result = session(&mut state, &ops, &mut events, &options.workspace).await;
     let signal = result.as_ref().ok().copied().flatten();
     drop(guard);
 
@@ -140,6 +143,7 @@ async fn session(
     state: &mut State,
     ops: &OpSender,
     events: &mut UnboundedReceiver<Event>,
+    workspace: &std::path::Path,
 ) -> io::Result<Option<i32>> {
     let mut term = fresh_terminal()?;
     let size = term.size()?;
@@ -161,7 +165,7 @@ async fn session(
             _ = signals.int.recv() => return Ok(Some(libc::SIGINT)),
             _ = signals.tstp.recv() => vec![Effect::Suspend],
             input = reader.next() => match input {
-                Some(Ok(ev)) => terminal_input(state, &mut term, &mut dirty, ev)?,
+                Some(Ok(ev)) => terminal_input(state, &mut term, &mut dirty, ev, workspace)?,
                 Some(Err(e)) => return Err(e),
                 None => return Ok(None),
             },
@@ -210,15 +214,19 @@ impl Signals {
 }
 
 /// One terminal event (key, mouse, paste, resize) into the state. A resize gets a fresh
-/// terminal, so the next frame repaints everything at the new size.
+/// terminal, so the next frame repaints everything at the new size. A paste that is the path
+/// of an image file becomes that image here, where I/O is allowed.
 fn terminal_input(
     state: &mut State,
     term: &mut Screen,
     dirty: &mut bool,
     ev: TermEvent,
+    workspace: &std::path::Path,
 ) -> io::Result<Vec<Effect>> {
-    let Some(msg) = to_msg(ev) else {
-        return Ok(Vec::new());
+    let msg = match to_msg(ev) {
+        Some(Msg::Paste(text)) => pasted::classify(text, workspace),
+        Some(msg) => msg,
+        None => return Ok(Vec::new()),
     };
     *dirty = true;
     if matches!(msg, Msg::Resize(..)) {

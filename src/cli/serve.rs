@@ -280,6 +280,7 @@ pub(super) fn attach(args: &AttachArgs, launch: &Path) -> Result<ExitCode, Failu
             hooks: Vec::new(),
             commands: Vec::new(),
             command_warnings: Vec::new(),
+            workspace: launch.to_path_buf(),
         };
         let outcome = crate::tui::run(attached.handle, options)
             .await

@@ -12,6 +12,7 @@ use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
 use ratatui::layout::Rect;
 
 mod keys;
+mod pasted;
 
 use super::commands::TabCycle;
 use super::input::Draft;
@@ -36,6 +37,18 @@ pub use super::commands::COMMANDS;
 pub enum Msg {
     Key(KeyEvent),
     Paste(String),
+    /// A pasted path to an image file, read and checked by the run loop (`tui::pasted`): the
+    /// draft gets its label, the prompt the picture.
+    PasteImage {
+        name: String,
+        image: crate::chat::Image,
+    },
+    /// A pasted path to a file named like an image that failed the checks: pasted as text,
+    /// with `why` shown above the input box.
+    PasteRefused {
+        text: String,
+        why: String,
+    },
     Mouse(MouseEvent),
     Resize(u16, u16),
     Agent(Event),
@@ -193,6 +206,9 @@ pub struct State {
     pub(crate) picker: Option<super::resume::Picker>,
     /// The session (id or prefix) `/resume` asked the core for, until it is configured.
     pub(crate) resuming: Option<String>,
+    /// Pasted images by their label in the draft or a queued prompt: a prompt takes those
+    /// whose label it still holds (see `state/pasted.rs`).
+    pub(crate) pasted: Vec<(String, crate::chat::Image)>,
 }
 
 impl State {
@@ -245,6 +261,7 @@ impl State {
             restored_prompt: None,
             picker: None,
             resuming: None,
+            pasted: Vec::new(),
         }
     }
 
@@ -294,6 +311,13 @@ impl State {
             Msg::Paste(text) => {
                 self.typed_over_restored(&text);
                 self.draft.insert_str(&text);
+                Vec::new()
+            }
+            Msg::PasteImage { name, image } => self.paste_image(&name, image),
+            Msg::PasteRefused { text, why } => {
+                self.typed_over_restored(&text);
+                self.draft.insert_str(&text);
+                self.hint = Some(why);
                 Vec::new()
             }
             Msg::Mouse(m) => self.mouse(m),
@@ -371,13 +395,18 @@ impl State {
         !self.busy && !self.queue.is_empty()
     }
 
+    /// Sends a prompt, with the pasted images whose labels it holds.
     pub(crate) fn submit(&mut self, text: String) -> Vec<Effect> {
         self.header_live = false;
         self.transcript.push(Kind::User(text.clone()));
         self.busy = true;
         self.activity = Activity::Waiting;
         self.hint = None;
-        vec![Effect::Op(Op::Submit(text))]
+        let images = self.take_pasted(&text);
+        if images.is_empty() {
+            return vec![Effect::Op(Op::Submit(text))];
+        }
+        vec![Effect::Op(Op::SubmitImages { text, images })]
     }
 
     /// Plain text of the transcript (or its last `turns` turns) for the normal screen on exit.

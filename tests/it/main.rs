@@ -118,6 +118,7 @@ mod tui_approval_guard;
 mod tui_header;
 mod tui_highlight;
 mod tui_live;
+mod tui_paste;
 mod tui_render;
 mod tui_select;
 mod tui_session_extras;

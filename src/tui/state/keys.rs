@@ -229,6 +229,8 @@ impl State {
         }
         self.last_ctrl_c = Some(now);
         self.draft.clear();
+        // Images pasted into the cleared draft go with it.
+        self.forget_pasted();
         self.hint = Some(Hint::ExitConfirm);
         Vec::new()
     }
