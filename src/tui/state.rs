@@ -298,6 +298,11 @@ impl State {
     }
 
     /// One step of the Elm loop, at the current time.
+    /// The line shown above the input box, if any.
+    pub fn hint(&self) -> Option<&str> {
+        self.hint.as_ref().map(Hint::text)
+    }
+
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         self.update_at(msg, Instant::now())
     }
@@ -317,7 +322,7 @@ impl State {
             Msg::PasteRefused { text, why } => {
                 self.typed_over_restored(&text);
                 self.draft.insert_str(&text);
-                self.hint = Some(why);
+                self.hint = Some(Hint::Text(why));
                 Vec::new()
             }
             Msg::Mouse(m) => self.mouse(m),

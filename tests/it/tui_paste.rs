@@ -107,7 +107,7 @@ fn an_image_named_file_that_fails_the_checks_stays_text_with_a_notice() {
     let mut s = state();
     paste(&mut s, ws.path(), "fake.png");
     assert_eq!(s.draft.text(), "fake.png");
-    let hint = s.hint.clone().unwrap_or_default();
+    let hint = s.hint().unwrap_or_default().to_string();
     assert!(
         hint.contains("fake.png not attached") && hint.contains("PNG"),
         "{hint}"
@@ -115,7 +115,7 @@ fn an_image_named_file_that_fails_the_checks_stays_text_with_a_notice() {
     key(&mut s, KeyCode::Char('u'), KeyModifiers::CONTROL);
     paste(&mut s, ws.path(), "huge.png");
     assert_eq!(s.draft.text(), "huge.png");
-    let hint = s.hint.clone().unwrap_or_default();
+    let hint = s.hint().unwrap_or_default().to_string();
     assert!(hint.contains("over the limit"), "{hint}");
 }
 
