@@ -46,7 +46,10 @@ impl Processes {
             .map_or((arg, ""), |(verb, id)| (verb, id.trim()));
         match (verb, id) {
             ("", _) => {
-                say(convert::message(&listing(&lock(&self.listing), unix_now())));
+                say(convert::message(&listing(
+                    &lock(&self.listing),
+                    crate::protocol::sessions::unix_secs(std::time::SystemTime::now()),
+                )));
                 done(responder)
             }
             ("kill", id) if !id.is_empty() => {
@@ -60,7 +63,9 @@ impl Processes {
                     Some(process) => {
                         say(convert::message(&format!(
                             "{id} is not running: {}\n",
-                            process.line(unix_now())
+                            process.line(crate::protocol::sessions::unix_secs(
+                                std::time::SystemTime::now()
+                            ))
                         )));
                         done(responder)
                     }
@@ -79,7 +84,7 @@ impl Processes {
 
     /// The core's new listing: a kill whose process it shows ended is answered.
     pub(super) fn changed(&self, processes: Vec<Background>, say: impl Fn(SessionUpdate)) {
-        let now = unix_now();
+        let now = crate::protocol::sessions::unix_secs(std::time::SystemTime::now());
         let mut kills = lock(&self.kills);
         let mut waiting = Vec::new();
         for (id, responder) in kills.drain(..) {
@@ -118,12 +123,6 @@ fn listing(processes: &[Background], now: u64) -> String {
         "Background processes (`/ps kill <id>` ends one):\n```\n{}\n```\n",
         lines.join("\n").replace("```", "'''")
     )
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

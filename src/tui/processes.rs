@@ -22,7 +22,10 @@ impl State {
             .map_or((arg, ""), |(a, b)| (a, b.trim()));
         match (verb, id) {
             ("", _) => {
-                let text = listing(&self.background, unix_now());
+                let text = listing(
+                    &self.background,
+                    crate::protocol::sessions::unix_secs(std::time::SystemTime::now()),
+                );
                 self.notice(Level::Info, text);
                 Vec::new()
             }
@@ -62,12 +65,6 @@ fn listing(processes: &[Background], now: u64) -> String {
         "background processes (/ps kill <id> ends one):\n{}",
         lines.join("\n")
     )
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
