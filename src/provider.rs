@@ -191,6 +191,11 @@ pub trait Provider: Send + Sync {
     fn with_model(&self, _model: &str) -> Option<std::sync::Arc<dyn Provider>> {
         None
     }
+    /// Whether this provider reads [`ChatRequest::statuses`]: only the offline demo does, so
+    /// a real server's requests do not gather them from the whole history each time.
+    fn reads_statuses(&self) -> bool {
+        false
+    }
     /// The model ids the server lists (`GET /models`), asked now.
     fn models(&self) -> ModelsFuture {
         Box::pin(std::future::ready(Err(ProviderError::Protocol(

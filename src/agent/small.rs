@@ -312,8 +312,7 @@ pub(super) fn held_back(
     if calls.is_empty() || !core.upkeep.is_small() {
         return false;
     }
-    let kind = |c: &ToolCall| core.registry.get(&c.name).map(|t| t.kind());
-    if !calls.iter().all(|c| repeats.repeats(c, kind(c))) {
+    if !all_repeat(core, calls, repeats) {
         return false;
     }
     stats.nudges += 1;
@@ -347,8 +346,7 @@ pub(super) fn answer_beside_repeats(core: &Core, reply: &mut Reply, repeats: &Re
     {
         return false;
     }
-    let kind = |c: &ToolCall| core.registry.get(&c.name).map(|t| t.kind());
-    if !reply.tool_calls.iter().all(|c| repeats.repeats(c, kind(c))) {
+    if !all_repeat(core, &reply.tool_calls, repeats) {
         return false;
     }
     reply.tool_calls.clear();
@@ -358,6 +356,14 @@ pub(super) fn answer_beside_repeats(core: &Core, reply: &mut Reply, repeats: &Re
             .to_string(),
     });
     true
+}
+
+/// Whether every one of `calls` repeats a read-only call made since the last change.
+fn all_repeat(core: &Core, calls: &[ToolCall], repeats: &Repeats) -> bool {
+    calls.iter().all(|c| {
+        let kind = core.registry.get(&c.name).map(|t| t.kind());
+        repeats.repeats(c, kind)
+    })
 }
 
 /// Notes the calls of a batch that ran, for [`held_back`].

@@ -437,6 +437,15 @@ fn answered(
     }
 }
 
+/// The results' statuses a request carries, gathered only for a provider that reads them.
+fn statuses(core: &Core) -> Vec<(&str, crate::chat::ToolStatus)> {
+    if core.provider.reads_statuses() {
+        core.store.session.statuses()
+    } else {
+        Vec::new()
+    }
+}
+
 /// Whether a reply has neither text nor a tool call.
 fn is_empty(reply: &Reply) -> bool {
     reply.text.is_empty() && reply.tool_calls.is_empty()
@@ -494,7 +503,7 @@ async fn stream_reply(
     // The reply must fit beside the input: `ensure_budget` compacted if less than
     // MIN_REPLY_TOKENS would remain, so this only trims a too-large configured value.
     let input = core.upkeep.used_tokens() + extra.map_or(0, estimate_message);
-    let statuses = core.store.session.statuses();
+    let statuses = statuses(core);
     let request = ChatRequest {
         messages: &messages,
         tools,

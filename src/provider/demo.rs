@@ -53,6 +53,10 @@ impl Default for Demo {
 }
 
 impl Provider for Demo {
+    fn reads_statuses(&self) -> bool {
+        true
+    }
+
     fn stream(&self, request: &ChatRequest<'_>) -> EventStream {
         let reply = plan(request);
         let delay = self.piece_delay;

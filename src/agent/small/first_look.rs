@@ -273,6 +273,12 @@ mod tests {
             ],
             "no room for both"
         );
+        // A link among them (here to a file outside the workspace) keeps them all out.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.py"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x.py"), ws.join("app/link.py")).unwrap();
+        assert_eq!(names("Look at app", &all), [r#"Folder("app")"#], "a link");
+        std::fs::remove_file(ws.join("app/link.py")).unwrap();
         std::fs::write(ws.join("app/.env"), "KEY=1").unwrap();
         assert_eq!(names("Look at app", &all), [r#"Folder("app")"#], "a secret");
         assert!(names("README.md", &["list"]).is_empty());

@@ -114,7 +114,7 @@ async fn whole_reply(
         .upkeep
         .request_messages(&core.store.session, None)
         .map_err(|e| e.to_string())?;
-    let statuses = core.store.session.statuses();
+    let statuses = super::statuses(core);
     let request = ChatRequest {
         messages: &messages,
         tools: &specs,
