@@ -213,11 +213,13 @@ fn main_prompt(setup: &Setup) -> (String, String, Vec<String>) {
         prompt::system_prompt(workspace),
         crate::memory::PROMPT_RULES
     );
-    let mut small = format!(
-        "{}\n\n{}",
-        prompt::small_system_prompt(workspace),
-        crate::memory::SHORT_PROMPT_RULES
-    );
+    // A small model takes a file the prompt names for one to use: the memory line goes only
+    // to a workspace that has memory (it named `MiniCode.md` as a search path otherwise).
+    let mut small = prompt::small_system_prompt(workspace);
+    if has_memory(workspace) {
+        small.push_str("\n\n");
+        small.push_str(crate::memory::SHORT_PROMPT_RULES);
+    }
     let nested = crate::memory::nested(workspace);
     let mut sections = Vec::new();
     sections.extend(crate::memory::nested_section(&nested));
@@ -234,6 +236,13 @@ fn main_prompt(setup: &Setup) -> (String, String, Vec<String>) {
         }
     }
     (full, small, refused)
+}
+
+/// Whether the workspace has a root memory file (`MiniCode.md` or `AGENTS.md`) at start.
+fn has_memory(workspace: &std::path::Path) -> bool {
+    [crate::memory::FILE_NAME, crate::memory::AGENTS_FILE]
+        .iter()
+        .any(|name| workspace.join(name).is_file())
 }
 
 /// Declares the `skill` tool; returns the names another group already holds.

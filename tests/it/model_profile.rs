@@ -18,11 +18,19 @@ const SHORT_PROMPT: &str = "You act in the user's project only by calling the to
 /// the `[model]` table and `/props` answered with `props` when given; returns the first chat
 /// request.
 fn first_request(extra: &str, props: Option<Value>) -> Recorded {
+    first_request_with_files(extra, props, &[])
+}
+
+/// [`first_request`] in a workspace holding `files` (name, content).
+fn first_request_with_files(extra: &str, props: Option<Value>, files: &[(&str, &str)]) -> Recorded {
     let server = MockServer::start_in_thread(vec![text_reply("done", 8)]);
     if let Some(props) = props {
         server.route("/props", MockReply::json(200, &props));
     }
     let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
     crate::support::binary::write_config(dir.path(), &server);
     let file = dir.path().join(".minicode/config.toml");
     let text = std::fs::read_to_string(&file).unwrap();
@@ -91,6 +99,28 @@ fn a_small_window_offers_the_six_core_tools_and_the_short_prompt() {
         "small {} bytes, full {} bytes",
         small.raw_body.len(),
         full.raw_body.len()
+    );
+}
+
+#[test]
+fn the_small_prompt_names_project_memory_only_in_a_workspace_that_has_it() {
+    let without = system_prompt(&first_request("context_window = 8192", None));
+    assert!(without.contains(SHORT_PROMPT), "{without}");
+    assert!(!without.contains("MiniCode.md"), "{without}");
+    let with = first_request_with_files(
+        "context_window = 8192",
+        None,
+        &[("MiniCode.md", "# Notes\nRun `make test`.\n")],
+    );
+    let prompt = system_prompt(&with);
+    assert!(
+        prompt.contains("`MiniCode.md` (in <project-memory>)"),
+        "{prompt}"
+    );
+    let full = system_prompt(&first_request("context_window = 131072", None));
+    assert!(
+        full.contains("MiniCode.md"),
+        "the full prompt keeps its rules: {full}"
     );
 }
 
