@@ -516,6 +516,13 @@ impl ToolCtx {
         lock(&self.texts).clear();
     }
 
+    /// The files read or written in this session (canonical paths), sorted.
+    pub(crate) fn seen_paths(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = lock(&self.seen).keys().cloned().collect();
+        paths.sort();
+        paths
+    }
+
     /// The fingerprint recorded when the model last read or wrote this file.
     pub(crate) fn recall(&self, path: &Path) -> Option<Fingerprint> {
         lock(&self.seen).get(path).copied()

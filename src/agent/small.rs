@@ -5,11 +5,16 @@
 //! on an announcement gets one nudge (so does a first reply that answers a question about the
 //! workspace without looking at it, in the small profile); replies are bounded (a
 //! `max_tokens` from a small window, a stop on runaway repetition) with a word when one was
-//! cut. It decides nothing about approval or running: a recovered call takes the same path as
-//! any other.
+//! cut. In the small profile a reply with no answer in it (bare template markup, an echoed
+//! attachment) is reminded like an empty one, and a rename that left the old name in files the
+//! model read gets a reminder naming them. It decides nothing about approval or running: a
+//! recovered call takes the same path as any other.
 
 mod announce;
 mod first_look;
+mod hollow;
+mod referenced;
+mod renamed;
 mod repeat;
 mod runaway;
 mod unchanged;
@@ -60,6 +65,11 @@ pub(crate) const REPETITION: &str = "repetition";
 /// reads, sometimes sends nothing at all, which would fail a turn whose answer is in view.
 pub(super) const EMPTY_REPLY_NUDGE: &str = "Your last reply was empty. Answer the user now \
 from the tool results above, or make the tool call you need next.";
+
+/// The reminder after a reply with no answer in it (see `small/hollow.rs`).
+pub(super) const HOLLOW_REPLY_NUDGE: &str = "Your last reply held no answer: only markup, or the \
+attached file repeated. Answer the user now in your own words from what you have read, or make \
+the tool call you need next.";
 
 /// The note that shows the call format, once per session, after the first recovered call. Its
 /// bytes never change, so it keeps the prompt cache's prefix like any other message.
@@ -246,30 +256,57 @@ pub(super) fn change_first(core: &Core, reply: &str, tools: &[ToolSpec]) -> Opti
     ))
 }
 
-/// Whether one of `calls` that can change the workspace (an edit or a command) succeeded:
-/// their results are the last messages of the session.
+/// Whether a reply with no call is, in the small profile, no answer at all: empty template
+/// markup or an echo of an attachment (see `small/hollow.rs`). It is reminded as an empty one.
+pub(super) fn hollow(core: &Core, reply: &Reply) -> bool {
+    core.upkeep.is_small() && reply.tool_calls.is_empty() && hollow::hollow(&reply.text)
+}
+
+/// Whether one of `calls` that can change the workspace (an edit or a command) succeeded.
 pub(super) fn changed_something(core: &Core, calls: &[ToolCall]) -> bool {
+    succeeded(core, calls).any(|call| {
+        core.registry
+            .get(&call.name)
+            .is_some_and(|t| matches!(t.kind(), ToolKind::Edit | ToolKind::Execute))
+    })
+}
+
+/// The old names of the identifier renames (`edit` replacing one identifier by another) among
+/// `calls` that succeeded, for [`rename_left`].
+pub(super) fn renames(core: &Core, calls: &[ToolCall]) -> Vec<String> {
+    if !core.upkeep.is_small() {
+        return Vec::new();
+    }
+    succeeded(core, calls)
+        .filter(|call| call.name == Builtin::Edit.name())
+        .filter_map(|call| renamed::renamed_identifier(&call.arguments))
+        .collect()
+}
+
+/// The reminder for a turn whose renames (`olds`) left the old name in files the model read
+/// (see `small/renamed.rs`); `None` when none is left or the session is not small.
+pub(super) fn rename_left(core: &Core, olds: &[String]) -> Option<String> {
+    if olds.is_empty() || !core.upkeep.is_small() {
+        return None;
+    }
+    let seen = core.tool_ctx.seen_paths();
+    renamed::reminder(&renamed::left_behind(&core.tool_ctx.workspace, &seen, olds))
+}
+
+/// Those of `calls` whose results (the last messages of the session) say they succeeded.
+fn succeeded<'a>(core: &'a Core, calls: &'a [ToolCall]) -> impl Iterator<Item = &'a ToolCall> {
     let messages = core.store.session.messages();
     // One more: a user message showing images `read` returned may follow the results.
     let first = messages.len().saturating_sub(calls.len() + 1);
-    (first..messages.len()).any(|index| {
-        let message = &messages[index];
-        let Some(call) = calls
-            .iter()
-            .find(|c| message.tool_call_id.as_deref() == Some(c.id.as_str()))
-        else {
-            return false;
-        };
-        let acts = core
-            .registry
-            .get(&call.name)
-            .is_some_and(|t| matches!(t.kind(), ToolKind::Edit | ToolKind::Execute));
-        let succeeded = core
+    (first..messages.len()).filter_map(move |index| {
+        let id = messages[index].tool_call_id.as_deref()?;
+        let call = calls.iter().find(|c| c.id == id)?;
+        let ok = core
             .store
             .session
             .result_info(index)
             .is_some_and(|info| info.status == Some(ToolStatus::Succeeded));
-        acts && succeeded
+        ok.then_some(call)
     })
 }
 

@@ -166,6 +166,8 @@ pub(super) async fn rounds(
     let mut looked = round > 0;
     // Whether an edit or a command succeeded in this turn (see `small::change_first`).
     let mut changed = false;
+    // The old names of identifiers the turn renamed with `edit` (see `small::rename_left`).
+    let mut renames: Vec<String> = Vec::new();
     let mut repeats = small::Repeats::default();
     loop {
         if round >= core.options.max_rounds {
@@ -177,16 +179,24 @@ pub(super) async fn rounds(
             Err(end) => return end,
         };
         // Only the small profile lets an empty reply through: it is reminded once, as a
-        // reply that only announced a call is, and fails the turn after that.
-        if is_empty(&reply) {
+        // reply that only announced a call is, and fails the turn after that. A hollow one
+        // (markup only, an attachment echoed) is reminded once too, and stands after that.
+        if is_empty(&reply) || (!nudged && small::hollow(core, &reply)) {
             if nudged {
                 return TurnEnd::Failed {
                     error: empty_reply_error(&reply),
                 };
             }
             nudged = true;
-            let why = "the model sent an empty reply";
-            small::send_nudge(core, small::EMPTY_REPLY_NUDGE.to_string(), why, stats);
+            let (why, text) = if is_empty(&reply) {
+                ("the model sent an empty reply", small::EMPTY_REPLY_NUDGE)
+            } else {
+                (
+                    "the model's reply held no answer",
+                    small::HOLLOW_REPLY_NUDGE,
+                )
+            };
+            small::send_nudge(core, text.to_string(), why, stats);
             continue;
         }
         // Calls written as text join the reply as native ones (see agent/small.rs).
@@ -233,6 +243,14 @@ pub(super) async fn rounds(
                 small::send_nudge(core, text, why, stats);
                 continue;
             }
+            // And a rename that left the old name in files the model read.
+            if !nudged && let Some(text) = small::rename_left(core, &renames) {
+                nudged = true;
+                let why =
+                    "the model renamed an identifier but files it read still hold the old name";
+                small::send_nudge(core, text, why, stats);
+                continue;
+            }
             // A `Stop` hook may send the model back to work, with its reason.
             if stop_hooks_let_end(core, cancel, &mut stop_blocks).await {
                 return TurnEnd::Completed;
@@ -254,6 +272,7 @@ pub(super) async fn rounds(
         small::ran(core, &reply.tool_calls, &mut repeats);
         looked = true;
         changed = changed || small::changed_something(core, &reply.tool_calls);
+        renames.extend(small::renames(core, &reply.tool_calls));
         if let Some(end) = settle(core, batch) {
             return end;
         }

@@ -5,7 +5,10 @@
 //! the small profile leaves out is offered when the prompt names it; a call written as text
 //! with a result the model imagined and options the tool lacks still runs. And the first look:
 //! in the small profile, the files a prompt names go with it (and a folder it names with its
-//! listing), counted as read; files named like secrets never do.
+//! listing, and a named file with the files it names, such as the code a test script sources),
+//! counted as read; files named like secrets never do. A reply of bare template markup (or the
+//! attachment echoed) gets the empty reply's reminder, and a rename that left the old name in
+//! files the model read gets one naming them.
 
 use std::time::Duration;
 
@@ -555,5 +558,158 @@ async fn a_call_repeated_after_a_change_or_in_the_full_profile_runs_again() {
     assert_eq!(
         stats.tool_calls, 2,
         "the full profile runs what it is asked"
+    );
+}
+
+#[tokio::test]
+async fn a_reply_of_bare_template_markup_gets_one_reminder_then_the_answer_ends_the_turn() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("value.txt"), "hello\n").unwrap();
+    let server = MockServer::start(vec![
+        text_reply("<response>  </response>", 4),
+        text_reply(
+            "It cannot be done: the two checks contradict each other.",
+            9,
+        ),
+        text_reply("<tools></tools>", 4),
+        text_reply("<tools></tools>", 4),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "Make both checks in test.sh pass.";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 1));
+    let reminder = last_message(&server, 1);
+    assert!(
+        reminder.contains("Your last reply held no answer"),
+        "{reminder}"
+    );
+    // The hollow reply is not kept as the assistant's words.
+    let history = server.requests()[1].body["messages"].to_string();
+    assert!(!history.contains("<response>"), "{history}");
+    // Once per turn: a second hollow reply stands (it is text, not nothing).
+    let (_e, end, stats) = run_turn(&mut handle, "And now?", approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 1));
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn an_echo_of_the_attached_file_is_no_answer_but_markup_is_fine_in_the_full_profile() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("backoff.py"), "BASE_MS = 100\n").unwrap();
+    let echo = "<attached-file path=\"backoff.py\">\n     1\tBASE_MS = 100\n</attached-file>";
+    let server = MockServer::start(vec![text_reply(echo, 9), text_reply("800", 1)]).await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "What does retry_delay(3) in backoff.py return?";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 1));
+    assert!(last_message(&server, 1).contains("held no answer"));
+
+    let server = MockServer::start(vec![text_reply("<tools></tools>", 4)]).await;
+    let mut handle = spawn(&ws, provider(&server), Options::default());
+    let (_e, end, stats) = run_turn(&mut handle, "hello", approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 0), "full profile");
+}
+
+#[tokio::test]
+async fn a_rename_left_in_other_read_files_gets_one_reminder_naming_them() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::create_dir(ws.join("app")).unwrap();
+    std::fs::write(
+        ws.join("app/util.py"),
+        "def fetch_data(path):\n    return 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("app/main.py"),
+        "from app.util import fetch_data\n\nprint(fetch_data(\"input.txt\"))\n",
+    )
+    .unwrap();
+    let rename = |path: &str| {
+        json!({"path": path, "old_string": "fetch_data", "new_string": "load_data", "replace_all": true})
+            .to_string()
+    };
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "edit", &rename("app/util.py"))], 8),
+        text_reply("Renamed fetch_data to load_data everywhere.", 8),
+        tool_calls_reply(&[("c2", "edit", &rename("app/main.py"))], 8),
+        text_reply("Now it is renamed in both files.", 8),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    // The first look reads both files of the folder.
+    let prompt = "Rename the function fetch_data to load_data everywhere in the app folder.";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 1));
+    let reminder = last_message(&server, 2);
+    assert!(
+        reminder.contains("`fetch_data`") && reminder.contains("app/main.py (lines 1, 3)"),
+        "{reminder}"
+    );
+    assert!(!reminder.contains("app/util.py"), "{reminder}");
+    let main = std::fs::read_to_string(ws.join("app/main.py")).unwrap();
+    assert!(!main.contains("fetch_data"), "{main}");
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn a_complete_rename_or_an_edit_of_a_phrase_gets_no_rename_reminder() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("lib.sh"), "add() { echo 1; }\nadd_all() { add; }\n").unwrap();
+    let edit = |old: &str, new: &str| {
+        json!({"path": "lib.sh", "old_string": old, "new_string": new, "replace_all": true})
+            .to_string()
+    };
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "edit", &edit("add_all", "sum_all"))], 8),
+        text_reply("Renamed add_all to sum_all.", 8),
+        tool_calls_reply(&[("c2", "edit", &edit("echo 1;", "echo 2;"))], 8),
+        text_reply("Changed the output.", 8),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_e, end, stats) = run_turn(
+        &mut handle,
+        "Rename add_all in lib.sh to sum_all.",
+        approve_all,
+    )
+    .await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 0));
+    let (_e, end, stats) = run_turn(&mut handle, "Make lib.sh print 2.", approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 0));
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn the_code_a_named_test_script_sources_goes_with_it_and_counts_as_read() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("lib.sh"), "add() {\n  echo $(( $1 - $2 ))\n}\n").unwrap();
+    std::fs::write(
+        ws.join("test.sh"),
+        "#!/bin/sh\n. ./lib.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\necho ok\n",
+    )
+    .unwrap();
+    let fix = json!({"path": "lib.sh", "old_string": "$1 - $2", "new_string": "$1 + $2"});
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "edit", &fix.to_string())], 8),
+        text_reply("Fixed `add` in lib.sh.", 6),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "`sh test.sh` fails. Fix the code so that it passes; do not change test.sh.";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 0));
+    let first = last_message(&server, 0);
+    assert!(
+        first.contains("<attached-file path=\"test.sh\">")
+            && first.contains("<attached-file path=\"lib.sh\">")
+            && first.contains("$1 - $2"),
+        "{first}"
+    );
+    // Attached as a read: the edit of lib.sh lands without a read of its own.
+    assert!(
+        std::fs::read_to_string(ws.join("lib.sh"))
+            .unwrap()
+            .contains("$1 + $2")
     );
 }

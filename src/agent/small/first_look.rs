@@ -70,6 +70,24 @@ fn looks(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<Loo
             _ => {}
         }
     }
+    // The files a named file points at (the code a test script sources) follow, while there
+    // is room (see `small/referenced.rs`).
+    if offered.contains(&Builtin::Read.name()) {
+        let named: Vec<String> = looks
+            .iter()
+            .filter_map(|l| match l {
+                Look::File(p) => Some(p.clone()),
+                Look::Folder(_) => None,
+            })
+            .collect();
+        for file in named {
+            let taken =
+                |p: &str| secret_like(p) || hidden(p) || looks.contains(&Look::File(p.to_string()));
+            let more = super::referenced::referenced(workspace, &file, MAX_FILES - files, taken);
+            files += more.len();
+            looks.extend(more.into_iter().map(Look::File));
+        }
+    }
     // A small folder's files go with its listing while there is room: asked to rename a
     // function across a folder of three files, the 1.5B model sent the three right edits,
     // blind, and stopped at their refusals.
