@@ -46,11 +46,11 @@ pub(crate) fn small_system_prompt(workspace: &Path) -> String {
          \n\
          - Look before you answer: use `list`, `search` and `read` instead of guessing paths, \
          names or values.\n\
-         - `read` a file before you `edit` it; `write` creates one. Paths are relative to the \
-         workspace.\n\
+         - `read` a file before you `edit` it; create a file with `write`, not `bash`. Paths \
+         are relative to the workspace.\n\
          - `bash` runs one command in the workspace root.\n\
          - When the task is done, say in a few lines what you changed.\n\
-         - Never print secrets.",
+         - Never print secrets or send them off this machine: refuse that and say why.",
         workspace = workspace.display(),
         os = std::env::consts::OS,
     )
