@@ -49,8 +49,8 @@ pub(crate) enum AttachError {
 
 /// The attached session.
 pub(crate) struct Attached {
-    pub handle: AgentHandle,
-    pub session_id: String,
+    pub(crate) handle: AgentHandle,
+    pub(crate) session_id: String,
 }
 
 trait Io: AsyncRead + AsyncWrite + Send {}

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-pub use background::{Background, BackgroundState};
+pub(crate) use background::{Background, BackgroundState};
 pub use image::{Image, ImageError, ImageFormat, MAX_IMAGE_BYTES};
 pub(crate) use names::serde_name;
 pub use tokens::{estimate_message, estimate_text, estimate_tools, split_at_budget};
@@ -64,7 +64,7 @@ pub enum Builtin {
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 11] = [
+    pub(crate) const ALL: [Builtin; 11] = [
         Builtin::Bash,
         Builtin::BashOutput,
         Builtin::BashKill,
@@ -79,7 +79,7 @@ impl Builtin {
     ];
 
     /// The name the model calls it by.
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             Builtin::Bash => "bash",
             Builtin::BashOutput => "bash_output",
@@ -96,7 +96,7 @@ impl Builtin {
     }
 
     /// The built-in tool called `name`, if one is (an MCP tool or a skill is not).
-    pub fn of(name: &str) -> Option<Builtin> {
+    pub(crate) fn of(name: &str) -> Option<Builtin> {
         Builtin::ALL.into_iter().find(|b| b.name() == name)
     }
 }
@@ -142,13 +142,13 @@ pub struct Message {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub reasoning: Option<String>,
+    pub(crate) reasoning: Option<String>,
     /// Images attached to a user message (`--image`, `@image.png`, a `read` of an image, ACP
     /// image blocks). Sent as `image_url` parts after the text; a message without any keeps
     /// the plain string `content` on the wire, byte for byte. Session files hold only each
     /// image's reference (see [`Image`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub images: Vec<Image>,
+    pub(crate) images: Vec<Image>,
 }
 
 impl Message {
@@ -194,7 +194,7 @@ impl Message {
     }
 
     /// A user message carrying `images` after its text.
-    pub fn user_with_images(text: impl Into<String>, images: Vec<Image>) -> Self {
+    pub(crate) fn user_with_images(text: impl Into<String>, images: Vec<Image>) -> Self {
         let mut message = Self::user(text);
         message.images = images;
         message
@@ -292,13 +292,13 @@ pub struct ToolSpec {
 /// Token counts as the server reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    pub input_tokens: u64,
+    pub(crate) input_tokens: u64,
     pub output_tokens: u64,
-    pub total_tokens: u64,
+    pub(crate) total_tokens: u64,
     /// Prompt tokens the server served from its prompt cache, when it says
     /// (`usage.prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u64>,
+    pub(crate) cached_tokens: Option<u64>,
 }
 
 impl Usage {

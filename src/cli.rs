@@ -61,54 +61,54 @@ pub struct Args {
     /// `--` even a subcommand's name is a prompt). Without it, a terminal opens the
     /// full-screen session and piped stdin is the task; with it, piped stdin is attached below.
     #[arg(value_name = "PROMPT", num_args = 0..)]
-    pub prompt: Vec<String>,
+    pub(crate) prompt: Vec<String>,
     /// One-shot even without a prompt argument (the prompt then comes from stdin), as
     /// `claude -p` does: `minicode -p "fix the test"`.
     #[arg(short = 'p', long = "print")]
-    pub print: bool,
+    pub(crate) print: bool,
     #[command(flatten)]
     pub(crate) server: ServerFlags,
     /// Approve every tool call without asking.
     #[arg(short = 'y', long)]
-    pub yes: bool,
+    pub(crate) yes: bool,
     /// Resume this session of the current workspace: its id, or a unique prefix of 6+
     /// characters (such as the short id the full-screen session shows).
     #[arg(long, value_name = "ID", conflicts_with = "continue_")]
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// Resume the most recent session of this workspace.
     #[arg(long = "continue", short = 'c')]
-    pub continue_: bool,
+    pub(crate) continue_: bool,
     /// One-shot output: text (the answer), json (one object), stream-json (one event per line).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) output_format: OutputFormat,
     /// Offer the model no tools: plain chat, for models or servers without tool support.
     #[arg(long)]
-    pub no_tools: bool,
+    pub(crate) no_tools: bool,
     /// One-shot: print the model's reasoning on stderr as it streams (never on stdout).
     #[arg(long)]
-    pub show_reasoning: bool,
+    pub(crate) show_reasoning: bool,
     /// Goal mode, one-shot: set this goal and work on it round after round until it is
     /// complete (exit 0) or blocked or out of rounds (exit 1). A refused goal exits 2.
     #[arg(long, value_name = "OBJECTIVE", conflicts_with_all = ["prompt", "goal_resume"])]
-    pub goal: Option<String>,
+    pub(crate) goal: Option<String>,
     /// Goal rounds allowed (default: [goal] max_rounds, 256), with --goal or --goal-resume.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub goal_rounds: Option<u32>,
+    pub(crate) goal_rounds: Option<u32>,
     /// With --session or --continue: arm that session's goal and run it to its end.
     #[arg(long, conflicts_with = "prompt")]
-    pub goal_resume: bool,
+    pub(crate) goal_resume: bool,
     /// With --session or --continue: continue in a copy of that session (new id and file; the
     /// original stays as it is). A goal comes along, disarmed.
     #[arg(long)]
-    pub fork: bool,
+    pub(crate) fork: bool,
     /// One-shot: the final answer must be JSON valid against the JSON Schema in FILE (one
     /// second try with the errors; still invalid exits 1, a bad schema file exits 2).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["goal", "goal_resume"])]
-    pub output_schema: Option<std::path::PathBuf>,
+    pub(crate) output_schema: Option<std::path::PathBuf>,
     /// One-shot: attach the image at PATH to the prompt (PNG, JPEG, GIF or WebP, at most
     /// 5 MiB; any path you name). Repeatable.
     #[arg(long = "image", value_name = "PATH", conflicts_with_all = ["goal", "goal_resume"])]
-    pub images: Vec<std::path::PathBuf>,
+    pub(crate) images: Vec<std::path::PathBuf>,
     /// One-shot: answer approvals of TOOL without a terminal (`approve` or `deny`; `*` for
     /// every other tool). Repeatable. The question is still recorded (see docs/headless.md).
     #[arg(long = "approval-answer", value_name = "TOOL=ANSWER")]
@@ -116,7 +116,7 @@ pub struct Args {
     /// Run no configured hook (what `minicode eval` gives each run, so a task is measured as
     /// written, whatever hooks the user's config holds).
     #[arg(long, hide = true)]
-    pub no_hooks: bool,
+    pub(crate) no_hooks: bool,
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
 }
@@ -127,18 +127,18 @@ pub struct Args {
 pub(crate) struct ServerFlags {
     /// Use this config file instead of the usual locations.
     #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Model name (overrides the config file and MINICODE_MODEL).
     #[arg(long)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Server base URL, e.g. http://127.0.0.1:8080/v1 (overrides config and MINICODE_BASE_URL).
     #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     /// Use the built-in offline demo model (no key, no network).
     #[arg(long)]
-    pub demo: bool,
+    pub(crate) demo: bool,
     #[command(flatten)]
-    pub sandbox: sandbox_flags::SandboxFlags,
+    pub(crate) sandbox: sandbox_flags::SandboxFlags,
 }
 
 impl ServerFlags {

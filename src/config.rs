@@ -29,16 +29,16 @@ mod user_file;
 mod workspace_file;
 
 use crate::hooks::Hook;
-pub use hooks::HookApproval;
+pub(crate) use hooks::HookApproval;
 pub(crate) use hooks::{approve_hook, is_approved as is_hook_approved};
 pub(crate) use mcp::{MCP_JSON, approve_mcp_server, is_approved, workspace_servers};
 pub use mcp::{McpApproval, McpServer};
 pub(crate) use model_setup::{ModelChoice, SetupError, write_model};
 pub use permissions::save_allow_rule;
-pub use sandbox::{Sandbox, mode_name, parse_mode};
-pub use trust::{
-    Trust, TrustChange, TrustError, TrustOutcome, trust_workspace, untrust_workspace,
-    user_config_path, workspace_trust,
+pub(crate) use sandbox::{Sandbox, parse_mode};
+pub use trust::Trust;
+pub(crate) use trust::{
+    TrustChange, TrustError, trust_workspace, untrust_workspace, user_config_path, workspace_trust,
 };
 pub(crate) use workspace_file::{WORKSPACE_FILE, locate as locate_workspace_file};
 
@@ -77,7 +77,7 @@ pub enum ProviderKind {
 /// `[model] profile`: how much prompt the model gets (see `provider::profiles::Profile`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ModelProfile {
+pub(crate) enum ModelProfile {
     /// The core tools, brief descriptions, a short system prompt.
     Small,
     /// Every tool and the full system prompt.
@@ -119,7 +119,7 @@ pub struct Telemetry {
 pub struct Secret(String);
 
 impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
+    pub(crate) fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
 
@@ -146,8 +146,8 @@ impl fmt::Display for Secret {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Origins {
     pub model: String,
-    pub base_url: String,
-    pub context_window: String,
+    pub(crate) base_url: String,
+    pub(crate) context_window: String,
 }
 
 /// The effective configuration. See `docs/configuration.md` for every field.
@@ -164,7 +164,7 @@ pub struct Config {
     pub api_key_env: Option<String>,
     pub context_window: u64,
     /// Whether `[model] context_window` was set in a file (a probed window never replaces it).
-    pub context_window_configured: bool,
+    pub(crate) context_window_configured: bool,
     pub max_tokens: u32,
     /// The deadline of one model call, streaming included (heartbeats do not extend it).
     pub request_timeout: Duration,
@@ -172,12 +172,12 @@ pub struct Config {
     /// More tool calls than this in one reply is a protocol error.
     pub max_tool_calls: u32,
     /// Send the model's reasoning back to the server in later requests.
-    pub send_reasoning: bool,
+    pub(crate) send_reasoning: bool,
     /// What the core does for small local models (`[model] recover_tool_calls`,
     /// `first_look`, and whether `max_tokens` was set), handed to the agent whole.
-    pub small: crate::agent::small::Settings,
+    pub(crate) small: crate::agent::small::Settings,
     /// `[model] profile` and `[model] tools`, handed to the agent whole.
-    pub model_profile: crate::provider::profiles::Settings,
+    pub(crate) model_profile: crate::provider::profiles::Settings,
     pub bash_timeout: Duration,
     pub max_rounds: u32,
     /// Saved bash outputs: bytes per call, bytes in all, how long one is kept.
@@ -185,7 +185,7 @@ pub struct Config {
     pub outputs_max_bytes: u64,
     pub outputs_max_age: Duration,
     /// `[tools] max_background`: background processes running at once in a session.
-    pub max_background: usize,
+    pub(crate) max_background: usize,
     pub reserve_tokens: Option<u64>,
     pub keep_recent_tokens: Option<u64>,
     /// Sub-agents (`delegate`) running at once across the process.
@@ -213,27 +213,27 @@ pub struct Config {
     pub sources: Vec<PathBuf>,
     /// Files in the workspace that were looked at and not read, with why (a service's own
     /// `config/config.toml`, say): `doctor` lists them.
-    pub ignored_sources: Vec<(PathBuf, &'static str)>,
+    pub(crate) ignored_sources: Vec<(PathBuf, &'static str)>,
     /// Whether the user trusts the launch directory. Everything a workspace supplies that can
     /// run code or reach the network must ask this first (see [`Trust`]).
     pub trust: Trust,
     /// MCP servers of the config files (a workspace's only when it is trusted), by id.
     pub mcp_servers: Vec<McpServer>,
     /// The user's approvals of workspaces' `.mcp.json` servers.
-    pub mcp_approvals: Vec<McpApproval>,
+    pub(crate) mcp_approvals: Vec<McpApproval>,
     /// OpenTelemetry export; `None` (the default) means off: no exporter, no extra layer.
     pub telemetry: Option<Telemetry>,
     /// `[permissions]` of the user's file and a trusted workspace's, each rule with its file.
-    pub permissions: crate::permissions::Rules,
+    pub(crate) permissions: crate::permissions::Rules,
     /// `[[hooks.<Event>]]` of the user's file and a trusted workspace's (those run only once
     /// approved, see [`Hook::from_workspace`]).
     pub hooks: Vec<Hook>,
     /// The user's approvals of workspaces' hooks.
-    pub hook_approvals: Vec<HookApproval>,
+    pub(crate) hook_approvals: Vec<HookApproval>,
     /// The sandbox `bash` calls run under (`[sandbox]`, `--sandbox`, `--network`).
     pub sandbox: Sandbox,
     /// Sessions start in plan mode (`--plan`).
-    pub plan: bool,
+    pub(crate) plan: bool,
     /// Things the user should hear about that do not stop the run (e.g. an `OTEL_*` setting
     /// meant for another program that minicode cannot honour); the CLI shows them on stderr.
     pub notices: Vec<String>,
@@ -243,24 +243,24 @@ pub struct Config {
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     /// `--config PATH`: this file and no other; it must exist.
-    pub config_path: Option<PathBuf>,
+    pub(crate) config_path: Option<PathBuf>,
     /// `--model`
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// `--base-url`
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     /// `--demo`
-    pub demo: bool,
+    pub(crate) demo: bool,
     /// `--sandbox MODE`: the profile, whatever the files say.
-    pub sandbox: Option<crate::sandbox::Mode>,
+    pub(crate) sandbox: Option<crate::sandbox::Mode>,
     /// `--network`: IPv4/IPv6 sockets allowed in the confined profiles.
-    pub network: bool,
+    pub(crate) network: bool,
     /// `--plan`: sessions start in plan mode.
-    pub plan: bool,
+    pub(crate) plan: bool,
     /// `--no-hooks` (hidden, what `minicode eval` gives its runs): no configured hook runs.
-    pub no_hooks: bool,
+    pub(crate) no_hooks: bool,
     /// Load as if the workspace's config file were absent: the user chose "run without
     /// the workspace file" when asked about an untrusted workspace.
-    pub skip_workspace_file: bool,
+    pub(crate) skip_workspace_file: bool,
 }
 
 /// How to set a model up, naming the user config file minicode reads (`None`: neither HOME

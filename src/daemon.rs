@@ -48,12 +48,12 @@ pub(crate) enum Listen {
 
 /// What `serve` was started with.
 pub(crate) struct Options {
-    pub token: String,
+    pub(crate) token: String,
     /// The list of open sessions a restart after a crash reopens (see `Hub`).
-    pub registry: Option<PathBuf>,
+    pub(crate) registry: Option<PathBuf>,
     /// Canonical folders; a workspace must be inside one.
-    pub allowed_roots: Vec<PathBuf>,
-    pub max_message: usize,
+    pub(crate) allowed_roots: Vec<PathBuf>,
+    pub(crate) max_message: usize,
 }
 
 /// Why the daemon could not start or run.

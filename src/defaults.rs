@@ -9,13 +9,13 @@ use std::time::Duration;
 /// Tools of minicode's own the small model profile leaves out unless `[model] tools` names
 /// them (goal tools, skills and MCP tools come only when the user asked for them, so they stay).
 /// The background tools go together: without them `bash` declares no `background` either.
-pub const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 5] =
+pub(crate) const SMALL_PROFILE_OPTIONAL_TOOLS: [&str; 5] =
     ["find", "delegate", "fetch", "bash_output", "bash_kill"];
 
 /// The model's context window when neither the configuration nor the server says otherwise.
 pub(crate) const CONTEXT_WINDOW: u64 = 262_144;
 /// The largest `max_tokens` a request asks for (less when the window leaves less room).
-pub const MAX_TOKENS: u32 = 8192;
+pub(crate) const MAX_TOKENS: u32 = 8192;
 /// Tool rounds one turn may use before a final summary is requested.
 pub(crate) const MAX_ROUNDS: u32 = 500;
 /// Goal rounds a goal may use (`[goal] max_rounds`, `--goal-rounds`).
@@ -54,9 +54,9 @@ pub(crate) const OUTPUTS_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub(crate) const OUTPUTS_MAX_AGE_DAYS: u64 = 7;
 
 /// The longest one `fetch` may take, redirects and reading included (`[fetch] timeout_secs`).
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of one page `fetch` downloads; the rest is left unread (`[fetch] max_bytes`).
-pub const FETCH_MAX_BYTES: u64 = 5 * 1024 * 1024;
+pub(crate) const FETCH_MAX_BYTES: u64 = 5 * 1024 * 1024;
 
 /// Files larger than this are not recorded by checkpoints (`[checkpoints] max_file_bytes`).
 pub(crate) const CHECKPOINT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;

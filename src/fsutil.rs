@@ -15,11 +15,11 @@ mod walk_rules;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-pub use atomic::{
-    JOURNAL_DIR, Swept, TEMP_PREFIX, is_temp_name, sweep_temp_files, write_atomic,
-    write_atomic_journaled, write_atomic_parts,
+pub use atomic::{JOURNAL_DIR, TEMP_PREFIX, is_temp_name};
+pub(crate) use atomic::{
+    sweep_temp_files, write_atomic, write_atomic_journaled, write_atomic_parts,
 };
-pub use walk_rules::{ignore_files_safe, with_ignore_rules};
+pub(crate) use walk_rules::{ignore_files_safe, with_ignore_rules};
 
 /// Why a path was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// Why a session starts, as `SessionStart` hooks read it (`source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SessionSource {
+pub(crate) enum SessionSource {
     /// A new conversation.
     Startup,
     /// A saved conversation goes on.
@@ -20,7 +20,7 @@ pub enum SessionSource {
 /// The approval mode in force, as every hook reads it (`permission_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum PermissionMode {
+pub(crate) enum PermissionMode {
     /// Calls are approved as usual.
     Default,
     /// Plan mode: nothing but the plan file may change.
@@ -30,7 +30,7 @@ pub enum PermissionMode {
 /// What starts a compaction, as `PreCompact` hooks read it (`trigger`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CompactTrigger {
+pub(crate) enum CompactTrigger {
     /// The user asked (`/compact`).
     Manual,
     /// The context was nearly full, or the server said it was too long.
@@ -55,7 +55,7 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 6] = [
+    pub(crate) const ALL: [HookEvent; 6] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -65,7 +65,7 @@ impl HookEvent {
     ];
 
     /// The name in the config and in `hook_event_name`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HookEvent::SessionStart => "SessionStart",
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
@@ -77,12 +77,12 @@ impl HookEvent {
     }
 
     /// Whether the event is about one tool call (and so takes a `matcher`).
-    pub fn is_tool_event(self) -> bool {
+    pub(crate) fn is_tool_event(self) -> bool {
         matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
     }
 
     /// The event a config names, if it is one.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|e| e.as_str() == name)
     }
 }
@@ -94,15 +94,15 @@ pub const DEFAULT_STOP_MAX_BLOCKS: u32 = 3;
 /// One hook, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hook {
-    pub event: HookEvent,
+    pub(crate) event: HookEvent,
     /// Tool names it applies to (tool events only): `|`-separated alternatives, each a name
     /// or a pattern with `*`; `None` (or `*`) means every tool.
-    pub matcher: Option<String>,
+    pub(crate) matcher: Option<String>,
     /// The shell command (`bash -c`), run in the workspace.
-    pub command: String,
+    pub(crate) command: String,
     pub timeout: Duration,
     /// The file that defines it.
-    pub origin: PathBuf,
+    pub(crate) origin: PathBuf,
     /// Defined by the workspace's own file: runs only once the user approved it as it is.
     pub from_workspace: bool,
     /// `Stop` hooks: how many times in a row a turn may be sent back to work before it ends
@@ -110,7 +110,7 @@ pub struct Hook {
     pub max_blocks: u32,
     /// `sandbox = "off"` in the user's own file: runs unconfined, like a Claude Code hook,
     /// so it may log under `$HOME`, notify or call a webhook. Never a workspace's hook.
-    pub unconfined: bool,
+    pub(crate) unconfined: bool,
 }
 
 impl Hook {
@@ -146,7 +146,7 @@ impl Hook {
     }
 
     /// How the user is told which hook this is: its event, matcher and command.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let matcher = self
             .matcher
             .as_deref()

@@ -17,7 +17,7 @@
 //! | contract | [`protocol`]: `Op` in, `Event` out |
 //! | parts the core drives | [`provider`] (model servers), [`tools`] (one tool per file, MCP, skills), [`session`] and [`checkpoints`] (stores), [`memory`] |
 //! | policy and process | [`config`], [`permissions`], [`hooks`], [`sandbox`], `process` (every child), [`logging`] |
-//! | leaves | [`chat`] (the data model), [`sanitize`], [`fsutil`], [`defaults`], [`sync`] |
+//! | leaves | [`chat`] (the data model), [`sanitize`], [`fsutil`], [`defaults`], `sync` |
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 // Items are `pub` only where another crate (the binary, tests, benches) uses them.
 #![warn(unreachable_pub)]
@@ -45,6 +45,6 @@ pub mod provider;
 pub mod sandbox;
 pub mod sanitize;
 pub mod session;
-pub mod sync;
+pub(crate) mod sync;
 pub mod tools;
 pub mod tui;

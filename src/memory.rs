@@ -40,7 +40,7 @@ file and keep unrelated content; put a long topic in its own detail file and ind
 - Limits: 64 KiB per file, about 4096 tokens for `MiniCode.md`, UTF-8 only.";
 
 /// The memory rules of the small model profile: what the model must not get wrong, in a line.
-pub const SHORT_PROMPT_RULES: &str = "Project memory: `MiniCode.md` (in <project-memory>) holds \
+pub(crate) const SHORT_PROMPT_RULES: &str = "Project memory: `MiniCode.md` (in <project-memory>) holds \
 the project's notes; change memory files only when the user asks.";
 
 /// Why a memory file cannot be used. Every variant names the file.

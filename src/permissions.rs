@@ -27,7 +27,7 @@ pub enum Action {
 
 impl Action {
     /// The config list this action's rules come from.
-    pub fn list(self) -> &'static str {
+    pub(crate) fn list(self) -> &'static str {
         match self {
             Action::Allow => "allow",
             Action::Ask => "ask",
@@ -39,11 +39,11 @@ impl Action {
 /// One parsed rule, with where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
-    pub action: Action,
+    pub(crate) action: Action,
     /// The rule as written, e.g. `bash(git status*)`.
     pub text: String,
     /// Where it came from, as shown to the user (a config file's path).
-    pub origin: String,
+    pub(crate) origin: String,
     tool: String,
     /// The built-in tool `tool` names, if it names one: the rule's family (`read`, `write`)
     /// and whether it may take a pattern follow from it.
@@ -54,8 +54,8 @@ pub struct Rule {
 /// Why a rule could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleError {
-    pub rule: String,
-    pub reason: &'static str,
+    pub(crate) rule: String,
+    pub(crate) reason: &'static str,
 }
 
 impl fmt::Display for RuleError {
@@ -203,7 +203,7 @@ impl Rules {
         Self { rules }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
 

@@ -19,7 +19,7 @@ mod op_fields;
 mod open;
 pub(crate) mod rewind;
 mod run;
-pub mod sessions;
+pub(crate) mod sessions;
 
 pub use commands::{CustomCommand, find_custom};
 pub use goal::{BlockCode, Goal, GoalBlock, GoalChange, GoalOp, GoalPhase, GoalRef};
@@ -44,7 +44,7 @@ pub struct Profile {
 impl Profile {
     /// The short form the status bar, `/status` and the header show, e.g.
     /// `workspace-write · no network` or `plan · read-only · no network`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mode = match self.mode {
             SandboxMode::WorkspaceWrite => "workspace-write",
             SandboxMode::ReadOnly => "read-only",
@@ -214,18 +214,18 @@ impl TurnEnd {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenStats {
     pub input_tokens: u64,
-    pub output_tokens: u64,
+    pub(crate) output_tokens: u64,
     pub total_tokens: u64,
     /// Replies that carried usage.
-    pub replies_with_usage: u32,
+    pub(crate) replies_with_usage: u32,
     /// Replies that did not.
-    pub replies_without_usage: u32,
+    pub(crate) replies_without_usage: u32,
     /// Prompt tokens the server served from its prompt cache, over the replies that said.
     #[serde(default)]
     pub cached_tokens: u64,
     /// The prompt tokens of those replies.
     #[serde(default)]
-    pub cache_known_input_tokens: u64,
+    pub(crate) cache_known_input_tokens: u64,
     /// `cached_tokens` as a share of `cache_known_input_tokens`, in whole percent; `None` when
     /// no reply said (most hosted APIs without caching, older servers).
     #[serde(default)]
@@ -283,7 +283,7 @@ impl TokenStats {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnStats {
     #[serde(serialize_with = "ser_millis", deserialize_with = "de_millis")]
-    pub wall: Duration,
+    pub(crate) wall: Duration,
     pub model_calls: u32,
     pub tool_calls: u32,
     pub tokens: TokenStats,
@@ -401,14 +401,14 @@ pub enum HookOutcome {
 
 impl HookOutcome {
     /// The word shown in the transcript and in JSON.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         crate::chat::serde_name(&self)
     }
 }
 
 /// The line a frontend shows for a `Hook`: `PreToolUse (bash) hook `./check.sh`: ok in 12
 /// ms`.
-pub fn hook_line(hook: &str, outcome: HookOutcome, ms: u64) -> String {
+pub(crate) fn hook_line(hook: &str, outcome: HookOutcome, ms: u64) -> String {
     format!("{hook}: {} in {ms} ms", outcome.as_str().replace('_', " "))
 }
 
@@ -700,14 +700,14 @@ pub enum Event {
 /// One MCP server as `/mcp` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpServer {
-    pub id: String,
+    pub(crate) id: String,
     /// The file that defines it.
-    pub origin: String,
+    pub(crate) origin: String,
     pub state: McpState,
     /// The names the model calls its tools by.
-    pub tools: Vec<String>,
+    pub(crate) tools: Vec<String>,
     /// Its stderr log, once it was started.
-    pub log: Option<String>,
+    pub(crate) log: Option<String>,
 }
 
 /// Where an MCP server is in its life.
@@ -730,9 +730,9 @@ pub enum McpState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillEntry {
     pub name: String,
-    pub description: String,
+    pub(crate) description: String,
     /// The root it came from, as shown to the user.
-    pub source: String,
+    pub(crate) source: String,
     pub state: SkillState,
 }
 
@@ -812,9 +812,9 @@ pub(crate) trait Journal: Send + Sync {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Recovery {
     /// Calls whose effect had started and whose result was not saved.
-    pub started: Vec<CallId>,
+    pub(crate) started: Vec<CallId>,
     /// A cancel of the run was recorded before the crash.
-    pub cancelled: bool,
+    pub(crate) cancelled: bool,
 }
 
 /// A frontend's end of the core: send ops, receive events.
@@ -837,7 +837,10 @@ impl OpSender {
 
 impl AgentHandle {
     /// Joins the two channel ends the core serves (see `agent::spawn`).
-    pub fn new(ops: mpsc::UnboundedSender<Op>, events: mpsc::UnboundedReceiver<Event>) -> Self {
+    pub(crate) fn new(
+        ops: mpsc::UnboundedSender<Op>,
+        events: mpsc::UnboundedReceiver<Event>,
+    ) -> Self {
         Self { ops, events }
     }
 

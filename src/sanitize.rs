@@ -24,7 +24,7 @@
 //! the one character of context across pieces.
 
 mod rewrites;
-pub mod text;
+pub(crate) mod text;
 
 pub(crate) use rewrites::collapse_rewrites;
 

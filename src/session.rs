@@ -26,7 +26,7 @@ use crate::chat::{Message, ToolStatus};
 use crate::fsutil;
 
 use load::load;
-pub use load::{Saved, saved};
+pub(crate) use load::{Saved, saved};
 pub use save::ENV_FAIL_SAVES;
 pub use snapshot::{INTERRUPTED_RESULT, Parent};
 
@@ -45,7 +45,7 @@ pub struct ResultInfo {
     pub summary: Option<String>,
     /// For `bash`: the sandbox profile the call ran under and whether the sandbox stopped it
     /// (`mode: off` after the user approved running it outside); `None` for other tools.
-    pub sandbox: Option<crate::sandbox::Report>,
+    pub(crate) sandbox: Option<crate::sandbox::Report>,
 }
 
 /// Running totals over the whole session.
@@ -53,10 +53,10 @@ pub struct ResultInfo {
 #[serde(default)]
 pub struct Totals {
     pub turns: u64,
-    pub model_calls: u64,
-    pub tool_calls: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
+    pub(crate) model_calls: u64,
+    pub(crate) tool_calls: u64,
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
     pub total_tokens: u64,
 }
 
@@ -77,7 +77,7 @@ pub struct SessionInfo {
     pub updated: SystemTime,
     /// First line of the first user message; empty when there is none.
     pub first_prompt: String,
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Why the file cannot be opened, when it cannot; such sessions are listed, not hidden.
     pub problem: Option<String>,
     /// For a sub-agent's session, the session that started it.
@@ -85,15 +85,15 @@ pub struct SessionInfo {
     /// For a fork, the session it was copied from.
     pub forked_from: Option<String>,
     /// Background processes that were running when the session last ended.
-    pub background: Vec<crate::chat::Background>,
+    pub(crate) background: Vec<crate::chat::Background>,
     /// The history holds no user message (a run killed before its prompt was saved, or a file
     /// planted so): there is no conversation to continue. False when the file cannot be read.
-    pub empty: bool,
+    pub(crate) empty: bool,
     /// Git tracks the file: a repository committed it, so it came with a clone (see
     /// `session/tracked.rs`).
-    pub tracked: bool,
+    pub(crate) tracked: bool,
     /// The user's prompts in it (notices minicode wrote are not counted); 0 when unreadable.
-    pub turns: u32,
+    pub(crate) turns: u32,
 }
 
 /// How far in the future a session's last update may lie before `--continue` distrusts it: a
@@ -245,7 +245,7 @@ impl Session {
     /// Starts a new session for a user: a fresh id, reserved by its lock file, whose file is
     /// first written by the save that holds the prompt (the turn saves it before asking the
     /// model anything). A kill before that leaves no empty session file behind.
-    pub fn begin(workspace: &Path) -> Result<Session, SessionError> {
+    pub(crate) fn begin(workspace: &Path) -> Result<Session, SessionError> {
         Self::create_with(workspace, None, false)
     }
 
@@ -489,7 +489,7 @@ impl Session {
     /// How many leading messages a caller has validated and may skip next time
     /// (`agent::validate::history_prefix_from`). The session keeps it because only the session
     /// knows when its history stops being append-only; a new or reopened session starts at 0.
-    pub fn settled(&self) -> usize {
+    pub(crate) fn settled(&self) -> usize {
         self.settled
     }
 
@@ -524,7 +524,7 @@ impl Session {
     /// about them (which had started, see `protocol::Recovery`) and answers them itself.
     /// Records the background processes running as the session ends (none clears the
     /// record). A snapshot field: the next save rewrites the snapshot when it changed.
-    pub fn set_background(&mut self, running: Vec<crate::chat::Background>) {
+    pub(crate) fn set_background(&mut self, running: Vec<crate::chat::Background>) {
         if running != self.background {
             self.background = running;
             self.changed = true;
@@ -533,7 +533,7 @@ impl Session {
     }
 
     /// The background processes that were running when the session last ended.
-    pub fn background(&self) -> &[crate::chat::Background] {
+    pub(crate) fn background(&self) -> &[crate::chat::Background] {
         &self.background
     }
 

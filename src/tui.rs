@@ -8,7 +8,7 @@
 pub(crate) mod commands;
 pub(crate) mod core_events;
 mod diff;
-pub mod goal;
+pub(crate) mod goal;
 pub mod help;
 pub mod highlight;
 pub mod input;
@@ -60,33 +60,33 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 const EVENT_BATCH: usize = 4096;
 
 /// How the session starts.
-pub struct Options {
-    pub model: String,
+pub(crate) struct Options {
+    pub(crate) model: String,
     pub context_window: u64,
     /// How many of the last turns to print to the normal screen on exit (None = all, Some(0) = none).
-    pub exit_transcript_turns: Option<u32>,
+    pub(crate) exit_transcript_turns: Option<u32>,
     /// The welcome header's facts (shown when the session starts empty).
-    pub welcome: help::Welcome,
+    pub(crate) welcome: help::Welcome,
     /// `[ui] syntax_highlighting`.
-    pub highlight: bool,
+    pub(crate) highlight: bool,
     /// The permission rules for `/permissions`, and how an "always" is saved as one.
-    pub rulebook: Option<permissions::Rulebook>,
+    pub(crate) rulebook: Option<permissions::Rulebook>,
     /// The custom commands the CLI found, with the warnings of their discovery.
-    pub commands: Vec<crate::protocol::CustomCommand>,
-    pub command_warnings: Vec<String>,
+    pub(crate) commands: Vec<crate::protocol::CustomCommand>,
+    pub(crate) command_warnings: Vec<String>,
     /// Every configured hook and whether it runs, one line each, for `/hooks`.
     pub hooks: Vec<String>,
     /// Where a pasted relative path is looked up (`tui::pasted`).
-    pub workspace: std::path::PathBuf,
+    pub(crate) workspace: std::path::PathBuf,
 }
 
 /// What the caller needs after the session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Outcome {
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// The signal that ended the session (SIGTERM, SIGHUP, SIGINT), if one did; the CLI turns
     /// it into a failure exit code.
-    pub signal: Option<i32>,
+    pub(crate) signal: Option<i32>,
 }
 
 /// Runs the session until the user exits. Sends `Op::Shutdown` on exit and waits (bounded) for

@@ -193,12 +193,12 @@ fn diff(shown: &Announced<'_>, cwd: &Path) -> Vec<ToolCallContent> {
 /// What the core announced of a call: the tool's name, its summary and arguments, and the
 /// kind, paths and change the tool declared.
 pub(super) struct Announced<'a> {
-    pub tool: &'a str,
-    pub summary: &'a str,
-    pub arguments: &'a serde_json::Value,
-    pub kind: chat::ToolKind,
-    pub paths: &'a [String],
-    pub change: Option<&'a chat::Change>,
+    pub(crate) tool: &'a str,
+    pub(crate) summary: &'a str,
+    pub(crate) arguments: &'a serde_json::Value,
+    pub(crate) kind: chat::ToolKind,
+    pub(crate) paths: &'a [String],
+    pub(crate) change: Option<&'a chat::Change>,
 }
 
 /// Whether the call is announced with a diff (an edit's replaced piece).

@@ -54,15 +54,15 @@ pub(super) fn describe(goal: Option<&Goal>, armed: bool, error: Option<&str>) ->
 #[derive(Debug, Default)]
 pub(super) struct Run {
     /// The core answered the command (a goal change or status).
-    pub answered: bool,
+    pub(crate) answered: bool,
     /// The command armed the goal: a goal run began, and the prompt waits for its end.
-    pub started: bool,
+    pub(crate) started: bool,
     /// The core said the goal run is over (`GoalRunEnded`).
-    pub ended: bool,
+    pub(crate) ended: bool,
     /// How the last round's turn ended.
-    pub last_end: Option<TurnEnd>,
+    pub(crate) last_end: Option<TurnEnd>,
     /// Why the goal was blocked, when it was.
-    pub blocked: Option<BlockCode>,
+    pub(crate) blocked: Option<BlockCode>,
 }
 
 impl Run {

@@ -177,9 +177,9 @@ pub(super) struct Pending {
 
 /// What to wait for when the connection ends.
 pub(super) struct Ending {
-    pub live: Arc<Live>,
-    pub pump: JoinHandle<()>,
-    pub closing: BoxFuture<'static, ()>,
+    pub(crate) live: Arc<Live>,
+    pub(crate) pump: JoinHandle<()>,
+    pub(crate) closing: BoxFuture<'static, ()>,
 }
 
 /// How long a core may take to save and stop once the client went away.

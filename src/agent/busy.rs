@@ -15,10 +15,10 @@ use crate::protocol::{CallId, Decision, Event, Op};
 pub(super) struct Busy<'a> {
     /// For `CompletePath`, answered while busy (typing the next prompt goes on meanwhile),
     /// and `KillBackground`.
-    pub tools: std::sync::Arc<crate::tools::ToolCtx>,
-    pub events: &'a mpsc::UnboundedSender<Event>,
-    pub skills: &'a skills::View,
-    pub mcp: &'a mcp::Servers,
+    pub(crate) tools: std::sync::Arc<crate::tools::ToolCtx>,
+    pub(crate) events: &'a mpsc::UnboundedSender<Event>,
+    pub(crate) skills: &'a skills::View,
+    pub(crate) mcp: &'a mcp::Servers,
 }
 
 /// Drives `work` (a turn or a manual compaction) to its end while serving ops: decisions go

@@ -63,18 +63,18 @@ pub enum CompactError {
 #[derive(Debug, Clone, Copy)]
 pub struct CompactRequest<'a> {
     /// Focus instructions from `/compact <instructions>`.
-    pub instructions: Option<&'a str>,
+    pub(crate) instructions: Option<&'a str>,
     /// About how much recent history to keep verbatim.
-    pub keep_recent_tokens: u64,
+    pub(crate) keep_recent_tokens: u64,
     /// Estimated input tokens one summary call may carry.
-    pub input_budget: u64,
+    pub(crate) input_budget: u64,
     /// `max_tokens` of a summary call, cut to the room the call's input leaves in `window`.
-    pub max_tokens: u32,
+    pub(crate) max_tokens: u32,
     /// The context window the summary calls run in.
-    pub window: u64,
+    pub(crate) window: u64,
     /// `/compact` by the user: keep at most the newest exchange (from the latest user message
     /// on), however small the history, instead of about `keep_recent_tokens`.
-    pub latest_exchange_only: bool,
+    pub(crate) latest_exchange_only: bool,
 }
 
 impl<'a> CompactRequest<'a> {
@@ -99,7 +99,7 @@ pub struct CompactOutcome {
     /// Summary calls this compaction made (also added to the stats passed in).
     pub summary_calls: u32,
     /// Their usage (also added to the stats passed in).
-    pub usage: TokenStats,
+    pub(crate) usage: TokenStats,
     /// Chunks the new part of the history was split into.
     pub chunks: u32,
 }

@@ -59,15 +59,15 @@ pub(crate) struct Upkeep {
 
 /// What [`Upkeep::new`] starts from.
 pub(crate) struct Start {
-    pub system_prompt: String,
-    pub window: u64,
-    pub window_source: WindowSource,
-    pub reserve: Option<u64>,
-    pub keep: Option<u64>,
+    pub(crate) system_prompt: String,
+    pub(crate) window: u64,
+    pub(crate) window_source: WindowSource,
+    pub(crate) reserve: Option<u64>,
+    pub(crate) keep: Option<u64>,
     /// The user's own `AGENTS.md` (beside the user config file), if the CLI named one.
-    pub user_memory: Option<std::path::PathBuf>,
+    pub(crate) user_memory: Option<std::path::PathBuf>,
     /// What the model profile is chosen from.
-    pub profile: ProfileChoice,
+    pub(crate) profile: ProfileChoice,
 }
 
 impl Upkeep {

@@ -219,26 +219,26 @@ impl Typed for Delegate {
 
 /// What one child's run came to.
 pub(crate) struct Outcome {
-    pub task: String,
-    pub status: SubagentStatus,
+    pub(crate) task: String,
+    pub(crate) status: SubagentStatus,
     /// Its final answer (or, after a timeout or interrupt, what it had said so far).
-    pub answer: String,
-    pub error: Option<String>,
-    pub session_id: Option<String>,
-    pub rounds: u32,
-    pub tool_calls: u32,
-    pub elapsed: Duration,
+    pub(crate) answer: String,
+    pub(crate) error: Option<String>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) rounds: u32,
+    pub(crate) tool_calls: u32,
+    pub(crate) elapsed: Duration,
     /// Model calls (summaries included) and their tokens, for the parent's stats.
-    pub model_calls: u32,
-    pub tokens: TokenStats,
+    pub(crate) model_calls: u32,
+    pub(crate) tokens: TokenStats,
 }
 
 /// What the parent's turn adds to its statistics.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
-    pub children: u32,
-    pub model_calls: u32,
-    pub tokens: TokenStats,
+    pub(crate) children: u32,
+    pub(crate) model_calls: u32,
+    pub(crate) tokens: TokenStats,
 }
 
 /// Runs one `delegate` call: every task as a child, at most [`Subagents::max_concurrent`] at

@@ -19,9 +19,9 @@ use crate::protocol::{CallId, Decision, Event, Journal, Op, Recovery, TurnEnd, T
 #[derive(Default)]
 pub(crate) struct Hooks {
     /// Told synchronously before each tool call's effect and after its result is saved.
-    pub journal: Option<Arc<dyn Journal>>,
+    pub(crate) journal: Option<Arc<dyn Journal>>,
     /// The run a crash left open, answered before any op is read.
-    pub recovery: Option<Recovery>,
+    pub(crate) recovery: Option<Recovery>,
 }
 
 /// The result a call that had started gets: it is never run again.

@@ -29,7 +29,7 @@ pub(crate) const CONTENT_MAX_BYTES: usize = 256 * 1024;
 /// Whether and how contents are attached: `None` unless `include_content` is on.
 #[derive(Clone, Copy)]
 pub(crate) struct Content<'a> {
-    pub secrets: &'a Secrets,
+    pub(crate) secrets: &'a Secrets,
 }
 
 /// The span of one user turn: the root of its trace, or, for a sub-agent (`child`), nested

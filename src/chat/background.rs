@@ -8,19 +8,19 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Background {
     /// Short and stable within the session: `bg1`, `bg2`, …
-    pub id: String,
+    pub(crate) id: String,
     /// The command as the model wrote it.
-    pub command: String,
+    pub(crate) command: String,
     /// When it started, in seconds since the Unix epoch.
-    pub started: u64,
+    pub(crate) started: u64,
     /// Whether it runs, and how it ended.
-    pub state: BackgroundState,
+    pub(crate) state: BackgroundState,
 }
 
 /// Where a background process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum BackgroundState {
+pub(crate) enum BackgroundState {
     Running,
     /// Its shell exited with this code.
     Exited(i32),
@@ -31,12 +31,12 @@ pub enum BackgroundState {
 }
 
 impl Background {
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.state == BackgroundState::Running
     }
 
     /// One line for a listing: `bg1  running  12s  npm run dev`.
-    pub fn line(&self, now: u64) -> String {
+    pub(crate) fn line(&self, now: u64) -> String {
         let state = match self.state {
             BackgroundState::Running => "running".to_string(),
             BackgroundState::Exited(code) => format!("exited {code}"),

@@ -30,7 +30,7 @@ pub enum ImageFormat {
 
 impl ImageFormat {
     /// The format of `bytes` by its signature, or `None` for anything else.
-    pub fn sniff(bytes: &[u8]) -> Option<ImageFormat> {
+    pub(crate) fn sniff(bytes: &[u8]) -> Option<ImageFormat> {
         if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
             Some(ImageFormat::Png)
         } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
@@ -45,7 +45,7 @@ impl ImageFormat {
     }
 
     /// Its media type (`image/png`).
-    pub fn media_type(self) -> &'static str {
+    pub(crate) fn media_type(self) -> &'static str {
         match self {
             ImageFormat::Png => "image/png",
             ImageFormat::Jpeg => "image/jpeg",
@@ -55,7 +55,7 @@ impl ImageFormat {
     }
 
     /// The format a media type names (ACP blocks carry one), or `None`.
-    pub fn from_media_type(media: &str) -> Option<ImageFormat> {
+    pub(crate) fn from_media_type(media: &str) -> Option<ImageFormat> {
         [
             ImageFormat::Png,
             ImageFormat::Jpeg,
@@ -87,11 +87,11 @@ pub enum ImageError {
 /// session's image store on load.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Image {
-    pub format: ImageFormat,
+    pub(crate) format: ImageFormat,
     /// Lowercase hex SHA-256 of the bytes: the name of its stored file.
-    pub sha256: String,
+    pub(crate) sha256: String,
     /// Its size in bytes.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// The bytes; empty when a session was loaded without its stored file.
     #[serde(skip)]
     pub data: Arc<[u8]>,
@@ -107,7 +107,7 @@ impl Eq for Image {}
 
 impl Image {
     /// Checks `data` (format by signature, size) and makes an image of it.
-    pub fn new(data: Vec<u8>) -> Result<Image, ImageError> {
+    pub(crate) fn new(data: Vec<u8>) -> Result<Image, ImageError> {
         if data.is_empty() {
             return Err(ImageError::Empty);
         }
@@ -129,7 +129,7 @@ impl Image {
     /// Reads and checks the image file at `path` (a regular file, read without blocking on a
     /// FIFO, never more than the limit plus one byte). Where the path may point is the
     /// caller's decision.
-    pub fn read(path: &Path) -> Result<Image, ImageError> {
+    pub(crate) fn read(path: &Path) -> Result<Image, ImageError> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
         let io = |e: std::io::Error| ImageError::Io(e.to_string());
@@ -149,12 +149,12 @@ impl Image {
     }
 
     /// Whether the bytes are here (a session whose stored file went missing has none).
-    pub fn has_data(&self) -> bool {
+    pub(crate) fn has_data(&self) -> bool {
         !self.data.is_empty()
     }
 
     /// The `data:` URL servers take in an `image_url` part.
-    pub fn data_url(&self) -> String {
+    pub(crate) fn data_url(&self) -> String {
         let b64 = base64::engine::general_purpose::STANDARD;
         let mut url = String::with_capacity(self.data.len() * 4 / 3 + 32);
         url.push_str("data:");
@@ -165,12 +165,12 @@ impl Image {
     }
 
     /// How it is shown to the user: `[image: name.png 120 KB]`.
-    pub fn label(&self, name: &str) -> String {
+    pub(crate) fn label(&self, name: &str) -> String {
         format!("[image: {name} {} KB]", self.bytes.div_ceil(1024))
     }
 
     /// The name of its stored file: `<sha256>` plus the format's extension.
-    pub fn file_name(&self) -> String {
+    pub(crate) fn file_name(&self) -> String {
         let ext = match self.format {
             ImageFormat::Png => "png",
             ImageFormat::Jpeg => "jpg",

@@ -19,7 +19,7 @@ use crate::acp;
 #[derive(Debug, clap::Args)]
 pub(crate) struct AcpArgs {
     #[command(flatten)]
-    pub server: super::ServerFlags,
+    pub(crate) server: super::ServerFlags,
 }
 
 /// Serves ACP on stdin/stdout until the client closes it.

@@ -27,31 +27,31 @@ type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// policy, permission rules) join here as fields, so every frontend has to say what it wants.
 pub(super) struct Inputs<'a> {
     /// The configuration the session runs under: its workspace's, or the daemon's one.
-    pub config: &'a Config,
+    pub(crate) config: &'a Config,
     /// The environment to read the user's folders from (skills, approvals).
-    pub env: Env<'a>,
+    pub(crate) env: Env<'a>,
     /// The session's folder, canonical.
-    pub workspace: &'a Path,
+    pub(crate) workspace: &'a Path,
     /// Whether the user trusts `workspace`: its `.mcp.json` and its own skills need it.
-    pub trust: Trust,
-    pub provider: Arc<dyn Provider>,
+    pub(crate) trust: Trust,
+    pub(crate) provider: Arc<dyn Provider>,
     /// `false` (`--no-tools`): plain chat, with no skills, sub-agents or MCP servers either.
-    pub tools: bool,
+    pub(crate) tools: bool,
     /// Whether an unapproved `.mcp.json` server may be asked about on the terminal.
-    pub ask: Ask,
+    pub(crate) ask: Ask,
     /// MCP servers a client brought (ACP); a configured server with the same id wins.
-    pub client_servers: Vec<ServerConfig>,
+    pub(crate) client_servers: Vec<ServerConfig>,
     /// The editor's buffers instead of the disk for the file tools (ACP).
-    pub files: Option<Arc<dyn FileAccess>>,
+    pub(crate) files: Option<Arc<dyn FileAccess>>,
     /// `--yes`: every tool call approved without asking.
-    pub auto_approve: bool,
+    pub(crate) auto_approve: bool,
     /// Someone can answer "run outside the sandbox?" for a call the sandbox stopped (the
     /// full-screen session, an editor); otherwise such a call fails with the way out.
-    pub ask_outside_sandbox: bool,
+    pub(crate) ask_outside_sandbox: bool,
     /// The sub-agent slots this session shares; `None`: no delegation.
-    pub subagents: Option<Subagents>,
+    pub(crate) subagents: Option<Subagents>,
     /// The daemon's journal of tool calls and the run a crash left open.
-    pub hosted: Option<Hooks>,
+    pub(crate) hosted: Option<Hooks>,
 }
 
 /// A session's parts before its session file exists: preparing opens no session, so a frontend
@@ -63,17 +63,17 @@ pub(super) struct Prepared<'a> {
     /// The hooks the session runs (a workspace's only once approved).
     hooks: Vec<crate::hooks::Hook>,
     /// Every configured hook and whether it runs, for `/hooks`.
-    pub hook_listing: Vec<String>,
+    pub(crate) hook_listing: Vec<String>,
     /// Notes for the user about the MCP servers and hooks (a `.mcp.json` not read, servers left out). A
     /// frontend that shows them itself takes them; those left are the core's warnings.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// A running core and its MCP servers (starting in the background); the frontend shuts the
 /// servers down once the core has ended.
 pub(super) struct Started {
-    pub handle: AgentHandle,
-    pub mcp: Arc<Manager>,
+    pub(crate) handle: AgentHandle,
+    pub(crate) mcp: Arc<Manager>,
 }
 
 /// The configuration checks every frontend makes before it builds anything from it.

@@ -24,8 +24,8 @@ const MAX_FILES: usize = 200;
 /// The commands found, and what was wrong on the way (shown as warnings).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Found {
-    pub commands: Vec<CustomCommand>,
-    pub warnings: Vec<String>,
+    pub(crate) commands: Vec<CustomCommand>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// One folder commands are read from.

@@ -45,12 +45,12 @@ pub(super) enum Notes {
 
 /// Opens sessions for a host frontend.
 pub(super) struct Host {
-    pub source: Source,
-    pub notes: Notes,
+    pub(crate) source: Source,
+    pub(crate) notes: Notes,
     /// The environment as it was at start (without the key): every session reads it.
-    pub vars: HashMap<String, String>,
+    pub(crate) vars: HashMap<String, String>,
     /// The folder the host started in.
-    pub launch: PathBuf,
+    pub(crate) launch: PathBuf,
 }
 
 impl Host {

@@ -18,16 +18,16 @@ type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 pub(crate) struct InitArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080/v1 (with --model: no questions).
     #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     /// The model name the server knows.
     #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The environment variable holding the API key (leave it out for a server without keys).
     #[arg(long, value_name = "VAR")]
-    pub api_key_env: Option<String>,
+    pub(crate) api_key_env: Option<String>,
     /// Replace the [model] table of an existing user config (the rest of it is kept).
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 /// The servers offered by number: what to call them, their usual base URL, and the variable

@@ -45,18 +45,18 @@ pub(super) enum Log {
 
 /// How an entry point starts.
 pub(super) struct Setup<'a> {
-    pub env: Env<'a>,
-    pub launch: &'a Path,
-    pub overrides: Overrides,
-    pub refused: Refused,
-    pub log: Log,
+    pub(crate) env: Env<'a>,
+    pub(crate) launch: &'a Path,
+    pub(crate) overrides: Overrides,
+    pub(crate) refused: Refused,
+    pub(crate) log: Log,
 }
 
 /// What the prelude leaves running; hold `log` until the command ends.
 pub(super) struct Started<C> {
-    pub config: C,
-    pub log: Option<LogGuard>,
-    pub runtime: tokio::runtime::Runtime,
+    pub(crate) config: C,
+    pub(crate) log: Option<LogGuard>,
+    pub(crate) runtime: tokio::runtime::Runtime,
 }
 
 /// Config, trust, key, log and runtime, for every entry point but `acp` (see [`start_host`]).

@@ -9,14 +9,14 @@ use crate::sandbox::Mode;
 pub(crate) struct SandboxFlags {
     /// Sandbox profile of bash commands: workspace-write (default), read-only or off.
     #[arg(long = "sandbox", value_name = "MODE", value_parser = crate::config::parse_mode)]
-    pub mode: Option<Mode>,
+    pub(crate) mode: Option<Mode>,
     /// Let sandboxed bash commands use the network (IPv4/IPv6 sockets).
     #[arg(long)]
-    pub network: bool,
+    pub(crate) network: bool,
     /// Plan mode: the model reads and plans; writes go only to its plan file, bash runs
     /// read-only without network.
     #[arg(long)]
-    pub plan: bool,
+    pub(crate) plan: bool,
 }
 
 impl SandboxFlags {

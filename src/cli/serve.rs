@@ -23,22 +23,22 @@ pub(crate) struct ServeArgs {
     /// Listen on TCP at this address instead of a Unix socket, e.g. 127.0.0.1:7700 (port 0
     /// picks one). Only a loopback address unless you name another one explicitly.
     #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
-    pub listen: Option<SocketAddr>,
+    pub(crate) listen: Option<SocketAddr>,
     /// The Unix socket (default: $XDG_RUNTIME_DIR/minicode/daemon.sock).
     #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    pub(crate) socket: Option<PathBuf>,
     /// Read the token clients must present from this file instead of writing a random one to
     /// `token` beside the socket.
     #[arg(long, value_name = "PATH")]
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
     /// A folder whose workspaces clients may open (repeatable; default: the current folder).
     #[arg(long = "allowed-root", value_name = "DIR")]
-    pub allowed_roots: Vec<PathBuf>,
+    pub(crate) allowed_roots: Vec<PathBuf>,
     /// The largest message a client may send, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = daemon::wire::DEFAULT_MAX_MESSAGE)]
-    pub max_message_bytes: usize,
+    pub(crate) max_message_bytes: usize,
     #[command(flatten)]
-    pub server: super::ServerFlags,
+    pub(crate) server: super::ServerFlags,
 }
 
 /// `minicode attach`.
@@ -47,16 +47,16 @@ pub(crate) struct AttachArgs {
     /// The session to show (of the current folder's workspace): its id, or a unique prefix
     /// of 6+ characters such as the short id the screen shows; without it, a new one.
     #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// The daemon's Unix socket (default: $XDG_RUNTIME_DIR/minicode/daemon.sock).
     #[arg(long, value_name = "PATH", conflicts_with = "connect")]
-    pub socket: Option<PathBuf>,
+    pub(crate) socket: Option<PathBuf>,
     /// The daemon's TCP address instead of its socket.
     #[arg(long, value_name = "ADDR")]
-    pub connect: Option<SocketAddr>,
+    pub(crate) connect: Option<SocketAddr>,
     /// The token file (default: `token` beside the socket, or in the runtime folder for TCP).
     #[arg(long, value_name = "PATH")]
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
 }
 
 fn env(name: &str) -> Option<String> {

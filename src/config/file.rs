@@ -23,60 +23,60 @@ use crate::sanitize::visible;
 #[serde(deny_unknown_fields)]
 pub(super) struct FileConfig {
     /// The workspaces the user trusts; honoured only in the user's file.
-    pub trusted_workspaces: Option<Vec<TrustEntry>>,
+    pub(crate) trusted_workspaces: Option<Vec<TrustEntry>>,
     #[serde(default)]
-    pub model: ModelTable,
+    pub(crate) model: ModelTable,
     #[serde(default)]
-    pub tools: ToolsTable,
+    pub(crate) tools: ToolsTable,
     #[serde(default)]
-    pub context: ContextTable,
+    pub(crate) context: ContextTable,
     #[serde(default)]
-    pub ui: UiTable,
+    pub(crate) ui: UiTable,
     #[serde(default)]
-    pub subagents: SubagentsTable,
+    pub(crate) subagents: SubagentsTable,
     /// `[fetch]`: the `fetch` tool's own limits (see `config/parts.rs`).
     #[serde(default)]
     #[expect(
         dead_code,
         reason = "read only to check the table; its values come key by key"
     )]
-    pub fetch: Checked<crate::tools::fetch::Limits>,
+    pub(crate) fetch: Checked<crate::tools::fetch::Limits>,
     /// `[goal]`: goal mode's own settings (see `config/parts.rs`).
     #[serde(default)]
     #[expect(
         dead_code,
         reason = "read only to check the table; its values come key by key"
     )]
-    pub goal: Checked<crate::agent::goal::Settings>,
+    pub(crate) goal: Checked<crate::agent::goal::Settings>,
     #[serde(default)]
-    pub telemetry: TelemetryTable,
+    pub(crate) telemetry: TelemetryTable,
     /// `[checkpoints]`: the part's own settings (see `config/parts.rs`).
     #[serde(default)]
     #[expect(
         dead_code,
         reason = "read only to check the table; its values come key by key"
     )]
-    pub checkpoints: Checked<crate::checkpoints::Settings>,
+    pub(crate) checkpoints: Checked<crate::checkpoints::Settings>,
     /// `[lsp]` (see `config/lsp.rs`); a workspace's file may name servers only once the
     /// workspace is trusted.
-    pub lsp: Option<super::lsp::LspTable>,
+    pub(crate) lsp: Option<super::lsp::LspTable>,
     /// `[sandbox]`: kept apart from the field-by-field merge (a workspace may only narrow it).
-    pub sandbox: Option<super::sandbox::SandboxTable>,
+    pub(crate) sandbox: Option<super::sandbox::SandboxTable>,
     /// MCP servers by id (`[mcp_servers.<id>]`); a workspace's file may set them only once the
     /// workspace is trusted.
-    pub mcp_servers: Option<BTreeMap<String, McpServerTable>>,
+    pub(crate) mcp_servers: Option<BTreeMap<String, McpServerTable>>,
     /// `.mcp.json` servers the user approved; honoured only in the user's file.
-    pub approved_mcp_servers: Option<Vec<ApprovedMcpServer>>,
+    pub(crate) approved_mcp_servers: Option<Vec<ApprovedMcpServer>>,
     /// Permission rules (see `config/permissions.rs`).
-    pub permissions: Option<super::permissions::PermissionsTable>,
+    pub(crate) permissions: Option<super::permissions::PermissionsTable>,
     /// `[[hooks.<Event>]]` (see `config/hooks.rs`).
-    pub hooks: Option<super::hooks::HooksTable>,
+    pub(crate) hooks: Option<super::hooks::HooksTable>,
     /// A workspace's hooks the user approved; honoured only in the user's file.
-    pub approved_hooks: Option<Vec<super::hooks::ApprovedHook>>,
+    pub(crate) approved_hooks: Option<Vec<super::hooks::ApprovedHook>>,
     /// The file as written: which keys it sets, so the parts' tables (whose typed fields are
     /// already filled with defaults) are laid over each other key by key.
     #[serde(skip)]
-    pub written: toml::Table,
+    pub(crate) written: toml::Table,
 }
 
 /// One entry of `trusted_workspaces`: a canonical path, as older versions wrote it, or the
@@ -103,15 +103,15 @@ impl TrustEntry {
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct McpServerTable {
-    pub command: String,
+    pub(crate) command: String,
     #[serde(default)]
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
     #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    pub cwd: Option<String>,
-    pub enabled: Option<bool>,
-    pub startup_timeout_secs: Option<u64>,
-    pub call_timeout_secs: Option<u64>,
+    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) startup_timeout_secs: Option<u64>,
+    pub(crate) call_timeout_secs: Option<u64>,
 }
 
 /// One `[[approved_mcp_servers]]` entry: a workspace's `.mcp.json` server the user allowed to
@@ -119,61 +119,61 @@ pub(super) struct McpServerTable {
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ApprovedMcpServer {
-    pub workspace: String,
-    pub server: String,
-    pub sha256: String,
+    pub(crate) workspace: String,
+    pub(crate) server: String,
+    pub(crate) sha256: String,
 }
 
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ModelTable {
-    pub provider: Option<ProviderKind>,
-    pub base_url: Option<String>,
-    pub name: Option<String>,
-    pub api_key: Option<Secret>,
-    pub api_key_env: Option<String>,
-    pub context_window: Option<u64>,
-    pub max_tokens: Option<u32>,
-    pub request_timeout_secs: Option<u64>,
-    pub stream_idle_timeout_secs: Option<u64>,
-    pub max_tool_calls: Option<u32>,
-    pub send_reasoning: Option<bool>,
-    pub recover_tool_calls: Option<bool>,
-    pub first_look: Option<bool>,
-    pub profile: Option<super::ModelProfile>,
-    pub tools: Option<Vec<String>>,
+    pub(crate) provider: Option<ProviderKind>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) api_key: Option<Secret>,
+    pub(crate) api_key_env: Option<String>,
+    pub(crate) context_window: Option<u64>,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) request_timeout_secs: Option<u64>,
+    pub(crate) stream_idle_timeout_secs: Option<u64>,
+    pub(crate) max_tool_calls: Option<u32>,
+    pub(crate) send_reasoning: Option<bool>,
+    pub(crate) recover_tool_calls: Option<bool>,
+    pub(crate) first_look: Option<bool>,
+    pub(crate) profile: Option<super::ModelProfile>,
+    pub(crate) tools: Option<Vec<String>>,
 }
 
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ToolsTable {
-    pub bash_timeout_secs: Option<u64>,
-    pub max_rounds: Option<u32>,
-    pub outputs_max_file_bytes: Option<u64>,
-    pub outputs_max_bytes: Option<u64>,
-    pub outputs_max_age_days: Option<u64>,
-    pub max_background: Option<u64>,
+    pub(crate) bash_timeout_secs: Option<u64>,
+    pub(crate) max_rounds: Option<u32>,
+    pub(crate) outputs_max_file_bytes: Option<u64>,
+    pub(crate) outputs_max_bytes: Option<u64>,
+    pub(crate) outputs_max_age_days: Option<u64>,
+    pub(crate) max_background: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ContextTable {
-    pub reserve_tokens: Option<u64>,
-    pub keep_recent_tokens: Option<u64>,
+    pub(crate) reserve_tokens: Option<u64>,
+    pub(crate) keep_recent_tokens: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SubagentsTable {
-    pub max_concurrent: Option<u32>,
-    pub timeout_secs: Option<u64>,
+    pub(crate) max_concurrent: Option<u32>,
+    pub(crate) timeout_secs: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct UiTable {
-    pub exit_transcript_turns: Option<u32>,
-    pub syntax_highlighting: Option<bool>,
+    pub(crate) exit_transcript_turns: Option<u32>,
+    pub(crate) syntax_highlighting: Option<bool>,
 }
 
 /// `[telemetry]`: OpenTelemetry export (see `config/telemetry.rs`). Header values are
@@ -181,11 +181,11 @@ pub(super) struct UiTable {
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct TelemetryTable {
-    pub otlp_endpoint: Option<String>,
-    pub headers: Option<std::collections::BTreeMap<String, Secret>>,
-    pub protocol: Option<OtlpProtocol>,
-    pub service_name: Option<String>,
-    pub include_content: Option<bool>,
+    pub(crate) otlp_endpoint: Option<String>,
+    pub(crate) headers: Option<std::collections::BTreeMap<String, Secret>>,
+    pub(crate) protocol: Option<OtlpProtocol>,
+    pub(crate) service_name: Option<String>,
+    pub(crate) include_content: Option<bool>,
 }
 
 /// The largest configuration file read; anything bigger is a mistake (or a trap), not a config.

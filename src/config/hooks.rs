@@ -23,24 +23,24 @@ const DEFAULT_TIMEOUT_SECS: u64 = 60;
 const MAX_STOP_BLOCKS: u32 = 100;
 /// A recorded approval of a workspace's hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookApproval {
-    pub workspace: String,
-    pub event: String,
-    pub sha256: String,
+pub(crate) struct HookApproval {
+    pub(crate) workspace: String,
+    pub(crate) event: String,
+    pub(crate) sha256: String,
 }
 
 /// One `[[hooks.<Event>]]` entry as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct HookTable {
-    pub matcher: Option<String>,
-    pub command: String,
+    pub(crate) matcher: Option<String>,
+    pub(crate) command: String,
     /// Seconds.
-    pub timeout: Option<u64>,
+    pub(crate) timeout: Option<u64>,
     /// `Stop` hooks only: consecutive blocks allowed in one turn.
-    pub max_blocks: Option<u32>,
+    pub(crate) max_blocks: Option<u32>,
     /// `"on"` (the default: the session's `bash` sandbox) or `"off"` (user file only).
-    pub sandbox: Option<String>,
+    pub(crate) sandbox: Option<String>,
 }
 
 /// `[hooks]` of one file: event name → its hooks.
@@ -50,9 +50,9 @@ pub(super) type HooksTable = BTreeMap<String, Vec<HookTable>>;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ApprovedHook {
-    pub workspace: String,
-    pub event: String,
-    pub sha256: String,
+    pub(crate) workspace: String,
+    pub(crate) event: String,
+    pub(crate) sha256: String,
 }
 
 /// Checks the hooks of each file (`from_workspace`: the trusted workspace's own file).

@@ -17,34 +17,34 @@ use super::{ConfigError, Overrides};
 
 /// The merged content of every file read, with where each field came from.
 pub(super) struct Layers {
-    pub file: FileConfig,
+    pub(crate) file: FileConfig,
     /// Dotted field name → the file that set it (the highest one that did).
     origins: HashMap<String, PathBuf>,
     /// The parts' own tables (`[fetch]`, `[goal]`, `[checkpoints]`), laid over each other key
     /// by key; [`Layers::part`] reads one into its part's settings.
     parts: super::parts::Parts,
     /// The files read, lowest precedence first.
-    pub sources: Vec<PathBuf>,
-    pub trust: Trust,
+    pub(crate) sources: Vec<PathBuf>,
+    pub(crate) trust: Trust,
     /// MCP servers by id with the file that defined them (a higher file replaces a server
     /// of the same id whole).
-    pub mcp_servers: BTreeMap<String, (McpServerTable, PathBuf)>,
+    pub(crate) mcp_servers: BTreeMap<String, (McpServerTable, PathBuf)>,
     /// The user's approvals of `.mcp.json` servers.
-    pub approvals: Vec<ApprovedMcpServer>,
+    pub(crate) approvals: Vec<ApprovedMcpServer>,
     /// Each file's `[permissions]`, with the file.
-    pub permissions: Vec<(super::permissions::PermissionsTable, PathBuf)>,
+    pub(crate) permissions: Vec<(super::permissions::PermissionsTable, PathBuf)>,
     /// Things to tell the user that do not stop the run.
-    pub notices: Vec<String>,
+    pub(crate) notices: Vec<String>,
     /// Files found in the workspace that were not read, with why.
-    pub ignored: Vec<(PathBuf, &'static str)>,
+    pub(crate) ignored: Vec<(PathBuf, &'static str)>,
     /// The `[lsp]` tables, merged key by key.
-    pub lsp: super::lsp::Merged,
+    pub(crate) lsp: super::lsp::Merged,
     /// The `[sandbox]` tables, kept apart: a workspace's may only narrow the user's.
-    pub sandbox: super::sandbox::Tables,
+    pub(crate) sandbox: super::sandbox::Tables,
     /// Each file's `[hooks]`, with the file and whether it is the workspace's own.
-    pub hooks: Vec<(super::hooks::HooksTable, PathBuf, bool)>,
+    pub(crate) hooks: Vec<(super::hooks::HooksTable, PathBuf, bool)>,
     /// The user's approvals of workspaces' hooks.
-    pub hook_approvals: Vec<super::hooks::ApprovedHook>,
+    pub(crate) hook_approvals: Vec<super::hooks::ApprovedHook>,
 }
 
 impl Layers {

@@ -21,12 +21,12 @@ const MAX_TIMEOUT_MS: u64 = 120_000;
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct LspTable {
-    pub enabled: Option<bool>,
-    pub timeout_ms: Option<u64>,
-    pub start_timeout_ms: Option<u64>,
-    pub max_errors: Option<usize>,
-    pub warnings: Option<bool>,
-    pub servers: Option<BTreeMap<String, ServerCommand>>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) timeout_ms: Option<u64>,
+    pub(crate) start_timeout_ms: Option<u64>,
+    pub(crate) max_errors: Option<usize>,
+    pub(crate) warnings: Option<bool>,
+    pub(crate) servers: Option<BTreeMap<String, ServerCommand>>,
 }
 
 /// The tables merged so far, with the last file that set anything (named in errors).

@@ -24,17 +24,17 @@ const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
 /// One MCP server definition, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
-    pub id: String,
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: BTreeMap<String, String>,
+    pub(crate) id: String,
+    pub(crate) command: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: BTreeMap<String, String>,
     /// As written; relative paths are taken from the workspace.
-    pub cwd: Option<String>,
-    pub enabled: bool,
-    pub startup_timeout: Duration,
-    pub call_timeout: Duration,
+    pub(crate) cwd: Option<String>,
+    pub(crate) enabled: bool,
+    pub(crate) startup_timeout: Duration,
+    pub(crate) call_timeout: Duration,
     /// The file that defines it.
-    pub origin: PathBuf,
+    pub(crate) origin: PathBuf,
 }
 
 impl McpServer {
@@ -56,9 +56,9 @@ impl McpServer {
 /// A recorded approval of a `.mcp.json` server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpApproval {
-    pub workspace: String,
-    pub server: String,
-    pub sha256: String,
+    pub(crate) workspace: String,
+    pub(crate) server: String,
+    pub(crate) sha256: String,
 }
 
 /// Whether `server` of `workspace` (canonical) was approved as it is defined now.

@@ -13,10 +13,10 @@ use super::user_file::UserFile;
 /// What `minicode init` sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ModelChoice {
-    pub base_url: String,
-    pub model: String,
+    pub(crate) base_url: String,
+    pub(crate) model: String,
     /// The variable the key is read from; `None` for a server that needs no key.
-    pub api_key_env: Option<String>,
+    pub(crate) api_key_env: Option<String>,
 }
 
 /// Why the file was not written.

@@ -16,9 +16,9 @@ use crate::permissions::{Action, Rule, Rules};
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct PermissionsTable {
-    pub allow: Option<Vec<String>>,
-    pub ask: Option<Vec<String>>,
-    pub deny: Option<Vec<String>>,
+    pub(crate) allow: Option<Vec<String>>,
+    pub(crate) ask: Option<Vec<String>>,
+    pub(crate) deny: Option<Vec<String>>,
 }
 
 /// Takes an untrusted workspace's `[permissions]` out of its file, returning the notice that

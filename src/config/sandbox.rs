@@ -17,11 +17,11 @@ use crate::sandbox::{Mode, Policy};
 #[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SandboxTable {
-    pub mode: Option<Mode>,
-    pub network: Option<bool>,
-    pub writable_roots: Option<Vec<PathBuf>>,
-    pub hidden: Option<Vec<PathBuf>>,
-    pub cache: Option<PathBuf>,
+    pub(crate) mode: Option<Mode>,
+    pub(crate) network: Option<bool>,
+    pub(crate) writable_roots: Option<Vec<PathBuf>>,
+    pub(crate) hidden: Option<Vec<PathBuf>>,
+    pub(crate) cache: Option<PathBuf>,
 }
 
 /// The sandbox the session's `bash` calls run under (see docs/configuration.md).
@@ -34,10 +34,10 @@ pub struct Sandbox {
     pub writable_roots: Vec<PathBuf>,
     /// Every path a confined command must not see: the defaults (`sandbox::hidden`) and
     /// `hidden` from the files (absolute, `~` expanded).
-    pub hidden: Vec<PathBuf>,
+    pub(crate) hidden: Vec<PathBuf>,
     /// The folder confined commands' caches go to (absolute, `~` expanded); `None`: a
     /// per-session folder inside their temporary folder (see `sandbox::cache`).
-    pub cache: Option<PathBuf>,
+    pub(crate) cache: Option<PathBuf>,
 }
 
 impl Default for Sandbox {
@@ -69,7 +69,7 @@ impl Sandbox {
 }
 
 /// The profile's short name as users write it (`workspace-write`, `read-only`, `off`).
-pub fn mode_name(mode: Mode) -> &'static str {
+pub(crate) fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::WorkspaceWrite => "workspace-write",
         Mode::ReadOnly => "read-only",
@@ -78,7 +78,7 @@ pub fn mode_name(mode: Mode) -> &'static str {
 }
 
 /// Parses a profile name as `--sandbox` and the config take it.
-pub fn parse_mode(text: &str) -> Result<Mode, String> {
+pub(crate) fn parse_mode(text: &str) -> Result<Mode, String> {
     match text {
         "workspace-write" => Ok(Mode::WorkspaceWrite),
         "read-only" => Ok(Mode::ReadOnly),
@@ -102,15 +102,15 @@ fn rank(mode: Mode) -> u8 {
 /// The `[sandbox]` tables read, in order: the user's (or `--config`'s) first, then the
 /// workspace's with whether the workspace is trusted.
 pub(super) struct Tables {
-    pub user: Option<(SandboxTable, PathBuf)>,
-    pub workspace: Option<(SandboxTable, PathBuf, bool)>,
+    pub(crate) user: Option<(SandboxTable, PathBuf)>,
+    pub(crate) workspace: Option<(SandboxTable, PathBuf, bool)>,
 }
 
 /// The flags that choose the sandbox.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Flags {
-    pub mode: Option<Mode>,
-    pub network: bool,
+    pub(crate) mode: Option<Mode>,
+    pub(crate) network: bool,
 }
 
 /// Resolves the sandbox: the user's table, narrowed by a trusted workspace's, then the flags.

@@ -38,7 +38,7 @@ impl Trust {
 
 /// The user's config file: `$XDG_CONFIG_HOME/minicode/config.toml`, or
 /// `$HOME/.config/minicode/config.toml` when `XDG_CONFIG_HOME` is unset, empty or relative.
-pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     let var = |name: &str| env(name).filter(|v| !v.is_empty());
     let xdg = var("XDG_CONFIG_HOME")
         .map(PathBuf::from)
@@ -134,7 +134,7 @@ pub(super) fn hook_approvals_lenient(user_file: Option<&Path>) -> Vec<super::hoo
 
 /// Whether the user trusts `launch_dir`, for commands that need no model (`minicode skills`):
 /// read from the user's file alone, and any problem reading it means untrusted.
-pub fn workspace_trust(env: &dyn Fn(&str) -> Option<String>, launch_dir: &Path) -> Trust {
+pub(crate) fn workspace_trust(env: &dyn Fn(&str) -> Option<String>, launch_dir: &Path) -> Trust {
     lookup_lenient(user_config_path(env).as_deref(), launch_dir)
 }
 
@@ -144,7 +144,7 @@ pub(super) fn canonical(path: &Path) -> PathBuf {
 
 /// What `minicode trust` or `untrust` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrustChange {
+pub(crate) enum TrustChange {
     Added,
     AlreadyTrusted,
     /// Trusted before, by path alone or with settings that have changed since: recorded again
@@ -156,15 +156,15 @@ pub enum TrustChange {
 
 /// The change, the canonical workspace path and the user file that holds the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TrustOutcome {
-    pub change: TrustChange,
-    pub workspace: PathBuf,
-    pub file: PathBuf,
+pub(crate) struct TrustOutcome {
+    pub(crate) change: TrustChange,
+    pub(crate) workspace: PathBuf,
+    pub(crate) file: PathBuf,
 }
 
 /// Why the trust list could not be changed. Nothing was written.
 #[derive(Debug, thiserror::Error)]
-pub enum TrustError {
+pub(crate) enum TrustError {
     #[error("cannot tell where your user config lives: set HOME (or an absolute XDG_CONFIG_HOME)")]
     NoUserConfig,
     #[error("cannot trust {}: {source}", .path.display())]
@@ -207,7 +207,7 @@ pub enum TrustError {
 
 /// `minicode trust [PATH]`: adds the canonical `path` (which must be a folder) to the user's
 /// list, creating the config folder (0700) and file (0600) when missing.
-pub fn trust_workspace(
+pub(crate) fn trust_workspace(
     env: &dyn Fn(&str) -> Option<String>,
     path: &Path,
 ) -> Result<TrustOutcome, TrustError> {
@@ -231,7 +231,7 @@ pub fn trust_workspace(
 
 /// `minicode untrust [PATH]`: removes `path` (canonical when it still exists, else as given)
 /// from the user's list. A missing file or entry is not an error.
-pub fn untrust_workspace(
+pub(crate) fn untrust_workspace(
     env: &dyn Fn(&str) -> Option<String>,
     path: &Path,
 ) -> Result<TrustOutcome, TrustError> {

@@ -35,11 +35,11 @@ pub(super) const TABLES: &[&str] = &[
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Located {
     /// The file read as the workspace's config, if any.
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// The file is `config/config.toml`: the user is told once per run to move it.
-    pub legacy: bool,
+    pub(crate) legacy: bool,
     /// Files that were looked at and not read, with why (for `doctor`).
-    pub ignored: Vec<(PathBuf, &'static str)>,
+    pub(crate) ignored: Vec<(PathBuf, &'static str)>,
 }
 
 impl Located {

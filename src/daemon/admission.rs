@@ -41,7 +41,7 @@ pub(crate) struct Ticket {
     admission: Arc<Admission>,
     id: u64,
     /// Cancelled when a newer connection pushed this one out before its handshake.
-    pub evicted: CancellationToken,
+    pub(crate) evicted: CancellationToken,
 }
 
 impl Admission {

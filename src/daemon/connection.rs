@@ -24,9 +24,9 @@ const WRITE_QUEUE: usize = 1024;
 
 /// What every connection shares.
 pub(crate) struct Shared {
-    pub hub: Arc<Hub>,
-    pub token: String,
-    pub max_message: usize,
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) token: String,
+    pub(crate) max_message: usize,
 }
 
 /// Serves one connection to its end.

@@ -35,7 +35,7 @@ pub(crate) struct Hub {
     /// Each session's end: its core closed, then what its opener left to stop (MCP servers).
     endings: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Cancelled by `server.shutdown` or a signal.
-    pub stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
 }
 
 fn open_failed(e: impl std::fmt::Display) -> RpcError {

@@ -23,9 +23,9 @@ const RING_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a subscription must end, for its `subscription.ended`.
 pub(super) struct Ended {
-    pub reason: EndReason,
-    pub message: String,
-    pub first_sequence: Option<u64>,
+    pub(crate) reason: EndReason,
+    pub(crate) message: String,
+    pub(crate) first_sequence: Option<u64>,
 }
 
 impl Ended {
@@ -41,10 +41,10 @@ impl Ended {
 /// The run in progress.
 #[derive(Debug, Clone)]
 pub(super) struct Run {
-    pub id: String,
-    pub cancel_requested: bool,
+    pub(crate) id: String,
+    pub(crate) cancel_requested: bool,
     /// Its turn has started (the next `turn_ended` ends the run).
-    pub bound: bool,
+    pub(crate) bound: bool,
 }
 
 struct State {
@@ -70,8 +70,8 @@ struct State {
 
 /// An open session.
 pub(crate) struct Live {
-    pub id: String,
-    pub workspace: PathBuf,
+    pub(crate) id: String,
+    pub(crate) workspace: PathBuf,
     ops: OpSender,
     state: Mutex<State>,
     published: watch::Sender<u64>,

@@ -119,15 +119,15 @@ pub(crate) struct EventLog {
 #[error("{source}")]
 pub(crate) struct AppendError {
     #[source]
-    pub source: io::Error,
-    pub rolled_back: bool,
+    pub(crate) source: io::Error,
+    pub(crate) rolled_back: bool,
 }
 
 /// What a log read back says about the run a crash may have left open.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct OpenRun {
-    pub run_id: String,
-    pub cancelled: bool,
+    pub(crate) run_id: String,
+    pub(crate) cancelled: bool,
 }
 
 /// The fields of a stored line the daemon reads back; `E` is what it needs of the event.

@@ -79,20 +79,20 @@ pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
 /// A request as it arrives; `id` is `None` for a notification.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Request {
-    pub jsonrpc: String,
+    pub(crate) jsonrpc: String,
     #[serde(default)]
-    pub id: Option<Value>,
-    pub method: String,
+    pub(crate) id: Option<Value>,
+    pub(crate) method: String,
     #[serde(default)]
-    pub params: Value,
+    pub(crate) params: Value,
 }
 
 /// An error to answer with.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RpcError {
-    pub code: i64,
-    pub message: String,
-    pub data: Option<Value>,
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
 }
 
 impl RpcError {

@@ -52,20 +52,24 @@ fn is_temp_id(id: &[u8]) -> bool {
 ///
 /// Use this for files in folders the start-up sweep lists (`.minicode/`, the sessions folder);
 /// elsewhere use [`write_atomic_journaled`], so a killed write can still be found.
-pub fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
     write(path, &[data], mode, None)
 }
 
 /// [`write_atomic`] of the concatenation of `parts`, without joining them in memory first (a
 /// large file assembled from cached pieces, e.g. a session snapshot).
-pub fn write_atomic_parts(path: &Path, parts: &[&[u8]], mode: Option<u32>) -> io::Result<()> {
+pub(crate) fn write_atomic_parts(
+    path: &Path,
+    parts: &[&[u8]],
+    mode: Option<u32>,
+) -> io::Result<()> {
     write(path, parts, mode, None)
 }
 
 /// [`write_atomic`] for a file anywhere in the canonical `workspace`: the temp file is also
 /// recorded under `.minicode/inflight/` until it is renamed, so [`sweep_temp_files`] finds it
 /// if the process is killed meanwhile.
-pub fn write_atomic_journaled(
+pub(crate) fn write_atomic_journaled(
     path: &Path,
     data: &[u8],
     mode: Option<u32>,
@@ -235,11 +239,11 @@ impl Drop for Record {
 
 /// What a start-up sweep did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Swept {
+pub(crate) struct Swept {
     /// Abandoned temp files removed.
-    pub removed: Vec<PathBuf>,
+    pub(crate) removed: Vec<PathBuf>,
     /// Temp files left alone because a live process still holds them.
-    pub in_use: usize,
+    pub(crate) in_use: usize,
 }
 
 /// Removes the temp files killed processes left in the canonical `workspace`: those in
@@ -250,7 +254,7 @@ pub struct Swept {
 /// Records are trusted only as far as they point: the named folder must resolve inside the
 /// workspace, and only a regular file named like ours is removed. Errors are skipped: the
 /// sweep is housekeeping and must never stop a start.
-pub fn sweep_temp_files(workspace: &Path, subs: &[&str]) -> Swept {
+pub(crate) fn sweep_temp_files(workspace: &Path, subs: &[&str]) -> Swept {
     let mut swept = Swept::default();
     let existing = |sub: &str| super::existing_private_dir(workspace, sub).ok().flatten();
     for folder in std::iter::once("")

@@ -109,7 +109,7 @@ const SHARED: [&str; 3] = [".gitignore", "memory", "skills"];
 /// repository that ships one was trying to get the user's conversations or logs committed.
 /// Nothing is read from a file that is not a regular one or is oversized. The line is quoted
 /// as written: the caller shows it through the sanitiser.
-pub fn warnings(workspace: &Path) -> Vec<String> {
+pub(crate) fn warnings(workspace: &Path) -> Vec<String> {
     let path = workspace.join(super::DATA_DIR).join(".gitignore");
     let readable = std::fs::symlink_metadata(&path)
         .is_ok_and(|meta| meta.is_file() && meta.len() <= MAX_BYTES);

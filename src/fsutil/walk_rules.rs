@@ -15,7 +15,7 @@ const CONFIG_SCAN_LIMIT: u64 = 1 << 20;
 
 /// `builder` set up to see what git would: every ignore file (also outside a git repository),
 /// hidden files included, links never followed.
-pub fn with_ignore_rules(mut builder: WalkBuilder) -> WalkBuilder {
+pub(crate) fn with_ignore_rules(mut builder: WalkBuilder) -> WalkBuilder {
     builder
         .hidden(false)
         .ignore(true)
@@ -30,7 +30,7 @@ pub fn with_ignore_rules(mut builder: WalkBuilder) -> WalkBuilder {
 /// Whether a walk may read `dir`'s ignore files: each is absent or a regular file. A repository
 /// can plant a FIFO there, which would block the walk forever, or a link or device that reads
 /// anything; a walk must neither start in nor enter a folder where one is something else.
-pub fn ignore_files_safe(dir: &Path) -> bool {
+pub(crate) fn ignore_files_safe(dir: &Path) -> bool {
     IGNORE_FILES
         .iter()
         .all(|name| std::fs::symlink_metadata(dir.join(name)).map_or(true, |m| m.is_file()))

@@ -31,13 +31,13 @@ const ERROR_CHARS: usize = 300;
 #[derive(Clone)]
 pub struct Settings {
     /// The full URL spans are posted to (`…/v1/traces`).
-    pub traces_url: String,
+    pub(crate) traces_url: String,
     /// Extra headers, e.g. `Authorization` for Langfuse; values are credentials.
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// `http/json` instead of `http/protobuf`.
-    pub json: bool,
+    pub(crate) json: bool,
     /// `service.name` of the resource.
-    pub service_name: String,
+    pub(crate) service_name: String,
 }
 
 impl std::fmt::Debug for Settings {

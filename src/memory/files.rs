@@ -81,7 +81,7 @@ impl Sources {
     }
 
     /// One stat per candidate: equal stamps mean the last load still holds.
-    pub fn stamps(&self) -> Vec<Stamp> {
+    pub(crate) fn stamps(&self) -> Vec<Stamp> {
         self.list
             .iter()
             .map(|s| super::stamp_path(&s.path))

@@ -49,7 +49,7 @@ pub struct Command {
     pub text: String,
     /// The same without leading variable assignments (`FOO=1 rm x` → `rm x`): what deny and
     /// ask rules also match, so an assignment cannot hide a command from them.
-    pub bare: String,
+    pub(crate) bare: String,
     /// The command word (quotes removed), or empty when the command only assigns variables.
     pub program: String,
 }

@@ -6,20 +6,20 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomCommand {
     /// The name without the slash: the file name without `.md`.
-    pub name: String,
+    pub(crate) name: String,
     /// From the front matter; empty when there is none.
-    pub description: String,
+    pub(crate) description: String,
     /// From the front matter's `argument-hint`.
-    pub argument_hint: Option<String>,
+    pub(crate) argument_hint: Option<String>,
     /// Where it came from, as `minicode commands` shows it.
-    pub source: String,
+    pub(crate) source: String,
     /// The prompt template.
-    pub body: String,
+    pub(crate) body: String,
 }
 
 impl CustomCommand {
     /// `/name`, as menus show it.
-    pub fn slash(&self) -> String {
+    pub(crate) fn slash(&self) -> String {
         format!("/{}", self.name)
     }
 

@@ -17,8 +17,8 @@ pub(crate) const OP_METHOD: &str = "op";
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OpRequest {
-    pub session_id: String,
-    pub op: Op,
+    pub(crate) session_id: String,
+    pub(crate) op: Op,
 }
 
 /// The daemon's method that takes an image's bytes for a later `submit_images` op: the wire's
@@ -31,15 +31,15 @@ pub(crate) const STORE_IMAGE_METHOD: &str = "session.store_image";
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct StoreImageRequest {
-    pub session_id: String,
-    pub data: String,
+    pub(crate) session_id: String,
+    pub(crate) data: String,
 }
 
 /// The result of `session.store_image`: the image's reference, to name in `submit_images`.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StoredImage {
-    pub session_id: String,
-    pub image: crate::chat::Image,
+    pub(crate) session_id: String,
+    pub(crate) image: crate::chat::Image,
 }
 
 /// The params of an `event` notification: the session, the event's place in its log, the run
@@ -49,10 +49,10 @@ pub(crate) struct StoredImage {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct EventEnvelope {
-    pub session_id: String,
-    pub sequence: u64,
-    pub run_id: Option<String>,
-    pub event: Streamed,
+    pub(crate) session_id: String,
+    pub(crate) sequence: u64,
+    pub(crate) run_id: Option<String>,
+    pub(crate) event: Streamed,
 }
 
 /// An event as the daemon streams it: one of its run markers or a core event (the names never
@@ -89,13 +89,13 @@ pub(crate) enum EndReason {
 /// from `after_sequence` when it is not above it, else from `first_sequence - 1`).
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct SubscriptionEnded {
-    pub session_id: String,
+    pub(crate) session_id: String,
     /// The last event this subscription delivered.
-    pub after_sequence: u64,
-    pub reason: EndReason,
-    pub message: String,
+    pub(crate) after_sequence: u64,
+    pub(crate) reason: EndReason,
+    pub(crate) message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_sequence: Option<u64>,
+    pub(crate) first_sequence: Option<u64>,
 }
 
 /// What a client receives besides answers: `event` and `subscription.ended` notifications,

@@ -19,30 +19,30 @@ pub(crate) trait Opener: Send + Sync {
 /// What a host asks for when it opens a session.
 pub(crate) struct OpenRequest {
     /// The session's workspace: an absolute folder (not yet checked or canonical).
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// The session to resume; `None`: a new one.
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// MCP servers the client wants this session to use (stdio ones only; ACP).
-    pub mcp_servers: Vec<McpServerSpec>,
+    pub(crate) mcp_servers: Vec<McpServerSpec>,
     /// The editor's buffers, when the client offered to read and write files (ACP).
-    pub files: Option<Arc<dyn EditorFiles>>,
+    pub(crate) files: Option<Arc<dyn EditorFiles>>,
     /// The host's journal of tool calls and the run a crash left open (the daemon).
-    pub hosted: Option<Hosted>,
+    pub(crate) hosted: Option<Hosted>,
 }
 
 /// What a host that survives its own crashes hands the core (see `agent::recovery`).
 pub(crate) struct Hosted {
-    pub journal: Arc<dyn Journal>,
-    pub recovery: Option<Recovery>,
+    pub(crate) journal: Arc<dyn Journal>,
+    pub(crate) recovery: Option<Recovery>,
 }
 
 /// An MCP server a client passed when it opened a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct McpServerSpec {
-    pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
+    pub(crate) name: String,
+    pub(crate) command: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// Files as an editor holds them (unsaved changes included): the tools read and write through
@@ -59,24 +59,24 @@ pub(crate) trait EditorFiles: Send + Sync + std::fmt::Debug {
 /// A session the CLI opened: its core, its id, and what to await once it is shut down (its
 /// MCP servers stopping).
 pub(crate) struct Opened {
-    pub handle: AgentHandle,
-    pub session_id: String,
-    pub closing: BoxFuture<'static, ()>,
+    pub(crate) handle: AgentHandle,
+    pub(crate) session_id: String,
+    pub(crate) closing: BoxFuture<'static, ()>,
     /// Problems to show the user in the session (e.g. client MCP servers left out); empty when
     /// the core reports them itself as warnings.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// The custom slash commands this session offers (the workspace's own only when trusted).
-    pub commands: Vec<super::CustomCommand>,
+    pub(crate) commands: Vec<super::CustomCommand>,
 }
 
 /// One stored session, as a session list shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Listed {
-    pub id: String,
+    pub(crate) id: String,
     /// Its workspace.
-    pub cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// Its first prompt.
-    pub title: String,
+    pub(crate) title: String,
     /// RFC 3339.
-    pub updated: String,
+    pub(crate) updated: String,
 }

@@ -14,12 +14,12 @@ pub struct SessionSummary {
     /// the session has no prompt yet.
     pub title: String,
     /// Last save, in seconds since the Unix epoch.
-    pub updated: u64,
+    pub(crate) updated: u64,
     /// The user's prompts in it (notices minicode added are not counted).
     pub turns: u32,
     /// For a fork, the session it was copied from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forked_from: Option<String>,
+    pub(crate) forked_from: Option<String>,
     /// The session running now (a picker marks it; choosing it does nothing).
     #[serde(default)]
     pub current: bool,
@@ -27,7 +27,7 @@ pub struct SessionSummary {
 
 /// How long before `now` the Unix time `secs` was, in words: "just now", "5 min ago",
 /// "3 h ago", "2 days ago"; a time ahead of `now` (another machine's clock) is "in the future".
-pub fn age(secs: u64, now: SystemTime) -> String {
+pub(crate) fn age(secs: u64, now: SystemTime) -> String {
     let then = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
     let Ok(ago) = now.duration_since(then) else {
         // A second or two ahead is the rounding of a save made this very moment.
@@ -47,7 +47,7 @@ pub fn age(secs: u64, now: SystemTime) -> String {
 }
 
 /// Seconds since the Unix epoch of `time` (0 before it).
-pub fn unix_secs(time: SystemTime) -> u64 {
+pub(crate) fn unix_secs(time: SystemTime) -> u64 {
     time.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }

@@ -23,15 +23,15 @@ pub(super) fn path_of(snapshot: &Path) -> PathBuf {
 #[derive(Debug)]
 pub(super) struct Disk {
     /// Messages stored in the snapshot and the journal together.
-    pub messages: usize,
+    pub(crate) messages: usize,
     /// How many bytes of the serialized history (`stored::Appended`) those messages are.
-    pub bytes: usize,
-    pub snapshot_len: u64,
-    pub journal_len: u64,
+    pub(crate) bytes: usize,
+    pub(crate) snapshot_len: u64,
+    pub(crate) journal_len: u64,
     /// The snapshot's `updated` field: every line names the snapshot it extends.
-    pub base: String,
+    pub(crate) base: String,
     /// Whether the snapshot itself holds a user message (the listing reads the first one).
-    pub has_user: bool,
+    pub(crate) has_user: bool,
 }
 
 /// The fields of a line before `messages`, borrowed, for writing.
@@ -39,12 +39,12 @@ pub(super) struct Disk {
 pub(super) struct LineHead<'a> {
     /// The `updated` field of the snapshot this line extends; lines naming another snapshot
     /// are left over from before it was rewritten and are skipped.
-    pub base: &'a str,
+    pub(crate) base: &'a str,
     /// The index of the line's first message in the whole history.
-    pub at: usize,
-    pub updated: String,
-    pub totals: &'a Totals,
-    pub checkpoint: Option<&'a Checkpoint>,
+    pub(crate) at: usize,
+    pub(crate) updated: String,
+    pub(crate) totals: &'a Totals,
+    pub(crate) checkpoint: Option<&'a Checkpoint>,
 }
 
 /// One line as read; same fields, same order, as [`LineHead`] plus `messages`.

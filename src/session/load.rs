@@ -151,24 +151,24 @@ fn keep_backup(path: &Path, version: u32, bytes: &[u8]) -> Result<(), SessionErr
 /// modified; not checked against a workspace, so a file copied elsewhere (an eval run keeps
 /// `<id>.json` and `<id>.journal`) reads too.
 #[derive(Debug, Clone)]
-pub struct Saved {
-    pub id: String,
-    pub workspace: PathBuf,
+pub(crate) struct Saved {
+    pub(crate) id: String,
+    pub(crate) workspace: PathBuf,
     /// RFC 3339 times, as stored.
-    pub created: String,
-    pub updated: String,
-    pub messages: Vec<crate::chat::Message>,
+    pub(crate) created: String,
+    pub(crate) updated: String,
+    pub(crate) messages: Vec<crate::chat::Message>,
     /// By message index, ascending: what is known about tool results.
-    pub results: Vec<(usize, super::ResultInfo)>,
-    pub totals: super::Totals,
-    pub checkpoint: Option<super::Checkpoint>,
-    pub parent: Option<super::Parent>,
-    pub forked_from: Option<String>,
+    pub(crate) results: Vec<(usize, super::ResultInfo)>,
+    pub(crate) totals: super::Totals,
+    pub(crate) checkpoint: Option<super::Checkpoint>,
+    pub(crate) parent: Option<super::Parent>,
+    pub(crate) forked_from: Option<String>,
 }
 
 impl Saved {
     /// What is known about the tool result at message `index`.
-    pub fn result(&self, index: usize) -> Option<&super::ResultInfo> {
+    pub(crate) fn result(&self, index: usize) -> Option<&super::ResultInfo> {
         self.results
             .binary_search_by_key(&index, |(at, _)| *at)
             .ok()
@@ -178,7 +178,7 @@ impl Saved {
 
 /// Reads the session file at `path` with its journal. Only regular files are read: a link is
 /// refused.
-pub fn saved(path: &Path) -> Result<Saved, SessionError> {
+pub(crate) fn saved(path: &Path) -> Result<Saved, SessionError> {
     let read = |p: &Path| -> std::io::Result<Option<Vec<u8>>> {
         match std::fs::symlink_metadata(p) {
             Ok(meta) if meta.file_type().is_file() => std::fs::read(p).map(Some),

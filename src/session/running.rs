@@ -17,8 +17,8 @@ use crate::fsutil;
 /// A recorded group: its id and its supervisor's tag.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Group {
-    pub pgid: i32,
-    pub tag: String,
+    pub(crate) pgid: i32,
+    pub(crate) tag: String,
 }
 
 /// The folder under `.minicode/`.

@@ -23,28 +23,28 @@ repeating it.";
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Snapshot {
-    pub version: u32,
-    pub id: String,
-    pub workspace: PathBuf,
-    pub created: String,
-    pub updated: String,
-    pub messages: History,
+    pub(crate) version: u32,
+    pub(crate) id: String,
+    pub(crate) workspace: PathBuf,
+    pub(crate) created: String,
+    pub(crate) updated: String,
+    pub(crate) messages: History,
     #[serde(default)]
-    pub totals: Totals,
+    pub(crate) totals: Totals,
     #[serde(default)]
-    pub checkpoint: Option<Checkpoint>,
+    pub(crate) checkpoint: Option<Checkpoint>,
     /// Set on a sub-agent's session: who started it. Absent from every other file, so files
     /// written before sub-agents existed load unchanged (no version step needed).
     #[serde(default)]
-    pub parent: Option<Parent>,
+    pub(crate) parent: Option<Parent>,
     /// Set on a fork (`--fork`, `/fork`): the session it was copied from. Absent otherwise,
     /// so older files load unchanged.
     #[serde(default)]
-    pub forked_from: Option<String>,
+    pub(crate) forked_from: Option<String>,
     /// The background processes that were running when the session last ended (they are
     /// not restarted). Absent when there were none, so older files load unchanged.
     #[serde(default)]
-    pub background: Vec<crate::chat::Background>,
+    pub(crate) background: Vec<crate::chat::Background>,
 }
 
 /// The fields before `messages`, borrowed, for writing. A snapshot is written as this object,
@@ -52,24 +52,24 @@ pub(super) struct Snapshot {
 /// spliced into one object with the same fields in the same order as [`Snapshot`].
 #[derive(Serialize)]
 pub(super) struct SnapshotHead<'a> {
-    pub version: u32,
-    pub id: &'a str,
-    pub workspace: &'a Path,
-    pub created: String,
-    pub updated: String,
+    pub(crate) version: u32,
+    pub(crate) id: &'a str,
+    pub(crate) workspace: &'a Path,
+    pub(crate) created: String,
+    pub(crate) updated: String,
 }
 
 /// The fields after `messages`, borrowed.
 #[derive(Serialize)]
 pub(super) struct SnapshotTail<'a> {
-    pub totals: &'a Totals,
-    pub checkpoint: Option<&'a Checkpoint>,
+    pub(crate) totals: &'a Totals,
+    pub(crate) checkpoint: Option<&'a Checkpoint>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent: Option<&'a Parent>,
+    pub(crate) parent: Option<&'a Parent>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub forked_from: Option<&'a str>,
+    pub(crate) forked_from: Option<&'a str>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub background: &'a [crate::chat::Background],
+    pub(crate) background: &'a [crate::chat::Background],
 }
 
 /// Where a sub-agent's session came from: the parent session, the parent's `delegate` call
@@ -118,8 +118,8 @@ pub(super) enum LoadError {
 
 /// A parsed snapshot and, when it was migrated, the version its file is written in.
 pub(super) struct Parsed {
-    pub snapshot: Snapshot,
-    pub migrated_from: Option<u32>,
+    pub(crate) snapshot: Snapshot,
+    pub(crate) migrated_from: Option<u32>,
 }
 
 /// Parses bytes into a current-version snapshot, migrating older versions. The common case

@@ -17,8 +17,8 @@ use super::ResultInfo;
 /// its tool results. Tool results without a record (pushed as plain messages) have none.
 #[derive(Debug, Default)]
 pub(super) struct History {
-    pub messages: Vec<Message>,
-    pub results: Vec<(usize, ResultInfo)>,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) results: Vec<(usize, ResultInfo)>,
 }
 
 /// The stored history, serialized as it grows: the JSON of `messages[..count]` (the elements

@@ -22,7 +22,7 @@ use super::ToolCtx;
 use job::Job;
 
 /// Told the whole listing whenever a process starts or ends.
-pub type Watcher = Arc<dyn Fn(Vec<Background>) + Send + Sync>;
+pub(crate) type Watcher = Arc<dyn Fn(Vec<Background>) + Send + Sync>;
 
 /// Ended processes kept (for a last `bash_output` and for `/ps`) before the oldest is
 /// forgotten.
@@ -55,12 +55,12 @@ impl std::fmt::Debug for Jobs {
 
 impl Jobs {
     /// A registry letting `max` processes run at once.
-    pub fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         Self::build(max, None)
     }
 
     /// A registry that starts nothing, saying `why` (a sub-agent's tools).
-    pub fn refusing(why: &'static str) -> Self {
+    pub(crate) fn refusing(why: &'static str) -> Self {
         Self::build(0, Some(why))
     }
 
@@ -75,17 +75,13 @@ impl Jobs {
         }
     }
 
-    pub fn max(&self) -> usize {
-        self.shared.max
-    }
-
     /// Sets who is told about changes.
-    pub fn watch(&self, watcher: Watcher) {
+    pub(crate) fn watch(&self, watcher: Watcher) {
         *crate::sync::write(&self.shared.watcher) = Some(watcher);
     }
 
     /// Every process, running and recently ended, oldest first.
-    pub fn list(&self) -> Vec<Background> {
+    pub(crate) fn list(&self) -> Vec<Background> {
         self.shared.list()
     }
 
@@ -148,7 +144,7 @@ impl Jobs {
 
     /// Asks process `id` to end (SIGTERM, SIGKILL after [`job::GRACE`]) and waits until it
     /// has; `None` when there is no such process.
-    pub async fn kill(&self, id: &str) -> Option<Background> {
+    pub(crate) async fn kill(&self, id: &str) -> Option<Background> {
         let job = self.get(id)?;
         job.stop.cancel();
         job.ended.cancelled().await;
@@ -156,7 +152,7 @@ impl Jobs {
     }
 
     /// Kills every running process at once (SIGKILL to each group): the session ends.
-    pub fn end_all(&self) {
+    pub(crate) fn end_all(&self) {
         let state = crate::sync::lock(&self.shared.state);
         for job in state.jobs.iter().filter(|j| !j.ended.is_cancelled()) {
             job.stop.cancel();

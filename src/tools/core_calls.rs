@@ -50,9 +50,9 @@ pub enum CoreCall {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GoalUpdate {
-    pub status: GoalUpdateStatus,
-    pub code: Option<String>,
-    pub message: Option<String>,
+    pub(crate) status: GoalUpdateStatus,
+    pub(crate) code: Option<String>,
+    pub(crate) message: Option<String>,
 }
 
 /// The state `goal_update` reports.
@@ -67,7 +67,7 @@ pub enum GoalUpdateStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DelegateTask {
-    pub id: String,
-    pub instruction: String,
-    pub context: Option<String>,
+    pub(crate) id: String,
+    pub(crate) instruction: String,
+    pub(crate) context: Option<String>,
 }

@@ -34,7 +34,7 @@ pub struct Limits {
     pub max_bytes: u64,
     /// Redirects followed (on the same host) before the fetch is refused: not a setting.
     #[serde(skip)]
-    pub max_redirects: u32,
+    pub(crate) max_redirects: u32,
 }
 
 impl Default for Limits {

@@ -68,12 +68,12 @@ pub enum State {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
     pub id: String,
-    pub origin: String,
+    pub(crate) origin: String,
     pub state: State,
     /// (name the model calls, the server's own name), in the server's order.
     pub tools: Vec<(String, String)>,
     /// Its stderr log, once it was started.
-    pub log: Option<PathBuf>,
+    pub(crate) log: Option<PathBuf>,
 }
 
 /// Starts, watches, restarts and stops the configured servers. Shared between the CLI (which
@@ -193,11 +193,6 @@ impl Manager {
                 tasks: Mutex::new(Vec::new()),
             }),
         })
-    }
-
-    /// Whether no server is configured at all.
-    pub fn is_empty(&self) -> bool {
-        self.shared.servers.is_empty()
     }
 
     /// Starts every server that is not held, each in its own task on the current runtime;

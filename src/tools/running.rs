@@ -10,8 +10,8 @@ use std::sync::Arc;
 /// `process::supervisor`), which tells it from a later group that reuses the id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Group {
-    pub pgid: i32,
-    pub tag: String,
+    pub(crate) pgid: i32,
+    pub(crate) tag: String,
 }
 
 /// Told `Some(group)` when a call's group starts and `None` once it is gone.

@@ -21,7 +21,7 @@ impl Secrets {
         Self(values.into_iter().filter(|v| v.len() >= 8).collect())
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 

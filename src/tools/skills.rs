@@ -67,7 +67,7 @@ pub struct Skill {
     /// Lower-cased trigger words or phrases.
     pub triggers: Vec<String>,
     /// The canonical folder; every file the skill loads must resolve inside it.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The root it came from, as shown to the user (`.minicode/skills`, `~/.config/…`).
     pub root: String,
     pub source: Source,
@@ -86,7 +86,7 @@ pub struct Skills {
 
 impl Skills {
     /// Skills from a list (tests and library callers); marks which fit the metadata budget.
-    pub fn new(mut skills: Vec<Skill>, warnings: Vec<String>) -> Self {
+    pub(crate) fn new(mut skills: Vec<Skill>, warnings: Vec<String>) -> Self {
         discover::mark_described(&mut skills);
         Self { skills, warnings }
     }
@@ -182,9 +182,9 @@ pub fn loaded_in(messages: &[Message]) -> Vec<String> {
 #[derive(Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Args {
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
+    pub(crate) file: Option<String>,
 }
 
 const DESCRIPTION: &str = "Load a listed skill's instructions, or another `file` of its \

@@ -30,13 +30,13 @@ const NAMED_SKIPS: usize = 5;
 /// A walk's start, resolved and checked.
 pub(crate) struct Start {
     /// Canonical, inside the workspace.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// As shown to the model: relative to the workspace (`.` for the workspace itself).
-    pub display: String,
-    pub is_dir: bool,
+    pub(crate) display: String,
+    pub(crate) is_dir: bool,
     /// Said before the result when the start is not the one asked for (see
     /// [`start_or_workspace`]).
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// Resolves the `path` argument of `list` or `search` (default: the workspace root).
@@ -142,8 +142,8 @@ impl Skipped {
 
 /// A configured walk and the record of what it skipped.
 pub(crate) struct Walk {
-    pub builder: WalkBuilder,
-    pub skipped: Arc<Mutex<Skipped>>,
+    pub(crate) builder: WalkBuilder,
+    pub(crate) skipped: Arc<Mutex<Skipped>>,
 }
 
 /// Builds the walk from `start` with an optional glob (ripgrep's `-g` syntax: `*.rs` matches

@@ -141,11 +141,11 @@ impl State {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TabCycle {
     /// What the user had typed (after completing the longest common prefix).
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// The draft this completion put there; any edit that changes it ends the cycle.
-    pub shown: String,
+    pub(crate) shown: String,
     /// Index of the next match to show.
-    pub next: usize,
+    pub(crate) next: usize,
 }
 
 impl State {

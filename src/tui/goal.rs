@@ -9,8 +9,8 @@ use crate::protocol::{Event, Goal, GoalOp, GoalPhase, Op};
 /// What the status bar shows of the goal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct GoalView {
-    pub goal: Goal,
-    pub armed: bool,
+    pub(crate) goal: Goal,
+    pub(crate) armed: bool,
 }
 
 impl GoalView {

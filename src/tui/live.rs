@@ -24,10 +24,10 @@ const LINE_CAP: usize = 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct Running {
     /// When it started running (after its approval, if it needed one).
-    pub started: Instant,
+    pub(crate) started: Instant,
     /// Whole seconds since `started`, as last drawn.
-    pub secs: u64,
-    pub tail: Tail,
+    pub(crate) secs: u64,
+    pub(crate) tail: Tail,
 }
 
 impl Running {
@@ -50,7 +50,7 @@ pub struct Tail {
     rewrite: bool,
     /// Lines ended so far, and bytes received.
     pub lines: u64,
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 impl Tail {

@@ -11,15 +11,15 @@ use super::wrap::{self, Run, sanitize};
 /// One panel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Panel {
-    pub title: String,
+    pub(crate) title: String,
     /// Section headings (a row whose name is empty and whose value is the heading) and rows.
-    pub rows: Vec<(String, String)>,
+    pub(crate) rows: Vec<(String, String)>,
     /// A dim line under the rows (hints).
-    pub footer: Option<String>,
+    pub(crate) footer: Option<String>,
 }
 
 impl Panel {
-    pub fn new(title: impl Into<String>) -> Self {
+    pub(crate) fn new(title: impl Into<String>) -> Self {
         Self {
             title: title.into(),
             ..Self::default()

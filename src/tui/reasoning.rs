@@ -23,11 +23,11 @@ pub(crate) const FOLDED_LINES: usize = 3;
 #[derive(Debug, Clone, Default)]
 pub struct Thought {
     /// The reasoning, leading whitespace dropped.
-    pub text: String,
+    pub(crate) text: String,
     /// Line ends in `text`, counted as it grows so a fold never scans the whole text.
-    pub newlines: usize,
+    pub(crate) newlines: usize,
     /// Still streaming (no answer or tool call yet).
-    pub open: bool,
+    pub(crate) open: bool,
 }
 
 impl Thought {

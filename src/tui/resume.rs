@@ -27,8 +27,8 @@ const ROWS: usize = 10;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Picker {
     /// The sessions, newest first, each with its age as it was when listed.
-    pub rows: Vec<(SessionSummary, String)>,
-    pub selected: usize,
+    pub(crate) rows: Vec<(SessionSummary, String)>,
+    pub(crate) selected: usize,
 }
 
 impl State {

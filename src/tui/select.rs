@@ -15,16 +15,16 @@ use super::wrap;
 /// A character cell of the transcript: line `line` of entry `entry`, display column `col`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Point {
-    pub entry: usize,
-    pub line: usize,
-    pub col: usize,
+    pub(crate) entry: usize,
+    pub(crate) line: usize,
+    pub(crate) col: usize,
 }
 
 /// A mouse selection from where the button went down to where it is (either order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Selection {
-    pub anchor: Point,
-    pub head: Point,
+    pub(crate) anchor: Point,
+    pub(crate) head: Point,
 }
 
 impl Selection {
@@ -57,11 +57,11 @@ impl Selection {
 /// A search through the transcript's lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Search {
-    pub query: String,
+    pub(crate) query: String,
     /// Lines holding a match, in order, at the width they were found.
-    pub hits: Vec<(usize, usize)>,
-    pub current: usize,
-    pub width: usize,
+    pub(crate) hits: Vec<(usize, usize)>,
+    pub(crate) current: usize,
+    pub(crate) width: usize,
 }
 
 /// The part of `text` between display columns `from` (included) and `to` (excluded).

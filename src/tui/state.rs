@@ -92,16 +92,16 @@ impl Activity {
 /// An approval the core waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingApproval {
-    pub call: String,
-    pub tool: String,
+    pub(crate) call: String,
+    pub(crate) tool: String,
     /// The rule an "always" answer adds for the session (`bash(ls*)`), shown on the key.
-    pub always: Option<String>,
+    pub(crate) always: Option<String>,
     /// The user is typing a reason for a denial (the draft holds it).
-    pub typing_reason: bool,
+    pub(crate) typing_reason: bool,
     /// The draft that was there before the reason was typed.
-    pub stashed_draft: String,
+    pub(crate) stashed_draft: String,
     /// Answer keys count from this moment on (see [`APPROVAL_GUARD`]).
-    pub armed_at: Instant,
+    pub(crate) armed_at: Instant,
 }
 
 /// The transient line above the input box: a message, or a state of the session that ends
@@ -134,25 +134,25 @@ pub struct State {
     pub draft: Draft,
     pub scroll: Scroll,
     pub size: (u16, u16),
-    pub model: String,
-    pub session_id: Option<String>,
-    pub session_path: Option<String>,
+    pub(crate) model: String,
+    pub(crate) session_id: Option<String>,
+    pub(crate) session_path: Option<String>,
     pub context_window: u64,
     /// Where the window came from, once the core said.
-    pub context_window_source: Option<WindowSource>,
-    pub context_tokens: Option<u64>,
+    pub(crate) context_window_source: Option<WindowSource>,
+    pub(crate) context_tokens: Option<u64>,
     /// The sandbox profile of `bash` calls and plan mode, once the core said.
-    pub sandbox: Option<crate::protocol::Profile>,
+    pub(crate) sandbox: Option<crate::protocol::Profile>,
     /// Tokens (None when unavailable) and wall time of the last turn.
-    pub last_turn: Option<(Option<u64>, Duration)>,
+    pub(crate) last_turn: Option<(Option<u64>, Duration)>,
     /// The share of the last turn's prompt tokens the server served from its prompt cache, in
     /// percent, when it said.
-    pub last_cache: Option<u32>,
+    pub(crate) last_cache: Option<u32>,
     pub(crate) activity: Activity,
-    pub busy: bool,
+    pub(crate) busy: bool,
     pub queue: VecDeque<String>,
     pub approval: Option<PendingApproval>,
-    pub mouse_capture: bool,
+    pub(crate) mouse_capture: bool,
     /// A transient line above the input box.
     pub(crate) hint: Option<Hint>,
     /// A mouse selection of characters, in transcript positions (it follows the text while
@@ -178,18 +178,18 @@ pub struct State {
     pub(crate) sessions_seen: u32,
     pub(crate) tab_cycle: Option<TabCycle>,
     /// The welcome header's facts; the header is entry 0 while `header_live`.
-    pub welcome: Option<super::help::Welcome>,
+    pub(crate) welcome: Option<super::help::Welcome>,
     pub(crate) header_live: bool,
     /// The instruction files the core reported loaded (path, tokens), in load order.
-    pub memory: Vec<(String, u64)>,
+    pub(crate) memory: Vec<(String, u64)>,
     /// The user's custom commands (found by the CLI).
     pub custom: Vec<crate::protocol::CustomCommand>,
     /// The configured hooks as `/hooks` lists them (found by the CLI).
     pub hooks: Vec<String>,
     /// The session's background processes, as the core last listed them (`/ps`).
-    pub background: Vec<crate::chat::Background>,
+    pub(crate) background: Vec<crate::chat::Background>,
     /// Why the model server could not be reached at session start, shown in the header.
-    pub server_problem: Option<String>,
+    pub(crate) server_problem: Option<String>,
     /// What the terminal can show (`NO_COLOR`, colour depth).
     pub colors: super::palette::Depth,
     /// The session's goal as the core last reported it (for the status bar and `/goal`).

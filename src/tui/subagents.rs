@@ -18,20 +18,20 @@ use crate::protocol::SubagentStatus;
 /// The children of one `delegate` call, in the order they started.
 #[derive(Debug, Clone)]
 pub struct Children {
-    pub call: String,
+    pub(crate) call: String,
     pub(crate) children: Vec<Child>,
 }
 
 /// One sub-agent as the user sees it.
 #[derive(Debug, Clone)]
 pub(crate) struct Child {
-    pub task: String,
+    pub(crate) task: String,
     /// `None` while it runs.
-    pub ended: Option<SubagentStatus>,
-    pub rounds: u32,
-    pub tool_calls: u32,
-    pub elapsed: Duration,
-    pub error: Option<String>,
+    pub(crate) ended: Option<SubagentStatus>,
+    pub(crate) rounds: u32,
+    pub(crate) tool_calls: u32,
+    pub(crate) elapsed: Duration,
+    pub(crate) error: Option<String>,
 }
 
 impl State {

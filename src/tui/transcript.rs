@@ -36,10 +36,10 @@ pub enum Level {
 /// A streamed or restored assistant reply (Markdown).
 #[derive(Debug, Clone, Default)]
 pub struct Reply {
-    pub text: String,
+    pub(crate) text: String,
     splitter: Splitter,
     /// All of it arrived: its last segment is closed too (and highlighted).
-    pub finished: bool,
+    pub(crate) finished: bool,
 }
 
 impl Reply {
@@ -60,20 +60,20 @@ impl Reply {
 /// A tool call with its approval and result.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
-    pub call: String,
-    pub tool: String,
-    pub summary: String,
-    pub approval: Option<ApprovalRequest>,
-    pub decision: Option<Decision>,
-    pub status: Option<ToolStatus>,
-    pub output: String,
+    pub(crate) call: String,
+    pub(crate) tool: String,
+    pub(crate) summary: String,
+    pub(crate) approval: Option<ApprovalRequest>,
+    pub(crate) decision: Option<Decision>,
+    pub(crate) status: Option<ToolStatus>,
+    pub(crate) output: String,
     /// While it runs: its live output and elapsed time (`None` once it ended).
     pub(crate) running: Option<Box<super::live::Running>>,
 }
 
 impl ToolEntry {
     /// A call that began and has not ended.
-    pub fn new(call: String, tool: String, summary: String) -> Self {
+    pub(crate) fn new(call: String, tool: String, summary: String) -> Self {
         Self {
             call,
             tool,
@@ -202,7 +202,7 @@ impl Transcript {
         &self.entries
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.entries.clear();
         self.cached.borrow_mut().clear();
         self.cached_lines.set(0);
@@ -416,7 +416,7 @@ impl Transcript {
     }
 
     /// Moves a position `n` rows down; `None` when that reaches the tail window.
-    pub fn down(
+    pub(crate) fn down(
         &self,
         (mut entry, mut line): (usize, usize),
         n: usize,

@@ -20,12 +20,12 @@ const QUEUE_ROWS: usize = 3;
 /// Where each part of the screen goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Areas {
-    pub transcript: Rect,
-    pub queue: Rect,
-    pub hint: Rect,
-    pub border: Rect,
+    pub(crate) transcript: Rect,
+    pub(crate) queue: Rect,
+    pub(crate) hint: Rect,
+    pub(crate) border: Rect,
     pub input: Rect,
-    pub status: Rect,
+    pub(crate) status: Rect,
 }
 
 /// The prompt shown left of the draft.

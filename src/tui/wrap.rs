@@ -22,8 +22,8 @@ pub(crate) fn char_width(c: char) -> usize {
 /// A styled piece of text before wrapping; `\n` inside forces a line break.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
-    pub text: String,
-    pub style: Style,
+    pub(crate) text: String,
+    pub(crate) style: Style,
 }
 
 impl Run {

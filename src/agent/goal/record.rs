@@ -35,15 +35,15 @@ pub(crate) const MAX_CODE_BYTES: usize = 64;
 /// the revision the clear gave it and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Record {
-    pub version: u32,
-    pub change: GoalChange,
+pub(crate) struct Record {
+    pub(crate) version: u32,
+    pub(crate) change: GoalChange,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         serialize_with = "stored"
     )]
-    pub goal: Option<Goal>,
+    pub(crate) goal: Option<Goal>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cleared: Option<Tombstone>,
 }
@@ -52,9 +52,9 @@ pub struct Record {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Tombstone {
-    pub id: String,
-    pub revision: u64,
-    pub at: String,
+    pub(crate) id: String,
+    pub(crate) revision: u64,
+    pub(crate) at: String,
 }
 
 /// The goal as a record writes it: the fields of [`Goal`] in their order, with an unset
@@ -81,7 +81,7 @@ fn stored<S: Serializer>(goal: &Option<Goal>, s: S) -> Result<S::Ok, S::Error> {
 
 impl Record {
     /// The goal id and revision this record sets.
-    pub fn target(&self) -> (&str, u64) {
+    pub(crate) fn target(&self) -> (&str, u64) {
         match (&self.goal, &self.cleared) {
             (Some(goal), _) => (&goal.id, goal.revision),
             (None, Some(t)) => (&t.id, t.revision),
@@ -90,7 +90,7 @@ impl Record {
     }
 
     /// The message text: the tags around the compact JSON.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         // Serializing plain strings and numbers cannot fail; an empty body would be refused
         // on replay rather than silently accepted.
         let json = serde_json::to_string(self).unwrap_or_default();
@@ -109,10 +109,10 @@ pub(crate) enum Parsed {
 /// The attribution of a goal round's instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Round {
-    pub goal_id: String,
-    pub revision: u64,
+    pub(crate) goal_id: String,
+    pub(crate) revision: u64,
     pub round: u32,
-    pub max_rounds: u32,
+    pub(crate) max_rounds: u32,
 }
 
 impl Round {
@@ -191,7 +191,7 @@ pub fn escape_user_text(text: String) -> String {
 }
 
 /// One line describing a goal message for a transcript, or `None` for any other message.
-pub fn describe(message: &Message) -> Option<String> {
+pub(crate) fn describe(message: &Message) -> Option<String> {
     if !is_goal_message(message) {
         return None;
     }

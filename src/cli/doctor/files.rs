@@ -12,14 +12,14 @@ use serde::Serialize;
 #[derive(Debug, Clone, Serialize)]
 pub(in crate::cli) struct ConfigFile {
     /// `flag` (`--config`), `user` or `workspace`.
-    pub role: &'static str,
-    pub path: String,
-    pub exists: bool,
+    pub(crate) role: &'static str,
+    pub(crate) path: String,
+    pub(crate) exists: bool,
     /// `read`, `found` (there, not read: the configuration did not load), `absent`, or
     /// `ignored` (looked at and left out; `why` says why).
-    pub state: &'static str,
+    pub(crate) state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
+    pub(crate) why: Option<String>,
 }
 
 /// The files `config::load` reads for `launch` with `config_path` (`--config`) as given.

@@ -23,32 +23,32 @@ pub(super) enum Status {
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct Check {
-    pub name: &'static str,
-    pub status: Status,
-    pub detail: String,
+    pub(crate) name: &'static str,
+    pub(crate) status: Status,
+    pub(crate) detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
+    pub(crate) fix: Option<String>,
 }
 
 /// Everything the report shows.
 #[derive(Debug, Default)]
 pub(super) struct Findings {
-    pub server: String,
-    pub model: String,
-    pub checks: Vec<Check>,
-    pub window: Option<(u64, &'static str)>,
-    pub first_token: Option<Duration>,
-    pub tokens_per_second: Option<f64>,
+    pub(crate) server: String,
+    pub(crate) model: String,
+    pub(crate) checks: Vec<Check>,
+    pub(crate) window: Option<(u64, &'static str)>,
+    pub(crate) first_token: Option<Duration>,
+    pub(crate) tokens_per_second: Option<f64>,
     /// The sandbox section (it does not change the verdict, which is about the server).
-    pub sandbox: Vec<Check>,
+    pub(crate) sandbox: Vec<Check>,
     /// The language-server section: which server diagnostics would use, per language.
-    pub lsp: Vec<Check>,
+    pub(crate) lsp: Vec<Check>,
     /// What earlier runs counted for this model (see `doctor/tally.rs`).
-    pub tally: Option<crate::provider::tally::Tally>,
+    pub(crate) tally: Option<crate::provider::tally::Tally>,
     /// Where the configuration was looked for.
-    pub config_files: Vec<files::ConfigFile>,
+    pub(crate) config_files: Vec<files::ConfigFile>,
     /// No model is configured: how to set one up (no server was checked).
-    pub setup: Option<String>,
+    pub(crate) setup: Option<String>,
 }
 
 impl Findings {

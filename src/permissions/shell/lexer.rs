@@ -17,16 +17,16 @@ use super::{MAX_DEPTH, Script};
 #[derive(Debug, Default, Clone)]
 pub(super) struct Word {
     /// Quotes and escapes removed; substitutions and expansions kept as written.
-    pub text: String,
+    pub(crate) text: String,
     /// Some part was quoted or escaped: then it is no keyword, and as a here-document's
     /// delimiter it keeps the body literal.
-    pub quoted: bool,
+    pub(crate) quoted: bool,
     /// Something in it changes at run time (a variable, a substitution, a glob, a brace, a
     /// tilde, an escape bash decodes): the word bash uses may differ from `text`.
-    pub expands: bool,
+    pub(crate) expands: bool,
     /// `NAME=…` (or `NAME+=…`, `NAME[…]=…`) with the name unquoted: an assignment when it
     /// comes before the command word.
-    pub assign: bool,
+    pub(crate) assign: bool,
     /// The unquoted, unexpanded start of the word, to tell an assignment.
     prefix: String,
     /// Whether `prefix` still follows the word from its start.

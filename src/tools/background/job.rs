@@ -28,24 +28,24 @@ pub(crate) const GRACE: Duration = Duration::from_secs(2);
 /// What the registry and the job's task share.
 #[derive(Debug)]
 pub(crate) struct Job {
-    pub id: String,
-    pub command: String,
-    pub started: u64,
+    pub(crate) id: String,
+    pub(crate) command: String,
+    pub(crate) started: u64,
     /// The group the process leads (killed when the session ends).
-    pub pgid: i32,
-    pub inner: Mutex<Inner>,
+    pub(crate) pgid: i32,
+    pub(crate) inner: Mutex<Inner>,
     /// Asks the task to end the process.
-    pub stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
     /// Fired by the task once the process is gone and its output read.
-    pub ended: CancellationToken,
+    pub(crate) ended: CancellationToken,
 }
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub unread: Unread,
-    pub state: BackgroundState,
+    pub(crate) unread: Unread,
+    pub(crate) state: BackgroundState,
     /// Where the full output is saved (shown relative to the workspace), or why it is not.
-    pub log: String,
+    pub(crate) log: String,
 }
 
 impl Job {
@@ -101,9 +101,9 @@ pub(crate) fn start(command: &str, ctx: &ToolCtx, policy: &Policy) -> Result<Sta
 
 /// What the task needs besides the process: where the log goes and what it must not show.
 pub(crate) struct Saving {
-    pub workspace: PathBuf,
-    pub secrets: Secrets,
-    pub limits: outputs::Limits,
+    pub(crate) workspace: PathBuf,
+    pub(crate) secrets: Secrets,
+    pub(crate) limits: outputs::Limits,
 }
 
 impl Saving {

@@ -19,11 +19,11 @@ pub(crate) struct Unread {
 /// What one read hands out.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Taken {
-    pub text: String,
+    pub(crate) text: String,
     /// Bytes of output that were produced but no longer kept (see the saved log).
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// Lines the filter left out.
-    pub filtered: usize,
+    pub(crate) filtered: usize,
 }
 
 impl Unread {

@@ -31,14 +31,6 @@ pub enum Tier {
 }
 
 impl Tier {
-    pub const ALL: [Tier; 5] = [
-        Tier::Exact,
-        Tier::TrailingWhitespace,
-        Tier::Indentation,
-        Tier::Punctuation,
-        Tier::Words,
-    ];
-
     /// How the result names it to the model.
     pub fn describe(self) -> &'static str {
         match self {

@@ -22,13 +22,13 @@ const USER_AGENT: &str = concat!("minicode/", env!("CARGO_PKG_VERSION"));
 #[derive(Debug)]
 pub(crate) struct Fetched {
     /// The URL the body came from (after same-host redirects).
-    pub url: Url,
-    pub status: u16,
+    pub(crate) url: Url,
+    pub(crate) status: u16,
     /// The `Content-Type` header, as sent (empty when missing).
-    pub content_type: String,
-    pub body: Vec<u8>,
+    pub(crate) content_type: String,
+    pub(crate) body: Vec<u8>,
     /// Whether the body was cut at the size cap.
-    pub capped: bool,
+    pub(crate) capped: bool,
 }
 
 /// How a fetch ended without a page.

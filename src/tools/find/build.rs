@@ -74,14 +74,14 @@ struct State {
 #[derive(Debug, Default)]
 pub(crate) struct Report {
     /// A background build: files read so far and in all.
-    pub building: Option<(usize, usize)>,
-    pub reread: usize,
-    pub dropped: usize,
-    pub too_big: usize,
-    pub withheld: usize,
-    pub rebuilt: bool,
-    pub unsaved: Option<String>,
-    pub skipped_notes: Vec<String>,
+    pub(crate) building: Option<(usize, usize)>,
+    pub(crate) reread: usize,
+    pub(crate) dropped: usize,
+    pub(crate) too_big: usize,
+    pub(crate) withheld: usize,
+    pub(crate) rebuilt: bool,
+    pub(crate) unsaved: Option<String>,
+    pub(crate) skipped_notes: Vec<String>,
 }
 
 fn index_path(workspace: &Path) -> Result<PathBuf, String> {

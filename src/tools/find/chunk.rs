@@ -11,12 +11,12 @@ use super::vocab::{Counts, Vocab};
 #[derive(Debug, Clone)]
 pub(crate) struct Piece {
     /// First and last line, 1-based.
-    pub start: u32,
-    pub end: u32,
-    pub symbol: String,
-    pub kind: Kind,
-    pub parent: Option<String>,
-    pub fields: [Counts; 3],
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) symbol: String,
+    pub(crate) kind: Kind,
+    pub(crate) parent: Option<String>,
+    pub(crate) fields: [Counts; 3],
 }
 
 /// Lines in a window chunk: about a screen, so a hit is still a place to look at.

@@ -112,21 +112,21 @@ pub(crate) const UNMAPPED: u32 = u32::MAX;
 #[derive(Debug, Clone)]
 pub(crate) struct Chunk {
     /// First and last line, 1-based.
-    pub start: u32,
-    pub end: u32,
-    pub symbol: String,
-    pub kind: Kind,
-    pub parent: Option<String>,
-    pub fields: [Postings; 3],
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) symbol: String,
+    pub(crate) kind: Kind,
+    pub(crate) parent: Option<String>,
+    pub(crate) fields: [Postings; 3],
 }
 
 /// What says a file changed: its size, modification and change times, and inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Stamp {
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    pub inode: u64,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i64,
+    pub(crate) ctime_ns: i64,
+    pub(crate) inode: u64,
 }
 
 impl Stamp {
@@ -142,29 +142,29 @@ impl Stamp {
 
 #[derive(Debug, Clone)]
 pub(crate) struct FileEntry {
-    pub stamp: Stamp,
-    pub chunks: Vec<Chunk>,
+    pub(crate) stamp: Stamp,
+    pub(crate) chunks: Vec<Chunk>,
     /// The path's own terms (not stored: derived from the path on insert).
-    pub path_terms: Postings,
+    pub(crate) path_terms: Postings,
     /// The id of the first chunk in the inverted lists; the others follow it.
-    pub first: u32,
+    pub(crate) first: u32,
 }
 
 /// Corpus statistics: chunk count, document frequency per term id, summed field lengths.
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
-    pub chunks: u64,
-    pub df: Vec<u32>,
-    pub sums: [u64; 4],
+    pub(crate) chunks: u64,
+    pub(crate) df: Vec<u32>,
+    pub(crate) sums: [u64; 4],
 }
 
 /// The whole index, by path relative to the workspace.
 #[derive(Debug, Default)]
 pub(crate) struct Stored {
-    pub terms: Terms,
-    pub files: BTreeMap<String, FileEntry>,
-    pub stats: Stats,
-    pub inverted: Inverted,
+    pub(crate) terms: Terms,
+    pub(crate) files: BTreeMap<String, FileEntry>,
+    pub(crate) stats: Stats,
+    pub(crate) inverted: Inverted,
 }
 
 fn field_len(p: &Postings) -> u64 {
@@ -283,10 +283,10 @@ impl Stored {
 /// What the walk found and left out.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
-    pub files: BTreeMap<String, (PathBuf, Stamp)>,
-    pub too_big: usize,
-    pub withheld: usize,
-    pub skipped_notes: Vec<String>,
+    pub(crate) files: BTreeMap<String, (PathBuf, Stamp)>,
+    pub(crate) too_big: usize,
+    pub(crate) withheld: usize,
+    pub(crate) skipped_notes: Vec<String>,
 }
 
 /// Every regular file the walk yields that may be indexed, by relative path, with its stamp.

@@ -250,13 +250,13 @@ fn vocabulary(stored: &Stored) -> impl Iterator<Item = &str> {
 /// A chunk's score and the parts it is made of (each already weighted).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Score {
-    pub symbol: f64,
-    pub path: f64,
-    pub doc: f64,
-    pub text: f64,
-    pub vector: f64,
+    pub(crate) symbol: f64,
+    pub(crate) path: f64,
+    pub(crate) doc: f64,
+    pub(crate) text: f64,
+    pub(crate) vector: f64,
     /// 1, or [`TEST_FACTOR`] for test code.
-    pub factor: f64,
+    pub(crate) factor: f64,
 }
 
 impl Score {

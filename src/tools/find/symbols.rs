@@ -99,12 +99,12 @@ impl Lang {
 /// One definition: its first line and last line (0-based, inclusive).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Def {
-    pub line: usize,
-    pub end: usize,
-    pub name: String,
-    pub kind: Kind,
+    pub(crate) line: usize,
+    pub(crate) end: usize,
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
     /// The enclosing type, impl or module, when there is one.
-    pub parent: Option<String>,
+    pub(crate) parent: Option<String>,
 }
 
 /// The definitions in `lines`, in line order, with their ends and parents.

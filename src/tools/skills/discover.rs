@@ -24,10 +24,10 @@ pub const WORKSPACE_DIRS: [&str; 2] = [".minicode/skills", ".agents/skills"];
 /// A folder searched for skills.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// How the root is shown: `.minicode/skills`, `~/.config/minicode/skills`.
-    pub label: String,
-    pub source: Source,
+    pub(crate) label: String,
+    pub(crate) source: Source,
     /// The canonical folder every skill of this root must resolve inside (the workspace, for
     /// its roots); `None` for the user's own folder, whose skills may link anywhere the user
     /// put them.

@@ -20,8 +20,8 @@ pub(crate) enum Value {
 /// The frontmatter's top-level keys in file order, and the Markdown body after it.
 #[derive(Debug)]
 pub(crate) struct Document<'a> {
-    pub fields: Vec<(String, Value)>,
-    pub body: &'a str,
+    pub(crate) fields: Vec<(String, Value)>,
+    pub(crate) body: &'a str,
 }
 
 impl Document<'_> {
