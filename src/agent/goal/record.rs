@@ -35,15 +35,15 @@ pub(crate) const MAX_CODE_BYTES: usize = 64;
 /// the revision the clear gave it and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Record {
-    pub(crate) version: u32,
-    pub(crate) change: GoalChange,
+pub struct Record {
+    pub version: u32,
+    pub change: GoalChange,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         serialize_with = "stored"
     )]
-    pub(crate) goal: Option<Goal>,
+    pub goal: Option<Goal>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cleared: Option<Tombstone>,
 }
@@ -81,7 +81,7 @@ fn stored<S: Serializer>(goal: &Option<Goal>, s: S) -> Result<S::Ok, S::Error> {
 
 impl Record {
     /// The goal id and revision this record sets.
-    pub(crate) fn target(&self) -> (&str, u64) {
+    pub fn target(&self) -> (&str, u64) {
         match (&self.goal, &self.cleared) {
             (Some(goal), _) => (&goal.id, goal.revision),
             (None, Some(t)) => (&t.id, t.revision),
@@ -90,7 +90,7 @@ impl Record {
     }
 
     /// The message text: the tags around the compact JSON.
-    pub(crate) fn render(&self) -> String {
+    pub fn render(&self) -> String {
         // Serializing plain strings and numbers cannot fail; an empty body would be refused
         // on replay rather than silently accepted.
         let json = serde_json::to_string(self).unwrap_or_default();
