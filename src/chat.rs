@@ -142,13 +142,13 @@ pub struct Message {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub(crate) reasoning: Option<String>,
+    pub reasoning: Option<String>,
     /// Images attached to a user message (`--image`, `@image.png`, a `read` of an image, ACP
     /// image blocks). Sent as `image_url` parts after the text; a message without any keeps
     /// the plain string `content` on the wire, byte for byte. Session files hold only each
     /// image's reference (see [`Image`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) images: Vec<Image>,
+    pub images: Vec<Image>,
 }
 
 impl Message {
@@ -292,13 +292,13 @@ pub struct ToolSpec {
 /// Token counts as the server reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    pub(crate) input_tokens: u64,
+    pub input_tokens: u64,
     pub output_tokens: u64,
-    pub(crate) total_tokens: u64,
+    pub total_tokens: u64,
     /// Prompt tokens the server served from its prompt cache, when it says
     /// (`usage.prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) cached_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
 }
 
 impl Usage {

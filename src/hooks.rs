@@ -94,15 +94,15 @@ pub const DEFAULT_STOP_MAX_BLOCKS: u32 = 3;
 /// One hook, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hook {
-    pub(crate) event: HookEvent,
+    pub event: HookEvent,
     /// Tool names it applies to (tool events only): `|`-separated alternatives, each a name
     /// or a pattern with `*`; `None` (or `*`) means every tool.
-    pub(crate) matcher: Option<String>,
+    pub matcher: Option<String>,
     /// The shell command (`bash -c`), run in the workspace.
-    pub(crate) command: String,
+    pub command: String,
     pub timeout: Duration,
     /// The file that defines it.
-    pub(crate) origin: PathBuf,
+    pub origin: PathBuf,
     /// Defined by the workspace's own file: runs only once the user approved it as it is.
     pub from_workspace: bool,
     /// `Stop` hooks: how many times in a row a turn may be sent back to work before it ends
@@ -110,7 +110,7 @@ pub struct Hook {
     pub max_blocks: u32,
     /// `sandbox = "off"` in the user's own file: runs unconfined, like a Claude Code hook,
     /// so it may log under `$HOME`, notify or call a webhook. Never a workspace's hook.
-    pub(crate) unconfined: bool,
+    pub unconfined: bool,
 }
 
 impl Hook {

@@ -214,18 +214,18 @@ impl TurnEnd {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenStats {
     pub input_tokens: u64,
-    pub(crate) output_tokens: u64,
+    pub output_tokens: u64,
     pub total_tokens: u64,
     /// Replies that carried usage.
-    pub(crate) replies_with_usage: u32,
+    pub replies_with_usage: u32,
     /// Replies that did not.
-    pub(crate) replies_without_usage: u32,
+    pub replies_without_usage: u32,
     /// Prompt tokens the server served from its prompt cache, over the replies that said.
     #[serde(default)]
     pub cached_tokens: u64,
     /// The prompt tokens of those replies.
     #[serde(default)]
-    pub(crate) cache_known_input_tokens: u64,
+    pub cache_known_input_tokens: u64,
     /// `cached_tokens` as a share of `cache_known_input_tokens`, in whole percent; `None` when
     /// no reply said (most hosted APIs without caching, older servers).
     #[serde(default)]
@@ -283,7 +283,7 @@ impl TokenStats {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnStats {
     #[serde(serialize_with = "ser_millis", deserialize_with = "de_millis")]
-    pub(crate) wall: Duration,
+    pub wall: Duration,
     pub model_calls: u32,
     pub tool_calls: u32,
     pub tokens: TokenStats,
@@ -700,14 +700,14 @@ pub enum Event {
 /// One MCP server as `/mcp` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpServer {
-    pub(crate) id: String,
+    pub id: String,
     /// The file that defines it.
-    pub(crate) origin: String,
+    pub origin: String,
     pub state: McpState,
     /// The names the model calls its tools by.
-    pub(crate) tools: Vec<String>,
+    pub tools: Vec<String>,
     /// Its stderr log, once it was started.
-    pub(crate) log: Option<String>,
+    pub log: Option<String>,
 }
 
 /// Where an MCP server is in its life.
@@ -730,9 +730,9 @@ pub enum McpState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillEntry {
     pub name: String,
-    pub(crate) description: String,
+    pub description: String,
     /// The root it came from, as shown to the user.
-    pub(crate) source: String,
+    pub source: String,
     pub state: SkillState,
 }
 

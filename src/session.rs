@@ -45,7 +45,7 @@ pub struct ResultInfo {
     pub summary: Option<String>,
     /// For `bash`: the sandbox profile the call ran under and whether the sandbox stopped it
     /// (`mode: off` after the user approved running it outside); `None` for other tools.
-    pub(crate) sandbox: Option<crate::sandbox::Report>,
+    pub sandbox: Option<crate::sandbox::Report>,
 }
 
 /// Running totals over the whole session.

@@ -63,18 +63,18 @@ pub enum CompactError {
 #[derive(Debug, Clone, Copy)]
 pub struct CompactRequest<'a> {
     /// Focus instructions from `/compact <instructions>`.
-    pub(crate) instructions: Option<&'a str>,
+    pub instructions: Option<&'a str>,
     /// About how much recent history to keep verbatim.
-    pub(crate) keep_recent_tokens: u64,
+    pub keep_recent_tokens: u64,
     /// Estimated input tokens one summary call may carry.
-    pub(crate) input_budget: u64,
+    pub input_budget: u64,
     /// `max_tokens` of a summary call, cut to the room the call's input leaves in `window`.
-    pub(crate) max_tokens: u32,
+    pub max_tokens: u32,
     /// The context window the summary calls run in.
-    pub(crate) window: u64,
+    pub window: u64,
     /// `/compact` by the user: keep at most the newest exchange (from the latest user message
     /// on), however small the history, instead of about `keep_recent_tokens`.
-    pub(crate) latest_exchange_only: bool,
+    pub latest_exchange_only: bool,
 }
 
 impl<'a> CompactRequest<'a> {

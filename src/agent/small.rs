@@ -36,10 +36,10 @@ use crate::provider::{FinishReason, Reply};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
     /// `[model] recover_tool_calls`: treat a call written as text as the call.
-    pub(crate) recover_tool_calls: bool,
+    pub recover_tool_calls: bool,
     /// Whether a small window may lower `max_tokens` and runaway repetition stop a reply
     /// (false when `[model] max_tokens` is set: the user's number stands).
-    pub(crate) bound_replies: bool,
+    pub bound_replies: bool,
     /// `[model] first_look`: in the small profile, the files and folders a prompt names are
     /// read and listed before the model's first reply (see `small/first_look.rs`).
     pub first_look: bool,

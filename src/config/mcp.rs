@@ -24,17 +24,17 @@ const MAX_MCP_JSON_BYTES: u64 = 1024 * 1024;
 /// One MCP server definition, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
-    pub(crate) id: String,
-    pub(crate) command: String,
-    pub(crate) args: Vec<String>,
-    pub(crate) env: BTreeMap<String, String>,
+    pub id: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
     /// As written; relative paths are taken from the workspace.
-    pub(crate) cwd: Option<String>,
-    pub(crate) enabled: bool,
-    pub(crate) startup_timeout: Duration,
-    pub(crate) call_timeout: Duration,
+    pub cwd: Option<String>,
+    pub enabled: bool,
+    pub startup_timeout: Duration,
+    pub call_timeout: Duration,
     /// The file that defines it.
-    pub(crate) origin: PathBuf,
+    pub origin: PathBuf,
 }
 
 impl McpServer {

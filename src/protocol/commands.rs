@@ -6,15 +6,15 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomCommand {
     /// The name without the slash: the file name without `.md`.
-    pub(crate) name: String,
+    pub name: String,
     /// From the front matter; empty when there is none.
-    pub(crate) description: String,
+    pub description: String,
     /// From the front matter's `argument-hint`.
-    pub(crate) argument_hint: Option<String>,
+    pub argument_hint: Option<String>,
     /// Where it came from, as `minicode commands` shows it.
-    pub(crate) source: String,
+    pub source: String,
     /// The prompt template.
-    pub(crate) body: String,
+    pub body: String,
 }
 
 impl CustomCommand {

@@ -40,8 +40,8 @@ pub enum GoalOp {
 /// Names one revision of one goal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GoalRef {
-    pub(crate) id: String,
-    pub(crate) revision: u64,
+    pub id: String,
+    pub revision: u64,
 }
 
 /// The durable phase of a goal (its live activation is separate: `armed`).

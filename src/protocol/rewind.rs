@@ -28,9 +28,9 @@ pub struct RewindTurn {
     /// Files the turn changed that hold a configured secret (the API key): never stored, so a
     /// rewind cannot bring them back either.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) withheld: Vec<String>,
+    pub withheld: Vec<String>,
     /// Its changes were already undone by a rewind.
-    pub(crate) undone: bool,
+    pub undone: bool,
     /// What a rewind of this turn cannot undo, in words: calls that ran unrecorded
     /// (checkpoints off, or recording failed), commands whose effects outside the workspace
     /// (network, other programs, files elsewhere) stay.

@@ -14,12 +14,12 @@ pub struct SessionSummary {
     /// the session has no prompt yet.
     pub title: String,
     /// Last save, in seconds since the Unix epoch.
-    pub(crate) updated: u64,
+    pub updated: u64,
     /// The user's prompts in it (notices minicode added are not counted).
     pub turns: u32,
     /// For a fork, the session it was copied from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) forked_from: Option<String>,
+    pub forked_from: Option<String>,
     /// The session running now (a picker marks it; choosing it does nothing).
     #[serde(default)]
     pub current: bool,

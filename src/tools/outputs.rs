@@ -17,11 +17,11 @@ use crate::{defaults, fsutil};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Bytes saved for one call; the rest is counted, not written.
-    pub(crate) max_file_bytes: u64,
+    pub max_file_bytes: u64,
     /// Bytes all saved outputs may take; the oldest go first.
-    pub(crate) max_total_bytes: u64,
+    pub max_total_bytes: u64,
     /// Age beyond which a saved output is removed.
-    pub(crate) max_age: Duration,
+    pub max_age: Duration,
 }
 
 impl Default for Limits {

@@ -91,14 +91,14 @@ pub(crate) fn help(custom: &[crate::protocol::CustomCommand]) -> Panel {
 /// like the version), completed by the core's events (window, memory).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Welcome {
-    pub(crate) version: String,
+    pub version: String,
     /// The server's host and port (empty for the demo model).
-    pub(crate) server: String,
-    pub(crate) workspace: String,
+    pub server: String,
+    pub workspace: String,
     /// Where the model, the server and the configured window came from.
-    pub(crate) model_origin: String,
-    pub(crate) server_origin: String,
-    pub(crate) window_origin: String,
+    pub model_origin: String,
+    pub server_origin: String,
+    pub window_origin: String,
 }
 
 impl Welcome {

@@ -17,8 +17,8 @@ pub(crate) type SaveRule = Arc<dyn Fn(&str) -> Result<String, String> + Send + S
 /// What the CLI gives the session about permission rules.
 pub struct Rulebook {
     /// The rules in force, one line each (`deny bash(rm *) (from <file>)`).
-    pub(crate) listing: Vec<String>,
-    pub(crate) save: SaveRule,
+    pub listing: Vec<String>,
+    pub save: SaveRule,
 }
 
 /// The session's view of the rules: the book, and the rule the last "always" offered.

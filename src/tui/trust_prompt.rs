@@ -24,9 +24,9 @@ use crate::sanitize::visible;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
     /// The workspace folder.
-    pub(crate) workspace: String,
+    pub workspace: String,
     /// The workspace's configuration file.
-    pub(crate) file: String,
+    pub file: String,
     /// The dotted names of the fields it may not set while untrusted.
     pub fields: Vec<String>,
     /// When the workspace was trusted before and what trust covers changed since: one line per

@@ -109,10 +109,10 @@ pub(crate) enum Parsed {
 /// The attribution of a goal round's instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Round {
-    pub(crate) goal_id: String,
-    pub(crate) revision: u64,
+    pub goal_id: String,
+    pub revision: u64,
     pub round: u32,
-    pub(crate) max_rounds: u32,
+    pub max_rounds: u32,
 }
 
 impl Round {
