@@ -8,7 +8,8 @@
 //! listing, and a named file with the files it names, such as the code a test script sources),
 //! counted as read; files named like secrets never do. A reply of bare template markup (or the
 //! attachment echoed) gets the empty reply's reminder, and a rename that left the old name in
-//! files the model read gets one naming them.
+//! files the model read gets one naming them, as does an answer claiming a change to a file
+//! that no call changed.
 
 use std::time::Duration;
 
@@ -712,4 +713,57 @@ async fn the_code_a_named_test_script_sources_goes_with_it_and_counts_as_read() 
             .unwrap()
             .contains("$1 + $2")
     );
+}
+
+#[tokio::test]
+async fn an_answer_claiming_a_change_no_call_made_gets_one_reminder_naming_the_file() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("lib.sh"), "add() {\n  echo $(( $1 + $2 ))\n}\n").unwrap();
+    std::fs::write(ws.join("test.sh"), "#!/bin/sh\n. ./lib.sh\necho ok\n").unwrap();
+    let add_mul = json!({"path": "lib.sh", "old_string": "add() {", "new_string": "mul() {\n  echo $(( $1 * $2 ))\n}\nadd() {"});
+    let add_check = json!({"path": "test.sh", "old_string": "echo ok", "new_string": "[ \"$(mul 6 7)\" = 42 ] || exit 1\necho ok"});
+    let claim = "I added the `mul` function to `lib.sh` and created a check for it in `test.sh`.";
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "edit", &add_mul.to_string())], 8),
+        text_reply(claim, 20),
+        tool_calls_reply(&[("c2", "edit", &add_check.to_string())], 8),
+        text_reply(claim, 20),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "Add a shell function `mul` to lib.sh and a check for it to test.sh.";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 1));
+    let reminder = last_message(&server, 2);
+    assert!(
+        reminder.contains("you changed `test.sh`") && !reminder.contains("`lib.sh`"),
+        "{reminder}"
+    );
+    assert!(
+        std::fs::read_to_string(ws.join("test.sh"))
+            .unwrap()
+            .contains("mul 6 7")
+    );
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn no_claim_reminder_after_a_command_or_when_every_claimed_file_changed() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("notes.txt"), "a\n").unwrap();
+    let bash = json!({"command": "echo b >> notes.txt"}).to_string();
+    let write = json!({"path": "CHANGELOG.md", "content": "# Changelog\n"}).to_string();
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "bash", &bash)], 8),
+        text_reply("I updated notes.txt and README.md.", 8),
+        tool_calls_reply(&[("c2", "write", &write)], 8),
+        text_reply("Created CHANGELOG.md.", 8),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_e, _end, stats) = run_turn(&mut handle, "Add b to notes.txt.", approve_all).await;
+    assert_eq!(stats.nudges, 0, "a command may have changed any file");
+    let (_e, _end, stats) = run_turn(&mut handle, "Create CHANGELOG.md.", approve_all).await;
+    assert_eq!(stats.nudges, 0);
+    assert_eq!(server.requests().len(), 4);
 }
