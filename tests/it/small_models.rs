@@ -748,22 +748,35 @@ async fn an_answer_claiming_a_change_no_call_made_gets_one_reminder_naming_the_f
 }
 
 #[tokio::test]
-async fn no_claim_reminder_after_a_command_or_when_every_claimed_file_changed() {
+async fn a_command_that_only_printed_the_change_is_no_change_but_one_that_made_it_is() {
     let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("lib.sh"), "add() { echo $(( $1 + $2 )); }\n").unwrap();
     std::fs::write(ws.join("notes.txt"), "a\n").unwrap();
-    let bash = json!({"command": "echo b >> notes.txt"}).to_string();
+    // Both files were there before the turns began.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let printed = json!({"command": "echo 'mul() { echo $(( $1 * $2 )); }'"}).to_string();
+    let appended = json!({"command": "echo b >> notes.txt"}).to_string();
     let write = json!({"path": "CHANGELOG.md", "content": "# Changelog\n"}).to_string();
     let server = MockServer::start(vec![
-        tool_calls_reply(&[("c1", "bash", &bash)], 8),
-        text_reply("I updated notes.txt and README.md.", 8),
-        tool_calls_reply(&[("c2", "write", &write)], 8),
+        tool_calls_reply(&[("c1", "bash", &printed)], 8),
+        text_reply("I added the `mul` function to lib.sh.", 8),
+        text_reply("I could not add it after all.", 8),
+        tool_calls_reply(&[("c2", "bash", &appended)], 8),
+        text_reply("I updated notes.txt.", 8),
+        tool_calls_reply(&[("c3", "write", &write)], 8),
         text_reply("Created CHANGELOG.md.", 8),
     ])
     .await;
     let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_e, _end, stats) = run_turn(&mut handle, "Add mul to lib.sh.", approve_all).await;
+    assert_eq!(
+        stats.nudges, 1,
+        "echo printed the function and changed nothing"
+    );
+    assert!(last_message(&server, 2).contains("you changed `lib.sh`"));
     let (_e, _end, stats) = run_turn(&mut handle, "Add b to notes.txt.", approve_all).await;
-    assert_eq!(stats.nudges, 0, "a command may have changed any file");
+    assert_eq!(stats.nudges, 0, "the command changed the file it names");
     let (_e, _end, stats) = run_turn(&mut handle, "Create CHANGELOG.md.", approve_all).await;
     assert_eq!(stats.nudges, 0);
-    assert_eq!(server.requests().len(), 4);
+    assert_eq!(server.requests().len(), 7);
 }

@@ -1,12 +1,15 @@
 //! A change the final answer claims and no call made. Qwen2.5-Coder 1.5B, asked to add a
 //! function to `lib.sh` and a check to `test.sh`, edited `lib.sh` and answered "I added the
 //! `mul` function to `lib.sh` and created a check for it in `test.sh`": the turn ended
-//! `completed` with half the task done and the user told otherwise. When, in the small profile,
-//! a turn's last reply says in a sentence with a verb of change ("added", "created",
-//! "updated", …) that it changed a file no `write` or `edit` of the turn changed, it is told
-//! which, once. A turn in which a command ran is not checked: a command may change any file.
+//! `completed` with half the task done and the user told otherwise; another time it "added"
+//! the function with `bash` running `echo 'mul() …'`, which printed it and changed nothing.
+//! When, in the small profile, a turn's last reply says in a sentence with a verb of change
+//! ("added", "created", "updated", …) that it changed a file that was not modified since the
+//! turn began (or does not exist), it is told which, once. The file's modification time is
+//! the judge, so a change made by any tool or command counts, and nothing is tracked per call.
 
 use std::path::Path;
+use std::time::SystemTime;
 
 /// Verbs that, in a sentence of the answer, claim a change was made.
 const CLAIMS: [&str; 14] = [
@@ -26,9 +29,9 @@ const CLAIMS: [&str; 14] = [
     "written",
 ];
 
-/// The files `reply` claims it changed (workspace-relative, in order of mention) that are not
-/// among `changed`, the workspace-relative paths the turn's `write` and `edit` calls changed.
-pub(super) fn unmade(reply: &str, workspace: &Path, changed: &[String]) -> Vec<String> {
+/// The files `reply` claims it changed (workspace-relative, in order of mention) that were not
+/// modified since `since` (the turn's start): missing, or older.
+pub(super) fn unmade(reply: &str, workspace: &Path, since: SystemTime) -> Vec<String> {
     let mut unmade: Vec<String> = Vec::new();
     for sentence in sentences(reply) {
         let claims = sentence
@@ -38,8 +41,7 @@ pub(super) fn unmade(reply: &str, workspace: &Path, changed: &[String]) -> Vec<S
             continue;
         }
         for name in file_names(sentence) {
-            let known = changed.iter().any(|c| c == name);
-            if !known && !unmade.iter().any(|u| u == name) && plausible(workspace, name) {
+            if !unmade.iter().any(|u| u == name) && untouched(workspace, name, since) {
                 unmade.push(name.to_string());
             }
         }
@@ -87,15 +89,18 @@ fn shaped(token: &str) -> bool {
         && !token.starts_with('/')
 }
 
-/// Whether `name` can be a file of this task: it exists in the workspace, or its folder does
-/// (a file the answer says it created).
-fn plausible(workspace: &Path, name: &str) -> bool {
+/// Whether `name` was not changed since `since`: it is a regular file modified before then,
+/// or it is missing from a folder that exists (a file the answer says it created). A name
+/// whose folder is missing is no file of this workspace; a time that cannot be read is taken
+/// as a change.
+fn untouched(workspace: &Path, name: &str, since: SystemTime) -> bool {
     let path = workspace.join(name);
-    let exists = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-    let folder = path
-        .parent()
-        .is_some_and(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));
-    exists || folder
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta.is_file() && meta.modified().is_ok_and(|m| m < since),
+        Err(_) => path
+            .parent()
+            .is_some_and(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())),
+    }
 }
 
 /// The reminder naming the files of [`unmade`]; `None` when there are none.
@@ -112,36 +117,43 @@ pub(super) fn reminder(unmade: &[String]) -> Option<String> {
     ))
 }
 
-/// `path` as an `edit` or `write` call gave it, relative to `workspace` (an absolute path
-/// inside it, `./x`).
-pub(super) fn relative(workspace: &Path, path: &str) -> String {
-    let path = Path::new(path);
-    let rel = path.strip_prefix(workspace).unwrap_or(path);
-    let text = rel.to_string_lossy();
-    text.strip_prefix("./").unwrap_or(&text).to_string()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
-    fn workspace() -> tempfile::TempDir {
+    /// A workspace whose three files were written before the returned time, then `lib.sh`
+    /// and `test.sh` again after it.
+    fn workspace() -> (tempfile::TempDir, SystemTime) {
         let dir = tempfile::tempdir().unwrap();
         for f in ["lib.sh", "test.sh", "README.md"] {
             std::fs::write(dir.path().join(f), "x").unwrap();
         }
-        dir
+        let old = SystemTime::now() - std::time::Duration::from_secs(60);
+        for f in ["lib.sh", "test.sh", "README.md"] {
+            let file = std::fs::File::options()
+                .write(true)
+                .open(dir.path().join(f))
+                .unwrap();
+            file.set_modified(old).unwrap();
+        }
+        let since = SystemTime::now() - std::time::Duration::from_secs(1);
+        (dir, since)
+    }
+
+    fn touch(dir: &Path, name: &str) {
+        std::fs::write(dir.join(name), "y").unwrap();
     }
 
     #[test]
     fn a_file_claimed_changed_that_no_call_changed_is_named() {
-        let dir = workspace();
+        let (dir, since) = workspace();
+        touch(dir.path(), "lib.sh");
         let reply = "I added the `mul` function to `lib.sh` and created a check for it in \
                      `test.sh`.";
-        assert_eq!(unmade(reply, dir.path(), &["lib.sh".into()]), ["test.sh"]);
+        assert_eq!(unmade(reply, dir.path(), since), ["test.sh"]);
         let reply = "Created CHANGELOG.md with the heading.";
-        assert_eq!(unmade(reply, dir.path(), &[]), ["CHANGELOG.md"]);
+        assert_eq!(unmade(reply, dir.path(), since), ["CHANGELOG.md"]);
         let text = reminder(&["test.sh".into()]).unwrap();
         assert!(
             text.contains("`test.sh`") && text.contains("changed it"),
@@ -152,7 +164,9 @@ mod tests {
 
     #[test]
     fn mentions_without_a_claim_or_of_changed_files_are_not_named() {
-        let dir = workspace();
+        let (dir, since) = workspace();
+        touch(dir.path(), "lib.sh");
+        touch(dir.path(), "test.sh");
         for reply in [
             "I added the `mul` function to lib.sh and a check to test.sh.",
             "The check in test.sh verifies `add`. README.md is unchanged.",
@@ -160,16 +174,7 @@ mod tests {
             "I created notes in src/deep/new.rs.",
             "Updated ../outside.sh and /etc/hosts.",
         ] {
-            let changed = ["lib.sh".to_string(), "test.sh".to_string()];
-            assert!(unmade(reply, dir.path(), &changed).is_empty(), "{reply}");
+            assert!(unmade(reply, dir.path(), since).is_empty(), "{reply}");
         }
-    }
-
-    #[test]
-    fn paths_from_calls_are_made_relative() {
-        let ws = Path::new("/tmp/ws");
-        assert_eq!(relative(ws, "/tmp/ws/CHANGELOG.md"), "CHANGELOG.md");
-        assert_eq!(relative(ws, "./app/util.py"), "app/util.py");
-        assert_eq!(relative(ws, "lib.sh"), "lib.sh");
     }
 }

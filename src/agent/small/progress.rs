@@ -1,26 +1,25 @@
 //! What a turn has done so far, kept for the reminders a small model may get before the turn
-//! ends: whether it looked at anything, changed anything, which identifiers it renamed, which
-//! files its writes and edits changed and whether a command ran, and the read-only calls it
-//! made since the last change. The turn loop notes each batch here and asks, when a reply
+//! ends: when it began, whether it looked at anything, changed anything, which identifiers it
+//! renamed, and the read-only calls it made since the last change. The turn loop notes each batch here and asks, when a reply
 //! would end the turn, for the one reminder due (at most one per turn: the loop keeps count).
+
+use std::time::SystemTime;
 
 use super::{Repeats, claimed, renamed};
 use crate::agent::Core;
-use crate::chat::{Builtin, ToolCall, ToolKind, ToolSpec};
+use crate::chat::{Builtin, ToolCall, ToolSpec};
 
 /// A turn's progress, as far as the reminders need it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(in crate::agent) struct Progress {
+    /// When the turn began: a file not modified since was not changed by it.
+    since: SystemTime,
     /// A tool may have run in this turn (a reply after one has looked at something).
     looked: bool,
     /// An edit or a command succeeded (see `small::change_first`).
     changed: bool,
     /// The old names of identifiers renamed with `edit` (see `small/renamed.rs`).
     renames: Vec<String>,
-    /// The workspace-relative paths successful `write` and `edit` calls named.
-    made: Vec<String>,
-    /// A command succeeded: any file may have changed (see `small/claimed.rs`).
-    command: bool,
     /// Read-only calls made since the last change (see `small/repeat.rs`).
     pub(in crate::agent) repeats: Repeats,
 }
@@ -30,8 +29,11 @@ impl Progress {
     /// may have looked at something).
     pub(in crate::agent) fn new(resumed: bool) -> Progress {
         Progress {
+            since: SystemTime::now(),
             looked: resumed,
-            ..Progress::default()
+            changed: false,
+            renames: Vec::new(),
+            repeats: Repeats::default(),
         }
     }
 
@@ -43,26 +45,9 @@ impl Progress {
         if !core.upkeep.is_small() {
             return;
         }
-        for call in super::succeeded(core, calls) {
-            let kind = core.registry.get(&call.name).map(|t| t.kind());
-            if kind == Some(ToolKind::Execute) {
-                self.command = true;
-            }
-            let file_tool = call.name == Builtin::Edit.name() || call.name == Builtin::Write.name();
-            if !file_tool {
-                continue;
-            }
-            if call.name == Builtin::Edit.name() {
-                self.renames
-                    .extend(renamed::renamed_identifier(&call.arguments));
-            }
-            if let Ok(args) = serde_json::from_str::<serde_json::Value>(&call.arguments)
-                && let Some(path) = args.get("path").and_then(|p| p.as_str())
-            {
-                self.made
-                    .push(claimed::relative(&core.tool_ctx.workspace, path));
-            }
-        }
+        let edits = super::succeeded(core, calls).filter(|c| c.name == Builtin::Edit.name());
+        self.renames
+            .extend(edits.filter_map(|c| renamed::renamed_identifier(&c.arguments)));
     }
 
     /// The reminder due before a reply with no call (`text`; `unknown`: names of call-shaped
@@ -89,8 +74,8 @@ impl Progress {
         {
             return Some(("the model described a change without making it", text));
         }
-        if core.upkeep.is_small() && !self.command {
-            let unmade = claimed::unmade(text, &core.tool_ctx.workspace, &self.made);
+        if core.upkeep.is_small() {
+            let unmade = claimed::unmade(text, &core.tool_ctx.workspace, self.since);
             if let Some(text) = claimed::reminder(&unmade) {
                 return Some(("the model's answer claims a change no tool call made", text));
             }
