@@ -1,9 +1,10 @@
-//! The core's reaction to the sandbox: a `bash` call the sandbox could not confine (`Blocked::Unavailable`) or that it denied (`Blocked::Denied`) is either offered
-//! to run outside the sandbox, where someone can answer (the full-screen session, ACP), or
-//! answered with the reason and the narrowest way out (one-shot, `--yes`, goal rounds, the
-//! daemon), which the user also reads as a warning (on stderr in one-shot runs). The question
-//! says whether the command already ran once inside the sandbox.
-//! `--yes` and "always" never cover running outside. It does not confine anything itself.
+//! The core's reaction to the sandbox: a `bash` call the sandbox could not confine
+//! (`Blocked::Unavailable`) or that it denied (`Blocked::Denied`) is either offered to run
+//! outside the sandbox, where someone can answer (the full-screen session, ACP), or answered
+//! with the reason and the narrowest way out (one-shot, `--yes`, goal rounds, the daemon),
+//! which the user also reads as a warning (on stderr in one-shot runs). The question says
+//! whether the command already ran once inside the sandbox. `--yes` and "always" never cover
+//! running outside. It does not confine anything itself.
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
