@@ -75,7 +75,11 @@ pub(in crate::agent) async fn run_batch(
             return Batch::Interrupted;
         }
         stats.tool_calls += 1;
-        let (summary, output, report) = run_call(core, call, cancel, decisions, stats).await;
+        let Answer {
+            summary,
+            output,
+            sandbox,
+        } = run_call(core, call, cancel, decisions, stats).await;
         core.emit(Event::ToolCallEnded {
             call: call.id.clone(),
             status: output.status,
@@ -89,7 +93,7 @@ pub(in crate::agent) async fn run_batch(
         core.store
             .session
             .push_result(call.id.clone(), output.content, output.status, summary);
-        if let Some(report) = report {
+        if let Some(report) = sandbox {
             core.store.session.note_sandbox(report);
         }
         // A host that journals calls learns the call is over only once its result is on
@@ -134,9 +138,15 @@ fn show_images(core: &mut Core, images: Vec<crate::chat::Image>) {
         .push(crate::chat::Message::user_with_images(text, images));
 }
 
-/// How one call ended: the summary announced with `ToolCallBegan`, the output the model
-/// reads and, for a `bash` call, what the sandbox did to it (kept beside the result).
-type Answer = (Option<String>, ToolOutput, Option<Report>);
+/// How one call ended.
+struct Answer {
+    /// The summary announced with `ToolCallBegan`.
+    summary: Option<String>,
+    /// What the model reads.
+    output: ToolOutput,
+    /// For a `bash` call: what the sandbox did to it (kept beside the result).
+    sandbox: Option<Report>,
+}
 
 /// One call inside its `tool_call` span, which records its status (and, with
 /// `include_content`, its arguments and result).
@@ -157,9 +167,9 @@ async fn run_call(
     let answer = prepare_and_run(core, call, cancel, decisions, stats)
         .instrument(span.clone())
         .await;
-    spans::end_tool_call(&span, answer.1.status);
+    spans::end_tool_call(&span, answer.output.status);
     if let Some(content) = content {
-        content.tool_result(&span, &answer.1.content);
+        content.tool_result(&span, &answer.output.content);
     }
     answer
 }
@@ -193,7 +203,7 @@ async fn prepare_and_run(
     )
     .await
     {
-        return (summary, refused, None);
+        return unrun((summary, refused));
     }
     let seen = core.hooks.has(HookEvent::PostToolUse).then(|| args.clone());
     // The checkpoint spans the call and its run outside the sandbox, if the user allows one.
@@ -207,11 +217,11 @@ async fn prepare_and_run(
             .before(&core.store.session, call, (tool.kind(), &aim));
     let edited = core.diagnostics.target(call, &args, &core.tool_ctx);
     let runs = (call, (&tool, &*invocation));
-    let (mut output, report) = execute(core, runs, cancel, decisions, stats).await;
+    let (mut output, sandbox) = execute(core, runs, cancel, decisions, stats).await;
     if recorded {
         // The record of a confined run covers the call only when no unconfined run followed
         // (that one's report, with no record, replaces it).
-        let written = report.as_ref().and_then(|r| r.written.as_deref());
+        let written = sandbox.as_ref().and_then(|r| r.written.as_deref());
         core.checkpoints.after(written);
     }
     let (ctx, policy) = (core.tool_ctx.clone(), core.sandbox.policy());
@@ -222,7 +232,11 @@ async fn prepare_and_run(
     if let Some(args) = seen {
         core.post_tool_hooks(call, &args, &mut output, cancel).await;
     }
-    (summary, output, report)
+    Answer {
+        summary,
+        output,
+        sandbox,
+    }
 }
 
 /// What a stage answers when the call goes no further: the summary and the output (boxed:
@@ -231,7 +245,11 @@ type Refused = Box<(Option<String>, ToolOutput)>;
 
 /// The answer of a call that never ran: nothing for the sandbox to report.
 fn unrun((summary, output): (Option<String>, ToolOutput)) -> Answer {
-    (summary, output, None)
+    Answer {
+        summary,
+        output,
+        sandbox: None,
+    }
 }
 
 /// Finds the tool the call names and checks its arguments against the tool's schema; an
