@@ -124,3 +124,44 @@ impl Core {
         super::turn::observed(self, call, run).await
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test's failure is its panic
+mod tests {
+    use super::*;
+
+    fn configured(ws: &Path) -> Policy {
+        Policy::for_workspace(Mode::WorkspaceWrite, true, ws, &[], ws.join("t"))
+            .hiding(vec![ws.join("secret")])
+    }
+
+    #[test]
+    fn plan_mode_narrows_commands_to_read_only_without_network_and_leaving_restores() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let mut part = Sandbox::new(configured(ws), true);
+        assert_eq!(*part.policy(), configured(ws));
+        part.plan_mode(true, ws);
+        let plan = part.policy();
+        assert_eq!(plan.mode, Mode::ReadOnly);
+        assert!(!plan.network);
+        assert!(plan.writable.is_empty(), "{plan:?}");
+        // The session's temporary folder and hidden paths stay.
+        assert_eq!(plan.tmpdir, ws.join("t"));
+        assert_eq!(plan.hidden, vec![ws.join("secret")]);
+        // Asking again changes nothing; leaving gives the configured policy back.
+        part.plan_mode(true, ws);
+        assert!(Arc::ptr_eq(&plan, &part.policy()));
+        part.plan_mode(false, ws);
+        assert_eq!(*part.policy(), configured(ws));
+    }
+
+    #[test]
+    fn a_sub_agents_part_owns_no_temporary_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let child = Sandbox::new(configured(dir.path()), false);
+        assert_eq!(child.owned_tmpdir, None);
+        let own = Sandbox::new(configured(dir.path()), true);
+        assert_eq!(own.owned_tmpdir, Some(dir.path().join("t")));
+    }
+}
