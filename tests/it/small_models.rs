@@ -780,3 +780,20 @@ async fn a_command_that_only_printed_the_change_is_no_change_but_one_that_made_i
     assert_eq!(stats.nudges, 0);
     assert_eq!(server.requests().len(), 7);
 }
+
+#[tokio::test]
+async fn a_claim_in_the_answer_to_a_question_gets_no_reminder() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("config.ini"), "[server]\nport = 8743\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let server = MockServer::start(vec![text_reply(
+        "I updated config.ini: the server listens on port 8743.",
+        12,
+    )])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "What port does the server in config.ini listen on?";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 0));
+    assert_eq!(server.requests().len(), 1);
+}

@@ -74,7 +74,13 @@ impl Progress {
         {
             return Some(("the model described a change without making it", text));
         }
-        if core.upkeep.is_small() {
+        // Only a prompt that orders a change is checked: asked a question, the 1.5B model
+        // answered "I updated the file …" and the reminder sent it to edit a file it was
+        // only asked about.
+        let ordered = || {
+            super::last_prompt(core).is_some_and(|p| super::unchanged::asks_for_change(p.text()))
+        };
+        if core.upkeep.is_small() && ordered() {
             let unmade = claimed::unmade(text, &core.tool_ctx.workspace, self.since);
             if let Some(text) = claimed::reminder(&unmade) {
                 return Some(("the model's answer claims a change no tool call made", text));
