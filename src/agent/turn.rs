@@ -559,10 +559,14 @@ async fn forward(
         .small
         .bounded(core.upkeep.window())
         .then(small::Runaway::default);
+    // One wait for the interrupt for the whole reply: a new one per delta registered and
+    // removed a waiter on the token each time, for every few bytes of a fast stream.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     loop {
         let next = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return StreamOutcome::Cancelled,
+            _ = &mut cancelled => return StreamOutcome::Cancelled,
             next = stream.next() => next,
         };
         match next {
