@@ -41,13 +41,7 @@ fn main() {
     std::fs::create_dir_all(&tmp).unwrap();
     let mut ctx = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
     ctx.supervisor = Some(env!("CARGO_BIN_EXE_minicode").into());
-    ctx.set_sandbox(Policy::for_workspace(
-        Mode::WorkspaceWrite,
-        false,
-        &ws,
-        &[],
-        tmp,
-    ));
+    let policy = Policy::for_workspace(Mode::WorkspaceWrite, false, &ws, &[], tmp);
     let mut settings = Settings {
         start_timeout: Duration::from_secs(60),
         timeout: Duration::from_secs(30),
@@ -69,7 +63,7 @@ fn main() {
     };
     std::fs::write(&file, text(1)).unwrap();
     let start = Instant::now();
-    let first = rt.block_on(servers.after_edit(&file, &ctx));
+    let first = rt.block_on(servers.after_edit(&file, &ctx, &policy));
     let first_time = start.elapsed();
     assert!(
         first.as_deref().is_some_and(|s| s.contains("calc.py:5:")),
@@ -80,7 +74,7 @@ fn main() {
     for i in 0..EDITS {
         std::fs::write(&file, text(i)).unwrap();
         let start = Instant::now();
-        let said = rt.block_on(servers.after_edit(&file, &ctx));
+        let said = rt.block_on(servers.after_edit(&file, &ctx, &policy));
         warm.push(start.elapsed());
         if let Some(said) = said {
             assert!(said.contains("calc.py:5:"), "{said}");
@@ -92,7 +86,10 @@ fn main() {
     std::fs::write(&plain, "# notes\n").unwrap();
     let start = Instant::now();
     for _ in 0..PLAIN_CALLS {
-        assert!(rt.block_on(servers.after_edit(&plain, &ctx)).is_none());
+        assert!(
+            rt.block_on(servers.after_edit(&plain, &ctx, &policy))
+                .is_none()
+        );
     }
     let per_plain = start.elapsed() / PLAIN_CALLS as u32;
     rt.block_on(servers.shut_down());

@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 
 use minicode::sandbox::{Mode, Policy};
-use minicode::tools::{Registry, ToolCtx};
-use serde_json::json;
+use minicode::tools::ToolCtx;
+use minicode::tools::bash::{self, Args};
 use tokio_util::sync::CancellationToken;
 
 fn median_ms(mut times: Vec<Duration>) -> (f64, f64, f64) {
@@ -35,7 +35,6 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
     std::fs::create_dir(ws.join(".git")).unwrap();
-    let registry = Registry::builtin();
     let commands = [
         (
             "write 1,000 files",
@@ -43,38 +42,34 @@ fn main() {
         ),
         ("read them (cat)", "cat out/* > /dev/null"),
     ];
-    let ctxs: Vec<ToolCtx> = [true, false]
+    let ctxs: Vec<(ToolCtx, Policy)> = [true, false]
         .iter()
         .map(|record| {
             let mut ctx = ToolCtx::new(ws.clone(), Duration::from_secs(120), Vec::new());
             ctx.supervisor = Some(env!("CARGO_BIN_EXE_minicode").into());
             ctx.record_writes = *record;
             let tmp = ws.join(".bench-tmp");
-            ctx.set_sandbox(Policy::for_workspace(
-                Mode::WorkspaceWrite,
-                false,
-                &ws,
-                &[],
-                tmp,
-            ));
-            ctx
+            let policy = Policy::for_workspace(Mode::WorkspaceWrite, false, &ws, &[], tmp);
+            (ctx, policy)
         })
         .collect();
     println!("confined bash calls, {runs} each, ms (min / median / max):");
     for (name, command) in commands {
-        let (tool, args) = registry
-            .resolve("bash", &json!({ "command": command }).to_string())
-            .unwrap();
+        // `bash` runs as the core runs it, under the policy its sandbox part holds.
+        let args = Args::command(command.to_string());
+        let call = async |(ctx, policy): &(ToolCtx, Policy)| {
+            bash::run(&args, ctx, policy, CancellationToken::new()).await
+        };
         let mut times = vec![Vec::new(), Vec::new()];
         rt.block_on(async {
             for ctx in &ctxs {
-                let out = tool.run(args.clone(), ctx, CancellationToken::new()).await;
+                let out = call(ctx).await.output;
                 assert!(out.content.contains("exit code 0"), "{}", out.content);
             }
             for _ in 0..runs {
                 for (i, ctx) in ctxs.iter().enumerate() {
                     let start = Instant::now();
-                    let out = tool.run(args.clone(), ctx, CancellationToken::new()).await;
+                    let out = call(ctx).await.output;
                     times[i].push(start.elapsed());
                     assert!(out.content.contains("exit code 0"), "{}", out.content);
                 }

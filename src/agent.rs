@@ -106,6 +106,9 @@ pub struct Options {
     pub model_profile: crate::provider::profiles::Settings,
     /// `[lsp]`: the language servers asked for diagnostics after an edit.
     pub lsp: crate::lsp::Settings,
+    /// `[sandbox]` and the flags: the policy commands (`bash`, hooks, language servers) run
+    /// under, held by the core's sandbox part. A sub-agent gets its parent's as it stands.
+    pub sandbox: crate::sandbox::Policy,
 }
 
 impl Default for Options {
@@ -131,6 +134,7 @@ impl Default for Options {
             small: small::Settings::default(),
             model_profile: crate::provider::profiles::Settings::default(),
             lsp: crate::lsp::Settings::default(),
+            sandbox: crate::sandbox::Policy::unconfined(),
         }
     }
 }
@@ -217,8 +221,10 @@ pub(crate) struct Core {
     mcp: mcp::Servers,
     /// The `delegate` tool this core runs itself, when it offers sub-agents.
     delegate: delegate::Offer,
-    /// Plan mode: on or off, and what it replaced while on.
+    /// Plan mode: on or off, and what the model was told.
     plan: plan::Plan,
+    /// The sandbox policy commands run under, and plan mode's narrowing of it.
+    sandbox: sandboxing::Sandbox,
     /// The undo record of tool calls, and rewinds.
     checkpoints: checkpoints::Checkpoints,
     /// The user's hooks.
@@ -449,10 +455,9 @@ impl Core {
     /// full-screen, ACP, the daemon) ends a session here, after its last `bash` call.
     fn shut_down(mut self) {
         let events = self.events.clone();
-        let tmpdir = self.tool_ctx.sandbox().tmpdir.clone();
         background::end(&self.tool_ctx, &mut self.store.session);
         self.store.close();
-        crate::sandbox::tmpdir::remove(&tmpdir);
+        self.sandbox.end();
         let _ = events.send(Event::ShutdownComplete);
     }
 }

@@ -258,9 +258,6 @@ impl Prepared {
 pub struct ToolOutput {
     pub status: ToolStatus,
     pub content: String,
-    /// For `bash`: the sandbox profile the call ran under and whether the sandbox stopped it
-    /// (see [`crate::sandbox::Report`]); `None` for the other tools.
-    pub sandbox: Option<crate::sandbox::Report>,
     /// For `edit`: the tier that found `old_string` (see [`edit::Tier`]), counted per model.
     pub matched: Option<edit::Tier>,
     /// For `read` of an image file: the image, shown to the model in a user message after
@@ -286,7 +283,6 @@ impl ToolOutput {
         Self {
             status: ToolStatus::Succeeded,
             content: content.into(),
-            sandbox: None,
             matched: None,
             image: None,
         }
@@ -296,7 +292,6 @@ impl ToolOutput {
         Self {
             status: ToolStatus::Failed,
             content: content.into(),
-            sandbox: None,
             matched: None,
             image: None,
         }
@@ -306,7 +301,6 @@ impl ToolOutput {
         Self {
             status: ToolStatus::Interrupted,
             content: content.into(),
-            sandbox: None,
             matched: None,
             image: None,
         }
@@ -317,7 +311,6 @@ impl ToolOutput {
         Self {
             status: ToolStatus::Denied,
             content: content.into(),
-            sandbox: None,
             matched: None,
             image: None,
         }
@@ -414,9 +407,6 @@ pub struct ToolCtx {
     /// The permission rules in force: the agent applies them to each call, and `read`, `list`
     /// and `search` never show a file a `read(…)` deny rule covers. `None`: no rules.
     pub permissions: Option<Arc<crate::permissions::Rules>>,
-    /// The sandbox policy `bash` calls run under now (see [`ToolCtx::sandbox`]): replaced
-    /// whole when the session's profile changes (plan mode), read once per call.
-    sandbox: RwLock<Arc<crate::sandbox::Policy>>,
     /// The session's background processes (`bash` with `background: true`): they end when
     /// the session does.
     pub background: background::Jobs,
@@ -446,7 +436,6 @@ impl ToolCtx {
             supervisor: None,
             record_writes: true,
             texts: Mutex::new(HashMap::new()),
-            sandbox: RwLock::new(Arc::new(crate::sandbox::Policy::unconfined())),
             permissions: None,
             background: background::Jobs::new(crate::defaults::MAX_BACKGROUND),
             session_net: bash::network::SessionNet::default(),
@@ -459,17 +448,6 @@ impl ToolCtx {
     pub(crate) fn read_denied(&self, path: &Path) -> Option<String> {
         let guard = read_guard::ReadGuard::new(self.permissions.as_deref(), &self.workspace)?;
         guard.denial(path).map(|denial| denial.describe())
-    }
-
-    /// The sandbox policy the next `bash` call runs under. [`ToolCtx::new`] starts unconfined
-    /// ([`crate::sandbox::Mode::Off`]); a session sets the configured one.
-    pub fn sandbox(&self) -> Arc<crate::sandbox::Policy> {
-        crate::sync::read(&self.sandbox).clone()
-    }
-
-    /// Replaces the sandbox policy of later `bash` calls (a call already running keeps its own).
-    pub fn set_sandbox(&self, policy: crate::sandbox::Policy) {
-        *crate::sync::write(&self.sandbox) = Arc::new(policy);
     }
 
     /// Records the text the model saw of a file through [`ToolCtx::files`].

@@ -337,7 +337,6 @@ fn report(outcomes: &[Outcome], ctx: &ToolCtx, interrupted: bool) -> ToolOutput 
     ToolOutput {
         status,
         content: out,
-        sandbox: None,
         matched: None,
         image: None,
     }

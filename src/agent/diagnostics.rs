@@ -50,7 +50,7 @@ impl Diagnostics {
         &mut self,
         path: Option<PathBuf>,
         output: &mut ToolOutput,
-        ctx: &ToolCtx,
+        (ctx, policy): (&ToolCtx, &crate::sandbox::Policy),
         cancel: &CancellationToken,
     ) {
         let Some(path) = path else { return };
@@ -60,7 +60,7 @@ impl Diagnostics {
         let said = tokio::select! {
             biased;
             _ = cancel.cancelled() => None,
-            said = self.servers.after_edit(&path, ctx) => said,
+            said = self.servers.after_edit(&path, ctx, policy) => said,
         };
         if let Some(said) = said {
             output.content.push_str(&said);

@@ -35,6 +35,8 @@ pub(crate) struct Hooks {
 /// Where a hook runs: the session it belongs to, as the input's common fields say it.
 pub(crate) struct Site {
     pub ctx: Arc<ToolCtx>,
+    /// The sandbox part's policy now: what a hook runs under unless it is unconfined.
+    pub sandbox: Arc<crate::sandbox::Policy>,
     pub session_id: String,
     pub transcript: PathBuf,
     pub mode: crate::hooks::PermissionMode,
@@ -95,7 +97,7 @@ impl Hooks {
             let policy = if hook.unconfined {
                 Arc::new(crate::sandbox::Policy::unconfined())
             } else {
-                site.ctx.sandbox()
+                site.sandbox.clone()
             };
             let started = std::time::Instant::now();
             let piped = crate::tools::bash::run_piped(
@@ -241,6 +243,7 @@ impl super::Core {
         let session = &self.store.session;
         Site {
             ctx: self.tool_ctx.clone(),
+            sandbox: self.sandbox.policy(),
             session_id: session.id().to_string(),
             transcript: session.path().to_path_buf(),
             mode: if self.plan.is_on() {

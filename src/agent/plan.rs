@@ -2,33 +2,31 @@
 //! the network off, `write`/`edit` are refused by the runtime except to the session's plan file
 //! (`.minicode/plans/<session-id>.md`), and MCP tools are always asked. A notice appended to
 //! history tells the model when it turns on or off (the system prompt never changes, see
-//! `agent::notice`), but the refusal is enforced here, never left to the prompt. Turning it
-//! off restores the profile it replaced. It owns no frontend state: frontends learn of it
-//! through `Event::SandboxChanged`.
+//! `agent::notice`), but the refusal is enforced here, never left to the prompt. The profile
+//! `bash` runs under is the sandbox part's (`agent::sandboxing`), switched with this one by
+//! `Core::set_plan`. It owns no frontend state: frontends learn of it through
+//! `Event::SandboxChanged`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::chat::ToolKind;
-use crate::sandbox::{Mode, Policy};
 use crate::tools::{Aim, Tool, ToolCtx};
 
 /// The folder below the workspace that holds plan files.
 const PLANS: &str = ".minicode/plans";
 
-/// Plan mode's state: whether it is on, what it replaced while it is, and what the model was
-/// last told.
+/// Plan mode's state: whether it is on, and what the model was last told.
 #[derive(Default)]
 pub(crate) struct Plan {
-    /// The policy in force before plan mode, while it is on.
-    saved: Option<Arc<Policy>>,
+    /// Plan mode is on.
+    on: bool,
     /// Whether the last plan notice in the history said "on" (with this session's file).
     announced: bool,
 }
 
 impl Plan {
     pub(crate) fn is_on(&self) -> bool {
-        self.saved.is_some()
+        self.on
     }
 
     /// The plan file of `session` in `workspace` (relative to the workspace when shown).
@@ -36,34 +34,9 @@ impl Plan {
         Path::new(PLANS).join(format!("{session}.md"))
     }
 
-    /// Turns plan mode on or off; false when it already was so. On: `bash` gets the read-only
-    /// profile without network (keeping the session's temporary folder). Off: it is restored.
-    /// The model is told with the next request ([`Plan::notice`]).
-    pub(crate) fn set(&mut self, on: bool, ctx: &ToolCtx) -> bool {
-        match (on, self.saved.take()) {
-            (true, None) => {
-                let normal = ctx.sandbox();
-                let read_only = Policy::for_workspace(
-                    Mode::ReadOnly,
-                    false,
-                    &ctx.workspace,
-                    &[],
-                    normal.tmpdir.clone(),
-                )
-                .hiding(normal.hidden.clone());
-                ctx.set_sandbox(read_only);
-                self.saved = Some(normal);
-                true
-            }
-            (false, Some(policy)) => {
-                ctx.set_sandbox((*policy).clone());
-                true
-            }
-            (_, saved) => {
-                self.saved = saved;
-                false
-            }
-        }
+    /// Turns plan mode on or off. The model is told with the next request ([`Plan::notice`]).
+    pub(crate) fn set(&mut self, on: bool) {
+        self.on = on;
     }
 
     /// Reads what the model was told from a history (start-up, a new or forked session): the

@@ -48,7 +48,8 @@ pub(crate) fn small_system_prompt(workspace: &Path) -> String {
          names or values.\n\
          - `read` a file before you `edit` it; create a file with `write`, not `bash`. Paths \
          are relative to the workspace.\n\
-         - `bash` runs one command in the workspace root.\n\
+         - `bash` runs one command in the workspace root. Get counts and computed values \
+         from a command's output, not by guessing.\n\
          - When the task is done, say in a few lines what you changed.\n\
          - Never print secrets or send them off this machine: refuse that and say why.",
         workspace = workspace.display(),

@@ -1,26 +1,87 @@
-//! The core's reaction to the sandbox, and plan mode's switch: a `bash` call the sandbox could
-//! not confine (`Blocked::Unavailable`) or that it denied (`Blocked::Denied`) is either offered
-//! to run outside the sandbox, where someone can answer (the full-screen session, ACP), or
-//! answered with the reason and the narrowest way out (one-shot, `--yes`, goal rounds, the
-//! daemon), which the user also reads as a warning (on stderr in one-shot runs). The question
-//! says whether the command already ran once inside the sandbox.
-//! `--yes` and "always" never cover running outside. It does not confine anything itself.
+//! The sandbox, a part of the core: it holds the policy commands run under (the session's
+//! configured one, or plan mode's read-only one while plan mode is on), runs each approved
+//! `bash` call under it and gets back what the sandbox did to the call beside its output
+//! (`tools::bash::Ran`), hands the policy to hooks and language servers, and removes the
+//! session's private temporary folder when the session ends. The tool context holds no
+//! policy: nothing runs a command under one but the core. What follows a call the sandbox
+//! stopped (asking to run it outside, or the way out) is `sandboxing/outside.rs`.
 
-use tokio::sync::mpsc;
+mod outside;
+
+pub(super) use outside::after_run;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use super::approvals::ask;
 use super::plan::Plan;
-use crate::chat::{ApprovalRequest, ToolCall, ToolStatus};
-use crate::protocol::{CallId, Decision, Event, Profile};
-use crate::sandbox::{Blocked, Layer, Policy, Report};
-use crate::tools::ToolOutput;
+use crate::chat::ToolCall;
+use crate::protocol::{Event, Profile};
+use crate::sandbox::{Mode, Policy};
+use crate::tools::bash::{self, Ran};
+
+/// The part: the policies and whose temporary folder this is.
+pub(crate) struct Sandbox {
+    /// The policy the session was configured with.
+    configured: Arc<Policy>,
+    /// Plan mode's read-only profile without network, while plan mode is on.
+    plan: Option<Arc<Policy>>,
+    /// The session's temporary folder, removed when the core ends; `None` for a sub-agent,
+    /// whose policy is its parent's (so is the folder).
+    owned_tmpdir: Option<PathBuf>,
+}
+
+impl Sandbox {
+    /// The part of a core configured with `policy`; `owner`: the folder is this session's.
+    pub(crate) fn new(policy: Policy, owner: bool) -> Self {
+        Self {
+            owned_tmpdir: owner.then(|| policy.tmpdir.clone()),
+            configured: Arc::new(policy),
+            plan: None,
+        }
+    }
+
+    /// The policy the next command runs under (a command already running keeps its own).
+    pub(crate) fn policy(&self) -> Arc<Policy> {
+        self.plan.as_ref().unwrap_or(&self.configured).clone()
+    }
+
+    /// Plan mode's switch: on, commands get the read-only profile without network (keeping
+    /// the session's temporary folder and hidden paths); off, the configured one again.
+    pub(crate) fn plan_mode(&mut self, on: bool, workspace: &Path) {
+        match (on, &self.plan) {
+            (true, None) => {
+                let normal = &self.configured;
+                let read_only = Policy::for_workspace(
+                    Mode::ReadOnly,
+                    false,
+                    workspace,
+                    &[],
+                    normal.tmpdir.clone(),
+                )
+                .hiding(normal.hidden.clone());
+                self.plan = Some(Arc::new(read_only));
+            }
+            (false, Some(_)) => self.plan = None,
+            _ => {}
+        }
+    }
+
+    /// The session ends, after its last command: its temporary folder goes (every host ends
+    /// a session through the core).
+    pub(crate) fn end(&self) {
+        if let Some(tmpdir) = &self.owned_tmpdir {
+            crate::sandbox::tmpdir::remove(tmpdir);
+        }
+    }
+}
 
 impl Core {
-    /// The profile frontends show: the policy `bash` runs under now, and plan mode.
+    /// The profile frontends show: the policy commands run under now, and plan mode.
     pub(super) fn sandbox_changed(&self) -> Event {
-        let policy = self.tool_ctx.sandbox();
+        let policy = self.sandbox.policy();
         Event::SandboxChanged {
             profile: Profile {
                 mode: policy.mode,
@@ -36,7 +97,8 @@ impl Core {
     /// Turns plan mode on or off (`Op::SetPlan`, `--plan`) and tells the frontends (the model
     /// is told in a notice before the next request).
     pub(super) fn set_plan(&mut self, on: bool) {
-        self.plan.set(on, &self.tool_ctx);
+        self.plan.set(on);
+        self.sandbox.plan_mode(on, &self.tool_ctx.workspace);
         self.emit(self.sandbox_changed());
     }
 
@@ -48,82 +110,58 @@ impl Core {
         self.emit(self.sandbox_changed());
     }
 
-    /// Whether a blocked call may be offered to run outside: someone is there to answer and
-    /// nothing runs unattended (`--yes`, a goal round, a host that journals calls). Where no
-    /// sandbox exists at all (not Linux), `--yes` does not stop the question: every call asks.
-    fn may_offer_outside(&self, blocked: &Blocked) -> bool {
-        let no_platform = matches!(blocked, Blocked::Unavailable(u) if u.layer == Layer::Platform);
-        self.options.ask_outside_sandbox
-            && (no_platform || !self.options.auto_approve)
-            && !self.goal.armed()
-            && self.store.journal.is_none()
+    /// Runs an approved `bash` call under the part's policy, its output reaching frontends as
+    /// it comes (see `turn::observed`).
+    pub(super) async fn run_bash(
+        &self,
+        call: &ToolCall,
+        args: &bash::Args,
+        cancel: &CancellationToken,
+    ) -> Ran {
+        let policy = self.sandbox.policy();
+        let ctx = self.tool_ctx.clone();
+        let run = bash::run(args, &ctx, &policy, cancel.child_token());
+        super::turn::observed(self, call, run).await
     }
 }
 
-/// What follows a `bash` call the sandbox stopped: `output` unchanged when it was not stopped;
-/// else the user's choice to run it outside (asked where possible), or the reason and the way
-/// out. `args` are the call's arguments (`None`: not a `bash` call).
-pub(super) async fn after_run(
-    core: &mut Core,
-    call: &ToolCall,
-    args: Option<serde_json::Value>,
-    mut output: ToolOutput,
-    cancel: &CancellationToken,
-    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
-) -> ToolOutput {
-    let (Some(args), Some(blocked)) = (
-        args,
-        output.sandbox.as_ref().and_then(|r| r.blocked.clone()),
-    ) else {
-        return output;
-    };
-    let Ok(args) = crate::tools::parse_args::<crate::tools::bash::Args>(&args) else {
-        return output;
-    };
-    let command = args.command.clone();
-    let reason = blocked.reason();
-    if let Blocked::Unavailable(_) = &blocked {
-        // Whatever the tool said, the model and the user read the reason and the way out.
-        output.status = ToolStatus::Failed;
-        output.content = format!("not run: {reason}");
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test's failure is its panic
+mod tests {
+    use super::*;
+
+    fn configured(ws: &Path) -> Policy {
+        Policy::for_workspace(Mode::WorkspaceWrite, true, ws, &[], ws.join("t"))
+            .hiding(vec![ws.join("secret")])
     }
-    if !core.may_offer_outside(&blocked) {
-        // Nobody is asked: the model reads the reason and the narrowest way out, and so does
-        // the user on stderr (one-shot, `--yes`, goal rounds), not only the command's error.
-        let way_out = blocked.way_out();
-        if let Blocked::Denied { .. } = &blocked {
-            output.content.push_str(&format!(
-                "\n[{reason}; it ran under the sandbox profile. To allow it: {way_out}]"
-            ));
-        }
-        core.emit(Event::Warning {
-            message: format!("sandbox: {reason}; to allow it: {way_out}"),
-        });
-        return output;
+
+    #[test]
+    fn plan_mode_narrows_commands_to_read_only_without_network_and_leaving_restores() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let mut part = Sandbox::new(configured(ws), true);
+        assert_eq!(*part.policy(), configured(ws));
+        part.plan_mode(true, ws);
+        let plan = part.policy();
+        assert_eq!(plan.mode, Mode::ReadOnly);
+        assert!(!plan.network);
+        assert!(plan.writable.is_empty(), "{plan:?}");
+        // The session's temporary folder and hidden paths stay.
+        assert_eq!(plan.tmpdir, ws.join("t"));
+        assert_eq!(plan.hidden, vec![ws.join("secret")]);
+        // Asking again changes nothing; leaving gives the configured policy back.
+        part.plan_mode(true, ws);
+        assert!(Arc::ptr_eq(&plan, &part.policy()));
+        part.plan_mode(false, ws);
+        assert_eq!(*part.policy(), configured(ws));
     }
-    let reason = match &blocked {
-        Blocked::Denied { .. } => format!(
-            "it already ran once inside the sandbox, which stopped it: {reason} (running it \
-             again outside repeats what it did)"
-        ),
-        Blocked::Unavailable(_) => format!("nothing ran: {reason}"),
-    };
-    let request = ApprovalRequest::OutsideSandbox { command, reason };
-    match ask(core, (call, None), request, cancel, decisions).await {
-        Some(decision) if decision.runs() => {
-            let ctx = core.tool_ctx.clone();
-            let unconfined = Policy::unconfined();
-            let run =
-                crate::tools::bash::run_with_policy(&args, &ctx, &unconfined, cancel.child_token());
-            let mut out = super::turn::observed(core, call, run).await;
-            out.content = format!(
-                "[ran outside the sandbox, approved by the user]\n{}",
-                out.content
-            );
-            out.sandbox = Some(Report::ran(&unconfined));
-            out
-        }
-        Some(_) => output,
-        None => ToolOutput::interrupted("not run: the user interrupted the turn"),
+
+    #[test]
+    fn a_sub_agents_part_owns_no_temporary_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let child = Sandbox::new(configured(dir.path()), false);
+        assert_eq!(child.owned_tmpdir, None);
+        let own = Sandbox::new(configured(dir.path()), true);
+        assert_eq!(own.owned_tmpdir, Some(dir.path().join("t")));
     }
 }

@@ -72,17 +72,7 @@ impl Core {
         let cancel = CancellationToken::new();
         let started = std::time::Instant::now();
         let args = crate::tools::bash::Args::command(command.clone());
-        let ctx = self.tool_ctx.clone();
-        let running = super::turn::batch::observed(
-            self,
-            &call,
-            crate::tools::typed::check_and_run(
-                &crate::tools::bash::Bash,
-                &args,
-                &ctx,
-                cancel.clone(),
-            ),
-        );
+        let running = async { self.run_bash(&call, &args, &cancel).await.output };
         let busy = super::busy::Busy {
             tools: self.tool_ctx.clone(),
             events: &self.events,

@@ -7,12 +7,15 @@
 //! `max_tokens` from a small window, a stop on runaway repetition) with a word when one was
 //! cut. In the small profile a reply with no answer in it (bare template markup, an echoed
 //! attachment) is reminded like an empty one, and a rename that left the old name in files the
-//! model read gets a reminder naming them. It decides nothing about approval or running: a
+//! model read gets a reminder naming them, as does an answer claiming a change to a file no
+//! call changed. It decides nothing about approval or running: a
 //! recovered call takes the same path as any other.
 
 mod announce;
+mod claimed;
 mod first_look;
 mod hollow;
+mod progress;
 mod referenced;
 mod renamed;
 mod repeat;
@@ -21,6 +24,7 @@ mod unchanged;
 mod unlooked;
 
 pub(super) use first_look::first_look;
+pub(super) use progress::Progress;
 pub(super) use repeat::Repeats;
 pub(crate) use runaway::Runaway;
 
@@ -269,28 +273,6 @@ pub(super) fn changed_something(core: &Core, calls: &[ToolCall]) -> bool {
             .get(&call.name)
             .is_some_and(|t| matches!(t.kind(), ToolKind::Edit | ToolKind::Execute))
     })
-}
-
-/// The old names of the identifier renames (`edit` replacing one identifier by another) among
-/// `calls` that succeeded, for [`rename_left`].
-pub(super) fn renames(core: &Core, calls: &[ToolCall]) -> Vec<String> {
-    if !core.upkeep.is_small() {
-        return Vec::new();
-    }
-    succeeded(core, calls)
-        .filter(|call| call.name == Builtin::Edit.name())
-        .filter_map(|call| renamed::renamed_identifier(&call.arguments))
-        .collect()
-}
-
-/// The reminder for a turn whose renames (`olds`) left the old name in files the model read
-/// (see `small/renamed.rs`); `None` when none is left or the session is not small.
-pub(super) fn rename_left(core: &Core, olds: &[String]) -> Option<String> {
-    if olds.is_empty() || !core.upkeep.is_small() {
-        return None;
-    }
-    let seen = core.tool_ctx.seen_paths();
-    renamed::reminder(&renamed::left_behind(&core.tool_ctx.workspace, &seen, olds))
 }
 
 /// Those of `calls` whose results (the last messages of the session) say they succeeded.

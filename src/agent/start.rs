@@ -88,6 +88,7 @@ impl Core {
             delegate,
             approvals: super::approvals::Approvals::default(),
             plan: super::plan::Plan::default(),
+            sandbox: super::sandboxing::Sandbox::new(options.sandbox.clone(), !child),
             checkpoints,
             hooks: super::hooks::Hooks::new(options.hooks.clone(), emitter.clone()),
             shell: super::shell::Shell::default(),

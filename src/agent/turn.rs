@@ -162,13 +162,8 @@ pub(super) async fn rounds(
 ) -> TurnEnd {
     let mut stop_blocks = 0u32;
     let mut nudged = false;
-    // Whether a tool may have run in this turn (a reply after one has looked at something).
-    let mut looked = round > 0;
-    // Whether an edit or a command succeeded in this turn (see `small::change_first`).
-    let mut changed = false;
-    // The old names of identifiers the turn renamed with `edit` (see `small::rename_left`).
-    let mut renames: Vec<String> = Vec::new();
-    let mut repeats = small::Repeats::default();
+    // What the turn did so far, for the small model's reminders (see `small::Progress`).
+    let mut progress = small::Progress::new(round > 0);
     loop {
         if round >= core.options.max_rounds {
             return final_summary(core, cancel, stats, round).await;
@@ -203,7 +198,7 @@ pub(super) async fn rounds(
         let specs = core.upkeep.tool_specs();
         let recovered = small::recover_calls(core, &mut reply, &specs, stats);
         small::note_cut(core, &reply, stats);
-        small::answer_beside_repeats(core, &mut reply, &repeats);
+        small::answer_beside_repeats(core, &mut reply, &progress.repeats);
         super::validate::unique_call_ids(&mut reply.tool_calls);
         let mut message = reply.to_message();
         if core.options.send_reasoning && !reply.reasoning.is_empty() {
@@ -215,39 +210,13 @@ pub(super) async fn rounds(
         core.upkeep
             .report_usage(core.store.session.messages(), sent, reply.usage);
         if reply.tool_calls.is_empty() {
-            // A reply that only announced a call (or named a tool that does not exist) is
-            // corrected once per turn before the turn may end.
-            if !nudged && let Some(text) = small::nudge(&reply.text, &recovered.unknown, &specs) {
-                nudged = true;
-                let why = "the model announced a tool call without making it";
-                small::send_nudge(core, text, why, stats);
-                continue;
-            }
-            // So is a first reply that answered a question about the workspace unlooked.
+            // A reply that only announced a call, answered unlooked, described a change or
+            // claimed one it did not make is reminded once per turn before the turn may end.
             if !nudged
-                && !looked
-                && let Some(text) = small::look_first(core, &reply.text, &specs)
+                && let Some((why, text)) =
+                    progress.reminder(core, &reply.text, &recovered.unknown, &specs)
             {
                 nudged = true;
-                let why = "the model answered without looking at the workspace";
-                small::send_nudge(core, text, why, stats);
-                continue;
-            }
-            // And a turn asked for a change that would end with nothing changed.
-            if !nudged
-                && !changed
-                && let Some(text) = small::change_first(core, &reply.text, &specs)
-            {
-                nudged = true;
-                let why = "the model described a change without making it";
-                small::send_nudge(core, text, why, stats);
-                continue;
-            }
-            // And a rename that left the old name in files the model read.
-            if !nudged && let Some(text) = small::rename_left(core, &renames) {
-                nudged = true;
-                let why =
-                    "the model renamed an identifier but files it read still hold the old name";
                 small::send_nudge(core, text, why, stats);
                 continue;
             }
@@ -265,14 +234,11 @@ pub(super) async fn rounds(
             return TurnEnd::Failed { error };
         }
         // A small model sending back calls it just made is pointed at their results.
-        if small::held_back(core, &reply.tool_calls, &repeats, stats) {
+        if small::held_back(core, &reply.tool_calls, &progress.repeats, stats) {
             continue;
         }
         let batch = run_batch(core, &reply.tool_calls, cancel, decisions, stats).await;
-        small::ran(core, &reply.tool_calls, &mut repeats);
-        looked = true;
-        changed = changed || small::changed_something(core, &reply.tool_calls);
-        renames.extend(small::renames(core, &reply.tool_calls));
+        progress.ran(core, &reply.tool_calls);
         if let Some(end) = settle(core, batch) {
             return end;
         }
@@ -593,10 +559,14 @@ async fn forward(
         .small
         .bounded(core.upkeep.window())
         .then(small::Runaway::default);
+    // One wait for the interrupt for the whole reply: a new one per delta registered and
+    // removed a waiter on the token each time, for every few bytes of a fast stream.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     loop {
         let next = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return StreamOutcome::Cancelled,
+            _ = &mut cancelled => return StreamOutcome::Cancelled,
             next = stream.next() => next,
         };
         match next {

@@ -16,6 +16,7 @@ use crate::agent::{self, Options, Setup};
 use crate::config::{Config, Trust};
 use crate::protocol::{AgentHandle, WindowSource};
 use crate::provider::Provider;
+use crate::sandbox::Policy;
 use crate::session::Session;
 use crate::tools::mcp::{Manager, ServerConfig};
 use crate::tools::skills::Skills;
@@ -161,7 +162,7 @@ impl Prepared<'_> {
         let config = inputs.config;
         let mut tool_ctx = tool_ctx(config, inputs.workspace);
         tool_ctx.files = inputs.files;
-        tool_ctx.set_sandbox(config.sandbox.policy(inputs.workspace, session.id()));
+        let sandbox = config.sandbox.policy(inputs.workspace, session.id());
         let registry = Arc::new(if inputs.tools {
             Registry::builtin()
         } else {
@@ -181,7 +182,7 @@ impl Prepared<'_> {
                 user_memory: crate::config::user_config_path(inputs.env)
                     .and_then(|c| Some(c.parent()?.join(crate::memory::AGENTS_FILE))),
                 hooks: Arc::new(hooks),
-                ..agent_options(config, Arc::new(skills))
+                ..agent_options(config, Arc::new(skills), sandbox)
             },
         };
         let handle = agent::spawn_hosted(setup, inputs.hosted.unwrap_or_default());
@@ -217,9 +218,10 @@ pub(super) fn scrubbed_env(config: &Config) -> Vec<String> {
     names
 }
 
-/// The agent options taken from `config` alone. What differs by frontend is left off: no
+/// The agent options taken from `config` alone, with the session's `sandbox` policy (built
+/// from config for the session's id). What differs by frontend is left off: no
 /// auto-approval, no sub-agents.
-fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
+fn agent_options(config: &Config, skills: Arc<Skills>, sandbox: Policy) -> Options {
     Options {
         max_rounds: config.max_rounds,
         max_tokens: config.max_tokens,
@@ -246,6 +248,7 @@ fn agent_options(config: &Config, skills: Arc<Skills>) -> Options {
         hooks: Arc::default(),
         small: config.small,
         model_profile: config.model_profile.clone(),
+        sandbox,
     }
 }
 

@@ -93,10 +93,14 @@ pub(super) struct Client {
 }
 
 impl Client {
-    /// Starts `command` in the workspace under the session's sandbox policy and begins the
-    /// `initialize` handshake in the background. The error is a message for a note.
-    pub(super) fn start(command: &ServerCommand, ctx: &ToolCtx) -> Result<Client, String> {
-        let policy = ctx.sandbox();
+    /// Starts `command` in the workspace under `policy` (the session's, from the core's
+    /// sandbox part) and begins the `initialize` handshake in the background. The error is a
+    /// message for a note.
+    pub(super) fn start(
+        command: &ServerCommand,
+        ctx: &ToolCtx,
+        policy: &crate::sandbox::Policy,
+    ) -> Result<Client, String> {
         if policy.is_confined() && ctx.supervisor.is_none() {
             return Err("could not start: no helper process to confine it in".into());
         }
@@ -114,7 +118,7 @@ impl Client {
         };
         let tag = crate::process::supervisor::new_tag();
         let (mut child, control) =
-            crate::tools::bash::spawn::spawn(&line, ctx, &policy, &tag, streams)
+            crate::tools::bash::spawn::spawn(&line, ctx, policy, &tag, streams)
                 .map_err(|e| format!("could not start: {e}"))?;
         let pid = child.id().ok_or("could not start: no process id")?;
         let group = GroupGuard(pid as libc::pid_t);

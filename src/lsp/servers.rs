@@ -9,6 +9,7 @@ use std::path::Path;
 
 use super::Settings;
 use super::language::Language;
+use crate::sandbox::Policy;
 use crate::tools::ToolCtx;
 
 /// One language's server (without the `lsp` feature there is never one).
@@ -39,8 +40,13 @@ impl Servers {
 
     /// After a successful `write` or `edit` of `path` (absolute, inside the workspace): what
     /// to append to the call's result, `None` when the server found nothing new (or there is
-    /// no server).
-    pub async fn after_edit(&mut self, path: &Path, ctx: &ToolCtx) -> Option<String> {
+    /// no server). A server this starts runs under `policy` (the core's sandbox part's).
+    pub async fn after_edit(
+        &mut self,
+        path: &Path,
+        ctx: &ToolCtx,
+        policy: &Policy,
+    ) -> Option<String> {
         if !self.settings.enabled {
             return None;
         }
@@ -48,16 +54,21 @@ impl Servers {
         if matches!(self.slots.get(&language), Some(Slot::Gone)) {
             return None;
         }
-        self.ask(language, path, ctx).await
+        self.ask(language, path, (ctx, policy)).await
     }
 
     #[cfg(not(feature = "lsp"))]
-    async fn ask(&mut self, _language: Language, _path: &Path, _ctx: &ToolCtx) -> Option<String> {
+    async fn ask(&mut self, _: Language, _: &Path, _: (&ToolCtx, &Policy)) -> Option<String> {
         None
     }
 
     #[cfg(feature = "lsp")]
-    async fn ask(&mut self, language: Language, path: &Path, ctx: &ToolCtx) -> Option<String> {
+    async fn ask(
+        &mut self,
+        language: Language,
+        path: &Path,
+        (ctx, policy): (&ToolCtx, &Policy),
+    ) -> Option<String> {
         use super::client::{Client, Problem};
         let started = tokio::time::Instant::now();
         let deadline = if self.slots.contains_key(&language) {
@@ -71,7 +82,7 @@ impl Servers {
                 self.slots.insert(language, Slot::Gone);
                 return None;
             };
-            match Client::start(&choice.command, ctx) {
+            match Client::start(&choice.command, ctx, policy) {
                 Ok(client) => {
                     self.slots.insert(language, Slot::Running(Box::new(client)));
                 }
@@ -191,13 +202,15 @@ mod tests {
         let mut servers = Servers::new(Settings::default());
         let file = dir.path().join("notes.md");
         std::fs::write(&file, "# hi").unwrap();
-        assert_eq!(servers.after_edit(&file, &ctx).await, None);
+        let policy = Policy::unconfined();
+        assert_eq!(servers.after_edit(&file, &ctx, &policy).await, None);
         assert_eq!(servers.running(), 0);
         let mut off = Servers::new(Settings {
             enabled: false,
             ..Settings::default()
         });
-        assert_eq!(off.after_edit(&dir.path().join("a.py"), &ctx).await, None);
+        let py = dir.path().join("a.py");
+        assert_eq!(off.after_edit(&py, &ctx, &policy).await, None);
         assert_eq!(off.running(), 0);
     }
 }

@@ -6,17 +6,20 @@
 //! Everything is awaited inside the returned stream, so dropping it cancels a backoff wait or
 //! an open connection at once. It never falls back to a non-streaming request.
 
+mod idle;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{FutureExt, Stream, StreamExt};
+use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::sse::{Decoder, ReplyLimits};
 use super::{EventStream, ProviderError, StreamEvent};
+use idle::{Expired, Watch};
 
 /// Response body bytes of one attempt; errors are already mapped (mid-stream → `Network`).
 pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
@@ -121,16 +124,18 @@ pub(crate) fn deadline_error(limit: Duration) -> ProviderError {
     ))
 }
 
+/// Moved by value at every step, that is for every event of a stream: the opener (which holds
+/// a whole provider) is boxed so that each move copies a pointer, not hundreds of bytes.
 enum State<F> {
     Connect {
-        open: F,
+        open: Box<F>,
         attempt: u32,
         /// Attempts that were adapted resends: they do not use up the retry budget.
         adapted: u32,
         decoder: Box<Decoder>,
     },
     Backoff {
-        open: F,
+        open: Box<F>,
         attempt: u32,
         adapted: u32,
         delay: Duration,
@@ -138,11 +143,16 @@ enum State<F> {
     },
     Streaming {
         body: ByteStream,
+        /// The idle limit and the deadline, one timer for the whole body.
+        watch: Watch,
         decoder: Box<Decoder>,
-        pending: std::vec::IntoIter<StreamEvent>,
+        /// What the last read decoded, last first: events are popped off the end, so one
+        /// buffer serves the whole body instead of one allocation per read.
+        pending: Vec<StreamEvent>,
     },
     Draining {
-        pending: std::vec::IntoIter<StreamEvent>,
+        /// As in `Streaming`, last first.
+        pending: Vec<StreamEvent>,
     },
     Finished,
 }
@@ -167,7 +177,7 @@ where
     Fut: Future<Output = Result<Opened, ProviderError>> + Send + 'static,
 {
     let state = State::Connect {
-        open,
+        open: Box::new(open),
         attempt: 1,
         adapted: 0,
         decoder: Box::new(decoder),
@@ -210,7 +220,7 @@ where
         let next = match state {
             State::Finished => return None,
             State::Draining { mut pending } => {
-                let ev = pending.next()?;
+                let ev = pending.pop()?;
                 return Some((Ok(ev), State::Draining { pending }));
             }
             State::Backoff {
@@ -236,9 +246,10 @@ where
             } => connect(limits, deadline, open, (attempt, adapted), decoder).await,
             State::Streaming {
                 body,
+                watch,
                 decoder,
                 pending,
-            } => read(limits, deadline, body, decoder, pending).await,
+            } => read(limits, body, watch, decoder, pending).await,
         };
         state = match next {
             Next::Go(state) => state,
@@ -252,7 +263,7 @@ where
 async fn connect<F, Fut>(
     limits: StreamLimits,
     deadline: Instant,
-    mut open: F,
+    mut open: Box<F>,
     (attempt, adapted): (u32, u32),
     decoder: Box<Decoder>,
 ) -> Next<F>
@@ -285,9 +296,10 @@ where
         }
         Ok(Ok(Opened::Body(body))) => {
             tracing::debug!(attempt, "response streaming");
-            let pending = Vec::new().into_iter();
+            let pending = Vec::new();
             Next::Go(State::Streaming {
                 body,
+                watch: Watch::new(limits.idle_timeout, deadline),
                 decoder,
                 pending,
             })
@@ -324,47 +336,35 @@ where
 }
 
 /// Yields what the last read decoded, else reads the body once more (bounded by the idle limit
-/// and the deadline, whichever comes first) and decodes it.
+/// and the deadline, whichever comes first: `watch`) and decodes it.
 async fn read<F>(
     limits: StreamLimits,
-    deadline: Instant,
     mut body: ByteStream,
+    mut watch: Watch,
     mut decoder: Box<Decoder>,
-    mut pending: std::vec::IntoIter<StreamEvent>,
+    mut pending: Vec<StreamEvent>,
 ) -> Next<F> {
-    if let Some(ev) = pending.next() {
+    if let Some(ev) = pending.pop() {
         let more = State::Streaming {
             body,
+            watch,
             decoder,
             pending,
         };
         return emit(Ok(ev), more);
     }
-    // Bytes already buffered need no timer: arming one per read was 8 % of a fast stream's CPU.
-    // Only a read that would wait gets one, for whichever of the idle limit and the deadline
-    // comes first. (`next()` is cancel-safe: dropping the pending poll loses nothing.)
-    let ready = if Instant::now() < deadline {
-        body.next().now_or_never()
-    } else {
-        return fail(deadline_error(limits.deadline));
-    };
-    let next = match ready {
-        Some(next) => next,
-        None => {
-            let idle_at = Instant::now() + limits.idle_timeout;
-            match tokio::time::timeout_at(idle_at.min(deadline), body.next()).await {
-                Ok(next) => next,
-                Err(_) if deadline <= idle_at => return fail(deadline_error(limits.deadline)),
-                Err(_) => {
-                    let secs = limits.idle_timeout.as_secs_f64();
-                    return fail(ProviderError::Timeout(format!(
-                        "no data from the server for {secs:.1} s"
-                    )));
-                }
-            }
+    let next = match watch.next(&mut body).await {
+        Ok(next) => next,
+        Err(Expired::Deadline) => return fail(deadline_error(limits.deadline)),
+        Err(Expired::Idle) => {
+            let secs = limits.idle_timeout.as_secs_f64();
+            return fail(ProviderError::Timeout(format!(
+                "no data from the server for {secs:.1} s"
+            )));
         }
     };
-    let mut out = Vec::new();
+    // `pending` is empty here: it takes this read's events, reversed below.
+    let mut out = pending;
     let fed = match next {
         Some(Ok(bytes)) => decoder.feed(&bytes, &mut out),
         Some(Err(e)) => Err(e),
@@ -374,17 +374,17 @@ async fn read<F>(
         tracing::debug!(error = %e, "stream failed");
         return fail(e);
     }
+    out.reverse();
     if decoder.is_done() {
         finish_body(body).await;
         tracing::debug!("stream complete");
-        Next::Go(State::Draining {
-            pending: out.into_iter(),
-        })
+        Next::Go(State::Draining { pending: out })
     } else {
         Next::Go(State::Streaming {
             body,
+            watch,
             decoder,
-            pending: out.into_iter(),
+            pending: out,
         })
     }
 }

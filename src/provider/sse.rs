@@ -107,7 +107,7 @@ impl Parser {
         F: FnMut(SseEvent<'_>) -> Result<bool, ProviderError>,
     {
         loop {
-            let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) else {
                 if self.pending_len() + bytes.len() > MAX_EVENT_BYTES {
                     return Err(too_big());
                 }

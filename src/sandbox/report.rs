@@ -1,6 +1,7 @@
-//! What happened to one confined call, attached to the `bash` tool's output: the profile it
-//! ran under and whether the sandbox stopped it. The frontends show it; the core decides what
-//! to do about it (ask to run outside, or fail the call with the way out).
+//! What happened to one confined call, returned beside the `bash` tool's output
+//! (`tools::bash::Ran`) to the core's sandbox part: the profile it ran under and whether the
+//! sandbox stopped it. The session keeps it with the result; the core decides what to do
+//! about it (ask to run outside, or fail the call with the way out).
 
 use serde::{Deserialize, Serialize};
 

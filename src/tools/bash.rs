@@ -13,10 +13,13 @@
 //! call's live sink (`tools::live`). Secrets are removed from the child's environment. It must
 //! never prompt the user or print anything itself.
 //!
-//! The supervisor confines itself with the call's sandbox policy before it starts the shell
-//! (`sandbox`); a layer it cannot apply means nothing ran. Around the call, protected names
-//! the call must not create are watched (`sandbox::guard`); after it, a denial its failure
-//! shows is told apart (`sandbox::denial`). Each output carries the call's `sandbox::Report`.
+//! The supervisor confines itself with the policy the caller hands over before it starts the
+//! shell (`sandbox`); a layer it cannot apply means nothing ran. Around the call, protected
+//! names the call must not create are watched (`sandbox::guard`); after it, a denial its
+//! failure shows is told apart (`sandbox::denial`). A run answers with [`Ran`]: the output
+//! beside the call's `sandbox::Report`. The policy is the core's (its sandbox part, see
+//! `agent::sandboxing`): the tool holds none, so through the registry alone a call does not
+//! run ([`CoreTool::Bash`]).
 
 pub(crate) mod network;
 mod piped;
@@ -37,7 +40,7 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{Aim, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed};
+use super::{Aim, CoreCall, CoreTool, Prepared, ToolCtx, ToolFuture, ToolOutput, Typed};
 use crate::chat::ApprovalRequest;
 use crate::chat::{ToolKind, ToolSpec};
 use crate::process::child::GroupGuard;
@@ -60,10 +63,10 @@ read new output with `bash_output` and end it with `bash_kill`.";
 
 pub struct Bash;
 
-/// A `bash` call's arguments.
-#[derive(Debug, Clone, Deserialize)]
+/// A `bash` call's arguments, as the model writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Args {
+pub struct Args {
     /// The command line, run with `bash -c`.
     pub(crate) command: String,
     timeout_secs: Option<u64>,
@@ -135,6 +138,14 @@ impl Typed for Bash {
         &[("background", "bash_output")]
     }
 
+    fn core(&self) -> Option<CoreTool> {
+        Some(CoreTool::Bash)
+    }
+
+    fn core_call(args: &Args) -> Option<CoreCall> {
+        Some(CoreCall::Bash(args.clone()))
+    }
+
     fn describe(&self, call: Call, _ctx: &ToolCtx) -> Result<Prepared, String> {
         let first = call
             .command
@@ -158,22 +169,15 @@ impl Typed for Bash {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        call: Call,
-        ctx: &'a ToolCtx,
-        cancel: CancellationToken,
-    ) -> ToolFuture<'a> {
-        Box::pin(async move {
-            let policy = ctx.sandbox();
-            run_checked(call, ctx, &policy, cancel).await
-        })
+    /// Only the core runs a call, under its sandbox policy (see [`run`]).
+    fn run<'a>(&'a self, _: Call, _: &'a ToolCtx, _: CancellationToken) -> ToolFuture<'a> {
+        CoreTool::Bash.outside_core()
     }
 }
 
 impl Args {
     /// A plain command: the session's timeout, in the foreground.
-    pub(crate) fn command(command: String) -> Self {
+    pub fn command(command: String) -> Self {
         Self {
             command,
             timeout_secs: None,
@@ -182,55 +186,59 @@ impl Args {
     }
 }
 
-/// Runs one `bash` call under `policy`: what [`Typed::run`] does with the session's policy
-/// ([`ToolCtx::sandbox`]); "retry outside the sandbox" passes [`Policy::unconfined`].
-pub(crate) async fn run_with_policy(
-    args: &Args,
-    ctx: &ToolCtx,
-    policy: &Policy,
-    cancel: CancellationToken,
-) -> ToolOutput {
-    match check(args, ctx) {
-        Ok(call) => run_checked(call, ctx, policy, cancel).await,
-        Err(e) => ToolOutput::failed(e),
+/// A `bash` call run: what the model reads, and what the sandbox did to the call (the
+/// profile, whether it stopped the call, the record of what it may have changed), which the
+/// core keeps to itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    pub output: ToolOutput,
+    pub report: Report,
+}
+
+impl Ran {
+    /// A call that was not stopped by the sandbox: `output` as it is, under `policy`.
+    fn under(policy: &Policy, output: ToolOutput) -> Self {
+        Self {
+            output,
+            report: Report::ran(policy),
+        }
     }
 }
 
-/// Runs a checked call under `policy`.
-async fn run_checked(
-    call: Call,
-    ctx: &ToolCtx,
-    policy: &Policy,
-    cancel: CancellationToken,
-) -> ToolOutput {
+/// Runs one `bash` call under `policy`: the core's sandbox part hands over the session's
+/// policy, "retry outside the sandbox" [`Policy::unconfined`].
+pub async fn run(args: &Args, ctx: &ToolCtx, policy: &Policy, cancel: CancellationToken) -> Ran {
+    let call = match check(args, ctx) {
+        Ok(call) => call,
+        Err(e) => return Ran::under(policy, ToolOutput::failed(e)),
+    };
     if cancel.is_cancelled() {
-        return ToolOutput::interrupted("interrupted by the user; the command did not run");
+        let out = ToolOutput::interrupted("interrupted by the user; the command did not run");
+        return Ran::under(policy, out);
     }
     if call.background {
         return in_background(&call, ctx, policy);
     }
     tracing::debug!(timeout_s = call.timeout.as_secs(), sandbox = ?policy.mode, "bash start");
-    let mut out = execute(&call, ctx, policy, &cancel).await;
-    tracing::debug!(status = ?out.status, "bash end");
-    out.sandbox.get_or_insert_with(|| Report::ran(policy));
-    out
+    let ran = execute(&call, ctx, policy, &cancel).await;
+    tracing::debug!(status = ?ran.output.status, "bash end");
+    ran
 }
 
 /// Starts `call` as a background process of the session: its id, at once.
-fn in_background(call: &Call, ctx: &ToolCtx, policy: &Policy) -> ToolOutput {
+fn in_background(call: &Call, ctx: &ToolCtx, policy: &Policy) -> Ran {
     if policy.is_confined() && ctx.supervisor.is_none() {
         let reason = "no helper process to confine the command in (the program is not minicode)";
         return unavailable(policy, Layer::Platform, reason);
     }
-    let mut out = match ctx.background.start(&call.command, ctx, policy) {
+    let out = match ctx.background.start(&call.command, ctx, policy) {
         Ok(id) => ToolOutput::ok(format!(
             "started in the background as {id}; read its output with bash_output (id {id:?}) \
              and end it with bash_kill"
         )),
         Err(e) => ToolOutput::failed(e),
     };
-    out.sandbox = Some(Report::ran(policy));
-    out
+    Ran::under(policy, out)
 }
 
 enum End {
@@ -255,23 +263,21 @@ struct Running {
     eof: bool,
 }
 
-async fn execute(
-    call: &Call,
-    ctx: &ToolCtx,
-    policy: &Policy,
-    cancel: &CancellationToken,
-) -> ToolOutput {
+async fn execute(call: &Call, ctx: &ToolCtx, policy: &Policy, cancel: &CancellationToken) -> Ran {
     if policy.is_confined() && ctx.supervisor.is_none() {
         let reason = "no helper process to confine the command in (the program is not minicode)";
         return unavailable(policy, Layer::Platform, reason);
     }
     let guard = match Guard::before(policy) {
         Ok(guard) => guard,
-        Err(e) => return ToolOutput::failed(format!("could not prepare the sandbox: {e}")),
+        Err(e) => {
+            let out = ToolOutput::failed(format!("could not prepare the sandbox: {e}"));
+            return Ran::under(policy, out);
+        }
     };
     let mut run = match start(call, ctx, policy) {
         Ok(run) => run,
-        Err(message) => return ToolOutput::failed(message),
+        Err(message) => return Ran::under(policy, ToolOutput::failed(message)),
     };
     let mut sink = Sink::new(ctx, ctx.output_limit());
     let mut live = super::live::Feed::new(&ctx.secrets);
@@ -309,15 +315,16 @@ async fn execute(
     if leftover {
         out.content.push_str(LEFTOVER_NOTICE);
     }
-    judge(&mut out, status, policy, ctx, &created);
-    if let Some(report) = out.sandbox.as_mut() {
-        report.written = run
-            .record
-            .as_ref()
-            .and_then(spawn::read_record)
-            .map(std::sync::Arc::new);
+    let mut report = judge(&mut out, status, policy, ctx, &created);
+    report.written = run
+        .record
+        .as_ref()
+        .and_then(spawn::read_record)
+        .map(std::sync::Arc::new);
+    Ran {
+        output: out,
+        report,
     }
-    out
 }
 
 /// Creates the output pipe and starts the command, recording its group.
@@ -480,14 +487,14 @@ fn conclude(
 }
 
 /// Whether the sandbox stopped the call: a protected path it created (removed now), or a
-/// denial its failure shows. Either is said to the model and recorded in the report.
+/// denial its failure shows. Either is said to the model and recorded in the report returned.
 fn judge(
     out: &mut ToolOutput,
     status: Option<ExitStatus>,
     policy: &Policy,
     ctx: &ToolCtx,
     created: &[std::path::PathBuf],
-) {
+) -> Report {
     let mut report = Report::ran(policy);
     if !created.is_empty() {
         let names: Vec<String> = created
@@ -511,19 +518,20 @@ fn judge(
             policy.mode
         ));
     }
-    out.sandbox = Some(report);
+    report
 }
 
-/// The output of a call that could not be confined: nothing ran.
-fn not_confined(policy: &Policy, unavailable: Unavailable) -> ToolOutput {
-    let mut out = ToolOutput::failed(format!("not run: {unavailable}"));
-    let mut report = Report::ran(policy);
-    report.blocked = Some(Blocked::Unavailable(unavailable));
-    out.sandbox = Some(report);
-    out
+/// A call that could not be confined: nothing ran.
+fn not_confined(policy: &Policy, unavailable: Unavailable) -> Ran {
+    let mut ran = Ran::under(
+        policy,
+        ToolOutput::failed(format!("not run: {unavailable}")),
+    );
+    ran.report.blocked = Some(Blocked::Unavailable(unavailable));
+    ran
 }
 
-fn unavailable(policy: &Policy, layer: Layer, reason: &str) -> ToolOutput {
+fn unavailable(policy: &Policy, layer: Layer, reason: &str) -> Ran {
     not_confined(
         policy,
         Unavailable {

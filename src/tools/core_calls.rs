@@ -1,14 +1,15 @@
-//! The tools the core runs itself (`goal_status`, `goal_update`, `delegate`): which they are,
-//! and their calls with the arguments parsed once, as the core receives them. The tools
-//! themselves (declaration, checks) live with the core's parts; this file holds only what
-//! the registry and the core both name, so `tools` still never imports `agent`.
+//! The tools the core runs itself (`goal_status`, `goal_update`, `delegate`, `bash`): which
+//! they are, and their calls with the arguments parsed once, as the core receives them. The
+//! tools themselves (declaration, checks) live with the core's parts, or in `tools` for
+//! `bash`; this file holds only what the registry and the core both name, so `tools` still
+//! never imports `agent`.
 
 use serde::Deserialize;
 
 use super::{ToolFuture, ToolOutput};
 
 /// A tool whose calls the core runs itself: they change the session (its goal) or need the
-/// core (sub-agents). Such a tool declares and checks its calls like any other; the agent
+/// core (sub-agents, the sandbox policy `bash` runs under). Such a tool declares and checks its calls like any other; the agent
 /// recognises it by this, never by its name or instance, and runs the call itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CoreTool {
@@ -18,6 +19,8 @@ pub enum CoreTool {
     GoalUpdate,
     /// `delegate`: read-only sub-agents.
     Delegate,
+    /// `bash`: a command, under the policy of the core's sandbox part.
+    Bash,
 }
 
 impl CoreTool {
@@ -29,6 +32,9 @@ impl CoreTool {
                 "goal tools only run in the session that owns the goal"
             }
             CoreTool::Delegate => "delegate can only run inside an agent session with sub-agents",
+            CoreTool::Bash => {
+                "not run: bash only runs inside an agent session, under its sandbox policy"
+            }
         };
         Box::pin(async move { ToolOutput::failed(text) })
     }
@@ -44,6 +50,8 @@ pub enum CoreCall {
     GoalUpdate(GoalUpdate),
     /// `delegate`, its tasks in the order the model gave them.
     Delegate(Vec<DelegateTask>),
+    /// `bash`, run under the core's sandbox policy.
+    Bash(super::bash::Args),
 }
 
 /// What `goal_update` asks.

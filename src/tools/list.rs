@@ -124,14 +124,65 @@ impl Typed for List {
             let stop = cancel.clone();
             // The walk blocks on the file system: off the runtime, and it stops on cancel.
             let job = move || {
-                list(&workspace, &call, rules.as_deref(), max_bytes, &stop)
-                    .map(|text| secrets.redact(text))
+                let rules = rules.as_deref();
+                let text = list(&workspace, &call, rules, max_bytes, &stop)?;
+                // A regular expression given as the glob (`\.txt$`, small models' habit)
+                // matched nothing: it is listed again as the glob it means.
+                let meant = call.pattern.as_deref().and_then(regex_as_glob);
+                let text = match meant {
+                    Some(glob) if text.starts_with("no files matching") => {
+                        let asked = call.pattern.clone().unwrap_or_default();
+                        let again = Call {
+                            pattern: Some(glob.clone()),
+                            ..call
+                        };
+                        let text = list(&workspace, &again, rules, max_bytes, &stop)?;
+                        format!(
+                            "[`{asked}` is a regular expression, not a glob: listed the glob \
+                             `{glob}` instead]\n{text}"
+                        )
+                    }
+                    _ => text,
+                };
+                Ok(secrets.redact(text))
             };
             crate::tools::off_runtime(&cancel, "list", job)
                 .await
                 .map_or_else(|refused| refused, ToolOutput::ok)
         })
     }
+}
+
+/// The glob a pattern written as a regular expression means: `\.txt$` and `.*\.txt` are
+/// `*.txt`, `^test_` is `test_*`. `None` for a pattern that is no such expression, or one
+/// with classes, groups or repetition a glob cannot say.
+fn regex_as_glob(pattern: &str) -> Option<String> {
+    let regex_like = pattern.contains("\\.")
+        || pattern.starts_with('^')
+        || pattern.ends_with('$')
+        || pattern.contains(".*");
+    if !regex_like {
+        return None;
+    }
+    let anchored_start = pattern.starts_with('^');
+    let anchored_end = pattern.ends_with('$') && !pattern.ends_with("\\$");
+    let mut body = pattern.strip_prefix('^').unwrap_or(pattern);
+    if anchored_end {
+        body = &body[..body.len() - 1];
+    }
+    let body = body.replace(".*", "*").replace("\\.", ".");
+    if body.is_empty() || body.contains(['\\', '[', ']', '(', ')', '{', '}', '+', '?', '|']) {
+        return None;
+    }
+    let mut glob = String::new();
+    if !anchored_start && !body.starts_with('*') {
+        glob.push('*');
+    }
+    glob.push_str(&body);
+    if !anchored_end && !body.ends_with('*') {
+        glob.push('*');
+    }
+    Some(glob)
 }
 
 /// One path found, and what to show after it.
@@ -338,5 +389,33 @@ mod tally_tests {
         );
         let many = ["a.a", "b.b", "c.c", "d.d", "e.e", "f.f", "g.g"];
         assert!(tally(many.into_iter(), 7).ends_with(", …]\n"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::regex_as_glob;
+
+    #[test]
+    fn regular_expressions_a_glob_can_say_become_that_glob() {
+        for (regex, glob) in [
+            ("\\.txt$", "*.txt"),
+            (".*\\.txt$", "*.txt"),
+            ("^test_", "test_*"),
+            ("^main\\.rs$", "main.rs"),
+            ("src/.*\\.rs", "*src/*.rs*"),
+        ] {
+            assert_eq!(regex_as_glob(regex).as_deref(), Some(glob), "{regex}");
+        }
+        for pattern in [
+            "*.txt",
+            "src/**/*.rs",
+            "s[0-9]\\.txt$",
+            "(a|b)$",
+            "\\d+$",
+            "^$",
+        ] {
+            assert_eq!(regex_as_glob(pattern), None, "{pattern}");
+        }
     }
 }

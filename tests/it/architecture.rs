@@ -111,10 +111,13 @@ const RULES: &[Rule] = &[
     },
     Rule {
         module: "lsp",
-        may_use: Some(&["defaults", "fsutil", "process", "sanitize", "tools"]),
+        may_use: Some(&[
+            "defaults", "fsutil", "process", "sandbox", "sanitize", "tools",
+        ]),
         why: "the language servers asked after an edit sit between the tools and the agent: \
-              they start through the same sandboxed supervisor as `bash` (tools' ToolCtx) and \
-              know nothing of the agent, the protocol or a frontend",
+              they start through the same sandboxed supervisor as `bash`, under the policy the \
+              core's sandbox part hands over, and know nothing of the agent, the protocol or a \
+              frontend",
     },
     Rule {
         module: "config",

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use minicode::config::{self, Overrides};
 use minicode::tools::outputs::Limits;
-use minicode::tools::{Registry, ToolCtx, ToolOutput};
+use minicode::tools::{ToolCtx, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::workspace;
@@ -23,9 +23,7 @@ fn ctx(ws: &Path, limits: Limits) -> ToolCtx {
 }
 
 async fn bash(ctx: &ToolCtx, args: serde_json::Value) -> ToolOutput {
-    let registry = Registry::builtin();
-    let (tool, value) = registry.resolve("bash", &args.to_string()).unwrap();
-    tool.run(value, ctx, CancellationToken::new()).await
+    crate::support::bash::run(ctx, args, CancellationToken::new()).await
 }
 
 fn outputs(ws: &Path) -> PathBuf {

@@ -450,6 +450,31 @@ async fn silent_stream_times_out() {
     assert_eq!(server.request_count(), 1);
 }
 
+/// The idle limit counts each silence on its own, however long the stream lasts: one timer
+/// serves the whole body, and it must neither cut a stream that keeps arriving nor miss a
+/// silence that starts late.
+#[tokio::test]
+async fn the_idle_limit_counts_each_silence_not_the_stream_length() {
+    let idle = Duration::from_millis(400);
+    // 12 pieces 100 ms apart: the stream lasts three times the idle limit.
+    let text = "abcdefghijklmnopqrstuvwx";
+    let steady = text_reply(text, 2).with_delay(Duration::from_millis(100));
+    // Then a stream that sends its first pieces and falls silent.
+    let payloads = text_payloads("hello", 1);
+    let start = payloads[..3].iter().map(sse_event).collect();
+    let silent = MockReply::endless(start, b": still here\n\n".to_vec(), Duration::from_secs(30));
+    let server = MockServer::start(vec![steady, silent]).await;
+    let p = crate::support::provider::provider_with(&server, |o| o.stream_idle_timeout = idle);
+    let (events, err) = run(&p).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(done(&events).text, text);
+    let started = std::time::Instant::now();
+    let (events, err) = run(&p).await;
+    assert!(matches!(err, Some(ProviderError::Timeout(_))), "{err:?}");
+    assert_eq!(text_of(&events), "hel");
+    assert!(started.elapsed() >= idle);
+}
+
 #[tokio::test]
 async fn chat_returns_a_whole_reply_without_streaming() {
     let body = json!({

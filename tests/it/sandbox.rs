@@ -14,8 +14,8 @@ use crate::support::binary::{output_text as text, sandboxed};
 use crate::support::kernel::require_sandbox;
 use crate::support::workspace;
 use minicode::sandbox::{Blocked, Layer, Mode, Policy};
-use minicode::tools::{Registry, ToolCtx};
-use serde_json::json;
+use minicode::tools::ToolCtx;
+use minicode::tools::bash::{self, Args, Ran};
 use tokio_util::sync::CancellationToken;
 
 fn git_repo(ws: &Path) {
@@ -358,19 +358,25 @@ fn minicode_sandbox_honours_the_configured_sandbox_as_a_session_would() {
     assert!(!root.join("x").exists());
 }
 
-/// A tool context whose `bash` runs under the built binary's helper with `mode`.
-fn confined_ctx(ws: &Path, tmp: &Path, mode: Mode) -> ToolCtx {
-    let mut ctx = ToolCtx::new(ws.to_path_buf(), Duration::from_secs(60), Vec::new());
-    ctx.supervisor = Some(env!("CARGO_BIN_EXE_minicode").into());
-    ctx.set_sandbox(Policy::for_workspace(mode, false, ws, &[], tmp.join("t")));
-    ctx
+/// A tool context whose commands run under the built binary's helper, and the policy with
+/// `mode` the core's sandbox part would hand them.
+struct Confined {
+    ctx: ToolCtx,
+    policy: Policy,
 }
 
-async fn bash(ctx: &ToolCtx, command: &str) -> minicode::tools::ToolOutput {
-    let registry = Registry::builtin();
-    let args = json!({ "command": command }).to_string();
-    let (tool, value) = registry.resolve("bash", &args).unwrap();
-    tool.run(value, ctx, CancellationToken::new()).await
+fn confined_ctx(ws: &Path, tmp: &Path, mode: Mode) -> Confined {
+    let mut ctx = ToolCtx::new(ws.to_path_buf(), Duration::from_secs(60), Vec::new());
+    ctx.supervisor = Some(env!("CARGO_BIN_EXE_minicode").into());
+    let policy = Policy::for_workspace(mode, false, ws, &[], tmp.join("t"));
+    Confined { ctx, policy }
+}
+
+/// A `bash` call run as the core runs it: its output and its sandbox report.
+async fn bash(confined: &Confined, command: &str) -> Ran {
+    let args = Args::command(command.to_string());
+    let Confined { ctx, policy } = confined;
+    bash::run(&args, ctx, policy, CancellationToken::new()).await
 }
 
 #[tokio::test]
@@ -381,7 +387,7 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
     let ctx = confined_ctx(&ws, &outside, Mode::WorkspaceWrite);
     let target = outside.join("x");
     let out = bash(&ctx, &format!("echo x > {}", target.display())).await;
-    let report = out.sandbox.clone().expect("a sandbox report");
+    let report = out.report.clone();
     assert_eq!(report.mode, Mode::WorkspaceWrite);
     match report.blocked {
         Some(Blocked::Denied {
@@ -389,35 +395,35 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
         }) => {
             assert!(what.contains(&target.display().to_string()), "{what}")
         }
-        other => panic!("not reported as denied: {other:?}: {}", out.content),
+        other => panic!("not reported as denied: {other:?}: {}", out.output.content),
     }
     assert!(
-        out.content.contains("blocked by the sandbox"),
+        out.output.content.contains("blocked by the sandbox"),
         "{}",
-        out.content
+        out.output.content
     );
 
     let ok = bash(&ctx, "echo fine > here && cat here").await;
-    assert_eq!(ok.sandbox.unwrap().blocked, None, "{}", ok.content);
+    assert_eq!(ok.report.blocked, None, "{}", ok.output.content);
     let refused = bash(&ctx, "echo x > .minicode/x").await;
     assert!(
-        matches!(
-            refused.sandbox.unwrap().blocked,
-            Some(Blocked::Denied { .. })
-        ),
+        matches!(refused.report.blocked, Some(Blocked::Denied { .. })),
         "{}",
-        refused.content
+        refused.output.content
     );
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let socket = bash(&ctx, &format!("exec 3<>/dev/tcp/127.0.0.1/{port}")).await;
-    match socket.sandbox.unwrap().blocked {
+    match socket.report.blocked {
         Some(Blocked::Denied {
             what: Some(what), ..
         }) => {
             assert!(what.contains("network is off"), "{what}")
         }
-        other => panic!("not reported as denied: {other:?}: {}", socket.content),
+        other => panic!(
+            "not reported as denied: {other:?}: {}",
+            socket.output.content
+        ),
     }
     let python = "python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:9/\")'";
     for (program, command) in [
@@ -434,14 +440,14 @@ async fn the_bash_tool_reports_a_denied_write_as_blocked_by_the_sandbox() {
         }
         let out = bash(&ctx, &command).await;
         assert!(
-            matches!(out.sandbox.unwrap().blocked, Some(Blocked::Denied { .. })),
+            matches!(out.report.blocked, Some(Blocked::Denied { .. })),
             "{program}: {}",
-            out.content
+            out.output.content
         );
     }
     // An ordinary failure inside the roots is the command's own.
     let own = bash(&ctx, "ls does-not-exist").await;
-    assert_eq!(own.sandbox.unwrap().blocked, None, "{}", own.content);
+    assert_eq!(own.report.blocked, None, "{}", own.output.content);
 }
 
 #[tokio::test]
@@ -458,7 +464,7 @@ async fn a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocke
         ("cp /dev/null h", "h"),
     ] {
         let out = bash(&ctx, command).await;
-        let report = out.sandbox.clone().expect("a sandbox report");
+        let report = out.report.clone();
         assert_eq!(report.mode, Mode::ReadOnly);
         match report.blocked {
             Some(Blocked::Denied {
@@ -468,39 +474,42 @@ async fn a_relative_write_refused_by_the_read_only_profile_is_reported_as_blocke
             }
             other => panic!(
                 "{command}: not reported as denied: {other:?}: {}",
-                out.content
+                out.output.content
             ),
         }
         assert!(
-            out.content.contains("blocked by the sandbox"),
+            out.output.content.contains("blocked by the sandbox"),
             "{command}: {}",
-            out.content
+            out.output.content
         );
         assert!(!ws.join(name).exists(), "{command}");
     }
     // Writing the private temporary folder works, and a missing file is the command's own
     // failure, not the sandbox's.
     let ok = bash(&ctx, "echo x > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"").await;
-    assert_eq!(ok.sandbox.unwrap().blocked, None, "{}", ok.content);
+    assert_eq!(ok.report.blocked, None, "{}", ok.output.content);
     let own = bash(&ctx, "cat missing").await;
-    assert_eq!(own.sandbox.unwrap().blocked, None, "{}", own.content);
+    assert_eq!(own.report.blocked, None, "{}", own.output.content);
 }
 
 #[tokio::test]
 async fn without_a_helper_a_confined_call_is_unavailable_and_does_not_run() {
     let (_tmp, ws) = workspace();
     let mut ctx = confined_ctx(&ws, &ws, Mode::WorkspaceWrite);
-    ctx.supervisor = None;
+    ctx.ctx.supervisor = None;
     let out = bash(&ctx, "touch ran").await;
-    match out.sandbox.unwrap().blocked {
+    match out.report.blocked {
         Some(Blocked::Unavailable(u)) => assert_eq!(u.layer, Layer::Platform),
         other => panic!("not unavailable: {other:?}"),
     }
     assert!(!ws.join("ran").exists());
-    // The default context is unconfined and says so.
-    let plain = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
+    // The default policy is unconfined and says so.
+    let plain = Confined {
+        ctx: ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new()),
+        policy: minicode::agent::Options::default().sandbox,
+    };
     let out = bash(&plain, "true").await;
-    assert_eq!(out.sandbox.unwrap().mode, Mode::Off);
+    assert_eq!(out.report.mode, Mode::Off);
 }
 
 #[test]

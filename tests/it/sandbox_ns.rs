@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::support::binary::{output_text as text, sandboxed};
 use crate::support::workspace;
 use minicode::sandbox::{Mode, Policy};
-use minicode::tools::{Registry, ToolCtx};
+use minicode::tools::ToolCtx;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -202,23 +202,17 @@ async fn the_model_is_told_that_background_processes_ended_with_the_call() {
     let mut ctx = ToolCtx::new(ws.clone(), Duration::from_secs(60), Vec::new());
     ctx.supervisor = Some(env!("CARGO_BIN_EXE_minicode").into());
     let tmpdir = tmp.path().join("t");
-    ctx.set_sandbox(Policy::for_workspace(
-        Mode::WorkspaceWrite,
-        false,
-        &ws,
-        &[],
-        tmpdir,
-    ));
-    let out = bash(&ctx, "setsid -f sleep 30; echo served").await;
+    let policy = Policy::for_workspace(Mode::WorkspaceWrite, false, &ws, &[], tmpdir);
+    let out = bash(&ctx, &policy, "setsid -f sleep 30; echo served").await;
     assert!(out.content.contains("served"), "{}", out.content);
     assert!(out.content.contains("background: true"), "{}", out.content);
-    let out = bash(&ctx, "echo alone").await;
+    let out = bash(&ctx, &policy, "echo alone").await;
     assert!(!out.content.contains("background: true"), "{}", out.content);
 }
 
-async fn bash(ctx: &ToolCtx, command: &str) -> minicode::tools::ToolOutput {
-    let registry = Registry::builtin();
-    let args = json!({ "command": command }).to_string();
-    let (tool, value) = registry.resolve("bash", &args).unwrap();
-    tool.run(value, ctx, CancellationToken::new()).await
+async fn bash(ctx: &ToolCtx, policy: &Policy, command: &str) -> minicode::tools::ToolOutput {
+    let args = json!({ "command": command });
+    crate::support::bash::run_under(ctx, policy, args, CancellationToken::new())
+        .await
+        .output
 }

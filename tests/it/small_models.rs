@@ -8,7 +8,8 @@
 //! listing, and a named file with the files it names, such as the code a test script sources),
 //! counted as read; files named like secrets never do. A reply of bare template markup (or the
 //! attachment echoed) gets the empty reply's reminder, and a rename that left the old name in
-//! files the model read gets one naming them.
+//! files the model read gets one naming them, as does an answer claiming a change to a file
+//! that no call changed.
 
 use std::time::Duration;
 
@@ -712,4 +713,87 @@ async fn the_code_a_named_test_script_sources_goes_with_it_and_counts_as_read() 
             .unwrap()
             .contains("$1 + $2")
     );
+}
+
+#[tokio::test]
+async fn an_answer_claiming_a_change_no_call_made_gets_one_reminder_naming_the_file() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("lib.sh"), "add() {\n  echo $(( $1 + $2 ))\n}\n").unwrap();
+    std::fs::write(ws.join("test.sh"), "#!/bin/sh\n. ./lib.sh\necho ok\n").unwrap();
+    let add_mul = json!({"path": "lib.sh", "old_string": "add() {", "new_string": "mul() {\n  echo $(( $1 * $2 ))\n}\nadd() {"});
+    let add_check = json!({"path": "test.sh", "old_string": "echo ok", "new_string": "[ \"$(mul 6 7)\" = 42 ] || exit 1\necho ok"});
+    let claim = "I added the `mul` function to `lib.sh` and created a check for it in `test.sh`.";
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "edit", &add_mul.to_string())], 8),
+        text_reply(claim, 20),
+        tool_calls_reply(&[("c2", "edit", &add_check.to_string())], 8),
+        text_reply(claim, 20),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "Add a shell function `mul` to lib.sh and a check for it to test.sh.";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 1));
+    let reminder = last_message(&server, 2);
+    assert!(
+        reminder.contains("you changed `test.sh`") && !reminder.contains("`lib.sh`"),
+        "{reminder}"
+    );
+    assert!(
+        std::fs::read_to_string(ws.join("test.sh"))
+            .unwrap()
+            .contains("mul 6 7")
+    );
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn a_command_that_only_printed_the_change_is_no_change_but_one_that_made_it_is() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("lib.sh"), "add() { echo $(( $1 + $2 )); }\n").unwrap();
+    std::fs::write(ws.join("notes.txt"), "a\n").unwrap();
+    // Both files were there before the turns began.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let printed = json!({"command": "echo 'mul() { echo $(( $1 * $2 )); }'"}).to_string();
+    let appended = json!({"command": "echo b >> notes.txt"}).to_string();
+    let write = json!({"path": "CHANGELOG.md", "content": "# Changelog\n"}).to_string();
+    let server = MockServer::start(vec![
+        tool_calls_reply(&[("c1", "bash", &printed)], 8),
+        text_reply("I added the `mul` function to lib.sh.", 8),
+        text_reply("I could not add it after all.", 8),
+        tool_calls_reply(&[("c2", "bash", &appended)], 8),
+        text_reply("I updated notes.txt.", 8),
+        tool_calls_reply(&[("c3", "write", &write)], 8),
+        text_reply("Created CHANGELOG.md.", 8),
+    ])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_e, _end, stats) = run_turn(&mut handle, "Add mul to lib.sh.", approve_all).await;
+    assert_eq!(
+        stats.nudges, 1,
+        "echo printed the function and changed nothing"
+    );
+    assert!(last_message(&server, 2).contains("you changed `lib.sh`"));
+    let (_e, _end, stats) = run_turn(&mut handle, "Add b to notes.txt.", approve_all).await;
+    assert_eq!(stats.nudges, 0, "the command changed the file it names");
+    let (_e, _end, stats) = run_turn(&mut handle, "Create CHANGELOG.md.", approve_all).await;
+    assert_eq!(stats.nudges, 0);
+    assert_eq!(server.requests().len(), 7);
+}
+
+#[tokio::test]
+async fn a_claim_in_the_answer_to_a_question_gets_no_reminder() {
+    let (_dir, ws) = crate::support::workspace();
+    std::fs::write(ws.join("config.ini"), "[server]\nport = 8743\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let server = MockServer::start(vec![text_reply(
+        "I updated config.ini: the server listens on port 8743.",
+        12,
+    )])
+    .await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let prompt = "What port does the server in config.ini listen on?";
+    let (_e, end, stats) = run_turn(&mut handle, prompt, approve_all).await;
+    assert_eq!((end, stats.nudges), (TurnEnd::Completed, 0));
+    assert_eq!(server.requests().len(), 1);
 }

@@ -4,6 +4,7 @@
 //! isolation helper.
 
 pub mod agent;
+pub mod bash;
 pub mod binary;
 pub mod daemon;
 pub mod events;

@@ -1,4 +1,5 @@
-//! Black-box tests of the `bash` tool through the public registry: arguments, exit status,
+//! Black-box tests of the `bash` tool (declared by the public registry, run as the core runs
+//! it, `support::bash`): arguments, exit status,
 //! timeouts and cancellation killing the whole process group, a new session without a
 //! controlling terminal, the output cap and log file, interleaving, environment scrubbing and
 //! invalid UTF-8.
@@ -26,7 +27,7 @@ async fn run_with(ctx: &ToolCtx, args: serde_json::Value, cancel: CancellationTo
     let registry = Registry::builtin();
     let (tool, value) = registry.resolve("bash", &args.to_string()).unwrap();
     tool.prepare(&value, ctx).unwrap();
-    tool.run(value, ctx, cancel).await
+    crate::support::bash::run(ctx, value, cancel).await
 }
 
 async fn run(ctx: &ToolCtx, command: &str) -> ToolOutput {
@@ -157,6 +158,26 @@ async fn bash_run_with_invalid_arguments_runs_nothing() {
     let out = tool.run(args, &ctx, CancellationToken::new()).await;
     assert_eq!(out.status, ToolStatus::Failed);
     assert!(out.content.contains("extra"), "{}", out.content);
+    assert!(!ws.join("ran").exists());
+}
+
+/// The tool holds no sandbox policy (the core's sandbox part does): run through the registry
+/// alone, as a library user's own loop would, a call runs nothing rather than run unconfined.
+#[tokio::test]
+async fn bash_through_the_registry_alone_runs_nothing() {
+    let (_dir, ws) = workspace();
+    let ctx = ctx(&ws);
+    let registry = Registry::builtin();
+    let tool = registry.get("bash").unwrap();
+    let out = tool
+        .run(
+            json!({ "command": "touch ran" }),
+            &ctx,
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(out.status, ToolStatus::Failed);
+    assert!(out.content.contains("sandbox policy"), "{}", out.content);
     assert!(!ws.join("ran").exists());
 }
 

@@ -141,6 +141,39 @@ async fn list_filters_by_glob_anchored_or_at_any_depth() {
 }
 
 #[tokio::test]
+async fn list_reads_a_regular_expression_that_matched_nothing_as_the_glob_it_means() {
+    let (_d, ws, ctx) = tool_workspace();
+    for f in [
+        "data/s1.txt",
+        "data/s2.txt",
+        "data/index.md",
+        "data/test_a.py",
+    ] {
+        put(&ws, f, "");
+    }
+    let regex = ok(&ctx, "list", json!({"path": "data", "pattern": "\\.txt$"})).await;
+    assert_eq!(
+        lines(&regex),
+        [
+            "[`\\.txt$` is a regular expression, not a glob: listed the glob `*.txt` instead]",
+            "data/s1.txt",
+            "data/s2.txt",
+            "[2 files: 2 .txt]"
+        ]
+    );
+    let anchored = ok(&ctx, "list", json!({"path": "data", "pattern": "^test_"})).await;
+    assert!(
+        anchored.contains("glob `test_*`") && anchored.contains("data/test_a.py"),
+        "{anchored}"
+    );
+    // Still nothing: said as before, after the note; a class is no glob and stays as it was.
+    let none = ok(&ctx, "list", json!({"pattern": ".*\\.rs$"})).await;
+    assert!(none.ends_with("no files matching *.rs under .\n"), "{none}");
+    let class = ok(&ctx, "list", json!({"pattern": "s[0-9]\\.txt$"})).await;
+    assert_eq!(class.trim(), "no files matching s[0-9]\\.txt$ under .");
+}
+
+#[tokio::test]
 async fn list_is_sorted_and_capped_with_a_more_line() {
     let (_d, ws, ctx) = tool_workspace();
     for i in (0..30).rev() {

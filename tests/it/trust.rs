@@ -831,7 +831,7 @@ fn a_data_folder_linked_outside_is_refused_never_chmod_ed_or_written() {
 
 #[test]
 fn logs_and_bash_outputs_are_not_written_through_a_link() {
-    use minicode::tools::{Registry, ToolCtx};
+    use minicode::tools::ToolCtx;
     use tokio_util::sync::CancellationToken;
     let ws = Ws::new();
     let target = bait(&ws, "target");
@@ -847,18 +847,16 @@ fn logs_and_bash_outputs_are_not_written_through_a_link() {
 
     let ctx = ToolCtx::new(ws.root.clone(), Duration::from_secs(20), Vec::new());
     ctx.set_output_limit(0); // the smallest cap, so the full log would be saved
-    let registry = Registry::builtin();
-    let (tool, args) = registry
-        .resolve(
-            "bash",
-            r#"{"command": "head -c 100000 /dev/zero | tr '\\0' x"}"#,
-        )
-        .unwrap();
+    let args = serde_json::json!({"command": "head -c 100000 /dev/zero | tr '\\0' x"});
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let out = runtime.block_on(tool.run(args, &ctx, CancellationToken::new()));
+    let out = runtime.block_on(crate::support::bash::run(
+        &ctx,
+        args,
+        CancellationToken::new(),
+    ));
     assert!(
         out.content.contains("full output not saved"),
         "{}",

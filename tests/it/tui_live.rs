@@ -13,7 +13,7 @@ use crate::support::mock_openai::{MockServer, text_reply, tool_calls_reply};
 use crate::support::workspace;
 use minicode::chat::ToolStatus;
 use minicode::protocol::Event;
-use minicode::tools::{Registry, Secrets, ToolCtx, live};
+use minicode::tools::{Secrets, ToolCtx, live};
 use minicode::tui::live::Tail;
 use minicode::tui::state::{Msg, State};
 use serde_json::json;
@@ -28,11 +28,9 @@ async fn run_live(ctx: &ToolCtx, command: &str) -> (Vec<String>, String) {
     let pieces = Arc::new(Mutex::new(Vec::<String>::new()));
     let p = pieces.clone();
     let sink: live::Sink = Arc::new(move |text| p.lock().unwrap().push(text));
-    let registry = Registry::builtin();
-    let (tool, args) = registry
-        .resolve("bash", &json!({ "command": command }).to_string())
-        .unwrap();
-    let out = live::scope(sink, tool.run(args, ctx, CancellationToken::new())).await;
+    let args = json!({ "command": command });
+    let run = crate::support::bash::run(ctx, args, CancellationToken::new());
+    let out = live::scope(sink, run).await;
     let pieces = pieces.lock().unwrap().clone();
     (pieces, out.content)
 }

@@ -62,6 +62,8 @@ impl Context {
             },
             context_window: core.upkeep.window(),
             context_window_source: crate::protocol::WindowSource::Config,
+            // The parent's profile as it stands (plan mode's included).
+            sandbox: (*core.sandbox.policy()).clone(),
             ..core.options.clone()
         };
         Self {

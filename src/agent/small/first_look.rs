@@ -70,42 +70,40 @@ fn looks(prompt: &str, workspace: &std::path::Path, offered: &[&str]) -> Vec<Loo
             _ => {}
         }
     }
+    if !offered.contains(&Builtin::Read.name()) {
+        return looks;
+    }
     // The files a named file points at (the code a test script sources) follow, while there
     // is room (see `small/referenced.rs`).
-    if offered.contains(&Builtin::Read.name()) {
-        let named: Vec<String> = looks
-            .iter()
-            .filter_map(|l| match l {
-                Look::File(p) => Some(p.clone()),
-                Look::Folder(_) => None,
-            })
-            .collect();
-        for file in named {
-            let taken =
-                |p: &str| secret_like(p) || hidden(p) || looks.contains(&Look::File(p.to_string()));
-            let more = super::referenced::referenced(workspace, &file, MAX_FILES - files, taken);
-            files += more.len();
-            looks.extend(more.into_iter().map(Look::File));
-        }
+    let (named, folders) = split(&looks);
+    for file in named {
+        let taken =
+            |p: &str| secret_like(p) || hidden(p) || looks.contains(&Look::File(p.to_string()));
+        let more = super::referenced::referenced(workspace, &file, MAX_FILES - files, taken);
+        files += more.len();
+        looks.extend(more.into_iter().map(Look::File));
     }
     // A small folder's files go with its listing while there is room: asked to rename a
     // function across a folder of three files, the 1.5B model sent the three right edits,
     // blind, and stopped at their refusals.
-    if offered.contains(&Builtin::Read.name()) {
-        let folders: Vec<String> = looks
-            .iter()
-            .filter_map(|l| match l {
-                Look::Folder(p) => Some(p.clone()),
-                Look::File(_) => None,
-            })
-            .collect();
-        for folder in folders {
-            let inside = small_folder(workspace, &folder, MAX_FILES - files);
-            files += inside.len();
-            looks.extend(inside.into_iter().map(Look::File));
-        }
+    for folder in folders {
+        let inside = small_folder(workspace, &folder, MAX_FILES - files);
+        files += inside.len();
+        looks.extend(inside.into_iter().map(Look::File));
     }
     looks
+}
+
+/// The paths of `looks`: the files', then the folders'.
+fn split(looks: &[Look]) -> (Vec<String>, Vec<String>) {
+    let (mut files, mut folders) = (Vec::new(), Vec::new());
+    for look in looks {
+        match look {
+            Look::File(p) => files.push(p.clone()),
+            Look::Folder(p) => folders.push(p.clone()),
+        }
+    }
+    (files, folders)
 }
 
 /// The files of `folder` (relative paths, sorted) when it holds at most `room` files, all

@@ -15,6 +15,7 @@ use crate::agent::{delegate, history, sandboxing, spans};
 use crate::chat::{Change, ToolCall, ToolKind, ToolStatus};
 use crate::hooks::HookEvent;
 use crate::protocol::{CallId, Decision, Event, TurnEnd, TurnStats};
+use crate::sandbox::Report;
 use crate::tools::{Aim, CoreCall, Invocation, Tool, ToolOutput};
 
 /// How a batch of calls ended.
@@ -74,7 +75,11 @@ pub(in crate::agent) async fn run_batch(
             return Batch::Interrupted;
         }
         stats.tool_calls += 1;
-        let (summary, output) = run_call(core, call, cancel, decisions, stats).await;
+        let Answer {
+            summary,
+            output,
+            sandbox,
+        } = run_call(core, call, cancel, decisions, stats).await;
         core.emit(Event::ToolCallEnded {
             call: call.id.clone(),
             status: output.status,
@@ -88,7 +93,7 @@ pub(in crate::agent) async fn run_batch(
         core.store
             .session
             .push_result(call.id.clone(), output.content, output.status, summary);
-        if let Some(report) = output.sandbox {
+        if let Some(report) = sandbox {
             core.store.session.note_sandbox(report);
         }
         // A host that journals calls learns the call is over only once its result is on
@@ -133,6 +138,16 @@ fn show_images(core: &mut Core, images: Vec<crate::chat::Image>) {
         .push(crate::chat::Message::user_with_images(text, images));
 }
 
+/// How one call ended.
+struct Answer {
+    /// The summary announced with `ToolCallBegan`.
+    summary: Option<String>,
+    /// What the model reads.
+    output: ToolOutput,
+    /// For a `bash` call: what the sandbox did to it (kept beside the result).
+    sandbox: Option<Report>,
+}
+
 /// One call inside its `tool_call` span, which records its status (and, with
 /// `include_content`, its arguments and result).
 async fn run_call(
@@ -141,7 +156,7 @@ async fn run_call(
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
     stats: &mut TurnStats,
-) -> (Option<String>, ToolOutput) {
+) -> Answer {
     let span = spans::tool_call(call, &core.tool_ctx.secrets);
     let ctx = core.tool_ctx.clone();
     let content = core.content(&ctx);
@@ -149,14 +164,14 @@ async fn run_call(
         content.tool_arguments(&span, &call.arguments);
     }
     core.goal.note_call();
-    let (summary, output) = prepare_and_run(core, call, cancel, decisions, stats)
+    let answer = prepare_and_run(core, call, cancel, decisions, stats)
         .instrument(span.clone())
         .await;
-    spans::end_tool_call(&span, output.status);
+    spans::end_tool_call(&span, answer.output.status);
     if let Some(content) = content {
-        content.tool_result(&span, &output.content);
+        content.tool_result(&span, &answer.output.content);
     }
-    (summary, output)
+    answer
 }
 
 /// Validates, approves and runs one call; every path yields the output the model will read,
@@ -167,14 +182,14 @@ async fn prepare_and_run(
     cancel: &CancellationToken,
     decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
     stats: &mut TurnStats,
-) -> (Option<String>, ToolOutput) {
+) -> Answer {
     let (tool, args) = match resolve(core, call) {
         Ok(found) => found,
-        Err(refused) => return *refused,
+        Err(refused) => return unrun(*refused),
     };
     let (summary, prepared, invocation) = match announce(core, call, &tool, &args) {
         Ok(ready) => ready,
-        Err(refused) => return *refused,
+        Err(refused) => return unrun(*refused),
     };
     let aim = invocation.aim();
     if let Some(refused) = gate(
@@ -188,10 +203,8 @@ async fn prepare_and_run(
     )
     .await
     {
-        return (summary, refused);
+        return unrun((summary, refused));
     }
-    // Only a command can come back stopped by the sandbox and be run again outside it.
-    let again = (tool.kind() == ToolKind::Execute).then(|| args.clone());
     let seen = core.hooks.has(HookEvent::PostToolUse).then(|| args.clone());
     // The checkpoint spans the call and its run outside the sandbox, if the user allows one.
     let goal_call = matches!(
@@ -203,28 +216,41 @@ async fn prepare_and_run(
             .checkpoints
             .before(&core.store.session, call, (tool.kind(), &aim));
     let edited = core.diagnostics.target(call, &args, &core.tool_ctx);
-    let output = execute(core, call, (&tool, &*invocation), cancel, stats).await;
-    let mut output = sandboxing::after_run(core, call, again, output, cancel, decisions).await;
+    let runs = (call, (&tool, &*invocation));
+    let (mut output, sandbox) = execute(core, runs, cancel, decisions, stats).await;
     if recorded {
         // The record of a confined run covers the call only when no unconfined run followed
         // (that one's report, with no record, replaces it).
-        let written = output.sandbox.as_ref().and_then(|r| r.written.as_deref());
+        let written = sandbox.as_ref().and_then(|r| r.written.as_deref());
         core.checkpoints.after(written);
     }
-    let ctx = core.tool_ctx.clone();
+    let (ctx, policy) = (core.tool_ctx.clone(), core.sandbox.policy());
     core.diagnostics
-        .after(edited, &mut output, &ctx, cancel)
+        .after(edited, &mut output, (&ctx, &policy), cancel)
         .await;
     output.content = core.tool_ctx.secrets.redact(output.content);
     if let Some(args) = seen {
         core.post_tool_hooks(call, &args, &mut output, cancel).await;
     }
-    (summary, output)
+    Answer {
+        summary,
+        output,
+        sandbox,
+    }
 }
 
 /// What a stage answers when the call goes no further: the summary and the output (boxed:
 /// the rare path should not widen every `Result` it travels in).
 type Refused = Box<(Option<String>, ToolOutput)>;
+
+/// The answer of a call that never ran: nothing for the sandbox to report.
+fn unrun((summary, output): (Option<String>, ToolOutput)) -> Answer {
+    Answer {
+        summary,
+        output,
+        sandbox: None,
+    }
+}
 
 /// Finds the tool the call names and checks its arguments against the tool's schema; an
 /// unknown tool is still announced, under its (redacted) name.
@@ -375,35 +401,43 @@ async fn gate(
     }
 }
 
-/// Runs an approved call: a goal tool, the core's own `delegate`, or the tool itself with its
-/// live output and process group reported as it runs.
+/// Runs an approved call: a goal tool, the core's own `delegate`, a `bash` command under the
+/// sandbox part's policy (then what follows when the sandbox stopped it), or the tool itself;
+/// the live output and process group of what runs are reported as it runs. Beside the output:
+/// a `bash` call's sandbox report.
 async fn execute(
     core: &mut Core,
-    call: &ToolCall,
-    (tool, invocation): (&Arc<dyn Tool>, &dyn Invocation),
+    (call, (tool, invocation)): (&ToolCall, (&Arc<dyn Tool>, &dyn Invocation)),
     cancel: &CancellationToken,
+    decisions: &mut mpsc::UnboundedReceiver<(CallId, Decision)>,
     stats: &mut TurnStats,
-) -> ToolOutput {
+) -> (ToolOutput, Option<Report>) {
     let core_call = invocation.core_call();
     match &core_call {
         Some(CoreCall::GoalStatus) => {
-            return core.goal.tool(None, core.store.session.messages());
+            return (core.goal.tool(None, core.store.session.messages()), None);
         }
         Some(CoreCall::GoalUpdate(update)) => {
-            return core.goal.tool(Some(update), core.store.session.messages());
+            let output = core.goal.tool(Some(update), core.store.session.messages());
+            return (output, None);
         }
         _ => {}
     }
     if let Some(journal) = &core.store.journal
         && let Err(e) = journal.starting(&call.id)
     {
-        return ToolOutput {
+        let output = ToolOutput {
             status: ToolStatus::Failed,
             content: format!("not run: could not record that the call starts: {e}"),
-            sandbox: None,
             matched: None,
             image: None,
         };
+        return (output, None);
+    }
+    if let Some(CoreCall::Bash(args)) = &core_call {
+        let ran = core.run_bash(call, args, cancel).await;
+        let ran = sandboxing::after_run(core, call, args, ran, cancel, decisions).await;
+        return (ran.output, Some(ran.report));
     }
     let subagents = core.options.subagents.clone();
     let ours = core.delegate.owns(&**tool);
@@ -416,11 +450,11 @@ async fn execute(
         stats.subagents += tally.children;
         stats.subagent_calls += tally.model_calls;
         stats.subagent_tokens.merge(&tally.tokens);
-        return output;
+        return (output, None);
     }
     let ctx = core.tool_ctx.clone();
     let run = invocation.run(&ctx, cancel.child_token());
-    observed(core, call, run).await
+    (observed(core, call, run).await, None)
 }
 
 /// Runs a tool's future so that what it prints reaches frontends as it comes and the process
@@ -488,7 +522,6 @@ fn rejected(message: String) -> ToolOutput {
     ToolOutput {
         status: ToolStatus::Rejected,
         content: message,
-        sandbox: None,
         matched: None,
         image: None,
     }

@@ -85,3 +85,42 @@ fn a_stream_without_done_is_an_error() {
     d.feed(b"data: {\"choices\":[]}\n\n", &mut out).unwrap();
     assert!(d.end().is_err());
 }
+
+/// The events `p` dispatches for `chunks` fed in order, as (event, data) pairs.
+fn parse(chunks: &[&[u8]]) -> Vec<(String, String)> {
+    let mut p = Parser::new();
+    let mut events = Vec::new();
+    for chunk in chunks {
+        p.feed(chunk, &mut |e| {
+            events.push((e.event.to_string(), e.data.to_string()));
+            Ok(true)
+        })
+        .unwrap();
+    }
+    events
+}
+
+#[test]
+fn a_line_end_of_any_style_is_found_wherever_the_chunks_split() {
+    // LF, CRLF and CR line ends side by side, a comment, a named event, multi-line data and
+    // lines long enough that the line-end search runs over many bytes of one chunk.
+    let long = "x".repeat(100);
+    let bytes = format!(
+        "\u{feff}data: a{long}\r\n\r\n: note\rdata: b\ndata: {long}c\r\revent: e\r\ndata: d\n\n"
+    );
+    let bytes = bytes.as_bytes();
+    let want = [
+        (String::new(), format!("a{long}")),
+        (String::new(), format!("b\n{long}c")),
+        ("e".to_string(), "d".to_string()),
+    ];
+    assert_eq!(parse(&[bytes]), want);
+    for at in 0..=bytes.len() {
+        let (head, tail) = bytes.split_at(at);
+        assert_eq!(parse(&[head, tail]), want, "split at byte {at}");
+    }
+    for size in [1, 2, 3, 5, 64] {
+        let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+        assert_eq!(parse(&chunks), want, "chunks of {size} bytes");
+    }
+}
