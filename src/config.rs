@@ -243,24 +243,24 @@ pub struct Config {
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     /// `--config PATH`: this file and no other; it must exist.
-    pub(crate) config_path: Option<PathBuf>,
+    pub config_path: Option<PathBuf>,
     /// `--model`
-    pub(crate) model: Option<String>,
+    pub model: Option<String>,
     /// `--base-url`
-    pub(crate) base_url: Option<String>,
+    pub base_url: Option<String>,
     /// `--demo`
-    pub(crate) demo: bool,
+    pub demo: bool,
     /// `--sandbox MODE`: the profile, whatever the files say.
-    pub(crate) sandbox: Option<crate::sandbox::Mode>,
+    pub sandbox: Option<crate::sandbox::Mode>,
     /// `--network`: IPv4/IPv6 sockets allowed in the confined profiles.
-    pub(crate) network: bool,
+    pub network: bool,
     /// `--plan`: sessions start in plan mode.
-    pub(crate) plan: bool,
+    pub plan: bool,
     /// `--no-hooks` (hidden, what `minicode eval` gives its runs): no configured hook runs.
-    pub(crate) no_hooks: bool,
+    pub no_hooks: bool,
     /// Load as if the workspace's config file were absent: the user chose "run without
     /// the workspace file" when asked about an untrusted workspace.
-    pub(crate) skip_workspace_file: bool,
+    pub skip_workspace_file: bool,
 }
 
 /// How to set a model up, naming the user config file minicode reads (`None`: neither HOME
