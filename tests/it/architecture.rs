@@ -232,9 +232,14 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+/// The crate's Rust files under `dir`. Cargo's build script (`src/build.rs`, `package.build`)
+/// sits among them but is a program of its own, not a module of the library.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
+        if path == src().join("build.rs") {
+            continue;
+        }
         if path.is_dir() {
             rust_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {

@@ -66,11 +66,11 @@ fn size_of(sections: &[Section], name: &str) -> Option<u64> {
 
 #[test]
 fn relative_relocations_are_packed_where_the_system_supports_it() {
-    // build.rs links and runs a probe program and says here what it found.
+    // src/build.rs links and runs a probe program and says here what it found.
     let probed = option_env!("MINICODE_LINK_RELR");
     assert!(
         probed.is_some(),
-        "build.rs did not report whether packed relocations are supported"
+        "src/build.rs did not report whether packed relocations are supported"
     );
     let binary = Path::new(env!("CARGO_BIN_EXE_minicode"));
     let found = sections(binary);

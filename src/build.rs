@@ -1,6 +1,7 @@
 //! Link options the system may or may not support, decided by trying them: the two size
 //! options of the `minicode` binary (docs/performance.md, "Binary size"). It must never fail a
-//! build: when a probe cannot run or says no, the binary is linked as before.
+//! build: when a probe cannot run or says no, the binary is linked as before. It is Cargo's build
+//! script (`package.build` in Cargo.toml), not a module of the crate.
 //!
 //! - Packed relative relocations (RELR). A position-independent executable carries one 24-byte
 //!   `R_X86_64_RELATIVE` entry per pointer in its data (vtables, string tables, `&'static`
@@ -43,7 +44,7 @@ const PROBE: &str = "static WORDS: [&str; 2] = [\"packed\", \"relocations\"];\n\
                      }\n";
 
 fn main() {
-    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/build.rs");
     for var in [
         "RUSTC_LINKER",
         "CARGO_ENCODED_RUSTFLAGS",
