@@ -797,3 +797,19 @@ async fn a_claim_in_the_answer_to_a_question_gets_no_reminder() {
     assert_eq!((end, stats.nudges), (TurnEnd::Completed, 0));
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_file_a_named_script_points_at_through_a_link_out_of_the_workspace_is_never_attached() {
+    let (_dir, ws) = crate::support::workspace();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("notes.txt"), "OUTSIDE-CONTENT\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("out")).unwrap();
+    std::fs::write(ws.join("run.sh"), "#!/bin/sh\ncat out/notes.txt\n").unwrap();
+    let server = MockServer::start(vec![text_reply("It prints a file.", 6)]).await;
+    let mut handle = spawn(&ws, provider(&server), small_profile());
+    let (_e, end, _stats) = run_turn(&mut handle, "What does run.sh do?", approve_all).await;
+    assert_eq!(end, TurnEnd::Completed);
+    let first = last_message(&server, 0);
+    assert!(first.contains("<attached-file path=\"run.sh\">"), "{first}");
+    assert!(!first.contains("OUTSIDE-CONTENT"), "{first}");
+}
